@@ -95,6 +95,7 @@ export class ContractError extends Error {
 
 /** GraphQL `extensions` a subgraph attaches so the adapter can map an error back to the contract. */
 export interface ContractErrorExtensions {
+  [key: string]: unknown
   code: ErrorCode
   http: { status: number }
 }

@@ -1,0 +1,129 @@
+/**
+ * Configuration: read from the environment once, validated with zod, and passed down.
+ * Nothing else in the project reads process.env.
+ */
+import { z } from 'zod'
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes')
+
+const port = z.coerce.number().int().min(0).max(65535)
+
+/** Secrets have development defaults so a fresh clone runs; production refuses to start without real ones. */
+const DEV_SECRET = 'development-only-secret-do-not-use-in-production'
+
+const schema = z
+  .object({
+    NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    MONGO_URL: z.string().url().default('mongodb://127.0.0.1:27027/svc'),
+    REDIS_URL: z.string().url().default('redis://127.0.0.1:6379/0'),
+    REDIS_PREFIX: z.string().default('svc:'),
+    SERVICE_DID: z.string().startsWith('did:').default('did:web:svc.localhost'),
+    PLC_URL: z.string().url().default('https://plc.directory'),
+    BASE_URL: z.string().url().default('http://127.0.0.1:4000'),
+    CHECKOUT_URL: z.string().url().default('http://127.0.0.1:4001'),
+    DASHBOARD_URL: z.string().url().default('http://127.0.0.1:4001/dashboard'),
+    HOST: z.string().default('127.0.0.1'),
+    API_PORT: port.default(4000),
+    CHECKOUT_PORT: port.default(4001),
+    GATEWAY_PORT: port.default(4100),
+    APPS_SUBGRAPH_PORT: port.default(4201),
+    GATEWAY_URL: z.string().url().default('http://127.0.0.1:4100/graphql'),
+    APPS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4201/graphql'),
+    INTERNAL_CONTEXT_SECRET: z.string().min(32).default(DEV_SECRET),
+    ADAPTER_GATEWAY_TOKEN: z.string().min(32).default(`${DEV_SECRET}-adapter`),
+    OPERATOR_TOKEN: z.string().min(32).default(`${DEV_SECRET}-operator`),
+    GRAPHIQL: bool.optional(),
+    DEV_ALLOW_LOOPBACK_WEBHOOKS: bool.default(false),
+    ALLOW_INSECURE_DID_WEB: bool.default(false),
+  })
+  .superRefine((env, ctx) => {
+    if (env.NODE_ENV !== 'production') return
+    for (const key of ['INTERNAL_CONTEXT_SECRET', 'ADAPTER_GATEWAY_TOKEN', 'OPERATOR_TOKEN'] as const) {
+      if (env[key].startsWith(DEV_SECRET)) ctx.addIssue({ code: 'custom', path: [key], message: 'must be set in production' })
+    }
+    if (env.DEV_ALLOW_LOOPBACK_WEBHOOKS) {
+      ctx.addIssue({ code: 'custom', path: ['DEV_ALLOW_LOOPBACK_WEBHOOKS'], message: 'is a development setting' })
+    }
+  })
+
+export type Environment = 'test' | 'live'
+export const ENVIRONMENTS: readonly Environment[] = ['test', 'live']
+
+export interface Config {
+  nodeEnv: 'development' | 'test' | 'production'
+  logLevel: string
+  mongoUrl: string
+  redisUrl: string
+  redisPrefix: string
+  serviceDid: string
+  plcUrl: string
+  baseUrl: string
+  checkoutUrl: string
+  dashboardUrl: string
+  host: string
+  ports: { api: number; checkout: number; gateway: number; appsSubgraph: number }
+  gatewayUrl: string
+  subgraphs: { apps: string }
+  secrets: { internalContext: string; adapterGatewayToken: string; operatorToken: string }
+  graphiql: boolean
+  devAllowLoopbackWebhooks: boolean
+  allowInsecureDidWeb: boolean
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = schema.safeParse(env)
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`)
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`)
+  }
+  const e = parsed.data
+  return {
+    nodeEnv: e.NODE_ENV,
+    logLevel: e.LOG_LEVEL,
+    mongoUrl: e.MONGO_URL,
+    redisUrl: e.REDIS_URL,
+    redisPrefix: e.REDIS_PREFIX,
+    serviceDid: e.SERVICE_DID,
+    plcUrl: e.PLC_URL,
+    baseUrl: e.BASE_URL.replace(/\/$/, ''),
+    checkoutUrl: e.CHECKOUT_URL.replace(/\/$/, ''),
+    dashboardUrl: e.DASHBOARD_URL.replace(/\/$/, ''),
+    host: e.HOST,
+    ports: { api: e.API_PORT, checkout: e.CHECKOUT_PORT, gateway: e.GATEWAY_PORT, appsSubgraph: e.APPS_SUBGRAPH_PORT },
+    gatewayUrl: e.GATEWAY_URL,
+    subgraphs: { apps: e.APPS_SUBGRAPH_URL },
+    secrets: {
+      internalContext: e.INTERNAL_CONTEXT_SECRET,
+      adapterGatewayToken: e.ADAPTER_GATEWAY_TOKEN,
+      operatorToken: e.OPERATOR_TOKEN,
+    },
+    graphiql: e.GRAPHIQL ?? e.NODE_ENV === 'development',
+    devAllowLoopbackWebhooks: e.DEV_ALLOW_LOOPBACK_WEBHOOKS,
+    allowInsecureDidWeb: e.ALLOW_INSECURE_DID_WEB,
+  }
+}
+
+/** Logger options shared by every component: structured JSON, secrets redacted. */
+export function loggerOptions(config: Pick<Config, 'logLevel'>, name: string) {
+  return {
+    name,
+    level: config.logLevel,
+    redact: {
+      paths: [
+        'req.headers.authorization',
+        'req.headers["svc-context"]',
+        'req.headers["svc-caller"]',
+        'headers.authorization',
+        '*.token',
+        '*.secret',
+        '*.apiKey',
+      ],
+      censor: '[redacted]',
+    },
+  }
+}

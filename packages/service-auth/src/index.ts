@@ -1,0 +1,16 @@
+export {
+  createServiceAuthVerifier,
+  type ServiceAuthVerifier,
+  type ServiceAuthVerifierOptions,
+  type VerifiedServiceAuth,
+} from './verifier'
+export {
+  generateDidKeyKeypair,
+  keypairFromPrivateKeyHex,
+  mintServiceJwt,
+  SERVICE_JWT_ALGS,
+  type DidKeyKeypair,
+  type ExportableServiceKeypair,
+  type MintServiceJwtParams,
+  type ServiceJwtAlg,
+} from './mint'

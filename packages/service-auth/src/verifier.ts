@@ -1,0 +1,227 @@
+/**
+ * Verifies AT Protocol inter-service JWTs (`Authorization: Bearer <jwt>`), DESIGN.md section 4:
+ * alg ES256K or ES256, `aud` = our DID, `lxm` = the NSID called, `exp` not passed and at most
+ * `maxLifetimeSeconds` (+ skew) ahead, `iat` and `jti` present, signature by the issuer's `#atproto`
+ * key (did:key locally, did:web, did:plc), and `jti` single-use in Redis until `exp`.
+ *
+ * Every refusal is a ContractError (401). Tokens are never logged nor echoed in messages.
+ */
+import { parseDidKey } from '@atproto/crypto'
+import { DidResolver, DidWebResolver, MemoryCache } from '@atproto/identity'
+import { AuthRequiredError, verifyJwt } from '@atproto/xrpc-server'
+import { ContractError, type ErrorCode } from '@svc/errors'
+import type { Redis } from 'ioredis'
+
+import { SERVICE_JWT_ALGS } from './mint'
+
+export interface VerifiedServiceAuth {
+  iss: string
+  aud: string
+  lxm: string
+  jti: string
+  exp: number
+  iat: number
+}
+
+export interface ServiceAuthVerifier {
+  /** `authorization`: the raw header value; `nsid`: the method being served. Throws ContractError. */
+  verify(authorization: string | undefined, nsid: string): Promise<VerifiedServiceAuth>
+}
+
+export interface ServiceAuthVerifierOptions {
+  /** This service's DID: the required `aud`. */
+  serviceDid: string
+  /** PLC directory base URL for did:plc issuers, e.g. https://plc.directory. */
+  plcUrl: string
+  redis: Redis
+  /** Prefix of the replay keys `<prefix><iss>:<jti>`. */
+  replayKeyPrefix: string
+  /** Longest accepted `exp - now`, seconds. Default 300. */
+  maxLifetimeSeconds?: number
+  /** Tolerated clock difference, seconds. Default 30. */
+  clockSkewSeconds?: number
+  /** How long a resolved DID document is reused, ms. Default 10 minutes. */
+  didCacheTtlMs?: number
+  /** DID resolution timeout, ms. Default 3000. */
+  didTimeoutMs?: number
+  /** Tests only: resolve did:web over plain http for localhost / 127.0.0.1 / [::1]. Otherwise those hosts are refused. */
+  allowInsecureDidWeb?: boolean
+  /** Replaces the built-in resolver (then didCacheTtlMs, didTimeoutMs, plcUrl and allowInsecureDidWeb do not apply to it). */
+  resolver?: DidResolver
+}
+
+const DEFAULT_MAX_LIFETIME_SECONDS = 300
+const DEFAULT_CLOCK_SKEW_SECONDS = 30
+const DEFAULT_DID_CACHE_TTL_MS = 10 * 60 * 1000
+const DEFAULT_DID_TIMEOUT_MS = 3000
+/** A forced key refetch (after a signature mismatch) happens at most this often per issuer. */
+const FORCED_REFRESH_MIN_INTERVAL_MS = 30 * 1000
+const MAX_TOKEN_LENGTH = 8192
+const MAX_JTI_LENGTH = 256
+const MAX_ISS_LENGTH = 2048
+
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/
+const BEARER = /^Bearer +(\S+) *$/i
+/** Printable ASCII without spaces: keeps replay keys well-formed. */
+const JTI_SHAPE = /^[\x21-\x7e]+$/
+const DID_SHAPE = /^did:[a-z]+:[A-Za-z0-9._:%-]+$/
+
+/** verifyJwt's error names that are contract codes as they are. */
+const PASSTHROUGH_CODES = new Set<ErrorCode>(['BadJwt', 'JwtExpired', 'BadJwtAudience', 'BadJwtLexiconMethod', 'BadJwtSignature'])
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
+
+/** did:web over https only; plain http for loopback hosts only when allowed (tests), else loopback is refused. */
+class GuardedDidWebResolver extends DidWebResolver {
+  private readonly allowInsecure: boolean
+
+  constructor(timeout: number, allowInsecure: boolean) {
+    super(timeout)
+    this.allowInsecure = allowInsecure
+  }
+
+  override async resolveNoCheck(did: string): Promise<unknown> {
+    const id = did.split(':').slice(2).join(':')
+    const parts = id.split(':').map(decodeURIComponent)
+    if (parts.length !== 1 || !parts[0] || /[/?#@\\]/.test(parts[0])) {
+      throw new Error('unsupported did:web identifier')
+    }
+    const url = new URL(`https://${parts[0]}/.well-known/did.json`)
+    if (LOOPBACK_HOSTS.has(url.hostname)) {
+      if (!this.allowInsecure) throw new Error('loopback did:web hosts are not allowed')
+      url.protocol = 'http:'
+    }
+    const res = await fetch(url, {
+      signal: AbortSignal.timeout(this.timeout),
+      redirect: 'error',
+      headers: { accept: 'application/did+ld+json,application/json' },
+    })
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => undefined)
+      return null
+    }
+    return res.json()
+  }
+}
+
+function buildResolver(options: ServiceAuthVerifierOptions): DidResolver {
+  if (options.resolver) return options.resolver
+  const timeout = options.didTimeoutMs ?? DEFAULT_DID_TIMEOUT_MS
+  const ttl = options.didCacheTtlMs ?? DEFAULT_DID_CACHE_TTL_MS
+  // stale = expired: a cached document is either used as is or refetched, never refreshed in-line.
+  const resolver = new DidResolver({ plcUrl: options.plcUrl, timeout, didCache: new MemoryCache(ttl, ttl) })
+  resolver.methods.set('web', new GuardedDidWebResolver(timeout, options.allowInsecureDidWeb === true))
+  return resolver
+}
+
+function fail(code: ErrorCode, message: string): never {
+  throw new ContractError(code, message)
+}
+
+function decodeJsonObject(part: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'))
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null
+  } catch {
+    return null
+  }
+}
+
+/** The JWT of a `Bearer` header, or a ContractError naming what was sent instead. */
+function extractJwt(authorization: string | undefined): string {
+  const raw = authorization?.trim()
+  if (!raw) fail('AuthMissing', 'authorization required: a service-auth JWT in Authorization: Bearer')
+  const bearer = BEARER.exec(raw)
+  const credential = bearer?.[1] ?? raw
+  if (credential.startsWith('svc_rk_')) {
+    fail('ApiKeyNotAccepted', 'API keys are accepted only on the developer utility routes')
+  }
+  if (credential.startsWith('whsec_')) {
+    fail('WebhookSecretNotAccepted', 'webhook signing secrets are not credentials')
+  }
+  if (!bearer || credential.length > MAX_TOKEN_LENGTH || !JWT_SHAPE.test(credential)) {
+    fail('BadJwt', 'expected Authorization: Bearer <service-auth JWT>')
+  }
+  return credential
+}
+
+export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): ServiceAuthVerifier {
+  const { serviceDid, redis, replayKeyPrefix } = options
+  const maxLifetime = options.maxLifetimeSeconds ?? DEFAULT_MAX_LIFETIME_SECONDS
+  const skew = options.clockSkewSeconds ?? DEFAULT_CLOCK_SKEW_SECONDS
+  const resolver = buildResolver(options)
+  const lastForcedRefresh = new Map<string, number>()
+
+  /** Throttles forced refetches so bad signatures cannot make us hammer an issuer's DID host. */
+  function mayForceRefresh(did: string): boolean {
+    const now = Date.now()
+    const last = lastForcedRefresh.get(did)
+    if (last !== undefined && now - last < FORCED_REFRESH_MIN_INTERVAL_MS) return false
+    if (lastForcedRefresh.size >= 10_000) {
+      for (const [key, at] of lastForcedRefresh) if (now - at >= FORCED_REFRESH_MIN_INTERVAL_MS) lastForcedRefresh.delete(key)
+      if (lastForcedRefresh.size >= 10_000) lastForcedRefresh.clear()
+    }
+    lastForcedRefresh.set(did, now)
+    return true
+  }
+
+  async function getSigningKey(iss: string, forceRefresh: boolean): Promise<string> {
+    let key: string
+    try {
+      key = await resolver.resolveAtprotoKey(iss, forceRefresh && mayForceRefresh(iss))
+      parseDidKey(key)
+    } catch {
+      fail('UnresolvableIssuer', 'could not resolve the signing key of the jwt issuer')
+    }
+    return key
+  }
+
+  async function verify(authorization: string | undefined, nsid: string): Promise<VerifiedServiceAuth> {
+    const jwt = extractJwt(authorization)
+    const [headerPart, payloadPart] = jwt.split('.') as [string, string, string]
+
+    const header = decodeJsonObject(headerPart)
+    if (!header) fail('BadJwt', 'poorly formatted jwt header')
+    if (typeof header.alg !== 'string' || !(SERVICE_JWT_ALGS as readonly string[]).includes(header.alg)) {
+      fail('BadJwt', 'jwt alg must be ES256K or ES256')
+    }
+
+    const payload = decodeJsonObject(payloadPart)
+    if (!payload) fail('BadJwt', 'poorly formatted jwt payload')
+    const { iss, aud, exp, iat, jti } = payload
+    if (typeof iss !== 'string' || iss.length > MAX_ISS_LENGTH || !DID_SHAPE.test(iss)) fail('BadJwt', 'jwt iss must be a DID')
+    if (typeof aud !== 'string') fail('BadJwt', 'jwt aud required')
+    if (typeof jti !== 'string' || jti.length === 0 || jti.length > MAX_JTI_LENGTH || !JTI_SHAPE.test(jti)) {
+      fail('BadJwt', 'jwt jti required')
+    }
+    if (typeof iat !== 'number' || !Number.isFinite(iat)) fail('BadJwt', 'jwt iat required')
+    if (typeof exp !== 'number' || !Number.isFinite(exp)) fail('BadJwt', 'jwt exp required')
+    const now = Date.now() / 1000
+    if (iat > now + skew) fail('BadJwt', 'jwt iat is in the future')
+    if (exp - now > maxLifetime + skew) {
+      fail('JwtLifetimeTooLong', `jwt exp must be at most ${maxLifetime} seconds ahead`)
+    }
+
+    try {
+      await verifyJwt(jwt, serviceDid, nsid, getSigningKey)
+    } catch (err) {
+      if (err instanceof ContractError) throw err
+      if (err instanceof AuthRequiredError) {
+        const name = err.customErrorName as ErrorCode | undefined
+        if (name && PASSTHROUGH_CODES.has(name)) fail(name, err.errorMessage ?? name)
+      }
+      // verifyJwt does no I/O of its own (key resolution is ours): anything else is a malformed token.
+      fail('BadJwt', 'poorly formatted jwt')
+    }
+
+    // Only a validly signed token reaches here, so garbage cannot burn a jti.
+    // The key outlives exp by the skew: a verifier whose clock is behind still sees it.
+    const replayKey = `${replayKeyPrefix}${iss}:${jti}`
+    const set = await redis.set(replayKey, '1', 'EXAT', Math.ceil(exp) + skew, 'NX')
+    if (set !== 'OK') fail('JwtReplayed', 'jwt jti has already been used')
+
+    return { iss, aud, lxm: nsid, jti, exp, iat }
+  }
+
+  return { verify }
+}

@@ -1,0 +1,313 @@
+import { randomBytes } from 'node:crypto'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+
+import type { Keypair } from '@atproto/crypto'
+import Redis from 'ioredis'
+
+import {
+  createServiceAuthVerifier,
+  generateDidKeyKeypair,
+  keypairFromPrivateKeyHex,
+  mintServiceJwt,
+  type ServiceAuthVerifier,
+} from '../src'
+
+const SERVICE_DID = 'did:web:payments.svc.test'
+const NSID = 'money.svc.payment.create'
+const prefix = `test:service-auth:${randomBytes(6).toString('hex')}:`
+
+let redis: Redis
+let verifier: ServiceAuthVerifier
+let didWebServer: Server
+let plcServer: Server
+let didWebDid: string
+let plcUrl: string
+/** DID documents the local PLC directory serves, by DID. */
+const plcDocs = new Map<string, unknown>()
+let didWebDoc: unknown
+
+const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
+const now = () => Math.floor(Date.now() / 1000)
+
+/** Builds and signs a JWT by hand, exactly as createServiceJwt does, with any header and claims. */
+async function craftJwt(keypair: Keypair, header: Record<string, unknown>, payload: Record<string, unknown>): Promise<string> {
+  const toSign = `${b64url(header)}.${b64url(payload)}`
+  const sig = await keypair.sign(new TextEncoder().encode(toSign))
+  return `${toSign}.${Buffer.from(sig).toString('base64url')}`
+}
+
+function claims(iss: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  const iat = now()
+  return { iss, aud: SERVICE_DID, lxm: NSID, iat, exp: iat + 60, jti: randomBytes(16).toString('hex'), ...overrides }
+}
+
+async function expectCode(promise: Promise<unknown>, code: string, token?: string): Promise<void> {
+  const err = await promise.then(
+    () => {
+      throw new Error(`expected ${code}, got success`)
+    },
+    (e: unknown) => e,
+  )
+  expect(err).toMatchObject({ name: 'ContractError', code, status: 401 })
+  if (token) expect((err as Error).message).not.toContain(token)
+}
+
+function didDocument(did: string, keypair: Keypair) {
+  return {
+    '@context': ['https://www.w3.org/ns/did/v1', 'https://w3id.org/security/multikey/v1'],
+    id: did,
+    alsoKnownAs: [],
+    verificationMethod: [
+      {
+        id: `${did}#atproto`,
+        type: 'Multikey',
+        controller: did,
+        publicKeyMultibase: keypair.did().slice('did:key:'.length),
+      },
+    ],
+    service: [],
+  }
+}
+
+function randomPlcDid(): string {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz234567'
+  return `did:plc:${Array.from(randomBytes(24), (b) => alphabet[b % 32]).join('')}`
+}
+
+async function listen(server: Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return (server.address() as AddressInfo).port
+}
+
+async function close(server: Server | undefined): Promise<void> {
+  if (!server) return
+  server.closeAllConnections()
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+}
+
+beforeAll(async () => {
+  redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 })
+  await redis.connect()
+
+  didWebServer = createServer((req, res) => {
+    if (req.url === '/.well-known/did.json' && didWebDoc) {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(didWebDoc))
+    } else {
+      res.writeHead(404).end()
+    }
+  })
+  const webPort = await listen(didWebServer)
+  didWebDid = `did:web:127.0.0.1%3A${webPort}`
+
+  plcServer = createServer((req, res) => {
+    const did = decodeURIComponent((req.url ?? '/').slice(1))
+    const doc = plcDocs.get(did)
+    if (req.method === 'GET' && doc) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc))
+    else res.writeHead(404).end()
+  })
+  plcUrl = `http://127.0.0.1:${await listen(plcServer)}`
+
+  verifier = createServiceAuthVerifier({ serviceDid: SERVICE_DID, plcUrl, redis, replayKeyPrefix: prefix, allowInsecureDidWeb: true })
+})
+
+afterAll(async () => {
+  if (redis) {
+    let cursor = '0'
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500)
+      cursor = next
+      if (keys.length) await redis.del(...keys)
+    } while (cursor !== '0')
+    await redis.quit()
+  }
+  await close(didWebServer)
+  await close(plcServer)
+})
+
+describe('valid tokens', () => {
+  it.each(['ES256K', 'ES256'] as const)('accepts a did:key %s token and records its jti until exp', async (alg) => {
+    const { did, keypair } = await generateDidKeyKeypair(alg)
+    const token = await mintServiceJwt({ keypair, iss: did, aud: SERVICE_DID, lxm: NSID })
+    const result = await verifier.verify(`Bearer ${token}`, NSID)
+    expect(result).toMatchObject({ iss: did, aud: SERVICE_DID, lxm: NSID })
+    expect(result.jti).toMatch(/^[0-9a-f]{32}$/)
+    expect(result.exp - result.iat).toBe(60)
+    const ttl = await redis.ttl(`${prefix}${did}:${result.jti}`)
+    expect(ttl).toBeGreaterThan(0)
+    expect(ttl).toBeLessThanOrEqual(60 + 30 + 1)
+  })
+
+  it('accepts a token exactly at the maximum lifetime', async () => {
+    const { did, keypair } = await generateDidKeyKeypair('ES256K')
+    const token = await mintServiceJwt({ keypair, iss: did, aud: SERVICE_DID, lxm: NSID, expiresInSeconds: 300 })
+    await expect(verifier.verify(`Bearer ${token}`, NSID)).resolves.toMatchObject({ iss: did })
+  })
+
+  it('round-trips a keypair through its private key hex', async () => {
+    const { did, privateKeyHex } = await generateDidKeyKeypair('ES256')
+    const keypair = await keypairFromPrivateKeyHex(privateKeyHex, 'ES256')
+    expect(keypair.did()).toBe(did)
+    const token = await mintServiceJwt({ keypair, iss: did, aud: SERVICE_DID, lxm: NSID })
+    await expect(verifier.verify(`Bearer ${token}`, NSID)).resolves.toMatchObject({ iss: did })
+  })
+})
+
+describe('refused before the JWT is looked at', () => {
+  it('missing header → AuthMissing', async () => {
+    await expectCode(verifier.verify(undefined, NSID), 'AuthMissing')
+    await expectCode(verifier.verify('   ', NSID), 'AuthMissing')
+  })
+
+  it('API key → ApiKeyNotAccepted', async () => {
+    await expectCode(verifier.verify('Bearer svc_rk_test_abcdef0123456789', NSID), 'ApiKeyNotAccepted')
+    await expectCode(verifier.verify('Bearer svc_rk_live_abcdef0123456789', NSID), 'ApiKeyNotAccepted')
+  })
+
+  it('webhook secret → WebhookSecretNotAccepted', async () => {
+    await expectCode(verifier.verify('Bearer whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', NSID), 'WebhookSecretNotAccepted')
+  })
+
+  it('malformed → BadJwt', async () => {
+    for (const header of ['Bearer', 'Bearer abc.def', 'Bearer a.b.c.d', 'Basic dXNlcjpwYXNz', 'Bearer a.b.c extra', 'Bearer a.b.c']) {
+      await expectCode(verifier.verify(header, NSID), 'BadJwt')
+    }
+  })
+})
+
+describe('claims and header', () => {
+  it('wrong alg (HS256) → BadJwt', async () => {
+    const { did } = await generateDidKeyKeypair('ES256K')
+    const token = `${b64url({ typ: 'JWT', alg: 'HS256' })}.${b64url(claims(did))}.${randomBytes(32).toString('base64url')}`
+    await expectCode(verifier.verify(`Bearer ${token}`, NSID), 'BadJwt', token)
+  })
+
+  it('alg none → BadJwt', async () => {
+    const { did } = await generateDidKeyKeypair('ES256K')
+    const token = `${b64url({ typ: 'JWT', alg: 'none' })}.${b64url(claims(did))}.AA`
+    await expectCode(verifier.verify(`Bearer ${token}`, NSID), 'BadJwt')
+  })
+
+  it('missing jti or iat → BadJwt', async () => {
+    const { did, keypair } = await generateDidKeyKeypair('ES256K')
+    const header = { typ: 'JWT', alg: 'ES256K' }
+    const noJti = await craftJwt(keypair, header, claims(did, { jti: undefined }))
+    await expectCode(verifier.verify(`Bearer ${noJti}`, NSID), 'BadJwt')
+    const noIat = await craftJwt(keypair, header, claims(did, { iat: undefined }))
+    await expectCode(verifier.verify(`Bearer ${noIat}`, NSID), 'BadJwt')
+  })
+
+  it('expired → JwtExpired', async () => {
+    const { did, keypair } = await generateDidKeyKeypair('ES256K')
+    const token = await craftJwt(keypair, { typ: 'JWT', alg: 'ES256K' }, claims(did, { iat: now() - 120, exp: now() - 60 }))
+    await expectCode(verifier.verify(`Bearer ${token}`, NSID), 'JwtExpired', token)
+  })
+
+  it('lifetime too long → JwtLifetimeTooLong', async () => {
+    const { did, keypair } = await generateDidKeyKeypair('ES256')
+    const token = await craftJwt(keypair, { typ: 'JWT', alg: 'ES256' }, claims(did, { exp: now() + 3600 }))
+    await expectCode(verifier.verify(`Bearer ${token}`, NSID), 'JwtLifetimeTooLong', token)
+  })
+
+  it('wrong aud → BadJwtAudience', async () => {
+    const { did, keypair } = await generateDidKeyKeypair('ES256K')
+    const token = await mintServiceJwt({ keypair, iss: did, aud: 'did:web:someone-else.test', lxm: NSID })
+    await expectCode(verifier.verify(`Bearer ${token}`, NSID), 'BadJwtAudience', token)
+  })
+
+  it('wrong lxm → BadJwtLexiconMethod', async () => {
+    const { did, keypair } = await generateDidKeyKeypair('ES256K')
+    const token = await mintServiceJwt({ keypair, iss: did, aud: SERVICE_DID, lxm: 'money.svc.payment.refund' })
+    await expectCode(verifier.verify(`Bearer ${token}`, NSID), 'BadJwtLexiconMethod', token)
+  })
+})
+
+describe('signature', () => {
+  it('signed by another key → BadJwtSignature, and the jti is not burned', async () => {
+    const issuer = await generateDidKeyKeypair('ES256K')
+    const other = await generateDidKeyKeypair('ES256K')
+    const payload = claims(issuer.did)
+    const forged = await craftJwt(other.keypair, { typ: 'JWT', alg: 'ES256K' }, payload)
+    await expectCode(verifier.verify(`Bearer ${forged}`, NSID), 'BadJwtSignature', forged)
+    expect(await redis.exists(`${prefix}${issuer.did}:${String(payload.jti)}`)).toBe(0)
+
+    const genuine = await craftJwt(issuer.keypair, { typ: 'JWT', alg: 'ES256K' }, payload)
+    await expect(verifier.verify(`Bearer ${genuine}`, NSID)).resolves.toMatchObject({ jti: payload.jti })
+  })
+
+  it('header alg not matching the issuer key type → BadJwtSignature', async () => {
+    const issuer = await generateDidKeyKeypair('ES256K')
+    const p256 = await generateDidKeyKeypair('ES256')
+    const token = await craftJwt(p256.keypair, { typ: 'JWT', alg: 'ES256' }, claims(issuer.did))
+    await expectCode(verifier.verify(`Bearer ${token}`, NSID), 'BadJwtSignature')
+  })
+})
+
+describe('replay', () => {
+  it('the same token twice → JwtReplayed', async () => {
+    const { did, keypair } = await generateDidKeyKeypair('ES256K')
+    const token = await mintServiceJwt({ keypair, iss: did, aud: SERVICE_DID, lxm: NSID })
+    await verifier.verify(`Bearer ${token}`, NSID)
+    await expectCode(verifier.verify(`Bearer ${token}`, NSID), 'JwtReplayed', token)
+  })
+
+  it('10 concurrent copies → exactly 1 success, 9 JwtReplayed', async () => {
+    const { did, keypair } = await generateDidKeyKeypair('ES256')
+    const token = await mintServiceJwt({ keypair, iss: did, aud: SERVICE_DID, lxm: NSID })
+    const results = await Promise.allSettled(Array.from({ length: 10 }, () => verifier.verify(`Bearer ${token}`, NSID)))
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1)
+    const rejected = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+    expect(rejected).toHaveLength(9)
+    for (const r of rejected) expect(r.reason).toMatchObject({ name: 'ContractError', code: 'JwtReplayed' })
+  })
+})
+
+describe('issuer resolution', () => {
+  it('did:web issuer served over http on 127.0.0.1', async () => {
+    const { keypair } = await generateDidKeyKeypair('ES256K')
+    didWebDoc = didDocument(didWebDid, keypair)
+    const token = await mintServiceJwt({ keypair, iss: didWebDid, aud: SERVICE_DID, lxm: NSID })
+    await expect(verifier.verify(`Bearer ${token}`, NSID)).resolves.toMatchObject({ iss: didWebDid })
+  })
+
+  it('did:web on a loopback host without allowInsecureDidWeb → UnresolvableIssuer', async () => {
+    const { keypair } = await generateDidKeyKeypair('ES256K')
+    didWebDoc = didDocument(didWebDid, keypair)
+    const strict = createServiceAuthVerifier({ serviceDid: SERVICE_DID, plcUrl, redis, replayKeyPrefix: prefix })
+    const token = await mintServiceJwt({ keypair, iss: didWebDid, aud: SERVICE_DID, lxm: NSID })
+    await expectCode(strict.verify(`Bearer ${token}`, NSID), 'UnresolvableIssuer')
+  })
+
+  it('did:plc issuer resolved through the configured PLC directory', async () => {
+    const { keypair } = await generateDidKeyKeypair('ES256')
+    const did = randomPlcDid()
+    plcDocs.set(did, didDocument(did, keypair))
+    const token = await mintServiceJwt({ keypair, iss: did, aud: SERVICE_DID, lxm: NSID })
+    await expect(verifier.verify(`Bearer ${token}`, NSID)).resolves.toMatchObject({ iss: did })
+  })
+
+  it('did:plc key rotation: a cached stale key is refetched once on signature failure', async () => {
+    const oldKey = await generateDidKeyKeypair('ES256K')
+    const newKey = await generateDidKeyKeypair('ES256K')
+    const did = randomPlcDid()
+    plcDocs.set(did, didDocument(did, oldKey.keypair))
+    await verifier.verify(`Bearer ${await mintServiceJwt({ keypair: oldKey.keypair, iss: did, aud: SERVICE_DID, lxm: NSID })}`, NSID)
+    plcDocs.set(did, didDocument(did, newKey.keypair))
+    const token = await mintServiceJwt({ keypair: newKey.keypair, iss: did, aud: SERVICE_DID, lxm: NSID })
+    await expect(verifier.verify(`Bearer ${token}`, NSID)).resolves.toMatchObject({ iss: did })
+  })
+
+  it('unknown did:plc → UnresolvableIssuer', async () => {
+    const { keypair } = await generateDidKeyKeypair('ES256K')
+    const token = await mintServiceJwt({ keypair, iss: randomPlcDid(), aud: SERVICE_DID, lxm: NSID })
+    await expectCode(verifier.verify(`Bearer ${token}`, NSID), 'UnresolvableIssuer')
+  })
+
+  it('DID document without an #atproto key → UnresolvableIssuer', async () => {
+    const { keypair } = await generateDidKeyKeypair('ES256K')
+    const did = randomPlcDid()
+    plcDocs.set(did, { ...didDocument(did, keypair), verificationMethod: [] })
+    const token = await mintServiceJwt({ keypair, iss: did, aud: SERVICE_DID, lxm: NSID })
+    await expectCode(verifier.verify(`Bearer ${token}`, NSID), 'UnresolvableIssuer')
+  })
+})

@@ -1,0 +1,89 @@
+/**
+ * What every domain subgraph shares: an Apollo Server over a Federation v1 subgraph schema that
+ * refuses any request without a valid gateway-signed context, a request-scoped pino logger, and
+ * error formatting that keeps contract error codes and hides everything else.
+ */
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server'
+import { startStandaloneServer } from '@apollo/server/standalone'
+import { unwrapResolverError } from '@apollo/server/errors'
+import { buildSubgraphSchema } from '@apollo/subgraph'
+import type { GraphQLResolverMap } from '@apollo/subgraph'
+import { GraphQLError, type DocumentNode, type GraphQLFormattedError } from 'graphql'
+import pino, { type Logger } from 'pino'
+import { ContractError, contractExtensions } from '@svc/errors'
+import { CONTEXT_HEADER, verifyContext, type Principal } from '@svc/internal-context'
+
+export interface SubgraphContext {
+  principal: Principal
+  requestId: string
+  log: Logger
+}
+
+export interface SubgraphOptions<TContext extends SubgraphContext> {
+  name: string
+  typeDefs: DocumentNode
+  resolvers: GraphQLResolverMap<TContext>
+  contextSecret: string
+  logger: Logger
+  /** extra per-request context on top of principal, requestId and log */
+  extendContext?: (base: SubgraphContext) => TContext | Promise<TContext>
+}
+
+export interface RunningSubgraph {
+  url: string
+  stop(): Promise<void>
+}
+
+/** Keeps ContractError codes for the adapter; hides unexpected errors behind InternalServerError. */
+export function formatSubgraphError(log: Logger) {
+  return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
+    const original = unwrapResolverError(error)
+    if (original instanceof ContractError) {
+      return { message: original.message, path: formatted.path, extensions: contractExtensions(original.code) }
+    }
+    const code = formatted.extensions?.code
+    if (code === 'GRAPHQL_VALIDATION_FAILED' || code === 'BAD_USER_INPUT' || code === 'GRAPHQL_PARSE_FAILED') {
+      return { message: formatted.message, extensions: { ...contractExtensions('InvalidRequest'), graphqlCode: code } }
+    }
+    if (code === 'UNAUTHENTICATED') return formatted
+    log.error({ err: original }, 'unexpected resolver error')
+    return { message: 'internal error', path: formatted.path, extensions: contractExtensions('InternalServerError') }
+  }
+}
+
+export function buildSubgraphServer<TContext extends SubgraphContext>(opts: SubgraphOptions<TContext>) {
+  const schema = buildSubgraphSchema([{ typeDefs: opts.typeDefs, resolvers: opts.resolvers as GraphQLResolverMap<unknown> }])
+  const plugins: ApolloServerPlugin<TContext>[] = []
+  const server = new ApolloServer<TContext>({
+    schema,
+    plugins,
+    introspection: true,
+    includeStacktraceInErrorResponses: false,
+    formatError: formatSubgraphError(opts.logger),
+  })
+  const context = async ({ req }: { req: { headers: Record<string, string | string[] | undefined> } }): Promise<TContext> => {
+    const raw = req.headers[CONTEXT_HEADER]
+    const verified = verifyContext(opts.contextSecret, Array.isArray(raw) ? raw[0] : raw)
+    if (!verified.ok) {
+      throw new GraphQLError(`subgraph ${opts.name} accepts only requests signed by the gateway (${verified.reason})`, {
+        extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } },
+      })
+    }
+    const { principal, requestId } = verified.context
+    const base: SubgraphContext = { principal, requestId, log: opts.logger.child({ reqId: requestId, principal: principal.kind }) }
+    return opts.extendContext ? opts.extendContext(base) : (base as TContext)
+  }
+  return { server, context }
+}
+
+export async function startSubgraph<TContext extends SubgraphContext>(
+  opts: SubgraphOptions<TContext> & { host: string; port: number },
+): Promise<RunningSubgraph> {
+  const { server, context } = buildSubgraphServer(opts)
+  const { url } = await startStandaloneServer(server, { listen: { host: opts.host, port: opts.port }, context })
+  opts.logger.info({ url }, `subgraph ${opts.name} listening`)
+  return { url, stop: () => server.stop() }
+}
+
+export { pino }
+export type { Logger }

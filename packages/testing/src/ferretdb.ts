@@ -1,0 +1,89 @@
+/**
+ * Starts a FerretDB 1.24.2 (MongoDB wire protocol over SQLite) for tests, benchmarks and the dev command.
+ * The binary is built once per machine by scripts/setup.sh into a cache folder outside the repo.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, existsSync, mkdirSync, rmSync } from 'node:fs'
+import { createConnection, createServer } from 'node:net'
+import { homedir, tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+export const FERRETDB_VERSION = 'v1.24.2'
+
+export function ferretDbBinary(env: Record<string, string | undefined> = process.env): string {
+  const cache = env.SVC_CACHE_DIR ?? join(env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'svc-ferretdb')
+  return env.FERRETDB_BIN ?? join(cache, FERRETDB_VERSION, 'ferretdb')
+}
+
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer()
+    srv.once('error', reject)
+    srv.listen(0, host, () => {
+      const addr = srv.address()
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))))
+    })
+  })
+}
+
+export async function waitForPort(port: number, host = '127.0.0.1', timeoutMs = 20000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = createConnection({ port, host })
+      socket.once('connect', () => (socket.destroy(), resolve(true)))
+      socket.once('error', () => resolve(false))
+    })
+    if (ok) return
+    if (Date.now() > deadline) throw new Error(`nothing listening on ${host}:${port} after ${timeoutMs} ms`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+export interface RunningFerretDb {
+  url: string
+  port: number
+  dataDir: string
+  process: ChildProcess
+  stop(): Promise<void>
+}
+
+export async function startFerretDb(opts: { dataDir?: string; port?: number; temporary?: boolean; logFile?: string } = {}): Promise<RunningFerretDb> {
+  const bin = ferretDbBinary()
+  if (!existsSync(bin)) throw new Error(`FerretDB binary missing at ${bin}: run \`bash scripts/setup.sh\` first`)
+  const temporary = opts.temporary ?? !opts.dataDir
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-ferretdb-'))
+  mkdirSync(dataDir, { recursive: true })
+  const port = opts.port ?? (await freePort())
+  const child = spawn(
+    bin,
+    [
+      '--handler=sqlite',
+      `--sqlite-url=file:${dataDir}/`,
+      `--listen-addr=127.0.0.1:${port}`,
+      `--state-dir=${dataDir}`,
+      '--debug-addr=-',
+      '--telemetry=disable',
+      '--log-level=error',
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  )
+  let exited = false
+  child.once('exit', () => (exited = true))
+  await waitForPort(port)
+  return {
+    url: `mongodb://127.0.0.1:${port}/`,
+    port,
+    dataDir,
+    process: child,
+    async stop() {
+      if (!exited) {
+        const done = new Promise((r) => child.once('exit', r))
+        child.kill('SIGTERM')
+        await Promise.race([done, new Promise((r) => setTimeout(r, 5000))])
+        if (!exited) child.kill('SIGKILL')
+      }
+      if (temporary) rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}

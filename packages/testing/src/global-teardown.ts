@@ -1,0 +1,6 @@
+import type { RunningFerretDb } from './ferretdb'
+
+export default async function globalTeardown(): Promise<void> {
+  const ferret = (globalThis as { __svcFerret?: RunningFerretDb }).__svcFerret
+  if (ferret) await ferret.stop()
+}

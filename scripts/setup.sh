@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Makes this machine ready to run the service and its tests:
+#   - node_modules (npm ci) when missing,
+#   - FerretDB 1.24.2 built with Go into a cache folder outside the repo, once per machine,
+#   - a reachable Redis (the machine's, or a local redis-server started on 127.0.0.1:6379).
+# Idempotent and quiet when everything is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FERRETDB_VERSION=v1.24.2
+CACHE_DIR="${SVC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/svc-ferretdb}"
+FERRETDB_BIN="${FERRETDB_BIN:-$CACHE_DIR/$FERRETDB_VERSION/ferretdb}"
+
+if [ ! -d node_modules ]; then
+  echo "setup: installing npm dependencies (npm ci)"
+  npm ci --no-audit --no-fund
+fi
+
+if [ -z "${MONGO_URL:-}" ] && [ ! -x "$FERRETDB_BIN" ]; then
+  command -v go >/dev/null || { echo "setup: Go is needed to build FerretDB (or set MONGO_URL)"; exit 1; }
+  echo "setup: building FerretDB $FERRETDB_VERSION into $FERRETDB_BIN (once per machine, about a minute)"
+  work=$(mktemp -d)
+  trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+  # `go install …@version` needs the module proxy's version list, which is not always reachable;
+  # downloading the exact version and building it from a writable copy needs only the module itself.
+  src=$(cd "$work" && GOFLAGS=-mod=mod go mod download -json "github.com/FerretDB/FerretDB@$FERRETDB_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [ -n "$src" ] || { echo "setup: could not download FerretDB $FERRETDB_VERSION"; exit 1; }
+  cp -r "$src" "$work/ferretdb"
+  chmod -R u+w "$work/ferretdb"
+  # FerretDB embeds its version from build/version/version.txt, which release builds generate.
+  echo "$FERRETDB_VERSION" > "$work/ferretdb/build/version/version.txt"
+  mkdir -p "$(dirname "$FERRETDB_BIN")"
+  (cd "$work/ferretdb" && CGO_ENABLED=0 go build -trimpath -o "$FERRETDB_BIN.tmp" ./cmd/ferretdb)
+  mv "$FERRETDB_BIN.tmp" "$FERRETDB_BIN"
+  "$FERRETDB_BIN" --version | head -1
+fi
+
+if [ -z "${REDIS_URL:-}" ]; then
+  if ! (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null; then
+    command -v redis-server >/dev/null || { echo "setup: no Redis on 127.0.0.1:6379 and no redis-server (apt-get install redis-server, or set REDIS_URL)"; exit 1; }
+    echo "setup: starting redis-server on 127.0.0.1:6379"
+    redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --maxmemory-policy noeviction >/dev/null
+    for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null && break; sleep 0.1; done
+  fi
+fi

@@ -1,0 +1,55 @@
+/**
+ * Restricted API keys for the developer utility routes: `svc_rk_<env>_<random>`, bound to one app and
+ * environment, with a subset of the four contract permissions. Shown once, stored as SHA-256.
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import { ContractError } from '@svc/errors'
+import { API_KEY_PERMISSIONS, type ApiKeyPermission, type AppsModels } from '../models'
+import type { Environment } from './environment'
+
+export const API_KEY_PATTERN = /^svc_rk_(test|live)_[A-Za-z0-9_-]{32,}$/
+
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex')
+}
+
+export function isPermission(value: string): value is ApiKeyPermission {
+  return (API_KEY_PERMISSIONS as readonly string[]).includes(value)
+}
+
+export async function issueApiKey(
+  models: AppsModels,
+  opts: { appDid: string; environment: Environment; permissions: readonly string[] },
+): Promise<{ key: string; keyId: string; keyPrefix: string; permissions: ApiKeyPermission[] }> {
+  const permissions = [...new Set(opts.permissions)]
+  const unknown = permissions.filter((p) => !isPermission(p))
+  if (unknown.length || permissions.length === 0) {
+    throw new ContractError('InvalidRequest', `permissions must be among ${API_KEY_PERMISSIONS.join(', ')}`)
+  }
+  const exists = await models.AppEnvironment.exists({ appDid: opts.appDid, environment: opts.environment })
+  if (!exists) throw new ContractError('AppEnvironmentNotConfigured', `app ${opts.appDid} has no ${opts.environment} configuration`)
+  const key = `svc_rk_${opts.environment}_${randomBytes(24).toString('base64url')}`
+  const keyId = `key_${randomBytes(10).toString('hex')}`
+  const keyPrefix = key.slice(0, 'svc_rk_test_'.length + 6)
+  await models.ApiKey.create({
+    keyId,
+    appDid: opts.appDid,
+    environment: opts.environment,
+    keyHash: hashApiKey(key),
+    keyPrefix,
+    permissions,
+  })
+  return { key, keyId, keyPrefix, permissions: permissions as ApiKeyPermission[] }
+}
+
+export async function revokeApiKey(models: AppsModels, keyId: string): Promise<boolean> {
+  const res = await models.ApiKey.updateOne({ keyId, revokedAt: null }, { $set: { revokedAt: new Date() } })
+  return res.modifiedCount > 0
+}
+
+/** The key behind a hash, if it exists and is not revoked. */
+export async function findActiveKey(models: AppsModels, keyHash: string) {
+  const key = await models.ApiKey.findOne({ keyHash }).lean()
+  if (!key || key.revokedAt) return null
+  return key
+}

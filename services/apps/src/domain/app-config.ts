@@ -1,0 +1,121 @@
+/**
+ * money.svc.app.getConfig / updateConfig: the app's own per-environment configuration.
+ * Last write wins per app DID and environment; only app-controlled fields are writable
+ * (platform-owned ticket fee rates, feeShareBps and appUrl are set by the operator).
+ */
+import { ContractError } from '@svc/errors'
+import type { AppsModels, AppEnvironmentDoc } from '../models'
+import { parseEnvironment, type Environment } from './environment'
+import { assertWebhookUrlAllowed } from './webhook-url'
+
+export interface AppConfigView {
+  appDid: string
+  environment: Environment
+  status: string
+  appUrl: string
+  feeShareBps: number
+  webhook: { configured: boolean; url: string | null; paused: boolean }
+  modules: { payments: boolean; products: boolean; tickets: boolean }
+  ticketing: { qrPasses: boolean; walletPasses: boolean }
+  ticketFee: { bps: number; flatAmount: number; flatCurrency: string; passToBuyer: boolean }
+  updatedAt: string
+}
+
+export function toView(doc: AppEnvironmentDoc & { updatedAt?: Date }): AppConfigView {
+  return {
+    appDid: doc.appDid,
+    environment: doc.environment as Environment,
+    status: doc.status,
+    appUrl: doc.appUrl,
+    feeShareBps: doc.feeShareBps,
+    webhook: { configured: Boolean(doc.webhook?.url), url: doc.webhook?.url ?? null, paused: Boolean(doc.webhook?.paused) },
+    modules: {
+      payments: Boolean(doc.modules?.payments),
+      products: Boolean(doc.modules?.products),
+      tickets: Boolean(doc.modules?.tickets),
+    },
+    ticketing: { qrPasses: Boolean(doc.ticketing?.qrPasses), walletPasses: Boolean(doc.ticketing?.walletPasses) },
+    ticketFee: {
+      bps: doc.ticketFee?.bps ?? 0,
+      flatAmount: doc.ticketFee?.flatAmount ?? 0,
+      flatCurrency: doc.ticketFee?.flatCurrency ?? 'usd',
+      passToBuyer: Boolean(doc.ticketFee?.passToBuyer),
+    },
+    updatedAt: (doc.updatedAt ?? new Date()).toISOString(),
+  }
+}
+
+/** AppNotRegistered when the DID has no registration; AppEnvironmentNotConfigured when the environment has no configuration. */
+export async function findAppEnvironment(models: AppsModels, appDid: string, environment: Environment) {
+  const [app, config] = await Promise.all([
+    models.App.exists({ did: appDid }),
+    models.AppEnvironment.findOne({ appDid, environment }).lean(),
+  ])
+  if (!app) throw new ContractError('AppNotRegistered', `app ${appDid} is not registered`)
+  if (!config) throw new ContractError('AppEnvironmentNotConfigured', `app ${appDid} has no ${environment} configuration`)
+  return config
+}
+
+export async function getAppConfig(models: AppsModels, appDid: string, environmentRaw: unknown): Promise<AppConfigView> {
+  const environment = parseEnvironment(environmentRaw)
+  return toView(await findAppEnvironment(models, appDid, environment))
+}
+
+export interface UpdateAppConfigInput {
+  environment: string
+  modules?: { tickets?: boolean | null } | null
+  ticketing?: { qrPasses?: boolean | null; walletPasses?: boolean | null } | null
+  ticketFee?: { passToBuyer?: boolean | null } | null
+  webhookUrl?: string | null
+  appUrl?: string | null
+}
+
+export interface UpdatePolicy {
+  allowLoopbackWebhooksInTest: boolean
+  resolve?: (host: string) => Promise<string[]>
+}
+
+function sameUrl(a: string, b: string): boolean {
+  try {
+    return new URL(a).toString() === new URL(b).toString()
+  } catch {
+    return false
+  }
+}
+
+export async function updateAppConfig(
+  models: AppsModels,
+  policy: UpdatePolicy,
+  appDid: string,
+  input: UpdateAppConfigInput,
+): Promise<AppConfigView> {
+  const environment = parseEnvironment(input.environment)
+  const current = await findAppEnvironment(models, appDid, environment)
+
+  const set: Record<string, unknown> = {}
+  if (input.modules?.tickets != null) set['modules.tickets'] = input.modules.tickets
+  if (input.ticketing?.qrPasses != null) set['ticketing.qrPasses'] = input.ticketing.qrPasses
+  if (input.ticketing?.walletPasses != null) set['ticketing.walletPasses'] = input.ticketing.walletPasses
+  if (input.ticketFee?.passToBuyer != null) set['ticketFee.passToBuyer'] = input.ticketFee.passToBuyer
+  if (input.appUrl != null && !sameUrl(input.appUrl, current.appUrl)) {
+    throw new ContractError(
+      'AppUrlNotAllowed',
+      'appUrl is the registered app origin and is changed only through registration; send the registered value or omit it',
+    )
+  }
+  if (input.webhookUrl != null) {
+    set['webhook.url'] = await assertWebhookUrlAllowed(input.webhookUrl, {
+      environment,
+      allowLoopbackInTest: policy.allowLoopbackWebhooksInTest,
+      resolve: policy.resolve,
+    })
+  }
+  if (Object.keys(set).length === 0) return toView(current)
+  const updated = await models.AppEnvironment.findOneAndUpdate(
+    { appDid, environment },
+    { $set: set },
+    { new: true, lean: true },
+  )
+  if (!updated) throw new ContractError('AppEnvironmentNotConfigured', `app ${appDid} has no ${environment} configuration`)
+  return toView(updated)
+}

@@ -1,0 +1,72 @@
+/**
+ * Operator-side registration of an app DID for an environment: the registered app origin, the app's
+ * fee share and the platform-owned ticket fee rates. Re-registering updates those operator-owned
+ * fields and keeps what the app configured itself.
+ */
+import { ContractError } from '@svc/errors'
+import { isDuplicateKeyError, type AppsModels } from '../models'
+import { toView, type AppConfigView } from './app-config'
+import { parseEnvironment } from './environment'
+
+export interface RegisterAppInput {
+  did: string
+  environment: string
+  appUrl: string
+  feeShareBps: number
+  name?: string
+  ticketFee?: { bps?: number; flatAmount?: number; flatCurrency?: string }
+}
+
+function assertInt(value: number, name: string, min: number, max: number) {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ContractError('InvalidRequest', `${name} must be an integer from ${min} to ${max}`)
+  }
+}
+
+export function normalizeAppUrl(raw: string): string {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new ContractError('InvalidRequest', 'appUrl must be a URL')
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ContractError('InvalidRequest', 'appUrl must be http(s)')
+  return url.origin
+}
+
+export async function registerApp(models: AppsModels, input: RegisterAppInput): Promise<AppConfigView> {
+  if (!/^did:[a-z]+:[A-Za-z0-9._:%-]+$/.test(input.did)) throw new ContractError('InvalidRequest', 'did must be a DID')
+  const environment = parseEnvironment(input.environment)
+  assertInt(input.feeShareBps, 'feeShareBps', 0, 10000)
+  const fee = { bps: input.ticketFee?.bps ?? 0, flatAmount: input.ticketFee?.flatAmount ?? 0, flatCurrency: input.ticketFee?.flatCurrency ?? 'usd' }
+  assertInt(fee.bps, 'ticketFee.bps', 0, 10000)
+  assertInt(fee.flatAmount, 'ticketFee.flatAmount', 0, 100_000_00)
+  if (!/^[a-z]{3}$/.test(fee.flatCurrency)) throw new ContractError('InvalidRequest', 'ticketFee.flatCurrency must be a lowercase ISO 4217 code')
+  const appUrl = normalizeAppUrl(input.appUrl)
+
+  // Upserts race on the unique indexes; the loser of a race simply retries as an update.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await models.App.updateOne({ did: input.did }, { $setOnInsert: { did: input.did, name: input.name ?? null } }, { upsert: true })
+      const doc = await models.AppEnvironment.findOneAndUpdate(
+        { appDid: input.did, environment },
+        {
+          $set: {
+            appUrl,
+            feeShareBps: input.feeShareBps,
+            'ticketFee.bps': fee.bps,
+            'ticketFee.flatAmount': fee.flatAmount,
+            'ticketFee.flatCurrency': fee.flatCurrency,
+          },
+          $setOnInsert: { appDid: input.did, environment, status: 'active' },
+        },
+        { upsert: true, new: true, lean: true, setDefaultsOnInsert: true },
+      )
+      if (!doc) throw new Error('registration upsert returned nothing')
+      return toView(doc)
+    } catch (err) {
+      if (isDuplicateKeyError(err) && attempt < 3) continue
+      throw err
+    }
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * Where an app may ask us to send signed events. Refused (WebhookUrlNotAllowed): anything but http(s);
+ * http in live; credentials in the URL; private, loopback, link-local, CGNAT, unique-local and other
+ * non-public addresses in either environment (SSRF), whether written as an IP literal or resolved
+ * from the host name. The one exception: loopback http(s) in the test environment when the operator
+ * turned on the explicit development setting DEV_ALLOW_LOOPBACK_WEBHOOKS (local receivers).
+ */
+import { lookup } from 'node:dns/promises'
+import { BlockList, isIP } from 'node:net'
+import { ContractError } from '@svc/errors'
+import type { Environment } from './environment'
+
+const nonPublic = new BlockList()
+for (const [net, prefix] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
+  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const) nonPublic.addSubnet(net, prefix, 'ipv4')
+for (const [net, prefix] of [
+  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001:db8::', 32],
+] as const) nonPublic.addSubnet(net, prefix, 'ipv6')
+
+const loopback = new BlockList()
+loopback.addSubnet('127.0.0.0', 8, 'ipv4')
+loopback.addAddress('::1', 'ipv6')
+
+function family(ip: string): 'ipv4' | 'ipv6' {
+  return isIP(ip) === 6 ? 'ipv6' : 'ipv4'
+}
+
+function unmapped(ip: string): string {
+  const m = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)
+  return m?.[1] ?? ip
+}
+
+export function isLoopbackAddress(ip: string): boolean {
+  const a = unmapped(ip)
+  return loopback.check(a, family(a))
+}
+
+export function isNonPublicAddress(ip: string): boolean {
+  const a = unmapped(ip)
+  return nonPublic.check(a, family(a))
+}
+
+export type Resolve = (host: string) => Promise<string[]>
+
+const systemResolve: Resolve = async (host) => {
+  const answers = await lookup(host, { all: true, verbatim: true })
+  return answers.map((a) => a.address)
+}
+
+async function resolveQuietly(host: string, resolve: Resolve): Promise<string[]> {
+  try {
+    return await Promise.race([resolve(host), new Promise<string[]>((r) => setTimeout(() => r([]), 2000))])
+  } catch {
+    // An unresolvable name is not refused here; deliveries check the address again when they connect.
+    return []
+  }
+}
+
+export interface WebhookUrlPolicy {
+  environment: Environment
+  allowLoopbackInTest: boolean
+  resolve?: Resolve
+}
+
+function refuse(reason: string): never {
+  throw new ContractError('WebhookUrlNotAllowed', reason)
+}
+
+export async function assertWebhookUrlAllowed(raw: string, policy: WebhookUrlPolicy): Promise<string> {
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    refuse('webhookUrl is not a valid URL')
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') refuse('webhookUrl must use https')
+  if (url.username || url.password) refuse('webhookUrl must not carry credentials')
+  if (url.hash) refuse('webhookUrl must not have a fragment')
+  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase()
+  const literal = isIP(host) !== 0
+  const namedLoopback = host === 'localhost' || host.endsWith('.localhost')
+  const addresses = literal ? [host] : namedLoopback ? ['127.0.0.1'] : await resolveQuietly(host, policy.resolve ?? systemResolve)
+  const allLoopback = addresses.length > 0 && addresses.every(isLoopbackAddress)
+
+  if (allLoopback && policy.environment === 'test' && policy.allowLoopbackInTest) return url.toString()
+  if (allLoopback) {
+    refuse(
+      policy.environment === 'live'
+        ? 'loopback webhook URLs are not allowed in live'
+        : 'loopback webhook URLs need the development setting DEV_ALLOW_LOOPBACK_WEBHOOKS in test',
+    )
+  }
+  if (addresses.some(isNonPublicAddress)) refuse('webhookUrl must resolve to a public address')
+  if (policy.environment === 'live' && url.protocol !== 'https:') refuse('webhookUrl must use https in live')
+  return url.toString()
+}

@@ -1,0 +1,6 @@
+export * from './server'
+export * from './models'
+export { typeDefs } from './schema'
+export { registerApp } from './domain/registration'
+export { issueApiKey, revokeApiKey, hashApiKey, API_KEY_PATTERN } from './domain/api-keys'
+export { assertWebhookUrlAllowed } from './domain/webhook-url'

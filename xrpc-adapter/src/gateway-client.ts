@@ -1,0 +1,56 @@
+/**
+ * The adapter's client for the GraphQL gateway: one keep-alive undici pool, the adapter credential,
+ * the principal the adapter established, and the request id. GraphQL errors carrying a contract code
+ * come back as that ContractError; anything else is an internal failure.
+ */
+import { Pool } from 'undici'
+import type { FastifyBaseLogger as Logger } from 'fastify'
+import { ContractError, isErrorCode } from '@svc/errors'
+import { REQUEST_ID_HEADER, type Principal } from '@svc/internal-context'
+
+export interface GatewayClient {
+  query<T>(document: string, variables: Record<string, unknown>, as: { principal: Principal; requestId: string; log: Logger }): Promise<T>
+  close(): Promise<void>
+}
+
+interface GraphQLResponse<T> {
+  data?: T | null
+  errors?: { message: string; extensions?: { code?: unknown } }[]
+}
+
+export function createGatewayClient(opts: { url: string; token: string; connections?: number }): GatewayClient {
+  const url = new URL(opts.url)
+  const pool = new Pool(url.origin, { connections: opts.connections ?? 64, pipelining: 1 })
+  return {
+    async query<T>(document: string, variables: Record<string, unknown>, as: { principal: Principal; requestId: string; log: Logger }) {
+      let body: GraphQLResponse<T>
+      try {
+        const res = await pool.request({
+          path: url.pathname,
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            authorization: `Bearer ${opts.token}`,
+            'svc-caller': JSON.stringify(as.principal),
+            [REQUEST_ID_HEADER]: as.requestId,
+          },
+          body: JSON.stringify({ query: document, variables }),
+        })
+        body = (await res.body.json()) as GraphQLResponse<T>
+      } catch (err) {
+        as.log.error({ err }, 'gateway unreachable')
+        throw new ContractError('ServiceUnavailable', 'the service is temporarily unavailable; retry with backoff')
+      }
+      const first = body.errors?.[0]
+      if (first) {
+        const code = first.extensions?.code
+        if (isErrorCode(code) && code !== 'InternalServerError') throw new ContractError(code, first.message)
+        as.log.error({ errors: body.errors }, 'gateway returned an unexpected error')
+        throw new ContractError('InternalServerError', 'internal error')
+      }
+      if (body.data == null) throw new ContractError('InternalServerError', 'internal error')
+      return body.data
+    },
+    close: () => pool.close(),
+  }
+}

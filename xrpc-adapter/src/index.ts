@@ -1,0 +1,3 @@
+export * from './server'
+export { createGatewayClient, type GatewayClient } from './gateway-client'
+export { methodTable } from './methods'

@@ -1,0 +1,37 @@
+import pino from 'pino'
+import Redis from 'ioredis'
+import { loadConfig, loggerOptions } from '@svc/config'
+import { createServiceAuthVerifier } from '@svc/service-auth'
+import { createGatewayClient } from './gateway-client'
+import { buildApiServer, buildCheckoutServer } from './server'
+
+async function main() {
+  const config = loadConfig()
+  const logger = pino(loggerOptions(config, 'xrpc-adapter'))
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 })
+  const gateway = createGatewayClient({ url: config.gatewayUrl, token: config.secrets.adapterGatewayToken })
+  const serviceAuth = createServiceAuthVerifier({
+    serviceDid: config.serviceDid,
+    plcUrl: config.plcUrl,
+    redis,
+    replayKeyPrefix: `${config.redisPrefix}jti:`,
+    allowInsecureDidWeb: config.allowInsecureDidWeb,
+  })
+  const deps = { logger, gateway, serviceAuth }
+  const api = await buildApiServer(deps)
+  const checkout = await buildCheckoutServer(deps)
+  await api.listen({ host: config.host, port: config.ports.api })
+  await checkout.listen({ host: config.host, port: config.ports.checkout })
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      void Promise.allSettled([api.close(), checkout.close(), gateway.close()])
+        .then(() => redis.quit())
+        .finally(() => process.exit(0))
+    })
+  }
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})

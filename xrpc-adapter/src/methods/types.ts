@@ -1,0 +1,38 @@
+import type { AuthVerifier } from '../auth/service-auth'
+
+export type Auth = 'app'
+
+/** A method served through the gateway: its auth, GraphQL operation, and the mapping in and out. */
+export interface GatewayMethod<TData = any> {
+  nsid: string
+  auth: Auth
+  /** the gateway operation */
+  operation: string
+  /** checks the lexicon cannot express (strict bodies, refused fields); throw ContractError */
+  check?: (call: MethodCall) => void
+  variables: (call: MethodCall) => Record<string, unknown>
+  output: (data: TData, call: MethodCall) => unknown
+}
+
+/** A method of the contract whose domain is not built yet: answered 501 MethodNotImplemented. */
+export interface PlannedMethod {
+  nsid: string
+  planned: string
+}
+
+export type MethodRoute = GatewayMethod | PlannedMethod
+
+export interface MethodCall {
+  nsid: string
+  params: Record<string, unknown>
+  input: Record<string, unknown>
+  caller: { kind: 'app'; appDid: string }
+}
+
+export interface AuthVerifiers {
+  app: AuthVerifier
+}
+
+export function isPlanned(route: MethodRoute): route is PlannedMethod {
+  return 'planned' in route
+}

@@ -1,0 +1,37 @@
+/**
+ * Every error leaves as `{ error, message }` with the contract's status. Fastify's own errors
+ * (bad JSON, wrong content type, body too large) become InvalidRequest / PayloadTooLarge; anything
+ * unexpected is logged and answered with a masked 500.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { ContractError } from '@svc/errors'
+
+declare module 'fastify' {
+  interface FastifyReply {
+    contractError?: string
+  }
+}
+
+export function toContractError(err: unknown, request: FastifyRequest): ContractError {
+  if (err instanceof ContractError) return err
+  const e = err as FastifyError
+  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ContractError('PayloadTooLarge', 'request body too large')
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    return new ContractError('InvalidRequest', e.message)
+  }
+  request.log.error({ err }, 'unexpected error')
+  return new ContractError('InternalServerError', 'internal error')
+}
+
+export const errorsPlugin = fp(async (app: FastifyInstance) => {
+  app.setErrorHandler(async (err, request, reply: FastifyReply) => {
+    const error = toContractError(err, request)
+    reply.contractError = error.code
+    return reply.code(error.status).send(error.toBody())
+  })
+  app.setNotFoundHandler(async (request, reply) => {
+    reply.contractError = 'NotFound'
+    return reply.code(404).send({ error: 'NotFound', message: `no route for ${request.method} ${request.url.split('?')[0]}` })
+  })
+})

@@ -1,0 +1,61 @@
+/**
+ * The adapter serves two hosts: {base_url} with `/xrpc/*` for app backends (service-auth only), and
+ * {checkout_url} with the developer utility routes (restricted API keys only) and, later, the hosted
+ * pages. Both put `Svc-Request-Id` on every response and log with that id.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import { randomUUID } from 'node:crypto'
+import type { Logger } from 'pino'
+import type { ServiceAuthVerifier } from '@svc/service-auth'
+import { appServiceAuth } from './auth/service-auth'
+import { developerConfigRoute } from './developer/config-route'
+import { requestLogPlugin } from './developer/request-log'
+import type { GatewayClient } from './gateway-client'
+import { methodTable, type MethodRoute } from './methods'
+import { errorsPlugin } from './plugins/errors'
+import { xrpcPlugin } from './plugins/xrpc'
+
+export const REQUEST_ID_RESPONSE_HEADER = 'Svc-Request-Id'
+
+export interface AdapterDeps {
+  logger: Logger
+  gateway: GatewayClient
+  serviceAuth: ServiceAuthVerifier
+  methods?: ReadonlyMap<string, MethodRoute>
+  bodyLimit?: number
+}
+
+function baseServer(deps: AdapterDeps, name: string): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: deps.logger.child({ host: name }) as FastifyBaseLogger,
+    genReqId: () => `req_${randomUUID().replace(/-/g, '')}`,
+    bodyLimit: deps.bodyLimit ?? 256 * 1024,
+    disableRequestLogging: false,
+    routerOptions: { ignoreTrailingSlash: true },
+  })
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header(REQUEST_ID_RESPONSE_HEADER, request.id)
+  })
+  return app
+}
+
+export async function buildApiServer(deps: AdapterDeps): Promise<FastifyInstance> {
+  const app = baseServer(deps, 'api')
+  await app.register(errorsPlugin)
+  app.get('/xrpc/_health', async () => ({ version: '2026-06' }))
+  await app.register(xrpcPlugin, {
+    methods: deps.methods ?? methodTable,
+    verifiers: { app: appServiceAuth(deps.serviceAuth) },
+    gateway: deps.gateway,
+  })
+  return app
+}
+
+export async function buildCheckoutServer(deps: AdapterDeps): Promise<FastifyInstance> {
+  const app = baseServer(deps, 'checkout')
+  await app.register(errorsPlugin)
+  await app.register(requestLogPlugin, { gateway: deps.gateway })
+  app.get('/health', async () => ({ ok: true }))
+  await app.register(developerConfigRoute, { gateway: deps.gateway })
+  return app
+}
