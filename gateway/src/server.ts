@@ -34,7 +34,6 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     loggerInstance: opts.logger as FastifyBaseLogger,
     requestIdHeader: REQUEST_ID_HEADER,
     genReqId: () => randomUUID(),
-    disableRequestLogging: true,
   })
 
   app.get('/health', async () => ({ ok: true, services: opts.services.map((s) => s.name) }))

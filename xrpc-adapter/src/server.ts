@@ -30,7 +30,6 @@ function baseServer(deps: AdapterDeps, name: string): FastifyInstance {
     loggerInstance: deps.logger.child({ host: name }) as FastifyBaseLogger,
     genReqId: () => `req_${randomUUID().replace(/-/g, '')}`,
     bodyLimit: deps.bodyLimit ?? 256 * 1024,
-    disableRequestLogging: false,
     routerOptions: { ignoreTrailingSlash: true },
   })
   app.addHook('onRequest', async (request, reply) => {

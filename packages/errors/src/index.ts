@@ -20,6 +20,7 @@ export const ERROR_STATUS = {
   AppRequired: 400,
   EventRequired: 400,
   BuyerAssertionInvalid: 400,
+  OrganizerAssertionInvalid: 400,
   TicketTokenInvalid: 400,
   WebhookNotConfigured: 400,
   // 401: missing or invalid credentials

@@ -4,6 +4,7 @@
  * error formatting that keeps contract error codes and hides everything else.
  */
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server'
+import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled'
 import { startStandaloneServer } from '@apollo/server/standalone'
 import { unwrapResolverError } from '@apollo/server/errors'
 import { buildSubgraphSchema } from '@apollo/subgraph'
@@ -53,7 +54,7 @@ export function formatSubgraphError(log: Logger) {
 
 export function buildSubgraphServer<TContext extends SubgraphContext>(opts: SubgraphOptions<TContext>) {
   const schema = buildSubgraphSchema([{ typeDefs: opts.typeDefs, resolvers: opts.resolvers as GraphQLResolverMap<unknown> }])
-  const plugins: ApolloServerPlugin<TContext>[] = []
+  const plugins: ApolloServerPlugin<TContext>[] = [ApolloServerPluginInlineTraceDisabled()]
   const server = new ApolloServer<TContext>({
     schema,
     plugins,

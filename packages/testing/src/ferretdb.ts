@@ -45,7 +45,8 @@ export interface RunningFerretDb {
   port: number
   dataDir: string
   process: ChildProcess
-  stop(): Promise<void>
+  /** SIGTERM for a data folder that is kept; SIGKILL is fine for a temporary one */
+  stop(signal?: NodeJS.Signals): Promise<void>
 }
 
 export async function startFerretDb(opts: { dataDir?: string; port?: number; temporary?: boolean; logFile?: string } = {}): Promise<RunningFerretDb> {
@@ -76,10 +77,10 @@ export async function startFerretDb(opts: { dataDir?: string; port?: number; tem
     port,
     dataDir,
     process: child,
-    async stop() {
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
       if (!exited) {
         const done = new Promise((r) => child.once('exit', r))
-        child.kill('SIGTERM')
+        child.kill(signal)
         await Promise.race([done, new Promise((r) => setTimeout(r, 5000))])
         if (!exited) child.kill('SIGKILL')
       }

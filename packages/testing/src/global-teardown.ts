@@ -2,5 +2,5 @@ import type { RunningFerretDb } from './ferretdb'
 
 export default async function globalTeardown(): Promise<void> {
   const ferret = (globalThis as { __svcFerret?: RunningFerretDb }).__svcFerret
-  if (ferret) await ferret.stop()
+  if (ferret) await ferret.stop('SIGKILL') // its data folder is temporary
 }

@@ -1,2 +1,3 @@
 export * from './ferretdb'
 export * from './isolation'
+export * from './stack'

@@ -114,7 +114,7 @@ export async function updateAppConfig(
   const updated = await models.AppEnvironment.findOneAndUpdate(
     { appDid, environment },
     { $set: set },
-    { new: true, lean: true },
+    { returnDocument: 'after', lean: true },
   )
   if (!updated) throw new ContractError('AppEnvironmentNotConfigured', `app ${appDid} has no ${environment} configuration`)
   return toView(updated)

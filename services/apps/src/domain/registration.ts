@@ -60,7 +60,7 @@ export async function registerApp(models: AppsModels, input: RegisterAppInput): 
           },
           $setOnInsert: { appDid: input.did, environment, status: 'active' },
         },
-        { upsert: true, new: true, lean: true, setDefaultsOnInsert: true },
+        { upsert: true, returnDocument: 'after', lean: true, setDefaultsOnInsert: true },
       )
       if (!doc) throw new Error('registration upsert returned nothing')
       return toView(doc)

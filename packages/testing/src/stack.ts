@@ -1,0 +1,97 @@
+/**
+ * The whole service in one test process, on loopback ports: the apps subgraph on the test FerretDB
+ * (own database), the mercurius gateway, and the XRPC adapter's two hosts, with Redis under the test
+ * file's own key prefix. Real HTTP between every piece.
+ */
+import Redis from 'ioredis'
+import pino from 'pino'
+import { randomBytes } from 'node:crypto'
+import { connectApps, registerApp, issueApiKey, startAppsService, type AppsModels } from '@svc/apps'
+import { buildGateway } from '@svc/gateway'
+import { buildApiServer, buildCheckoutServer, createGatewayClient } from '@svc/xrpc-adapter'
+import { createServiceAuthVerifier, generateDidKeyKeypair, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
+import { isolate } from './isolation'
+
+export interface TestStack {
+  apiUrl: string
+  checkoutUrl: string
+  gatewayUrl: string
+  appsSubgraphUrl: string
+  serviceDid: string
+  secrets: { internalContext: string; adapterGatewayToken: string; operatorToken: string }
+  models: AppsModels
+  redis: Redis
+  /** registers a fresh did:key app for an environment and returns what a developer would hold */
+  newApp(opts?: { environments?: ('test' | 'live')[]; alg?: ServiceJwtAlg; appUrl?: string }): Promise<TestApp>
+  stop(): Promise<void>
+}
+
+export interface TestApp {
+  did: string
+  jwt(lxm: string, opts?: { aud?: string; expiresInSeconds?: number }): Promise<string>
+  apiKey(environment: 'test' | 'live', permissions?: string[]): Promise<string>
+}
+
+export async function startStack(label: string, opts: { allowLoopbackWebhooks?: boolean } = {}): Promise<TestStack> {
+  const iso = isolate(label)
+  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
+  const secrets = {
+    internalContext: randomBytes(32).toString('hex'),
+    adapterGatewayToken: randomBytes(32).toString('hex'),
+    operatorToken: randomBytes(32).toString('hex'),
+  }
+  const serviceDid = 'did:web:svc.test'
+  const apps = await startAppsService({
+    mongoUrl: iso.mongoUrl,
+    contextSecret: secrets.internalContext,
+    host: '127.0.0.1',
+    port: 0,
+    logger,
+    allowLoopbackWebhooksInTest: opts.allowLoopbackWebhooks ?? false,
+  })
+  const gateway = await buildGateway({ services: [{ name: 'apps', url: apps.url }], secrets, graphiql: false, logger })
+  await gateway.listen({ host: '127.0.0.1', port: 0 })
+  const gatewayUrl = `http://127.0.0.1:${(gateway.server.address() as { port: number }).port}/graphql`
+  const redis = new Redis(iso.redisUrl, { lazyConnect: false })
+  const gatewayClient = createGatewayClient({ url: gatewayUrl, token: secrets.adapterGatewayToken })
+  const serviceAuth = createServiceAuthVerifier({ serviceDid, plcUrl: 'http://127.0.0.1:1', redis, replayKeyPrefix: `${iso.redisPrefix}jti:` })
+  const api = await buildApiServer({ logger, gateway: gatewayClient, serviceAuth })
+  const checkout = await buildCheckoutServer({ logger, gateway: gatewayClient, serviceAuth })
+  await api.listen({ host: '127.0.0.1', port: 0 })
+  await checkout.listen({ host: '127.0.0.1', port: 0 })
+  const portOf = (s: typeof api) => (s.server.address() as { port: number }).port
+  const { conn, models } = await connectApps(iso.mongoUrl)
+
+  return {
+    apiUrl: `http://127.0.0.1:${portOf(api)}`,
+    checkoutUrl: `http://127.0.0.1:${portOf(checkout)}`,
+    gatewayUrl,
+    appsSubgraphUrl: apps.url,
+    serviceDid,
+    secrets,
+    models,
+    redis,
+    async newApp(o = {}) {
+      const { did, keypair } = await generateDidKeyKeypair(o.alg ?? 'ES256K')
+      for (const environment of o.environments ?? ['test']) {
+        await registerApp(models, { did, environment, appUrl: o.appUrl ?? 'https://app.example.com', feeShareBps: 500, ticketFee: { bps: 250, flatAmount: 30, flatCurrency: 'usd' } })
+      }
+      return {
+        did,
+        jwt: (lxm, j = {}) => mintServiceJwt({ keypair, iss: did, aud: j.aud ?? serviceDid, lxm, expiresInSeconds: j.expiresInSeconds }),
+        apiKey: async (environment, permissions = ['app.config.read']) => (await issueApiKey(models, { appDid: did, environment, permissions })).key,
+      }
+    },
+    async stop() {
+      await Promise.allSettled([api.close(), checkout.close()])
+      await gatewayClient.close()
+      await gateway.close()
+      await apps.stop()
+      await conn.dropDatabase().catch(() => undefined)
+      await conn.close()
+      const keys = await redis.keys(`${iso.redisPrefix}*`)
+      if (keys.length) await redis.del(...keys)
+      redis.disconnect()
+    },
+  }
+}
