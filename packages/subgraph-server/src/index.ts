@@ -46,7 +46,7 @@ export function formatSubgraphError(log: Logger) {
     if (code === 'GRAPHQL_VALIDATION_FAILED' || code === 'BAD_USER_INPUT' || code === 'GRAPHQL_PARSE_FAILED') {
       return { message: formatted.message, extensions: { ...contractExtensions('InvalidRequest'), graphqlCode: code } }
     }
-    if (code === 'UNAUTHENTICATED') return formatted
+    if (code === 'UNAUTHENTICATED' || code === 'BAD_REQUEST') return formatted
     log.error({ err: original }, 'unexpected resolver error')
     return { message: 'internal error', path: formatted.path, extensions: contractExtensions('InternalServerError') }
   }

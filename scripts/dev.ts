@@ -1,0 +1,67 @@
+/**
+ * `npm run dev`: the whole service on this machine. Starts FerretDB (SQLite, data in .data/ferretdb)
+ * unless MONGO_URL is set, uses the machine's Redis (scripts/setup.sh starts one if none answers)
+ * unless REDIS_URL is set, then every component; Ctrl-C stops everything.
+ */
+import Redis from 'ioredis'
+import { join } from 'node:path'
+import { loadConfig } from '@svc/config'
+import { startFerretDb, type RunningFerretDb } from '@svc/testing'
+import { ROOT, serviceComponents, startComponents, type RunningComponents } from './lib/components'
+
+async function main() {
+  const env: Record<string, string | undefined> = {
+    NODE_ENV: process.env.NODE_ENV ?? 'development',
+    // explicit development settings: local webhook receivers and did:web apps on localhost
+    DEV_ALLOW_LOOPBACK_WEBHOOKS: process.env.DEV_ALLOW_LOOPBACK_WEBHOOKS ?? 'true',
+    ALLOW_INSECURE_DID_WEB: process.env.ALLOW_INSECURE_DID_WEB ?? 'true',
+  }
+  const config = loadConfig({ ...process.env, ...env })
+
+  let ferret: RunningFerretDb | undefined
+  if (!process.env.MONGO_URL) {
+    const port = Number(new URL(config.mongoUrl).port)
+    ferret = await startFerretDb({ dataDir: join(ROOT, '.data', 'ferretdb'), port, temporary: false })
+    console.log(`dev: FerretDB ${ferret.url} (data in .data/ferretdb)`)
+  }
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true })
+  await redis.connect()
+  const policy = (await redis.config('GET', 'maxmemory-policy').catch(() => ['', 'unknown'])) as string[]
+  console.log(`dev: Redis ${config.redisUrl} (maxmemory-policy ${policy[1]})`)
+  redis.disconnect()
+
+  let running: RunningComponents | undefined
+  let shuttingDown = false
+  const shutdown = async (code: number) => {
+    if (shuttingDown) return
+    shuttingDown = true
+    console.log('\ndev: stopping')
+    await running?.stop()
+    await ferret?.stop()
+    process.exit(code)
+  }
+  process.on('SIGINT', () => void shutdown(0))
+  process.on('SIGTERM', () => void shutdown(0))
+
+  running = await startComponents(serviceComponents(config), env, {
+    onUnexpectedExit: (name, code) => {
+      console.error(`dev: ${name} exited (${code}); stopping everything`)
+      void shutdown(1)
+    },
+  })
+
+  console.log(`
+dev: the service is up (Ctrl-C stops everything)
+  XRPC API          ${config.baseUrl}/xrpc/{nsid}        e.g. ${config.baseUrl}/xrpc/_health
+  checkout host     ${config.checkoutUrl}               developer routes under /api/…
+  GraphQL gateway   http://${config.host}:${config.ports.gateway}/graphql   (GraphiQL: http://${config.host}:${config.ports.gateway}/graphiql,
+                    header Authorization: Bearer <OPERATOR_TOKEN>; dev default in packages/config)
+  apps subgraph     ${config.subgraphs.apps}  (internal: refuses calls not signed by the gateway)
+Next: npm run operator -- quickstart
+`)
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})

@@ -1,0 +1,203 @@
+/**
+ * Operator commands (run with `npm run operator -- <command> …`). They act on the apps domain directly
+ * with MONGO_URL (default: the dev command's local FerretDB).
+ *
+ *   quickstart          a did:key app registered in test with an all-permission API key, and how to call the API
+ *   register-app        register an app DID for an environment (appUrl, feeShareBps, platform ticket fee rates)
+ *   issue-key           issue a restricted API key (printed once, stored hashed)
+ *   revoke-key          revoke an API key by its id
+ *   generate-did-key    a did:key keypair for local use
+ *   mint-jwt            a service-auth JWT for a did:key app (for curl)
+ */
+import { parseArgs } from 'node:util'
+import { loadConfig } from '@svc/config'
+import { ContractError } from '@svc/errors'
+import { generateDidKeyKeypair, keypairFromPrivateKeyHex, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
+import { API_KEY_PERMISSIONS } from '../models'
+import { connectApps } from '../server'
+import { issueApiKey, revokeApiKey } from '../domain/api-keys'
+import { registerApp } from '../domain/registration'
+
+const USAGE = `usage: npm run operator -- <command> [options]
+
+  quickstart        [--env test] [--app-url http://localhost:3000] [--alg ES256K|ES256]
+  register-app      --did <did> --env <test|live> --app-url <url> [--fee-share-bps 0]
+                    [--ticket-fee-bps 0] [--ticket-fee-flat 0] [--ticket-fee-currency usd] [--name <text>]
+  issue-key         --did <did> --env <test|live> [--permissions ${API_KEY_PERMISSIONS.join(',')}]
+  revoke-key        --key-id <key_…>
+  generate-did-key  [--alg ES256K|ES256]
+  mint-jwt          --did <did:key:…> --private-key <hex> --lxm <nsid> [--alg ES256K|ES256] [--aud <service DID>] [--expires-in 60]
+
+Add --json for machine-readable output.`
+
+const options = {
+  did: { type: 'string' },
+  env: { type: 'string' },
+  'app-url': { type: 'string' },
+  'fee-share-bps': { type: 'string' },
+  'ticket-fee-bps': { type: 'string' },
+  'ticket-fee-flat': { type: 'string' },
+  'ticket-fee-currency': { type: 'string' },
+  name: { type: 'string' },
+  permissions: { type: 'string' },
+  'key-id': { type: 'string' },
+  alg: { type: 'string' },
+  'private-key': { type: 'string' },
+  lxm: { type: 'string' },
+  aud: { type: 'string' },
+  'expires-in': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean' },
+} as const
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values']
+
+function need(values: Values, name: keyof Values): string {
+  const v = values[name]
+  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`)
+  return v
+}
+
+function int(values: Values, name: keyof Values, fallback: number): number {
+  const v = values[name]
+  if (v === undefined) return fallback
+  if (typeof v !== 'string' || !/^\d+$/.test(v)) throw new UsageError(`--${name} must be a whole number`)
+  return Number(v)
+}
+
+function alg(values: Values): ServiceJwtAlg {
+  const a = values.alg ?? 'ES256K'
+  if (a !== 'ES256K' && a !== 'ES256') throw new UsageError('--alg must be ES256K or ES256')
+  return a
+}
+
+class UsageError extends Error {}
+
+function print(values: Values, human: string, json: unknown) {
+  process.stdout.write(values.json ? `${JSON.stringify(json, null, 2)}\n` : `${human}\n`)
+}
+
+async function withApps<T>(fn: (models: Awaited<ReturnType<typeof connectApps>>['models']) => Promise<T>): Promise<T> {
+  const config = loadConfig()
+  const { conn, models } = await connectApps(config.mongoUrl)
+  try {
+    return await fn(models)
+  } finally {
+    await conn.close()
+  }
+}
+
+async function main(argv: string[]) {
+  const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true })
+  const command = positionals[0]
+  if (!command || values.help) {
+    process.stdout.write(`${USAGE}\n`)
+    return
+  }
+  const config = loadConfig()
+
+  switch (command) {
+    case 'generate-did-key': {
+      const key = await generateDidKeyKeypair(alg(values))
+      print(values, `did:         ${key.did}\nprivate key: ${key.privateKeyHex}  (keep it secret)\nalg:         ${alg(values)}`, {
+        did: key.did,
+        privateKeyHex: key.privateKeyHex,
+        alg: alg(values),
+      })
+      return
+    }
+    case 'mint-jwt': {
+      const keypair = await keypairFromPrivateKeyHex(need(values, 'private-key'), alg(values))
+      const jwt = await mintServiceJwt({
+        keypair,
+        iss: need(values, 'did'),
+        aud: values.aud ?? config.serviceDid,
+        lxm: need(values, 'lxm'),
+        expiresInSeconds: int(values, 'expires-in', 60),
+      })
+      print(values, jwt, { jwt })
+      return
+    }
+    case 'register-app': {
+      const view = await withApps((models) =>
+        registerApp(models, {
+          did: need(values, 'did'),
+          environment: need(values, 'env'),
+          appUrl: need(values, 'app-url'),
+          feeShareBps: int(values, 'fee-share-bps', 0),
+          name: values.name,
+          ticketFee: {
+            bps: int(values, 'ticket-fee-bps', 0),
+            flatAmount: int(values, 'ticket-fee-flat', 0),
+            flatCurrency: values['ticket-fee-currency'] ?? 'usd',
+          },
+        }),
+      )
+      print(values, `registered ${view.appDid} in ${view.environment} (appUrl ${view.appUrl}, feeShareBps ${view.feeShareBps})`, view)
+      return
+    }
+    case 'issue-key': {
+      const issued = await withApps((models) =>
+        issueApiKey(models, {
+          appDid: need(values, 'did'),
+          environment: need(values, 'env') as 'test' | 'live',
+          permissions: (values.permissions ?? 'app.config.read').split(',').map((p) => p.trim()),
+        }),
+      )
+      print(
+        values,
+        `API key (shown once, store it now): ${issued.key}\nkey id: ${issued.keyId}\npermissions: ${issued.permissions.join(', ')}`,
+        issued,
+      )
+      return
+    }
+    case 'revoke-key': {
+      const revoked = await withApps((models) => revokeApiKey(models, need(values, 'key-id')))
+      print(values, revoked ? 'revoked' : 'no active key with that id', { revoked })
+      if (!revoked) process.exitCode = 1
+      return
+    }
+    case 'quickstart': {
+      const environment = (values.env ?? 'test') as 'test' | 'live'
+      const appUrl = values['app-url'] ?? 'http://localhost:3000'
+      const key = await generateDidKeyKeypair(alg(values))
+      const issued = await withApps(async (models) => {
+        await registerApp(models, { did: key.did, environment, appUrl, feeShareBps: 0 })
+        return issueApiKey(models, { appDid: key.did, environment, permissions: [...API_KEY_PERMISSIONS] })
+      })
+      const result = { did: key.did, privateKeyHex: key.privateKeyHex, alg: alg(values), environment, appUrl, apiKey: issued.key, keyId: issued.keyId }
+      print(
+        values,
+        [
+          `app DID:      ${key.did}`,
+          `private key:  ${key.privateKeyHex}  (${alg(values)}; keep it secret)`,
+          `environment:  ${environment}   appUrl: ${appUrl}`,
+          `API key:      ${issued.key}  (shown once; permissions: all four)`,
+          '',
+          'Call the API:',
+          `  export APP_DID=${key.did} APP_KEY=${key.privateKeyHex} API_KEY=${issued.key}`,
+          `  JWT=$(npm run -s operator -- mint-jwt --did $APP_DID --private-key $APP_KEY --alg ${alg(values)} --lxm money.svc.app.getConfig)`,
+          `  curl -s "${config.baseUrl}/xrpc/money.svc.app.getConfig?environment=${environment}" -H "Authorization: Bearer $JWT"`,
+          `  curl -s "${config.checkoutUrl}/api/app/developer/config?app=$APP_DID&environment=${environment}" -H "Authorization: Bearer $API_KEY"`,
+        ].join('\n'),
+        result,
+      )
+      return
+    }
+    default:
+      throw new UsageError(`unknown command ${command}`)
+  }
+}
+
+main(process.argv.slice(2)).catch((err) => {
+  if (err instanceof UsageError || (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    process.stderr.write(`${err.message}\n\n${USAGE}\n`)
+    process.exit(2)
+  }
+  if (err instanceof ContractError) {
+    process.stderr.write(`${err.code}: ${err.message}\n`)
+    process.exit(1)
+  }
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`)
+  process.exit(1)
+})
