@@ -81,7 +81,9 @@ export async function startFerretDb(opts: { dataDir?: string; port?: number; tem
       if (!exited) {
         const done = new Promise((r) => child.once('exit', r))
         child.kill(signal)
-        await Promise.race([done, new Promise((r) => setTimeout(r, 5000))])
+        let timer: NodeJS.Timeout | undefined
+        await Promise.race([done, new Promise((r) => (timer = setTimeout(r, 5000)))])
+        clearTimeout(timer)
         if (!exited) child.kill('SIGKILL')
       }
       if (temporary) rmSync(dataDir, { recursive: true, force: true })

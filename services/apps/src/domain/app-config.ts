@@ -47,13 +47,11 @@ export function toView(doc: AppEnvironmentDoc & { updatedAt?: Date }): AppConfig
 
 /** AppNotRegistered when the DID has no registration; AppEnvironmentNotConfigured when the environment has no configuration. */
 export async function findAppEnvironment(models: AppsModels, appDid: string, environment: Environment) {
-  const [app, config] = await Promise.all([
-    models.App.exists({ did: appDid }),
-    models.AppEnvironment.findOne({ appDid, environment }).lean(),
-  ])
-  if (!app) throw new ContractError('AppNotRegistered', `app ${appDid} is not registered`)
-  if (!config) throw new ContractError('AppEnvironmentNotConfigured', `app ${appDid} has no ${environment} configuration`)
-  return config
+  const config = await models.AppEnvironment.findOne({ appDid, environment }).lean()
+  if (config) return config
+  // Only a miss needs to tell the two errors apart.
+  if (!(await models.App.exists({ did: appDid }))) throw new ContractError('AppNotRegistered', `app ${appDid} is not registered`)
+  throw new ContractError('AppEnvironmentNotConfigured', `app ${appDid} has no ${environment} configuration`)
 }
 
 export async function getAppConfig(models: AppsModels, appDid: string, environmentRaw: unknown): Promise<AppConfigView> {

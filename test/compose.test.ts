@@ -1,0 +1,55 @@
+/**
+ * docker-compose.yml cannot run here (no Docker engine), so it is validated: it must name every
+ * deployable workspace (a workspace with src/main.ts), run mongo:7 and redis:7 without eviction, and
+ * give every component the settings its configuration needs.
+ */
+import { existsSync, readFileSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { parse } from 'yaml'
+
+const root = join(__dirname, '..')
+const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+  services: Record<string, { image?: string; build?: string; command?: string[]; environment?: Record<string, string> }>
+}
+
+function deployableWorkspaces(): { name: string; dir: string }[] {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { workspaces: string[] }
+  const dirs = pkg.workspaces.flatMap((w) =>
+    w.endsWith('/*') ? readdirSync(join(root, w.slice(0, -2))).map((d) => join(w.slice(0, -2), d)) : [w],
+  )
+  return dirs
+    .filter((dir) => existsSync(join(root, dir, 'src', 'main.ts')))
+    .map((dir) => ({ dir, name: (JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as { name: string }).name }))
+}
+
+describe('docker-compose.yml', () => {
+  test('finds the deployable workspaces (guards the check below against finding none)', () => {
+    expect(deployableWorkspaces().map((w) => w.name).sort()).toEqual(expect.arrayContaining(['@svc/apps', '@svc/gateway', '@svc/xrpc-adapter']))
+  })
+
+  test.each(deployableWorkspaces())('runs $name', ({ name, dir }) => {
+    const service = Object.values(compose.services).find((s) => s.command?.includes(name))
+    expect(service).toBeDefined()
+    const startScript = (JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start
+    expect(startScript).toBe('tsx src/main.ts')
+    for (const key of ['MONGO_URL', 'REDIS_URL', 'SERVICE_DID', 'INTERNAL_CONTEXT_SECRET', 'ADAPTER_GATEWAY_TOKEN', 'OPERATOR_TOKEN', 'NODE_ENV']) {
+      expect(service?.environment).toHaveProperty(key)
+    }
+    expect(service?.environment?.NODE_ENV).toBe('production')
+  })
+
+  test('uses mongo:7 and redis:7 with noeviction', () => {
+    expect(compose.services.mongo?.image).toBe('mongo:7')
+    expect(compose.services.redis?.image).toBe('redis:7')
+    const cmd = compose.services.redis?.command ?? []
+    expect(cmd[cmd.indexOf('--maxmemory-policy') + 1]).toBe('noeviction')
+  })
+
+  test('points each component at the others by service name', () => {
+    const env = compose.services['xrpc-adapter']?.environment ?? {}
+    expect(env.MONGO_URL).toBe('mongodb://mongo:27017/svc')
+    expect(env.REDIS_URL).toBe('redis://redis:6379/0')
+    expect(env.GATEWAY_URL).toBe('http://gateway:4100/graphql')
+    expect(compose.services.gateway?.environment?.APPS_SUBGRAPH_URL).toBe('http://apps:4201/graphql')
+  })
+})
