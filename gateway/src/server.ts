@@ -25,6 +25,8 @@ export interface GatewayOptions {
   retryServicesCount?: number
 }
 
+const GRAPHQL_PATH = '/graphql'
+
 function header(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
 }
@@ -39,7 +41,9 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   app.get('/health', async () => ({ ok: true, services: opts.services.map((s) => s.name) }))
 
   app.addHook('onRequest', async (request, reply) => {
-    if (request.method !== 'POST' || !request.url.startsWith('/graphql')) return
+    // Decided on the route matched, not the raw URL or method: mercurius also serves GET /graphql?query=…,
+    // and `/%67raphql` reaches the same handler.
+    if (request.routeOptions.url !== GRAPHQL_PATH) return
     const principal = authenticate(opts.secrets, {
       authorization: header(request.headers.authorization),
       caller: header(request.headers[CALLER_HEADER]),
@@ -53,6 +57,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   })
 
   await app.register(mercuriusGateway, {
+    path: GRAPHQL_PATH,
     graphiql: opts.graphiql,
     jit: 1,
     gateway: {

@@ -61,6 +61,7 @@ export function verifyContext(
   } catch {
     return { ok: false, reason: 'malformed' }
   }
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return { ok: false, reason: 'malformed' }
   if (typeof payload.exp !== 'number' || payload.exp < Math.floor(now / 1000)) return { ok: false, reason: 'expired' }
   if (!payload.principal || typeof payload.requestId !== 'string') return { ok: false, reason: 'malformed' }
   return { ok: true, context: payload }

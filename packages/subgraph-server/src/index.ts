@@ -9,7 +9,7 @@ import { startStandaloneServer } from '@apollo/server/standalone'
 import { unwrapResolverError } from '@apollo/server/errors'
 import { buildSubgraphSchema } from '@apollo/subgraph'
 import type { GraphQLResolverMap } from '@apollo/subgraph'
-import { GraphQLError, type DocumentNode, type GraphQLFormattedError } from 'graphql'
+import { GraphQLError, print, type DocumentNode, type GraphQLFormattedError } from 'graphql'
 import pino, { type Logger } from 'pino'
 import { ContractError, contractExtensions } from '@svc/errors'
 import { CONTEXT_HEADER, verifyContext, type Principal } from '@svc/internal-context'
@@ -53,7 +53,14 @@ export function formatSubgraphError(log: Logger) {
 }
 
 export function buildSubgraphServer<TContext extends SubgraphContext>(opts: SubgraphOptions<TContext>) {
-  const schema = buildSubgraphSchema([{ typeDefs: opts.typeDefs, resolvers: opts.resolvers as GraphQLResolverMap<unknown> }])
+  // Federation v1 composition reads `_service { sdl }` as the subgraph wrote it. @apollo/subgraph 2.15 also
+  // publishes the empty definitions it synthesizes for types the subgraph only extends (`type App` beside
+  // `extend type App`), and the mercurius gateway lets such an empty definition replace the owning
+  // subgraph's type, hiding its fields. So the SDL published is exactly the typeDefs.
+  const sdl = print(opts.typeDefs)
+  const userQuery = (opts.resolvers as Record<string, unknown>).Query as Record<string, unknown> | undefined
+  const resolvers = { ...opts.resolvers, Query: { ...userQuery, _service: () => ({ sdl }) } } as GraphQLResolverMap<unknown>
+  const schema = buildSubgraphSchema([{ typeDefs: opts.typeDefs, resolvers }])
   const plugins: ApolloServerPlugin<TContext>[] = [ApolloServerPluginInlineTraceDisabled()]
   const server = new ApolloServer<TContext>({
     schema,

@@ -47,7 +47,11 @@ export async function registerApp(models: AppsModels, input: RegisterAppInput): 
   // Upserts race on the unique indexes; the loser of a race simply retries as an update.
   for (let attempt = 0; ; attempt++) {
     try {
-      await models.App.updateOne({ did: input.did }, { $setOnInsert: { did: input.did, name: input.name ?? null } }, { upsert: true })
+      await models.App.updateOne(
+        { did: input.did },
+        input.name === undefined ? { $setOnInsert: { did: input.did, name: null } } : { $set: { name: input.name }, $setOnInsert: { did: input.did } },
+        { upsert: true },
+      )
       const doc = await models.AppEnvironment.findOneAndUpdate(
         { appDid: input.did, environment },
         {

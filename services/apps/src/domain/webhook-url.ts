@@ -17,7 +17,9 @@ for (const [net, prefix] of [
   ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) nonPublic.addSubnet(net, prefix, 'ipv4')
 for (const [net, prefix] of [
-  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001:db8::', 32],
+  // ::/96 also covers the deprecated IPv4-compatible form (::127.0.0.1); 6to4 (2002::/16) and
+  // IPv4-translated (::ffff:0:0:0/96) addresses can embed any IPv4 address, so they are refused whole.
+  ['::', 96], ['::ffff:0:0:0', 96], ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001:db8::', 32],
 ] as const) nonPublic.addSubnet(net, prefix, 'ipv6')
 
 const loopback = new BlockList()
@@ -51,11 +53,14 @@ const systemResolve: Resolve = async (host) => {
 }
 
 async function resolveQuietly(host: string, resolve: Resolve): Promise<string[]> {
+  let timer: NodeJS.Timeout | undefined
   try {
-    return await Promise.race([resolve(host), new Promise<string[]>((r) => setTimeout(() => r([]), 2000))])
+    return await Promise.race([resolve(host), new Promise<string[]>((r) => (timer = setTimeout(() => r([]), 2000)))])
   } catch {
     // An unresolvable name is not refused here; deliveries check the address again when they connect.
     return []
+  } finally {
+    clearTimeout(timer)
   }
 }
 
@@ -81,7 +86,9 @@ export async function assertWebhookUrlAllowed(raw: string, policy: WebhookUrlPol
   if (url.hash) refuse('webhookUrl must not have a fragment')
   const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase()
   const literal = isIP(host) !== 0
-  const namedLoopback = host === 'localhost' || host.endsWith('.localhost')
+  // `localhost.` (the absolute form, trailing dot) is the same name as `localhost`
+  const name = host.replace(/\.$/, '')
+  const namedLoopback = name === 'localhost' || name.endsWith('.localhost')
   const addresses = literal ? [host] : namedLoopback ? ['127.0.0.1'] : await resolveQuietly(host, policy.resolve ?? systemResolve)
   const allLoopback = addresses.length > 0 && addresses.every(isLoopbackAddress)
 

@@ -1,0 +1,108 @@
+/**
+ * The apps subgraph is internal: a request straight to it (around the gateway) is refused with 401
+ * unless it carries a valid, unexpired context signed with the gateway's secret.
+ */
+import { randomBytes } from 'node:crypto'
+import pino from 'pino'
+import { CONTEXT_HEADER, signContext, type Principal } from '@svc/internal-context'
+import { isolate } from '@svc/testing'
+import { registerApp, startAppsService, type AppsModels } from '../src'
+import type { RunningSubgraph } from '@svc/subgraph-server'
+
+const secret = randomBytes(32).toString('hex')
+const DID = 'did:web:ctx-app.example.com'
+const operator: Principal = { kind: 'operator', id: 'ops' }
+let apps: RunningSubgraph & { models: AppsModels }
+
+interface Body {
+  data?: unknown
+  errors?: { message: string; extensions?: Record<string, unknown> }[]
+}
+
+async function post(query: string, context?: string): Promise<{ status: number; body: Body }> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' }
+  if (context !== undefined) headers[CONTEXT_HEADER] = context
+  const res = await fetch(apps.url, { method: 'POST', headers, body: JSON.stringify({ query }) })
+  return { status: res.status, body: (await res.json()) as Body }
+}
+
+const APP_QUERY = `{ app(did: "${DID}") { did name } }`
+const good = (principal: Principal = operator) => signContext(secret, { principal, requestId: `req-${randomBytes(4).toString('hex')}` })
+
+function expectRefused(res: { status: number; body: Body }, reason: string) {
+  expect(res.status).toBe(401)
+  expect(res.body.data ?? null).toBeNull()
+  expect(res.body.errors).toHaveLength(1)
+  expect(res.body.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED')
+  expect(res.body.errors?.[0]?.message).toContain(`(${reason})`)
+}
+
+beforeAll(async () => {
+  apps = await startAppsService({
+    mongoUrl: isolate('apps_subgraph_context').mongoUrl,
+    contextSecret: secret,
+    host: '127.0.0.1',
+    port: 0,
+    logger: pino({ level: 'silent' }),
+    allowLoopbackWebhooksInTest: false,
+  })
+  await registerApp(apps.models, { did: DID, environment: 'test', appUrl: 'https://ctx-app.example.com', feeShareBps: 0, name: 'Ctx' })
+})
+
+afterAll(async () => {
+  await apps?.models.App.db.dropDatabase().catch(() => undefined)
+  await apps?.stop()
+})
+
+test('a correctly signed context is answered', async () => {
+  const res = await post(APP_QUERY, good())
+  expect(res.status).toBe(200)
+  expect(res.body).toEqual({ data: { app: { did: DID, name: 'Ctx' } } })
+})
+
+test('the principal in the context is the one the resolvers see', async () => {
+  const res = await post('{ appConfig(environment: "test") { appDid appUrl } }', good({ kind: 'app', appDid: DID }))
+  expect(res.body).toEqual({ data: { appConfig: { appDid: DID, appUrl: 'https://ctx-app.example.com' } } })
+})
+
+test('(a) no svc-context header → 401', async () => {
+  expectRefused(await post(APP_QUERY), 'missing')
+  expectRefused(await post(APP_QUERY, ''), 'missing')
+})
+
+test('(b) a context signed with another secret → 401', async () => {
+  const forged = signContext(randomBytes(32).toString('hex'), { principal: operator, requestId: 'forged' })
+  expectRefused(await post(APP_QUERY, forged), 'bad-signature')
+})
+
+test('(b) a context whose body was changed after signing → 401', async () => {
+  const [, sig] = good({ kind: 'app', appDid: DID }).split('.')
+  const body = Buffer.from(JSON.stringify({ principal: operator, requestId: 'x', exp: Math.floor(Date.now() / 1000) + 60 })).toString('base64url')
+  expectRefused(await post(APP_QUERY, `${body}.${sig}`), 'bad-signature')
+})
+
+test('(c) an expired context → 401', async () => {
+  const old = signContext(secret, { principal: operator, requestId: 'old' }, Date.now() - 60 * 60 * 1000)
+  expectRefused(await post(APP_QUERY, old), 'expired')
+})
+
+test.each([
+  ['garbage', 'not-a-context'],
+  ['three parts', 'a.b.c'],
+  ['an empty signature', `${Buffer.from('{}').toString('base64url')}.`],
+  ['an empty body', '.abc'],
+])('(d) a malformed header (%s) → 401', async (_label, header) => {
+  expectRefused(await post(APP_QUERY, header), 'malformed')
+})
+
+test('federation fields are refused without a context too', async () => {
+  expectRefused(await post('{ _service { sdl } }'), 'missing')
+  expectRefused(await post(`{ _entities(representations: [{ __typename: "App", did: "${DID}" }]) { ... on App { did createdAt } } }`), 'missing')
+})
+
+test('mutations are refused without a valid context and change nothing', async () => {
+  const mutation = `mutation { recordDeveloperRequest(input: { requestId: "sneaky", method: "GET", path: "/", status: 200, durationMs: 1 }) }`
+  expectRefused(await post(mutation), 'missing')
+  expectRefused(await post(mutation, signContext('other-secret', { principal: { kind: 'service', name: 'x' }, requestId: 'r' })), 'bad-signature')
+  expect(await apps.models.RequestLog.countDocuments({ requestId: 'sneaky' })).toBe(0)
+})
