@@ -1,5 +1,6 @@
 /** GET {checkout_url}/api/app/developer/config (permission app.config.read). */
 import type { FastifyInstance } from 'fastify'
+import { ContractError } from '@svc/errors'
 import type { GatewayClient } from '../gateway-client'
 import { presentedApiKey } from '../auth/api-key'
 
@@ -19,12 +20,19 @@ const OPERATION = `query DeveloperConfig($app: String, $environment: String) {
   }
 }`
 
+/** A query parameter given at most once (a repeated one arrives as an array). */
+function single(value: string | string[] | undefined, name: string): string | null {
+  if (Array.isArray(value)) throw new ContractError('InvalidRequest', `${name} must be given once`)
+  return value || null
+}
+
 export async function developerConfigRoute(app: FastifyInstance, opts: { gateway: GatewayClient }) {
-  app.get<{ Querystring: { app?: string; environment?: string } }>('/api/app/developer/config', async (request) => {
+  app.get<{ Querystring: { app?: string | string[]; environment?: string | string[] } }>('/api/app/developer/config', async (request) => {
     const key = presentedApiKey(request.headers.authorization)
+    const variables = { app: single(request.query.app, 'app'), environment: single(request.query.environment, 'environment') }
     const data = await opts.gateway.query<DeveloperConfigData>(
       OPERATION,
-      { app: request.query.app || null, environment: request.query.environment || null },
+      variables,
       { principal: { kind: 'apiKey', keyHash: key.keyHash }, requestId: request.id, log: request.log },
     )
     return data.developerConfig

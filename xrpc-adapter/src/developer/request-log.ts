@@ -15,11 +15,16 @@ function keyPrefix(authorization: string | undefined): string | null {
   return m?.[1] ?? null
 }
 
+/** A query value as recorded: a single non-empty string, else nothing (a repeated parameter arrives as an array). */
+function oneValue(value: unknown): string | null {
+  return typeof value === 'string' && value !== '' ? value : null
+}
+
 export const requestLogPlugin = fp(async (app: FastifyInstance, opts: { gateway: GatewayClient }) => {
   app.addHook('onSend', async (request, reply, payload) => {
     if (!request.url.startsWith('/api/')) return payload
-    const query = request.query as { app?: string; environment?: string }
-    const environment = apiKeyEnvironment(request.headers.authorization) ?? query.environment ?? null
+    const query = request.query as { app?: unknown; environment?: unknown }
+    const environment = apiKeyEnvironment(request.headers.authorization) ?? oneValue(query.environment)
     try {
       await opts.gateway.query(
         RECORD,
@@ -27,7 +32,7 @@ export const requestLogPlugin = fp(async (app: FastifyInstance, opts: { gateway:
           input: {
             requestId: request.id,
             environment,
-            appDid: query.app || null,
+            appDid: oneValue(query.app),
             method: request.method,
             path: request.url.split('?')[0],
             status: reply.statusCode,
