@@ -3,8 +3,9 @@
  *
  *   getConfig via the full path   autocannon → XRPC adapter → gateway → apps subgraph → FerretDB
  *   the same lookup, subgraph     autocannon → apps subgraph (signed internal context) → FerretDB
+ *   the same lookup, gateway      autocannon → gateway (adapter credential) → apps subgraph → FerretDB
  *
- * Both at 50 connections in the same run, then their ratio. Every full-path request carries its own
+ * All at 50 connections in the same run, then the ratio of the first two. Every full-path request carries its own
  * freshly minted service-auth JWT (jti replay protection refuses reuse), minted before the run.
  * Results go to stdout and bench-results/latest.json. BENCH_REQUESTS and BENCH_SECONDS tune the size.
  */
@@ -120,8 +121,26 @@ async function main() {
       ],
     })
 
-    const rows = [summarize('getConfig, full path (adapter → gateway → subgraph → FerretDB)', fullPath), summarize('appConfig, apps subgraph directly', direct)]
-    const [full, sub] = rows as [Measured, Measured]
+    // The middle hop on its own: the same operation sent to the gateway as the adapter sends it.
+    const viaGateway = await autocannon({
+      url: `http://${host}:${ports.gateway}/graphql`,
+      connections: CONNECTIONS,
+      duration: SECONDS,
+      method: 'POST',
+      body: query,
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${env.ADAPTER_GATEWAY_TOKEN}`,
+        'svc-caller': JSON.stringify({ kind: 'app', appDid: app.did }),
+      },
+    })
+
+    const rows = [
+      summarize('getConfig, full path (adapter → gateway → subgraph → FerretDB)', fullPath),
+      summarize('appConfig, apps subgraph directly', direct),
+      summarize('appConfig, gateway directly (→ subgraph → FerretDB; no JWT, no lexicon)', viaGateway),
+    ]
+    const [full, sub] = rows as [Measured, Measured, Measured]
     console.log(`\n${CONNECTIONS} connections, ${new Date().toISOString()}`)
     console.log('| path | requests | req/s | p50 ms | p99 ms | non-2xx | errors |')
     console.log('|---|---|---|---|---|---|---|')

@@ -7,6 +7,7 @@
  * Every refusal is a ContractError (401). Tokens are never logged nor echoed in messages.
  */
 import { parseDidKey } from '@atproto/crypto'
+import { verifySignatureNatively } from './native-signature'
 import { DidResolver, DidWebResolver, MemoryCache } from '@atproto/identity'
 import { AuthRequiredError, verifyJwt } from '@atproto/xrpc-server'
 import { ContractError, type ErrorCode } from '@svc/errors'
@@ -203,7 +204,7 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
     }
 
     try {
-      await verifyJwt(jwt, serviceDid, nsid, getSigningKey)
+      await verifyJwt(jwt, serviceDid, nsid, getSigningKey, verifySignatureNatively)
     } catch (err) {
       if (err instanceof ContractError) throw err
       if (err instanceof AuthRequiredError) {
