@@ -30,6 +30,7 @@ async function main() {
   console.log(`dev: Redis ${config.redisUrl} (maxmemory-policy ${policy[1]})`)
   redis.disconnect()
 
+  // eslint-disable-next-line prefer-const -- assigned once the shutdown handler that reads it is installed
   let running: RunningComponents | undefined
   let shuttingDown = false
   const shutdown = async (code: number) => {
