@@ -11,9 +11,26 @@ FERRETDB_VERSION=v1.24.2
 CACHE_DIR="${SVC_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/svc-ferretdb}"
 FERRETDB_BIN="${FERRETDB_BIN:-$CACHE_DIR/$FERRETDB_VERSION/ferretdb}"
 
-if [ ! -d node_modules ]; then
+# npm 11.19 writes lockfiles without other platforms' optional binaries (@swc/core-darwin-*, …) when
+# the registry does not offer them, and then its own `npm ci` refuses that lockfile as out of sync;
+# npm 10 installs the same lockfile exactly. So: npm ci, and on that one refusal, npm 10's npm ci.
+install_dependencies() {
   echo "setup: installing npm dependencies (npm ci)"
-  npm ci --no-audit --no-fund
+  local log
+  log=$(mktemp)
+  if npm ci --no-audit --no-fund 2> >(tee "$log" >&2); then rm -f "$log"; return; fi
+  if grep -q "can only install packages when your package.json and package-lock.json" "$log"; then
+    rm -f "$log"
+    echo "setup: this npm refuses the lockfile's platform entries; installing the same lockfile with npm 10"
+    npx -y npm@10 ci --no-audit --no-fund
+    return
+  fi
+  rm -f "$log"
+  return 1
+}
+
+if [ ! -d node_modules ]; then
+  install_dependencies
 fi
 
 if [ -z "${MONGO_URL:-}" ] && [ ! -x "$FERRETDB_BIN" ]; then
