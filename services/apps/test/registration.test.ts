@@ -6,7 +6,8 @@ import { isolate } from '@svc/testing'
 import { connectApps, type AppsModels } from '../src'
 import { registerApp, type RegisterAppInput } from '../src/domain/registration'
 import { updateAppConfig, getAppConfig } from '../src/domain/app-config'
-import { API_KEY_PATTERN, findActiveKey, hashApiKey, issueApiKey, revokeApiKey } from '../src/domain/api-keys'
+import { API_KEY_PATTERN, hashApiKey } from '@svc/api-keys'
+import { findActiveKey, issueApiKey, revokeApiKey } from '../src/domain/api-keys'
 import { authorizeApiKey } from '../src/domain/developer-config'
 
 let conn: mongoose.Connection

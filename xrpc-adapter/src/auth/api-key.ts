@@ -4,15 +4,13 @@
  * known, unrevoked, for this app and environment, and holds the permission. Webhook signing secrets
  * and anything else are refused here.
  */
-import { createHash } from 'node:crypto'
+import { apiKeyDisplayPrefix, apiKeyEnvironment, hashApiKey, type KeyEnvironment } from '@svc/api-keys'
 import { ContractError } from '@svc/errors'
-
-const API_KEY_PATTERN = /^svc_rk_(test|live)_[A-Za-z0-9_-]{32,}$/
 
 export interface PresentedApiKey {
   keyHash: string
   keyPrefix: string
-  environment: 'test' | 'live'
+  environment: KeyEnvironment
 }
 
 export function presentedApiKey(authorization: string | undefined): PresentedApiKey {
@@ -22,17 +20,14 @@ export function presentedApiKey(authorization: string | undefined): PresentedApi
   if (token.startsWith('whsec_')) {
     throw new ContractError('Unauthorized', 'webhook signing secrets only verify deliveries; use a restricted API key')
   }
-  const match = API_KEY_PATTERN.exec(token)
-  if (!match) throw new ContractError('Unauthorized', 'not a restricted API key (svc_rk_test_… or svc_rk_live_…)')
-  return {
-    keyHash: createHash('sha256').update(token).digest('hex'),
-    keyPrefix: token.slice(0, 'svc_rk_test_'.length + 6),
-    environment: match[1] as 'test' | 'live',
-  }
+  const environment = apiKeyEnvironment(token)
+  if (!environment) throw new ContractError('Unauthorized', 'not a restricted API key (svc_rk_test_… or svc_rk_live_…)')
+  return { keyHash: hashApiKey(token), keyPrefix: apiKeyDisplayPrefix(token), environment }
 }
 
-/** The environment an API key names, when the header holds one (for the request log). */
-export function apiKeyEnvironment(authorization: string | undefined): 'test' | 'live' | null {
-  const m = /^Bearer\s+svc_rk_(test|live)_/i.exec(authorization ?? '')
-  return (m?.[1] as 'test' | 'live' | undefined) ?? null
+/** What the request log may show of the key in a header: its environment and display prefix, never the key. */
+export function apiKeyForLog(authorization: string | undefined): { environment: KeyEnvironment; keyPrefix: string } | null {
+  const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1]
+  const environment = token ? apiKeyEnvironment(token) : null
+  return token && environment ? { environment, keyPrefix: apiKeyDisplayPrefix(token) } : null
 }

@@ -6,14 +6,9 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { GatewayClient } from '../gateway-client'
-import { apiKeyEnvironment } from '../auth/api-key'
+import { apiKeyForLog } from '../auth/api-key'
 
 const RECORD = `mutation Record($input: DeveloperRequestInput!) { recordDeveloperRequest(input: $input) }`
-
-function keyPrefix(authorization: string | undefined): string | null {
-  const m = /^Bearer\s+(svc_rk_(?:test|live)_.{6})/i.exec(authorization ?? '')
-  return m?.[1] ?? null
-}
 
 /** A query value as recorded: a single non-empty string, else nothing (a repeated parameter arrives as an array). */
 function oneValue(value: unknown): string | null {
@@ -24,7 +19,8 @@ export const requestLogPlugin = fp(async (app: FastifyInstance, opts: { gateway:
   app.addHook('onSend', async (request, reply, payload) => {
     if (!request.url.startsWith('/api/')) return payload
     const query = request.query as { app?: unknown; environment?: unknown }
-    const environment = apiKeyEnvironment(request.headers.authorization) ?? oneValue(query.environment)
+    const key = apiKeyForLog(request.headers.authorization)
+    const environment = key?.environment ?? oneValue(query.environment)
     try {
       await opts.gateway.query(
         RECORD,
@@ -37,7 +33,7 @@ export const requestLogPlugin = fp(async (app: FastifyInstance, opts: { gateway:
             path: request.url.split('?')[0],
             status: reply.statusCode,
             errorCode: reply.contractError ?? null,
-            keyPrefix: keyPrefix(request.headers.authorization),
+            keyPrefix: key?.keyPrefix ?? null,
             durationMs: reply.elapsedTime,
           },
         },

@@ -2,16 +2,11 @@
  * Restricted API keys for the developer utility routes: `svc_rk_<env>_<random>`, bound to one app and
  * environment, with a subset of the four contract permissions. Shown once, stored as SHA-256.
  */
-import { createHash, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
+import { apiKeyDisplayPrefix, generateApiKey, hashApiKey } from '@svc/api-keys'
 import { ContractError } from '@svc/errors'
 import { API_KEY_PERMISSIONS, type ApiKeyPermission, type AppsModels } from '../models'
 import type { Environment } from './environment'
-
-export const API_KEY_PATTERN = /^svc_rk_(test|live)_[A-Za-z0-9_-]{32,}$/
-
-export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex')
-}
 
 export function isPermission(value: string): value is ApiKeyPermission {
   return (API_KEY_PERMISSIONS as readonly string[]).includes(value)
@@ -28,9 +23,9 @@ export async function issueApiKey(
   }
   const exists = await models.AppEnvironment.exists({ appDid: opts.appDid, environment: opts.environment })
   if (!exists) throw new ContractError('AppEnvironmentNotConfigured', `app ${opts.appDid} has no ${opts.environment} configuration`)
-  const key = `svc_rk_${opts.environment}_${randomBytes(24).toString('base64url')}`
+  const key = generateApiKey(opts.environment)
   const keyId = `key_${randomBytes(10).toString('hex')}`
-  const keyPrefix = key.slice(0, 'svc_rk_test_'.length + 6)
+  const keyPrefix = apiKeyDisplayPrefix(key)
   await models.ApiKey.create({
     keyId,
     appDid: opts.appDid,
