@@ -13,6 +13,8 @@ import { createServiceAuthVerifier, generateDidKeyKeypair, mintServiceJwt, type 
 import { isolate } from './isolation'
 
 export interface TestStack {
+  /** the stack's own database on the test FerretDB */
+  mongoUrl: string
   apiUrl: string
   checkoutUrl: string
   gatewayUrl: string
@@ -63,6 +65,7 @@ export async function startStack(label: string, opts: { allowLoopbackWebhooks?: 
   const { conn, models } = await connectApps(iso.mongoUrl)
 
   return {
+    mongoUrl: iso.mongoUrl,
     apiUrl: `http://127.0.0.1:${portOf(api)}`,
     checkoutUrl: `http://127.0.0.1:${portOf(checkout)}`,
     gatewayUrl,
