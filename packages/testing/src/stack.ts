@@ -34,7 +34,10 @@ export interface TestApp {
   apiKey(environment: 'test' | 'live', permissions?: string[]): Promise<string>
 }
 
-export async function startStack(label: string, opts: { allowLoopbackWebhooks?: boolean } = {}): Promise<TestStack> {
+export async function startStack(
+  label: string,
+  opts: { allowLoopbackWebhooks?: boolean; methods?: Parameters<typeof buildApiServer>[0]['methods'] } = {},
+): Promise<TestStack> {
   const iso = isolate(label)
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
   const secrets = {
@@ -57,7 +60,7 @@ export async function startStack(label: string, opts: { allowLoopbackWebhooks?: 
   const redis = new Redis(iso.redisUrl, { lazyConnect: false })
   const gatewayClient = createGatewayClient({ url: gatewayUrl, token: secrets.adapterGatewayToken })
   const serviceAuth = createServiceAuthVerifier({ serviceDid, plcUrl: 'http://127.0.0.1:1', redis, replayKeyPrefix: `${iso.redisPrefix}jti:` })
-  const api = await buildApiServer({ logger, gateway: gatewayClient, serviceAuth })
+  const api = await buildApiServer({ logger, gateway: gatewayClient, serviceAuth, methods: opts.methods })
   const checkout = await buildCheckoutServer({ logger, gateway: gatewayClient, serviceAuth })
   await api.listen({ host: '127.0.0.1', port: 0 })
   await checkout.listen({ host: '127.0.0.1', port: 0 })

@@ -1,6 +1,7 @@
 /**
  * The adapter's routing table: every active NSID of the contract, mapped to its gateway operation
- * (auth, GraphQL document, input and output mapping; errors travel as contract codes), or marked as
+ * (auth, GraphQL document, input and output mapping, error mapping; errors travel as contract codes
+ * and a method's `errors` renames the ones its contract calls differently), or marked as
  * planned with the domain that will serve it; planned methods answer 501 MethodNotImplemented.
  * Retired NSIDs are not here: their lexicons are kept, and the XRPC plugin answers 501 for them.
  */

@@ -1,3 +1,4 @@
+import type { ErrorCode } from '@svc/errors'
 import type { AuthVerifier } from '../auth/service-auth'
 
 export type Auth = 'app'
@@ -14,6 +15,8 @@ export interface GatewayMethod<TData = any> {
   check?: (call: MethodCall) => void
   variables: (call: MethodCall) => Record<string, unknown>
   output: (data: TData, call: MethodCall) => unknown
+  /** how a domain error reads in this method's contract (e.g. AppNotRegistered → AppUnauthorized); others pass unchanged */
+  errors?: Partial<Record<ErrorCode, ErrorCode>>
 }
 
 /** A method of the contract whose domain is not built yet: answered 501 MethodNotImplemented. */
