@@ -55,7 +55,13 @@ async function main() {
   const mongoUrl = new URL(mongoBase)
   mongoUrl.pathname = `/bench_${randomBytes(3).toString('hex')}`
   const host = '127.0.0.1'
-  const ports = { api: await freePort(), checkout: await freePort(), gateway: await freePort(), appsSubgraph: await freePort() }
+  const ports = {
+    api: await freePort(),
+    checkout: await freePort(),
+    gateway: await freePort(),
+    appsSubgraph: await freePort(),
+    actorsSubgraph: await freePort(),
+  }
   const secret = randomBytes(32).toString('hex')
   const serviceDid = 'did:web:svc.bench'
   const env = {
@@ -72,6 +78,8 @@ async function main() {
     APPS_SUBGRAPH_PORT: String(ports.appsSubgraph),
     GATEWAY_URL: `http://${host}:${ports.gateway}/graphql`,
     APPS_SUBGRAPH_URL: `http://${host}:${ports.appsSubgraph}/graphql`,
+    ACTORS_SUBGRAPH_PORT: String(ports.actorsSubgraph),
+    ACTORS_SUBGRAPH_URL: `http://${host}:${ports.actorsSubgraph}/graphql`,
     INTERNAL_CONTEXT_SECRET: secret,
     ADAPTER_GATEWAY_TOKEN: randomBytes(32).toString('hex'),
     OPERATOR_TOKEN: randomBytes(32).toString('hex'),

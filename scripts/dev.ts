@@ -58,7 +58,9 @@ dev: the service is up (Ctrl-C stops everything)
   GraphQL gateway   http://${config.host}:${config.ports.gateway}/graphql   (GraphiQL: http://${config.host}:${config.ports.gateway}/graphiql,
                     header Authorization: Bearer <OPERATOR_TOKEN>; dev default in packages/config)
   apps subgraph     ${config.subgraphs.apps}  (internal: refuses calls not signed by the gateway)
+  actors subgraph   ${config.subgraphs.actors}  (internal, likewise)
 Next: npm run operator -- quickstart
+      npm run operator:actors -- create-creator --did <did> --env test --payout-status ready
 `)
 }
 

@@ -24,7 +24,7 @@ function deployableWorkspaces(): { name: string; dir: string }[] {
 
 describe('docker-compose.yml', () => {
   test('finds the deployable workspaces (guards the check below against finding none)', () => {
-    expect(deployableWorkspaces().map((w) => w.name).sort()).toEqual(expect.arrayContaining(['@svc/apps', '@svc/gateway', '@svc/xrpc-adapter']))
+    expect(deployableWorkspaces().map((w) => w.name).sort()).toEqual(expect.arrayContaining(['@svc/apps', '@svc/actors', '@svc/gateway', '@svc/xrpc-adapter']))
   })
 
   test.each(deployableWorkspaces())('runs $name', ({ name, dir }) => {
@@ -51,5 +51,6 @@ describe('docker-compose.yml', () => {
     expect(env.REDIS_URL).toBe('redis://redis:6379/0')
     expect(env.GATEWAY_URL).toBe('http://gateway:4100/graphql')
     expect(compose.services.gateway?.environment?.APPS_SUBGRAPH_URL).toBe('http://apps:4201/graphql')
+    expect(compose.services.gateway?.environment?.ACTORS_SUBGRAPH_URL).toBe('http://actors:4202/graphql')
   })
 })

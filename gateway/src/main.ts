@@ -6,7 +6,10 @@ async function main() {
   const config = loadConfig()
   const logger = pino(loggerOptions(config, 'gateway'))
   const app = await buildGateway({
-    services: [{ name: 'apps', url: config.subgraphs.apps }],
+    services: [
+      { name: 'apps', url: config.subgraphs.apps },
+      { name: 'actors', url: config.subgraphs.actors },
+    ],
     secrets: config.secrets,
     graphiql: config.graphiql,
     logger,

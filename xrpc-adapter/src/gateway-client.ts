@@ -1,7 +1,7 @@
 /**
  * The adapter's client for the GraphQL gateway: one keep-alive undici pool, the adapter credential,
  * the principal the adapter established, and the request id. GraphQL errors carrying a contract code
- * come back as that ContractError; anything else is an internal failure.
+ * come back as that ContractError (the first such error of the response); anything else is an internal failure.
  */
 import { Pool } from 'undici'
 import type { FastifyBaseLogger as Logger } from 'fastify'
@@ -41,10 +41,13 @@ export function createGatewayClient(opts: { url: string; token: string; connecti
         as.log.error({ err }, 'gateway unreachable')
         throw new ContractError('ServiceUnavailable', 'the service is temporarily unavailable; retry with backoff')
       }
-      const first = body.errors?.[0]
-      if (first) {
-        const code = first.extensions?.code
-        if (isErrorCode(code) && code !== 'InternalServerError') throw new ContractError(code, first.message)
+      if (body.errors?.length) {
+        // The first error carrying a contract code wins. When a subgraph refuses inside an entity call (the actors
+        // subgraph's fields on AppAccess), mercurius lists its own null-parent TypeError first and the subgraph's
+        // coded error (path `_entities…`) after it.
+        const coded = body.errors.find((e) => isErrorCode(e.extensions?.code))
+        const code = coded?.extensions?.code
+        if (coded && isErrorCode(code) && code !== 'InternalServerError') throw new ContractError(code, coded.message)
         as.log.error({ errors: body.errors }, 'gateway returned an unexpected error')
         throw new ContractError('InternalServerError', 'internal error')
       }

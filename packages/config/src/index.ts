@@ -30,8 +30,10 @@ const schema = z
     CHECKOUT_PORT: port.default(4001),
     GATEWAY_PORT: port.default(4100),
     APPS_SUBGRAPH_PORT: port.default(4201),
+    ACTORS_SUBGRAPH_PORT: port.default(4202),
     GATEWAY_URL: z.string().url().default('http://127.0.0.1:4100/graphql'),
     APPS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4201/graphql'),
+    ACTORS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4202/graphql'),
     INTERNAL_CONTEXT_SECRET: z.string().min(32).default(DEV_SECRET),
     ADAPTER_GATEWAY_TOKEN: z.string().min(32).default(`${DEV_SECRET}-adapter`),
     OPERATOR_TOKEN: z.string().min(32).default(`${DEV_SECRET}-operator`),
@@ -64,9 +66,9 @@ export interface Config {
   checkoutUrl: string
   dashboardUrl: string
   host: string
-  ports: { api: number; checkout: number; gateway: number; appsSubgraph: number }
+  ports: { api: number; checkout: number; gateway: number; appsSubgraph: number; actorsSubgraph: number }
   gatewayUrl: string
-  subgraphs: { apps: string }
+  subgraphs: { apps: string; actors: string }
   secrets: { internalContext: string; adapterGatewayToken: string; operatorToken: string }
   graphiql: boolean
   devAllowLoopbackWebhooks: boolean
@@ -94,9 +96,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     checkoutUrl: e.CHECKOUT_URL.replace(/\/$/, ''),
     dashboardUrl: e.DASHBOARD_URL.replace(/\/$/, ''),
     host: e.HOST,
-    ports: { api: e.API_PORT, checkout: e.CHECKOUT_PORT, gateway: e.GATEWAY_PORT, appsSubgraph: e.APPS_SUBGRAPH_PORT },
+    ports: {
+      api: e.API_PORT,
+      checkout: e.CHECKOUT_PORT,
+      gateway: e.GATEWAY_PORT,
+      appsSubgraph: e.APPS_SUBGRAPH_PORT,
+      actorsSubgraph: e.ACTORS_SUBGRAPH_PORT,
+    },
     gatewayUrl: e.GATEWAY_URL,
-    subgraphs: { apps: e.APPS_SUBGRAPH_URL },
+    subgraphs: { apps: e.APPS_SUBGRAPH_URL, actors: e.ACTORS_SUBGRAPH_URL },
     secrets: {
       internalContext: e.INTERNAL_CONTEXT_SECRET,
       adapterGatewayToken: e.ADAPTER_GATEWAY_TOKEN,

@@ -1,11 +1,12 @@
 /**
- * The whole service in one test process, on loopback ports: the apps subgraph on the test FerretDB
- * (own database), the mercurius gateway, and the XRPC adapter's two hosts, with Redis under the test
+ * The whole service in one test process, on loopback ports: the apps and actors subgraphs on the test
+ * FerretDB (one database of the stack's own), the mercurius gateway composing both, and the XRPC adapter's two hosts, with Redis under the test
  * file's own key prefix. Real HTTP between every piece.
  */
 import Redis from 'ioredis'
 import pino from 'pino'
 import { randomBytes } from 'node:crypto'
+import { connectActors, startActorsService, upsertActor, type ActorsModels, type ActorView, type PayoutStatus } from '@svc/actors'
 import { connectApps, registerApp, issueApiKey, startAppsService, type AppsModels } from '@svc/apps'
 import { buildGateway } from '@svc/gateway'
 import { buildApiServer, buildCheckoutServer, createGatewayClient } from '@svc/xrpc-adapter'
@@ -19,13 +20,27 @@ export interface TestStack {
   checkoutUrl: string
   gatewayUrl: string
   appsSubgraphUrl: string
+  actorsSubgraphUrl: string
   serviceDid: string
   secrets: { internalContext: string; adapterGatewayToken: string; operatorToken: string }
   models: AppsModels
+  /** the actors subgraph's models, on the same database */
+  actors: ActorsModels
   redis: Redis
   /** registers a fresh did:key app for an environment and returns what a developer would hold */
   newApp(opts?: { environments?: ('test' | 'live')[]; alg?: ServiceJwtAlg; appUrl?: string }): Promise<TestApp>
+  /** creates an actor (a fresh did:plc-style DID unless given) in one environment; a creator, payout status onboarding-required unless given */
+  newActor(opts: NewActorOptions): Promise<ActorView>
   stop(): Promise<void>
+}
+
+export interface NewActorOptions {
+  did?: string
+  environment: 'test' | 'live'
+  payoutStatus?: PayoutStatus
+  displayName?: string | null
+  kind?: 'creator' | 'project'
+  paymentTypes?: string[]
 }
 
 export interface TestApp {
@@ -54,7 +69,16 @@ export async function startStack(
     logger,
     allowLoopbackWebhooksInTest: opts.allowLoopbackWebhooks ?? false,
   })
-  const gateway = await buildGateway({ services: [{ name: 'apps', url: apps.url }], secrets, graphiql: false, logger })
+  const actors = await startActorsService({ mongoUrl: iso.mongoUrl, contextSecret: secrets.internalContext, host: '127.0.0.1', port: 0, logger })
+  const gateway = await buildGateway({
+    services: [
+      { name: 'apps', url: apps.url },
+      { name: 'actors', url: actors.url },
+    ],
+    secrets,
+    graphiql: false,
+    logger,
+  })
   await gateway.listen({ host: '127.0.0.1', port: 0 })
   const gatewayUrl = `http://127.0.0.1:${(gateway.server.address() as { port: number }).port}/graphql`
   const redis = new Redis(iso.redisUrl, { lazyConnect: false })
@@ -66,6 +90,7 @@ export async function startStack(
   await checkout.listen({ host: '127.0.0.1', port: 0 })
   const portOf = (s: typeof api) => (s.server.address() as { port: number }).port
   const { conn, models } = await connectApps(iso.mongoUrl)
+  const actorsDb = await connectActors(iso.mongoUrl)
 
   return {
     mongoUrl: iso.mongoUrl,
@@ -73,9 +98,11 @@ export async function startStack(
     checkoutUrl: `http://127.0.0.1:${portOf(checkout)}`,
     gatewayUrl,
     appsSubgraphUrl: apps.url,
+    actorsSubgraphUrl: actors.url,
     serviceDid,
     secrets,
     models,
+    actors: actorsDb.models,
     redis,
     async newApp(o = {}) {
       const { did, keypair } = await generateDidKeyKeypair(o.alg ?? 'ES256K')
@@ -88,11 +115,22 @@ export async function startStack(
         apiKey: async (environment, permissions = ['app.config.read']) => (await issueApiKey(models, { appDid: did, environment, permissions })).key,
       }
     },
+    newActor: (o) =>
+      upsertActor(actorsDb.models, {
+        did: o.did ?? `did:plc:${randomBytes(12).toString('hex')}`,
+        environment: o.environment,
+        kind: o.kind,
+        displayName: o.displayName,
+        paymentTypes: o.paymentTypes,
+        payoutStatus: o.payoutStatus,
+      }),
     async stop() {
       await Promise.allSettled([api.close(), checkout.close()])
       await gatewayClient.close()
       await gateway.close()
       await apps.stop()
+      await actors.stop()
+      await actorsDb.conn.close()
       await conn.dropDatabase().catch(() => undefined)
       await conn.close()
       const keys = await redis.keys(`${iso.redisPrefix}*`)

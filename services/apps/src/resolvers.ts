@@ -3,7 +3,7 @@ import { ContractError } from '@svc/errors'
 import type { SubgraphContext } from '@svc/subgraph-server'
 import type { Principal } from '@svc/internal-context'
 import type { AppsModels } from './models'
-import { getAppConfig, toView, updateAppConfig, type UpdateAppConfigInput, type UpdatePolicy } from './domain/app-config'
+import { getAppConfig, resolveAppAccess, toView, updateAppConfig, type UpdateAppConfigInput, type UpdatePolicy } from './domain/app-config'
 import { getDeveloperConfig } from './domain/developer-config'
 import { listRequests, recordRequest, type RequestLogInput } from './domain/request-log'
 
@@ -24,6 +24,8 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
   Query: {
     appConfig: (_: unknown, args: { environment: string }, ctx: AppsContext) =>
       getAppConfig(ctx.models, require(ctx, 'app').appDid, args.environment),
+    appAccess: (_: unknown, args: { environment?: string | null }, ctx: AppsContext) =>
+      resolveAppAccess(ctx.models, require(ctx, 'app').appDid, args.environment),
     developerConfig: (_: unknown, args: { app?: string | null; environment?: string | null }, ctx: AppsContext) =>
       getDeveloperConfig(ctx.models, require(ctx, 'apiKey').keyHash, args.app, args.environment),
     app: async (_: unknown, args: { did: string }, ctx: AppsContext) => {
@@ -43,6 +45,10 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
       await recordRequest(ctx.models, args.input)
       return true
     },
+  },
+  AppAccess: {
+    // Only the gateway hands out AppAccess references, from appAccess above (already checked); the key is the entity.
+    __resolveReference: (ref: { appDid: string; environment: string }) => ({ appDid: ref.appDid, environment: ref.environment }),
   },
   App: {
     __resolveReference: (ref: { did: string }, ctx: AppsContext) => ctx.models.App.findOne({ did: ref.did }).lean(),

@@ -10,6 +10,12 @@ export const typeDefs = gql`
     environments: [AppEnvironmentConfig!]!
   }
 
+  "What the calling app may reach in one environment; other subgraphs extend it (actors: payoutStatus, profile)."
+  type AppAccess @key(fields: "appDid environment") {
+    appDid: ID!
+    environment: String!
+  }
+
   type WebhookState {
     configured: Boolean!
     url: String
@@ -110,6 +116,8 @@ export const typeDefs = gql`
   extend type Query {
     "the calling app's configuration (app service-auth)"
     appConfig(environment: String!): AppEnvironmentConfig!
+    "the calling app in one environment (app service-auth): checked here, extended by other subgraphs; environment defaults to the app's only configured one"
+    appAccess(environment: String): AppAccess!
     "the developer configuration behind a restricted API key (utility route)"
     developerConfig(app: String, environment: String): DeveloperConfig!
     "operators: an app registration"

@@ -5,6 +5,8 @@
  * planned with the domain that will serve it; planned methods answer 501 MethodNotImplemented.
  * Retired NSIDs are not here: their lexicons are kept, and the XRPC plugin answers 501 for them.
  */
+import { getPayoutStatus } from './money.svc.actor.getPayoutStatus'
+import { getProfile } from './money.svc.actor.getProfile'
 import { getConfig } from './money.svc.app.getConfig'
 import { updateConfig } from './money.svc.app.updateConfig'
 import type { MethodRoute } from './types'
@@ -14,10 +16,10 @@ const planned = (nsid: string, planned: string): MethodRoute => ({ nsid, planned
 const routes: MethodRoute[] = [
   getConfig,
   updateConfig,
+  getPayoutStatus,
+  getProfile,
   planned('money.svc.app.requestRecipientApproval', 'creator approvals (apps subgraph, payments issue)'),
   planned('money.svc.app.getRecipientApproval', 'creator approvals (apps subgraph, payments issue)'),
-  planned('money.svc.actor.getPayoutStatus', 'actors subgraph (payments issue)'),
-  planned('money.svc.actor.getProfile', 'actors subgraph (payments issue)'),
   planned('network.svc.payment.initiate', 'payments subgraph (payments issue)'),
   planned('network.svc.payment.status', 'payments subgraph (payments issue)'),
   planned('money.svc.payment.registerCreatorProof', 'payments subgraph (payments issue)'),

@@ -54,6 +54,33 @@ export async function findAppEnvironment(models: AppsModels, appDid: string, env
   throw new ContractError('AppEnvironmentNotConfigured', `app ${appDid} has no ${environment} configuration`)
 }
 
+export interface AppAccessView {
+  appDid: string
+  environment: Environment
+}
+
+/**
+ * The environment an app call acts in: the one given (it must be configured for the app), or, when absent,
+ * the app's only configured environment; an app configured for both must say which (InvalidRequest).
+ * AppNotRegistered / AppEnvironmentNotConfigured as findAppEnvironment.
+ */
+export async function resolveAppAccess(models: AppsModels, appDid: string, environmentRaw: unknown): Promise<AppAccessView> {
+  if (environmentRaw !== undefined && environmentRaw !== null) {
+    const environment = parseEnvironment(environmentRaw)
+    await findAppEnvironment(models, appDid, environment)
+    return { appDid, environment }
+  }
+  const configured = await models.AppEnvironment.find({ appDid }, { environment: 1 }).lean()
+  const environments = [...new Set(configured.map((c) => c.environment as Environment))].sort().reverse() // test, live
+  const only = environments.length === 1 ? environments[0] : undefined
+  if (only) return { appDid, environment: only }
+  if (environments.length > 1) {
+    throw new ContractError('InvalidRequest', `environment is required: this app is configured for ${environments.join(' and ')}`)
+  }
+  if (!(await models.App.exists({ did: appDid }))) throw new ContractError('AppNotRegistered', `app ${appDid} is not registered`)
+  throw new ContractError('AppEnvironmentNotConfigured', `app ${appDid} has no configured environment`)
+}
+
 export async function getAppConfig(models: AppsModels, appDid: string, environmentRaw: unknown): Promise<AppConfigView> {
   const environment = parseEnvironment(environmentRaw)
   return toView(await findAppEnvironment(models, appDid, environment))

@@ -1,0 +1,104 @@
+/**
+ * Operator commands for actors (run with `npm run operator:actors -- <command> …`). They act on the actors
+ * domain directly with MONGO_URL (default: the dev command's local FerretDB). A separate command from
+ * `npm run operator` so that the apps workspace never imports the actors models.
+ *
+ *   create-creator      create (or update) a creator or project of a DID in an environment
+ *   set-payout-status   change the payout status of an existing actor
+ */
+import { parseArgs } from 'node:util'
+import { loadConfig } from '@svc/config'
+import { ContractError } from '@svc/errors'
+import { PAYOUT_STATUSES } from '../models'
+import { connectActors } from '../server'
+import { setPayoutStatus, upsertActor, type ActorView } from '../domain/actors'
+
+const USAGE = `usage: npm run operator:actors -- <command> [options]
+
+  create-creator     --did <did> --env <test|live> [--kind creator|project] [--display-name <text>]
+                     [--payment-types tip,shop] [--payout-status ${PAYOUT_STATUSES.join('|')}]
+                     (creates the actor, or updates the options given of an existing one;
+                      a new actor starts as onboarding-required)
+  set-payout-status  --did <did> --env <test|live> --status <${PAYOUT_STATUSES.join('|')}>
+
+Add --json for machine-readable output.`
+
+const options = {
+  did: { type: 'string' },
+  env: { type: 'string' },
+  kind: { type: 'string' },
+  'display-name': { type: 'string' },
+  'payment-types': { type: 'string' },
+  'payout-status': { type: 'string' },
+  status: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean' },
+} as const
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values']
+
+class UsageError extends Error {}
+
+function need(values: Values, name: keyof Values): string {
+  const v = values[name]
+  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`)
+  return v
+}
+
+function describe(a: ActorView): string {
+  return `${a.kind} ${a.did} in ${a.environment}: payout status ${a.payoutStatus} (payable: ${a.payable}), payment types ${a.paymentTypes.join(', ')}${a.displayName ? `, "${a.displayName}"` : ''}`
+}
+
+async function withActors<T>(fn: (models: Awaited<ReturnType<typeof connectActors>>['models']) => Promise<T>): Promise<T> {
+  const { conn, models } = await connectActors(loadConfig().mongoUrl)
+  try {
+    return await fn(models)
+  } finally {
+    await conn.close()
+  }
+}
+
+async function main(argv: string[]) {
+  const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true })
+  const command = positionals[0]
+  if (!command || values.help) {
+    process.stdout.write(`${USAGE}\n`)
+    return
+  }
+  let actor: ActorView
+  switch (command) {
+    case 'create-creator': {
+      const input = {
+        did: need(values, 'did'),
+        environment: need(values, 'env'),
+        kind: values.kind,
+        displayName: values['display-name'],
+        paymentTypes: values['payment-types']?.split(',').map((t) => t.trim()),
+        payoutStatus: values['payout-status'],
+      }
+      actor = await withActors((models) => upsertActor(models, input))
+      break
+    }
+    case 'set-payout-status': {
+      const input = { did: need(values, 'did'), environment: need(values, 'env'), status: need(values, 'status') }
+      actor = await withActors((models) => setPayoutStatus(models, input))
+      break
+    }
+    default:
+      throw new UsageError(`unknown command ${command}`)
+  }
+  process.stdout.write(values.json ? `${JSON.stringify(actor, null, 2)}\n` : `${describe(actor)}\n`)
+}
+
+main(process.argv.slice(2)).catch((err) => {
+  if (err instanceof UsageError || (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    process.stderr.write(`${err.message}\n\n${USAGE}\n`)
+    process.exit(2)
+  }
+  if (err instanceof ContractError) {
+    process.stderr.write(`${err.code}: ${err.message}\n`)
+    process.exit(1)
+  }
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`)
+  process.exit(1)
+})

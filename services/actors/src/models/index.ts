@@ -1,0 +1,53 @@
+/**
+ * Collections owned by the actors subgraph: creators and projects (payment recipients) by DID, one document
+ * per DID and environment (test and live are separate worlds), with the state of their payout account.
+ * Actors are not per app: every app configured for an environment sees the same actors of that environment.
+ */
+import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
+
+export const ACTOR_KINDS = ['creator', 'project'] as const
+export type ActorKind = (typeof ACTOR_KINDS)[number]
+
+/**
+ * Payout account status (getPayoutStatus `status`); payable only when `ready`.
+ *   ready                 the payout account can receive payments now
+ *   onboarding-required   no payout account yet (the default): the creator must complete payout onboarding
+ *   pending-verification  onboarding submitted, being verified by the processor: transient, apps retry later
+ *   restricted            the processor restricted payouts: the creator must act in the dashboard
+ */
+export const PAYOUT_STATUSES = ['ready', 'onboarding-required', 'pending-verification', 'restricted'] as const
+export type PayoutStatus = (typeof PAYOUT_STATUSES)[number]
+
+export const PAYMENT_TYPES = ['tip', 'shop'] as const
+
+const actorSchema = new Schema(
+  {
+    did: { type: String, required: true },
+    environment: { type: String, required: true, enum: ['test', 'live'] },
+    kind: { type: String, required: true, enum: ACTOR_KINDS, default: 'creator' },
+    displayName: { type: String, default: null },
+    paymentTypes: { type: [String], default: () => ['tip', 'shop'] },
+    payoutAccount: {
+      status: { type: String, required: true, enum: PAYOUT_STATUSES, default: 'onboarding-required' },
+      updatedAt: { type: Date, required: true, default: () => new Date() },
+    },
+  },
+  { timestamps: true, collection: 'actors' },
+)
+actorSchema.index({ did: 1, environment: 1 }, { unique: true })
+
+export type ActorDoc = InferSchemaType<typeof actorSchema>
+
+export interface ActorsModels {
+  Actor: Model<ActorDoc>
+}
+
+export async function createActorsModels(conn: Connection): Promise<ActorsModels> {
+  const models: ActorsModels = { Actor: conn.model('Actor', actorSchema) }
+  await models.Actor.init()
+  return models
+}
+
+export function isDuplicateKeyError(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000
+}

@@ -1,0 +1,29 @@
+import { ContractError } from '@svc/errors'
+import type { GatewayMethod } from './types'
+
+interface PayoutStatusData {
+  actor: string
+  payable: boolean
+  status: string
+}
+
+/**
+ * One gateway request: the apps subgraph checks the calling app and resolves the environment (appAccess), then
+ * the actors subgraph reads the actor in that environment. An app that is not registered, or not configured in
+ * the environment, is AppUnauthorized here (the contract's name for it on this method).
+ */
+export const getPayoutStatus: GatewayMethod<{ appAccess: { payoutStatus: PayoutStatusData } }> = {
+  nsid: 'money.svc.actor.getPayoutStatus',
+  auth: 'app',
+  operation: `query GetPayoutStatus($environment: String, $actor: String) {
+    appAccess(environment: $environment) { payoutStatus(actor: $actor) { actor payable status } }
+  }`,
+  check: ({ params }) => {
+    if (params.actor === undefined || params.actor === '') {
+      throw new ContractError('ActorRequired', 'the actor parameter (recipient DID) is required')
+    }
+  },
+  variables: ({ params }) => ({ environment: params.environment ?? null, actor: params.actor }),
+  output: ({ appAccess: { payoutStatus: p } }) => ({ actor: p.actor, payable: p.payable, status: p.status }),
+  errors: { AppNotRegistered: 'AppUnauthorized', AppEnvironmentNotConfigured: 'AppUnauthorized' },
+}
