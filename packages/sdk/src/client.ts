@@ -1,0 +1,175 @@
+/**
+ * The XRPC client: one fresh service-auth JWT per call (iss = app DID, aud = service DID, lxm = NSID, random jti),
+ * queries as GET with query parameters, procedures as POST with a JSON body, and errors as SvcError.
+ */
+import { keypairFromPrivateKeyHex, mintServiceJwt, type MintServiceJwtParams, type ServiceJwtAlg } from '@svc/service-auth'
+import { REQUEST_ID_HEADER, SvcError, parseRetryAfter } from './errors'
+import { METHOD_TYPES, type MethodNsid, type Methods } from './generated/lexicon-types'
+
+export type { Methods, MethodNsid }
+
+/** A keypair that can sign service JWTs (e.g. from generateDidKeyKeypair or keypairFromPrivateKeyHex). */
+export type SigningKeypair = MintServiceJwtParams['keypair']
+
+export interface SvcClientOptionsBase {
+  /** `{base_url}`: the API host serving `/xrpc/*`, e.g. `https://api.svc.example`. */
+  baseUrl: string
+  /** The app's DID: the `iss` of every service JWT. Its DID document's `#atproto` key must match the keypair. */
+  appDid: string
+  /** The service's DID: the `aud` of every service JWT. */
+  serviceDid: string
+  /** A fetch implementation (default: the global fetch). */
+  fetch?: typeof fetch
+  /** Lifetime of each service JWT in seconds (default 60; the service refuses more than 300). */
+  jwtExpiresInSeconds?: number
+  /** Per-request timeout in ms (default 30 000); elapsing gives SvcError status 0, error `Timeout` (transient). */
+  requestTimeoutMs?: number
+}
+
+export type SvcClientOptions = SvcClientOptionsBase &
+  (
+    | { keypair: SigningKeypair; privateKeyHex?: undefined; alg?: undefined }
+    | { keypair?: undefined; privateKeyHex: string; alg: ServiceJwtAlg }
+  )
+
+export interface CallOptions {
+  /** Aborts the request; the abort reason is thrown as is. */
+  signal?: AbortSignal
+  /** Overrides the client's per-request timeout. */
+  timeoutMs?: number
+}
+
+/** What `call` takes for a method: its query parameters for a query, its input body for a procedure. */
+export type CallArg<N extends MethodNsid> = Methods[N]['type'] extends 'query' ? Methods[N]['params'] : Methods[N]['input']
+
+type Out<N extends MethodNsid> = Promise<Methods[N]['output']>
+
+export interface SvcClient {
+  readonly appDid: string
+  readonly serviceDid: string
+  readonly baseUrl: string
+  /** Any active method by NSID: query parameters for a query, the JSON body for a procedure. */
+  call<N extends MethodNsid>(nsid: N, arg: CallArg<N>, options?: CallOptions): Out<N>
+  /** money.svc.app.getConfig */
+  getConfig(params: Methods['money.svc.app.getConfig']['params'], options?: CallOptions): Out<'money.svc.app.getConfig'>
+  /** money.svc.app.updateConfig: last write wins; safe to retry with the same desired configuration. */
+  updateConfig(input: Methods['money.svc.app.updateConfig']['input'], options?: CallOptions): Out<'money.svc.app.updateConfig'>
+  /** money.svc.actor.getPayoutStatus */
+  getPayoutStatus(params: Methods['money.svc.actor.getPayoutStatus']['params'], options?: CallOptions): Out<'money.svc.actor.getPayoutStatus'>
+  /** money.svc.actor.getProfile */
+  getProfile(params: Methods['money.svc.actor.getProfile']['params'], options?: CallOptions): Out<'money.svc.actor.getProfile'>
+  /** network.svc.payment.initiate, one attempt (see initiateCheckout for the retry rule). */
+  initiatePayment(input: Methods['network.svc.payment.initiate']['input'], options?: CallOptions): Out<'network.svc.payment.initiate'>
+  /** network.svc.payment.status, one read (see pollPaymentStatus). */
+  getPaymentStatus(params: Methods['network.svc.payment.status']['params'], options?: CallOptions): Out<'network.svc.payment.status'>
+}
+
+const DID_RE = /^did:[a-z]+:[A-Za-z0-9._:%-]*[A-Za-z0-9._-]$/
+
+function assertOptions(options: SvcClientOptions): URL {
+  let base: URL
+  try {
+    base = new URL(options.baseUrl)
+  } catch {
+    throw new TypeError(`baseUrl must be an absolute URL: ${String(options.baseUrl)}`)
+  }
+  if (base.protocol !== 'https:' && base.protocol !== 'http:') throw new TypeError('baseUrl must be an http(s) URL')
+  if (!DID_RE.test(options.appDid ?? '')) throw new TypeError('appDid must be a DID')
+  if (!DID_RE.test(options.serviceDid ?? '')) throw new TypeError('serviceDid must be a DID')
+  const hasKeypair = options.keypair !== undefined
+  const hasHex = options.privateKeyHex !== undefined
+  if (hasKeypair === hasHex) throw new TypeError('give exactly one of keypair or privateKeyHex (with alg)')
+  if (hasHex && options.alg !== 'ES256K' && options.alg !== 'ES256') throw new TypeError('privateKeyHex needs alg ES256K or ES256')
+  if (hasHex && !/^(0x)?[0-9a-fA-F]{64}$/.test(options.privateKeyHex!.trim())) throw new TypeError('privateKeyHex must be 32 bytes of hex')
+  return base
+}
+
+function appendParams(url: URL, params: unknown): void {
+  if (params === undefined || params === null) return
+  for (const [key, value] of Object.entries(params as Record<string, unknown>)) {
+    if (value === undefined || value === null) continue
+    for (const one of Array.isArray(value) ? value : [value]) {
+      if (one === undefined || one === null) continue
+      url.searchParams.append(key, typeof one === 'string' ? one : String(one))
+    }
+  }
+}
+
+/** Creates a client for one app. Synchronous; a private key given as hex is imported on the first call. */
+export function createSvcClient(options: SvcClientOptions): SvcClient {
+  const base = assertOptions(options)
+  const fetchImpl = options.fetch ?? globalThis.fetch
+  const expiresInSeconds = options.jwtExpiresInSeconds ?? 60
+  const defaultTimeoutMs = options.requestTimeoutMs ?? 30_000
+  let keypair: Promise<SigningKeypair> | undefined =
+    options.keypair !== undefined ? Promise.resolve(options.keypair) : undefined
+  const getKeypair = (): Promise<SigningKeypair> => {
+    keypair ??= keypairFromPrivateKeyHex(options.privateKeyHex!, options.alg!)
+    return keypair
+  }
+
+  async function call<N extends MethodNsid>(nsid: N, arg: CallArg<N>, callOptions: CallOptions = {}): Out<N> {
+    const kind = METHOD_TYPES[nsid] as 'query' | 'procedure' | undefined
+    if (kind === undefined) throw new TypeError(`unknown or retired method: ${String(nsid)}`)
+    const url = new URL(`xrpc/${nsid}`, base.href.endsWith('/') ? base : `${base.href}/`)
+    const jwt = await mintServiceJwt({ keypair: await getKeypair(), iss: options.appDid, aud: options.serviceDid, lxm: nsid, expiresInSeconds })
+    const headers: Record<string, string> = { authorization: `Bearer ${jwt}`, accept: 'application/json' }
+    const init: RequestInit = { method: kind === 'query' ? 'GET' : 'POST', headers }
+    if (kind === 'query') appendParams(url, arg)
+    else if (arg !== undefined) {
+      headers['content-type'] = 'application/json'
+      init.body = JSON.stringify(arg)
+    }
+
+    const timeoutMs = callOptions.timeoutMs ?? defaultTimeoutMs
+    const timeout = AbortSignal.timeout(timeoutMs)
+    init.signal = callOptions.signal ? AbortSignal.any([callOptions.signal, timeout]) : timeout
+
+    let res: Response
+    let text: string
+    try {
+      res = await fetchImpl(url, init)
+      text = await res.text()
+    } catch (err) {
+      if (callOptions.signal?.aborted) throw callOptions.signal.reason
+      if (timeout.aborted) {
+        throw new SvcError({ status: 0, error: 'Timeout', message: `${nsid}: no response within ${timeoutMs} ms`, nsid, cause: err })
+      }
+      throw new SvcError({ status: 0, error: 'NetworkError', message: `${nsid}: ${(err as Error)?.message ?? 'request failed'}`, nsid, cause: err })
+    }
+
+    const requestId = res.headers.get(REQUEST_ID_HEADER)
+    let body: unknown = undefined
+    let parsed = true
+    if (text !== '') {
+      try {
+        body = JSON.parse(text)
+      } catch {
+        parsed = false
+      }
+    }
+    if (!res.ok) {
+      const b = (parsed && typeof body === 'object' && body !== null ? body : {}) as { error?: unknown; message?: unknown }
+      const code = typeof b.error === 'string' && b.error !== '' ? b.error : 'HttpError'
+      const message = typeof b.message === 'string' ? b.message : `${nsid}: HTTP ${res.status}`
+      throw new SvcError({ status: res.status, error: code, message, requestId, nsid, retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) })
+    }
+    if (!parsed || (text !== '' && (typeof body !== 'object' || body === null))) {
+      throw new SvcError({ status: res.status, error: 'InvalidResponse', message: `${nsid}: the response is not a JSON object`, requestId, nsid })
+    }
+    return body as Methods[N]['output']
+  }
+
+  return {
+    appDid: options.appDid,
+    serviceDid: options.serviceDid,
+    baseUrl: base.href,
+    call,
+    getConfig: (params, o) => call('money.svc.app.getConfig', params, o),
+    updateConfig: (input, o) => call('money.svc.app.updateConfig', input, o),
+    getPayoutStatus: (params, o) => call('money.svc.actor.getPayoutStatus', params, o),
+    getProfile: (params, o) => call('money.svc.actor.getProfile', params, o),
+    initiatePayment: (input, o) => call('network.svc.payment.initiate', input, o),
+    getPaymentStatus: (params, o) => call('network.svc.payment.status', params, o),
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * @svc/sdk: the TypeScript client for app backends.
+ *
+ *   const client = createSvcClient({ baseUrl, appDid, serviceDid, privateKeyHex, alg: 'ES256K' })
+ *   const config = await client.getConfig({ environment: 'test' })
+ *   const { token, url } = await initiateCheckout(client, buildProduct({ ... }))   // persist token, redirect to url
+ *   const { status, ref } = await pollPaymentStatus(client, token, { timeoutMs: 15 * 60_000 })
+ */
+import { encodeProduct, type CheckoutProduct } from '@svc/checkout-product'
+
+export const SDK_VERSION = '0.0.0-beta.3'
+/** The API version this SDK was written against (the contract's Versioning section). */
+export const API_VERSION = '2026-06'
+
+export {
+  createSvcClient,
+  type CallArg,
+  type CallOptions,
+  type MethodNsid,
+  type Methods,
+  type SigningKeypair,
+  type SvcClient,
+  type SvcClientOptions,
+} from './client'
+export { PollTimeoutError, REQUEST_ID_HEADER, SvcError, isTransientError, isTransientStatus, parseRetryAfter } from './errors'
+export {
+  TERMINAL_PAYMENT_STATUSES,
+  initiateCheckout,
+  pollPaymentStatus,
+  sleep,
+  type BackoffOptions,
+  type InitiateCheckoutOptions,
+  type InitiateOutput,
+  type PaymentStatusOutput,
+  type PollPaymentStatusOptions,
+} from './payments'
+export * from './generated/lexicon-types'
+export {
+  InvalidProductError,
+  PRODUCT_PREFIX,
+  MAX_PRODUCT_LENGTH,
+  PAYMENT_TYPES,
+  CADENCES,
+  parseProduct,
+  type CheckoutProduct,
+  type Cadence,
+  type PaymentType,
+} from '@svc/checkout-product'
+export { generateDidKeyKeypair, keypairFromPrivateKeyHex, type ServiceJwtAlg } from '@svc/service-auth'
+
+/** Validates the fields and returns the `svc.checkout.v1:` product string; throws InvalidProductError. */
+export function buildProduct(fields: CheckoutProduct): string {
+  return encodeProduct(fields)
+}

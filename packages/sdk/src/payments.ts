@@ -1,0 +1,138 @@
+/**
+ * The contract's payment rules as helpers: poll network.svc.payment.status with backoff until a terminal status,
+ * and initiate a checkout with the retry rule (same product, same app order id, after a transient failure).
+ */
+import { encodeProduct, type CheckoutProduct } from '@svc/checkout-product'
+import type { SvcClient } from './client'
+import { PollTimeoutError, SvcError, isTransientError } from './errors'
+import type { Methods } from './generated/lexicon-types'
+
+export type PaymentStatusOutput = Methods['network.svc.payment.status']['output']
+export type InitiateOutput = Methods['network.svc.payment.initiate']['output']
+
+/** Payment states at which polling stops (the contract: completed and failed are terminal). */
+export const TERMINAL_PAYMENT_STATUSES: ReadonlySet<string> = new Set(['completed', 'failed'])
+
+export interface BackoffOptions {
+  /** First delay in ms (default 1000 for polling, 500 for initiate retries). */
+  initialDelayMs?: number
+  /** Largest delay in ms before jitter (default 30 000). A longer Retry-After is still honoured. */
+  maxDelayMs?: number
+  /** Growth per step (default 2). */
+  factor?: number
+  /** Relative jitter: each delay is multiplied by a random factor in [1 - jitter, 1 + jitter] (default 0.2). */
+  jitter?: number
+  /** Aborts the waiting and the request in flight; the abort reason is thrown. */
+  signal?: AbortSignal
+}
+
+/** Waits `ms`, or rejects with the signal's reason when it aborts first. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason)
+    const onAbort = () => {
+      clearTimeout(timer)
+      reject(signal!.reason)
+    }
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort)
+      resolve()
+    }, Math.max(0, ms))
+    signal?.addEventListener('abort', onAbort, { once: true })
+  })
+}
+
+function backoff(options: BackoffOptions, defaultInitial: number) {
+  const initial = options.initialDelayMs ?? defaultInitial
+  const max = options.maxDelayMs ?? 30_000
+  const factor = options.factor ?? 2
+  const jitter = options.jitter ?? 0.2
+  if (!(initial >= 0) || !(max >= 0) || !(factor >= 1) || !(jitter >= 0 && jitter <= 1)) {
+    throw new RangeError('backoff needs initialDelayMs >= 0, maxDelayMs >= 0, factor >= 1, 0 <= jitter <= 1')
+  }
+  let step = 0
+  return {
+    /** The next delay: exponential, capped, jittered; at least `floorMs` (a Retry-After). */
+    next(floorMs = 0): number {
+      const base = Math.min(initial * factor ** step, max)
+      step++
+      const jittered = base * (1 + jitter * (2 * Math.random() - 1))
+      return Math.max(Math.round(jittered), floorMs)
+    },
+  }
+}
+
+export interface PollPaymentStatusOptions extends BackoffOptions {
+  /** Give up after this many ms with PollTimeoutError (default: no limit; pass a signal or a timeout in workers). */
+  timeoutMs?: number
+  /** Called with every non-terminal status read (e.g. to record progress). */
+  onStatus?: (status: PaymentStatusOutput) => void
+}
+
+/**
+ * Polls network.svc.payment.status until `completed` or `failed` and returns that final answer ({status, ref?}).
+ * The first read is immediate; then exponential backoff with jitter. Transient failures (no response, 429
+ * honouring Retry-After, 5xx other than 501) are retried on the same schedule; contract errors (MissingToken,
+ * InvalidToken, NotFound, AppUnauthorized, any other 4xx, 501) are thrown at once as SvcError.
+ */
+export async function pollPaymentStatus(client: Pick<SvcClient, 'getPaymentStatus'>, token: string, options: PollPaymentStatusOptions = {}): Promise<PaymentStatusOutput> {
+  const { signal, timeoutMs, onStatus } = options
+  const delays = backoff(options, 1000)
+  const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs
+  let attempts = 0
+  let lastStatus: string | undefined
+  for (;;) {
+    if (signal?.aborted) throw signal.reason
+    let floor = 0
+    try {
+      attempts++
+      const remaining = deadline === undefined ? undefined : Math.max(1, deadline - Date.now())
+      const res = await client.getPaymentStatus({ token }, { signal, ...(remaining === undefined ? {} : { timeoutMs: remaining }) })
+      lastStatus = res.status
+      if (TERMINAL_PAYMENT_STATUSES.has(res.status)) return res
+      onStatus?.(res)
+    } catch (err) {
+      if (!isTransientError(err)) throw err
+      floor = (err as SvcError).retryAfterMs ?? 0
+    }
+    const wait = delays.next(floor)
+    if (deadline !== undefined && Date.now() + wait >= deadline) {
+      await sleep(deadline - Date.now(), signal)
+      throw new PollTimeoutError(lastStatus, attempts, timeoutMs!)
+    }
+    await sleep(wait, signal)
+  }
+}
+
+export interface InitiateCheckoutOptions extends BackoffOptions {
+  /** Retries after the first attempt (default 3): at most retries + 1 requests. */
+  retries?: number
+}
+
+/**
+ * network.svc.payment.initiate with the contract's retry rule. The product (a string, or fields encoded here once)
+ * is sent unchanged on every attempt, so the app order id stays the same: initiate is idempotent by app order id,
+ * and a retry after a lost response returns the existing attempt instead of creating a second one (that retry is
+ * the reconciliation). Transient failures are retried with backoff; contract errors (InvalidProduct,
+ * RecipientNotPayable, AppUnauthorized, any 4xx, 501) are thrown at once. Persist the returned `token` before
+ * redirecting the browser to `url`.
+ */
+export async function initiateCheckout(
+  client: Pick<SvcClient, 'initiatePayment'>,
+  product: string | CheckoutProduct,
+  options: InitiateCheckoutOptions = {},
+): Promise<InitiateOutput> {
+  const retries = options.retries ?? 3
+  if (!Number.isInteger(retries) || retries < 0) throw new RangeError('retries must be a non-negative integer')
+  const productString = typeof product === 'string' ? product : encodeProduct(product)
+  const delays = backoff(options, 500)
+  for (let attempt = 0; ; attempt++) {
+    if (options.signal?.aborted) throw options.signal.reason
+    try {
+      return await client.initiatePayment({ product: productString }, { signal: options.signal })
+    } catch (err) {
+      if (!isTransientError(err) || attempt >= retries) throw err
+      await sleep(delays.next((err as SvcError).retryAfterMs ?? 0), options.signal)
+    }
+  }
+}

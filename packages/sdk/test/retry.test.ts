@@ -1,0 +1,241 @@
+/**
+ * The poller and the initiate retry rule against a real node:http server on 127.0.0.1 that scripts its answers.
+ * Asserts how many requests the server saw, that each carried a fresh service JWT (distinct jti) with the right
+ * iss/aud/lxm, and the final result. Small delays; no timing assertions.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { generateDidKeyKeypair } from '@svc/service-auth'
+import { buildProduct, createSvcClient, initiateCheckout, pollPaymentStatus, PollTimeoutError, SvcError, type SvcClient } from '../src'
+
+const SERVICE_DID = 'did:web:svc.test'
+const STATUS = 'network.svc.payment.status'
+const INITIATE = 'network.svc.payment.initiate'
+
+interface Seen {
+  method: string
+  nsid: string
+  query: URLSearchParams
+  body: string
+  claims: Record<string, unknown>
+}
+
+/** One scripted answer: status, JSON body, headers; or 'drop' to destroy the socket (a network failure). */
+type Step = { status: number; body?: unknown; headers?: Record<string, string> } | 'drop' | 'hang'
+
+let server: Server
+let baseUrl: string
+let script: Step[] = []
+let seen: Seen[] = []
+
+function claimsOf(req: IncomingMessage): Record<string, unknown> {
+  const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? ''
+  const payload = token.split('.')[1] ?? ''
+  return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'))
+}
+
+beforeAll(async () => {
+  server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const url = new URL(req.url ?? '/', 'http://127.0.0.1')
+      seen.push({ method: req.method ?? '', nsid: url.pathname.replace('/xrpc/', ''), query: url.searchParams, body: Buffer.concat(chunks).toString(), claims: claimsOf(req) })
+      const step = script.shift() ?? { status: 500, body: { error: 'ScriptExhausted', message: 'no scripted answer left' } }
+      if (step === 'drop') return void req.socket.destroy()
+      if (step === 'hang') return
+      res.writeHead(step.status, { 'content-type': 'application/json', 'svc-request-id': `req_${String(seen.length).padStart(32, '0')}`, ...step.headers })
+      res.end(step.body === undefined ? '' : JSON.stringify(step.body))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+})
+afterAll(async () => {
+  server.closeAllConnections()
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+})
+
+let client: SvcClient
+let appDid: string
+beforeEach(async () => {
+  script = []
+  seen = []
+  const kp = await generateDidKeyKeypair('ES256K')
+  appDid = kp.did
+  client = createSvcClient({ baseUrl, appDid, serviceDid: SERVICE_DID, privateKeyHex: kp.privateKeyHex, alg: 'ES256K', requestTimeoutMs: 2000 })
+})
+
+const err = (status: number, error: string, headers?: Record<string, string>): Step => ({ status, body: { error, message: `${error} (scripted)` }, headers })
+const ok = (body: unknown): Step => ({ status: 200, body })
+const FAST = { initialDelayMs: 5, maxDelayMs: 20 }
+const REF = { uri: 'at://did:web:svc.test/money.svc.payment.record/3kabc', cid: 'bafyreib' }
+
+/** Every request carried a fresh JWT for this app, this service and this method. */
+function expectFreshJwts(lxm: string) {
+  expect(seen.map((s) => ({ iss: s.claims.iss, aud: s.claims.aud, lxm: s.claims.lxm, nsid: s.nsid }))).toEqual(
+    seen.map(() => ({ iss: appDid, aud: SERVICE_DID, lxm, nsid: lxm })),
+  )
+  const jtis = seen.map((s) => s.claims.jti)
+  expect(jtis.every((j) => typeof j === 'string' && j.length > 0)).toBe(true)
+  expect(new Set(jtis).size).toBe(jtis.length)
+}
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise
+  } catch (e) {
+    return e
+  }
+  throw new Error('expected a rejection')
+}
+
+describe('pollPaymentStatus', () => {
+  it('retries 503s, polls through pending and processing, returns completed with its ref', async () => {
+    script = [err(503, 'ServiceUnavailable'), err(503, 'ServiceUnavailable'), ok({ status: 'pending' }), ok({ status: 'processing' }), ok({ status: 'completed', ref: REF })]
+    const progress: string[] = []
+    const result = await pollPaymentStatus(client, 'tok_1', { ...FAST, onStatus: (s) => progress.push(s.status) })
+    expect(result).toEqual({ status: 'completed', ref: REF })
+    expect(seen).toHaveLength(5)
+    expect(seen.every((s) => s.method === 'GET' && s.query.get('token') === 'tok_1')).toBe(true)
+    expect(progress).toEqual(['pending', 'processing'])
+    expectFreshJwts(STATUS)
+  })
+
+  it('failed is terminal too', async () => {
+    script = [ok({ status: 'pending' }), ok({ status: 'failed' }), ok({ status: 'completed' })]
+    expect(await pollPaymentStatus(client, 'tok_2', FAST)).toEqual({ status: 'failed' })
+    expect(seen).toHaveLength(2)
+  })
+
+  it('a 429 with Retry-After and a dropped connection are retried', async () => {
+    script = [err(429, 'RateLimited', { 'retry-after': '1' }), 'drop', err(502, 'BadGateway'), ok({ status: 'completed', ref: REF })]
+    expect(await pollPaymentStatus(client, 'tok_3', FAST)).toEqual({ status: 'completed', ref: REF })
+    expect(seen).toHaveLength(4)
+    expectFreshJwts(STATUS)
+  })
+
+  it.each([
+    [404, 'NotFound'],
+    [400, 'InvalidToken'],
+    [400, 'MissingToken'],
+    [403, 'AppUnauthorized'],
+    [501, 'MethodNotImplemented'],
+  ])('%s %s is thrown at once, after one request', async (status, code) => {
+    script = [err(status, code), ok({ status: 'completed' })]
+    const e = await rejection(pollPaymentStatus(client, 'tok_4', FAST))
+    expect(e).toBeInstanceOf(SvcError)
+    expect({ status: (e as SvcError).status, error: (e as SvcError).error, requestId: (e as SvcError).requestId }).toEqual({
+      status,
+      error: code,
+      requestId: `req_${'1'.padStart(32, '0')}`,
+    })
+    expect(seen).toHaveLength(1)
+  })
+
+  it('gives up with PollTimeoutError when timeoutMs elapses first', async () => {
+    script = Array.from({ length: 100 }, () => ok({ status: 'pending' }))
+    const e = await rejection(pollPaymentStatus(client, 'tok_5', { ...FAST, timeoutMs: 60 }))
+    expect(e).toBeInstanceOf(PollTimeoutError)
+    expect((e as PollTimeoutError).lastStatus).toBe('pending')
+    expect((e as PollTimeoutError).attempts).toBe(seen.length)
+    expect(seen.length).toBeGreaterThanOrEqual(1)
+    expectFreshJwts(STATUS)
+  })
+
+  it('a request that never answers counts against timeoutMs', async () => {
+    script = ['hang']
+    const e = await rejection(pollPaymentStatus(client, 'tok_6', { ...FAST, timeoutMs: 100 }))
+    expect(e).toBeInstanceOf(PollTimeoutError)
+    expect((e as PollTimeoutError).lastStatus).toBeUndefined()
+    expect(seen).toHaveLength(1)
+  })
+
+  it('stops when the signal aborts, with the abort reason', async () => {
+    script = Array.from({ length: 100 }, () => ok({ status: 'pending' }))
+    const controller = new AbortController()
+    const reason = new Error('shutting down')
+    const polling = pollPaymentStatus(client, 'tok_7', { initialDelayMs: 5, signal: controller.signal, onStatus: () => controller.abort(reason) })
+    expect(await rejection(polling)).toBe(reason)
+    expect(seen).toHaveLength(1)
+  })
+})
+
+describe('initiateCheckout', () => {
+  const product = buildProduct({
+    recipientDid: 'did:plc:creator000000000000000000',
+    paymentType: 'tip',
+    amount: 500,
+    currency: 'usd',
+    appOrderId: 'order-42',
+    description: 'Tip',
+    returnUrl: 'https://app.example.com/thanks',
+    cancelUrl: 'https://app.example.com/cancel',
+  })
+  const STARTED = { token: 'st_abc', url: 'http://checkout.test/checkout/bt_xyz' }
+
+  it('after 503 and a dropped connection, retries with the same product and returns the attempt', async () => {
+    script = [err(503, 'ServiceUnavailable'), 'drop', ok(STARTED)]
+    expect(await initiateCheckout(client, product, FAST)).toEqual(STARTED)
+    expect(seen).toHaveLength(3)
+    expect(seen.map((s) => s.method)).toEqual(['POST', 'POST', 'POST'])
+    expect(seen.map((s) => JSON.parse(s.body))).toEqual([{ product }, { product }, { product }])
+    expectFreshJwts(INITIATE)
+  })
+
+  it('fields are encoded once: every retry sends the identical product string', async () => {
+    script = [err(500, 'InternalServerError'), ok(STARTED)]
+    const fields = { recipientDid: appDid, paymentType: 'shop', amount: 1, currency: 'eur', appOrderId: 'o-1', description: 'x', returnUrl: 'https://a.example/r', cancelUrl: 'https://a.example/c' } as const
+    expect(await initiateCheckout(client, fields, FAST)).toEqual(STARTED)
+    expect(seen.map((s) => JSON.parse(s.body).product)).toEqual([buildProduct(fields), buildProduct(fields)])
+  })
+
+  it('gives up after retries + 1 requests with the last transient error', async () => {
+    script = [err(503, 'A'), err(503, 'B'), err(503, 'C'), err(503, 'D'), ok(STARTED)]
+    const e = await rejection(initiateCheckout(client, product, { ...FAST, retries: 3 }))
+    expect({ status: (e as SvcError).status, error: (e as SvcError).error }).toEqual({ status: 503, error: 'D' })
+    expect(seen).toHaveLength(4)
+    expectFreshJwts(INITIATE)
+  })
+
+  it('retries: 0 makes one request', async () => {
+    script = [err(503, 'A'), ok(STARTED)]
+    await expect(initiateCheckout(client, product, { ...FAST, retries: 0 })).rejects.toBeInstanceOf(SvcError)
+    expect(seen).toHaveLength(1)
+  })
+
+  it.each([
+    [400, 'InvalidProduct'],
+    [400, 'RecipientNotPayable'],
+    [403, 'AppUnauthorized'],
+    [501, 'MethodNotImplemented'],
+  ])('%s %s is thrown at once', async (status, code) => {
+    script = [err(status, code), ok(STARTED)]
+    const e = await rejection(initiateCheckout(client, product, FAST))
+    expect({ status: (e as SvcError).status, error: (e as SvcError).error }).toEqual({ status, error: code })
+    expect(seen).toHaveLength(1)
+  })
+
+  it('invalid fields are refused before any request', async () => {
+    await expect(initiateCheckout(client, { ...JSON.parse('{}'), paymentType: 'tip' }, FAST)).rejects.toThrow(/invalid checkout product/)
+    expect(seen).toHaveLength(0)
+  })
+})
+
+describe('the client', () => {
+  it('an error status without a contract body is HttpError; a non-JSON 200 is InvalidResponse', async () => {
+    script = [{ status: 502, body: undefined }]
+    const first = (await rejection(client.getPaymentStatus({ token: 't' }))) as SvcError
+    expect({ status: first.status, error: first.error, transient: first.transient }).toEqual({ status: 502, error: 'HttpError', transient: true })
+    script = [{ status: 200, body: 'just text' }]
+    const second = (await rejection(client.getPaymentStatus({ token: 't' }))) as SvcError
+    expect(second.error).toBe('InvalidResponse')
+  })
+
+  it('refuses bad options synchronously', () => {
+    expect(() => createSvcClient({ baseUrl: 'not a url', appDid, serviceDid: SERVICE_DID, privateKeyHex: '00'.repeat(32), alg: 'ES256K' })).toThrow(/baseUrl/)
+    expect(() => createSvcClient({ baseUrl, appDid: 'app', serviceDid: SERVICE_DID, privateKeyHex: '00'.repeat(32), alg: 'ES256K' })).toThrow(/appDid/)
+    expect(() => createSvcClient({ baseUrl, appDid, serviceDid: SERVICE_DID, privateKeyHex: 'abc', alg: 'ES256K' })).toThrow(/32 bytes/)
+    expect(() => createSvcClient({ baseUrl, appDid, serviceDid: SERVICE_DID } as never)).toThrow(/exactly one/)
+  })
+})
