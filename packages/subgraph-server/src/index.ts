@@ -10,6 +10,7 @@ import { unwrapResolverError } from '@apollo/server/errors'
 import { buildSubgraphSchema } from '@apollo/subgraph'
 import type { GraphQLResolverMap } from '@apollo/subgraph'
 import { GraphQLError, print, type DocumentNode, type GraphQLFormattedError } from 'graphql'
+import mongoose, { type Connection } from 'mongoose'
 import pino, { type Logger } from 'pino'
 import { ContractError, contractExtensions } from '@svc/errors'
 import { CONTEXT_HEADER, verifyContext, type Principal } from '@svc/internal-context'
@@ -91,6 +92,44 @@ export async function startSubgraph<TContext extends SubgraphContext>(
   const { url } = await startStandaloneServer(server, { listen: { host: opts.host, port: opts.port }, context })
   opts.logger.info({ url }, `subgraph ${opts.name} listening`)
   return { url, stop: () => server.stop() }
+}
+
+/** A domain's own database connection and its models (each subgraph owns its collections). */
+export async function connectDomain<M>(mongoUrl: string, createModels: (conn: Connection) => Promise<M>): Promise<{ conn: Connection; models: M }> {
+  const conn = await mongoose.createConnection(mongoUrl, { serverSelectionTimeoutMS: 10000 }).asPromise()
+  return { conn, models: await createModels(conn) }
+}
+
+export interface DomainSubgraphOptions<M, TContext extends SubgraphContext> extends Omit<SubgraphOptions<TContext>, 'extendContext'> {
+  host: string
+  port: number
+  mongoUrl: string
+  createModels: (conn: Connection) => Promise<M>
+  /** the per-request context: principal, request id and logger, plus the domain's models and settings */
+  extendContext: (base: SubgraphContext, models: M) => TContext
+}
+
+/** A domain subgraph: its connection and models, its GraphQL server; stop() closes both. */
+export async function startDomainSubgraph<M, TContext extends SubgraphContext>(
+  opts: DomainSubgraphOptions<M, TContext>,
+): Promise<RunningSubgraph & { models: M }> {
+  const { conn, models } = await connectDomain(opts.mongoUrl, opts.createModels)
+  const running = await startSubgraph<TContext>({ ...opts, extendContext: (base) => opts.extendContext(base, models) })
+  return {
+    url: running.url,
+    models,
+    async stop() {
+      await running.stop()
+      await conn.close()
+    },
+  }
+}
+
+/** For a process entry point: stop the service on SIGINT or SIGTERM, then exit. */
+export function stopOnSignals(stop: () => Promise<unknown>): void {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => void stop().finally(() => process.exit(0)))
+  }
 }
 
 export { pino }

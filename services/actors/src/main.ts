@@ -1,5 +1,6 @@
 import pino from 'pino'
 import { loadConfig, loggerOptions } from '@svc/config'
+import { stopOnSignals } from '@svc/subgraph-server'
 import { startActorsService } from './server'
 
 async function main() {
@@ -12,9 +13,7 @@ async function main() {
     port: config.ports.actorsSubgraph,
     logger,
   })
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => void service.stop().finally(() => process.exit(0)))
-  }
+  stopOnSignals(service.stop)
 }
 
 main().catch((err) => {

@@ -1,8 +1,7 @@
 /** The actors subgraph: its database connection, models and GraphQL server. */
-import mongoose from 'mongoose'
 import type { Logger } from 'pino'
-import { startSubgraph, type RunningSubgraph } from '@svc/subgraph-server'
-import { createActorsModels, type ActorsModels } from './models'
+import { connectDomain, startDomainSubgraph } from '@svc/subgraph-server'
+import { createActorsModels } from './models'
 import { resolvers, type ActorsContext } from './resolvers'
 import { typeDefs } from './schema'
 
@@ -14,29 +13,15 @@ export interface ActorsServiceOptions {
   logger: Logger
 }
 
-export async function connectActors(mongoUrl: string): Promise<{ conn: mongoose.Connection; models: ActorsModels }> {
-  const conn = await mongoose.createConnection(mongoUrl, { serverSelectionTimeoutMS: 10000 }).asPromise()
-  return { conn, models: await createActorsModels(conn) }
-}
+export const connectActors = (mongoUrl: string) => connectDomain(mongoUrl, createActorsModels)
 
-export async function startActorsService(opts: ActorsServiceOptions): Promise<RunningSubgraph & { models: ActorsModels }> {
-  const { conn, models } = await connectActors(opts.mongoUrl)
-  const running = await startSubgraph<ActorsContext>({
+export function startActorsService(opts: ActorsServiceOptions) {
+  return startDomainSubgraph({
+    ...opts,
     name: 'actors',
     typeDefs,
     resolvers,
-    contextSecret: opts.contextSecret,
-    logger: opts.logger,
-    host: opts.host,
-    port: opts.port,
-    extendContext: (base) => ({ ...base, models }),
+    createModels: createActorsModels,
+    extendContext: (base, models): ActorsContext => ({ ...base, models }),
   })
-  return {
-    url: running.url,
-    models,
-    async stop() {
-      await running.stop()
-      await conn.close()
-    },
-  }
 }

@@ -1,5 +1,6 @@
 import pino from 'pino'
 import { loadConfig, loggerOptions } from '@svc/config'
+import { stopOnSignals } from '@svc/subgraph-server'
 import { startAppsService } from './server'
 
 async function main() {
@@ -13,9 +14,7 @@ async function main() {
     logger,
     allowLoopbackWebhooksInTest: config.devAllowLoopbackWebhooks,
   })
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => void service.stop().finally(() => process.exit(0)))
-  }
+  stopOnSignals(service.stop)
 }
 
 main().catch((err) => {

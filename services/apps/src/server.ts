@@ -1,8 +1,7 @@
 /** The apps subgraph: its database connection, models and GraphQL server. */
-import mongoose from 'mongoose'
 import type { Logger } from 'pino'
-import { startSubgraph, type RunningSubgraph } from '@svc/subgraph-server'
-import { createAppsModels, type AppsModels } from './models'
+import { connectDomain, startDomainSubgraph } from '@svc/subgraph-server'
+import { createAppsModels } from './models'
 import { resolvers, type AppsContext } from './resolvers'
 import { typeDefs } from './schema'
 
@@ -15,30 +14,16 @@ export interface AppsServiceOptions {
   allowLoopbackWebhooksInTest: boolean
 }
 
-export async function connectApps(mongoUrl: string): Promise<{ conn: mongoose.Connection; models: AppsModels }> {
-  const conn = await mongoose.createConnection(mongoUrl, { serverSelectionTimeoutMS: 10000 }).asPromise()
-  return { conn, models: await createAppsModels(conn) }
-}
+export const connectApps = (mongoUrl: string) => connectDomain(mongoUrl, createAppsModels)
 
-export async function startAppsService(opts: AppsServiceOptions): Promise<RunningSubgraph & { models: AppsModels }> {
-  const { conn, models } = await connectApps(opts.mongoUrl)
+export function startAppsService(opts: AppsServiceOptions) {
   const policy = { allowLoopbackWebhooksInTest: opts.allowLoopbackWebhooksInTest }
-  const running = await startSubgraph<AppsContext>({
+  return startDomainSubgraph({
+    ...opts,
     name: 'apps',
     typeDefs,
     resolvers,
-    contextSecret: opts.contextSecret,
-    logger: opts.logger,
-    host: opts.host,
-    port: opts.port,
-    extendContext: (base) => ({ ...base, models, policy }),
+    createModels: createAppsModels,
+    extendContext: (base, models): AppsContext => ({ ...base, models, policy }),
   })
-  return {
-    url: running.url,
-    models,
-    async stop() {
-      await running.stop()
-      await conn.close()
-    },
-  }
 }
