@@ -100,6 +100,16 @@ export async function connectDomain<M>(mongoUrl: string, createModels: (conn: Co
   return { conn, models: await createModels(conn) }
 }
 
+/** For one-off programs (operator commands): a domain's models for the length of `fn`, then the connection closes. */
+export async function withDomain<M, T>(mongoUrl: string, createModels: (conn: Connection) => Promise<M>, fn: (models: M) => Promise<T>): Promise<T> {
+  const { conn, models } = await connectDomain(mongoUrl, createModels)
+  try {
+    return await fn(models)
+  } finally {
+    await conn.close()
+  }
+}
+
 export interface DomainSubgraphOptions<M, TContext extends SubgraphContext> extends Omit<SubgraphOptions<TContext>, 'extendContext'> {
   host: string
   port: number

@@ -9,8 +9,8 @@
 import { parseArgs } from 'node:util'
 import { loadConfig } from '@svc/config'
 import { ContractError } from '@svc/errors'
-import { PAYOUT_STATUSES } from '../models'
-import { connectActors } from '../server'
+import { withDomain } from '@svc/subgraph-server'
+import { createActorsModels, PAYOUT_STATUSES } from '../models'
 import { setPayoutStatus, upsertActor, type ActorView } from '../domain/actors'
 
 const USAGE = `usage: npm run operator:actors -- <command> [options]
@@ -49,13 +49,8 @@ function describe(a: ActorView): string {
   return `${a.kind} ${a.did} in ${a.environment}: payout status ${a.payoutStatus} (payable: ${a.payable}), payment types ${a.paymentTypes.join(', ')}${a.displayName ? `, "${a.displayName}"` : ''}`
 }
 
-async function withActors<T>(fn: (models: Awaited<ReturnType<typeof connectActors>>['models']) => Promise<T>): Promise<T> {
-  const { conn, models } = await connectActors(loadConfig().mongoUrl)
-  try {
-    return await fn(models)
-  } finally {
-    await conn.close()
-  }
+function withActors<T>(fn: (models: Awaited<ReturnType<typeof createActorsModels>>) => Promise<T>): Promise<T> {
+  return withDomain(loadConfig().mongoUrl, createActorsModels, fn)
 }
 
 async function main(argv: string[]) {

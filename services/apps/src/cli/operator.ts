@@ -13,8 +13,8 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '@svc/config'
 import { ContractError } from '@svc/errors'
 import { generateDidKeyKeypair, keypairFromPrivateKeyHex, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
-import { API_KEY_PERMISSIONS } from '../models'
-import { connectApps } from '../server'
+import { withDomain } from '@svc/subgraph-server'
+import { API_KEY_PERMISSIONS, createAppsModels } from '../models'
 import { issueApiKey, revokeApiKey } from '../domain/api-keys'
 import { registerApp } from '../domain/registration'
 
@@ -77,14 +77,8 @@ function print(values: Values, human: string, json: unknown) {
   process.stdout.write(values.json ? `${JSON.stringify(json, null, 2)}\n` : `${human}\n`)
 }
 
-async function withApps<T>(fn: (models: Awaited<ReturnType<typeof connectApps>>['models']) => Promise<T>): Promise<T> {
-  const config = loadConfig()
-  const { conn, models } = await connectApps(config.mongoUrl)
-  try {
-    return await fn(models)
-  } finally {
-    await conn.close()
-  }
+function withApps<T>(fn: (models: Awaited<ReturnType<typeof createAppsModels>>) => Promise<T>): Promise<T> {
+  return withDomain(loadConfig().mongoUrl, createAppsModels, fn)
 }
 
 async function main(argv: string[]) {
