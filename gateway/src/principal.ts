@@ -29,6 +29,15 @@ function parseCaller(raw: string | undefined): Principal | null {
   if (v.kind === 'app' && typeof v.appDid === 'string' && v.appDid.startsWith('did:')) return { kind: 'app', appDid: v.appDid }
   if (v.kind === 'apiKey' && typeof v.keyHash === 'string' && /^[0-9a-f]{64}$/.test(v.keyHash)) return { kind: 'apiKey', keyHash: v.keyHash }
   if (v.kind === 'service' && typeof v.name === 'string') return { kind: 'service', name: v.name }
+  if (
+    v.kind === 'dashboard' &&
+    typeof v.actorDid === 'string' &&
+    v.actorDid.startsWith('did:') &&
+    (v.environment === 'test' || v.environment === 'live') &&
+    typeof v.sessionId === 'string'
+  ) {
+    return { kind: 'dashboard', actorDid: v.actorDid, environment: v.environment, sessionId: v.sessionId }
+  }
   return null
 }
 

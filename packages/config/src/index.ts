@@ -31,9 +31,17 @@ const schema = z
     GATEWAY_PORT: port.default(4100),
     APPS_SUBGRAPH_PORT: port.default(4201),
     ACTORS_SUBGRAPH_PORT: port.default(4202),
+    PAYMENTS_SUBGRAPH_PORT: port.default(4203),
     GATEWAY_URL: z.string().url().default('http://127.0.0.1:4100/graphql'),
     APPS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4201/graphql'),
     ACTORS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4202/graphql'),
+    PAYMENTS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4203/graphql'),
+    /** derives the checkout status and browser tokens (HMAC); only their hashes are stored */
+    PAYMENT_TOKEN_SECRET: z.string().min(32).default(`${DEV_SECRET}-payment-tokens`),
+    /** an abandoned hosted checkout fails as expired after this many seconds (Stripe's default: 24 h) */
+    CHECKOUT_EXPIRY_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(24 * 3600),
+    /** the live payment processor; none is built in, so live checkouts are refused until one is configured */
+    LIVE_PROCESSOR: z.enum(['none']).default('none'),
     INTERNAL_CONTEXT_SECRET: z.string().min(32).default(DEV_SECRET),
     ADAPTER_GATEWAY_TOKEN: z.string().min(32).default(`${DEV_SECRET}-adapter`),
     OPERATOR_TOKEN: z.string().min(32).default(`${DEV_SECRET}-operator`),
@@ -43,7 +51,7 @@ const schema = z
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV !== 'production') return
-    for (const key of ['INTERNAL_CONTEXT_SECRET', 'ADAPTER_GATEWAY_TOKEN', 'OPERATOR_TOKEN'] as const) {
+    for (const key of ['INTERNAL_CONTEXT_SECRET', 'ADAPTER_GATEWAY_TOKEN', 'OPERATOR_TOKEN', 'PAYMENT_TOKEN_SECRET'] as const) {
       if (env[key].startsWith(DEV_SECRET)) ctx.addIssue({ code: 'custom', path: [key], message: 'must be set in production' })
     }
     if (env.DEV_ALLOW_LOOPBACK_WEBHOOKS) {
@@ -66,10 +74,12 @@ export interface Config {
   checkoutUrl: string
   dashboardUrl: string
   host: string
-  ports: { api: number; checkout: number; gateway: number; appsSubgraph: number; actorsSubgraph: number }
+  ports: { api: number; checkout: number; gateway: number; appsSubgraph: number; actorsSubgraph: number; paymentsSubgraph: number }
   gatewayUrl: string
-  subgraphs: { apps: string; actors: string }
-  secrets: { internalContext: string; adapterGatewayToken: string; operatorToken: string }
+  subgraphs: { apps: string; actors: string; payments: string }
+  secrets: { internalContext: string; adapterGatewayToken: string; operatorToken: string; paymentTokens: string }
+  checkoutExpirySeconds: number
+  liveProcessor: 'none'
   graphiql: boolean
   devAllowLoopbackWebhooks: boolean
   allowInsecureDidWeb: boolean
@@ -102,14 +112,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       gateway: e.GATEWAY_PORT,
       appsSubgraph: e.APPS_SUBGRAPH_PORT,
       actorsSubgraph: e.ACTORS_SUBGRAPH_PORT,
+      paymentsSubgraph: e.PAYMENTS_SUBGRAPH_PORT,
     },
     gatewayUrl: e.GATEWAY_URL,
-    subgraphs: { apps: e.APPS_SUBGRAPH_URL, actors: e.ACTORS_SUBGRAPH_URL },
+    subgraphs: { apps: e.APPS_SUBGRAPH_URL, actors: e.ACTORS_SUBGRAPH_URL, payments: e.PAYMENTS_SUBGRAPH_URL },
     secrets: {
       internalContext: e.INTERNAL_CONTEXT_SECRET,
       adapterGatewayToken: e.ADAPTER_GATEWAY_TOKEN,
       operatorToken: e.OPERATOR_TOKEN,
+      paymentTokens: e.PAYMENT_TOKEN_SECRET,
     },
+    checkoutExpirySeconds: e.CHECKOUT_EXPIRY_SECONDS,
+    liveProcessor: e.LIVE_PROCESSOR,
     graphiql: e.GRAPHIQL ?? e.NODE_ENV === 'development',
     devAllowLoopbackWebhooks: e.DEV_ALLOW_LOOPBACK_WEBHOOKS,
     allowInsecureDidWeb: e.ALLOW_INSECURE_DID_WEB,

@@ -42,6 +42,7 @@ export const ERROR_STATUS = {
   ScannerNotAuthorized: 403,
   LiveDeveloperActionUnsupported: 403,
   RecipientAppApprovalBlocked: 403,
+  ProcessorNotConfigured: 403,
   // 404: unknown resource
   NotFound: 404,
   ActorNotFound: 404,
@@ -58,6 +59,8 @@ export const ERROR_STATUS = {
   TicketVoided: 409,
   DuplicateDelivery: 409,
   TicketAlreadyCheckedIn: 409,
+  ApprovalTermsChanged: 409,
+  CheckoutClosed: 409,
   // 413, 429, 5xx
   PayloadTooLarge: 413,
   RateLimitExceeded: 429,

@@ -20,6 +20,8 @@ export type Principal =
   | { kind: 'service'; name: string }
   /** an operator or internal dashboard */
   | { kind: 'operator'; id: string }
+  /** a creator signed in to the dashboard (a session the adapter checked): a human acting for one actor in one environment */
+  | { kind: 'dashboard'; actorDid: string; environment: Environment; sessionId: string }
   /** the gateway itself (schema composition) */
   | { kind: 'gateway' }
 

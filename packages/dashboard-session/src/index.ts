@@ -1,0 +1,114 @@
+/**
+ * Dashboard sessions: how a creator (an actor, in one environment) is signed in to the dashboard pages on
+ * {checkout_url}/dashboard. The contract's "dashboard session" is the only credential that may accept an
+ * app's terms; no JWT or API key ever becomes one.
+ *
+ * A session starts from a single-use sign-in link (`dsl_…`, 15 minutes), the way Stripe's Express dashboard
+ * login links work: the operator command prints one (production would issue it after an atproto OAuth
+ * sign-in). Redeeming it (atomic GETDEL, so a link works once even under concurrent clicks) sets an HttpOnly
+ * cookie holding a random session secret (`dss_…`, 12 hours). Redis keeps only SHA-256 hashes of both,
+ * with their TTLs, so a leaked Redis dump opens nothing. Each session carries a CSRF secret that every
+ * dashboard form posts back.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import type Redis from 'ioredis'
+
+export type Environment = 'test' | 'live'
+
+export const DASHBOARD_COOKIE = 'svc_dashboard'
+export const LOGIN_LINK_TTL_SECONDS = 15 * 60
+export const SESSION_TTL_SECONDS = 12 * 3600
+
+export interface DashboardSession {
+  actorDid: string
+  environment: Environment
+  /** a public identifier of the session (a prefix of its hash), for logs and the gateway principal */
+  sessionId: string
+  /** posted back by every dashboard form */
+  csrfToken: string
+  createdAt: string
+}
+
+export interface DashboardSessions {
+  issueLoginLink(who: { actorDid: string; environment: Environment }): Promise<{ token: string; expiresAt: Date }>
+  /** the session started by a sign-in link, once; null when the link is unknown, used or expired */
+  redeemLoginLink(token: string): Promise<{ cookie: string; session: DashboardSession } | null>
+  createSession(who: { actorDid: string; environment: Environment }): Promise<{ cookie: string; session: DashboardSession }>
+  getSession(cookie: string | undefined): Promise<DashboardSession | null>
+  destroySession(cookie: string | undefined): Promise<void>
+}
+
+const LOGIN_RE = /^dsl_[A-Za-z0-9_-]{43}$/
+const SESSION_RE = /^dss_[A-Za-z0-9_-]{43}$/
+
+const sha256 = (value: string) => createHash('sha256').update(value).digest('hex')
+const secret = (prefix: string) => `${prefix}${randomBytes(32).toString('base64url')}`
+
+/** Constant-time comparison of a posted CSRF token with the session's. */
+export function csrfMatches(session: DashboardSession, posted: unknown): boolean {
+  if (typeof posted !== 'string') return false
+  const a = createHash('sha256').update(posted).digest()
+  const b = createHash('sha256').update(session.csrfToken).digest()
+  return timingSafeEqual(a, b)
+}
+
+function parseWho(raw: string | null): { actorDid: string; environment: Environment } | null {
+  if (!raw) return null
+  try {
+    const v = JSON.parse(raw) as { actorDid?: unknown; environment?: unknown }
+    if (typeof v.actorDid === 'string' && (v.environment === 'test' || v.environment === 'live')) return { actorDid: v.actorDid, environment: v.environment }
+  } catch {
+    // a malformed entry opens nothing
+  }
+  return null
+}
+
+export function createDashboardSessions(opts: { redis: Redis; prefix: string; sessionTtlSeconds?: number; loginTtlSeconds?: number }): DashboardSessions {
+  const { redis, prefix } = opts
+  const sessionTtl = opts.sessionTtlSeconds ?? SESSION_TTL_SECONDS
+  const loginTtl = opts.loginTtlSeconds ?? LOGIN_LINK_TTL_SECONDS
+  const loginKey = (token: string) => `${prefix}login:${sha256(token)}`
+  const sessionKey = (cookie: string) => `${prefix}session:${sha256(cookie)}`
+
+  async function createSession(who: { actorDid: string; environment: Environment }) {
+    const cookie = secret('dss_')
+    const session: DashboardSession = {
+      actorDid: who.actorDid,
+      environment: who.environment,
+      sessionId: `ses_${sha256(cookie).slice(0, 16)}`,
+      csrfToken: randomBytes(24).toString('base64url'),
+      createdAt: new Date().toISOString(),
+    }
+    await redis.set(sessionKey(cookie), JSON.stringify(session), 'EX', sessionTtl)
+    return { cookie, session }
+  }
+
+  return {
+    async issueLoginLink(who) {
+      if (!who.actorDid.startsWith('did:')) throw new Error('actorDid must be a DID')
+      const token = secret('dsl_')
+      await redis.set(loginKey(token), JSON.stringify({ actorDid: who.actorDid, environment: who.environment }), 'EX', loginTtl)
+      return { token, expiresAt: new Date(Date.now() + loginTtl * 1000) }
+    },
+    async redeemLoginLink(token) {
+      if (!LOGIN_RE.test(token)) return null
+      const who = parseWho(await redis.getdel(loginKey(token)))
+      return who ? createSession(who) : null
+    },
+    createSession,
+    async getSession(cookie) {
+      if (!cookie || !SESSION_RE.test(cookie)) return null
+      const raw = await redis.get(sessionKey(cookie))
+      if (!raw) return null
+      try {
+        const s = JSON.parse(raw) as DashboardSession
+        return parseWho(raw) && typeof s.sessionId === 'string' && typeof s.csrfToken === 'string' ? s : null
+      } catch {
+        return null
+      }
+    },
+    async destroySession(cookie) {
+      if (cookie && SESSION_RE.test(cookie)) await redis.del(sessionKey(cookie))
+    },
+  }
+}
