@@ -1,4 +1,4 @@
 export * from './server'
 export * from './models'
 export { typeDefs } from './schema'
-export { upsertActor, setPayoutStatus, getPayoutStatus, findActor, isPayable, type ActorView, type PayoutStatusView, type UpsertActorInput } from './domain/actors'
+export { upsertActor, setPayoutStatus, getPayoutStatus, findActor, lookupActor, completeTestPayoutOnboarding, isPayable, type ActorView, type PayoutStatusView, type UpsertActorInput } from './domain/actors'

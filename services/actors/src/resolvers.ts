@@ -2,7 +2,16 @@ import type { GraphQLResolverMap } from '@apollo/subgraph'
 import { ContractError } from '@svc/errors'
 import type { SubgraphContext } from '@svc/subgraph-server'
 import type { ActorsModels } from './models'
-import { findActor, getPayoutStatus, parseEnvironment, toActorView, type Environment } from './domain/actors'
+import type { Principal } from '@svc/internal-context'
+import {
+  completeTestPayoutOnboarding,
+  findActor,
+  getPayoutStatus,
+  lookupActor,
+  parseEnvironment,
+  toActorView,
+  type Environment,
+} from './domain/actors'
 
 export interface ActorsContext extends SubgraphContext {
   models: ActorsModels
@@ -24,12 +33,49 @@ function allow(ctx: ActorsContext, access: AppAccess): void {
   if (p.appDid !== access.appDid) throw new ContractError('AppUnauthorized', 'this access belongs to another app')
 }
 
+type DashboardPrincipal = Extract<Principal, { kind: 'dashboard' }>
+
+/** The signed-in creator of a dashboard session; any other caller (an app's identity included) is NotAllowed. */
+function dashboard(ctx: ActorsContext): DashboardPrincipal {
+  if (ctx.principal.kind !== 'dashboard') throw new ContractError('NotAllowed', 'this operation is for a creator signed in to the dashboard')
+  return ctx.principal
+}
+
+/**
+ * ActorProfile references are handed out by other subgraphs (apps: an approval's recipient). Apps and operators
+ * may read actors (apps read any actor of an environment through AppAccess.profile anyway); a dashboard session
+ * only actors of its own environment; nobody else.
+ */
+function allowReference(ctx: ActorsContext, environment: Environment): void {
+  const p = ctx.principal
+  if (p.kind === 'app' || p.kind === 'operator') return
+  if (p.kind === 'dashboard' && p.environment === environment) return
+  throw new ContractError('NotAllowed', 'this caller may not read actors')
+}
+
 export const resolvers: GraphQLResolverMap<ActorsContext> = {
   Query: {
     actor: async (_: unknown, args: { did: string; environment: string }, ctx: ActorsContext) => {
       if (ctx.principal.kind !== 'operator') throw new ContractError('NotAllowed', 'this operation is for operator callers')
       const doc = await ctx.models.Actor.findOne({ did: args.did, environment: parseEnvironment(args.environment) }).lean()
       return doc ? toActorView(doc) : null
+    },
+    dashboardActor: (_: unknown, _args: unknown, ctx: ActorsContext) => {
+      const p = dashboard(ctx)
+      return lookupActor(ctx.models, p.actorDid, parseEnvironment(p.environment))
+    },
+  },
+  Mutation: {
+    completeTestPayoutOnboarding: (_: unknown, _args: unknown, ctx: ActorsContext) => {
+      const p = dashboard(ctx)
+      return completeTestPayoutOnboarding(ctx.models, p.actorDid, parseEnvironment(p.environment))
+    },
+  },
+  ActorProfile: {
+    __resolveReference: async (ref: { did: string; environment: string }, ctx: ActorsContext) => {
+      if (ref.environment !== 'test' && ref.environment !== 'live') return null
+      allowReference(ctx, ref.environment)
+      return typeof ref.did === 'string' ? lookupActor(ctx.models, ref.did, ref.environment) : null
     },
   },
   AppAccess: {

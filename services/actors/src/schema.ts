@@ -22,7 +22,8 @@ export const typeDefs = gql`
     status: String!
   }
 
-  type ActorProfile {
+  "an actor of one environment; an entity, so other subgraphs can point at it by DID and environment"
+  type ActorProfile @key(fields: "did environment") {
     did: ID!
     environment: String!
     "creator | project"
@@ -37,5 +38,12 @@ export const typeDefs = gql`
   extend type Query {
     "operators: the actor of a DID in an environment"
     actor(did: ID!, environment: String!): ActorProfile
+    "dashboard: the signed-in creator's actor in the session's environment (null when it has none there)"
+    dashboardActor: ActorProfile
+  }
+
+  extend type Mutation {
+    "dashboard, test environment only: the signed-in creator completes payout onboarding (payout status ready)"
+    completeTestPayoutOnboarding: ActorProfile!
   }
 `

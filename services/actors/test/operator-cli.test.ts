@@ -19,7 +19,15 @@ let app: TestApp
 
 async function operator(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   try {
-    const { stdout, stderr } = await run(TSX, [CLI, ...args], { env: { ...process.env, MONGO_URL: stack.mongoUrl, NODE_ENV: 'test' } })
+    const env = {
+      ...process.env,
+      MONGO_URL: stack.mongoUrl,
+      REDIS_URL: stack.redisUrl,
+      REDIS_PREFIX: stack.redisPrefix,
+      DASHBOARD_URL: `${stack.checkoutUrl}/dashboard`,
+      NODE_ENV: 'test',
+    }
+    const { stdout, stderr } = await run(TSX, [CLI, ...args], { env })
     return { stdout, stderr, code: 0 }
   } catch (err) {
     const e = err as { stdout: string; stderr: string; code: number }
@@ -91,4 +99,23 @@ test('bad input is refused with the contract error and a non-zero exit, and chan
   expect(usage.stderr).toMatch(/--did is required/)
   expect((await operator('set-payout-status', '--did', 'did:plc:x', '--env', 'test')).stderr).toMatch(/--status is required/)
   expect((await operator('frobnicate')).code).toBe(2)
+})
+
+test('dashboard-link prints a single-use sign-in link that opens a dashboard session on the page named by --next', async () => {
+  const did = 'did:plc:clidashboard000000000000'
+  expect((await operator('dashboard-link', '--did', did, '--env', 'test')).code).toBe(1) // no such actor yet
+  expect((await operator('create-creator', '--did', did, '--env', 'test')).code).toBe(0)
+  expect((await operator('dashboard-link', '--did', did, '--env', 'test', '--next', 'https://evil.example/')).code).toBe(2)
+  const printed = await operator('dashboard-link', '--json', '--did', did, '--env', 'test', '--next', '/dashboard')
+  expect(printed.code).toBe(0)
+  const { url, expiresAt } = JSON.parse(printed.stdout) as { url: string; expiresAt: string }
+  expect(url).toMatch(new RegExp(`^${stack.checkoutUrl}/dashboard/login/dsl_[A-Za-z0-9_-]{43}\\?next=%2Fdashboard$`))
+  expect(new Date(expiresAt).getTime() - Date.now()).toBeGreaterThan(14 * 60_000)
+  const signIn = await fetch(url, { redirect: 'manual' })
+  expect({ status: signIn.status, location: signIn.headers.get('location') }).toEqual({ status: 303, location: '/dashboard' })
+  const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!
+  const home = await fetch(`${stack.checkoutUrl}/dashboard`, { headers: { cookie } })
+  expect(home.status).toBe(200)
+  expect(await home.text()).toContain(did)
+  expect((await fetch(url, { redirect: 'manual' })).status).toBe(401)
 })

@@ -5,13 +5,16 @@
  *
  *   create-creator      create (or update) a creator or project of a DID in an environment
  *   set-payout-status   change the payout status of an existing actor
+ *   dashboard-link      print a single-use dashboard sign-in link for an existing actor (15 minutes)
  */
 import { parseArgs } from 'node:util'
+import Redis from 'ioredis'
 import { loadConfig } from '@svc/config'
+import { createDashboardSessions, type Environment } from '@svc/dashboard-session'
 import { ContractError } from '@svc/errors'
 import { withDomain } from '@svc/subgraph-server'
 import { createActorsModels, PAYOUT_STATUSES } from '../models'
-import { setPayoutStatus, upsertActor, type ActorView } from '../domain/actors'
+import { findActor, parseEnvironment, setPayoutStatus, upsertActor, type ActorView } from '../domain/actors'
 
 const USAGE = `usage: npm run operator:actors -- <command> [options]
 
@@ -20,6 +23,9 @@ const USAGE = `usage: npm run operator:actors -- <command> [options]
                      (creates the actor, or updates the options given of an existing one;
                       a new actor starts as onboarding-required)
   set-payout-status  --did <did> --env <test|live> --status <${PAYOUT_STATUSES.join('|')}>
+  dashboard-link     --did <did> --env <test|live> [--next /dashboard/onboarding/<apr_id>]
+                     (a single-use sign-in link to the creator dashboard, valid 15 minutes;
+                      --next is the dashboard page it opens, e.g. an app's onboardingUrl path)
 
 Add --json for machine-readable output.`
 
@@ -31,6 +37,7 @@ const options = {
   'payment-types': { type: 'string' },
   'payout-status': { type: 'string' },
   status: { type: 'string' },
+  next: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean' },
 } as const
@@ -51,6 +58,22 @@ function describe(a: ActorView): string {
 
 function withActors<T>(fn: (models: Awaited<ReturnType<typeof createActorsModels>>) => Promise<T>): Promise<T> {
   return withDomain(loadConfig().mongoUrl, createActorsModels, fn)
+}
+
+/** Signs the creator in to the dashboard: the link is the only way in locally (production: atproto OAuth). */
+async function dashboardLink(did: string, env: string, next: string | undefined, json: boolean | undefined): Promise<string> {
+  const config = loadConfig()
+  const environment = parseEnvironment(env) as Environment
+  await withActors((models) => findActor(models, environment, did))
+  if (next !== undefined && !/^\/dashboard(\/[A-Za-z0-9_/-]*)?$/.test(next)) throw new UsageError('--next must be a dashboard path such as /dashboard/onboarding/apr_…')
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 })
+  try {
+    const { token, expiresAt } = await createDashboardSessions({ redis, prefix: `${config.redisPrefix}dash:` }).issueLoginLink({ actorDid: did, environment })
+    const url = `${config.dashboardUrl}/login/${token}${next ? `?next=${encodeURIComponent(next)}` : ''}`
+    return json ? JSON.stringify({ url, expiresAt: expiresAt.toISOString() }, null, 2) : `open within 15 minutes (once): ${url}`
+  } finally {
+    redis.disconnect()
+  }
 }
 
 async function main(argv: string[]) {
@@ -78,6 +101,10 @@ async function main(argv: string[]) {
       const input = { did: need(values, 'did'), environment: need(values, 'env'), status: need(values, 'status') }
       actor = await withActors((models) => setPayoutStatus(models, input))
       break
+    }
+    case 'dashboard-link': {
+      process.stdout.write(`${await dashboardLink(need(values, 'did'), need(values, 'env'), values.next, values.json)}\n`)
+      return
     }
     default:
       throw new UsageError(`unknown command ${command}`)

@@ -166,3 +166,21 @@ export async function setPayoutStatus(
   if (!doc) throw new ContractError('ActorNotFound', `actor ${input.did} is unknown in ${environment}`)
   return toActorView(doc)
 }
+
+/** The actor of a DID in an environment, or null when it has none there (an entity reference may point at nobody). */
+export async function lookupActor(models: ActorsModels, did: string, environment: Environment): Promise<ActorView | null> {
+  const doc = await models.Actor.findOne({ did, environment }).lean()
+  return doc ? toActorView(doc) : null
+}
+
+/**
+ * A creator completes payout onboarding from the dashboard. In test the built-in test processor verifies at once:
+ * the payout account becomes `ready`. Live onboarding goes through the live processor, which is not configured
+ * (NotAllowed). ActorNotFound when the creator has no actor in that environment.
+ */
+export async function completeTestPayoutOnboarding(models: ActorsModels, did: string, environment: Environment): Promise<ActorView> {
+  if (environment !== 'test') {
+    throw new ContractError('NotAllowed', 'payout onboarding in live goes through the live processor, which is not configured')
+  }
+  return setPayoutStatus(models, { did, environment, status: 'ready' })
+}

@@ -43,7 +43,7 @@ export interface ActorsModels {
 }
 
 export async function createActorsModels(conn: Connection): Promise<ActorsModels> {
-  const models: ActorsModels = { Actor: conn.model('Actor', actorSchema) }
+  const models: ActorsModels = { Actor: conn.model<ActorDoc>('Actor', actorSchema) }
   await models.Actor.init()
   return models
 }
