@@ -46,7 +46,8 @@ const ERRORS: Record<string, string[]> = {
     'WebhookUrlNotAllowed',
     'AppUrlNotAllowed',
   ],
-  'money.svc.app.requestRecipientApproval': ['AppUnauthorized', 'RecipientNotFound', 'RecipientAppApprovalBlocked'],
+  // the contract's three, plus our AppUrlNotAllowed for a setupReturnUrl off the app origin (docs/decisions.md)
+  'money.svc.app.requestRecipientApproval': ['AppUnauthorized', 'RecipientNotFound', 'RecipientAppApprovalBlocked', 'AppUrlNotAllowed'],
   'money.svc.billing.requestVendorMigrationBatch': [
     'AppUnauthorized',
     'CreatorNotFound',

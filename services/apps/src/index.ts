@@ -5,3 +5,16 @@ export { registerApp } from './domain/registration'
 export { issueApiKey, revokeApiKey } from './domain/api-keys'
 export { hashApiKey, API_KEY_PATTERN } from '@svc/api-keys'
 export { assertWebhookUrlAllowed } from './domain/webhook-url'
+export {
+  requestRecipientApproval,
+  acceptApproval,
+  declineApproval,
+  revokeApproval,
+  blockApproval,
+  unblockApproval,
+  findAppApproval,
+  termsHashOf,
+  effectiveStatus,
+  type RecipientApprovalInput,
+  type RecipientApprovalView,
+} from './domain/recipient-approvals'

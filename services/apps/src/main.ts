@@ -13,6 +13,7 @@ async function main() {
     port: config.ports.appsSubgraph,
     logger,
     allowLoopbackWebhooksInTest: config.devAllowLoopbackWebhooks,
+    dashboardUrl: config.dashboardUrl,
   })
   stopOnSignals(service.stop)
 }

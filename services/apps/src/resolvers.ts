@@ -3,13 +3,34 @@ import { ContractError } from '@svc/errors'
 import type { SubgraphContext } from '@svc/subgraph-server'
 import type { Principal } from '@svc/internal-context'
 import type { AppsModels } from './models'
-import { getAppConfig, resolveAppAccess, toView, updateAppConfig, type UpdateAppConfigInput, type UpdatePolicy } from './domain/app-config'
+import { findAppEnvironment, getAppConfig, resolveAppAccess, toView, updateAppConfig, type UpdateAppConfigInput, type UpdatePolicy } from './domain/app-config'
 import { getDeveloperConfig } from './domain/developer-config'
 import { listRequests, recordRequest, type RequestLogInput } from './domain/request-log'
+import {
+  acceptApproval,
+  approvalUrls,
+  blockApproval,
+  declineApproval,
+  findAppApproval,
+  getDashboardApproval,
+  listDashboardApprovals,
+  requestRecipientApproval,
+  revokeApproval,
+  toApprovalView,
+  unblockApproval,
+  type DashboardActor,
+  type RecipientApprovalInput,
+  type RecipientApprovalView,
+} from './domain/recipient-approvals'
+import { parseEnvironment, type Environment } from './domain/environment'
 
 export interface AppsContext extends SubgraphContext {
   models: AppsModels
   policy: UpdatePolicy
+  /** base of the creator dashboard's pages, e.g. http://127.0.0.1:4001/dashboard */
+  dashboardUrl: string
+  /** per-request memo of lookups repeated across a list (an approval's app and origin) */
+  memo: Map<string, Promise<unknown>>
 }
 
 type Kind = Principal['kind']
@@ -18,6 +39,43 @@ function require<K extends Kind>(ctx: AppsContext, ...kinds: K[]): Extract<Princ
     throw new ContractError('NotAllowed', `this operation is for ${kinds.join(' or ')} callers`)
   }
   return ctx.principal as Extract<Principal, { kind: K }>
+}
+
+function memo<T>(ctx: AppsContext, key: string, load: () => Promise<T>): Promise<T> {
+  let hit = ctx.memo.get(key) as Promise<T> | undefined
+  if (!hit) {
+    hit = load()
+    ctx.memo.set(key, hit)
+  }
+  return hit
+}
+
+/** The signed-in creator (dashboard principal); apps, services and operators are NotAllowed: only the creator decides. */
+function dashboardActor(ctx: AppsContext): DashboardActor {
+  const p = require(ctx, 'dashboard')
+  return { actorDid: p.actorDid, environment: parseEnvironment(p.environment) }
+}
+
+interface AppAccessRef {
+  appDid: string
+  environment: Environment
+}
+
+/** AppAccess fields read for the app the access belongs to (appAccess checked it) and for operators. */
+function allowAccess(ctx: AppsContext, access: AppAccessRef): void {
+  const p = ctx.principal
+  if (p.kind === 'operator') return
+  if (p.kind !== 'app') throw new ContractError('NotAllowed', 'this operation is for app callers')
+  if (p.appDid !== access.appDid) throw new ContractError('AppUnauthorized', 'this access belongs to another app')
+}
+
+/** Who may see an approval request: its app, its recipient (signed in, in its environment) and operators. */
+function canSee(ctx: AppsContext, a: RecipientApprovalView): boolean {
+  const p = ctx.principal
+  if (p.kind === 'operator') return true
+  if (p.kind === 'app') return p.appDid === a.appDid
+  if (p.kind === 'dashboard') return p.actorDid === a.recipientDid && p.environment === a.environment
+  throw new ContractError('NotAllowed', 'this caller may not read approval requests')
 }
 
 export const resolvers: GraphQLResolverMap<AppsContext> = {
@@ -36,8 +94,18 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
       require(ctx, 'operator')
       return listRequests(ctx.models, args)
     },
+    dashboardApprovals: (_: unknown, _args: unknown, ctx: AppsContext) => listDashboardApprovals(ctx.models, dashboardActor(ctx)),
+    dashboardApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => getDashboardApproval(ctx.models, dashboardActor(ctx), args.id),
   },
   Mutation: {
+    requestRecipientApproval: (_: unknown, args: { input: RecipientApprovalInput }, ctx: AppsContext) =>
+      requestRecipientApproval(ctx.models, require(ctx, 'app').appDid, args.input),
+    acceptRecipientApproval: (_: unknown, args: { id: string; termsHash: string }, ctx: AppsContext) =>
+      acceptApproval(ctx.models, dashboardActor(ctx), args.id, args.termsHash),
+    declineRecipientApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => declineApproval(ctx.models, dashboardActor(ctx), args.id),
+    revokeRecipientApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => revokeApproval(ctx.models, dashboardActor(ctx), args.id),
+    blockRecipientApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => blockApproval(ctx.models, dashboardActor(ctx), args.id),
+    unblockRecipientApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => unblockApproval(ctx.models, dashboardActor(ctx), args.id),
     updateAppConfig: (_: unknown, args: { input: UpdateAppConfigInput }, ctx: AppsContext) =>
       updateAppConfig(ctx.models, ctx.policy, require(ctx, 'app').appDid, args.input),
     recordDeveloperRequest: async (_: unknown, args: { input: RequestLogInput }, ctx: AppsContext) => {
@@ -49,6 +117,40 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
   AppAccess: {
     // Only the gateway hands out AppAccess references, from appAccess above (already checked); the key is the entity.
     __resolveReference: (ref: { appDid: string; environment: string }) => ({ appDid: ref.appDid, environment: ref.environment }),
+    recipientApproval: (access: AppAccessRef, args: { recipientDid: string }, ctx: AppsContext) => {
+      allowAccess(ctx, access)
+      return findAppApproval(ctx.models, access.appDid, parseEnvironment(access.environment), args.recipientDid)
+    },
+    config: async (access: AppAccessRef, _: unknown, ctx: AppsContext) => {
+      allowAccess(ctx, access)
+      return toView(await findAppEnvironment(ctx.models, access.appDid, parseEnvironment(access.environment)))
+    },
+  },
+  ActorProfile: {
+    __resolveReference: (ref: { did: string; environment: string }) => ({ did: ref.did, environment: ref.environment }),
+    recipientApprovals: (actor: { did: string; environment: string }, _: unknown, ctx: AppsContext) => {
+      const who: DashboardActor = { actorDid: actor.did, environment: parseEnvironment(actor.environment) }
+      const p = ctx.principal
+      const own = p.kind === 'dashboard' && p.actorDid === who.actorDid && p.environment === who.environment
+      if (!own && p.kind !== 'operator') throw new ContractError('NotAllowed', "an actor's approval requests are for its own dashboard session and operators")
+      return listDashboardApprovals(ctx.models, who)
+    },
+  },
+  RecipientApproval: {
+    __resolveReference: async (ref: { id: string }, ctx: AppsContext) => {
+      const doc = typeof ref.id === 'string' ? await ctx.models.RecipientApproval.findOne({ id: ref.id }).lean() : null
+      const view = doc ? toApprovalView(doc) : null
+      return view && canSee(ctx, view) ? view : null
+    },
+    app: async (a: RecipientApprovalView, _: unknown, ctx: AppsContext) =>
+      (await memo(ctx, `app:${a.appDid}`, () => ctx.models.App.findOne({ did: a.appDid }).lean())) ?? { did: a.appDid, name: null },
+    appOrigin: async (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => {
+      const config = await memo(ctx, `env:${a.appDid}:${a.environment}`, () => findAppEnvironment(ctx.models, a.appDid, a.environment))
+      return config.appUrl
+    },
+    dashboardUrl: (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => approvalUrls(ctx.dashboardUrl, a.id).dashboardUrl,
+    onboardingUrl: (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => approvalUrls(ctx.dashboardUrl, a.id).onboardingUrl,
+    recipient: (a: RecipientApprovalView) => ({ did: a.recipientDid, environment: a.environment }),
   },
   App: {
     __resolveReference: (ref: { did: string }, ctx: AppsContext) => ctx.models.App.findOne({ did: ref.did }).lean(),

@@ -14,6 +14,61 @@ export const typeDefs = gql`
   type AppAccess @key(fields: "appDid environment") {
     appDid: ID!
     environment: String!
+    "the app's approval request to a recipient in this environment, or null (read-only: never creates one)"
+    recipientApproval(recipientDid: String!): RecipientApproval
+    "the app's configuration in this environment"
+    config: AppEnvironmentConfig!
+  }
+
+  # an actor of the actors subgraph; an approval points at its recipient by DID and environment. The one field
+  # this subgraph adds also keeps the type non-empty when the gateway composes apps without actors.
+  extend type ActorProfile @key(fields: "did environment") {
+    did: ID! @external
+    environment: String! @external
+    "the approval requests addressed to this actor in its environment, newest first (its own dashboard session, operators)"
+    recipientApprovals: [RecipientApproval!]!
+  }
+
+  type PublicRecordDefaults {
+    "public | private"
+    attestation: String
+  }
+
+  type PublicRecords {
+    enabled: Boolean!
+    defaults: PublicRecordDefaults!
+  }
+
+  "An app's request that a creator (the recipient) approve its terms in one environment; one per app, recipient and environment."
+  type RecipientApproval @key(fields: "id") {
+    "apr_…"
+    id: ID!
+    appDid: ID!
+    app: App!
+    "the app's registered origin in this environment (where the creator returns)"
+    appOrigin: String!
+    recipientDid: ID!
+    environment: String!
+    "pending | approved | declined | revoked | blocked"
+    status: String!
+    "tip | shop | subscription | ticket, sorted"
+    paymentTypes: [String!]!
+    feeShareBps: Int!
+    publicRecords: PublicRecords!
+    requestReason: String
+    setupReturnUrl: String
+    "sha256 of the canonical terms (paymentTypes, feeShareBps, publicRecords); the creator accepts exactly these"
+    termsHash: String!
+    "when the creator approved the current terms; null unless approved"
+    approvedAt: String
+    "the creator's review page"
+    dashboardUrl: String!
+    "the creator's onboarding page: app terms, payout setup, return to the app origin"
+    onboardingUrl: String!
+    "the recipient's actor (actors subgraph); null when it has none in this environment"
+    recipient: ActorProfile
+    createdAt: String!
+    updatedAt: String!
   }
 
   type WebhookState {
@@ -113,6 +168,25 @@ export const typeDefs = gql`
     durationMs: Float!
   }
 
+  input PublicRecordDefaultsInput {
+    attestation: String
+  }
+
+  input PublicRecordsInput {
+    enabled: Boolean
+    defaults: PublicRecordDefaultsInput
+  }
+
+  input RecipientApprovalInput {
+    environment: String!
+    recipientDid: String!
+    paymentTypes: [String!]!
+    feeShareBps: Int
+    publicRecords: PublicRecordsInput
+    requestReason: String
+    setupReturnUrl: String
+  }
+
   extend type Query {
     "the calling app's configuration (app service-auth)"
     appConfig(environment: String!): AppEnvironmentConfig!
@@ -124,6 +198,10 @@ export const typeDefs = gql`
     app(did: ID!): App
     "operators: the developer request log of an environment, newest first"
     requestLog(environment: String, appDid: String, limit: Int): [RequestLogEntry!]!
+    "dashboard: the approval requests addressed to the signed-in creator in its environment, newest first"
+    dashboardApprovals: [RecipientApproval!]!
+    "dashboard: one approval request addressed to the signed-in creator (NotFound otherwise)"
+    dashboardApproval(id: ID!): RecipientApproval!
   }
 
   extend type Mutation {
@@ -131,5 +209,17 @@ export const typeDefs = gql`
     updateAppConfig(input: UpdateAppConfigInput!): AppEnvironmentConfig!
     "the XRPC adapter records a developer utility call"
     recordDeveloperRequest(input: DeveloperRequestInput!): Boolean!
+    "the calling app asks a creator to approve its terms (app service-auth); idempotent by app, recipient and environment"
+    requestRecipientApproval(input: RecipientApprovalInput!): RecipientApproval!
+    "dashboard: the signed-in creator accepts the terms it was shown (termsHash)"
+    acceptRecipientApproval(id: ID!, termsHash: String!): RecipientApproval!
+    "dashboard: pending → declined"
+    declineRecipientApproval(id: ID!): RecipientApproval!
+    "dashboard: approved → revoked"
+    revokeRecipientApproval(id: ID!): RecipientApproval!
+    "dashboard: any → blocked (the app's requests are refused)"
+    blockRecipientApproval(id: ID!): RecipientApproval!
+    "dashboard: blocked → declined"
+    unblockRecipientApproval(id: ID!): RecipientApproval!
   }
 `

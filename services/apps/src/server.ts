@@ -12,6 +12,8 @@ export interface AppsServiceOptions {
   port: number
   logger: Logger
   allowLoopbackWebhooksInTest: boolean
+  /** base URL of the creator dashboard (config.dashboardUrl); approval requests link to its pages */
+  dashboardUrl: string
 }
 
 export const connectApps = (mongoUrl: string) => connectDomain(mongoUrl, createAppsModels)
@@ -24,6 +26,6 @@ export function startAppsService(opts: AppsServiceOptions) {
     typeDefs,
     resolvers,
     createModels: createAppsModels,
-    extendContext: (base, models): AppsContext => ({ ...base, models, policy }),
+    extendContext: (base, models): AppsContext => ({ ...base, models, policy, dashboardUrl: opts.dashboardUrl, memo: new Map() }),
   })
 }

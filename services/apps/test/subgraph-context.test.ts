@@ -45,6 +45,7 @@ beforeAll(async () => {
     port: 0,
     logger: pino({ level: 'silent' }),
     allowLoopbackWebhooksInTest: false,
+    dashboardUrl: 'http://127.0.0.1:4001/dashboard',
   })
   await registerApp(apps.models, { did: DID, environment: 'test', appUrl: 'https://ctx-app.example.com', feeShareBps: 0, name: 'Ctx' })
 })

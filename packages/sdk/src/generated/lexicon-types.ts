@@ -136,7 +136,7 @@ export interface MoneySvcAppGetRecipientApprovalOutput {
   /** Environment of the approval. */
   environment?: 'test' | 'live' | (string & {})
   /** Payment types in the approval scope. */
-  paymentTypes?: Array<'tip' | 'shop' | (string & {})>
+  paymentTypes?: Array<'tip' | 'shop' | 'subscription' | 'ticket' | (string & {})>
   /** App fee share in basis points in the approval scope. */
   feeShareBps?: number
   /** When the creator approved the current terms, if approved. */
@@ -153,7 +153,7 @@ export interface MoneySvcAppRequestRecipientApprovalInput {
   /** Environment of the approval; when omitted the environment selected by app configuration applies. */
   environment?: 'test' | 'live' | (string & {})
   /** Payment types the app will take for the creator. */
-  paymentTypes: Array<'tip' | 'shop' | (string & {})>
+  paymentTypes: Array<'tip' | 'shop' | 'subscription' | 'ticket' | (string & {})>
   /** App fee share in basis points that the creator is asked to accept. */
   feeShareBps?: number
   /** Public record settings for payments made through the app. */
@@ -174,14 +174,14 @@ export interface MoneySvcAppRequestRecipientApprovalOutput {
   /** Page that takes the creator through app terms, missing payment verification and back to the app origin. */
   onboardingUrl: string
   /** Payment types requested. */
-  paymentTypes: Array<'tip' | 'shop' | (string & {})>
+  paymentTypes: Array<'tip' | 'shop' | 'subscription' | 'ticket' | (string & {})>
   /** Requested app fee share in basis points. */
   feeShareBps: number
 }
 /** Default visibility per public record kind. */
 export interface MoneySvcAppRequestRecipientApprovalPublicRecordDefaults {
   /** Default visibility of the payment attestation record. */
-  attestation?: 'public' | (string & {})
+  attestation?: 'public' | 'private' | (string & {})
 }
 /** Whether and how payments through the app are published as public records. */
 export interface MoneySvcAppRequestRecipientApprovalPublicRecords {

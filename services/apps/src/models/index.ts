@@ -4,6 +4,7 @@
  * updates are not atomic).
  */
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
+import { createOutboxModel, type OutboxModel } from '@svc/outbox'
 
 export const API_KEY_PERMISSIONS = [
   'app.config.read',
@@ -85,26 +86,80 @@ const requestLogSchema = new Schema(
 requestLogSchema.index({ environment: 1, appDid: 1, createdAt: -1 })
 requestLogSchema.index({ requestId: 1 }, { unique: true })
 
+/** Approval request states (see docs/decisions.md, "Recipient approvals"). */
+export const APPROVAL_STATUSES = ['pending', 'approved', 'declined', 'revoked', 'blocked'] as const
+export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number]
+/** The payment types an app may ask a creator to approve. */
+export const APPROVAL_PAYMENT_TYPES = ['shop', 'subscription', 'ticket', 'tip'] as const
+/** Default visibility of the payment attestation record. */
+export const ATTESTATION_VISIBILITIES = ['public', 'private'] as const
+
+/**
+ * One approval request per app DID, recipient DID and environment (unique index): the terms the app asks the
+ * creator to accept and the creator's decision. `revision` counts the requests the creator is asked to decide
+ * on (new terms, or asking again after a decline or revoke); `approvedTermsHash` is the terms hash the creator
+ * accepted, so an approval never covers other terms; `revokedRevision` / `revokedAt` record the last approval
+ * that ended by the creator's revoke or block (its event is written from them).
+ */
+const recipientApprovalSchema = new Schema(
+  {
+    /** `apr_` + 24 base62 characters */
+    id: { type: String, required: true },
+    appDid: { type: String, required: true },
+    recipientDid: { type: String, required: true },
+    environment: { type: String, required: true, enum: ['test', 'live'] },
+    status: { type: String, required: true, enum: APPROVAL_STATUSES },
+    paymentTypes: { type: [String], required: true },
+    feeShareBps: { type: Number, required: true },
+    publicRecords: {
+      enabled: { type: Boolean, required: true, default: false },
+      defaults: {
+        attestation: { type: String, required: true, enum: ATTESTATION_VISIBILITIES, default: 'public' },
+      },
+    },
+    requestReason: { type: String, default: null },
+    setupReturnUrl: { type: String, default: null },
+    termsHash: { type: String, required: true },
+    revision: { type: Number, required: true },
+    approvedTermsHash: { type: String, default: null },
+    approvedAt: { type: Date, default: null },
+    revokedRevision: { type: Number, default: null },
+    revokedAt: { type: Date, default: null },
+  },
+  // `id` is a stored field here, not mongoose's virtual alias of _id
+  { timestamps: true, collection: 'recipient_approvals', id: false },
+)
+recipientApprovalSchema.index({ appDid: 1, recipientDid: 1, environment: 1 }, { unique: true })
+recipientApprovalSchema.index({ id: 1 }, { unique: true })
+recipientApprovalSchema.index({ recipientDid: 1, environment: 1, createdAt: -1 })
+
 export type AppDoc = InferSchemaType<typeof appSchema>
 export type AppEnvironmentDoc = InferSchemaType<typeof appEnvironmentSchema>
 export type ApiKeyDoc = InferSchemaType<typeof apiKeySchema>
 export type RequestLogDoc = InferSchemaType<typeof requestLogSchema>
+export type RecipientApprovalDoc = InferSchemaType<typeof recipientApprovalSchema>
 
 export interface AppsModels {
   App: Model<AppDoc>
   AppEnvironment: Model<AppEnvironmentDoc>
   ApiKey: Model<ApiKeyDoc>
   RequestLog: Model<RequestLogDoc>
+  RecipientApproval: Model<RecipientApprovalDoc>
+  /** domain events of the apps domain (app.authorization.granted / revoked), relayed by the events domain */
+  Outbox: OutboxModel
 }
 
 export async function createAppsModels(conn: Connection): Promise<AppsModels> {
   const models: AppsModels = {
-    App: conn.model('App', appSchema),
-    AppEnvironment: conn.model('AppEnvironment', appEnvironmentSchema),
-    ApiKey: conn.model('ApiKey', apiKeySchema),
-    RequestLog: conn.model('RequestLog', requestLogSchema),
+    App: conn.model<AppDoc>('App', appSchema),
+    AppEnvironment: conn.model<AppEnvironmentDoc>('AppEnvironment', appEnvironmentSchema),
+    ApiKey: conn.model<ApiKeyDoc>('ApiKey', apiKeySchema),
+    RequestLog: conn.model<RequestLogDoc>('RequestLog', requestLogSchema),
+    RecipientApproval: conn.model<RecipientApprovalDoc>('RecipientApproval', recipientApprovalSchema),
+    Outbox: await createOutboxModel(conn),
   }
-  await Promise.all(Object.values(models).map((m: Model<unknown>) => m.init()))
+  // (createOutboxModel initialized the outbox already)
+  await Promise.all([models.App.init(), models.AppEnvironment.init(), models.ApiKey.init(), models.RequestLog.init(), models.RecipientApproval.init()])
   return models
 }
 
