@@ -16,6 +16,10 @@ export const MAX_PRODUCT_LENGTH = 4096
 export const PAYMENT_TYPES = ['tip', 'shop', 'subscription', 'ticket'] as const
 export type PaymentType = (typeof PAYMENT_TYPES)[number]
 
+/** The environment a product may name (`environment`, optional): an app configured for both must name one. */
+export const ENVIRONMENTS = ['test', 'live'] as const
+export type ProductEnvironment = (typeof ENVIRONMENTS)[number]
+
 export const CADENCES = ['month', 'year'] as const
 export type Cadence = (typeof CADENCES)[number]
 
@@ -71,6 +75,7 @@ export const checkoutProductSchema = z
       .refine((s) => !CONTROL_RE.test(s), 'description must not contain control characters'),
     returnUrl: httpUrl('returnUrl'),
     cancelUrl: httpUrl('cancelUrl'),
+    environment: z.enum(ENVIRONMENTS, `environment must be one of ${ENVIRONMENTS.join(', ')}`).optional(),
     cadence: z.enum(CADENCES, `cadence must be one of ${CADENCES.join(', ')}`).optional(),
     holdId: z.string().regex(HOLD_ID_RE, 'holdId must be hold_ followed by 1-123 characters of A-Z a-z 0-9 _ -').optional(),
   })
@@ -104,6 +109,11 @@ interface ProductBase {
   returnUrl: string
   /** Where the buyer is sent when they cancel: absolute http(s) URL. */
   cancelUrl: string
+  /**
+   * The environment of the checkout, `test` or `live`. Optional: when absent, the app's only configured environment
+   * applies (an app configured for both must name it, as the initiate body carries the product only).
+   */
+  environment?: ProductEnvironment
 }
 
 /** A valid product's fields. */
@@ -156,6 +166,7 @@ function canonical(p: CheckoutProduct): Record<string, unknown> {
     returnUrl: p.returnUrl,
     cancelUrl: p.cancelUrl,
   }
+  if (p.environment !== undefined) out.environment = p.environment
   if (p.cadence !== undefined) out.cadence = p.cadence
   if (p.holdId !== undefined) out.holdId = p.holdId
   return out

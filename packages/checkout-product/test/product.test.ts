@@ -57,6 +57,10 @@ describe('round trip', () => {
     ['subscription yearly', { ...TIP, paymentType: 'subscription', cadence: 'year', amount: 1 }],
     ['ticket', { ...TIP, paymentType: 'ticket', holdId: 'hold_01HZX3' }],
     ['did:web recipient', { ...TIP, recipientDid: 'did:web:creator.example.com' }],
+    ['test environment', { ...TIP, environment: 'test' }],
+    ['live environment', { ...TIP, environment: 'live' }],
+    ['subscription in live', { ...TIP, paymentType: 'subscription', cadence: 'month', environment: 'live' }],
+    ['ticket in test', { ...TIP, paymentType: 'ticket', holdId: 'hold_1', environment: 'test' }],
   ])('%s: parse(encode(fields)) gives the fields back', (_name, fields) => {
     const product = encodeProduct(fields)
     expect(product.startsWith(PRODUCT_PREFIX)).toBe(true)
@@ -80,6 +84,22 @@ describe('round trip', () => {
       'cancelUrl',
     ])
     expect(product).not.toContain('=')
+  })
+
+  it('environment comes after cancelUrl and before cadence / holdId in the fixed key order', () => {
+    const keysOf = (product: string) => Object.keys(JSON.parse(Buffer.from(product.slice(PRODUCT_PREFIX.length), 'base64url').toString()))
+    const sub = { ...TIP, paymentType: 'subscription', cadence: 'year', environment: 'live' } as CheckoutProduct
+    const reordered = Object.fromEntries(Object.entries(sub).reverse()) as CheckoutProduct
+    expect(encodeProduct(reordered)).toBe(encodeProduct(sub))
+    expect(keysOf(encodeProduct(sub)).slice(-3)).toEqual(['cancelUrl', 'environment', 'cadence'])
+    const ticket = { ...TIP, paymentType: 'ticket', holdId: 'hold_1', environment: 'test' } as CheckoutProduct
+    expect(keysOf(encodeProduct(ticket)).slice(-3)).toEqual(['cancelUrl', 'environment', 'holdId'])
+    expect(keysOf(encodeProduct(TIP))).not.toContain('environment')
+  })
+
+  it('naming the environment changes the product string (absent and test are different strings)', () => {
+    expect(encodeProduct({ ...TIP, environment: 'test' })).not.toBe(encodeProduct(TIP))
+    expect(encodeProduct({ ...TIP, environment: 'test' })).not.toBe(encodeProduct({ ...TIP, environment: 'live' }))
   })
 
   it('a hand-made envelope with the same fields in another key order parses too', () => {
@@ -257,6 +277,18 @@ describe('field refusals (encodeProduct throws, parseProduct refuses)', () => {
     expectFieldRefused({ ...TIP, paymentType: 'ticket', holdId: '01HZX3' }, /holdId must be hold_/)
     expectFieldRefused({ ...TIP, paymentType: 'ticket', holdId: 'hold_' }, /holdId must be hold_/)
     expectFieldRefused({ ...TIP, paymentType: 'ticket', holdId: 'HOLD_1' }, /holdId must be hold_/)
+  })
+
+  it.each<[string, unknown]>([
+    ['prod', 'prod'],
+    ['uppercase', 'TEST'],
+    ['padded', ' live'],
+    ['empty', ''],
+    ['a boolean', true],
+    ['an array', ['test']],
+    ['null', null],
+  ])('environment %s', (_name, value) => {
+    expectFieldRefused({ ...TIP, environment: value }, /environment must be one of test, live/)
   })
 
   it('null for an optional field is a wrong type, not an absent one', () => {

@@ -1,0 +1,55 @@
+/**
+ * Checkout money, integers of minor units only:
+ *
+ *   serviceFee   = round-half-up(amount × bps / 10 000) + (flatCurrency = currency ? flatAmount : 0)   platform fee
+ *   buyerFee     = passToBuyer ? serviceFee : 0                                                       added for the buyer
+ *   total        = amount + buyerFee                                                                  what the buyer pays
+ *   appFee       = round-half-up(amount × feeShareBps / 10 000), 0 when the app sells for itself       the app's share
+ *   recipientNet = amount − appFee − (passToBuyer ? 0 : serviceFee)                                   never below 0
+ */
+import { ContractError } from '@svc/errors'
+
+export interface ServiceFeeRate {
+  bps: number
+  flatAmount: number
+  flatCurrency: string
+  passToBuyer: boolean
+}
+
+export interface Charges {
+  amount: number
+  serviceFee: number
+  buyerFee: number
+  total: number
+  appFee: number
+  recipientNet: number
+}
+
+/** round-half-up(value × bps / 10 000) for non-negative integers, exact (no floating point division). */
+export function basisPoints(value: number, bps: number): number {
+  const product = value * bps
+  return Math.floor((product + 5000) / 10000)
+}
+
+function check(cond: boolean, message: string): void {
+  if (!cond) throw new ContractError('InvalidRequest', message)
+}
+
+const isBps = (n: number) => Number.isInteger(n) && n >= 0 && n <= 10000
+
+export function computeCharges(input: { amount: number; currency: string; serviceFee: ServiceFeeRate; feeShareBps: number; selfSale: boolean }): Charges {
+  const { amount, currency, serviceFee: rate } = input
+  check(Number.isSafeInteger(amount) && amount > 0, 'amount must be a positive integer of minor units')
+  check(isBps(rate.bps), 'serviceFee.bps must be an integer 0-10000')
+  check(Number.isSafeInteger(rate.flatAmount) && rate.flatAmount >= 0, 'serviceFee.flatAmount must be a non-negative integer')
+  check(isBps(input.feeShareBps), 'feeShareBps must be an integer 0-10000')
+  const serviceFee = basisPoints(amount, rate.bps) + (rate.flatCurrency === currency ? rate.flatAmount : 0)
+  const buyerFee = rate.passToBuyer ? serviceFee : 0
+  const total = amount + buyerFee
+  const appFee = input.selfSale ? 0 : basisPoints(amount, input.feeShareBps)
+  const recipientNet = amount - appFee - (rate.passToBuyer ? 0 : serviceFee)
+  if (recipientNet < 0) {
+    throw new ContractError('InvalidProduct', `amount too small to cover fees: ${amount} ${currency} is less than the fees of ${appFee + (rate.passToBuyer ? 0 : serviceFee)}`)
+  }
+  return { amount, serviceFee, buyerFee, total, appFee, recipientNet }
+}

@@ -1,0 +1,216 @@
+/**
+ * The end of a checkout. FerretDB cannot update a document conditionally and atomically, so the one terminal
+ * decision of a checkout is the insert of its `settlements` document (unique `_id` = checkout id): whoever inserts
+ * first decides (a payment, the buyer's cancel, or expiry); every other contender gets a duplicate-key error and
+ * loses. The winner records the outcome on the settlement (a payment: once the processor answered; cancel and expiry
+ * with the claim itself), then `finishSettlement` applies it to the checkout.
+ *
+ * `finishSettlement` only reads the settlement and writes values derived from it (record URI, CID, outbox event id),
+ * so it can run any number of times, concurrently too, with one result. A process that dies after the outcome is
+ * recorded leaves a checkout `processing`: any read of it (status, checkout page) and the periodic sweep run
+ * `finishSettlement` again. A payment claim whose outcome never arrives (the process died while the processor was
+ * called) is failed as processor_error once it is older than STALE_PAYMENT_CLAIM_MS, so polling always ends.
+ */
+import { writeOutboxEvent } from '@svc/outbox'
+import { isDuplicateKeyError, type CheckoutDoc, type FailureReason, type SettlementClaim } from '../models'
+import { nowOf, type PaymentsDomain } from './context'
+import { buildPaymentRecord, storePaymentRecord } from './payment-records'
+
+/** A payment claim without an outcome after this long is failed as processor_error. */
+export const STALE_PAYMENT_CLAIM_MS = 10 * 60 * 1000
+
+export const FAILURE_MESSAGES = {
+  expired: 'This checkout expired before it was paid. No payment was made.',
+  canceled: 'The checkout was canceled. No payment was made.',
+  processorUnreachable: 'The payment could not be processed. No payment was made.',
+  unconfirmed: 'The payment could not be confirmed. No payment was made.',
+} as const
+
+export interface SettlementOutcome {
+  ok: boolean
+  chargeId?: string | null
+  reason?: FailureReason | null
+  code?: string | null
+  message?: string | null
+}
+
+type StoredCheckout = CheckoutDoc & { _id: string }
+
+/** Inserts the settlement claim of a checkout: true when this caller won it, false when someone else already had. */
+export async function claimSettlement(
+  d: PaymentsDomain,
+  checkout: Pick<StoredCheckout, '_id' | 'environment' | 'appDid'>,
+  by: SettlementClaim,
+  extra: { processor?: string; recordTid?: string; outcome?: SettlementOutcome } = {},
+): Promise<boolean> {
+  const now = nowOf(d)
+  try {
+    await d.models.Settlement.create({
+      _id: checkout._id,
+      environment: checkout.environment,
+      appDid: checkout.appDid,
+      by,
+      claimedAt: now,
+      processor: extra.processor ?? null,
+      recordTid: extra.recordTid ?? null,
+      outcome: extra.outcome ?? null,
+      settledAt: extra.outcome ? now : null,
+    })
+    return true
+  } catch (err) {
+    if (isDuplicateKeyError(err)) return false
+    throw err
+  }
+}
+
+/**
+ * Records the outcome of a claim that had none. Only the claim's winner (or the stale-claim recovery, minutes
+ * later) writes it, so the filter on `outcome: null` is a guard, not the decision.
+ */
+export async function recordOutcome(d: PaymentsDomain, checkoutId: string, outcome: SettlementOutcome): Promise<void> {
+  await d.models.Settlement.updateOne({ _id: checkoutId, outcome: null }, { $set: { outcome, settledAt: nowOf(d) } })
+}
+
+/**
+ * Applies a settlement's outcome to its checkout. Success: the payment record, the `payment.completed` outbox event,
+ * then the checkout `completed` with its ref, in that order, so a checkout is never completed without its record and
+ * event. Failure: the checkout `failed` with the reason. Idempotent; does nothing while the outcome is unknown.
+ */
+export async function finishSettlement(d: PaymentsDomain, checkoutId: string): Promise<void> {
+  const settlement = await d.models.Settlement.findById(checkoutId).lean()
+  if (!settlement?.outcome) return
+  const checkout = (await d.models.Checkout.findById(checkoutId).lean()) as StoredCheckout | null
+  if (!checkout) throw new Error(`settlement ${checkoutId} has no checkout`)
+  if (checkout.status === 'completed' || checkout.status === 'failed') return
+  const outcome = settlement.outcome
+  const settledAt = settlement.settledAt ?? settlement.claimedAt
+  if (outcome.ok) {
+    const built = await buildPaymentRecord(d.serviceDid, checkout, { ...settlement, settledAt })
+    const ref = await storePaymentRecord(d, checkout, built)
+    await writeOutboxEvent(d.models.Outbox, {
+      type: 'payment.completed',
+      key: `payment.completed:${checkout._id}`,
+      environment: checkout.environment as 'test' | 'live',
+      appDid: checkout.appDid,
+      occurredAt: settledAt,
+      data: {
+        paymentUri: ref.uri,
+        cid: ref.cid,
+        appOrderId: checkout.appOrderId,
+        recipientDid: checkout.recipientDid,
+        paymentType: checkout.paymentType,
+        amount: checkout.amount,
+        currency: checkout.currency,
+        buyerFee: checkout.buyerFee,
+        total: checkout.total,
+        completedAt: settledAt.toISOString(),
+      },
+    })
+    await d.models.Checkout.updateOne(
+      { _id: checkoutId },
+      { $set: { status: 'completed', ref, completedAt: settledAt, failureReason: null, failureMessage: null } },
+    )
+    d.logger?.info({ checkoutId, environment: checkout.environment, appDid: checkout.appDid, paymentUri: ref.uri }, 'checkout completed')
+  } else {
+    const reason: FailureReason = outcome.reason ?? 'processor_error'
+    await d.models.Checkout.updateOne(
+      { _id: checkoutId },
+      { $set: { status: 'failed', failureReason: reason, failureMessage: outcome.message ?? null, failedAt: settledAt } },
+    )
+    d.logger?.info({ checkoutId, environment: checkout.environment, appDid: checkout.appDid, reason }, 'checkout failed')
+  }
+}
+
+/**
+ * Brings a checkout whose settlement was claimed to its end when that is possible: an outcome is applied; a stale
+ * payment claim without one is failed. Returns true when finishSettlement ran.
+ */
+export async function recoverCheckout(d: PaymentsDomain, checkoutId: string): Promise<boolean> {
+  const settlement = await d.models.Settlement.findById(checkoutId, { outcome: 1, by: 1, claimedAt: 1 }).lean()
+  if (!settlement) return false
+  if (!settlement.outcome) {
+    const stale = settlement.by === 'payment' && nowOf(d).getTime() - new Date(settlement.claimedAt).getTime() > STALE_PAYMENT_CLAIM_MS
+    if (!stale) return false
+    await recordOutcome(d, checkoutId, { ok: false, reason: 'processor_error', code: 'unconfirmed', message: FAILURE_MESSAGES.unconfirmed })
+  }
+  await finishSettlement(d, checkoutId)
+  return true
+}
+
+/**
+ * Expires a pending checkout past its expiresAt: claims it for expiry (`expired`), or, when it was already claimed,
+ * recovers it (`recovered` when finishSettlement ran, `claimed` when its payment is still being processed).
+ */
+export async function expireCheckout(
+  d: PaymentsDomain,
+  checkout: Pick<StoredCheckout, '_id' | 'environment' | 'appDid'>,
+): Promise<'expired' | 'recovered' | 'claimed'> {
+  const won = await claimSettlement(d, checkout, 'expiry', {
+    outcome: { ok: false, reason: 'expired', code: 'expired', message: FAILURE_MESSAGES.expired },
+  })
+  if (won) {
+    await finishSettlement(d, checkout._id)
+    return 'expired'
+  }
+  return (await recoverCheckout(d, checkout._id)) ? 'recovered' : 'claimed'
+}
+
+/**
+ * A checkout as a read should see it: a pending one past expiresAt is expired now (so polling ends without the
+ * sweep), a processing one whose outcome is known is finished. Returns the checkout as stored afterwards.
+ */
+export async function settleOnRead<T extends Pick<StoredCheckout, '_id' | 'environment' | 'appDid' | 'status' | 'expiresAt'>>(
+  d: PaymentsDomain,
+  checkout: T,
+  reload: () => Promise<T | null>,
+): Promise<T> {
+  let changed = false
+  if (checkout.status === 'pending' && new Date(checkout.expiresAt).getTime() <= nowOf(d).getTime()) {
+    changed = (await expireCheckout(d, checkout)) !== 'claimed'
+  } else if (checkout.status === 'processing') {
+    changed = await recoverCheckout(d, checkout._id)
+  }
+  if (!changed) return checkout
+  return (await reload()) ?? checkout
+}
+
+export interface SweepResult {
+  expired: number
+  recovered: number
+  /** checkouts whose settlement failed this time (logged; the next sweep tries again) */
+  failed: number
+}
+
+/**
+ * The periodic sweep: expires pending checkouts past expiresAt and finishes processing ones whose outcome is known
+ * (or whose payment claim went stale). At most `limit` of each per run.
+ */
+export async function sweepCheckouts(d: PaymentsDomain, opts: { limit?: number } = {}): Promise<SweepResult> {
+  const limit = opts.limit ?? 500
+  const result: SweepResult = { expired: 0, recovered: 0, failed: 0 }
+  const each = async (checkoutId: string, step: () => Promise<void>) => {
+    try {
+      await step()
+    } catch (err) {
+      result.failed++
+      d.logger?.error({ err, checkoutId }, 'checkout sweep: settling failed')
+    }
+  }
+  const due = await d.models.Checkout.find({ status: 'pending', expiresAt: { $lte: nowOf(d) } }, { _id: 1, environment: 1, appDid: 1 })
+    .limit(limit)
+    .lean()
+  for (const checkout of due) {
+    await each(checkout._id as string, async () => {
+      const outcome = await expireCheckout(d, checkout as Pick<StoredCheckout, '_id' | 'environment' | 'appDid'>)
+      if (outcome === 'expired') result.expired++
+      else if (outcome === 'recovered') result.recovered++
+    })
+  }
+  const processing = await d.models.Checkout.find({ status: 'processing' }, { _id: 1 }).limit(limit).lean()
+  for (const checkout of processing) {
+    await each(checkout._id as string, async () => {
+      if (await recoverCheckout(d, checkout._id as string)) result.recovered++
+    })
+  }
+  return result
+}

@@ -1,0 +1,69 @@
+/**
+ * Payment processors: what charges a buyer's card. One interface; a registry picks the processor of a checkout's
+ * environment. The test environment has the built-in TestProcessor; live has none until a real processor adapter
+ * is configured (`liveProcessor: 'none'`), so live checkouts are refused with ProcessorNotConfigured.
+ */
+import { ContractError } from '@svc/errors'
+import type { Environment } from '../models'
+import { TestProcessor } from './test-processor'
+
+/** A card as the checkout page collected it, already checked for form (digits only, Luhn, expiry, CVC). */
+export interface Card {
+  /** digits only */
+  number: string
+  expMonth: number
+  /** four digits */
+  expYear: number
+  cvc: string
+  name: string | null
+}
+
+export interface ChargeRequest {
+  checkoutId: string
+  /** integer minor units: what the buyer pays (the checkout's total) */
+  amount: number
+  currency: string
+  card: Card
+  /** the same for every attempt to charge one checkout: a processor charges it at most once */
+  idempotencyKey: string
+}
+
+/** Declines are the buyer's card; `processing_error` is the processor's own failure. */
+export type ChargeFailureCode = 'card_declined' | 'insufficient_funds' | 'test_card_required' | 'processing_error'
+
+export type ChargeResult = { ok: true; chargeId: string } | { ok: false; code: ChargeFailureCode; message: string }
+
+export interface PaymentProcessor {
+  /** stored on the settlement and in the payment record's `processor` */
+  name: string
+  charge(req: ChargeRequest): Promise<ChargeResult>
+}
+
+export type LiveProcessorSetting = 'none'
+
+export const PROCESSOR_NOT_CONFIGURED_MESSAGE = 'live checkouts need a live payment processor; none is configured'
+
+/** The processor of each environment; `null` = none configured. */
+export class ProcessorRegistry {
+  constructor(private readonly byEnvironment: Record<Environment, PaymentProcessor | null>) {}
+
+  /** The processor of an environment, or ProcessorNotConfigured. */
+  forEnvironment(environment: Environment): PaymentProcessor {
+    const processor = this.byEnvironment[environment]
+    if (!processor) {
+      throw new ContractError(
+        'ProcessorNotConfigured',
+        environment === 'live' ? PROCESSOR_NOT_CONFIGURED_MESSAGE : `${environment} checkouts need a payment processor; none is configured`,
+      )
+    }
+    return processor
+  }
+}
+
+/** The registry of the service's settings: the test processor for test; live per `liveProcessor` (only 'none' exists). */
+export function createProcessorRegistry(settings: { liveProcessor: LiveProcessorSetting }): ProcessorRegistry {
+  if (settings.liveProcessor !== 'none') throw new Error(`unknown live processor ${String(settings.liveProcessor)}`)
+  return new ProcessorRegistry({ test: new TestProcessor(), live: null })
+}
+
+export { TestProcessor, TEST_CARDS } from './test-processor'

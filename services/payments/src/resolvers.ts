@@ -1,0 +1,74 @@
+import type { GraphQLResolverMap } from '@apollo/subgraph'
+import { ContractError } from '@svc/errors'
+import type { SubgraphContext } from '@svc/subgraph-server'
+import type { CardInput } from './domain/card'
+import { cancelCheckout, getCheckout, getPaymentStatus, initiateCheckout, payCheckout, type CheckoutAuthorization } from './domain/checkouts'
+import type { PaymentsDomain } from './domain/context'
+import { findPaymentRecord } from './domain/payment-records'
+import { declinePaymentRecord, registerCreatorProof, type DeclineRecordInput, type RegisterCreatorProofInput } from './domain/proofs'
+import { registerAppLink, type RegisterAppLinkInput } from './domain/app-links'
+
+export interface PaymentsContext extends SubgraphContext {
+  domain: PaymentsDomain
+}
+
+/** The hosted checkout pages call as this service principal. */
+export const CHECKOUT_SERVICE = 'checkout'
+
+/** The calling app's DID (app principal only). */
+function appOnly(ctx: PaymentsContext): string {
+  const p = ctx.principal
+  if (p.kind !== 'app') throw new ContractError('NotAllowed', 'this operation is for app callers')
+  return p.appDid
+}
+
+/** The calling app's DID, or null for an operator (who may read any). */
+function appOrOperator(ctx: PaymentsContext): string | null {
+  const p = ctx.principal
+  if (p.kind === 'operator') return null
+  return appOnly(ctx)
+}
+
+function checkoutPage(ctx: PaymentsContext, opts: { operatorMayRead: boolean }): void {
+  const p = ctx.principal
+  if (p.kind === 'service' && p.name === CHECKOUT_SERVICE) return
+  if (opts.operatorMayRead && p.kind === 'operator') return
+  throw new ContractError('NotAllowed', 'this operation is for the hosted checkout pages')
+}
+
+function operatorOnly(ctx: PaymentsContext): void {
+  if (ctx.principal.kind !== 'operator') throw new ContractError('NotAllowed', 'this operation is for operator callers')
+}
+
+export const resolvers: GraphQLResolverMap<PaymentsContext> = {
+  Query: {
+    paymentStatus: (_: unknown, args: { token: string }, ctx: PaymentsContext) =>
+      getPaymentStatus(ctx.domain, { token: args.token, appDid: appOrOperator(ctx) }),
+    checkout: (_: unknown, args: { browserToken: string }, ctx: PaymentsContext) => {
+      checkoutPage(ctx, { operatorMayRead: true })
+      return getCheckout(ctx.domain, args.browserToken)
+    },
+    paymentRecord: (_: unknown, args: { uri: string; environment: string }, ctx: PaymentsContext) => {
+      operatorOnly(ctx)
+      return findPaymentRecord(ctx.domain, args.uri, args.environment)
+    },
+  },
+  Mutation: {
+    initiateCheckout: (_: unknown, args: { product: string; authorization: CheckoutAuthorization }, ctx: PaymentsContext) =>
+      initiateCheckout(ctx.domain, { appDid: appOnly(ctx), product: args.product, authorization: args.authorization }),
+    payCheckout: (_: unknown, args: { browserToken: string; card: CardInput }, ctx: PaymentsContext) => {
+      checkoutPage(ctx, { operatorMayRead: false })
+      return payCheckout(ctx.domain, args.browserToken, args.card)
+    },
+    cancelCheckout: (_: unknown, args: { browserToken: string }, ctx: PaymentsContext) => {
+      checkoutPage(ctx, { operatorMayRead: false })
+      return cancelCheckout(ctx.domain, args.browserToken)
+    },
+    registerCreatorProof: (_: unknown, args: { input: RegisterCreatorProofInput; delegated: boolean }, ctx: PaymentsContext) =>
+      registerCreatorProof(ctx.domain, { appDid: appOnly(ctx), input: args.input, delegated: args.delegated }),
+    declinePaymentRecord: (_: unknown, args: { input: DeclineRecordInput }, ctx: PaymentsContext) =>
+      declinePaymentRecord(ctx.domain, { appDid: appOnly(ctx), input: args.input }),
+    registerAppLink: (_: unknown, args: { input: RegisterAppLinkInput; appOrigin: string; recordKnown: boolean }, ctx: PaymentsContext) =>
+      registerAppLink(ctx.domain, { appDid: appOnly(ctx), input: args.input, appOrigin: args.appOrigin, recordKnown: args.recordKnown }),
+  },
+}

@@ -1,0 +1,85 @@
+/** The payments subgraph: its database connection, models, processors, GraphQL server and the checkout sweep. */
+import type { Logger } from 'pino'
+import { connectDomain, startDomainSubgraph } from '@svc/subgraph-server'
+import type { PaymentsDomain } from './domain/context'
+import { sweepCheckouts } from './domain/settlement'
+import { createPaymentsModels, type PaymentsModels } from './models'
+import { createProcessorRegistry, type LiveProcessorSetting } from './processors'
+import { resolvers, type PaymentsContext } from './resolvers'
+import { typeDefs } from './schema'
+
+export interface PaymentsServiceOptions {
+  mongoUrl: string
+  contextSecret: string
+  host: string
+  port: number
+  logger: Logger
+  /** payment record AT-URIs: at://<serviceDid>/money.svc.payment.record/<tid> */
+  serviceDid: string
+  /** browser URL = `${checkoutUrl}/checkout/${browserToken}` */
+  checkoutUrl: string
+  /** HMAC secret deriving the status and browser tokens */
+  tokenSecret: string
+  /** an abandoned checkout expires as failed (expired) after this many seconds */
+  checkoutExpirySeconds: number
+  /** live initiate → ProcessorNotConfigured */
+  liveProcessor: LiveProcessorSetting
+  /** periodic expiry sweep and settlement recovery; default 60000; 0 disables */
+  sweepIntervalMs?: number
+}
+
+export const DEFAULT_SWEEP_INTERVAL_MS = 60_000
+
+export const connectPayments = (mongoUrl: string) => connectDomain(mongoUrl, createPaymentsModels)
+
+export async function startPaymentsService(opts: PaymentsServiceOptions): Promise<{ url: string; models: PaymentsModels; stop(): Promise<void> }> {
+  if (typeof opts.tokenSecret !== 'string' || opts.tokenSecret.length < 32) throw new Error('payments: tokenSecret must be at least 32 characters')
+  if (!Number.isInteger(opts.checkoutExpirySeconds) || opts.checkoutExpirySeconds < 1) throw new Error('payments: checkoutExpirySeconds must be a positive integer')
+  const settings: Omit<PaymentsDomain, 'models'> = {
+    processors: createProcessorRegistry({ liveProcessor: opts.liveProcessor }),
+    serviceDid: opts.serviceDid,
+    checkoutUrl: opts.checkoutUrl.replace(/\/+$/, ''),
+    tokenSecret: opts.tokenSecret,
+    checkoutExpirySeconds: opts.checkoutExpirySeconds,
+    logger: opts.logger,
+  }
+  const running = await startDomainSubgraph({
+    mongoUrl: opts.mongoUrl,
+    contextSecret: opts.contextSecret,
+    host: opts.host,
+    port: opts.port,
+    logger: opts.logger,
+    name: 'payments',
+    typeDefs,
+    resolvers,
+    createModels: createPaymentsModels,
+    extendContext: (base, models): PaymentsContext => ({ ...base, domain: { ...settings, models, logger: base.log } }),
+  })
+
+  const domain: PaymentsDomain = { ...settings, models: running.models }
+  const interval = opts.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS
+  let sweeping: Promise<void> | null = null
+  const sweepOnce = () => {
+    if (sweeping) return
+    sweeping = sweepCheckouts(domain)
+      .then((result) => {
+        if (result.expired || result.recovered || result.failed) opts.logger.info(result, 'checkout sweep')
+      })
+      .catch((err: unknown) => opts.logger.error({ err }, 'checkout sweep failed'))
+      .finally(() => {
+        sweeping = null
+      })
+  }
+  const timer = interval > 0 ? setInterval(sweepOnce, interval) : null
+  timer?.unref()
+
+  return {
+    url: running.url,
+    models: running.models,
+    async stop() {
+      if (timer) clearInterval(timer)
+      await sweeping
+      await running.stop()
+    },
+  }
+}

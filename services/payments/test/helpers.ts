@@ -1,0 +1,106 @@
+/**
+ * Helpers of the payments tests (not a test file): a payments domain on its own database of the test FerretDB, a
+ * controllable clock, products, authorization facts, and contract-error assertions.
+ *
+ * `isolate` is imported from its module rather than the @svc/testing index, which also loads the whole stack
+ * (gateway, adapter, every subgraph) that these domain tests do not need.
+ */
+import { randomBytes } from 'node:crypto'
+import type mongoose from 'mongoose'
+import { encodeProduct, type CheckoutProduct } from '@svc/checkout-product'
+import { ContractError, type ErrorCode } from '@svc/errors'
+import { isolate } from '@svc/testing/src/isolation'
+import { connectPayments, createProcessorRegistry, type CheckoutAuthorization, type PaymentsDomain, type PaymentsModels } from '../src'
+
+export const SERVICE_DID = 'did:web:svc.test'
+export const CHECKOUT_URL = 'http://checkout.test'
+
+export interface TestDomain {
+  conn: mongoose.Connection
+  models: PaymentsModels
+  domain: PaymentsDomain
+  clock: { now: Date; advance(ms: number): void }
+  close(): Promise<void>
+}
+
+export async function openDomain(label: string, over: Partial<PaymentsDomain> = {}): Promise<TestDomain> {
+  const { conn, models } = await connectPayments(isolate(label).mongoUrl)
+  const clock = {
+    now: new Date(),
+    advance(ms: number) {
+      clock.now = new Date(clock.now.getTime() + ms)
+    },
+  }
+  const domain: PaymentsDomain = {
+    models,
+    processors: createProcessorRegistry({ liveProcessor: 'none' }),
+    serviceDid: SERVICE_DID,
+    checkoutUrl: CHECKOUT_URL,
+    tokenSecret: randomBytes(32).toString('hex'),
+    checkoutExpirySeconds: 24 * 3600,
+    now: () => clock.now,
+    ...over,
+  }
+  return {
+    conn,
+    models,
+    domain,
+    clock,
+    async close() {
+      await conn.dropDatabase().catch(() => undefined)
+      await conn.close()
+    },
+  }
+}
+
+let seq = 0
+export const newDid = (kind = 'creator') => `did:plc:${kind}${(++seq).toString().padStart(4, '0')}${randomBytes(6).toString('hex')}`
+export const newOrderId = () => `order-${randomBytes(6).toString('hex')}`
+
+export function productOf(recipientDid: string, fields: Partial<CheckoutProduct> = {}): string {
+  return encodeProduct({
+    recipientDid,
+    paymentType: 'tip',
+    amount: 1000,
+    currency: 'usd',
+    appOrderId: newOrderId(),
+    description: 'A tip for the stream',
+    returnUrl: 'https://app.example.com/thanks',
+    cancelUrl: 'https://app.example.com/cancel',
+    ...fields,
+  } as CheckoutProduct)
+}
+
+/** An approved, payable recipient in test: 2.5 % + 30 (usd) service fee, not passed on; 5 % app fee share. */
+export function authorizationFor(recipientDid: string, over: Partial<CheckoutAuthorization> = {}): CheckoutAuthorization {
+  return {
+    environment: 'test',
+    serviceFee: { bps: 250, flatAmount: 30, flatCurrency: 'usd', passToBuyer: false },
+    approval: { id: 'apr_test', status: 'approved', paymentTypes: ['tip', 'shop'], feeShareBps: 500 },
+    recipient: { did: recipientDid, displayName: 'Ada Creator', payable: true, payoutStatus: 'ready' },
+    ...over,
+  }
+}
+
+export async function contractError(p: Promise<unknown> | (() => unknown)): Promise<ContractError> {
+  try {
+    await (typeof p === 'function' ? p() : p)
+  } catch (err) {
+    if (err instanceof ContractError) return err
+    throw err
+  }
+  throw new Error('expected a ContractError')
+}
+
+export async function expectCode(p: Promise<unknown> | (() => unknown), code: ErrorCode, message?: RegExp): Promise<ContractError> {
+  const err = await contractError(p)
+  expect(err.code).toBe(code)
+  if (message) expect(err.message).toMatch(message)
+  return err
+}
+
+export const GOOD_CARD = { number: '4242 4242 4242 4242', expMonth: 12, expYear: new Date().getUTCFullYear() + 2, cvc: '123', name: 'Bea Buyer' }
+export const DECLINED_CARD = { ...GOOD_CARD, number: '4000 0000 0000 0002' }
+
+/** The browser token of a checkout URL. */
+export const browserTokenOf = (url: string) => url.slice(url.lastIndexOf('/') + 1)

@@ -1,0 +1,325 @@
+/**
+ * Paying, declining, canceling and expiring checkouts on the test FerretDB: the settlement claim decides once
+ * (also under concurrency), the payment record's URI and CID, the outbox event written exactly once, recovery of
+ * interrupted settlements, and expiry by the sweep and lazily on reads.
+ */
+import { cidForCbor, TID } from '@atproto/common'
+import {
+  cancelCheckout,
+  finishSettlement,
+  getCheckout,
+  getPaymentStatus,
+  initiateCheckout,
+  payCheckout,
+  ProcessorRegistry,
+  STALE_PAYMENT_CLAIM_MS,
+  sweepCheckouts,
+  TestProcessor,
+  type ChargeRequest,
+  type PaymentProcessor,
+} from '../src'
+import { claimSettlement, expireCheckout, recordOutcome } from '../src/domain/settlement'
+import { authorizationFor, browserTokenOf, DECLINED_CARD, expectCode, GOOD_CARD, newDid, openDomain, productOf, SERVICE_DID, type TestDomain } from './helpers'
+
+/** The test processor, counting its charges. */
+class CountingProcessor implements PaymentProcessor {
+  readonly name = 'test'
+  readonly charges: ChargeRequest[] = []
+  private readonly inner = new TestProcessor()
+  delayMs = 0
+  async charge(req: ChargeRequest) {
+    this.charges.push(req)
+    if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs))
+    return this.inner.charge(req)
+  }
+}
+
+let t: TestDomain
+const processor = new CountingProcessor()
+const APP = 'did:web:settle-app.example.com'
+
+beforeAll(async () => {
+  t = await openDomain('payments_settlement', { processors: new ProcessorRegistry({ test: processor, live: null }) })
+})
+
+afterAll(async () => {
+  await t?.close()
+})
+
+async function start(fields: Parameters<typeof productOf>[1] = {}) {
+  const creator = newDid()
+  const started = await initiateCheckout(t.domain, {
+    appDid: APP,
+    product: productOf(creator, fields),
+    authorization: authorizationFor(creator, { serviceFee: { bps: 250, flatAmount: 30, flatCurrency: 'usd', passToBuyer: true } }),
+  })
+  return { ...started, creator, browser: browserTokenOf(started.url) }
+}
+
+const chargesOf = (checkoutId: string) => processor.charges.filter((c) => c.checkoutId === checkoutId).length
+
+describe('paying', () => {
+  test('4242… → completed, with the payment record (URI, DAG-CBOR CID) and one outbox event', async () => {
+    const c = await start({ amount: 1000, paymentType: 'tip' })
+    const view = await payCheckout(t.domain, c.browser, GOOD_CARD)
+    expect(view).toMatchObject({ id: c.checkoutId, status: 'completed', failureReason: null, total: 1055, buyerFee: 55 })
+    expect(view.ref?.uri).toMatch(new RegExp(`^at://${SERVICE_DID}/money\\.svc\\.payment\\.record/[a-z2-7]{13}$`))
+    expect(chargesOf(c.checkoutId)).toBe(1)
+    expect(processor.charges.at(-1)).toMatchObject({ amount: 1055, currency: 'usd', idempotencyKey: `checkout:${c.checkoutId}` })
+
+    // the status token now answers completed with the same ref
+    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'completed', ref: view.ref })
+
+    // the record: its CID is the CID of its DAG-CBOR encoding
+    const stored = await t.models.PaymentRecord.findOne({ checkoutId: c.checkoutId }).lean()
+    expect(stored).toMatchObject({ uri: view.ref!.uri, cid: view.ref!.cid, environment: 'test', appDid: APP, recipientDid: c.creator })
+    const record = JSON.parse(stored!.recordJson)
+    const settlement = await t.models.Settlement.findById(c.checkoutId).lean()
+    expect(record).toEqual({
+      $type: 'money.svc.payment.record',
+      app: APP,
+      recipient: c.creator,
+      paymentType: 'tip',
+      amount: 1000,
+      currency: 'usd',
+      serviceFee: 55,
+      buyerFee: 55,
+      appFee: 50,
+      total: 1055,
+      appOrderId: expect.any(String),
+      processor: 'test',
+      environment: 'test',
+      createdAt: settlement!.settledAt!.toISOString(),
+    })
+    const cid = await cidForCbor(record)
+    expect(cid.toString()).toBe(view.ref!.cid)
+    expect(cid.version).toBe(1)
+    expect(cid.code).toBe(0x71) // dag-cbor
+    expect(cid.multihash.code).toBe(0x12) // sha2-256
+    expect(view.ref!.uri.endsWith(`/${settlement!.recordTid}`)).toBe(true)
+
+    // exactly one event, even when finishSettlement runs again (also concurrently)
+    await finishSettlement(t.domain, c.checkoutId)
+    await Promise.all([finishSettlement(t.domain, c.checkoutId), finishSettlement(t.domain, c.checkoutId)])
+    const events = await t.models.Outbox.find({ key: `payment.completed:${c.checkoutId}` }).lean()
+    expect(events).toHaveLength(1)
+    expect(events[0]).toMatchObject({
+      type: 'payment.completed',
+      environment: 'test',
+      appDid: APP,
+      data: {
+        paymentUri: view.ref!.uri,
+        cid: view.ref!.cid,
+        appOrderId: record.appOrderId,
+        recipientDid: c.creator,
+        paymentType: 'tip',
+        amount: 1000,
+        currency: 'usd',
+        buyerFee: 55,
+        total: 1055,
+        completedAt: record.createdAt,
+      },
+    })
+    // no token in the event
+    const eventText = JSON.stringify(events[0])
+    expect(eventText).not.toContain(c.token.slice(9))
+    expect(eventText).not.toContain(c.browser.slice(9))
+    expect(await t.models.PaymentRecord.countDocuments({ checkoutId: c.checkoutId })).toBe(1)
+  })
+
+  test('single use: a completed checkout shows its state and never charges again', async () => {
+    const c = await start()
+    await payCheckout(t.domain, c.browser, GOOD_CARD)
+    await expectCode(payCheckout(t.domain, c.browser, GOOD_CARD), 'CheckoutClosed', /already paid or closed/)
+    await expectCode(cancelCheckout(t.domain, c.browser), 'CheckoutClosed')
+    expect(chargesOf(c.checkoutId)).toBe(1)
+    expect((await getCheckout(t.domain, c.browser)).status).toBe('completed')
+  })
+
+  test('a repeat initiate of a completed order returns the same token, which answers completed', async () => {
+    const creator = newDid()
+    const product = productOf(creator)
+    const auth = authorizationFor(creator)
+    const first = await initiateCheckout(t.domain, { appDid: APP, product, authorization: auth })
+    await payCheckout(t.domain, browserTokenOf(first.url), GOOD_CARD)
+    const again = await initiateCheckout(t.domain, { appDid: APP, product, authorization: auth })
+    expect(again).toEqual(first)
+    expect((await getPaymentStatus(t.domain, { token: again.token, appDid: APP })).status).toBe('completed')
+  })
+
+  test('a bad card form → InvalidRequest, nothing claimed, and the checkout stays payable', async () => {
+    const c = await start()
+    await expectCode(payCheckout(t.domain, c.browser, { ...GOOD_CARD, number: '4242 4242 4242 4241' }), 'InvalidRequest', /card number is invalid/)
+    await expectCode(payCheckout(t.domain, c.browser, { ...GOOD_CARD, expYear: 2020 }), 'InvalidRequest', /expired/)
+    await expectCode(payCheckout(t.domain, c.browser, { ...GOOD_CARD, cvc: 'x' }), 'InvalidRequest', /security code/)
+    expect(await t.models.Settlement.countDocuments({ _id: c.checkoutId })).toBe(0)
+    expect(chargesOf(c.checkoutId)).toBe(0)
+    expect((await payCheckout(t.domain, c.browser, GOOD_CARD)).status).toBe('completed')
+  })
+
+  test('a declined card → failed (declined) with the processor’s message; no record, no event; never charged again', async () => {
+    const c = await start()
+    const view = await payCheckout(t.domain, c.browser, DECLINED_CARD)
+    expect(view).toMatchObject({ status: 'failed', failureReason: 'declined', failureMessage: 'Your card was declined.', ref: null })
+    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null })
+    expect(await t.models.PaymentRecord.countDocuments({ checkoutId: c.checkoutId })).toBe(0)
+    expect(await t.models.Outbox.countDocuments({ key: `payment.completed:${c.checkoutId}` })).toBe(0)
+    await expectCode(payCheckout(t.domain, c.browser, GOOD_CARD), 'CheckoutClosed')
+    expect(chargesOf(c.checkoutId)).toBe(1)
+  })
+
+  test('another Luhn-valid number in test → declined, asking for a test card', async () => {
+    const c = await start()
+    const view = await payCheckout(t.domain, c.browser, { ...GOOD_CARD, number: '4012 8888 8888 1881' })
+    expect(view).toMatchObject({ status: 'failed', failureReason: 'declined', failureMessage: expect.stringMatching(/use a test card number/) })
+  })
+
+  test('a processor error → failed (processor_error)', async () => {
+    const c = await start()
+    const view = await payCheckout(t.domain, c.browser, { ...GOOD_CARD, number: '4000 0000 0000 0119' })
+    expect(view).toMatchObject({ status: 'failed', failureReason: 'processor_error' })
+  })
+
+  test('a processor that throws or does not answer in time → failed (processor_error), the message says no payment was made', async () => {
+    const broken: PaymentProcessor = { name: 'test', charge: async () => Promise.reject(new Error('socket hang up')) }
+    const hanging: PaymentProcessor = { name: 'test', charge: () => new Promise(() => undefined) }
+    for (const p of [broken, hanging]) {
+      const domain = { ...t.domain, processors: new ProcessorRegistry({ test: p, live: null }), processorTimeoutMs: 50 }
+      const c = await start()
+      const view = await payCheckout(domain, c.browser, GOOD_CARD)
+      expect(view).toMatchObject({ status: 'failed', failureReason: 'processor_error', failureMessage: expect.stringMatching(/No payment was made/) })
+    }
+  })
+})
+
+describe('canceling', () => {
+  test('the buyer cancels → failed (canceled); then closed', async () => {
+    const c = await start()
+    const view = await cancelCheckout(t.domain, c.browser)
+    expect(view).toMatchObject({ status: 'failed', failureReason: 'canceled', failureMessage: expect.stringMatching(/canceled/) })
+    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null })
+    await expectCode(cancelCheckout(t.domain, c.browser), 'CheckoutClosed')
+    await expectCode(payCheckout(t.domain, c.browser, GOOD_CARD), 'CheckoutClosed')
+    expect(chargesOf(c.checkoutId)).toBe(0)
+  })
+
+  test('unknown and malformed browser tokens', async () => {
+    await expectCode(cancelCheckout(t.domain, `cko_test_${'B'.repeat(43)}`), 'NotFound')
+    await expectCode(payCheckout(t.domain, 'nope', GOOD_CARD), 'InvalidToken')
+  })
+})
+
+describe('one settlement per checkout, under concurrency', () => {
+  test('pay and expiry at once: exactly one settlement, and the checkout ends as it says', async () => {
+    processor.delayMs = 20
+    try {
+      for (let i = 0; i < 6; i++) {
+        const c = await start()
+        const doc = (await t.models.Checkout.findById(c.checkoutId).lean())!
+        const [pay, expiry] = await Promise.allSettled([payCheckout(t.domain, c.browser, GOOD_CARD), expireCheckout(t.domain, doc as never)])
+        const settlements = await t.models.Settlement.find({ _id: c.checkoutId }).lean()
+        expect(settlements).toHaveLength(1)
+        const status = await getPaymentStatus(t.domain, { token: c.token, appDid: APP })
+        if (settlements[0]!.by === 'payment') {
+          expect(pay.status).toBe('fulfilled')
+          expect(status.status).toBe('completed')
+          expect(chargesOf(c.checkoutId)).toBe(1)
+        } else {
+          expect(settlements[0]!.by).toBe('expiry')
+          expect(expiry.status === 'fulfilled' && expiry.value).toBe('expired')
+          expect(pay.status).toBe('rejected')
+          expect((pay as PromiseRejectedResult).reason.code).toBe('CheckoutClosed')
+          expect(status).toEqual({ status: 'failed', ref: null })
+          expect(chargesOf(c.checkoutId)).toBe(0)
+        }
+      }
+    } finally {
+      processor.delayMs = 0
+    }
+  })
+
+  test('10 concurrent pays and cancels: one winner, at most one charge, one record at most', async () => {
+    const c = await start()
+    const attempts = Array.from({ length: 10 }, (_, i) => (i % 3 === 2 ? cancelCheckout(t.domain, c.browser) : payCheckout(t.domain, c.browser, GOOD_CARD)))
+    const settled = await Promise.allSettled(attempts)
+    const won = settled.filter((s) => s.status === 'fulfilled')
+    expect(won).toHaveLength(1)
+    for (const s of settled.filter((s) => s.status === 'rejected')) expect((s as PromiseRejectedResult).reason.code).toBe('CheckoutClosed')
+    expect(await t.models.Settlement.countDocuments({ _id: c.checkoutId })).toBe(1)
+    expect(chargesOf(c.checkoutId)).toBeLessThanOrEqual(1)
+    expect(await t.models.PaymentRecord.countDocuments({ checkoutId: c.checkoutId })).toBe(chargesOf(c.checkoutId))
+    expect(await t.models.Outbox.countDocuments({ key: `payment.completed:${c.checkoutId}` })).toBe(chargesOf(c.checkoutId))
+  })
+})
+
+describe('expiry', () => {
+  test('the sweep expires pending checkouts past expiresAt (failed, expired) and leaves the others', async () => {
+    const due = await start()
+    t.clock.advance(60 * 60 * 1000)
+    const fresh = await start()
+    t.clock.advance(23 * 60 * 60 * 1000 + 1000) // `due` is past 24 h, `fresh` is not
+    const result = await sweepCheckouts(t.domain)
+    expect(result.expired).toBeGreaterThanOrEqual(1)
+    expect(await getPaymentStatus(t.domain, { token: due.token, appDid: APP })).toEqual({ status: 'failed', ref: null })
+    expect(await getCheckout(t.domain, due.browser)).toMatchObject({ status: 'failed', failureReason: 'expired', failureMessage: expect.stringMatching(/expired/) })
+    expect((await getPaymentStatus(t.domain, { token: fresh.token, appDid: APP })).status).toBe('pending')
+    // a second sweep finds nothing more to do for `due`
+    await sweepCheckouts(t.domain)
+    expect(await t.models.Settlement.countDocuments({ _id: due.checkoutId })).toBe(1)
+    await expectCode(payCheckout(t.domain, due.browser, GOOD_CARD), 'CheckoutClosed')
+  })
+
+  test('without the sweep, a read expires it: the status poll ends', async () => {
+    const c = await start()
+    t.clock.advance(24 * 60 * 60 * 1000)
+    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null })
+    expect((await t.models.Settlement.findById(c.checkoutId).lean())?.by).toBe('expiry')
+  })
+
+  test('the page of an expired checkout shows it expired; paying it is CheckoutClosed, and nothing is charged', async () => {
+    const c = await start()
+    t.clock.advance(24 * 60 * 60 * 1000 + 1)
+    await expectCode(payCheckout(t.domain, c.browser, GOOD_CARD), 'CheckoutClosed')
+    expect(await getCheckout(t.domain, c.browser)).toMatchObject({ status: 'failed', failureReason: 'expired' })
+    expect(chargesOf(c.checkoutId)).toBe(0)
+  })
+})
+
+describe('recovery of interrupted settlements', () => {
+  /** A payment claim whose outcome was recorded, and then the process died before finishing. */
+  async function interrupted(outcome: Parameters<typeof recordOutcome>[2] | null, recordTid = TID.nextStr()) {
+    const c = await start()
+    const doc = (await t.models.Checkout.findById(c.checkoutId).lean())!
+    expect(await claimSettlement(t.domain, doc as never, 'payment', { processor: 'test', recordTid })).toBe(true)
+    await t.models.Checkout.updateOne({ _id: c.checkoutId }, { $set: { status: 'processing' } })
+    if (outcome) await recordOutcome(t.domain, c.checkoutId, outcome)
+    return c
+  }
+
+  test('a status read finishes a processing checkout whose outcome is known', async () => {
+    const c = await interrupted({ ok: true, chargeId: 'ch_x' }, '3lbxhbpvnum2k')
+    const status = await getPaymentStatus(t.domain, { token: c.token, appDid: APP })
+    expect(status.status).toBe('completed')
+    expect(status.ref?.uri).toBe(`at://${SERVICE_DID}/money.svc.payment.record/3lbxhbpvnum2k`)
+    expect(await t.models.Outbox.countDocuments({ key: `payment.completed:${c.checkoutId}` })).toBe(1)
+  })
+
+  test('the checkout page read and the sweep finish them too', async () => {
+    const a = await interrupted({ ok: false, reason: 'declined', code: 'card_declined', message: 'Your card was declined.' })
+    expect(await getCheckout(t.domain, a.browser)).toMatchObject({ status: 'failed', failureReason: 'declined' })
+    const b = await interrupted({ ok: true, chargeId: 'ch_y' })
+    const result = await sweepCheckouts(t.domain)
+    expect(result.recovered).toBeGreaterThanOrEqual(1)
+    expect((await getPaymentStatus(t.domain, { token: b.token, appDid: APP })).status).toBe('completed')
+  })
+
+  test('a processing checkout whose processor call never reported stays processing, then fails as processor_error once stale', async () => {
+    const c = await interrupted(null)
+    await sweepCheckouts(t.domain)
+    expect((await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).status).toBe('processing')
+    await expectCode(payCheckout(t.domain, c.browser, GOOD_CARD), 'CheckoutClosed')
+    t.clock.advance(STALE_PAYMENT_CLAIM_MS + 1000)
+    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null })
+    expect(await getCheckout(t.domain, c.browser)).toMatchObject({ failureReason: 'processor_error' })
+  })
+})

@@ -1,0 +1,53 @@
+/** The service's periodic sweep expires abandoned checkouts without any read of them. */
+import { randomBytes } from 'node:crypto'
+import pino from 'pino'
+import { CONTEXT_HEADER, signContext } from '@svc/internal-context'
+import { isolate } from '@svc/testing/src/isolation'
+import { startPaymentsService, type PaymentsModels } from '../src'
+import { authorizationFor, newDid, productOf } from './helpers'
+
+const secret = randomBytes(32).toString('hex')
+const APP = 'did:web:sweep-app.example.com'
+let payments: { url: string; models: PaymentsModels; stop(): Promise<void> }
+
+beforeAll(async () => {
+  payments = await startPaymentsService({
+    mongoUrl: isolate('payments_sweeper').mongoUrl,
+    contextSecret: secret,
+    host: '127.0.0.1',
+    port: 0,
+    logger: pino({ level: 'silent' }),
+    serviceDid: 'did:web:svc.test',
+    checkoutUrl: 'http://checkout.test',
+    tokenSecret: randomBytes(32).toString('hex'),
+    checkoutExpirySeconds: 1,
+    liveProcessor: 'none',
+    sweepIntervalMs: 100,
+  })
+})
+
+afterAll(async () => {
+  await payments?.models.Checkout.db.dropDatabase().catch(() => undefined)
+  await payments?.stop()
+})
+
+test('a checkout past its expiry is failed (expired) by the sweep alone', async () => {
+  const creator = newDid()
+  const res = await fetch(payments.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', [CONTEXT_HEADER]: signContext(secret, { principal: { kind: 'app', appDid: APP }, requestId: 'req-sweep' }) },
+    body: JSON.stringify({
+      query: 'mutation($product: String!, $authorization: CheckoutAuthorizationInput!) { initiateCheckout(product: $product, authorization: $authorization) { checkoutId } }',
+      variables: { product: productOf(creator), authorization: authorizationFor(creator) },
+    }),
+  })
+  const { checkoutId } = ((await res.json()) as { data: { initiateCheckout: { checkoutId: string } } }).data.initiateCheckout
+  const deadline = Date.now() + 10_000
+  let doc = await payments.models.Checkout.findById(checkoutId).lean()
+  while (doc?.status === 'pending' && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100))
+    doc = await payments.models.Checkout.findById(checkoutId).lean()
+  }
+  expect(doc).toMatchObject({ status: 'failed', failureReason: 'expired' })
+  expect((await payments.models.Settlement.findById(checkoutId).lean())?.by).toBe('expiry')
+})
