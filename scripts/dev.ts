@@ -54,11 +54,13 @@ async function main() {
   console.log(`
 dev: the service is up (Ctrl-C stops everything)
   XRPC API          ${config.baseUrl}/xrpc/{nsid}        e.g. ${config.baseUrl}/xrpc/_health
-  checkout host     ${config.checkoutUrl}               developer routes under /api/…
+  checkout host     ${config.checkoutUrl}               hosted checkout /checkout/<token>, developer routes /api/…
+  creator dashboard ${config.dashboardUrl}     (sign in with: npm run operator:actors -- dashboard-link --did <did> --env test)
   GraphQL gateway   http://${config.host}:${config.ports.gateway}/graphql   (GraphiQL: http://${config.host}:${config.ports.gateway}/graphiql,
                     header Authorization: Bearer <OPERATOR_TOKEN>; dev default in packages/config)
   apps subgraph     ${config.subgraphs.apps}  (internal: refuses calls not signed by the gateway)
   actors subgraph   ${config.subgraphs.actors}  (internal, likewise)
+  payments subgraph ${config.subgraphs.payments}  (internal, likewise)
 Next: npm run operator -- quickstart
       npm run operator:actors -- create-creator --did <did> --env test --payout-status ready
 `)

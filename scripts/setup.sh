@@ -2,7 +2,9 @@
 # Makes this machine ready to run the service and its tests:
 #   - node_modules (npm ci) when missing,
 #   - FerretDB 1.24.2 built with Go into a cache folder outside the repo, once per machine,
-#   - a reachable Redis (the machine's, or a local redis-server started on 127.0.0.1:6379).
+#   - a reachable Redis (the machine's, or a local redis-server started on 127.0.0.1:6379),
+#   - with --with-browser (the test command): Debian's Chromium for the browser tests, installed with apt-get
+#     when missing (CHROMIUM_PATH, default /usr/bin/chromium).
 # Idempotent and quiet when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +30,14 @@ install_dependencies() {
   rm -f "$log"
   return 1
 }
+
+WITH_BROWSER=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-browser) WITH_BROWSER=1 ;;
+    *) echo "setup: unknown option $arg"; exit 2 ;;
+  esac
+done
 
 if [ ! -d node_modules ]; then
   install_dependencies
@@ -58,5 +68,17 @@ if [ -z "${REDIS_URL:-}" ]; then
     echo "setup: starting redis-server on 127.0.0.1:6379"
     redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --maxmemory-policy noeviction >/dev/null
     for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null && break; sleep 0.1; done
+  fi
+fi
+
+CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}"
+if [ "$WITH_BROWSER" = 1 ] && [ ! -x "$CHROMIUM_PATH" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing Debian's chromium for the browser tests (once per machine)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y --no-install-recommends chromium >/dev/null || { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; }
+  else
+    echo "setup: the browser tests need Chromium at $CHROMIUM_PATH: sudo apt-get install chromium (or set CHROMIUM_PATH)"
+    exit 1
   fi
 fi

@@ -24,7 +24,7 @@ function deployableWorkspaces(): { name: string; dir: string }[] {
 
 describe('docker-compose.yml', () => {
   test('finds the deployable workspaces (guards the check below against finding none)', () => {
-    expect(deployableWorkspaces().map((w) => w.name).sort()).toEqual(expect.arrayContaining(['@svc/apps', '@svc/actors', '@svc/gateway', '@svc/xrpc-adapter']))
+    expect(deployableWorkspaces().map((w) => w.name).sort()).toEqual(expect.arrayContaining(['@svc/apps', '@svc/actors', '@svc/payments', '@svc/gateway', '@svc/xrpc-adapter']))
   })
 
   test.each(deployableWorkspaces())('runs $name', ({ name, dir }) => {
@@ -32,7 +32,7 @@ describe('docker-compose.yml', () => {
     expect(service).toBeDefined()
     const startScript = (JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start
     expect(startScript).toBe('tsx src/main.ts')
-    for (const key of ['MONGO_URL', 'REDIS_URL', 'SERVICE_DID', 'INTERNAL_CONTEXT_SECRET', 'ADAPTER_GATEWAY_TOKEN', 'OPERATOR_TOKEN', 'NODE_ENV']) {
+    for (const key of ['MONGO_URL', 'REDIS_URL', 'SERVICE_DID', 'INTERNAL_CONTEXT_SECRET', 'ADAPTER_GATEWAY_TOKEN', 'OPERATOR_TOKEN', 'PAYMENT_TOKEN_SECRET', 'NODE_ENV']) {
       expect(service?.environment).toHaveProperty(key)
     }
     expect(service?.environment?.NODE_ENV).toBe('production')
@@ -52,5 +52,6 @@ describe('docker-compose.yml', () => {
     expect(env.GATEWAY_URL).toBe('http://gateway:4100/graphql')
     expect(compose.services.gateway?.environment?.APPS_SUBGRAPH_URL).toBe('http://apps:4201/graphql')
     expect(compose.services.gateway?.environment?.ACTORS_SUBGRAPH_URL).toBe('http://actors:4202/graphql')
+    expect(compose.services.gateway?.environment?.PAYMENTS_SUBGRAPH_URL).toBe('http://payments:4203/graphql')
   })
 })

@@ -9,6 +9,7 @@ async function main() {
     services: [
       { name: 'apps', url: config.subgraphs.apps },
       { name: 'actors', url: config.subgraphs.actors },
+      { name: 'payments', url: config.subgraphs.payments },
     ],
     secrets: config.secrets,
     graphiql: config.graphiql,

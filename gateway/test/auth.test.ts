@@ -106,7 +106,7 @@ describe('accepted callers', () => {
   test('/health answers 200 without credentials', async () => {
     const res = await fetch(`${fx.baseUrl}/health`)
     expect(res.status).toBe(200)
-    expect(await res.json()).toEqual({ ok: true, services: ['apps'] })
+    expect(await res.json()).toEqual({ ok: true, services: ['apps', 'actors'] })
   })
 })
 

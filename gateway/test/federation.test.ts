@@ -8,6 +8,7 @@ import gql from 'graphql-tag'
 import pino from 'pino'
 import mongoose from 'mongoose'
 import type { FastifyInstance } from 'fastify'
+import { startActorsService } from '@svc/actors'
 import { connectApps, registerApp, startAppsService, type AppsModels } from '@svc/apps'
 import { startSubgraph, type RunningSubgraph, type SubgraphContext } from '@svc/subgraph-server'
 import { isolate } from '@svc/testing'
@@ -58,6 +59,7 @@ let featured: RunningSubgraph
 let gateway: FastifyInstance
 let gatewayUrl: string
 let conn: mongoose.Connection
+let actors: RunningSubgraph | undefined
 let models: AppsModels
 
 async function asOperator(query: string): Promise<{ status: number; body: { data?: unknown; errors?: { message: string; extensions?: Record<string, unknown> }[] } }> {
@@ -78,7 +80,10 @@ beforeAll(async () => {
     port: 0,
     logger,
     allowLoopbackWebhooksInTest: false,
+    dashboardUrl: 'http://127.0.0.1:1/dashboard',
   })
+  // the apps schema references the actors' ActorProfile entity, so the actors subgraph is composed too
+  actors = await startActorsService({ mongoUrl: iso.mongoUrl, contextSecret: secrets.internalContext, host: '127.0.0.1', port: 0, logger })
   featured = await startSubgraph<SubgraphContext>({
     name: 'featured',
     typeDefs: featuredTypeDefs,
@@ -91,6 +96,7 @@ beforeAll(async () => {
   gateway = await buildGateway({
     services: [
       { name: 'apps', url: apps.url },
+      { name: 'actors', url: actors.url },
       { name: 'featured', url: featured.url },
     ],
     secrets,
@@ -106,6 +112,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway?.close()
   await featured?.stop()
+  await actors?.stop()
   await apps?.stop()
   await conn?.dropDatabase().catch(() => undefined)
   await conn?.close()

@@ -1,7 +1,12 @@
-/** A real apps subgraph on its own test database, behind the real gateway, on loopback ports. */
+/**
+ * The real apps subgraph on its own test database, behind the real gateway, on loopback ports; with the actors
+ * subgraph beside it, because the apps schema references the actors' ActorProfile entity (a federated schema that
+ * extends a type needs the subgraph that owns it).
+ */
 import { randomBytes } from 'node:crypto'
 import pino from 'pino'
 import type { FastifyInstance } from 'fastify'
+import { startActorsService } from '@svc/actors'
 import { startAppsService, type AppsModels } from '@svc/apps'
 import type { RunningSubgraph } from '@svc/subgraph-server'
 import { isolate } from '@svc/testing'
@@ -43,9 +48,11 @@ export async function startGatewayWithApps(label: string, extra: { name: string;
     port: 0,
     logger: testLogger,
     allowLoopbackWebhooksInTest: false,
+    dashboardUrl: 'http://127.0.0.1:1/dashboard',
   })
+  const actors = await startActorsService({ mongoUrl: iso.mongoUrl, contextSecret: secrets.internalContext, host: '127.0.0.1', port: 0, logger: testLogger })
   const gateway = await buildGateway({
-    services: [{ name: 'apps', url: apps.url }, ...extra],
+    services: [{ name: 'apps', url: apps.url }, { name: 'actors', url: actors.url }, ...extra],
     secrets,
     graphiql: false,
     logger: testLogger,
@@ -63,6 +70,7 @@ export async function startGatewayWithApps(label: string, extra: { name: string;
       await gateway.close()
       await apps.models.App.db.dropDatabase().catch(() => undefined)
       await apps.stop()
+      await actors.stop()
     },
   }
 }

@@ -84,12 +84,13 @@ export async function startComponents(
 /** The components of the service, in start order, for a configuration's ports. */
 export function serviceComponents(cfg: {
   host: string
-  ports: { appsSubgraph: number; actorsSubgraph: number; gateway: number; api: number; checkout: number }
+  ports: { appsSubgraph: number; actorsSubgraph: number; paymentsSubgraph: number; gateway: number; api: number; checkout: number }
 }): Component[] {
   const at = (port: number, path: string) => `http://${cfg.host}:${port}${path}`
   return [
     { name: 'apps', entry: 'services/apps/src/main.ts', readyUrl: at(cfg.ports.appsSubgraph, '/graphql') },
     { name: 'actors', entry: 'services/actors/src/main.ts', readyUrl: at(cfg.ports.actorsSubgraph, '/graphql') },
+    { name: 'payments', entry: 'services/payments/src/main.ts', readyUrl: at(cfg.ports.paymentsSubgraph, '/graphql') },
     { name: 'gateway', entry: 'gateway/src/main.ts', readyUrl: at(cfg.ports.gateway, '/health') },
     { name: 'xrpc-adapter', entry: 'xrpc-adapter/src/main.ts', readyUrl: at(cfg.ports.checkout, '/health') },
   ]

@@ -1,6 +1,7 @@
 import pino from 'pino'
 import Redis from 'ioredis'
 import { loadConfig, loggerOptions } from '@svc/config'
+import { createDashboardSessions } from '@svc/dashboard-session'
 import { createServiceAuthVerifier } from '@svc/service-auth'
 import { createGatewayClient } from './gateway-client'
 import { buildApiServer, buildCheckoutServer } from './server'
@@ -17,7 +18,8 @@ async function main() {
     replayKeyPrefix: `${config.redisPrefix}jti:`,
     allowInsecureDidWeb: config.allowInsecureDidWeb,
   })
-  const deps = { logger, gateway, serviceAuth }
+  const dashboardSessions = createDashboardSessions({ redis, prefix: `${config.redisPrefix}dash:` })
+  const deps = { logger, gateway, serviceAuth, dashboardSessions, checkoutUrl: config.checkoutUrl }
   const api = await buildApiServer(deps)
   const checkout = await buildCheckoutServer(deps)
   await api.listen({ host: config.host, port: config.ports.api })

@@ -1,13 +1,16 @@
 /**
  * The adapter serves two hosts: {base_url} with `/xrpc/*` for app backends (service-auth only), and
- * {checkout_url} with the developer utility routes (restricted API keys only) and, later, the hosted
- * pages. Both put `Svc-Request-Id` on every response and log with that id.
+ * {checkout_url} with the developer utility routes (restricted API keys only), the hosted checkout pages
+ * (/checkout/<browser token>) and the creators' dashboard (/dashboard, session cookie only). Both put `Svc-Request-Id` on every response and log with that id.
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
+import type { DashboardSessions } from '@svc/dashboard-session'
 import type { ServiceAuthVerifier } from '@svc/service-auth'
 import { appServiceAuth } from './auth/service-auth'
+import { checkoutPagesPlugin } from './checkout/plugin'
+import { dashboardPlugin } from './dashboard/plugin'
 import { developerConfigRoute } from './developer/config-route'
 import { requestLogPlugin } from './developer/request-log'
 import type { GatewayClient } from './gateway-client'
@@ -23,11 +26,30 @@ export interface AdapterDeps {
   serviceAuth: ServiceAuthVerifier
   methods?: ReadonlyMap<string, MethodRoute>
   bodyLimit?: number
+  /** creators' dashboard sessions (the checkout host's /dashboard pages) */
+  dashboardSessions: DashboardSessions
+  /** the public {checkout_url}: https there makes the dashboard cookie Secure */
+  checkoutUrl: string
 }
+
+/**
+ * Capabilities travel in some paths (browser checkout tokens, dashboard sign-in links): request logs show the
+ * path with them masked, never the secret.
+ */
+export function redactPath(url: string): string {
+  return url.replace(/\b(cko|pst|dsl|dss)_(test_|live_)?[A-Za-z0-9_-]{8,}/g, '$1_$2[redacted]')
+}
+
+const requestSerializer = (req: { method?: string; url?: string; hostname?: string; ip?: string; id?: string }) => ({
+  method: req.method,
+  url: redactPath(req.url ?? ''),
+  hostname: req.hostname,
+  remoteAddress: req.ip,
+})
 
 function baseServer(deps: AdapterDeps, name: string): FastifyInstance {
   const app = Fastify({
-    loggerInstance: deps.logger.child({ host: name }) as FastifyBaseLogger,
+    loggerInstance: deps.logger.child({ host: name }, { serializers: { req: requestSerializer } }) as FastifyBaseLogger,
     genReqId: () => `req_${randomUUID().replace(/-/g, '')}`,
     bodyLimit: deps.bodyLimit ?? 256 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
@@ -56,5 +78,11 @@ export async function buildCheckoutServer(deps: AdapterDeps): Promise<FastifyIns
   await app.register(requestLogPlugin, { gateway: deps.gateway })
   app.get('/health', async () => ({ ok: true }))
   await app.register(developerConfigRoute, { gateway: deps.gateway })
+  await app.register(checkoutPagesPlugin, { gateway: deps.gateway })
+  await app.register(dashboardPlugin, {
+    gateway: deps.gateway,
+    sessions: deps.dashboardSessions,
+    secureCookies: new URL(deps.checkoutUrl).protocol === 'https:',
+  })
   return app
 }

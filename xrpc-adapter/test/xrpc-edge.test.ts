@@ -66,10 +66,10 @@ describe('NSIDs that are not served', () => {
     expectError(anonymous, 501, 'MethodNotImplemented', /retired/)
   })
 
-  it('a planned method called correctly (network.svc.payment.status with a token) is 501 MethodNotImplemented', async () => {
-    const nsid = 'network.svc.payment.status'
-    const res = await xrpcGet(stack, nsid, { token: 'st_abc' }, bearer(await app.jwt(nsid)))
-    expectError(res, 501, 'MethodNotImplemented', /network\.svc\.payment\.status/)
+  it('a planned query called correctly (money.svc.payment.listSubscriptions) is 501 MethodNotImplemented', async () => {
+    const nsid = 'money.svc.payment.listSubscriptions'
+    const res = await xrpcGet(stack, nsid, {}, bearer(await app.jwt(nsid)))
+    expectError(res, 501, 'MethodNotImplemented', /money\.svc\.payment\.listSubscriptions/)
   })
 
   it('a planned procedure called correctly (tickets.svc.checkInTicket) is 501 MethodNotImplemented', async () => {
@@ -79,7 +79,7 @@ describe('NSIDs that are not served', () => {
   })
 
   it('a planned method with the wrong verb is still 400 InvalidRequest', async () => {
-    const nsid = 'network.svc.payment.status'
+    const nsid = 'money.svc.payment.listSubscriptions'
     const res = await xrpcPost(stack, nsid, {}, bearer(await app.jwt(nsid)))
     expectError(res, 400, 'InvalidRequest')
   })

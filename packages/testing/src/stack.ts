@@ -1,5 +1,5 @@
 /**
- * The whole service in one test process, on loopback ports: the apps and actors subgraphs on the test
+ * The whole service in one test process, on loopback ports: the apps, actors and payments subgraphs on the test
  * FerretDB (one database of the stack's own), the mercurius gateway composing both, and the XRPC adapter's two hosts, with Redis under the test
  * file's own key prefix. Real HTTP between every piece.
  */
@@ -8,9 +8,12 @@ import pino from 'pino'
 import { randomBytes } from 'node:crypto'
 import { connectActors, startActorsService, upsertActor, type ActorsModels, type ActorView, type PayoutStatus } from '@svc/actors'
 import { connectApps, registerApp, issueApiKey, startAppsService, type AppsModels } from '@svc/apps'
+import { connectPayments, startPaymentsService, type PaymentsModels } from '@svc/payments'
 import { buildGateway } from '@svc/gateway'
 import { buildApiServer, buildCheckoutServer, createGatewayClient } from '@svc/xrpc-adapter'
+import { createDashboardSessions, DASHBOARD_COOKIE } from '@svc/dashboard-session'
 import { createServiceAuthVerifier, generateDidKeyKeypair, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
+import { freePort } from './ferretdb'
 import { isolate } from './isolation'
 
 export interface TestStack {
@@ -21,16 +24,26 @@ export interface TestStack {
   gatewayUrl: string
   appsSubgraphUrl: string
   actorsSubgraphUrl: string
+  paymentsSubgraphUrl: string
   serviceDid: string
-  secrets: { internalContext: string; adapterGatewayToken: string; operatorToken: string }
+  secrets: { internalContext: string; adapterGatewayToken: string; operatorToken: string; paymentTokens: string }
   models: AppsModels
   /** the actors subgraph's models, on the same database */
   actors: ActorsModels
+  /** the payments subgraph's models, on the same database */
+  payments: PaymentsModels
   redis: Redis
+  /** the stack's Redis URL and key prefix (what REDIS_URL and REDIS_PREFIX would be for a process of this stack) */
+  redisUrl: string
+  redisPrefix: string
   /** registers a fresh did:key app for an environment and returns what a developer would hold */
   newApp(opts?: { environments?: ('test' | 'live')[]; alg?: ServiceJwtAlg; appUrl?: string }): Promise<TestApp>
   /** creates an actor (a fresh did:plc-style DID unless given) in one environment; a creator, payout status onboarding-required unless given */
   newActor(opts: NewActorOptions): Promise<ActorView>
+  /** a single-use dashboard sign-in link for an actor (what the operator command prints) */
+  dashboardLoginUrl(actorDid: string, environment: 'test' | 'live'): Promise<string>
+  /** a signed-in dashboard session for an actor, as a `Cookie` header value */
+  dashboardCookie(actorDid: string, environment: 'test' | 'live'): Promise<string>
   stop(): Promise<void>
 }
 
@@ -49,18 +62,26 @@ export interface TestApp {
   apiKey(environment: 'test' | 'live', permissions?: string[]): Promise<string>
 }
 
-export async function startStack(
-  label: string,
-  opts: { allowLoopbackWebhooks?: boolean; methods?: Parameters<typeof buildApiServer>[0]['methods'] } = {},
-): Promise<TestStack> {
+export interface StackOptions {
+  allowLoopbackWebhooks?: boolean
+  methods?: Parameters<typeof buildApiServer>[0]['methods']
+  /** seconds before an abandoned checkout expires (default 24 h) */
+  checkoutExpirySeconds?: number
+}
+
+export async function startStack(label: string, opts: StackOptions = {}): Promise<TestStack> {
   const iso = isolate(label)
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
   const secrets = {
     internalContext: randomBytes(32).toString('hex'),
     adapterGatewayToken: randomBytes(32).toString('hex'),
     operatorToken: randomBytes(32).toString('hex'),
+    paymentTokens: randomBytes(32).toString('hex'),
   }
   const serviceDid = 'did:web:svc.test'
+  // The adapter's two hosts get their ports first: the subgraphs hand out URLs on them (checkout, dashboard).
+  const [apiPort, checkoutPort] = [await freePort(), await freePort()]
+  const checkoutUrl = `http://127.0.0.1:${checkoutPort}`
   const apps = await startAppsService({
     mongoUrl: iso.mongoUrl,
     contextSecret: secrets.internalContext,
@@ -68,12 +89,27 @@ export async function startStack(
     port: 0,
     logger,
     allowLoopbackWebhooksInTest: opts.allowLoopbackWebhooks ?? false,
+    dashboardUrl: `${checkoutUrl}/dashboard`,
   })
   const actors = await startActorsService({ mongoUrl: iso.mongoUrl, contextSecret: secrets.internalContext, host: '127.0.0.1', port: 0, logger })
+  const payments = await startPaymentsService({
+    mongoUrl: iso.mongoUrl,
+    contextSecret: secrets.internalContext,
+    host: '127.0.0.1',
+    port: 0,
+    logger,
+    serviceDid,
+    checkoutUrl,
+    tokenSecret: secrets.paymentTokens,
+    checkoutExpirySeconds: opts.checkoutExpirySeconds ?? 24 * 3600,
+    liveProcessor: 'none',
+    sweepIntervalMs: 0,
+  })
   const gateway = await buildGateway({
     services: [
       { name: 'apps', url: apps.url },
       { name: 'actors', url: actors.url },
+      { name: 'payments', url: payments.url },
     ],
     secrets,
     graphiql: false,
@@ -84,26 +120,32 @@ export async function startStack(
   const redis = new Redis(iso.redisUrl, { lazyConnect: false })
   const gatewayClient = createGatewayClient({ url: gatewayUrl, token: secrets.adapterGatewayToken })
   const serviceAuth = createServiceAuthVerifier({ serviceDid, plcUrl: 'http://127.0.0.1:1', redis, replayKeyPrefix: `${iso.redisPrefix}jti:` })
-  const api = await buildApiServer({ logger, gateway: gatewayClient, serviceAuth, methods: opts.methods })
-  const checkout = await buildCheckoutServer({ logger, gateway: gatewayClient, serviceAuth })
-  await api.listen({ host: '127.0.0.1', port: 0 })
-  await checkout.listen({ host: '127.0.0.1', port: 0 })
-  const portOf = (s: typeof api) => (s.server.address() as { port: number }).port
+  const dashboardSessions = createDashboardSessions({ redis, prefix: `${iso.redisPrefix}dash:` })
+  const deps = { logger, gateway: gatewayClient, serviceAuth, methods: opts.methods, dashboardSessions, checkoutUrl }
+  const api = await buildApiServer(deps)
+  const checkout = await buildCheckoutServer(deps)
+  await api.listen({ host: '127.0.0.1', port: apiPort })
+  await checkout.listen({ host: '127.0.0.1', port: checkoutPort })
   const { conn, models } = await connectApps(iso.mongoUrl)
   const actorsDb = await connectActors(iso.mongoUrl)
+  const paymentsDb = await connectPayments(iso.mongoUrl)
 
   return {
     mongoUrl: iso.mongoUrl,
-    apiUrl: `http://127.0.0.1:${portOf(api)}`,
-    checkoutUrl: `http://127.0.0.1:${portOf(checkout)}`,
+    apiUrl: `http://127.0.0.1:${apiPort}`,
+    checkoutUrl,
     gatewayUrl,
     appsSubgraphUrl: apps.url,
     actorsSubgraphUrl: actors.url,
+    paymentsSubgraphUrl: payments.url,
     serviceDid,
     secrets,
     models,
     actors: actorsDb.models,
+    payments: paymentsDb.models,
     redis,
+    redisUrl: iso.redisUrl,
+    redisPrefix: iso.redisPrefix,
     async newApp(o = {}) {
       const { did, keypair } = await generateDidKeyKeypair(o.alg ?? 'ES256K')
       for (const environment of o.environments ?? ['test']) {
@@ -114,6 +156,14 @@ export async function startStack(
         jwt: (lxm, j = {}) => mintServiceJwt({ keypair, iss: did, aud: j.aud ?? serviceDid, lxm, expiresInSeconds: j.expiresInSeconds }),
         apiKey: async (environment, permissions = ['app.config.read']) => (await issueApiKey(models, { appDid: did, environment, permissions })).key,
       }
+    },
+    async dashboardLoginUrl(actorDid, environment) {
+      const { token } = await dashboardSessions.issueLoginLink({ actorDid, environment })
+      return `${checkoutUrl}/dashboard/login/${token}`
+    },
+    async dashboardCookie(actorDid, environment) {
+      const { cookie } = await dashboardSessions.createSession({ actorDid, environment })
+      return `${DASHBOARD_COOKIE}=${cookie}`
     },
     newActor: (o) =>
       upsertActor(actorsDb.models, {
@@ -130,7 +180,9 @@ export async function startStack(
       await gateway.close()
       await apps.stop()
       await actors.stop()
+      await payments.stop()
       await actorsDb.conn.close()
+      await paymentsDb.conn.close()
       await conn.dropDatabase().catch(() => undefined)
       await conn.close()
       const keys = await redis.keys(`${iso.redisPrefix}*`)

@@ -8,7 +8,14 @@
 import { getPayoutStatus } from './money.svc.actor.getPayoutStatus'
 import { getProfile } from './money.svc.actor.getProfile'
 import { getConfig } from './money.svc.app.getConfig'
+import { getRecipientApproval } from './money.svc.app.getRecipientApproval'
+import { requestRecipientApproval } from './money.svc.app.requestRecipientApproval'
 import { updateConfig } from './money.svc.app.updateConfig'
+import { registerAppLink } from './money.svc.catalog.registerAppLink'
+import { declineRecord } from './money.svc.payment.declineRecord'
+import { registerCreatorProof } from './money.svc.payment.registerCreatorProof'
+import { initiate } from './network.svc.payment.initiate'
+import { status } from './network.svc.payment.status'
 import type { MethodRoute } from './types'
 
 const planned = (nsid: string, planned: string): MethodRoute => ({ nsid, planned })
@@ -18,13 +25,13 @@ const routes: MethodRoute[] = [
   updateConfig,
   getPayoutStatus,
   getProfile,
-  planned('money.svc.app.requestRecipientApproval', 'creator approvals (apps subgraph, payments issue)'),
-  planned('money.svc.app.getRecipientApproval', 'creator approvals (apps subgraph, payments issue)'),
-  planned('network.svc.payment.initiate', 'payments subgraph (payments issue)'),
-  planned('network.svc.payment.status', 'payments subgraph (payments issue)'),
-  planned('money.svc.payment.registerCreatorProof', 'payments subgraph (payments issue)'),
-  planned('money.svc.payment.declineRecord', 'payments subgraph (payments issue)'),
-  planned('money.svc.catalog.registerAppLink', 'payments subgraph (payments issue)'),
+  requestRecipientApproval,
+  getRecipientApproval,
+  initiate,
+  status,
+  registerCreatorProof,
+  declineRecord,
+  registerAppLink,
   planned('money.svc.payment.listSubscriptions', 'billing subgraph'),
   planned('money.svc.payment.cancelSubscription', 'billing subgraph'),
   planned('money.svc.billing.requestVendorMigrationBatch', 'billing subgraph'),

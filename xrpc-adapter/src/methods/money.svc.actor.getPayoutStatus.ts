@@ -1,3 +1,4 @@
+import { APP_ACCESS_ERRORS } from './app-access'
 import { ContractError } from '@svc/errors'
 import type { GatewayMethod } from './types'
 
@@ -25,5 +26,5 @@ export const getPayoutStatus: GatewayMethod<{ appAccess: { payoutStatus: PayoutS
   },
   variables: ({ params }) => ({ environment: params.environment ?? null, actor: params.actor }),
   output: ({ appAccess: { payoutStatus: p } }) => ({ actor: p.actor, payable: p.payable, status: p.status }),
-  errors: { AppNotRegistered: 'AppUnauthorized', AppEnvironmentNotConfigured: 'AppUnauthorized' },
+  errors: APP_ACCESS_ERRORS,
 }

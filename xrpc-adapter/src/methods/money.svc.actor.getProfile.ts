@@ -1,3 +1,4 @@
+import { APP_ACCESS_ERRORS } from './app-access'
 import type { GatewayMethod } from './types'
 
 interface ProfileData {
@@ -23,5 +24,5 @@ export const getProfile: GatewayMethod<{ appAccess: { profile: ProfileData } }> 
     paymentTypes: p.paymentTypes,
     createdAt: p.createdAt,
   }),
-  errors: { AppNotRegistered: 'AppUnauthorized', AppEnvironmentNotConfigured: 'AppUnauthorized' },
+  errors: APP_ACCESS_ERRORS,
 }

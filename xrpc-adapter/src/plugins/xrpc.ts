@@ -1,8 +1,9 @@
 /**
  * `/xrpc/{nsid}`: GET for queries, POST for procedures. In order: unknown or retired NSID → 501;
  * wrong verb → 400; params and body validated against the lexicon → 400 InvalidRequest naming the
- * field; planned method → 501; auth verifier; the method's own checks; the gateway operation, its
- * errors mapped by the method's error table; the output checked against the lexicon.
+ * field; planned method → 501; auth verifier; the method's own checks; the method's precheck read (facts
+ * of other domains), then its gateway operation, errors of both mapped by the method's error table; the
+ * output checked against the lexicon.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ContractError } from '@svc/errors'
@@ -66,12 +67,13 @@ export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) 
     request.log = request.log.child({ appDid: caller.appDid, nsid })
     const call: MethodCall = { nsid, params, input, caller }
     route.check?.(call)
-    const data = await opts.gateway
-      .query(route.operation, route.variables(call), { principal: caller, requestId: request.id, log: request.log })
-      .catch((err: unknown) => {
-        const mapped = err instanceof ContractError ? route.errors?.[err.code] : undefined
-        throw mapped ? new ContractError(mapped, err instanceof Error ? err.message : mapped) : err
-      })
+    const as = { principal: caller, requestId: request.id, log: request.log }
+    const mapErrors = (err: unknown): never => {
+      const mapped = err instanceof ContractError ? route.errors?.[err.code] : undefined
+      throw mapped ? new ContractError(mapped, err instanceof Error ? err.message : mapped) : err
+    }
+    const pre = route.precheck ? await opts.gateway.query(route.precheck.operation, route.precheck.variables(call), as).catch(mapErrors) : undefined
+    const data = await opts.gateway.query(route.operation, route.variables(call, pre), as).catch(mapErrors)
     const output = route.output(data, call)
     try {
       lexicons.assertValidXrpcOutput(nsid, output)

@@ -1,0 +1,193 @@
+/**
+ * The hosted checkout pages on {checkout_url} (server-rendered HTML, plain forms, no JavaScript):
+ *
+ *   GET  /checkout/:token          the payment page of a pending checkout, else the page of its state
+ *   POST /checkout/:token/pay      card form → payCheckout; completed → 303 to the app's returnUrl (?svc_checkout=completed)
+ *   POST /checkout/:token/cancel   cancelCheckout → 303 to the app's cancelUrl (?svc_checkout=canceled)
+ *
+ * Every call goes through the gateway as the principal `{ kind: 'service', name: 'checkout' }` with the request id.
+ * The browser token is a capability: it is never logged (these routes log `/checkout/:token…`), never shown on the
+ * invalid-link page, and never sent as a referrer (Referrer-Policy: no-referrer on every response of this scope).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import formbody from '@fastify/formbody'
+import { ContractError } from '@svc/errors'
+import type { GatewayClient } from '../gateway-client'
+import { SECURITY_HEADERS, sendPage } from '../pages/html'
+import { readCardForm, scrubCardData, type CardInput } from './card-form'
+import { checkoutFormPage, checkoutStatePage, errorPage, invalidLinkPage, withCheckoutParam, type CheckoutView } from './views'
+
+export interface CheckoutPagesOptions {
+  gateway: GatewayClient
+}
+
+/** `cko_test_` / `cko_live_` + 43 base64url characters (32 random bytes). */
+export const BROWSER_TOKEN_RE = /^cko_(?:test|live)_[A-Za-z0-9_-]{43}$/
+
+export const CHECKOUT_PRINCIPAL = { kind: 'service', name: 'checkout' } as const
+
+const VIEW_FIELDS =
+  'id environment status failureReason failureMessage recipientDid recipientName paymentType description currency amount serviceFee buyerFee total returnUrl cancelUrl expiresAt'
+
+const CHECKOUT_QUERY = `query CheckoutPage($browserToken: String!) { checkout(browserToken: $browserToken) { ${VIEW_FIELDS} } }`
+const PAY_MUTATION = `mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ${VIEW_FIELDS} } }`
+const CANCEL_MUTATION = `mutation CancelCheckout($browserToken: String!) { cancelCheckout(browserToken: $browserToken) { ${VIEW_FIELDS} } }`
+
+/** The codes that mean "no such checkout" (unknown or malformed token): the invalid-link page, never a 500. */
+const UNKNOWN_TOKEN_CODES = new Set(['NotFound', 'InvalidToken'])
+
+/**
+ * What logs may show of a URL: a checkout URL loses its token and its query (`/checkout/<token>/pay?x` →
+ * `/checkout/:token/pay`); any other URL is returned as it is.
+ */
+export function redactCheckoutUrl(url: string): string {
+  let path = url.split(/[?#]/, 1)[0] ?? ''
+  try {
+    path = decodeURIComponent(path)
+  } catch {
+    // not decodable: judge the raw path
+  }
+  if (!/^\/+checkout(?:\/|$)/i.test(path)) return url
+  return path.replace(/^(\/+checkout\/+)[^/]+/i, '$1:token')
+}
+
+/**
+ * The `req` log serializer of these routes, with the URL redacted. The plugin sets it on its own routes, so it is
+ * safe wherever it is registered, whatever the host's logger does.
+ */
+export function redactedRequestSerializer(req: FastifyRequest) {
+  // the same fields as the checkout host's own request serializer (server.ts), so log lines look alike
+  return {
+    method: req.method,
+    url: redactCheckoutUrl(req.url),
+    hostname: req.hostname,
+    remoteAddress: req.ip,
+  }
+}
+
+export const checkoutLogSerializers = { req: redactedRequestSerializer }
+
+function isCode(err: unknown, ...codes: string[]): err is ContractError {
+  return err instanceof ContractError && codes.includes(err.code)
+}
+
+type TokenParams = { Params: { token: string } }
+
+export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPagesOptions): Promise<void> {
+  const { gateway } = opts
+
+  // Forms only: no JSON or text bodies in this scope (an unsupported type is 415, rendered as a page).
+  app.removeAllContentTypeParsers()
+  await app.register(formbody, { bodyLimit: 16 * 1024 })
+
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.headers({ ...SECURITY_HEADERS })
+  })
+
+  app.setErrorHandler(async (err, request, reply) => {
+    const token = (request.params as { token?: string } | undefined)?.token
+    const link = token && BROWSER_TOKEN_RE.test(token) ? token : null
+    if (err instanceof ContractError) {
+      if (UNKNOWN_TOKEN_CODES.has(err.code)) return sendPage(reply, invalidLinkPage())
+      // ServiceUnavailable, ProcessorError, …: the gateway client logged what it knew
+      if (err.status >= 500) {
+        if (err.code === 'InternalServerError') request.log.error({ code: err.code }, 'checkout page: gateway answered an internal error')
+        return sendPage(reply, errorPage(err.status, request.id, { token: link }))
+      }
+      request.log.error({ code: err.code, message: err.message }, 'checkout page: unexpected contract error from the gateway')
+      return sendPage(reply, errorPage(500, request.id, { token: link }))
+    }
+    const status = (err as { statusCode?: unknown }).statusCode
+    if (typeof status === 'number' && status >= 400 && status < 500) return sendPage(reply, errorPage(status, request.id, { token: link }))
+    request.log.error({ err }, 'checkout page failed')
+    return sendPage(reply, errorPage(500, request.id, { token: link }))
+  })
+
+  const as = (request: FastifyRequest) => ({ principal: CHECKOUT_PRINCIPAL, requestId: request.id, log: request.log })
+
+  async function loadView(request: FastifyRequest, token: string): Promise<CheckoutView> {
+    const data = await gateway.query<{ checkout: CheckoutView }>(CHECKOUT_QUERY, { browserToken: token }, as(request))
+    return data.checkout
+  }
+
+  /** A refused card form: the form again (400) with the message, or the checkout's state (409) if it closed meanwhile. */
+  async function refusedForm(request: FastifyRequest, reply: FastifyReply, token: string, message: string, nameOnCard: string | null) {
+    const view = await loadView(request, token)
+    if (view.status !== 'pending') return sendPage(reply, checkoutStatePage(view, token, { status: 409 }))
+    return sendPage(reply, checkoutFormPage(view, token, { error: message, nameOnCard, status: 400 }))
+  }
+
+  /** CheckoutClosed: the current state, 409. */
+  async function closed(request: FastifyRequest, reply: FastifyReply, token: string) {
+    return sendPage(reply, checkoutStatePage(await loadView(request, token), token, { status: 409 }))
+  }
+
+  const routeOptions = { logSerializers: checkoutLogSerializers }
+
+  app.get<TokenParams>('/checkout/:token', routeOptions, async (request, reply) => {
+    const { token } = request.params
+    if (!BROWSER_TOKEN_RE.test(token)) return sendPage(reply, invalidLinkPage())
+    const view = await loadView(request, token)
+    return sendPage(reply, view.status === 'pending' ? checkoutFormPage(view, token) : checkoutStatePage(view, token))
+  })
+
+  app.post<TokenParams>('/checkout/:token/pay', { ...routeOptions, bodyLimit: 16 * 1024 }, async (request, reply) => {
+    const { token } = request.params
+    if (!BROWSER_TOKEN_RE.test(token)) return sendPage(reply, invalidLinkPage())
+    const form = readCardForm(request.body)
+    if (!form.ok) return refusedForm(request, reply, token, form.message, form.nameOnCard)
+    const card: CardInput = form.card
+    let view: CheckoutView
+    try {
+      view = (await gateway.query<{ payCheckout: CheckoutView }>(PAY_MUTATION, { browserToken: token, card }, as(request))).payCheckout
+    } catch (err) {
+      if (isCode(err, 'InvalidRequest')) return refusedForm(request, reply, token, scrubCardData(err.message, card), form.nameOnCard)
+      if (isCode(err, 'CheckoutClosed')) return closed(request, reply, token)
+      throw err
+    }
+    if (view.status === 'completed') return reply.redirect(withCheckoutParam(view.returnUrl, 'completed'), 303)
+    // failed (declined, …) is answered 200: the page says what happened and links back to the app
+    return sendPage(reply, checkoutStatePage(view, token))
+  })
+
+  app.post<TokenParams>('/checkout/:token/cancel', { ...routeOptions, bodyLimit: 16 * 1024 }, async (request, reply) => {
+    const { token } = request.params
+    if (!BROWSER_TOKEN_RE.test(token)) return sendPage(reply, invalidLinkPage())
+    let view: CheckoutView
+    try {
+      view = (await gateway.query<{ cancelCheckout: CheckoutView }>(CANCEL_MUTATION, { browserToken: token }, as(request))).cancelCheckout
+    } catch (err) {
+      if (isCode(err, 'CheckoutClosed')) return closed(request, reply, token)
+      throw err
+    }
+    if (view.status === 'failed') {
+      return reply.redirect(withCheckoutParam(view.cancelUrl, view.failureReason === 'canceled' || !view.failureReason ? 'canceled' : 'failed'), 303)
+    }
+    return sendPage(reply, checkoutStatePage(view, token))
+  })
+
+  // A bookmarked or reloaded action URL leads back to the page.
+  for (const action of ['pay', 'cancel']) {
+    app.get<TokenParams>(`/checkout/:token/${action}`, routeOptions, async (request, reply) => {
+      const { token } = request.params
+      if (!BROWSER_TOKEN_RE.test(token)) return sendPage(reply, invalidLinkPage())
+      return reply.redirect(`/checkout/${token}`, 303)
+    })
+  }
+
+  // Anything else under /checkout is an invalid link (an HTML page, and a log line without the path's token).
+  app.route({
+    method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+    url: '/checkout/*',
+    exposeHeadRoute: false,
+    ...routeOptions,
+    handler: async (_request, reply) => sendPage(reply, invalidLinkPage()),
+  })
+  app.route({
+    method: ['GET', 'HEAD', 'POST'],
+    url: '/checkout',
+    exposeHeadRoute: false,
+    ...routeOptions,
+    handler: async (_request, reply) => sendPage(reply, invalidLinkPage()),
+  })
+}

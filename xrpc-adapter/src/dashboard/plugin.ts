@@ -1,0 +1,167 @@
+/**
+ * The creator dashboard on {checkout_url}/dashboard: sign-in by a single-use link, the creator's payout
+ * onboarding (test), and the approval requests apps sent them: review, accept the current terms, decline,
+ * revoke, block. The only credential here is the dashboard session cookie: an Authorization header (a
+ * service-auth JWT, an API key) is never read, so no identity assertion can accept an app's terms.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fastifyCookie from '@fastify/cookie'
+import fastifyFormbody from '@fastify/formbody'
+import { ContractError } from '@svc/errors'
+import { csrfMatches, DASHBOARD_COOKIE, SESSION_TTL_SECONDS, type DashboardSession, type DashboardSessions } from '@svc/dashboard-session'
+import type { Principal } from '@svc/internal-context'
+import type { GatewayClient } from '../gateway-client'
+import { sendPage } from '../pages/html'
+import {
+  APPROVAL,
+  APPROVAL_ACTIONS,
+  COMPLETE_TEST_PAYOUT_ONBOARDING,
+  HOME,
+  type ApprovalAction,
+  type ApprovalData,
+  type HomeData,
+} from './operations'
+import * as views from './views'
+
+export interface DashboardPluginOptions {
+  gateway: GatewayClient
+  sessions: DashboardSessions
+  /** set the cookie's Secure flag (the checkout host is https) */
+  secureCookies: boolean
+}
+
+const APPROVAL_ID = /^apr_[A-Za-z0-9]{8,64}$/
+
+/** Only paths of this dashboard are followed after sign-in or an action: never another origin. */
+export function safeDashboardPath(value: unknown, fallback = '/dashboard'): string {
+  return typeof value === 'string' && /^\/dashboard(\/[A-Za-z0-9_/-]*)?$/.test(value) ? value : fallback
+}
+
+type IdRequest = FastifyRequest<{ Params: { id: string } }>
+
+export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPluginOptions) {
+  await app.register(fastifyCookie)
+  await app.register(fastifyFormbody)
+
+  const sessionOf = (request: FastifyRequest) => opts.sessions.getSession(request.cookies[DASHBOARD_COOKIE])
+  const principalOf = (s: DashboardSession): Principal => ({ kind: 'dashboard', actorDid: s.actorDid, environment: s.environment, sessionId: s.sessionId })
+  const ask = <T>(request: FastifyRequest, s: DashboardSession, operation: string, variables: Record<string, unknown> = {}) =>
+    opts.gateway.query<T>(operation, variables, { principal: principalOf(s), requestId: request.id, log: request.log })
+
+  /** The page for a contract error; anything unexpected is logged and shown as a generic failure. */
+  const failure = (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
+    if (err instanceof ContractError && err.status < 500) return sendPage(reply, views.errorPage(err))
+    request.log.error({ err }, 'dashboard request failed')
+    return sendPage(reply, views.unavailablePage())
+  }
+
+  const signedIn = async (request: FastifyRequest, reply: FastifyReply): Promise<DashboardSession | null> => {
+    const s = await sessionOf(request)
+    if (!s) {
+      sendPage(reply, views.signInRequiredPage(request.url))
+      return null
+    }
+    request.log = request.log.child({ sessionId: s.sessionId, actorDid: s.actorDid })
+    return s
+  }
+
+  /** Form posts: a session and its CSRF token, or nothing happens. */
+  const signedInForm = async (request: FastifyRequest, reply: FastifyReply): Promise<{ s: DashboardSession; form: Record<string, unknown> } | null> => {
+    const s = await signedIn(request, reply)
+    if (!s) return null
+    const form = (request.body ?? {}) as Record<string, unknown>
+    if (!csrfMatches(s, form.csrf)) {
+      sendPage(reply, views.errorPage(new ContractError('NotAllowed', 'this form has expired; reload the page and try again')))
+      return null
+    }
+    return { s, form }
+  }
+
+  app.get('/dashboard/login/:token', async (request: FastifyRequest<{ Params: { token: string }; Querystring: { next?: string } }>, reply) => {
+    const started = await opts.sessions.redeemLoginLink(request.params.token)
+    if (!started) return sendPage(reply, views.signInLinkInvalidPage())
+    reply.setCookie(DASHBOARD_COOKIE, started.cookie, {
+      path: '/dashboard',
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: opts.secureCookies,
+      maxAge: SESSION_TTL_SECONDS,
+    })
+    request.log.info({ sessionId: started.session.sessionId, actorDid: started.session.actorDid }, 'dashboard session started')
+    return reply.redirect(safeDashboardPath(request.query.next), 303)
+  })
+
+  app.post('/dashboard/logout', async (request, reply) => {
+    await opts.sessions.destroySession(request.cookies[DASHBOARD_COOKIE])
+    reply.clearCookie(DASHBOARD_COOKIE, { path: '/dashboard' })
+    return sendPage(reply, views.signedOutPage())
+  })
+
+  app.get('/dashboard', async (request, reply) => {
+    const s = await signedIn(request, reply)
+    if (!s) return reply
+    try {
+      const data = await ask<HomeData>(request, s, HOME)
+      return sendPage(reply, views.homePage(s, data))
+    } catch (err) {
+      return failure(request, reply, err)
+    }
+  })
+
+  const approvalPage = (mode: 'review' | 'onboarding') => async (request: IdRequest, reply: FastifyReply) => {
+    const s = await signedIn(request, reply)
+    if (!s) return reply
+    if (!APPROVAL_ID.test(request.params.id)) return sendPage(reply, views.errorPage(new ContractError('NotFound', 'no such approval request')))
+    try {
+      const data = await ask<ApprovalData>(request, s, APPROVAL, { id: request.params.id })
+      return sendPage(reply, views.approvalPage(s, data, mode))
+    } catch (err) {
+      return failure(request, reply, err)
+    }
+  }
+  app.get('/dashboard/approvals/:id', approvalPage('review'))
+  app.get('/dashboard/onboarding/:id', approvalPage('onboarding'))
+
+  app.post('/dashboard/approvals/:id/:action', async (request: FastifyRequest<{ Params: { id: string; action: string } }>, reply) => {
+    const signed = await signedInForm(request, reply)
+    if (!signed) return reply
+    const { s, form } = signed
+    const { id, action } = request.params
+    if (!APPROVAL_ID.test(id) || !(action in APPROVAL_ACTIONS)) {
+      return sendPage(reply, views.errorPage(new ContractError('NotFound', 'no such approval action')))
+    }
+    const variables = action === 'accept' ? { id, termsHash: typeof form.termsHash === 'string' ? form.termsHash : '' } : { id }
+    try {
+      const data = await ask<Record<string, { setupReturnUrl: string | null; status: string }>>(
+        request,
+        s,
+        APPROVAL_ACTIONS[action as ApprovalAction],
+        variables,
+      )
+      const approval = Object.values(data)[0]!
+      request.log.info({ approvalId: id, action, status: approval.status }, 'approval decision')
+      // After accepting from the onboarding flow the creator goes back to the app (its registered origin).
+      if (action === 'accept' && form.from === 'onboarding' && approval.setupReturnUrl) {
+        const back = new URL(approval.setupReturnUrl)
+        back.searchParams.set('svc_approval', approval.status)
+        back.searchParams.set('approval_id', id)
+        return reply.redirect(back.toString(), 303)
+      }
+      return reply.redirect(`/dashboard/${form.from === 'onboarding' ? 'onboarding' : 'approvals'}/${id}`, 303)
+    } catch (err) {
+      return failure(request, reply, err)
+    }
+  })
+
+  app.post('/dashboard/payouts/onboard', async (request, reply) => {
+    const signed = await signedInForm(request, reply)
+    if (!signed) return reply
+    try {
+      await ask(request, signed.s, COMPLETE_TEST_PAYOUT_ONBOARDING)
+      request.log.info('test payout onboarding completed')
+      return reply.redirect(safeDashboardPath(signed.form.next), 303)
+    } catch (err) {
+      return failure(request, reply, err)
+    }
+  })
+}
