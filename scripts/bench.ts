@@ -4,10 +4,19 @@
  *   getConfig via the full path   autocannon → XRPC adapter → gateway → apps subgraph → FerretDB
  *   the same lookup, subgraph     autocannon → apps subgraph (signed internal context) → FerretDB
  *   the same lookup, gateway      autocannon → gateway (adapter credential) → apps subgraph → FerretDB
+ *   status via the full path      autocannon → XRPC adapter → gateway → payments subgraph → FerretDB
+ *   the same lookup, subgraph     autocannon → payments subgraph (signed internal context) → FerretDB
+ *   initiate via the full path    autocannon → XRPC adapter → (precheck: gateway → apps and actors subgraphs)
+ *                                 → gateway → payments subgraph → FerretDB (a new checkout per request)
  *
- * All at 50 connections in the same run, then the ratio of the first two. Every full-path request carries its own
- * freshly minted service-auth JWT (jti replay protection refuses reuse), minted before the run.
- * Results go to stdout and bench-results/latest.json. BENCH_REQUESTS and BENCH_SECONDS tune the size.
+ * The lookups run at 50 connections, initiate at 20, all in the same run; then the full-path/subgraph ratios of
+ * getConfig and of status. Every full-path request carries its own service-auth JWT (jti replay protection refuses
+ * reuse), minted right before its run; every initiate carries its own app order id (a self-sale: the recipient is
+ * the app itself, which needs no approval), its product built before the run. The status token polled is of a
+ * checkout created by one initiate over XRPC before the runs (pending throughout). Response bodies are checked
+ * (a wrong body counts as an error). Results go to stdout and bench-results/latest.json.
+ * BENCH_REQUESTS (full-path lookups; default 20000), BENCH_INITIATE_REQUESTS (default: BENCH_REQUESTS, at most 5000)
+ * and BENCH_SECONDS (direct runs; default 10) tune the size.
  */
 import autocannon from 'autocannon'
 import { randomBytes } from 'node:crypto'
@@ -15,34 +24,84 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { connectApps, registerApp } from '@svc/apps'
 import { CONTEXT_HEADER, signContext } from '@svc/internal-context'
-import { generateDidKeyKeypair, mintServiceJwt } from '@svc/service-auth'
+import { generateDidKeyKeypair, mintServiceJwt, type DidKeyKeypair } from '@svc/service-auth'
+import { buildProduct } from '@svc/sdk'
 import { freePort, startFerretDb, type RunningFerretDb } from '@svc/testing'
 import { ROOT, serviceComponents, startComponents } from './lib/components'
 
 const CONNECTIONS = 50
+const INITIATE_CONNECTIONS = 20
 const FULL_PATH_REQUESTS = Number(process.env.BENCH_REQUESTS ?? 20000)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+/**
+ * Initiates (each a new checkout) are several times slower than the lookups: at most 5000 by default, so the run
+ * stays well within the JWTs' lifetime (minted before it; an expired one would be a 401, a non-2xx).
+ */
+const INITIATE_REQUESTS = Number(process.env.BENCH_INITIATE_REQUESTS ?? Math.min(FULL_PATH_REQUESTS, 5000))
+/** The service refuses service JWTs living longer than 300 s; every batch is minted right before its run. */
+const JWT_LIFETIME_SECONDS = 290
+
+const GET_CONFIG = 'money.svc.app.getConfig'
+const STATUS = 'network.svc.payment.status'
+const INITIATE = 'network.svc.payment.initiate'
 
 interface Measured {
   name: string
+  /** whether the row goes through the XRPC adapter (must answer only 2xx) */
+  fullPath: boolean
+  connections: number
   requests: number
   rps: number
   p50: number
   p99: number
   non2xx: number
+  /** transport errors, timeouts and responses whose body was not the expected one */
   errors: number
 }
 
-function summarize(name: string, r: autocannon.Result): Measured {
+interface Ratio {
+  throughput: number
+  p50: number
+  p99: number
+}
+
+function summarize(name: string, fullPath: boolean, connections: number, r: autocannon.Result): Measured {
   return {
     name,
+    fullPath,
+    connections,
     requests: r.requests.total,
     rps: Math.round(r.requests.average),
     p50: r.latency.p50,
     p99: r.latency.p99,
     non2xx: r.non2xx,
-    errors: r.errors + r.timeouts,
+    errors: r.errors + r.timeouts + (r.mismatches ?? 0),
   }
+}
+
+function ratioOf(full: Measured, sub: Measured): Ratio {
+  return {
+    throughput: +(full.rps / Math.max(sub.rps, 1)).toFixed(2),
+    p50: +(full.p50 / Math.max(sub.p50, 0.01)).toFixed(2),
+    p99: +(full.p99 / Math.max(sub.p99, 0.01)).toFixed(2),
+  }
+}
+
+async function mintJwts(app: DidKeyKeypair, aud: string, lxm: string, n: number): Promise<string[]> {
+  process.stdout.write(`bench: minting ${n} service-auth JWTs for ${lxm}… `)
+  const started = Date.now()
+  const tokens: string[] = []
+  for (let i = 0; i < n; i++) {
+    tokens.push(await mintServiceJwt({ keypair: app.keypair, iss: app.did, aud, lxm, expiresInSeconds: JWT_LIFETIME_SECONDS }))
+  }
+  process.stdout.write(`done (${((Date.now() - started) / 1000).toFixed(1)} s)\n`)
+  return tokens
+}
+
+/** One request, its status and body text: the sample each run's expected answer is checked against. */
+async function sample(url: string, init: RequestInit): Promise<{ status: number; text: string }> {
+  const res = await fetch(url, init)
+  return { status: res.status, text: await res.text() }
 }
 
 async function main() {
@@ -61,6 +120,7 @@ async function main() {
     gateway: await freePort(),
     appsSubgraph: await freePort(),
     actorsSubgraph: await freePort(),
+    paymentsSubgraph: await freePort(),
   }
   const secret = randomBytes(32).toString('hex')
   const serviceDid = 'did:web:svc.bench'
@@ -74,12 +134,18 @@ async function main() {
     HOST: host,
     API_PORT: String(ports.api),
     CHECKOUT_PORT: String(ports.checkout),
+    BASE_URL: `http://${host}:${ports.api}`,
+    CHECKOUT_URL: `http://${host}:${ports.checkout}`,
+    DASHBOARD_URL: `http://${host}:${ports.checkout}/dashboard`,
     GATEWAY_PORT: String(ports.gateway),
     APPS_SUBGRAPH_PORT: String(ports.appsSubgraph),
     GATEWAY_URL: `http://${host}:${ports.gateway}/graphql`,
     APPS_SUBGRAPH_URL: `http://${host}:${ports.appsSubgraph}/graphql`,
     ACTORS_SUBGRAPH_PORT: String(ports.actorsSubgraph),
     ACTORS_SUBGRAPH_URL: `http://${host}:${ports.actorsSubgraph}/graphql`,
+    PAYMENTS_SUBGRAPH_PORT: String(ports.paymentsSubgraph),
+    PAYMENTS_SUBGRAPH_URL: `http://${host}:${ports.paymentsSubgraph}/graphql`,
+    PAYMENT_TOKEN_SECRET: randomBytes(32).toString('hex'),
     INTERNAL_CONTEXT_SECRET: secret,
     ADAPTER_GATEWAY_TOKEN: randomBytes(32).toString('hex'),
     OPERATOR_TOKEN: randomBytes(32).toString('hex'),
@@ -89,20 +155,40 @@ async function main() {
   try {
     const app = await generateDidKeyKeypair('ES256K')
     await registerApp(models, { did: app.did, environment: 'test', appUrl: 'https://bench.example', feeShareBps: 100 })
+    const api = `http://${host}:${ports.api}/xrpc`
+    const appContext = () => signContext(secret, { principal: { kind: 'app', appDid: app.did }, requestId: randomBytes(8).toString('hex') })
 
-    process.stdout.write(`bench: minting ${FULL_PATH_REQUESTS} service-auth JWTs… `)
-    const nsid = 'money.svc.app.getConfig'
-    const tokens: string[] = []
-    for (let i = 0; i < FULL_PATH_REQUESTS; i++) {
-      tokens.push(await mintServiceJwt({ keypair: app.keypair, iss: app.did, aud: serviceDid, lxm: nsid, expiresInSeconds: 290 }))
-    }
-    process.stdout.write('done\n')
+    /** A self-sale (recipient = the app), which needs no approval; one app order id per product. */
+    const productOf = (appOrderId: string) =>
+      buildProduct({
+        recipientDid: app.did,
+        paymentType: 'shop',
+        amount: 1200,
+        currency: 'usd',
+        appOrderId,
+        description: 'Bench poster',
+        returnUrl: 'https://bench.example/thanks',
+        cancelUrl: 'https://bench.example/cancel',
+        environment: 'test',
+      })
 
+    // The checkout whose status is polled: one initiate over XRPC, before any run.
+    const [seedJwt] = await mintJwts(app, serviceDid, INITIATE, 1)
+    const seed = await sample(`${api}/${INITIATE}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${seedJwt}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ product: productOf('bench-seed') }),
+    })
+    if (seed.status !== 200) throw new Error(`bench: the seed initiate answered ${seed.status} ${seed.text}`)
+    const statusToken = (JSON.parse(seed.text) as { token: string }).token
+
+    // ---- getConfig ----
+    const configTokens = await mintJwts(app, serviceDid, GET_CONFIG, FULL_PATH_REQUESTS)
     const fullPath = await autocannon({
-      url: `http://${host}:${ports.api}/xrpc/${nsid}?environment=test`,
+      url: `${api}/${GET_CONFIG}?environment=test`,
       connections: CONNECTIONS,
-      amount: tokens.length,
-      requests: [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${tokens.pop()}` } }) }],
+      amount: configTokens.length,
+      requests: [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${configTokens.pop()}` } }) }],
     })
 
     const query = JSON.stringify({
@@ -119,11 +205,7 @@ async function main() {
           setupRequest: (req) => ({
             ...req,
             body: query,
-            headers: {
-              ...req.headers,
-              'content-type': 'application/json',
-              [CONTEXT_HEADER]: signContext(secret, { principal: { kind: 'app', appDid: app.did }, requestId: randomBytes(8).toString('hex') }),
-            },
+            headers: { ...req.headers, 'content-type': 'application/json', [CONTEXT_HEADER]: appContext() },
           }),
         },
       ],
@@ -143,22 +225,112 @@ async function main() {
       },
     })
 
+    // ---- payment status: the seeded checkout, pending throughout ----
+    const statusUrl = `${api}/${STATUS}?token=${encodeURIComponent(statusToken)}`
+    const [probeJwt] = await mintJwts(app, serviceDid, STATUS, 1)
+    const statusAnswer = await sample(statusUrl, { headers: { authorization: `Bearer ${probeJwt}` } })
+    if (statusAnswer.status !== 200 || (JSON.parse(statusAnswer.text) as { status?: string }).status !== 'pending') {
+      throw new Error(`bench: status answered ${statusAnswer.status} ${statusAnswer.text}`)
+    }
+    const statusTokens = await mintJwts(app, serviceDid, STATUS, FULL_PATH_REQUESTS)
+    const statusFull = await autocannon({
+      url: statusUrl,
+      connections: CONNECTIONS,
+      amount: statusTokens.length,
+      verifyBody: (body) => String(body ?? '') === statusAnswer.text,
+      requests: [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${statusTokens.pop()}` } }) }],
+    })
+
+    const statusQuery = JSON.stringify({
+      query: 'query($token:String!){ paymentStatus(token:$token){ status ref { uri cid } } }',
+      variables: { token: statusToken },
+    })
+    const paymentsUrl = `http://${host}:${ports.paymentsSubgraph}/graphql`
+    const subgraphAnswer = await sample(paymentsUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', [CONTEXT_HEADER]: appContext() },
+      body: statusQuery,
+    })
+    const subgraphData = JSON.parse(subgraphAnswer.text) as { data?: { paymentStatus?: { status?: string } }; errors?: unknown }
+    if (subgraphAnswer.status !== 200 || subgraphData.errors || subgraphData.data?.paymentStatus?.status !== 'pending') {
+      throw new Error(`bench: the payments subgraph answered ${subgraphAnswer.status} ${subgraphAnswer.text}`)
+    }
+    const statusDirect = await autocannon({
+      url: paymentsUrl,
+      connections: CONNECTIONS,
+      duration: SECONDS,
+      method: 'POST',
+      verifyBody: (body) => String(body ?? '') === subgraphAnswer.text,
+      requests: [
+        {
+          setupRequest: (req) => ({
+            ...req,
+            body: statusQuery,
+            headers: { ...req.headers, 'content-type': 'application/json', [CONTEXT_HEADER]: appContext() },
+          }),
+        },
+      ],
+    })
+
+    // ---- initiate: a new checkout per request ----
+    const runId = randomBytes(3).toString('hex')
+    const initiateBodies = Array.from({ length: INITIATE_REQUESTS }, (_, i) => JSON.stringify({ product: productOf(`bench-${runId}-${i}`) }))
+    const initiateTokens = await mintJwts(app, serviceDid, INITIATE, INITIATE_REQUESTS)
+    const INITIATED = /^\{"token":"pst_test_[A-Za-z0-9_-]{43}","url":"http:\/\/[^"]+\/checkout\/cko_test_[A-Za-z0-9_-]{43}"\}$/
+    let nextInitiate = 0
+    const initiateFull = await autocannon({
+      url: `${api}/${INITIATE}`,
+      connections: INITIATE_CONNECTIONS,
+      amount: initiateBodies.length,
+      method: 'POST',
+      verifyBody: (body) => INITIATED.test(String(body ?? '')),
+      requests: [
+        {
+          setupRequest: (req) => {
+            const i = nextInitiate++
+            return {
+              ...req,
+              body: initiateBodies[i],
+              headers: { ...req.headers, 'content-type': 'application/json', authorization: `Bearer ${initiateTokens[i]}` },
+            }
+          },
+        },
+      ],
+    })
+    // one checkout per app order id: every 2xx created its own
+    const created = await conn.collection('checkouts').countDocuments({ appDid: app.did, appOrderId: { $regex: `^bench-${runId}-` } })
+
     const rows = [
-      summarize('getConfig, full path (adapter → gateway → subgraph → FerretDB)', fullPath),
-      summarize('appConfig, apps subgraph directly', direct),
-      summarize('appConfig, gateway directly (→ subgraph → FerretDB; no JWT, no lexicon)', viaGateway),
+      summarize('getConfig, full path (adapter → gateway → subgraph → FerretDB)', true, CONNECTIONS, fullPath),
+      summarize('appConfig, apps subgraph directly', false, CONNECTIONS, direct),
+      summarize('appConfig, gateway directly (→ subgraph → FerretDB; no JWT, no lexicon)', false, CONNECTIONS, viaGateway),
+      summarize('payment.status, full path (adapter → gateway → payments subgraph → FerretDB)', true, CONNECTIONS, statusFull),
+      summarize('paymentStatus, payments subgraph directly', false, CONNECTIONS, statusDirect),
+      summarize('payment.initiate, full path (adapter → precheck → gateway → payments subgraph → FerretDB)', true, INITIATE_CONNECTIONS, initiateFull),
     ]
-    const [full, sub] = rows as [Measured, Measured, Measured]
-    console.log(`\n${CONNECTIONS} connections, ${new Date().toISOString()}`)
-    console.log('| path | requests | req/s | p50 ms | p99 ms | non-2xx | errors |')
-    console.log('|---|---|---|---|---|---|---|')
-    for (const r of rows) console.log(`| ${r.name} | ${r.requests} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} |`)
-    const ratio = { throughput: +(full.rps / sub.rps).toFixed(2), p50: +(full.p50 / Math.max(sub.p50, 0.01)).toFixed(2), p99: +(full.p99 / Math.max(sub.p99, 0.01)).toFixed(2) }
-    console.log(`\nfull path / subgraph: throughput ${ratio.throughput}x, p50 latency ${ratio.p50}x, p99 latency ${ratio.p99}x`)
+    const [configFull, configSub, , statusFullRow, statusSubRow, initiateRow] = rows as [Measured, Measured, Measured, Measured, Measured, Measured]
+    console.log(`\n${new Date().toISOString()}`)
+    console.log('| path | connections | requests | req/s | p50 ms | p99 ms | non-2xx | errors |')
+    console.log('|---|---|---|---|---|---|---|---|')
+    for (const r of rows) console.log(`| ${r.name} | ${r.connections} | ${r.requests} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} |`)
+    const ratio = ratioOf(configFull, configSub)
+    const statusRatio = ratioOf(statusFullRow, statusSubRow)
+    console.log(`\ngetConfig full path / subgraph: throughput ${ratio.throughput}x, p50 latency ${ratio.p50}x, p99 latency ${ratio.p99}x`)
+    console.log(`status    full path / subgraph: throughput ${statusRatio.throughput}x, p50 latency ${statusRatio.p50}x, p99 latency ${statusRatio.p99}x`)
+    console.log(`initiate: ${created} checkouts stored for ${initiateRow.requests} requests`)
     mkdirSync(join(ROOT, 'bench-results'), { recursive: true })
-    writeFileSync(join(ROOT, 'bench-results', 'latest.json'), JSON.stringify({ at: new Date().toISOString(), connections: CONNECTIONS, rows, ratio }, null, 2))
-    if (full.non2xx || full.errors) {
-      console.error('bench: the full path answered errors; the numbers are not a baseline')
+    writeFileSync(
+      join(ROOT, 'bench-results', 'latest.json'),
+      JSON.stringify({ at: new Date().toISOString(), connections: CONNECTIONS, initiateConnections: INITIATE_CONNECTIONS, rows, ratio, statusRatio }, null, 2),
+    )
+    const failing = rows.filter((r) => r.fullPath && (r.non2xx || r.errors))
+    if (!initiateRow.non2xx && !initiateRow.errors && created !== initiateRow.requests) {
+      console.error(`bench: initiate stored ${created} checkouts for ${initiateRow.requests} requests`)
+      process.exitCode = 1
+    }
+    for (const r of rows.filter((r) => !r.fullPath && (r.non2xx || r.errors))) console.error(`bench: ${r.name} answered ${r.non2xx} non-2xx, ${r.errors} errors`)
+    if (failing.length) {
+      console.error(`bench: the full path answered errors (${failing.map((r) => r.name).join('; ')}); the numbers are not a baseline`)
       process.exitCode = 1
     }
   } finally {

@@ -62,6 +62,28 @@ export interface SvcClient {
   initiatePayment(input: Methods['network.svc.payment.initiate']['input'], options?: CallOptions): Out<'network.svc.payment.initiate'>
   /** network.svc.payment.status, one read (see pollPaymentStatus). */
   getPaymentStatus(params: Methods['network.svc.payment.status']['params'], options?: CallOptions): Out<'network.svc.payment.status'>
+  /**
+   * money.svc.app.requestRecipientApproval: creates or updates this app's approval request to a creator (idempotent by
+   * app, recipient and environment; safe to retry). Send the creator to `onboardingUrl` (or `dashboardUrl`).
+   */
+  requestRecipientApproval(
+    input: Methods['money.svc.app.requestRecipientApproval']['input'],
+    options?: CallOptions,
+  ): Out<'money.svc.app.requestRecipientApproval'>
+  /** money.svc.app.getRecipientApproval: read-only; the connection is ready only per isConnectionReady. */
+  getRecipientApproval(
+    params: Methods['money.svc.app.getRecipientApproval']['params'],
+    options?: CallOptions,
+  ): Out<'money.svc.app.getRecipientApproval'>
+  /** money.svc.payment.registerCreatorProof: registers the creator's proof record of a payment (when delegated). */
+  registerCreatorProof(
+    input: Methods['money.svc.payment.registerCreatorProof']['input'],
+    options?: CallOptions,
+  ): Out<'money.svc.payment.registerCreatorProof'>
+  /** money.svc.payment.declineRecord: closes the pending creator-proof slot of a payment as declined. */
+  declineRecord(input: Methods['money.svc.payment.declineRecord']['input'], options?: CallOptions): Out<'money.svc.payment.declineRecord'>
+  /** money.svc.catalog.registerAppLink: the app's private fulfillment URL for a catalog record (last write wins). */
+  registerAppLink(input: Methods['money.svc.catalog.registerAppLink']['input'], options?: CallOptions): Out<'money.svc.catalog.registerAppLink'>
 }
 
 const DID_RE = /^did:[a-z]+:[A-Za-z0-9._:%-]*[A-Za-z0-9._-]$/
@@ -171,5 +193,10 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
     getProfile: (params, o) => call('money.svc.actor.getProfile', params, o),
     initiatePayment: (input, o) => call('network.svc.payment.initiate', input, o),
     getPaymentStatus: (params, o) => call('network.svc.payment.status', params, o),
+    requestRecipientApproval: (input, o) => call('money.svc.app.requestRecipientApproval', input, o),
+    getRecipientApproval: (params, o) => call('money.svc.app.getRecipientApproval', params, o),
+    registerCreatorProof: (input, o) => call('money.svc.payment.registerCreatorProof', input, o),
+    declineRecord: (input, o) => call('money.svc.payment.declineRecord', input, o),
+    registerAppLink: (input, o) => call('money.svc.catalog.registerAppLink', input, o),
   }
 }

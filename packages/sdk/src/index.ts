@@ -3,6 +3,8 @@
  *
  *   const client = createSvcClient({ baseUrl, appDid, serviceDid, privateKeyHex, alg: 'ES256K' })
  *   const config = await client.getConfig({ environment: 'test' })
+ *   await client.requestRecipientApproval({ recipientDid, environment: 'test', paymentTypes: ['tip'] })   // creator accepts
+ *   if (isConnectionReady(await client.getRecipientApproval({ recipientDid, environment: 'test' }))) { ...checkout }
  *   const { token, url } = await initiateCheckout(client, buildProduct({ ... }))   // persist token, redirect to url
  *   const { status, ref } = await pollPaymentStatus(client, token, { timeoutMs: 15 * 60_000 })
  */
@@ -22,6 +24,7 @@ export {
   type SvcClient,
   type SvcClientOptions,
 } from './client'
+export { isConnectionReady, type RecipientConnection } from './approvals'
 export { PollTimeoutError, REQUEST_ID_HEADER, SvcError, isTransientError, isTransientStatus, parseRetryAfter } from './errors'
 export {
   TERMINAL_PAYMENT_STATUSES,
@@ -41,14 +44,20 @@ export {
   MAX_PRODUCT_LENGTH,
   PAYMENT_TYPES,
   CADENCES,
+  ENVIRONMENTS as PRODUCT_ENVIRONMENTS,
   parseProduct,
   type CheckoutProduct,
   type Cadence,
   type PaymentType,
+  type ProductEnvironment,
 } from '@svc/checkout-product'
 export { generateDidKeyKeypair, keypairFromPrivateKeyHex, type ServiceJwtAlg } from '@svc/service-auth'
 
-/** Validates the fields and returns the `svc.checkout.v1:` product string; throws InvalidProductError. */
+/**
+ * Validates the fields and returns the `svc.checkout.v1:` product string; throws InvalidProductError. `environment`
+ * ('test' | 'live') is optional: without it the app's only configured environment applies, so an app configured for
+ * both must name it (initiate answers InvalidProduct otherwise).
+ */
 export function buildProduct(fields: CheckoutProduct): string {
   return encodeProduct(fields)
 }
