@@ -44,7 +44,7 @@ function payoutSection(s: DashboardSession, actor: DashboardActor | null, next: 
     <p>Status: <strong id="payout-status">${actor.payoutStatus}</strong>. ${PAYOUT_TEXT[actor.payoutStatus] ?? ''}</p>
     ${canOnboard
       ? html`<form method="post" action="/dashboard/payouts/onboard">${csrfField(s)}<input type="hidden" name="next" value="${next}">
-          <button type="submit" id="complete-payout-onboarding">Complete payout onboarding (test)</button>
+          <button type="submit" id="complete-payout-onboarding" class="primary">Complete payout onboarding (test)</button>
           <p class="hint">In test mode this stands in for the processor's onboarding: your payout account becomes ready.</p></form>`
       : ''}
   </section>`
