@@ -7,12 +7,11 @@
  *   if (isConnectionReady(await client.getRecipientApproval({ recipientDid, environment: 'test' }))) { ...checkout }
  *   const { token, url } = await initiateCheckout(client, buildProduct({ ... }))   // persist token, redirect to url
  *   const { status, ref } = await pollPaymentStatus(client, token, { timeoutMs: 15 * 60_000 })
+ *   const onWebhook = createWebhookRequestHandler({ secret, store, handlers })   // receiving events (src/receiver)
  */
 import { encodeProduct, type CheckoutProduct } from '@svc/checkout-product'
 
-export const SDK_VERSION = '0.0.0-beta.3'
-/** The API version this SDK was written against (the contract's Versioning section). */
-export const API_VERSION = '2026-06'
+export { API_VERSION, SDK_VERSION } from './version'
 
 export {
   createSvcClient,
@@ -38,6 +37,7 @@ export {
   type PollPaymentStatusOptions,
 } from './payments'
 export * from './generated/lexicon-types'
+export * from './receiver'
 export {
   InvalidProductError,
   PRODUCT_PREFIX,

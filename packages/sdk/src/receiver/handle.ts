@@ -1,0 +1,192 @@
+/**
+ * The receiver flow (contract, Events → Receiver rules) and request handlers for both delivery channels:
+ * the HTTP webhook (Standard Webhooks signature) and the app-hosted XRPC method money.svc.event.receiveEvent
+ * (service-auth JWT from the service's DID to the app's DID).
+ */
+import type { ServiceAuthVerifier } from '@svc/service-auth'
+import {
+  API_VERSION_HEADER,
+  DELIVERY_ID_HEADER,
+  ReceiverError,
+  TEST_EVENT_TYPE,
+  assertEnvelope,
+  singleHeader,
+  type EventEnvelope,
+  type HeadersLike,
+} from './envelope'
+import type { DeliveryClaimStore } from './stores'
+import { assertApiVersion, verifyWebhookWithKeys, webhookKeys, type WebhookSecrets } from './verify'
+
+export const RECEIVE_EVENT_NSID = 'money.svc.event.receiveEvent'
+export const DEFAULT_CLAIM_TTL_MS = 5 * 60 * 1000
+
+export type EventHandler = (envelope: EventEnvelope) => Promise<void>
+/** Handlers by event type. `app.webhook.test` never reaches them (see onTestEvent). */
+export type EventHandlers = Partial<Record<string, EventHandler>>
+
+export interface HandleDeliveryOptions {
+  store: DeliveryClaimStore
+  handlers: EventHandlers
+  /** Runs for `app.webhook.test` probes (claimed like any delivery). Without it they are acknowledged untouched. */
+  onTestEvent?: EventHandler
+  /** How long a claim holds before another worker may take over (default 5 minutes). */
+  claimTtlMs?: number
+  /** Called when recording `done` failed after the handler succeeded; the delivery is still acknowledged. */
+  onCompleteError?: (err: unknown, envelope: EventEnvelope) => void
+}
+
+export interface HandleDeliveryResult {
+  ok: true
+  /** The delivery id was already processed (the contract: answer 2xx). */
+  duplicate: boolean
+  /** An app.webhook.test probe. */
+  test: boolean
+}
+
+/**
+ * Claims the delivery id, runs the handler for the type, then completes the claim; on a handler error releases the
+ * claim and rethrows (the service retries). Already done → `{ duplicate: true }`; claimed elsewhere →
+ * ReceiverError('DeliveryInProgress') (409, retryable); a type without handler → ReceiverError('UnsupportedEvent').
+ * Test events (`app.webhook.test`) never reach `handlers`: they go to `onTestEvent`, else are acknowledged.
+ */
+export async function handleDelivery(options: HandleDeliveryOptions & { envelope: EventEnvelope }): Promise<HandleDeliveryResult> {
+  const { store, envelope } = options
+  const test = envelope.type === TEST_EVENT_TYPE
+  let handler: EventHandler | undefined
+  if (test) {
+    handler = options.onTestEvent
+    if (handler === undefined) return { ok: true, duplicate: false, test }
+  } else {
+    // Own properties only: a type like "constructor" must not find Object.prototype's.
+    handler = Object.hasOwn(options.handlers, envelope.type) ? options.handlers[envelope.type] : undefined
+    if (typeof handler !== 'function') throw new ReceiverError('UnsupportedEvent', `event type ${envelope.type} is not supported`)
+  }
+
+  const state = await store.claim(envelope.id, options.claimTtlMs ?? DEFAULT_CLAIM_TTL_MS)
+  if (state === 'done') return { ok: true, duplicate: true, test }
+  if (state === 'processing') throw new ReceiverError('DeliveryInProgress', `delivery ${envelope.id} is being processed`)
+  try {
+    await handler(envelope)
+  } catch (err) {
+    await store.release(envelope.id).catch(() => undefined) // if this fails the claim lapses after its TTL
+    throw err
+  }
+  try {
+    await store.complete(envelope.id)
+  } catch (err) {
+    // The work is done: acknowledging avoids a retry that would run it again once the claim lapses.
+    options.onCompleteError?.(err, envelope)
+  }
+  return { ok: true, duplicate: false, test }
+}
+
+export interface ReceiverResponse {
+  status: number
+  body: unknown
+}
+
+function errorResponse(err: unknown, statusFor: (e: ReceiverError) => number): ReceiverResponse {
+  if (err instanceof ReceiverError) return { status: statusFor(err), body: { error: err.code, message: err.message } }
+  return { status: 500, body: { error: 'InternalServerError', message: 'the event could not be processed' } }
+}
+
+export type WebhookRequestHandlerOptions = WebhookSecrets &
+  Omit<HandleDeliveryOptions, 'envelope'> & {
+    toleranceSeconds?: number
+    now?: () => number
+  }
+
+/**
+ * `(req) => { status, body }` for the HTTP webhook. Give it the raw body (before JSON parsing) and the headers.
+ * 200 `{ ok: true }` (processed or test probe), 200 `{ ok: true, duplicate: true }`, 400 `{ error, message }` for
+ * InvalidSignature / ApiVersionMismatch / InvalidEnvelope / UnsupportedEvent, 409 DeliveryInProgress, 500 when the
+ * handler threw (the message is not echoed). Every non-2xx answer is retried by the service.
+ */
+export function createWebhookRequestHandler(
+  options: WebhookRequestHandlerOptions,
+): (req: { rawBody: string | Buffer | Uint8Array; headers: HeadersLike }) => Promise<ReceiverResponse> {
+  const keys = webhookKeys(options)
+  return async (req) => {
+    try {
+      const envelope = verifyWebhookWithKeys(keys, {
+        rawBody: req.rawBody,
+        headers: req.headers,
+        toleranceSeconds: options.toleranceSeconds,
+        now: options.now?.(),
+      })
+      const result = await handleDelivery({ ...options, envelope })
+      return { status: 200, body: result.duplicate ? { ok: true, duplicate: true } : { ok: true } }
+    } catch (err) {
+      return errorResponse(err, (e) => e.status)
+    }
+  }
+}
+
+export type ReceiveEventHandlerOptions = Omit<HandleDeliveryOptions, 'envelope'> & {
+  /** The service's DID: the required `iss` of the service-auth JWT. */
+  serviceDid: string
+} & (
+    | {
+        /**
+         * A @svc/service-auth verifier built for the app: `createServiceAuthVerifier({ serviceDid: <app DID>, … })`
+         * (its `serviceDid` is the audience, i.e. the app). It checks aud, lxm, exp, signature and jti replay.
+         */
+        verifier: ServiceAuthVerifier
+        verifyServiceAuth?: undefined
+      }
+    | {
+        verifier?: undefined
+        /**
+         * Your own check of the Authorization header (aud = app DID, lxm = receiveEvent, signature, expiry, jti): resolve
+         * with the issuer, throw to refuse (any throw answers 401 InvalidSignature).
+         */
+        verifyServiceAuth: (authorization: string | undefined) => Promise<{ iss: string }>
+      }
+  )
+
+/**
+ * `(req) => { status, body }` for the XRPC procedure money.svc.event.receiveEvent. `body` is the parsed JSON input
+ * (a string or Buffer is parsed). Answers 200 `{ ok: true }` (also for duplicates and test probes); 401
+ * InvalidSignature when service-auth is refused or the issuer is not `serviceDid`; otherwise as the webhook handler.
+ * Svc-Delivery-Id and svc-api-version are checked when sent; the envelope's apiVersion always.
+ */
+export function createReceiveEventHandler(
+  options: ReceiveEventHandlerOptions,
+): (req: { headers: HeadersLike; body: unknown }) => Promise<ReceiverResponse> {
+  if (!options.verifier === !options.verifyServiceAuth) throw new TypeError('give exactly one of verifier or verifyServiceAuth')
+  const authenticate = async (authorization: string | undefined): Promise<{ iss: string }> =>
+    options.verifier ? options.verifier.verify(authorization, RECEIVE_EVENT_NSID) : options.verifyServiceAuth!(authorization)
+
+  return async (req) => {
+    try {
+      let iss: string
+      try {
+        iss = (await authenticate(singleHeader(req.headers, 'authorization', 'InvalidSignature'))).iss
+      } catch (err) {
+        if (err instanceof ReceiverError) throw err
+        // The verifier refuses with a ContractError (401); anything else from it (e.g. Redis down) is a 500.
+        if (options.verifier && !(err instanceof Error && err.name === 'ContractError')) throw err
+        const code = (err as { code?: unknown }).code
+        throw new ReceiverError('InvalidSignature', `service-auth refused${typeof code === 'string' ? ` (${code})` : ''}`, { cause: err })
+      }
+      if (iss !== options.serviceDid) throw new ReceiverError('InvalidSignature', 'service-auth issuer is not the service')
+
+      let body = req.body
+      if (typeof body === 'string' || body instanceof Uint8Array) {
+        try {
+          body = JSON.parse(Buffer.from(body).toString('utf8'))
+        } catch {
+          throw new ReceiverError('InvalidEnvelope', 'the body is not JSON')
+        }
+      }
+      assertEnvelope(body)
+      const deliveryId = singleHeader(req.headers, DELIVERY_ID_HEADER, 'InvalidEnvelope')
+      if (deliveryId !== undefined && deliveryId !== body.id) throw new ReceiverError('InvalidEnvelope', 'Svc-Delivery-Id does not match the envelope id')
+      assertApiVersion(body, singleHeader(req.headers, API_VERSION_HEADER, 'ApiVersionMismatch'), false)
+      await handleDelivery({ ...options, envelope: body })
+      return { status: 200, body: { ok: true } }
+    } catch (err) {
+      return errorResponse(err, (e) => (e.code === 'InvalidSignature' ? 401 : e.status))
+    }
+  }
+}

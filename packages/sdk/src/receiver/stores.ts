@@ -1,0 +1,195 @@
+/**
+ * Delivery claim stores: the receiver rule "claim the delivery, process it, then complete or release the claim".
+ *
+ * - `claim(id, ttlMs)`: 'claimed' (this caller processes it; the claim lapses after ttlMs if the process dies),
+ *   'processing' (claimed elsewhere and not lapsed), 'done' (completed before).
+ * - `complete(id)`: records `done` (kept `doneTtlMs`, default 30 days) and drops this store's claim.
+ * - `release(id)`: drops this store's claim so a retry can process the delivery again.
+ *
+ * Each claim carries a random owner token kept by the store instance, so complete/release never remove a claim that
+ * lapsed and was taken over by another worker. The claim TTL must exceed the handler's longest run.
+ */
+import { randomBytes } from 'node:crypto'
+
+export type ClaimState = 'claimed' | 'processing' | 'done'
+
+export interface DeliveryClaimStore {
+  claim(id: string, ttlMs: number): Promise<ClaimState>
+  complete(id: string): Promise<void>
+  release(id: string): Promise<void>
+}
+
+export const DEFAULT_DONE_TTL_MS = 30 * 24 * 60 * 60 * 1000
+
+const newToken = (): string => randomBytes(16).toString('hex')
+
+function assertTtl(ttlMs: number): void {
+  if (!Number.isInteger(ttlMs) || ttlMs <= 0) throw new TypeError('ttlMs must be a positive integer')
+}
+
+/** In-process store for tests and development (one process only). */
+export function createMemoryClaimStore(options: { doneTtlMs?: number; now?: () => number } = {}): DeliveryClaimStore {
+  const now = options.now ?? Date.now
+  const doneTtl = options.doneTtlMs ?? DEFAULT_DONE_TTL_MS
+  const claims = new Map<string, { token: string; expiresAt: number }>()
+  const done = new Map<string, number>()
+  const mine = new Map<string, string>()
+  return {
+    async claim(id, ttlMs) {
+      assertTtl(ttlMs)
+      const t = now()
+      const doneUntil = done.get(id)
+      if (doneUntil !== undefined && doneUntil > t) return 'done'
+      const held = claims.get(id)
+      if (held && held.expiresAt > t) return 'processing'
+      const token = newToken()
+      claims.set(id, { token, expiresAt: t + ttlMs })
+      mine.set(id, token)
+      return 'claimed'
+    },
+    async complete(id) {
+      done.set(id, now() + doneTtl)
+      const token = mine.get(id)
+      mine.delete(id)
+      if (token !== undefined && claims.get(id)?.token === token) claims.delete(id)
+    },
+    async release(id) {
+      const token = mine.get(id)
+      mine.delete(id)
+      if (token !== undefined && claims.get(id)?.token === token) claims.delete(id)
+    },
+  }
+}
+
+/** The part of an ioredis client the store uses. */
+export interface RedisEvalClient {
+  eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>
+}
+
+// KEYS[1] claim, KEYS[2] done; ARGV[1] token, ARGV[2] ttl ms
+const CLAIM_LUA = `
+if redis.call('EXISTS', KEYS[2]) == 1 then return 'done' end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'claimed' end
+return 'processing'`
+// KEYS[1] claim, KEYS[2] done; ARGV[1] token, ARGV[2] done ttl ms
+const COMPLETE_LUA = `
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1`
+// KEYS[1] claim; ARGV[1] token
+const RELEASE_LUA = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`
+
+/**
+ * Redis (ioredis) store: claim = one script doing "done marker? else SET claim NX PX ttl"; complete sets the done
+ * marker (PX doneTtlMs) and deletes the claim if it still holds this owner token; release is that compare-and-delete.
+ * Keys: `<prefix>{<id>}:claim` and `<prefix>{<id>}:done` (hash-tagged: one cluster slot per delivery).
+ */
+export function createRedisClaimStore(redis: RedisEvalClient, options: { prefix: string; doneTtlMs?: number }): DeliveryClaimStore {
+  const doneTtl = options.doneTtlMs ?? DEFAULT_DONE_TTL_MS
+  if (!Number.isInteger(doneTtl) || doneTtl <= 0) throw new TypeError('doneTtlMs must be a positive integer')
+  const keys = (id: string): [string, string] => [`${options.prefix}{${id}}:claim`, `${options.prefix}{${id}}:done`]
+  const mine = new Map<string, string>()
+  return {
+    async claim(id, ttlMs) {
+      assertTtl(ttlMs)
+      const token = newToken()
+      const state = (await redis.eval(CLAIM_LUA, 2, ...keys(id), token, ttlMs)) as ClaimState
+      if (state === 'claimed') mine.set(id, token)
+      return state
+    },
+    async complete(id) {
+      const token = mine.get(id) ?? ''
+      await redis.eval(COMPLETE_LUA, 2, ...keys(id), token, doneTtl)
+      mine.delete(id)
+    },
+    async release(id) {
+      const token = mine.get(id)
+      if (token === undefined) return
+      await redis.eval(RELEASE_LUA, 1, keys(id)[0], token)
+      mine.delete(id)
+    },
+  }
+}
+
+/** A claim or done document. Claims: `_id` = delivery id; done markers: `_id` = `<delivery id>:done`. */
+export interface ClaimDocument {
+  _id: string
+  token?: string
+  state: 'processing' | 'done'
+  expiresAt: Date
+}
+
+/** The part of a MongoDB driver Collection<ClaimDocument> the store uses. */
+export interface ClaimCollection {
+  insertOne(doc: ClaimDocument): Promise<unknown>
+  findOne(filter: { _id: string }): Promise<ClaimDocument | null>
+  deleteOne(filter: { _id: string; token: string }): Promise<{ deletedCount?: number }>
+}
+
+function isDuplicateKey(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000
+}
+
+/**
+ * MongoDB / FerretDB store. Only single-document inserts (the unique `_id` arbitrates the claim) and deletes by
+ * `_id` + owner token are used: no filtered updates, which FerretDB does not apply atomically.
+ * - claim: done marker? → insert `{ _id: id, token, expiresAt }`; on a duplicate key, a live claim is 'processing',
+ *   a lapsed one is deleted by its token and the insert retried. After a successful insert the done marker is read
+ *   again (a completion may have landed between the first read and the insert); if present the claim is dropped.
+ * - complete: insert `{ _id: id + ':done' }` (duplicate = already done), then delete the claim by this owner token.
+ * - release: delete the claim by this owner token.
+ * `expiresAt` is set on every document: a TTL index on it (where the server supports one) keeps the collection small;
+ * without it done markers are kept and still honoured.
+ */
+export function createMongoClaimStore(collection: ClaimCollection, options: { doneTtlMs?: number; now?: () => number } = {}): DeliveryClaimStore {
+  const now = options.now ?? Date.now
+  const doneTtl = options.doneTtlMs ?? DEFAULT_DONE_TTL_MS
+  const mine = new Map<string, string>()
+  const doneId = (id: string) => `${id}:done`
+  const isDone = async (id: string) => (await collection.findOne({ _id: doneId(id) })) !== null
+
+  return {
+    async claim(id, ttlMs) {
+      assertTtl(ttlMs)
+      for (let attempt = 0; attempt < 5; attempt++) {
+        if (await isDone(id)) return 'done'
+        const token = newToken()
+        try {
+          await collection.insertOne({ _id: id, token, state: 'processing', expiresAt: new Date(now() + ttlMs) })
+        } catch (err) {
+          if (!isDuplicateKey(err)) throw err
+          const held = await collection.findOne({ _id: id })
+          if (held === null) continue // released meanwhile: try again
+          if (held.expiresAt.getTime() > now()) return 'processing'
+          await collection.deleteOne({ _id: id, token: held.token ?? '' }) // lapsed: take over (the insert decides)
+          continue
+        }
+        if (await isDone(id)) {
+          await collection.deleteOne({ _id: id, token })
+          return 'done'
+        }
+        mine.set(id, token)
+        return 'claimed'
+      }
+      return 'processing'
+    },
+    async complete(id) {
+      try {
+        await collection.insertOne({ _id: doneId(id), state: 'done', expiresAt: new Date(now() + doneTtl) })
+      } catch (err) {
+        if (!isDuplicateKey(err)) throw err
+      }
+      const token = mine.get(id)
+      mine.delete(id)
+      if (token !== undefined) await collection.deleteOne({ _id: id, token })
+    },
+    async release(id) {
+      const token = mine.get(id)
+      if (token === undefined) return
+      await collection.deleteOne({ _id: id, token })
+      mine.delete(id)
+    },
+  }
+}
