@@ -18,7 +18,7 @@ import Redis from 'ioredis'
 import { connectActors, upsertActor } from '@svc/actors'
 import { connectApps, registerApp } from '@svc/apps'
 import { loadConfig } from '@svc/config'
-import { createDashboardSessions } from '@svc/dashboard-session'
+import { createDashboardSessions, signInUrl } from '@svc/dashboard-session'
 import { buildProduct, createSvcClient, generateDidKeyKeypair, initiateCheckout, isConnectionReady, pollPaymentStatus } from '@svc/sdk'
 
 const auto = process.argv.includes('--auto')
@@ -84,9 +84,9 @@ async function main() {
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 })
   const { token } = await createDashboardSessions({ redis, prefix: `${config.redisPrefix}dash:` }).issueLoginLink({ actorDid: creatorDid, environment: 'test' })
   redis.disconnect()
-  const signInUrl = `${config.dashboardUrl}/login/${token}?next=${encodeURIComponent(new URL(request.onboardingUrl).pathname)}`
-  if (auto) await creatorInBrowser(signInUrl, request.id)
-  else console.log(`4. as the creator, open (once, within 15 minutes):\n   ${signInUrl}\n   complete payout onboarding, then accept the terms`)
+  const signIn = signInUrl(config.dashboardUrl, token, new URL(request.onboardingUrl).pathname)
+  if (auto) await creatorInBrowser(signIn, request.id)
+  else console.log(`4. as the creator, open (once, within 15 minutes):\n   ${signIn}\n   complete payout onboarding, then accept the terms`)
 
   // 5: wait for a ready connection (approved + payment setup ready)
   for (;;) {

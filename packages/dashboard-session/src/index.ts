@@ -38,6 +38,19 @@ export interface DashboardSessions {
   destroySession(cookie: string | undefined): Promise<void>
 }
 
+/**
+ * A page of this dashboard (`/dashboard`, `/dashboard/onboarding/apr_…`): the only places a sign-in link or a
+ * dashboard form may lead to, never another origin or a path with dots.
+ */
+export function isDashboardPath(value: unknown): value is string {
+  return typeof value === 'string' && /^\/dashboard(\/[A-Za-z0-9_/-]*)?$/.test(value)
+}
+
+/** The sign-in URL of a link token under the dashboard's public URL, opening `next` (a dashboard path) when given. */
+export function signInUrl(dashboardUrl: string, token: string, next?: string): string {
+  return `${dashboardUrl}/login/${token}${next ? `?next=${encodeURIComponent(next)}` : ''}`
+}
+
 const LOGIN_RE = /^dsl_[A-Za-z0-9_-]{43}$/
 const SESSION_RE = /^dss_[A-Za-z0-9_-]{43}$/
 

@@ -144,3 +144,10 @@ export function stopOnSignals(stop: () => Promise<unknown>): void {
 
 export { pino }
 export type { Logger }
+
+/** MongoDB's (and FerretDB's) duplicate-key error: a unique index refused the write. */
+export function isDuplicateKeyError(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000
+}
+
+export { UsageError, requiredOption, runOperatorCommand } from './operator-command'

@@ -11,7 +11,7 @@ import { connectApps, registerApp, issueApiKey, startAppsService, type AppsModel
 import { connectPayments, startPaymentsService, type PaymentsModels } from '@svc/payments'
 import { buildGateway } from '@svc/gateway'
 import { buildApiServer, buildCheckoutServer, createGatewayClient } from '@svc/xrpc-adapter'
-import { createDashboardSessions, DASHBOARD_COOKIE } from '@svc/dashboard-session'
+import { createDashboardSessions, DASHBOARD_COOKIE, signInUrl } from '@svc/dashboard-session'
 import { createServiceAuthVerifier, generateDidKeyKeypair, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
 import { freePort } from './ferretdb'
 import { isolate } from './isolation'
@@ -159,7 +159,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     },
     async dashboardLoginUrl(actorDid, environment) {
       const { token } = await dashboardSessions.issueLoginLink({ actorDid, environment })
-      return `${checkoutUrl}/dashboard/login/${token}`
+      return signInUrl(`${checkoutUrl}/dashboard`, token)
     },
     async dashboardCookie(actorDid, environment) {
       const { cookie } = await dashboardSessions.createSession({ actorDid, environment })

@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyCookie from '@fastify/cookie'
 import fastifyFormbody from '@fastify/formbody'
 import { ContractError } from '@svc/errors'
-import { csrfMatches, DASHBOARD_COOKIE, SESSION_TTL_SECONDS, type DashboardSession, type DashboardSessions } from '@svc/dashboard-session'
+import { csrfMatches, DASHBOARD_COOKIE, isDashboardPath, SESSION_TTL_SECONDS, type DashboardSession, type DashboardSessions } from '@svc/dashboard-session'
 import type { Principal } from '@svc/internal-context'
 import type { GatewayClient } from '../gateway-client'
 import { sendPage } from '../pages/html'
@@ -34,7 +34,7 @@ const APPROVAL_ID = /^apr_[A-Za-z0-9]{8,64}$/
 
 /** Only paths of this dashboard are followed after sign-in or an action: never another origin. */
 export function safeDashboardPath(value: unknown, fallback = '/dashboard'): string {
-  return typeof value === 'string' && /^\/dashboard(\/[A-Za-z0-9_/-]*)?$/.test(value) ? value : fallback
+  return isDashboardPath(value) ? value : fallback
 }
 
 type IdRequest = FastifyRequest<{ Params: { id: string } }>

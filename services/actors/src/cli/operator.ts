@@ -10,9 +10,8 @@
 import { parseArgs } from 'node:util'
 import Redis from 'ioredis'
 import { loadConfig } from '@svc/config'
-import { createDashboardSessions, type Environment } from '@svc/dashboard-session'
-import { ContractError } from '@svc/errors'
-import { withDomain } from '@svc/subgraph-server'
+import { createDashboardSessions, isDashboardPath, signInUrl, type Environment } from '@svc/dashboard-session'
+import { requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
 import { createActorsModels, PAYOUT_STATUSES } from '../models'
 import { findActor, parseEnvironment, setPayoutStatus, upsertActor, type ActorView } from '../domain/actors'
 
@@ -42,16 +41,6 @@ const options = {
   help: { type: 'boolean' },
 } as const
 
-type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values']
-
-class UsageError extends Error {}
-
-function need(values: Values, name: keyof Values): string {
-  const v = values[name]
-  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`)
-  return v
-}
-
 function describe(a: ActorView): string {
   return `${a.kind} ${a.did} in ${a.environment}: payout status ${a.payoutStatus} (payable: ${a.payable}), payment types ${a.paymentTypes.join(', ')}${a.displayName ? `, "${a.displayName}"` : ''}`
 }
@@ -65,11 +54,11 @@ async function dashboardLink(did: string, env: string, next: string | undefined,
   const config = loadConfig()
   const environment = parseEnvironment(env) as Environment
   await withActors((models) => findActor(models, environment, did))
-  if (next !== undefined && !/^\/dashboard(\/[A-Za-z0-9_/-]*)?$/.test(next)) throw new UsageError('--next must be a dashboard path such as /dashboard/onboarding/apr_…')
+  if (next !== undefined && !isDashboardPath(next)) throw new UsageError('--next must be a dashboard path such as /dashboard/onboarding/apr_…')
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 })
   try {
     const { token, expiresAt } = await createDashboardSessions({ redis, prefix: `${config.redisPrefix}dash:` }).issueLoginLink({ actorDid: did, environment })
-    const url = `${config.dashboardUrl}/login/${token}${next ? `?next=${encodeURIComponent(next)}` : ''}`
+    const url = signInUrl(config.dashboardUrl, token, next)
     return json ? JSON.stringify({ url, expiresAt: expiresAt.toISOString() }, null, 2) : `open within 15 minutes (once): ${url}`
   } finally {
     redis.disconnect()
@@ -87,8 +76,8 @@ async function main(argv: string[]) {
   switch (command) {
     case 'create-creator': {
       const input = {
-        did: need(values, 'did'),
-        environment: need(values, 'env'),
+        did: requiredOption(values, 'did'),
+        environment: requiredOption(values, 'env'),
         kind: values.kind,
         displayName: values['display-name'],
         paymentTypes: values['payment-types']?.split(',').map((t) => t.trim()),
@@ -98,12 +87,12 @@ async function main(argv: string[]) {
       break
     }
     case 'set-payout-status': {
-      const input = { did: need(values, 'did'), environment: need(values, 'env'), status: need(values, 'status') }
+      const input = { did: requiredOption(values, 'did'), environment: requiredOption(values, 'env'), status: requiredOption(values, 'status') }
       actor = await withActors((models) => setPayoutStatus(models, input))
       break
     }
     case 'dashboard-link': {
-      process.stdout.write(`${await dashboardLink(need(values, 'did'), need(values, 'env'), values.next, values.json)}\n`)
+      process.stdout.write(`${await dashboardLink(requiredOption(values, 'did'), requiredOption(values, 'env'), values.next, values.json)}\n`)
       return
     }
     default:
@@ -112,15 +101,4 @@ async function main(argv: string[]) {
   process.stdout.write(values.json ? `${JSON.stringify(actor, null, 2)}\n` : `${describe(actor)}\n`)
 }
 
-main(process.argv.slice(2)).catch((err) => {
-  if (err instanceof UsageError || (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
-    process.stderr.write(`${err.message}\n\n${USAGE}\n`)
-    process.exit(2)
-  }
-  if (err instanceof ContractError) {
-    process.stderr.write(`${err.code}: ${err.message}\n`)
-    process.exit(1)
-  }
-  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`)
-  process.exit(1)
-})
+runOperatorCommand(main, USAGE)

@@ -11,9 +11,8 @@
  */
 import { parseArgs } from 'node:util'
 import { loadConfig } from '@svc/config'
-import { ContractError } from '@svc/errors'
 import { generateDidKeyKeypair, keypairFromPrivateKeyHex, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
-import { withDomain } from '@svc/subgraph-server'
+import { requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
 import { API_KEY_PERMISSIONS, createAppsModels } from '../models'
 import { issueApiKey, revokeApiKey } from '../domain/api-keys'
 import { registerApp } from '../domain/registration'
@@ -52,11 +51,6 @@ const options = {
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values']
 
-function need(values: Values, name: keyof Values): string {
-  const v = values[name]
-  if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`)
-  return v
-}
 
 function int(values: Values, name: keyof Values, fallback: number): number {
   const v = values[name]
@@ -71,7 +65,6 @@ function alg(values: Values): ServiceJwtAlg {
   return a
 }
 
-class UsageError extends Error {}
 
 function print(values: Values, human: string, json: unknown) {
   process.stdout.write(values.json ? `${JSON.stringify(json, null, 2)}\n` : `${human}\n`)
@@ -101,12 +94,12 @@ async function main(argv: string[]) {
       return
     }
     case 'mint-jwt': {
-      const keypair = await keypairFromPrivateKeyHex(need(values, 'private-key'), alg(values))
+      const keypair = await keypairFromPrivateKeyHex(requiredOption(values, 'private-key'), alg(values))
       const jwt = await mintServiceJwt({
         keypair,
-        iss: need(values, 'did'),
+        iss: requiredOption(values, 'did'),
         aud: values.aud ?? config.serviceDid,
-        lxm: need(values, 'lxm'),
+        lxm: requiredOption(values, 'lxm'),
         expiresInSeconds: int(values, 'expires-in', 60),
       })
       print(values, jwt, { jwt })
@@ -115,9 +108,9 @@ async function main(argv: string[]) {
     case 'register-app': {
       const view = await withApps((models) =>
         registerApp(models, {
-          did: need(values, 'did'),
-          environment: need(values, 'env'),
-          appUrl: need(values, 'app-url'),
+          did: requiredOption(values, 'did'),
+          environment: requiredOption(values, 'env'),
+          appUrl: requiredOption(values, 'app-url'),
           feeShareBps: int(values, 'fee-share-bps', 0),
           name: values.name,
           ticketFee: {
@@ -133,8 +126,8 @@ async function main(argv: string[]) {
     case 'issue-key': {
       const issued = await withApps((models) =>
         issueApiKey(models, {
-          appDid: need(values, 'did'),
-          environment: need(values, 'env') as 'test' | 'live',
+          appDid: requiredOption(values, 'did'),
+          environment: requiredOption(values, 'env') as 'test' | 'live',
           permissions: (values.permissions ?? 'app.config.read').split(',').map((p) => p.trim()),
         }),
       )
@@ -146,7 +139,7 @@ async function main(argv: string[]) {
       return
     }
     case 'revoke-key': {
-      const revoked = await withApps((models) => revokeApiKey(models, need(values, 'key-id')))
+      const revoked = await withApps((models) => revokeApiKey(models, requiredOption(values, 'key-id')))
       print(values, revoked ? 'revoked' : 'no active key with that id', { revoked })
       if (!revoked) process.exitCode = 1
       return
@@ -183,15 +176,4 @@ async function main(argv: string[]) {
   }
 }
 
-main(process.argv.slice(2)).catch((err) => {
-  if (err instanceof UsageError || (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
-    process.stderr.write(`${err.message}\n\n${USAGE}\n`)
-    process.exit(2)
-  }
-  if (err instanceof ContractError) {
-    process.stderr.write(`${err.code}: ${err.message}\n`)
-    process.exit(1)
-  }
-  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`)
-  process.exit(1)
-})
+runOperatorCommand(main, USAGE)

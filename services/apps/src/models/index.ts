@@ -163,6 +163,5 @@ export async function createAppsModels(conn: Connection): Promise<AppsModels> {
   return models
 }
 
-export function isDuplicateKeyError(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000
-}
+/** Re-exported for this domain's code: the one check lives in the subgraph kit. */
+export { isDuplicateKeyError } from '@svc/subgraph-server'
