@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto'
 import { Schema, type Connection, type Model } from 'mongoose'
+import { OUTBOX_WRITTEN, outboxNamespace, outboxWrites } from './writes'
 
 export type Environment = 'test' | 'live'
 
@@ -67,13 +68,22 @@ export interface NewOutboxEvent {
   occurredAt?: Date
 }
 
-/** Writes the event of a fact once; a repeat (also a concurrent one) is a no-op. Returns the event id. */
+/**
+ * Writes the event of a fact once; a repeat (also a concurrent one) is a no-op. Returns the event id.
+ * A new event wakes the outbox relays of this process (outboxWrites), so it reaches the queue in milliseconds.
+ */
 export async function writeOutboxEvent(model: OutboxModel, event: NewOutboxEvent): Promise<string> {
   const _id = outboxEventId(event.key)
   try {
     await model.create({ _id, ...event, occurredAt: event.occurredAt ?? new Date(), relayedAt: null })
   } catch (err) {
     if ((err as { code?: number }).code !== 11000) throw err
+    return _id
   }
+  outboxWrites.emit(OUTBOX_WRITTEN, outboxNamespace(model))
   return _id
 }
+
+export * from './queue'
+export * from './writes'
+export * from './relay'

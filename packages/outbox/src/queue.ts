@@ -1,0 +1,28 @@
+/**
+ * The queue every domain's outbox relay publishes to and the events domain consumes: `domain-events`.
+ * One job per outbox event, job id = event id (`evt_…`), so publishing an event twice is one job.
+ */
+import type { Environment } from './index'
+
+export const DOMAIN_EVENTS_QUEUE = 'domain-events'
+
+/** The domains that write an outbox. */
+export type EventSource = 'apps' | 'payments'
+
+/** The payload of a `domain-events` job (the job's name is the event type). */
+export interface DomainEventJob {
+  /** `evt_…`: the outbox event id, also the job id */
+  eventId: string
+  source: EventSource
+  type: string
+  environment: Environment
+  appDid: string
+  data: Record<string, unknown>
+  /** ISO time of the state change */
+  occurredAt: string
+}
+
+/** BullMQ's key prefix for a Redis key prefix (REDIS_PREFIX): every queue of one deployment lives under it. */
+export function queuePrefix(redisPrefix: string): string {
+  return `${redisPrefix}bull`
+}

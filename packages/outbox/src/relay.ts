@@ -1,0 +1,219 @@
+/**
+ * The outbox relay (docs/events.md "Crash safety"): runs in each domain's process over that domain's outbox, reads
+ * the events not yet relayed (oldest first), adds them to the `domain-events` queue with the event id as job id,
+ * and only after the add succeeded marks them relayed. Dying between the two re-adds them on the next pass, which
+ * BullMQ ignores (the job id exists) and the events domain could not turn into a second delivery anyway (the
+ * delivery id derives from the event id): nothing is lost, nothing is doubled.
+ *
+ * A write in the same process wakes the relay at once (outboxWrites); polling every `intervalMs` finds the writes
+ * of other processes and retries after a failure. One pass runs at a time.
+ */
+import { once } from 'node:events'
+import { Queue, type JobsOptions } from 'bullmq'
+import Redis from 'ioredis'
+import type { Logger } from 'pino'
+import type { OutboxEvent, OutboxModel } from './index'
+import { DOMAIN_EVENTS_QUEUE, queuePrefix, type DomainEventJob, type EventSource } from './queue'
+import { OUTBOX_WRITTEN, outboxNamespace, outboxWrites } from './writes'
+
+export const DEFAULT_RELAY_INTERVAL_MS = 500
+export const DEFAULT_RELAY_BATCH_SIZE = 100
+
+/** The options of every `domain-events` job (its id is the event id). */
+export const DOMAIN_EVENT_JOB_OPTIONS = {
+  attempts: 10,
+  backoff: { type: 'exponential', delay: 1000 },
+  removeOnComplete: { age: 7 * 24 * 3600 },
+  removeOnFail: false,
+} as const satisfies JobsOptions
+
+export interface OutboxRelayOptions {
+  /** the domain's own outbox */
+  model: OutboxModel
+  source: EventSource
+  redisUrl: string
+  /** REDIS_PREFIX; the queue lives under queuePrefix(redisPrefix) */
+  redisPrefix: string
+  logger: Logger
+  /** polling period (default 500 ms); writes in this process wake the relay without waiting for it */
+  intervalMs?: number
+  /** events per pass step (default 100) */
+  batchSize?: number
+  /**
+   * Runs after a batch is on the queue and before it is marked relayed; a throw leaves the batch unmarked (as a
+   * crash there would). For tests of the crash window.
+   */
+  beforeMark?: (eventIds: string[]) => void | Promise<void>
+}
+
+export interface OutboxRelay {
+  /** waits for the running pass, then closes the queue and its Redis connection */
+  stop(): Promise<void>
+  /** relays everything unrelayed now (after the running pass) and returns how many events it relayed; throws on failure */
+  drain(): Promise<number>
+}
+
+/** The `domain-events` job of an outbox event. */
+export function domainEventJob(source: EventSource, event: Pick<OutboxEvent, '_id' | 'type' | 'environment' | 'appDid' | 'data' | 'occurredAt'>): DomainEventJob {
+  return {
+    eventId: event._id,
+    source,
+    type: event.type,
+    environment: event.environment,
+    appDid: event.appDid,
+    data: event.data,
+    occurredAt: event.occurredAt.toISOString(),
+  }
+}
+
+/** While passes keep failing, their errors are logged at most this often. */
+const ERROR_LOG_INTERVAL_MS = 30_000
+/** A pass waits this long for Redis to (re)connect before it fails (stop() cuts the wait short). */
+const CONNECT_WAIT_MS = 5_000
+/** A publish without an answer in this time fails the pass; the batch stays unrelayed (publishing it again is a no-op). */
+const PUBLISH_TIMEOUT_MS = 10_000
+/** stop() gives the queue this long to close before it drops the connection. */
+const CLOSE_TIMEOUT_MS = 5_000
+
+/** `p`, or a rejection after `ms` or as soon as one of `interrupts` is called (their set holds it while it waits). */
+function bounded<T>(p: Promise<T>, ms: number, what: string, interrupts?: Set<() => void>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    // whichever comes first settles it and clears the others (`p` may never settle: a wait for a connection)
+    const settle = (fn: () => void) => () => {
+      clearTimeout(timer)
+      interrupts?.delete(interrupt)
+      fn()
+    }
+    const interrupt = settle(() => reject(new Error(`${what}: the relay is stopping`)))
+    const timer = setTimeout(settle(() => reject(new Error(`${what}: no answer within ${ms} ms`))), ms)
+    interrupts?.add(interrupt)
+    p.then(
+      (value) => settle(() => resolve(value))(),
+      (err: unknown) => settle(() => reject(err))(),
+    )
+  })
+}
+
+export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
+  const intervalMs = opts.intervalMs ?? DEFAULT_RELAY_INTERVAL_MS
+  const batchSize = opts.batchSize ?? DEFAULT_RELAY_BATCH_SIZE
+  if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error('outbox relay: batchSize must be a positive integer')
+  if (!(intervalMs > 0)) throw new Error('outbox relay: intervalMs must be positive')
+  const log = opts.logger.child({ component: 'outbox-relay', source: opts.source })
+  const namespace = outboxNamespace(opts.model)
+
+  // A producer connection: commands fail (and the pass is retried) rather than queue up while Redis is away; a
+  // connection attempt still under way when the relay stops is dropped quickly.
+  const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: 3, disconnectTimeout: 200 })
+  /** waits of passes that stop() cuts short */
+  const interrupts = new Set<() => void>()
+  /** a publish that has not answered yet (after its pass gave up on it): no other starts before it settles */
+  let publishing: Promise<unknown> | null = null
+  const queue = new Queue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, { connection: redis, prefix: queuePrefix(opts.redisPrefix) })
+  let lastConnectionError = 0
+  queue.on('error', (err) => {
+    if (Date.now() - lastConnectionError < ERROR_LOG_INTERVAL_MS) return
+    lastConnectionError = Date.now()
+    log.warn({ err }, 'outbox relay: queue connection error')
+  })
+
+  /** One batch: read, publish, then mark. Returns how many events it relayed. */
+  const relayBatch = async (): Promise<number> => {
+    const batch = await opts.model
+      .find({ relayedAt: null })
+      .sort({ occurredAt: 1, _id: 1 })
+      .limit(batchSize)
+      .lean<OutboxEvent[]>()
+    if (batch.length === 0) return 0
+    // BullMQ waits for a connection forever: wait a bounded time here instead, so a pass (and stop) always ends
+    if (redis.status !== 'ready') await bounded(once(redis, 'ready'), CONNECT_WAIT_MS, 'connecting to Redis', interrupts)
+    if (publishing) throw new Error('the previous publish to domain-events has not answered yet')
+    const add = queue.addBulk(
+      batch.map((event) => ({
+        name: event.type,
+        data: domainEventJob(opts.source, event),
+        opts: { ...DOMAIN_EVENT_JOB_OPTIONS, jobId: event._id },
+      })),
+    )
+    const settled = add.then(
+      () => (publishing = null),
+      () => (publishing = null),
+    )
+    publishing = settled
+    await bounded(add, PUBLISH_TIMEOUT_MS, 'publishing to domain-events')
+    const ids = batch.map((event) => event._id)
+    await opts.beforeMark?.(ids)
+    await opts.model.updateMany({ _id: { $in: ids }, relayedAt: null }, { $set: { relayedAt: new Date() } })
+    return batch.length
+  }
+
+  /** Batches until one comes back short: everything unrelayed when the pass started is on the queue. */
+  const relayAll = async (): Promise<number> => {
+    let total = 0
+    for (;;) {
+      const relayed = await relayBatch()
+      total += relayed
+      if (relayed < batchSize || stopped) break
+    }
+    if (total > 0) log.info({ relayed: total }, 'outbox events relayed')
+    return total
+  }
+
+  // Passes run one after another on this chain.
+  let chain: Promise<unknown> = Promise.resolve()
+  const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
+    const next = chain.then(fn)
+    chain = next.catch(() => undefined)
+    return next
+  }
+
+  let stopped = false
+  let passQueued = false
+  let failingSince: number | null = null
+  let lastErrorLog = 0
+  /** Asks for a pass; wake-ups while one waits to start are the same pass. */
+  const wake = () => {
+    if (stopped || passQueued) return
+    passQueued = true
+    void exclusive(async () => {
+      passQueued = false
+      if (stopped) return
+      try {
+        await relayAll()
+        if (failingSince !== null) log.info({ failingForMs: Date.now() - failingSince }, 'outbox relay recovered')
+        failingSince = null
+        lastErrorLog = 0
+      } catch (err) {
+        const now = Date.now()
+        failingSince ??= now
+        if (now - lastErrorLog >= ERROR_LOG_INTERVAL_MS) {
+          lastErrorLog = now
+          log.error({ err, failingForMs: now - failingSince }, 'outbox relay pass failed; retrying at the next pass')
+        }
+      }
+    })
+  }
+
+  const onWrite = (written: string) => {
+    if (written === namespace) wake()
+  }
+  outboxWrites.on(OUTBOX_WRITTEN, onWrite)
+  const timer = setInterval(wake, intervalMs)
+  timer.unref()
+  wake()
+
+  return {
+    drain: () => exclusive(relayAll),
+    async stop() {
+      if (stopped) return
+      stopped = true
+      clearInterval(timer)
+      outboxWrites.off(OUTBOX_WRITTEN, onWrite)
+      // a pass waiting for Redis to come back gives up; one that is publishing or marking finishes
+      for (const interrupt of [...interrupts]) interrupt()
+      await chain
+      await bounded(queue.close(), CLOSE_TIMEOUT_MS, 'closing the queue').catch(() => undefined)
+      redis.disconnect()
+    },
+  }
+}

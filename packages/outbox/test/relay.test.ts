@@ -1,0 +1,268 @@
+/**
+ * The outbox relay against the test FerretDB and Redis with real BullMQ queues: every event reaches `domain-events`
+ * once (job id = event id), is marked relayed only after it is on the queue, and a crash in between neither loses
+ * nor doubles it. Each test has its own Redis prefix (its own queue) and starts with an empty outbox.
+ */
+import { Queue } from 'bullmq'
+import Redis from 'ioredis'
+import mongoose, { type Connection } from 'mongoose'
+import pino from 'pino'
+import { isolate } from '@svc/testing/src/isolation'
+import {
+  createOutboxModel,
+  DOMAIN_EVENTS_QUEUE,
+  outboxEventId,
+  queuePrefix,
+  startOutboxRelay,
+  writeOutboxEvent,
+  type DomainEventJob,
+  type OutboxModel,
+  type OutboxRelay,
+  type OutboxRelayOptions,
+} from '../src'
+
+const iso = isolate('outbox_relay')
+const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
+const APP = 'did:web:relay-app.example.com'
+let conn: Connection
+let model: OutboxModel
+let redis: Redis
+let testNo = 0
+const relays: OutboxRelay[] = []
+const queues: Queue[] = []
+
+beforeAll(async () => {
+  conn = await mongoose.createConnection(iso.mongoUrl, { serverSelectionTimeoutMS: 10000 }).asPromise()
+  model = await createOutboxModel(conn)
+  redis = new Redis(iso.redisUrl, { maxRetriesPerRequest: null })
+})
+
+afterEach(async () => {
+  await Promise.all(relays.splice(0).map((r) => r.stop()))
+  await Promise.all(queues.splice(0).map((q) => q.close()))
+  await model.deleteMany({})
+})
+
+afterAll(async () => {
+  await conn?.dropDatabase().catch(() => undefined)
+  await conn?.close()
+  const keys = await redis.keys(`${iso.redisPrefix}*`)
+  if (keys.length) await redis.del(...keys)
+  redis.disconnect()
+})
+
+/** A queue of this test's own (its own Redis prefix) and relays publishing to it. */
+function fixture() {
+  const redisPrefix = `${iso.redisPrefix}${++testNo}:`
+  const queue = new Queue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, { connection: redis, prefix: queuePrefix(redisPrefix) })
+  queues.push(queue)
+  const relay = (o: Partial<OutboxRelayOptions> = {}) => {
+    // polling every minute unless a test says otherwise: only wake-ups (or drain) move events in these tests
+    const r = startOutboxRelay({ model, source: 'payments', redisUrl: iso.redisUrl, redisPrefix, logger, intervalMs: 60_000, ...o })
+    relays.push(r)
+    return r
+  }
+  const jobCount = async () => Object.values(await queue.getJobCounts()).reduce((a, b) => a + b, 0)
+  return { queue, relay, jobCount }
+}
+
+const event = (key: string, o: { type?: string; occurredAt?: Date; environment?: 'test' | 'live' } = {}) => ({
+  type: o.type ?? 'payment.completed',
+  environment: o.environment ?? ('test' as const),
+  appDid: APP,
+  data: { key, amount: 1200, nested: { currency: 'usd' } },
+  key,
+  occurredAt: o.occurredAt,
+})
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+const unrelayed = () => model.countDocuments({ relayedAt: null })
+const allRelayed = async () => (await unrelayed()) === 0
+
+test('a written event is on domain-events at once (woken by the write, not the poll), once, with the event id as job id, then marked relayed', async () => {
+  const { queue, relay, jobCount } = fixture()
+  relay()
+  const occurredAt = new Date('2026-06-01T12:00:00.000Z')
+  const written = Date.now()
+  const ids = [
+    await writeOutboxEvent(model, event('payment.completed:chk_1', { occurredAt })),
+    await writeOutboxEvent(model, event('app.authorization.granted:apr_1:1', { type: 'app.authorization.granted', environment: 'live' })),
+  ]
+  await waitFor(allRelayed)
+  // the poll is a minute away: the writes themselves woke the relay
+  expect(Date.now() - written).toBeLessThan(2000)
+  expect(await jobCount()).toBe(2)
+
+  const job = await queue.getJob(ids[0]!)
+  expect(job?.id).toBe(outboxEventId('payment.completed:chk_1'))
+  expect(job?.name).toBe('payment.completed')
+  expect(job?.data).toEqual({
+    eventId: ids[0],
+    source: 'payments',
+    type: 'payment.completed',
+    environment: 'test',
+    appDid: APP,
+    data: { key: 'payment.completed:chk_1', amount: 1200, nested: { currency: 'usd' } },
+    occurredAt: '2026-06-01T12:00:00.000Z',
+  })
+  expect(job?.opts).toMatchObject({ attempts: 10, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: { age: 7 * 24 * 3600 }, removeOnFail: false })
+  const granted = await queue.getJob(ids[1]!)
+  expect(granted?.name).toBe('app.authorization.granted')
+  expect(granted?.data).toMatchObject({ eventId: ids[1], environment: 'live', type: 'app.authorization.granted' })
+
+  // marked only after the add: the job existed before relayedAt was set
+  const doc = await model.findById(ids[0]).lean()
+  expect(doc?.relayedAt).toBeInstanceOf(Date)
+  expect(job!.timestamp).toBeLessThanOrEqual(doc!.relayedAt!.getTime())
+})
+
+test('polling relays writes it was not told about (another process), oldest first, batch by batch', async () => {
+  const { queue, relay, jobCount } = fixture()
+  const base = Date.parse('2026-06-01T00:00:00Z')
+  // written straight to the collection (as another process would: no wake-up here), newest first
+  const docs = [4, 3, 2, 1, 0].map((i) => ({
+    _id: outboxEventId(`raw:${i}`),
+    type: 'payment.completed',
+    environment: 'test',
+    appDid: APP,
+    data: { i },
+    key: `raw:${i}`,
+    occurredAt: new Date(base + i * 1000),
+    relayedAt: null,
+  }))
+  await model.collection.insertMany(docs as never[])
+  const order: string[] = []
+  relay({ intervalMs: 100, batchSize: 2, beforeMark: (ids) => void order.push(...ids) })
+  await waitFor(allRelayed)
+  expect(order).toEqual([0, 1, 2, 3, 4].map((i) => outboxEventId(`raw:${i}`)))
+  expect(await jobCount()).toBe(5)
+  expect((await queue.getJob(outboxEventId('raw:3')))?.data.occurredAt).toBe(new Date(base + 3000).toISOString())
+})
+
+test('a pass that fails after publishing and before marking is retried at the next pass: the same job, then marked', async () => {
+  const { queue, relay, jobCount } = fixture()
+  const marks: string[][] = []
+  relay({
+    intervalMs: 100,
+    beforeMark: (ids) => {
+      marks.push(ids)
+      if (marks.length === 1) throw new Error('simulated crash between publishing and marking')
+    },
+  })
+  const id = await writeOutboxEvent(model, event('payment.completed:chk_retry'))
+  await waitFor(allRelayed)
+  // published twice (the failed pass and its retry), one job
+  expect(marks).toEqual([[id], [id]])
+  expect(await jobCount()).toBe(1)
+  expect((await queue.getJob(id))?.data.eventId).toBe(id)
+})
+
+test('a relay that dies after publishing and before marking: the next relay publishes again, which is a no-op by job id', async () => {
+  const { queue, relay, jobCount } = fixture()
+  const dying = relay({
+    beforeMark: () => {
+      throw new Error('the process died here')
+    },
+  })
+  const ids = [await writeOutboxEvent(model, event('payment.completed:chk_a')), await writeOutboxEvent(model, event('payment.completed:chk_b'))]
+  // the writes woke it: it publishes and "dies" before marking (an error, logged; a drain reports it)
+  await waitFor(async () => (await jobCount()) === 2)
+  await expect(dying.drain()).rejects.toThrow('the process died here')
+  await dying.stop()
+  expect(await unrelayed()).toBe(2)
+  const firstJob = await queue.getJob(ids[0]!)
+
+  // the next relay (another process start) publishes both again as it starts, then marks them
+  const republished: string[] = []
+  const next = relay({ beforeMark: (batch) => void republished.push(...batch) })
+  await waitFor(allRelayed)
+  expect(republished.sort()).toEqual([...ids].sort())
+  expect(await jobCount()).toBe(2)
+  // the very same job: re-adding an existing job id changed nothing
+  const again = await queue.getJob(ids[0]!)
+  expect(again?.timestamp).toBe(firstJob?.timestamp)
+  expect(again?.data).toEqual(firstJob?.data)
+  expect(await next.drain()).toBe(0)
+})
+
+test('writes during a pass are relayed by the next one, each once; a burst of writes across several batches loses and doubles nothing', async () => {
+  const { queue, relay, jobCount } = fixture()
+  let duringPass: Promise<string[]> | null = null
+  relay({
+    batchSize: 25,
+    beforeMark: async () => {
+      // while the first pass is between publishing and marking, 20 more events are written
+      if (!duringPass) {
+        duringPass = Promise.all(Array.from({ length: 20 }, (_, i) => writeOutboxEvent(model, event(`during:${i}`))))
+        await duringPass
+      }
+    },
+  })
+  const first = await writeOutboxEvent(model, event('before'))
+  await waitFor(async () => duringPass !== null)
+  const during = await duringPass!
+  await waitFor(allRelayed)
+  expect(await jobCount()).toBe(21)
+  for (const id of [first, ...during]) expect((await queue.getJob(id))?.data.eventId).toBe(id)
+
+  const burst = await Promise.all(Array.from({ length: 200 }, (_, i) => writeOutboxEvent(model, event(`burst:${i}`))))
+  await waitFor(allRelayed, 15_000)
+  expect(await model.countDocuments({})).toBe(221)
+  expect(await jobCount()).toBe(221)
+  const jobIds = new Set((await queue.getJobs(['wait', 'delayed', 'prioritized'], 0, 1000)).map((j) => j.id))
+  expect(jobIds.size).toBe(221)
+  for (const id of burst) expect(jobIds.has(id)).toBe(true)
+})
+
+test('50 parallel writes of the same fact: one event, one job', async () => {
+  const { queue, relay, jobCount } = fixture()
+  const r = relay()
+  const ids = await Promise.all(Array.from({ length: 50 }, () => writeOutboxEvent(model, event('payment.completed:chk_same'))))
+  expect(new Set(ids)).toEqual(new Set([outboxEventId('payment.completed:chk_same')]))
+  expect(await model.countDocuments({})).toBe(1)
+  await waitFor(allRelayed)
+  expect(await r.drain()).toBe(0)
+  expect(await jobCount()).toBe(1)
+  expect((await queue.getJob(ids[0]!))?.name).toBe('payment.completed')
+})
+
+test('stop() lets the running pass finish (its events are marked), and a stopped relay relays nothing more', async () => {
+  const { relay, jobCount } = fixture()
+  let entered!: () => void
+  const inPass = new Promise<void>((resolve) => (entered = resolve))
+  const r = relay({
+    beforeMark: async () => {
+      entered()
+      await new Promise((resolve) => setTimeout(resolve, 300))
+    },
+  })
+  const id = await writeOutboxEvent(model, event('payment.completed:chk_stop'))
+  await inPass
+  await r.stop()
+  expect((await model.findById(id).lean())?.relayedAt).toBeInstanceOf(Date)
+
+  await writeOutboxEvent(model, event('payment.completed:after_stop'))
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  expect(await unrelayed()).toBe(1)
+  expect(await jobCount()).toBe(1)
+})
+
+test('Redis unreachable: a pass fails (the events stay unrelayed, for the next pass) and stop() still returns at once', async () => {
+  const lines: { msg?: string; err?: { message?: string } }[] = []
+  const captured = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+  const unreachable = startOutboxRelay({ model, source: 'apps', redisUrl: 'redis://127.0.0.1:1', redisPrefix: `${iso.redisPrefix}down:`, logger: captured, intervalMs: 100 })
+  await writeOutboxEvent(model, event('app.authorization.granted:apr_down:1', { type: 'app.authorization.granted' }))
+  await expect(unreachable.drain()).rejects.toThrow(/ECONNREFUSED|connecting to Redis/)
+  expect(await unrelayed()).toBe(1)
+  const stopping = Date.now()
+  await unreachable.stop()
+  expect(Date.now() - stopping).toBeLessThan(2000)
+  expect(lines.some((l) => l.msg === 'outbox relay pass failed; retrying at the next pass')).toBe(true)
+})
