@@ -8,7 +8,7 @@
 import { lookup } from 'node:dns/promises'
 import { BlockList, isIP } from 'node:net'
 import { ContractError } from '@svc/errors'
-import type { Environment } from './environment'
+export type Environment = 'test' | 'live'
 
 const nonPublic = new BlockList()
 for (const [net, prefix] of [
@@ -103,4 +103,13 @@ export async function assertWebhookUrlAllowed(raw: string, policy: WebhookUrlPol
   if (addresses.some(isNonPublicAddress)) refuse('webhookUrl must resolve to a public address')
   if (policy.environment === 'live' && url.protocol !== 'https:') refuse('webhookUrl must use https in live')
   return url.toString()
+}
+
+/**
+ * The check a delivery repeats on the address it is about to connect to (a name may resolve elsewhere than it
+ * did at configuration time): public addresses always; loopback only in test with DEV_ALLOW_LOOPBACK_WEBHOOKS.
+ */
+export function deliveryAddressAllowed(ip: string, policy: Omit<WebhookUrlPolicy, 'resolve'>): boolean {
+  if (isLoopbackAddress(ip)) return policy.environment === 'test' && policy.allowLoopbackInTest
+  return !isNonPublicAddress(ip)
 }

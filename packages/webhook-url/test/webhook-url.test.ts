@@ -3,7 +3,7 @@
  * error WebhookUrlNotAllowed; allowed ones come back normalized.
  */
 import { ContractError } from '@svc/errors'
-import { assertWebhookUrlAllowed, type WebhookUrlPolicy } from '../src/domain/webhook-url'
+import { assertWebhookUrlAllowed, type WebhookUrlPolicy } from '../src'
 
 const PUBLIC_V4 = '93.184.216.34'
 const PUBLIC_V6 = '2606:2800:220:1:248:1893:25c8:1946'
