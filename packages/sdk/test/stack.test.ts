@@ -80,7 +80,7 @@ describe('typed calls against the real stack', () => {
       environment: 'test',
       appUrl: 'https://app.example.com',
       feeShareBps: 500,
-      webhook: { configured: false, paused: false },
+      webhook: { configured: false, paused: false, channel: 'webhook' },
       appConfig: {
         modules: { tickets: false },
         ticketing: { qrPasses: false, walletPasses: false },

@@ -4,7 +4,7 @@ export { typeDefs } from './schema'
 export { registerApp } from './domain/registration'
 export { issueApiKey, revokeApiKey } from './domain/api-keys'
 export { hashApiKey, API_KEY_PATTERN } from '@svc/api-keys'
-export { assertWebhookUrlAllowed } from './domain/webhook-url'
+export { assertWebhookUrlAllowed } from '@svc/webhook-url'
 export {
   requestRecipientApproval,
   acceptApproval,

@@ -14,6 +14,7 @@ async function main() {
     logger,
     allowLoopbackWebhooksInTest: config.devAllowLoopbackWebhooks,
     dashboardUrl: config.dashboardUrl,
+    relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix },
   })
   stopOnSignals(service.stop)
 }

@@ -3,8 +3,8 @@ import { ContractError } from '@svc/errors'
 import type { SubgraphContext } from '@svc/subgraph-server'
 import type { Principal } from '@svc/internal-context'
 import type { AppsModels } from './models'
-import { findAppEnvironment, getAppConfig, resolveAppAccess, toView, updateAppConfig, type UpdateAppConfigInput, type UpdatePolicy } from './domain/app-config'
-import { getDeveloperConfig } from './domain/developer-config'
+import { eventEndpointOf, findAppEnvironment, getAppConfig, resolveAppAccess, toView, updateAppConfig, type UpdateAppConfigInput, type UpdatePolicy } from './domain/app-config'
+import { getDeveloperAccess, getDeveloperConfig } from './domain/developer-config'
 import { listRequests, recordRequest, type RequestLogInput } from './domain/request-log'
 import {
   acceptApproval,
@@ -86,6 +86,16 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
       resolveAppAccess(ctx.models, require(ctx, 'app').appDid, args.environment),
     developerConfig: (_: unknown, args: { app?: string | null; environment?: string | null }, ctx: AppsContext) =>
       getDeveloperConfig(ctx.models, require(ctx, 'apiKey').keyHash, args.app, args.environment),
+    developerAccess: (
+      _: unknown,
+      args: { app?: string | null; environment?: string | null; permission: string; liveAllowed?: boolean | null },
+      ctx: AppsContext,
+    ) => getDeveloperAccess(ctx.models, require(ctx, 'apiKey').keyHash, args),
+    eventEndpoint: async (_: unknown, args: { appDid: string; environment: string }, ctx: AppsContext) => {
+      const p = require(ctx, 'service', 'operator')
+      if (p.kind === 'service' && p.name !== 'events') throw new ContractError('NotAllowed', 'eventEndpoint is for the events workers and operators')
+      return eventEndpointOf(await findAppEnvironment(ctx.models, args.appDid, parseEnvironment(args.environment)))
+    },
     app: async (_: unknown, args: { did: string }, ctx: AppsContext) => {
       require(ctx, 'operator')
       return ctx.models.App.findOne({ did: args.did }).lean()

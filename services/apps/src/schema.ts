@@ -72,8 +72,26 @@ export const typeDefs = gql`
   }
 
   type WebhookState {
+    "the chosen channel has its URL"
     configured: Boolean!
+    "the HTTP webhook's URL"
     url: String
+    paused: Boolean!
+    "webhook | xrpc"
+    channel: String!
+    "the origin of the app's XRPC service (xrpc channel)"
+    receiverUrl: String
+  }
+
+  "Where an app environment's events go: read by the events workers before each attempt."
+  type EventEndpoint {
+    appDid: ID!
+    environment: String!
+    "webhook | xrpc"
+    channel: String!
+    "the chosen channel's URL (webhook URL or XRPC receiver origin); null when not configured"
+    url: String
+    configured: Boolean!
     paused: Boolean!
   }
 
@@ -109,8 +127,20 @@ export const typeDefs = gql`
   }
 
   type DeveloperWebhookState {
+    "the chosen channel has its URL"
     configured: Boolean!
     paused: Boolean!
+    "webhook | xrpc"
+    channel: String!
+  }
+
+  "What a developer utility route may act on, after the API key's checks (the precheck of test-event, deliveries, redrive)."
+  type DeveloperAccess {
+    appDid: ID!
+    environment: String!
+    "the key's display prefix (svc_rk_test_ + 6 characters)"
+    keyPrefix: String!
+    webhook: DeveloperWebhookState!
   }
 
   type DeveloperConfig {
@@ -154,6 +184,12 @@ export const typeDefs = gql`
     ticketFee: TicketFeeInput
     webhookUrl: String
     appUrl: String
+    "webhook | xrpc (docs/events.md, Channels)"
+    eventChannel: String
+    "the origin of the app's XRPC service for the xrpc channel (the webhookUrl policy)"
+    receiverUrl: String
+    "true holds every delivery of this app environment; false releases them"
+    webhookPaused: Boolean
   }
 
   input DeveloperRequestInput {
@@ -194,6 +230,10 @@ export const typeDefs = gql`
     appAccess(environment: String): AppAccess!
     "the developer configuration behind a restricted API key (utility route)"
     developerConfig(app: String, environment: String): DeveloperConfig!
+    "the API key's checks for a developer utility route, in the documented order (environment defaults to the key's; liveAllowed false refuses live)"
+    developerAccess(app: String, environment: String, permission: String!, liveAllowed: Boolean): DeveloperAccess!
+    "the events workers (service events) and operators: where an app environment's events go"
+    eventEndpoint(appDid: ID!, environment: String!): EventEndpoint!
     "operators: an app registration"
     app(did: ID!): App
     "operators: the developer request log of an environment, newest first"

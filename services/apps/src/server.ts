@@ -1,7 +1,8 @@
-/** The apps subgraph: its database connection, models and GraphQL server. */
+/** The apps subgraph: its database connection, models, GraphQL server and the relay of its outbox. */
 import type { Logger } from 'pino'
+import { startOutboxRelay } from '@svc/outbox'
 import { connectDomain, startDomainSubgraph } from '@svc/subgraph-server'
-import { createAppsModels } from './models'
+import { createAppsModels, type AppsModels } from './models'
 import { resolvers, type AppsContext } from './resolvers'
 import { typeDefs } from './schema'
 
@@ -14,18 +15,33 @@ export interface AppsServiceOptions {
   allowLoopbackWebhooksInTest: boolean
   /** base URL of the creator dashboard (config.dashboardUrl); approval requests link to its pages */
   dashboardUrl: string
+  /** relays the apps outbox to the `domain-events` queue (docs/events.md); without it nothing leaves the outbox */
+  relay?: { redisUrl: string; redisPrefix: string; intervalMs?: number }
 }
 
 export const connectApps = (mongoUrl: string) => connectDomain(mongoUrl, createAppsModels)
 
-export function startAppsService(opts: AppsServiceOptions) {
+export async function startAppsService(opts: AppsServiceOptions): Promise<{ url: string; models: AppsModels; stop(): Promise<void> }> {
   const policy = { allowLoopbackWebhooksInTest: opts.allowLoopbackWebhooksInTest }
-  return startDomainSubgraph({
-    ...opts,
+  const running = await startDomainSubgraph({
+    mongoUrl: opts.mongoUrl,
+    contextSecret: opts.contextSecret,
+    host: opts.host,
+    port: opts.port,
+    logger: opts.logger,
     name: 'apps',
     typeDefs,
     resolvers,
     createModels: createAppsModels,
     extendContext: (base, models): AppsContext => ({ ...base, models, policy, dashboardUrl: opts.dashboardUrl, memo: new Map() }),
   })
+  const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'apps', logger: opts.logger }) : null
+  return {
+    url: running.url,
+    models: running.models,
+    async stop() {
+      await relay?.stop()
+      await running.stop()
+    },
+  }
 }

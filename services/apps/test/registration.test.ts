@@ -86,7 +86,7 @@ describe('registration', () => {
       status: 'active',
       appUrl: 'https://app.example.com',
       feeShareBps: 500,
-      webhook: { configured: false, url: null, paused: false },
+      webhook: { configured: false, url: null, paused: false, channel: 'webhook', receiverUrl: null },
       modules: { payments: true, products: false, tickets: false },
       ticketing: { qrPasses: false, walletPasses: false },
       ticketFee: { bps: 250, flatAmount: 30, flatCurrency: 'usd', passToBuyer: false },

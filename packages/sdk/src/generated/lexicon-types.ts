@@ -103,14 +103,18 @@ export interface MoneySvcAppGetConfigTicketing {
   /** Wallet passes issued. */
   walletPasses: boolean
 }
-/** Webhook delivery state of the app in this environment. */
+/** Event delivery state of the app in this environment. */
 export interface MoneySvcAppGetConfigWebhook {
-  /** True when a webhook URL (or XRPC receiver) is configured. */
+  /** True when the chosen channel has its URL: the webhook URL for `webhook`, the receiver URL for `xrpc`. */
   configured: boolean
-  /** Configured webhook URL, when there is one. */
+  /** Configured HTTP webhook URL, when there is one. */
   url?: string
-  /** True when deliveries are paused. */
+  /** True when deliveries are paused: held, neither sent nor counted as attempts. */
   paused: boolean
+  /** This implementation's own field: the chosen delivery channel, `webhook` (the default) or `xrpc`. */
+  channel?: 'webhook' | 'xrpc' | (string & {})
+  /** This implementation's own field: the origin of the app's XRPC service (the `xrpc` channel), when one is configured. */
+  receiverUrl?: string
 }
 
 // money.svc.app.getRecipientApproval
@@ -194,7 +198,7 @@ export interface MoneySvcAppRequestRecipientApprovalPublicRecords {
 // money.svc.app.updateConfig
 /** Query parameters of money.svc.app.updateConfig. */
 export type MoneySvcAppUpdateConfigParams = Record<string, never>
-/** Desired configuration; only the fields below are accepted, anything else (including platform-owned fee fields) is refused with InvalidRequest. */
+/** Desired configuration; only the fields below are accepted, anything else (including platform-owned fee fields) is refused with InvalidRequest. eventChannel, receiverUrl and webhookPaused are this implementation's own fields. */
 export interface MoneySvcAppUpdateConfigInput {
   /** Environment whose configuration is updated. */
   environment: 'test' | 'live' | (string & {})
@@ -204,10 +208,16 @@ export interface MoneySvcAppUpdateConfigInput {
   ticketing?: MoneySvcAppUpdateConfigTicketingInput
   /** App-controlled ticket fee settings to set (only passToBuyer). */
   ticketFee?: MoneySvcAppUpdateConfigTicketFeeInput
-  /** Webhook URL to deliver events to; a URL the service does not allow is refused with WebhookUrlNotAllowed. */
+  /** HTTP webhook URL to deliver events to (the `webhook` channel); a URL the service does not allow is refused with WebhookUrlNotAllowed. */
   webhookUrl?: string
   /** Accepted only when equal to the registered app URL (no change); any other value is refused with AppUrlNotAllowed. */
   appUrl?: string
+  /** How events are delivered: `webhook` (the default; HTTP POST to webhookUrl with Standard Webhooks signatures) or `xrpc` (money.svc.event.receiveEvent on receiverUrl with service-auth). Any other value is refused with InvalidRequest. */
+  eventChannel?: 'webhook' | 'xrpc' | (string & {})
+  /** Origin (scheme, host, optional port; no path or query) of the app's XRPC service for the `xrpc` channel; events are sent to <receiverUrl>/xrpc/money.svc.event.receiveEvent. The webhookUrl policy applies: a refused URL is WebhookUrlNotAllowed. */
+  receiverUrl?: string
+  /** True holds every delivery of this app environment (not sent, no attempt counted); false releases them. */
+  webhookPaused?: boolean
 }
 /** Configuration after the update. */
 export interface MoneySvcAppUpdateConfigOutput {
@@ -267,12 +277,20 @@ export interface MoneySvcAppUpdateConfigTicketingInput {
   /** Wallet passes issued. */
   walletPasses?: boolean
 }
-/** Webhook delivery state of the app in this environment. */
+/** Event delivery state of the app in this environment. */
 export interface MoneySvcAppUpdateConfigWebhook {
-  /** True when a webhook URL (or XRPC receiver) is configured. */
+  /** True when the chosen channel has its URL: webhookUrl for `webhook`, receiverUrl for `xrpc`. */
   configured: boolean
-  /** True when deliveries are paused. */
+  /** Configured HTTP webhook URL, when there is one. */
+  url?: string
+  /** True when deliveries are paused: held, neither sent nor counted as attempts. */
   paused: boolean
+  /** This implementation's own field: the chosen delivery channel, `webhook` (the default) or `xrpc`. */
+  channel?: 'webhook' | 'xrpc' | (string & {})
+  /** This implementation's own field: the origin of the app's XRPC service (the `xrpc` channel), when one is configured. */
+  receiverUrl?: string
+  /** This implementation's own field: the webhook signing secret (`whsec_` + base64 of 32 random bytes). Present only in the response that created the app environment's first signing secret (the first update that left a channel configured); shown once and never returned again, also under concurrent updates. Lost: an operator rotates it. */
+  signingSecret?: string
 }
 
 // money.svc.billing.requestVendorMigrationBatch

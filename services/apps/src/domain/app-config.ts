@@ -2,11 +2,12 @@
  * money.svc.app.getConfig / updateConfig: the app's own per-environment configuration.
  * Last write wins per app DID and environment; only app-controlled fields are writable
  * (platform-owned ticket fee rates, feeShareBps and appUrl are set by the operator).
+ * Where events go (channel, webhook URL, XRPC receiver origin, paused): docs/events.md, "Channels".
  */
 import { ContractError } from '@svc/errors'
 import type { AppsModels, AppEnvironmentDoc } from '../models'
 import { parseEnvironment, type Environment } from './environment'
-import { assertWebhookUrlAllowed } from './webhook-url'
+import { assertWebhookUrlAllowed } from '@svc/webhook-url'
 
 export interface AppConfigView {
   appDid: string
@@ -14,11 +15,34 @@ export interface AppConfigView {
   status: string
   appUrl: string
   feeShareBps: number
-  webhook: { configured: boolean; url: string | null; paused: boolean }
+  webhook: { configured: boolean; url: string | null; paused: boolean; channel: EventChannel; receiverUrl: string | null }
   modules: { payments: boolean; products: boolean; tickets: boolean }
   ticketing: { qrPasses: boolean; walletPasses: boolean }
   ticketFee: { bps: number; flatAmount: number; flatCurrency: string; passToBuyer: boolean }
   updatedAt: string
+}
+
+export type EventChannel = 'webhook' | 'xrpc'
+
+function channelOf(doc: Pick<AppEnvironmentDoc, 'webhook'>): EventChannel {
+  return doc.webhook?.channel === 'xrpc' ? 'xrpc' : 'webhook'
+}
+
+/** Where the events of an app environment go (the events workers read it through the gateway before each attempt). */
+export interface EventEndpointView {
+  appDid: string
+  environment: Environment
+  channel: EventChannel
+  /** the chosen channel's URL: the webhook URL, or the XRPC receiver's origin; null when not configured */
+  url: string | null
+  configured: boolean
+  paused: boolean
+}
+
+export function eventEndpointOf(doc: Pick<AppEnvironmentDoc, 'appDid' | 'environment' | 'webhook'>): EventEndpointView {
+  const channel = channelOf(doc)
+  const url = (channel === 'xrpc' ? doc.webhook?.receiverUrl : doc.webhook?.url) ?? null
+  return { appDid: doc.appDid, environment: doc.environment as Environment, channel, url, configured: url !== null, paused: Boolean(doc.webhook?.paused) }
 }
 
 export function toView(doc: AppEnvironmentDoc & { updatedAt?: Date }): AppConfigView {
@@ -28,7 +52,13 @@ export function toView(doc: AppEnvironmentDoc & { updatedAt?: Date }): AppConfig
     status: doc.status,
     appUrl: doc.appUrl,
     feeShareBps: doc.feeShareBps,
-    webhook: { configured: Boolean(doc.webhook?.url), url: doc.webhook?.url ?? null, paused: Boolean(doc.webhook?.paused) },
+    webhook: {
+      configured: eventEndpointOf(doc).configured,
+      url: doc.webhook?.url ?? null,
+      paused: Boolean(doc.webhook?.paused),
+      channel: channelOf(doc),
+      receiverUrl: doc.webhook?.receiverUrl ?? null,
+    },
     modules: {
       payments: Boolean(doc.modules?.payments),
       products: Boolean(doc.modules?.products),
@@ -93,6 +123,33 @@ export interface UpdateAppConfigInput {
   ticketFee?: { passToBuyer?: boolean | null } | null
   webhookUrl?: string | null
   appUrl?: string | null
+  /** docs/events.md, "Channels": webhook (default) or xrpc */
+  eventChannel?: string | null
+  /** the origin of the app's XRPC service (xrpc channel); the webhookUrl policy */
+  receiverUrl?: string | null
+  /** true holds every delivery of the app environment; false releases them */
+  webhookPaused?: boolean | null
+}
+
+export const EVENT_CHANNELS: readonly EventChannel[] = ['webhook', 'xrpc']
+
+function parseEventChannel(value: unknown): EventChannel {
+  if ((EVENT_CHANNELS as readonly unknown[]).includes(value)) return value as EventChannel
+  throw new ContractError('InvalidRequest', `eventChannel must be one of ${EVENT_CHANNELS.join(', ')}`)
+}
+
+/** The XRPC receiver: the webhook URL policy, and an origin (deliveries POST to <origin>/xrpc/money.svc.event.receiveEvent). */
+async function allowedReceiverOrigin(raw: string, policy: UpdatePolicy, environment: Environment): Promise<string> {
+  const allowed = new URL(
+    await assertWebhookUrlAllowed(raw, { environment, allowLoopbackInTest: policy.allowLoopbackWebhooksInTest, resolve: policy.resolve }),
+  )
+  if (allowed.pathname !== '/' || allowed.search !== '') {
+    throw new ContractError(
+      'WebhookUrlNotAllowed',
+      "receiverUrl must be the origin of the app's XRPC service (scheme, host and optional port), without a path or query",
+    )
+  }
+  return allowed.origin
 }
 
 export interface UpdatePolicy {
@@ -118,6 +175,8 @@ export async function updateAppConfig(
   const current = await findAppEnvironment(models, appDid, environment)
 
   const set: Record<string, unknown> = {}
+  if (input.eventChannel != null) set['webhook.channel'] = parseEventChannel(input.eventChannel)
+  if (input.webhookPaused != null) set['webhook.paused'] = input.webhookPaused === true
   if (input.modules?.tickets != null) set['modules.tickets'] = input.modules.tickets
   if (input.ticketing?.qrPasses != null) set['ticketing.qrPasses'] = input.ticketing.qrPasses
   if (input.ticketing?.walletPasses != null) set['ticketing.walletPasses'] = input.ticketing.walletPasses
@@ -135,6 +194,7 @@ export async function updateAppConfig(
       resolve: policy.resolve,
     })
   }
+  if (input.receiverUrl != null) set['webhook.receiverUrl'] = await allowedReceiverOrigin(input.receiverUrl, policy, environment)
   if (Object.keys(set).length === 0) return toView(current)
   const updated = await models.AppEnvironment.findOneAndUpdate(
     { appDid, environment },

@@ -29,9 +29,13 @@ const appEnvironmentSchema = new Schema(
     status: { type: String, required: true, default: 'active' },
     appUrl: { type: String, required: true },
     feeShareBps: { type: Number, required: true },
+    /** where events go (docs/events.md, "Channels"): the chosen channel and its URL; paused holds deliveries */
     webhook: {
       url: { type: String, default: null },
       paused: { type: Boolean, default: false },
+      channel: { type: String, enum: ['webhook', 'xrpc'], default: 'webhook' },
+      /** the origin of the app's XRPC service (the xrpc channel) */
+      receiverUrl: { type: String, default: null },
     },
     modules: {
       payments: { type: Boolean, default: true },

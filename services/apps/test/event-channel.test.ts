@@ -1,0 +1,86 @@
+/**
+ * updateAppConfig's event fields on the test FerretDB (docs/events.md, "Channels"): eventChannel (webhook | xrpc,
+ * else InvalidRequest), receiverUrl (the webhookUrl policy, stored as the origin; a path or query is refused),
+ * webhookPaused; a refusal changes nothing; `webhook.configured` and eventEndpointOf follow the chosen channel.
+ */
+import type mongoose from 'mongoose'
+import { ContractError } from '@svc/errors'
+import { isolate } from '@svc/testing'
+import { connectApps, type AppsModels } from '../src'
+import { registerApp } from '../src/domain/registration'
+import { eventEndpointOf, findAppEnvironment, getAppConfig, updateAppConfig, type UpdatePolicy } from '../src/domain/app-config'
+
+let conn: mongoose.Connection
+let models: AppsModels
+let seq = 0
+const policy: UpdatePolicy = { allowLoopbackWebhooksInTest: false, resolve: async () => ['93.184.216.34'] }
+
+async function newApp(environment: 'test' | 'live' = 'test'): Promise<string> {
+  const did = `did:web:channel${++seq}-${Date.now().toString(36)}.example.com`
+  await registerApp(models, { did, environment, appUrl: 'https://app.example.com', feeShareBps: 0 })
+  return did
+}
+
+async function refusal(p: Promise<unknown>): Promise<ContractError> {
+  try {
+    await p
+  } catch (err) {
+    if (err instanceof ContractError) return err
+    throw err
+  }
+  throw new Error('expected a ContractError')
+}
+
+beforeAll(async () => {
+  ;({ conn, models } = await connectApps(isolate('apps_event_channel').mongoUrl))
+})
+afterAll(async () => {
+  await conn?.dropDatabase().catch(() => undefined)
+  await conn?.close()
+})
+
+it('a new configuration: webhook channel, nothing configured, not paused', async () => {
+  const did = await newApp()
+  expect((await getAppConfig(models, did, 'test')).webhook).toEqual({ configured: false, url: null, paused: false, channel: 'webhook', receiverUrl: null })
+  expect(eventEndpointOf(await findAppEnvironment(models, did, 'test'))).toEqual({ appDid: did, environment: 'test', channel: 'webhook', url: null, configured: false, paused: false })
+})
+
+it('xrpc with a receiver origin; the endpoint is the receiver; switching back uses the webhook URL', async () => {
+  const did = await newApp()
+  const view = await updateAppConfig(models, policy, did, { environment: 'test', eventChannel: 'xrpc', receiverUrl: 'https://receiver.example.com/' })
+  expect(view.webhook).toEqual({ configured: true, url: null, paused: false, channel: 'xrpc', receiverUrl: 'https://receiver.example.com' })
+  expect(eventEndpointOf(await findAppEnvironment(models, did, 'test'))).toMatchObject({ channel: 'xrpc', url: 'https://receiver.example.com', configured: true })
+  const back = await updateAppConfig(models, policy, did, { environment: 'test', eventChannel: 'webhook', webhookUrl: 'https://hooks.example.com/svc', webhookPaused: true })
+  expect(back.webhook).toEqual({ configured: true, url: 'https://hooks.example.com/svc', paused: true, channel: 'webhook', receiverUrl: 'https://receiver.example.com' })
+  expect(eventEndpointOf(await findAppEnvironment(models, did, 'test'))).toMatchObject({ channel: 'webhook', url: 'https://hooks.example.com/svc', paused: true })
+})
+
+it('a port is kept in the origin; loopback receivers only with the development setting, in test', async () => {
+  const did = await newApp()
+  expect((await updateAppConfig(models, policy, did, { environment: 'test', receiverUrl: 'https://receiver.example.com:8443' })).webhook.receiverUrl).toBe(
+    'https://receiver.example.com:8443',
+  )
+  expect((await refusal(updateAppConfig(models, policy, did, { environment: 'test', receiverUrl: 'http://127.0.0.1:3000' }))).code).toBe('WebhookUrlNotAllowed')
+  const dev = { ...policy, allowLoopbackWebhooksInTest: true }
+  expect((await updateAppConfig(models, dev, did, { environment: 'test', receiverUrl: 'http://127.0.0.1:3000' })).webhook.receiverUrl).toBe('http://127.0.0.1:3000')
+})
+
+it.each<[string, Record<string, unknown>, string]>([
+  ['an unknown channel', { eventChannel: 'email' }, 'InvalidRequest'],
+  ['a receiver with a path', { receiverUrl: 'https://receiver.example.com/xrpc' }, 'WebhookUrlNotAllowed'],
+  ['a receiver with a query', { receiverUrl: 'https://receiver.example.com/?x=1' }, 'WebhookUrlNotAllowed'],
+  ['a receiver resolving to a private address', { receiverUrl: 'https://10.1.2.3' }, 'WebhookUrlNotAllowed'],
+  ['a receiver that is not a URL', { receiverUrl: 'nope' }, 'WebhookUrlNotAllowed'],
+])('%s is %s and nothing changes', async (_label, fields, code) => {
+  const did = await newApp()
+  const before = await getAppConfig(models, did, 'test')
+  const err = await refusal(updateAppConfig(models, policy, did, { environment: 'test', webhookPaused: true, modules: { tickets: true }, ...fields }))
+  expect(err.code).toBe(code)
+  const after = await getAppConfig(models, did, 'test')
+  expect({ ...after, updatedAt: before.updatedAt }).toEqual(before)
+})
+
+it('http receivers are refused in live', async () => {
+  const did = await newApp('live')
+  expect((await refusal(updateAppConfig(models, policy, did, { environment: 'live', receiverUrl: 'http://receiver.example.com' }))).code).toBe('WebhookUrlNotAllowed')
+})
