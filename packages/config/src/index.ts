@@ -12,6 +12,8 @@ const port = z.coerce.number().int().min(0).max(65535)
 
 /** Secrets have development defaults so a fresh clone runs; production refuses to start without real ones. */
 const DEV_SECRET = 'development-only-secret-do-not-use-in-production'
+/** sha256('development-only-service-signing-key'): public, so production refuses it */
+const DEV_SIGNING_KEY = 'c554a65626316040506b30d0daaaabc6ab78480c5ca0afb1366f4166ed32304e'
 
 const schema = z
   .object({
@@ -32,16 +34,40 @@ const schema = z
     APPS_SUBGRAPH_PORT: port.default(4201),
     ACTORS_SUBGRAPH_PORT: port.default(4202),
     PAYMENTS_SUBGRAPH_PORT: port.default(4203),
+    EVENTS_SUBGRAPH_PORT: port.default(4204),
+    /** the operators' BullMQ board */
+    BOARD_PORT: port.default(4300),
     GATEWAY_URL: z.string().url().default('http://127.0.0.1:4100/graphql'),
     APPS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4201/graphql'),
     ACTORS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4202/graphql'),
     PAYMENTS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4203/graphql'),
+    EVENTS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4204/graphql'),
     /** derives the checkout status and browser tokens (HMAC); only their hashes are stored */
     PAYMENT_TOKEN_SECRET: z.string().min(32).default(`${DEV_SECRET}-payment-tokens`),
     /** an abandoned hosted checkout fails as expired after this many seconds (Stripe's default: 24 h) */
     CHECKOUT_EXPIRY_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(24 * 3600),
     /** the live payment processor; none is built in, so live checkouts are refused until one is configured */
     LIVE_PROCESSOR: z.enum(['none']).default('none'),
+    /** encrypts the webhook signing secrets at rest (AES-256-GCM; the key is its SHA-256) */
+    WEBHOOK_SECRET_KEY: z.string().min(32).default(`${DEV_SECRET}-webhook-secrets`),
+    /**
+     * the service's own signing key (hex secp256k1 private key): service-auth JWTs to app-hosted XRPC receivers,
+     * published as `#atproto` in the service's did:web document. The development default is a fixed, public key.
+     */
+    SERVICE_SIGNING_KEY: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex characters (a secp256k1 private key)')
+      .default(DEV_SIGNING_KEY),
+    /** a delivery attempt that has not answered in this time fails */
+    DELIVERY_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+    /** multiplies every delay of the retry schedule (1 = real time; tests run it much faster) */
+    DELIVERY_SCHEDULE_SCALE: z.coerce.number().positive().max(1).default(1),
+    /** how often a held delivery (paused webhook) checks whether it may go */
+    DELIVERY_HOLD_RECHECK_MS: z.coerce.number().int().min(10).max(3_600_000).default(60_000),
+    /** a delivery job's lock; a worker that dies holding it gives the job back after about this long */
+    DELIVERY_LOCK_MS: z.coerce.number().int().min(500).max(600_000).default(30_000),
+    /** parallel deliveries per worker process */
+    DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(20),
     INTERNAL_CONTEXT_SECRET: z.string().min(32).default(DEV_SECRET),
     ADAPTER_GATEWAY_TOKEN: z.string().min(32).default(`${DEV_SECRET}-adapter`),
     OPERATOR_TOKEN: z.string().min(32).default(`${DEV_SECRET}-operator`),
@@ -51,8 +77,11 @@ const schema = z
   })
   .superRefine((env, ctx) => {
     if (env.NODE_ENV !== 'production') return
-    for (const key of ['INTERNAL_CONTEXT_SECRET', 'ADAPTER_GATEWAY_TOKEN', 'OPERATOR_TOKEN', 'PAYMENT_TOKEN_SECRET'] as const) {
+    for (const key of ['INTERNAL_CONTEXT_SECRET', 'ADAPTER_GATEWAY_TOKEN', 'OPERATOR_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY'] as const) {
       if (env[key].startsWith(DEV_SECRET)) ctx.addIssue({ code: 'custom', path: [key], message: 'must be set in production' })
+    }
+    if (env.SERVICE_SIGNING_KEY === DEV_SIGNING_KEY) {
+      ctx.addIssue({ code: 'custom', path: ['SERVICE_SIGNING_KEY'], message: 'must be set in production' })
     }
     if (env.DEV_ALLOW_LOOPBACK_WEBHOOKS) {
       ctx.addIssue({ code: 'custom', path: ['DEV_ALLOW_LOOPBACK_WEBHOOKS'], message: 'is a development setting' })
@@ -74,15 +103,41 @@ export interface Config {
   checkoutUrl: string
   dashboardUrl: string
   host: string
-  ports: { api: number; checkout: number; gateway: number; appsSubgraph: number; actorsSubgraph: number; paymentsSubgraph: number }
+  ports: {
+    api: number
+    checkout: number
+    gateway: number
+    appsSubgraph: number
+    actorsSubgraph: number
+    paymentsSubgraph: number
+    eventsSubgraph: number
+    board: number
+  }
   gatewayUrl: string
-  subgraphs: { apps: string; actors: string; payments: string }
-  secrets: { internalContext: string; adapterGatewayToken: string; operatorToken: string; paymentTokens: string }
+  subgraphs: { apps: string; actors: string; payments: string; events: string }
+  secrets: {
+    internalContext: string
+    adapterGatewayToken: string
+    operatorToken: string
+    paymentTokens: string
+    webhookSecretKey: string
+    serviceSigningKey: string
+  }
+  delivery: DeliverySettings
   checkoutExpirySeconds: number
   liveProcessor: 'none'
   graphiql: boolean
   devAllowLoopbackWebhooks: boolean
   allowInsecureDidWeb: boolean
+}
+
+/** How the events workers deliver (docs/events.md). */
+export interface DeliverySettings {
+  timeoutMs: number
+  scheduleScale: number
+  holdRecheckMs: number
+  lockMs: number
+  concurrency: number
 }
 
 export class ConfigError extends Error {}
@@ -113,14 +168,25 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       appsSubgraph: e.APPS_SUBGRAPH_PORT,
       actorsSubgraph: e.ACTORS_SUBGRAPH_PORT,
       paymentsSubgraph: e.PAYMENTS_SUBGRAPH_PORT,
+      eventsSubgraph: e.EVENTS_SUBGRAPH_PORT,
+      board: e.BOARD_PORT,
     },
     gatewayUrl: e.GATEWAY_URL,
-    subgraphs: { apps: e.APPS_SUBGRAPH_URL, actors: e.ACTORS_SUBGRAPH_URL, payments: e.PAYMENTS_SUBGRAPH_URL },
+    subgraphs: { apps: e.APPS_SUBGRAPH_URL, actors: e.ACTORS_SUBGRAPH_URL, payments: e.PAYMENTS_SUBGRAPH_URL, events: e.EVENTS_SUBGRAPH_URL },
     secrets: {
       internalContext: e.INTERNAL_CONTEXT_SECRET,
       adapterGatewayToken: e.ADAPTER_GATEWAY_TOKEN,
       operatorToken: e.OPERATOR_TOKEN,
       paymentTokens: e.PAYMENT_TOKEN_SECRET,
+      webhookSecretKey: e.WEBHOOK_SECRET_KEY,
+      serviceSigningKey: e.SERVICE_SIGNING_KEY,
+    },
+    delivery: {
+      timeoutMs: e.DELIVERY_TIMEOUT_MS,
+      scheduleScale: e.DELIVERY_SCHEDULE_SCALE,
+      holdRecheckMs: e.DELIVERY_HOLD_RECHECK_MS,
+      lockMs: e.DELIVERY_LOCK_MS,
+      concurrency: e.DELIVERY_CONCURRENCY,
     },
     checkoutExpirySeconds: e.CHECKOUT_EXPIRY_SECONDS,
     liveProcessor: e.LIVE_PROCESSOR,
@@ -143,6 +209,8 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>, name: string) {
         'headers.authorization',
         '*.token',
         '*.secret',
+        '*.signingSecret',
+        '*.secrets',
         '*.apiKey',
       ],
       censor: '[redacted]',

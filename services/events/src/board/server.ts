@@ -1,0 +1,73 @@
+/**
+ * The operators' board (docs/events.md "Operators"): @bull-board over every queue of the events domain
+ * (ALL_QUEUES, under the deployment's BullMQ prefix), behind operator authentication on every route of it: the
+ * page, its static assets and its JSON API (`<basePath>/api/queues`, …). `/health` alone answers without it.
+ * Request logs are pino's with a request id (also the `svc-request-id` response header); headers are not logged.
+ */
+import { randomUUID } from 'node:crypto'
+import { createBullBoard } from '@bull-board/api'
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter'
+import { FastifyAdapter } from '@bull-board/fastify'
+import { Queue } from 'bullmq'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import Redis from 'ioredis'
+import type { Logger } from 'pino'
+import { REQUEST_ID_HEADER } from '@svc/internal-context'
+import { ALL_QUEUES, queuePrefix } from '../queues'
+import { BOARD_REALM, checkOperator } from './auth'
+
+export interface BoardOptions {
+  redisUrl: string
+  /** REDIS_PREFIX; the queues live under queuePrefix(redisPrefix) */
+  redisPrefix: string
+  /** OPERATOR_TOKEN: the Basic password or the Bearer token */
+  operatorToken: string
+  logger: Logger
+  /** where the board is mounted (default `/board`) */
+  basePath?: string
+}
+
+export const DEFAULT_BOARD_PATH = '/board'
+
+const requestSerializer = (req: { method?: string; url?: string; ip?: string }) => ({ method: req.method, url: req.url, remoteAddress: req.ip })
+
+export async function buildBoard(opts: BoardOptions): Promise<FastifyInstance> {
+  if (typeof opts.operatorToken !== 'string' || opts.operatorToken.length < 32) throw new Error('board: operatorToken must be at least 32 characters')
+  const basePath = `/${(opts.basePath ?? DEFAULT_BOARD_PATH).replace(/^\/+|\/+$/g, '')}`
+  const app = Fastify({
+    loggerInstance: opts.logger.child({ component: 'board' }, { serializers: { req: requestSerializer } }) as FastifyBaseLogger,
+    genReqId: () => `req_${randomUUID().replace(/-/g, '')}`,
+  })
+
+  // Before any route exists, so it guards every one of them (and the 404s: nothing is revealed unauthenticated).
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id)
+    if (request.routeOptions.url === '/health') return
+    const header = request.headers.authorization
+    const result = checkOperator(Array.isArray(header) ? header[0] : header, opts.operatorToken)
+    if (result.ok) return
+    request.log.warn({ reason: result.reason }, 'board: operator authentication failed')
+    return reply.code(401).header('www-authenticate', BOARD_REALM).send({ error: 'Unauthorized', message: 'the board needs the operator token' })
+  })
+
+  app.get('/health', async () => ({ ok: true }))
+
+  const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
+  const queues = ALL_QUEUES.map((name) => new Queue(name, { connection: redis, prefix: queuePrefix(opts.redisPrefix) }))
+  for (const queue of queues) queue.on('error', (err) => app.log.warn({ err, queue: queue.name }, 'board: queue connection error'))
+
+  const serverAdapter = new FastifyAdapter()
+  serverAdapter.setBasePath(basePath)
+  createBullBoard({
+    queues: queues.map((queue) => new BullMQAdapter(queue)),
+    serverAdapter,
+    options: { uiConfig: { boardTitle: 'svc events' } },
+  })
+  await app.register(serverAdapter.registerPlugin(), { prefix: basePath })
+
+  app.addHook('onClose', async () => {
+    await Promise.all(queues.map((queue) => queue.close()))
+    await redis.quit().catch(() => redis.disconnect())
+  })
+  return app
+}

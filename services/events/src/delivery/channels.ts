@@ -1,0 +1,62 @@
+/**
+ * The request of one attempt on each channel (docs/events.md, "Channels"): the same body, byte for byte, on both.
+ * - webhook: Standard Webhooks headers, signed with every active secret of the app environment;
+ * - xrpc: POST <receiverUrl>/xrpc/money.svc.event.receiveEvent with a service-auth JWT (iss = this service,
+ *   aud = the app, lxm = receiveEvent, 60 s, random jti) signed with SERVICE_SIGNING_KEY.
+ */
+import { mintServiceJwt, type MintServiceJwtParams } from '@svc/service-auth'
+import { API_VERSION } from './envelope'
+import { webhookSignatureHeader } from './signature'
+import type { OutgoingRequest } from './transport'
+
+export const RECEIVE_EVENT_NSID = 'money.svc.event.receiveEvent'
+export const USER_AGENT = `svc-webhooks/${API_VERSION}`
+
+export interface DeliveryToSend {
+  id: string
+  appDid: string
+  body: string
+}
+
+/** The HTTP webhook request; `secrets` are the active signing secrets, newest first. */
+export function webhookRequest(url: string, delivery: DeliveryToSend, secrets: readonly string[], now: number = Date.now()): OutgoingRequest {
+  const timestamp = Math.floor(now / 1000)
+  return {
+    url,
+    body: delivery.body,
+    headers: {
+      'content-type': 'application/json',
+      'webhook-id': delivery.id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': webhookSignatureHeader(secrets, delivery.id, timestamp, delivery.body),
+      'svc-delivery-id': delivery.id,
+      'svc-api-version': API_VERSION,
+      'user-agent': USER_AGENT,
+    },
+  }
+}
+
+/** `<origin>/xrpc/money.svc.event.receiveEvent` of a receiver URL. */
+export function receiveEventUrl(receiverUrl: string): string {
+  return new URL(`/xrpc/${RECEIVE_EVENT_NSID}`, receiverUrl).toString()
+}
+
+/** The XRPC receiveEvent request, with a fresh service-auth JWT. */
+export async function xrpcRequest(
+  receiverUrl: string,
+  delivery: DeliveryToSend,
+  service: { did: string; keypair: MintServiceJwtParams['keypair'] },
+): Promise<OutgoingRequest> {
+  const jwt = await mintServiceJwt({ keypair: service.keypair, iss: service.did, aud: delivery.appDid, lxm: RECEIVE_EVENT_NSID, expiresInSeconds: 60 })
+  return {
+    url: receiveEventUrl(receiverUrl),
+    body: delivery.body,
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${jwt}`,
+      'svc-delivery-id': delivery.id,
+      'svc-api-version': API_VERSION,
+      'user-agent': USER_AGENT,
+    },
+  }
+}

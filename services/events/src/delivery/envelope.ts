@@ -1,0 +1,37 @@
+/**
+ * The event envelope (the contract's Events section) and delivery ids.
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import type { Environment } from '../models'
+
+/** The API version of every event: the envelope's `apiVersion` and the `svc-api-version` header. */
+export const API_VERSION = '2026-06'
+
+export const DELIVERY_ID_RE = /^whd_[0-9a-f]{32}$/
+
+export interface Envelope {
+  id: string
+  type: string
+  createdAt: string
+  apiVersion: typeof API_VERSION
+  environment: Environment
+  data: Record<string, unknown>
+}
+
+/** The delivery of a domain event: derived from its id, so relaying the event twice is one delivery. */
+export function deliveryIdForEvent(eventId: string): string {
+  return `whd_${createHash('sha256').update(`delivery:${eventId}`).digest('hex').slice(0, 32)}`
+}
+
+/** A delivery of its own (test events): random. */
+export function newDeliveryId(): string {
+  return `whd_${randomBytes(16).toString('hex')}`
+}
+
+/** The envelope's JSON, in the contract's field order. */
+export function serializeEnvelope(envelope: Envelope): string {
+  const { id, type, createdAt, apiVersion, environment, data } = envelope
+  return JSON.stringify({ id, type, createdAt, apiVersion, environment, data })
+}
+
+export const TEST_EVENT_TYPE = 'app.webhook.test'

@@ -1,0 +1,222 @@
+/**
+ * One `webhook-deliveries` job = one attempt to deliver (docs/events.md: "Delivery states", "Attempt log",
+ * "Crash safety"):
+ *
+ *   1. load the delivery; delivered already (or gone) → done, nothing sent;
+ *   2. attempts still `sending` belong to a worker that died mid-attempt → `interrupted`;
+ *   3. read the app environment's endpoint through the gateway; paused → `held`, the job goes back to delayed
+ *      without consuming an attempt, and nothing is logged as an attempt;
+ *   4. write the attempt (`sending`, the next free number of the unique (deliveryId, number) index), bump the
+ *      delivery's attemptCount, then send on the channel;
+ *   5. 2xx → delivered. Anything else → the attempt failed; the next wait comes from the schedule (lengthened by a
+ *      Retry-After up to the next step) and is handed to BullMQ through the thrown AttemptFailedError (the workers'
+ *      backoffStrategy reads it), or, after the run's last attempt, the delivery is `failed`.
+ */
+import { DelayedError, type Job } from 'bullmq'
+import type { Logger } from 'pino'
+import type { Agent } from 'undici'
+import type { DeliverySettings } from '@svc/config'
+import type { MintServiceJwtParams } from '@svc/service-auth'
+import { activeSigningSecrets } from '../domain/signing-secrets'
+import { isDuplicateKeyError, type Channel, type DeliveryDoc, type Environment, type EventsModels } from '../models'
+import type { DeliveryJob } from '../queues'
+import { receiveEventUrl, webhookRequest, xrpcRequest } from './channels'
+import type { EndpointClient } from './endpoint'
+import { parseRetryAfter } from './retry-after'
+import { MAX_ATTEMPTS, nextDelayMs } from './schedule'
+import { isDelivered, sendAttempt, type AttemptResult, type OutgoingRequest } from './transport'
+
+export const INTERRUPTED_ERROR = 'the worker stopped during this attempt'
+export const NOT_CONFIGURED_ERROR = 'no webhook or receiver configured'
+
+/** A failed attempt; `delayMs` is the wait before the next one (null: it was the run's last). */
+export class AttemptFailedError extends Error {
+  override readonly name = 'AttemptFailedError'
+  constructor(
+    message: string,
+    readonly delayMs: number | null,
+  ) {
+    super(message)
+  }
+}
+
+/**
+ * The workers' `settings.backoffStrategy`: the delay the processor computed (and recorded as nextAttemptAt); for any
+ * other error (the database was unreachable, …) the plain schedule.
+ */
+export function deliveryBackoff(scale: number) {
+  return (attemptsMade: number, _type?: string, err?: Error): number => {
+    if (err instanceof AttemptFailedError && err.delayMs !== null) return err.delayMs
+    return nextDelayMs(Math.max(1, attemptsMade), { scale }) ?? 0
+  }
+}
+
+export interface DeliveryProcessorDeps {
+  models: EventsModels
+  logger: Logger
+  delivery: DeliverySettings
+  /** WEBHOOK_SECRET_KEY */
+  secretKey: string
+  /** the XRPC channel's issuer */
+  service: { did: string; keypair: MintServiceJwtParams['keypair'] }
+  endpoints: EndpointClient
+  /** one guarded agent per environment (transport.ts) */
+  agents: Record<Environment, Agent>
+}
+
+export type ProcessOutcome = 'delivered' | 'already-delivered' | 'gone'
+
+type Prepared = { request: OutgoingRequest } | { error: string }
+
+function httpUrl(raw: string): string | null {
+  try {
+    const url = new URL(raw)
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.toString() : null
+  } catch {
+    return null
+  }
+}
+
+export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
+  const { models, delivery: settings } = deps
+  const log = deps.logger
+
+  async function markInterrupted(deliveryId: string): Promise<void> {
+    const res = await models.Attempt.updateMany({ deliveryId, outcome: 'sending' }, { $set: { outcome: 'interrupted', error: INTERRUPTED_ERROR } })
+    if (res.modifiedCount > 0) log.warn({ deliveryId, interrupted: res.modifiedCount }, 'delivery attempt interrupted by a worker that stopped')
+  }
+
+  /** Writes the attempt before anything is sent: the next free number (a duplicate means a dead worker's attempt took it). */
+  async function openAttempt(d: DeliveryDoc, channel: Channel | null, url: string | null) {
+    const attemptedAt = new Date()
+    for (let number = d.attemptCount + 1, tries = 0; tries < 100; number++, tries++) {
+      try {
+        const doc = await models.Attempt.create({
+          deliveryId: d._id,
+          appDid: d.appDid,
+          environment: d.environment,
+          number,
+          run: d.run,
+          channel,
+          url,
+          attemptedAt,
+          outcome: 'sending',
+        })
+        await models.Delivery.updateOne({ _id: d._id }, { $set: { attemptCount: number, lastAttemptAt: attemptedAt } })
+        return { id: doc._id, number, attemptedAt }
+      } catch (err) {
+        if (!isDuplicateKeyError(err)) throw err
+      }
+    }
+    throw new Error(`delivery ${d._id}: no free attempt number`)
+  }
+
+  async function hold(job: Job<DeliveryJob>, token: string | undefined, d: DeliveryDoc): Promise<never> {
+    const nextAttemptAt = new Date(Date.now() + settings.holdRecheckMs)
+    await models.Delivery.updateOne({ _id: d._id, status: { $ne: 'delivered' } }, { $set: { status: 'held', nextAttemptAt } })
+    log.debug({ deliveryId: d._id, nextAttemptAt }, 'delivery held: the webhook is paused')
+    if (!token) throw new Error('a held delivery needs the job token')
+    await job.moveToDelayed(nextAttemptAt.getTime(), token)
+    throw new DelayedError()
+  }
+
+  /** The channel's request; a problem on our side (no secret, one that does not decrypt) fails the attempt unsent. */
+  async function prepare(d: DeliveryDoc, channel: Channel, url: string): Promise<Prepared> {
+    const target = { id: d._id, appDid: d.appDid, body: d.body }
+    if (channel === 'xrpc') {
+      try {
+        return { request: await xrpcRequest(url, target, deps.service) }
+      } catch (err) {
+        log.error({ deliveryId: d._id, err: { message: (err as Error).message } }, 'could not sign the service-auth token')
+        return { error: 'could not sign the service-auth token' }
+      }
+    }
+    let secrets: string[]
+    try {
+      secrets = await activeSigningSecrets(models, deps.secretKey, d.appDid, d.environment as Environment)
+    } catch (err) {
+      log.error({ deliveryId: d._id, err: { message: (err as Error).message } }, 'could not read the signing secrets (WEBHOOK_SECRET_KEY changed?)')
+      return { error: 'could not read the signing secrets' }
+    }
+    if (secrets.length === 0) return { error: 'no signing secret for this app environment' }
+    return { request: webhookRequest(url, target, secrets) }
+  }
+
+  return async function processDelivery(job: Job<DeliveryJob>, token?: string): Promise<ProcessOutcome> {
+    const deliveryId = job.data.deliveryId
+    const d = (await models.Delivery.findById(deliveryId).lean()) as DeliveryDoc | null
+    if (!d) {
+      log.warn({ deliveryId }, 'delivery job without a delivery: nothing sent')
+      return 'gone'
+    }
+    if (d.status === 'delivered') return 'already-delivered'
+    await markInterrupted(d._id)
+
+    const lookup = await deps.endpoints.lookup(d.appDid, d.environment, `${d._id}.${d.attemptCount + 1}`)
+    if (lookup.kind === 'found' && lookup.endpoint.paused) return hold(job, token, d)
+
+    // Where this attempt goes, or why it cannot go anywhere (still a failed attempt, retried on the schedule).
+    let channel: Channel | null = null
+    let target: string | null = null
+    let failure: string | null = null
+    if (lookup.kind === 'unavailable') failure = lookup.error
+    else if (lookup.kind === 'not-configured') failure = `${NOT_CONFIGURED_ERROR} (${lookup.reason})`
+    else {
+      channel = lookup.endpoint.channel
+      const raw = lookup.endpoint.configured ? lookup.endpoint.url : null
+      if (raw === null) failure = NOT_CONFIGURED_ERROR
+      else if ((target = httpUrl(raw)) === null) failure = 'the configured URL is not a valid http(s) URL'
+    }
+
+    const attempt = await openAttempt(d, channel, target !== null && channel === 'xrpc' ? receiveEventUrl(target) : target)
+    let result: AttemptResult
+    if (failure === null && channel !== null && target !== null) {
+      const prepared = await prepare(d, channel, target)
+      result = 'error' in prepared
+        ? { statusCode: null, durationMs: 0, error: prepared.error, responseExcerpt: null, retryAfter: null }
+        : await sendAttempt(deps.agents[d.environment as Environment], prepared.request, settings.timeoutMs)
+    } else {
+      result = { statusCode: null, durationMs: 0, error: failure ?? NOT_CONFIGURED_ERROR, responseExcerpt: null, retryAfter: null }
+    }
+
+    const finishedAt = new Date()
+    const logged = { deliveryId: d._id, appDid: d.appDid, environment: d.environment, number: attempt.number, channel, statusCode: result.statusCode, durationMs: result.durationMs }
+    if (isDelivered(result)) {
+      await models.Attempt.updateOne(
+        { _id: attempt.id },
+        { $set: { outcome: 'delivered', statusCode: result.statusCode, durationMs: result.durationMs, responseExcerpt: result.responseExcerpt, error: null, nextAttemptAt: null } },
+      )
+      await models.Delivery.updateOne(
+        { _id: d._id },
+        { $set: { status: 'delivered', deliveredAt: finishedAt, lastStatusCode: result.statusCode, lastError: null, nextAttemptAt: null } },
+      )
+      log.info({ ...logged, outcome: 'delivered' }, 'delivery attempt')
+      return 'delivered'
+    }
+
+    const attemptsInRun = job.attemptsMade + 1
+    const last = attemptsInRun >= (job.opts.attempts ?? MAX_ATTEMPTS)
+    const delayMs = last ? null : nextDelayMs(attemptsInRun, { scale: settings.scheduleScale }, parseRetryAfter(result.retryAfter ?? undefined, finishedAt.getTime()))
+    const nextAttemptAt = delayMs === null ? null : new Date(finishedAt.getTime() + delayMs)
+    await models.Attempt.updateOne(
+      { _id: attempt.id },
+      {
+        $set: {
+          outcome: 'failed',
+          statusCode: result.statusCode,
+          durationMs: result.durationMs,
+          responseExcerpt: result.responseExcerpt,
+          error: result.error,
+          nextAttemptAt,
+        },
+      },
+    )
+    const status = nextAttemptAt === null ? { status: 'failed', failedAt: finishedAt } : { status: 'pending' }
+    await models.Delivery.updateOne(
+      { _id: d._id, status: { $ne: 'delivered' } },
+      { $set: { ...status, nextAttemptAt, lastStatusCode: result.statusCode, lastError: result.error } },
+    )
+    log.info({ ...logged, outcome: 'failed', error: result.error, nextAttemptAt, final: nextAttemptAt === null }, 'delivery attempt')
+    throw new AttemptFailedError(`attempt ${attempt.number} failed: ${result.error ?? 'not delivered'}`, delayMs)
+  }
+}

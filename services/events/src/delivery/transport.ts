@@ -1,0 +1,193 @@
+/**
+ * Sending one attempt over HTTP (both channels): undici, one deadline for connecting, the answer's headers and the
+ * part of its body we read, no redirects followed, at most 64 KiB of the answer read (the first 500 characters kept).
+ *
+ * Every connection goes through a connect check: the address a name resolves to *when connecting* must be allowed
+ * for the delivery's environment (`deliveryAddressAllowed`: public, or loopback in test with
+ * DEV_ALLOW_LOOPBACK_WEBHOOKS), so a name that resolved to a public address at configuration time and now
+ * resolves inside (DNS rebinding) is refused before a byte is sent. There is one agent per environment, so a
+ * kept-alive connection opened under the test policy is never reused for a live delivery.
+ */
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns'
+import { isIP } from 'node:net'
+import { Agent, buildConnector, request } from 'undici'
+import { deliveryAddressAllowed } from '@svc/webhook-url'
+import type { Environment } from '../models'
+
+/** How much of an answer is read; the rest is dropped with the connection. */
+export const MAX_RESPONSE_BYTES = 64 * 1024
+/** How much of the answer the attempt log keeps. */
+export const RESPONSE_EXCERPT_CHARS = 500
+
+export interface OutgoingRequest {
+  url: string
+  headers: Record<string, string>
+  body: string
+}
+
+/** What came of one attempt on the wire. */
+export interface AttemptResult {
+  /** the answer's status; null when none came */
+  statusCode: number | null
+  durationMs: number
+  /** why it is not delivered (null for a 2xx) */
+  error: string | null
+  /** the first 500 characters of the answer's body */
+  responseExcerpt: string | null
+  /** the answer's Retry-After header, raw */
+  retryAfter: string | null
+}
+
+export function isDelivered(result: AttemptResult): boolean {
+  return result.error === null && result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300
+}
+
+/** The connect check refused the address: the error text of the attempt. */
+export class AddressRefusedError extends Error {
+  override readonly name = 'AddressRefusedError'
+  readonly code = 'SVC_ADDRESS_REFUSED'
+}
+
+export interface AddressPolicy {
+  environment: Environment
+  allowLoopbackInTest: boolean
+}
+
+function refusal(host: string, address: string, policy: AddressPolicy): AddressRefusedError {
+  const shown = host === address ? address : `${host} (${address})`
+  const why =
+    policy.environment === 'test' && !policy.allowLoopbackInTest
+      ? 'is not a public address (loopback receivers need DEV_ALLOW_LOOPBACK_WEBHOOKS in test)'
+      : 'is not a public address'
+  return new AddressRefusedError(`refused to connect: ${shown} ${why}`)
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void
+
+/** A `net.connect` lookup that resolves as usual and keeps only the allowed addresses (an error when none is). */
+export function guardedLookup(policy: AddressPolicy) {
+  return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, [])
+      const list = addresses as LookupAddress[]
+      const allowed = list.filter((a) => deliveryAddressAllowed(a.address, policy))
+      if (allowed.length === 0) {
+        const first = list[0]?.address ?? 'no address'
+        return callback(refusal(hostname, first, policy) as unknown as NodeJS.ErrnoException, [])
+      }
+      if (options.all) return callback(null, allowed)
+      const one = allowed[0]!
+      return callback(null, one.address, one.family)
+    })
+  }
+}
+
+/** An undici Agent whose every new connection passes the address check of `policy`. */
+export function createGuardedAgent(policy: AddressPolicy, connectTimeoutMs: number): Agent {
+  const connect = buildConnector({ timeout: connectTimeoutMs, lookup: guardedLookup(policy) } as buildConnector.BuildOptions)
+  return new Agent({
+    connect(opts, callback) {
+      // IP literals never reach `lookup` (net.connect skips it): check them here.
+      const host = opts.hostname.replace(/^\[|\]$/g, '')
+      if (isIP(host) !== 0 && !deliveryAddressAllowed(host, policy)) return callback(refusal(host, host, policy), null)
+      return connect(opts, callback)
+    },
+    // One answer per connection at a time; idle connections close soon (receivers are many and mostly idle).
+    pipelining: 1,
+    keepAliveTimeout: 4000,
+  })
+}
+
+function causes(err: unknown): unknown[] {
+  const out: unknown[] = []
+  for (let e: unknown = err; e && out.length < 5; e = (e as { cause?: unknown }).cause) out.push(e)
+  return out
+}
+
+/** A short, operator-readable reason for a request that got no answer. */
+function describeError(err: unknown, url: URL): string {
+  const chain = causes(err)
+  const refused = chain.find((e) => e instanceof AddressRefusedError)
+  if (refused) return (refused as Error).message
+  const code = chain.map((e) => (e as { code?: unknown }).code).find((c): c is string => typeof c === 'string')
+  switch (code) {
+    case 'ECONNREFUSED':
+      return `connection refused by ${url.host}`
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `could not resolve ${url.hostname}`
+    case 'ECONNRESET':
+    case 'UND_ERR_SOCKET':
+      return `connection to ${url.host} closed before an answer`
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return `timeout: could not connect to ${url.host}`
+    default: {
+      const message = chain.map((e) => (e as Error).message).find((m) => typeof m === 'string' && m !== '') ?? 'unknown error'
+      return `request failed: ${code ? `${code}: ` : ''}${message}`
+    }
+  }
+}
+
+function header(value: string | string[] | undefined): string | null {
+  if (value === undefined) return null
+  return Array.isArray(value) ? (value[0] ?? null) : value
+}
+
+/**
+ * POSTs the request with one deadline (`timeoutMs`) for the whole exchange. Never throws for what the receiver or
+ * the network did: that is the result's `error`.
+ */
+export async function sendAttempt(agent: Agent, req: OutgoingRequest, timeoutMs: number): Promise<AttemptResult> {
+  const url = new URL(req.url)
+  const started = performance.now()
+  const elapsed = () => Math.round(performance.now() - started)
+  const deadline = new AbortController()
+  let timedOut = false
+  const timer = setTimeout(() => {
+    timedOut = true
+    deadline.abort()
+  }, timeoutMs)
+  const timeoutText = `timeout: no answer within ${timeoutMs} ms`
+  try {
+    let res: Awaited<ReturnType<typeof request>>
+    try {
+      res = await request(url, {
+        method: 'POST',
+        headers: req.headers,
+        body: req.body,
+        dispatcher: agent,
+        signal: deadline.signal,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      })
+    } catch (err) {
+      return { statusCode: null, durationMs: elapsed(), error: timedOut ? timeoutText : describeError(err, url), responseExcerpt: null, retryAfter: null }
+    }
+    const statusCode = res.statusCode
+    const chunks: Buffer[] = []
+    let size = 0
+    try {
+      for await (const chunk of res.body) {
+        const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array)
+        chunks.push(buf)
+        size += buf.length
+        if (size >= MAX_RESPONSE_BYTES) break // leaving the loop destroys the body (and its connection)
+      }
+    } catch {
+      // The status came in time; a body cut short (deadline, reset) only shortens the excerpt.
+    }
+    const text = Buffer.concat(chunks).subarray(0, MAX_RESPONSE_BYTES).toString('utf8')
+    const ok = statusCode >= 200 && statusCode < 300
+    let error: string | null = null
+    if (!ok) error = statusCode >= 300 && statusCode < 400 ? `HTTP ${statusCode} (redirects are not followed)` : `HTTP ${statusCode}`
+    return {
+      statusCode,
+      durationMs: elapsed(),
+      error,
+      responseExcerpt: text === '' ? null : text.slice(0, RESPONSE_EXCERPT_CHARS),
+      retryAfter: header(res.headers['retry-after']),
+    }
+  } finally {
+    clearTimeout(timer)
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * The delivery log (docs/events.md, "Delivery states" and "Attempt log"): an app environment's deliveries, newest
+ * first, with their attempts. Every read filters on app DID and environment. The attempts of a listed page are read
+ * with one query for all its deliveries (a shared batch), sorted by attempt number.
+ */
+import { ContractError } from '@svc/errors'
+import { DELIVERY_STATUSES, ENVIRONMENTS, type AttemptDoc, type DeliveryDoc, type DeliveryStatus, type Environment, type EventsModels } from '../models'
+
+export const DEFAULT_LIST_LIMIT = 20
+export const MAX_LIST_LIMIT = 100
+
+export interface AttemptView {
+  number: number
+  run: number
+  channel: string | null
+  attemptedAt: string
+  durationMs: number | null
+  statusCode: number | null
+  outcome: string
+  error: string | null
+  responseExcerpt: string | null
+  nextAttemptAt: string | null
+}
+
+/** The attempts of the deliveries read together: loaded once, on the first delivery whose attempts are asked for. */
+export interface AttemptsBatch {
+  ids: string[]
+  loaded?: Promise<Map<string, AttemptView[]>>
+}
+
+export interface DeliveryView {
+  id: string
+  eventType: string
+  status: string
+  attemptCount: number
+  appDid: string
+  environment: string
+  eventId: string | null
+  createdAt: string
+  lastAttemptAt: string | null
+  nextAttemptAt: string | null
+  lastStatusCode: number | null
+  lastError: string | null
+  deliveredAt: string | null
+  failedAt: string | null
+  /** the serialized envelope; the resolver shows it to operators only */
+  body: string
+  batch: AttemptsBatch
+}
+
+const iso = (d: Date | null | undefined): string | null => (d instanceof Date ? d.toISOString() : null)
+
+export function parseEnvironment(value: unknown): Environment {
+  if ((ENVIRONMENTS as readonly unknown[]).includes(value)) return value as Environment
+  throw new ContractError('InvalidRequest', 'environment must be "test" or "live"')
+}
+
+export function parseStatus(value: unknown): DeliveryStatus | null {
+  if (value === undefined || value === null) return null
+  if ((DELIVERY_STATUSES as readonly unknown[]).includes(value)) return value as DeliveryStatus
+  throw new ContractError('InvalidRequest', `status must be one of ${DELIVERY_STATUSES.join(', ')}`)
+}
+
+export function parseListLimit(value: unknown): number {
+  if (value === undefined || value === null) return DEFAULT_LIST_LIMIT
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_LIST_LIMIT) {
+    throw new ContractError('InvalidRequest', `limit must be an integer from 1 to ${MAX_LIST_LIMIT}`)
+  }
+  return value
+}
+
+export function toAttemptView(a: AttemptDoc): AttemptView {
+  return {
+    number: a.number,
+    run: a.run,
+    channel: a.channel ?? null,
+    attemptedAt: a.attemptedAt.toISOString(),
+    durationMs: a.durationMs ?? null,
+    statusCode: a.statusCode ?? null,
+    outcome: a.outcome,
+    error: a.error ?? null,
+    responseExcerpt: a.responseExcerpt ?? null,
+    nextAttemptAt: iso(a.nextAttemptAt),
+  }
+}
+
+/** Views of deliveries read together; they share one attempts batch. */
+export function toDeliveryViews(docs: DeliveryDoc[]): DeliveryView[] {
+  const batch: AttemptsBatch = { ids: docs.map((d) => d._id) }
+  return docs.map((d) => ({
+    id: d._id,
+    eventType: d.eventType,
+    status: d.status,
+    attemptCount: d.attemptCount ?? 0,
+    appDid: d.appDid,
+    environment: d.environment,
+    eventId: d.eventId ?? null,
+    createdAt: d.createdAt.toISOString(),
+    lastAttemptAt: iso(d.lastAttemptAt),
+    nextAttemptAt: iso(d.nextAttemptAt),
+    lastStatusCode: d.lastStatusCode ?? null,
+    lastError: d.lastError ?? null,
+    deliveredAt: iso(d.deliveredAt),
+    failedAt: iso(d.failedAt),
+    body: d.body,
+    batch,
+  }))
+}
+
+/** The attempts of one delivery of a batch; the first call reads those of the whole batch in one query. */
+export function attemptsOf(models: EventsModels, view: DeliveryView): Promise<AttemptView[]> {
+  const batch = view.batch
+  batch.loaded ??= (async () => {
+    const docs: AttemptDoc[] = await models.Attempt.find({ deliveryId: { $in: batch.ids } })
+      .sort({ deliveryId: 1, number: 1 })
+      .lean()
+    const byDelivery = new Map<string, AttemptView[]>()
+    for (const doc of docs) {
+      const list = byDelivery.get(doc.deliveryId) ?? []
+      list.push(toAttemptView(doc))
+      byDelivery.set(doc.deliveryId, list)
+    }
+    for (const list of byDelivery.values()) list.sort((a, b) => a.number - b.number)
+    return byDelivery
+  })()
+  return batch.loaded.then((m) => m.get(view.id) ?? [])
+}
+
+export interface ListDeliveriesArgs {
+  appDid: string
+  environment: unknown
+  status?: unknown
+  limit?: unknown
+}
+
+/** An app environment's deliveries, newest first (createdAt, then id, descending); read-only. */
+export async function listDeliveries(models: EventsModels, args: ListDeliveriesArgs): Promise<DeliveryView[]> {
+  const environment = parseEnvironment(args.environment)
+  const status = parseStatus(args.status)
+  const limit = parseListLimit(args.limit)
+  if (typeof args.appDid !== 'string' || args.appDid === '') throw new ContractError('InvalidRequest', 'appDid is required')
+  const filter: Record<string, unknown> = { appDid: args.appDid, environment }
+  if (status) filter.status = status
+  const docs = (await models.Delivery.find(filter).sort({ createdAt: -1, _id: -1 }).limit(limit).lean()) as DeliveryDoc[]
+  return toDeliveryViews(docs)
+}
+
+/** One delivery by id (operators), or null. */
+export async function findDelivery(models: EventsModels, id: string): Promise<DeliveryView | null> {
+  const doc = (await models.Delivery.findById(id).lean()) as DeliveryDoc | null
+  return doc ? toDeliveryViews([doc])[0]! : null
+}

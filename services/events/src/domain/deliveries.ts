@@ -1,0 +1,65 @@
+/**
+ * Creating and queueing deliveries: one document per delivery id (`_id`, so a repeat is a no-op) and one BullMQ job
+ * per delivery (job id = delivery id, so a repeat while the job exists is a no-op).
+ */
+import type { JobsOptions, Queue } from 'bullmq'
+import { isDuplicateKeyError, type DeliveryDoc, type DeliverySource, type Environment, type EventsModels } from '../models'
+import { API_VERSION, serializeEnvelope } from '../delivery/envelope'
+import { MAX_ATTEMPTS } from '../delivery/schedule'
+import { DELIVERY_BACKOFF, type DeliveryJob } from '../queues'
+
+/** Every delivery job: the schedule's attempts and backoff; finished jobs stay a week so a repeat add stays a no-op. */
+export const DELIVERY_JOB_OPTIONS: JobsOptions = {
+  attempts: MAX_ATTEMPTS,
+  backoff: { type: DELIVERY_BACKOFF },
+  removeOnComplete: { age: 7 * 24 * 3600, count: 100_000 },
+  removeOnFail: false,
+}
+
+export interface NewDelivery {
+  id: string
+  appDid: string
+  environment: Environment
+  eventId: string | null
+  eventType: string
+  source: DeliverySource
+  /** the envelope's createdAt: when the fact happened */
+  createdAt: Date
+  data: Record<string, unknown>
+}
+
+/** Writes the delivery unless it exists; returns the stored document either way. */
+export async function createDelivery(models: EventsModels, input: NewDelivery): Promise<DeliveryDoc> {
+  const body = serializeEnvelope({
+    id: input.id,
+    type: input.eventType,
+    createdAt: input.createdAt.toISOString(),
+    apiVersion: API_VERSION,
+    environment: input.environment,
+    data: input.data,
+  })
+  try {
+    await models.Delivery.create({
+      _id: input.id,
+      appDid: input.appDid,
+      environment: input.environment,
+      eventId: input.eventId,
+      eventType: input.eventType,
+      source: input.source,
+      body,
+      status: 'pending',
+      attemptCount: 0,
+      run: 1,
+    })
+  } catch (err) {
+    if (!isDuplicateKeyError(err)) throw err
+  }
+  const stored = await models.Delivery.findById(input.id).lean()
+  if (!stored) throw new Error(`delivery ${input.id} vanished after its insert`)
+  return stored as DeliveryDoc
+}
+
+/** Adds the delivery's job; a job with that id already on the queue (waiting, delayed, active or finished) makes this a no-op. */
+export async function enqueueDelivery(queue: Queue<DeliveryJob>, deliveryId: string): Promise<void> {
+  await queue.add('deliver', { deliveryId }, { ...DELIVERY_JOB_OPTIONS, jobId: deliveryId })
+}

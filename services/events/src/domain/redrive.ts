@@ -1,0 +1,203 @@
+/**
+ * Redrive (docs/events.md, "Developer utility routes"): put a failed (or delivered) delivery back on the queue for a
+ * new run of the schedule, with the same delivery id. Either one delivery (`deliveryId`) or the app environment's
+ * failed deliveries created since a time (`status: failed`, oldest first, up to `limit`).
+ *
+ * Exactly once per run, whatever the concurrency: each delivery run is claimed in Redis
+ * (`SET <prefix>redrive:<id>:<run> NX EX 7d`) and only the claim's winner moves the delivery to the next run and
+ * puts its job back (BullMQ `retry` of the failed or completed job, resetting its attempts, or a new job when the
+ * old one is gone). A delivery already queued (`pending`, `held`) is not queued again.
+ *
+ * The claim's value is the time it was taken. A run started by a redrive less than REDRIVE_SETTLE_MS ago is not
+ * redriven again, so parallel calls still queue the delivery once when its new run ends (is delivered) before some of
+ * them read it. A claim whose winner died before moving the delivery on (the delivery still shows the claimed run
+ * after STALE_CLAIM_MS) may be taken over by one later redrive (compare-and-set in Redis), so a crash does not leave
+ * a delivery unredrivable for the claim's whole lifetime.
+ */
+import type { Job } from 'bullmq'
+import { ContractError } from '@svc/errors'
+import { DELIVERY_ID_RE } from '../delivery/envelope'
+import type { DeliveryDoc, Environment } from '../models'
+import type { DeliveryJob } from '../queues'
+import type { EventsDomain } from './context'
+import { enqueueDelivery } from './deliveries'
+import { parseEnvironment } from './deliveries-log'
+
+export const REDRIVE_CLAIM_TTL_SECONDS = 7 * 24 * 3600
+export const DEFAULT_REDRIVE_LIMIT = 100
+export const MAX_REDRIVE_LIMIT = 1000
+/** a claim older than this whose delivery has not moved on is considered abandoned by a dead process */
+export const STALE_CLAIM_MS = 60_000
+/**
+ * A delivery redriven less than this ago is not redriven again, whatever its state: a parallel call that reads the
+ * delivery only after the first redrive's new run already ended (delivered at once) must not start a third run.
+ */
+export const REDRIVE_SETTLE_MS = 10_000
+/** how long a redrive waits for a job that is still finishing its last attempt (active) before giving up on it */
+const ACTIVE_WAIT_MS = 10_000
+const BATCH_CONCURRENCY = 10
+const PROGRESS_EVERY = 100
+
+export interface RedriveInput {
+  deliveryId?: string | null
+  status?: string | null
+  since?: string | null
+  limit?: number | null
+}
+
+export type RedriveRequest = { kind: 'one'; deliveryId: string } | { kind: 'batch'; since: Date | null; limit: number }
+
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/
+
+/** Exactly one of deliveryId or status (only `failed`); `since` (ISO 8601 with a zone) and `limit` go with status. */
+export function parseRedriveInput(input: RedriveInput | null | undefined): RedriveRequest {
+  const i = input ?? {}
+  const hasId = i.deliveryId !== undefined && i.deliveryId !== null
+  const hasStatus = i.status !== undefined && i.status !== null
+  if (hasId === hasStatus) throw new ContractError('InvalidRequest', 'give exactly one of deliveryId or status')
+  if (hasId) {
+    if (typeof i.deliveryId !== 'string') throw new ContractError('InvalidRequest', 'deliveryId must be a string')
+    if ((i.since ?? null) !== null || (i.limit ?? null) !== null) {
+      throw new ContractError('InvalidRequest', 'since and limit go with status, not with deliveryId')
+    }
+    return { kind: 'one', deliveryId: i.deliveryId }
+  }
+  if (i.status !== 'failed') throw new ContractError('InvalidRequest', 'status must be "failed": only failed deliveries are redriven in a batch')
+  let since: Date | null = null
+  if (i.since !== undefined && i.since !== null) {
+    const t = typeof i.since === 'string' && ISO_DATE_TIME.test(i.since) ? Date.parse(i.since) : NaN
+    if (Number.isNaN(t)) throw new ContractError('InvalidRequest', 'since must be an ISO 8601 date-time with a time zone, e.g. 2026-06-01T00:00:00Z')
+    since = new Date(t)
+  }
+  let limit = DEFAULT_REDRIVE_LIMIT
+  if (i.limit !== undefined && i.limit !== null) {
+    if (typeof i.limit !== 'number' || !Number.isInteger(i.limit) || i.limit < 1 || i.limit > MAX_REDRIVE_LIMIT) {
+      throw new ContractError('InvalidRequest', `limit must be an integer from 1 to ${MAX_REDRIVE_LIMIT}`)
+    }
+    limit = i.limit
+  }
+  return { kind: 'batch', since, limit }
+}
+
+export function redriveClaimKey(redisPrefix: string, deliveryId: string, run: number): string {
+  return `${redisPrefix}redrive:${deliveryId}:${run}`
+}
+
+// KEYS[1] claim, ARGV[1] the stale value seen, ARGV[2] the new value, ARGV[3] ttl: replaces the claim only if unchanged.
+const TAKE_OVER = `if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3]) return 1 end return 0`
+
+type Domain = Pick<EventsDomain, 'models' | 'deliveries' | 'redis' | 'redisPrefix' | 'logger'>
+
+const redrivable = (doc: Pick<DeliveryDoc, 'status'>) => doc.status === 'failed' || doc.status === 'delivered'
+
+/** Wins the claim of this delivery run, or takes over an abandoned one; false when another redrive has it. */
+async function claimRun(domain: Domain, doc: DeliveryDoc): Promise<boolean> {
+  const run = doc.run ?? 1
+  const key = redriveClaimKey(domain.redisPrefix, doc._id, run)
+  const stamp = String(Date.now())
+  if ((await domain.redis.set(key, stamp, 'EX', REDRIVE_CLAIM_TTL_SECONDS, 'NX')) === 'OK') return true
+  const held = await domain.redis.get(key)
+  if (held === null || Date.now() - Number(held) < STALE_CLAIM_MS) return false
+  const fresh = (await domain.models.Delivery.findById(doc._id).lean()) as DeliveryDoc | null
+  if (!fresh || (fresh.run ?? 1) !== run || !redrivable(fresh)) return false
+  const took = await domain.redis.eval(TAKE_OVER, 1, key, held, `${Date.now()}`, String(REDRIVE_CLAIM_TTL_SECONDS))
+  if (took === 1) domain.logger.warn({ deliveryId: doc._id, run }, 'redrive: took over an abandoned claim')
+  return took === 1
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Puts the delivery's job back: retry of the finished job (attempts reset), or a new job when it is gone. */
+async function requeueJob(domain: Domain, deliveryId: string): Promise<void> {
+  const deadline = Date.now() + ACTIVE_WAIT_MS
+  for (;;) {
+    const job = (await domain.deliveries.getJob(deliveryId)) as Job<DeliveryJob> | undefined
+    if (!job) {
+      await enqueueDelivery(domain.deliveries, deliveryId)
+      return
+    }
+    const state = await job.getState()
+    if (state === 'failed' || state === 'completed') {
+      try {
+        await job.retry(state, { resetAttemptsMade: true, resetAttemptsStarted: true })
+        return
+      } catch (err) {
+        // its state changed between the read and the retry (removed, or moved): look again
+        if (Date.now() > deadline) throw err
+        continue
+      }
+    }
+    if (state === 'unknown') {
+      // removed meanwhile: the next pass adds it
+      if (Date.now() > deadline) throw new Error(`redrive: the job of ${deliveryId} is in no known state`)
+      await sleep(10)
+      continue
+    }
+    if (state !== 'active') return // waiting, delayed, prioritized: it will run, now with the new run
+    // The worker wrote the outcome and is moving the job out of active: wait for it to land.
+    if (Date.now() > deadline) {
+      domain.logger.warn({ deliveryId }, 'redrive: the job stayed active; left as is')
+      return
+    }
+    await sleep(50)
+  }
+}
+
+/** Redrives one delivery document of the caller's app environment; 1 when this call queued it, else 0. */
+async function redriveOne(domain: Domain, doc: DeliveryDoc, now: Date): Promise<number> {
+  if (!redrivable(doc)) return 0 // pending or held: already queued
+  const run = doc.run ?? 1
+  if (run > 1) {
+    const previous = await domain.redis.get(redriveClaimKey(domain.redisPrefix, doc._id, run - 1))
+    if (previous !== null && Date.now() - Number(previous) < REDRIVE_SETTLE_MS) return 0 // this run is a redrive of moments ago
+  }
+  if (!(await claimRun(domain, doc))) return 0
+  await domain.models.Delivery.updateOne(
+    { _id: doc._id, appDid: doc.appDid, environment: doc.environment },
+    { $set: { status: 'pending', run: run + 1, nextAttemptAt: now, failedAt: null } },
+  )
+  await requeueJob(domain, doc._id)
+  domain.logger.info({ deliveryId: doc._id, run: run + 1 }, 'redrive: delivery queued')
+  return 1
+}
+
+/** The redrive of the app environment's deliveries described by `input`; how many this call put back on the queue. */
+export async function redriveDeliveries(
+  domain: Domain,
+  appDid: string,
+  environmentRaw: unknown,
+  input: RedriveInput | null | undefined,
+  now: Date = new Date(),
+): Promise<{ ok: true; queued: number }> {
+  const environment: Environment = parseEnvironment(environmentRaw)
+  const request = parseRedriveInput(input)
+  if (request.kind === 'one') {
+    const doc = DELIVERY_ID_RE.test(request.deliveryId)
+      ? ((await domain.models.Delivery.findOne({ _id: request.deliveryId, appDid, environment }).lean()) as DeliveryDoc | null)
+      : null
+    if (!doc) {
+      const named = DELIVERY_ID_RE.test(request.deliveryId) ? request.deliveryId : 'with that id'
+      throw new ContractError('DeliveryNotFound', `no delivery ${named} in this app's ${environment} environment`)
+    }
+    return { ok: true, queued: await redriveOne(domain, doc, now) }
+  }
+
+  const filter: Record<string, unknown> = { appDid, environment, status: 'failed' }
+  if (request.since) filter.createdAt = { $gte: request.since }
+  const docs = (await domain.models.Delivery.find(filter).sort({ createdAt: 1, _id: 1 }).limit(request.limit).lean()) as DeliveryDoc[]
+  let queued = 0
+  let done = 0
+  let next = 0
+  const worker = async () => {
+    while (next < docs.length) {
+      const doc = docs[next++]!
+      const n = await redriveOne(domain, doc, now) // awaited first: `queued += await …` would read queued before the await
+      queued += n
+      done++
+      if (done % PROGRESS_EVERY === 0) domain.logger.info({ appDid, environment, done, of: docs.length, queued }, 'redrive: batch progress')
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(BATCH_CONCURRENCY, docs.length) }, worker))
+  domain.logger.info({ appDid, environment, matched: docs.length, queued }, 'redrive: batch done')
+  return { ok: true, queued }
+}

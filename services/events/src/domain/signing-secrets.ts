@@ -1,0 +1,124 @@
+/**
+ * Webhook signing secrets (docs/events.md, "Signing secrets"): `whsec_` + base64 of 32 random bytes, one set per app
+ * and environment, stored encrypted (AES-256-GCM, key = SHA-256 of WEBHOOK_SECRET_KEY), shown once. Generation 1 is
+ * created with the configuration; a rotation adds the next generation and lets the earlier ones keep signing until
+ * the overlap ends. Which generation exists is decided by a unique index, so concurrent creations make one.
+ */
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
+import { ContractError } from '@svc/errors'
+import { isDuplicateKeyError, type Environment, type EventsModels, type SigningSecretDoc } from '../models'
+
+export const DEFAULT_OVERLAP_SECONDS = 24 * 3600
+export const MAX_OVERLAP_SECONDS = 7 * 24 * 3600
+
+export interface SigningSecretIssued {
+  /** the secret itself, only from the call that created it */
+  secret: string | null
+  created: boolean
+  generation: number
+  hint: string
+  /** when the previous secrets stop signing (rotation) */
+  previousExpiresAt: Date | null
+}
+
+function cipherKey(secretKey: string): Buffer {
+  return createHash('sha256').update(secretKey).digest()
+}
+
+export function generateSigningSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`
+}
+
+export function encryptSecret(secretKey: string, secret: string): { iv: string; ciphertext: string; tag: string } {
+  const iv = randomBytes(12)
+  const cipher = createCipheriv('aes-256-gcm', cipherKey(secretKey), iv)
+  const ciphertext = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()])
+  return { iv: iv.toString('base64'), ciphertext: ciphertext.toString('base64'), tag: cipher.getAuthTag().toString('base64') }
+}
+
+export function decryptSecret(secretKey: string, stored: { iv: string; ciphertext: string; tag: string }): string {
+  const decipher = createDecipheriv('aes-256-gcm', cipherKey(secretKey), Buffer.from(stored.iv, 'base64'))
+  decipher.setAuthTag(Buffer.from(stored.tag, 'base64'))
+  return Buffer.concat([decipher.update(Buffer.from(stored.ciphertext, 'base64')), decipher.final()]).toString('utf8')
+}
+
+async function insertGeneration(
+  models: EventsModels,
+  secretKey: string,
+  appDid: string,
+  environment: Environment,
+  generation: number,
+): Promise<string | null> {
+  const secret = generateSigningSecret()
+  try {
+    await models.SigningSecret.create({ appDid, environment, generation, hint: secret.slice(-4), expiresAt: null, ...encryptSecret(secretKey, secret) })
+    return secret
+  } catch (err) {
+    if (isDuplicateKeyError(err)) return null
+    throw err
+  }
+}
+
+/** The app environment's first secret unless it has one; the secret is returned only to the call that created it. */
+export async function ensureSigningSecret(
+  models: EventsModels,
+  secretKey: string,
+  appDid: string,
+  environment: Environment,
+): Promise<SigningSecretIssued> {
+  const existing = await models.SigningSecret.findOne({ appDid, environment }).sort({ generation: -1 }).lean()
+  if (existing) return { secret: null, created: false, generation: existing.generation, hint: existing.hint, previousExpiresAt: null }
+  const secret = await insertGeneration(models, secretKey, appDid, environment, 1)
+  if (secret) return { secret, created: true, generation: 1, hint: secret.slice(-4), previousExpiresAt: null }
+  const winner = await models.SigningSecret.findOne({ appDid, environment, generation: 1 }).lean()
+  return { secret: null, created: false, generation: 1, hint: winner?.hint ?? '', previousExpiresAt: null }
+}
+
+/**
+ * A new current secret; every earlier one keeps signing until `overlapSeconds` from now (0 = stops at once).
+ * Concurrent rotations each get their own generation (the unique index decides the numbers).
+ */
+export async function rotateSigningSecret(
+  models: EventsModels,
+  secretKey: string,
+  appDid: string,
+  environment: Environment,
+  overlapSeconds: number = DEFAULT_OVERLAP_SECONDS,
+  now: Date = new Date(),
+): Promise<SigningSecretIssued> {
+  if (!Number.isInteger(overlapSeconds) || overlapSeconds < 0 || overlapSeconds > MAX_OVERLAP_SECONDS) {
+    throw new ContractError('InvalidRequest', `overlapSeconds must be an integer from 0 to ${MAX_OVERLAP_SECONDS}`)
+  }
+  for (let tries = 0; tries < 20; tries++) {
+    const latest = await models.SigningSecret.findOne({ appDid, environment }).sort({ generation: -1 }).lean()
+    const generation = (latest?.generation ?? 0) + 1
+    const secret = await insertGeneration(models, secretKey, appDid, environment, generation)
+    if (!secret) continue
+    const previousExpiresAt = new Date(now.getTime() + overlapSeconds * 1000)
+    // Earlier generations sign until the overlap ends; one that already ends sooner keeps its earlier end.
+    await models.SigningSecret.updateMany(
+      { appDid, environment, generation: { $lt: generation }, $or: [{ expiresAt: null }, { expiresAt: { $gt: previousExpiresAt } }] },
+      { $set: { expiresAt: previousExpiresAt } },
+    )
+    return { secret, created: true, generation, hint: secret.slice(-4), previousExpiresAt: latest ? previousExpiresAt : null }
+  }
+  throw new ContractError('ServiceUnavailable', 'too many concurrent rotations; try again')
+}
+
+/** The secrets that sign a delivery now, newest first (the current one and those still in their overlap). */
+export async function activeSigningSecrets(
+  models: EventsModels,
+  secretKey: string,
+  appDid: string,
+  environment: Environment,
+  now: Date = new Date(),
+): Promise<string[]> {
+  const docs: SigningSecretDoc[] = await models.SigningSecret.find({
+    appDid,
+    environment,
+    $or: [{ expiresAt: null }, { expiresAt: { $gt: now } }],
+  })
+    .sort({ generation: -1 })
+    .lean()
+  return docs.map((doc) => decryptSecret(secretKey, doc))
+}

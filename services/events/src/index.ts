@@ -1,0 +1,21 @@
+export { startEventsService, connectEvents, type EventsServiceOptions } from './server'
+export * from './models'
+export { typeDefs } from './schema'
+export { resolvers, type EventsContext } from './resolvers'
+export type { EventsDomain } from './domain/context'
+export { createDelivery, enqueueDelivery, DELIVERY_JOB_OPTIONS, type NewDelivery } from './domain/deliveries'
+export {
+  ensureSigningSecret,
+  rotateSigningSecret,
+  activeSigningSecrets,
+  encryptSecret,
+  decryptSecret,
+  generateSigningSecret,
+  DEFAULT_OVERLAP_SECONDS,
+  MAX_OVERLAP_SECONDS,
+  type SigningSecretIssued,
+} from './domain/signing-secrets'
+export { API_VERSION, DELIVERY_ID_RE, TEST_EVENT_TYPE, deliveryIdForEvent, newDeliveryId, serializeEnvelope, type Envelope } from './delivery/envelope'
+export { MAX_ATTEMPTS, DELAYS_MS, JITTER, nextDelayMs, scheduleSpanMs, type ScheduleOptions } from './delivery/schedule'
+export { ALL_QUEUES, WEBHOOK_DELIVERIES_QUEUE, DOMAIN_EVENTS_QUEUE, DELIVERY_BACKOFF, queuePrefix, type DeliveryJob } from './queues'
+export { startEventWorkers, type EventWorkersOptions, type RunningEventWorkers } from './workers'

@@ -1,0 +1,104 @@
+/**
+ * The events subgraph's operations (schema.ts; docs/events.md). Who may call what:
+ *
+ *   deliveries, createTestDelivery, redriveDeliveries, ensureSigningSecret   service `xrpc-adapter`, operators
+ *   delivery, rotateSigningSecret, Delivery.body                              operators
+ *
+ * The adapter calls as `xrpc-adapter` only after the apps subgraph checked the API key (developerAccess) or the app
+ * (updateConfig), and always names the app DID and environment that check established.
+ */
+import type { GraphQLResolverMap } from '@apollo/subgraph'
+import { ContractError } from '@svc/errors'
+import type { Principal } from '@svc/internal-context'
+import type { SubgraphContext } from '@svc/subgraph-server'
+import type { EventsDomain } from './domain/context'
+import { attemptsOf, findDelivery, listDeliveries, parseEnvironment, toDeliveryViews, type DeliveryView } from './domain/deliveries-log'
+import { redriveDeliveries, type RedriveInput } from './domain/redrive'
+import { ensureSigningSecret, rotateSigningSecret, DEFAULT_OVERLAP_SECONDS, type SigningSecretIssued } from './domain/signing-secrets'
+import { createTestDelivery } from './domain/test-delivery'
+
+export interface EventsContext extends SubgraphContext {
+  domain: EventsDomain
+}
+
+/** the internal service allowed to act for a checked app or API key */
+const ADAPTER = 'xrpc-adapter'
+
+function adapterOrOperator(ctx: EventsContext): Principal {
+  const p = ctx.principal
+  if (p.kind === 'operator' || (p.kind === 'service' && p.name === ADAPTER)) return p
+  throw new ContractError('NotAllowed', 'this operation is for the XRPC adapter and operators')
+}
+
+function operatorOnly(ctx: EventsContext): Principal {
+  const p = ctx.principal
+  if (p.kind === 'operator') return p
+  throw new ContractError('NotAllowed', 'this operation is for operators')
+}
+
+function appDidArg(value: unknown): string {
+  if (typeof value !== 'string' || !value.startsWith('did:')) throw new ContractError('InvalidRequest', 'appDid must be a DID')
+  return value
+}
+
+function issuedView(s: SigningSecretIssued) {
+  return { ...s, previousExpiresAt: s.previousExpiresAt ? s.previousExpiresAt.toISOString() : null }
+}
+
+interface AppEnvArgs {
+  appDid: string
+  environment: string
+}
+
+export const resolvers: GraphQLResolverMap<EventsContext> = {
+  Query: {
+    deliveries: (_: unknown, args: AppEnvArgs & { status?: string | null; limit?: number | null }, ctx: EventsContext) => {
+      adapterOrOperator(ctx)
+      return listDeliveries(ctx.domain.models, { appDid: appDidArg(args.appDid), environment: args.environment, status: args.status, limit: args.limit })
+    },
+    delivery: (_: unknown, args: { id: string }, ctx: EventsContext) => {
+      operatorOnly(ctx)
+      return findDelivery(ctx.domain.models, args.id)
+    },
+  },
+  Mutation: {
+    createTestDelivery: async (_: unknown, args: AppEnvArgs, ctx: EventsContext) => {
+      adapterOrOperator(ctx)
+      const doc = await createTestDelivery(ctx.domain, appDidArg(args.appDid), parseEnvironment(args.environment))
+      ctx.log.info({ deliveryId: doc._id, appDid: doc.appDid, environment: doc.environment }, 'test delivery queued')
+      return toDeliveryViews([doc])[0]
+    },
+    redriveDeliveries: (_: unknown, args: AppEnvArgs & { input: RedriveInput }, ctx: EventsContext) => {
+      adapterOrOperator(ctx)
+      return redriveDeliveries({ ...ctx.domain, logger: ctx.log }, appDidArg(args.appDid), args.environment, args.input)
+    },
+    ensureSigningSecret: async (_: unknown, args: AppEnvArgs, ctx: EventsContext) => {
+      adapterOrOperator(ctx)
+      const { models, secretKey } = ctx.domain
+      const issued = await ensureSigningSecret(models, secretKey, appDidArg(args.appDid), parseEnvironment(args.environment))
+      if (issued.created) ctx.log.info({ appDid: args.appDid, environment: args.environment, generation: issued.generation }, 'signing secret created')
+      return issuedView(issued)
+    },
+    rotateSigningSecret: async (_: unknown, args: AppEnvArgs & { overlapSeconds?: number | null }, ctx: EventsContext) => {
+      const operator = operatorOnly(ctx)
+      const { models, secretKey } = ctx.domain
+      const issued = await rotateSigningSecret(
+        models,
+        secretKey,
+        appDidArg(args.appDid),
+        parseEnvironment(args.environment),
+        args.overlapSeconds ?? DEFAULT_OVERLAP_SECONDS,
+      )
+      ctx.log.info({ appDid: args.appDid, environment: args.environment, generation: issued.generation, operator }, 'signing secret rotated')
+      return issuedView(issued)
+    },
+  },
+  Delivery: {
+    __resolveReference: (ref: { id: string }, ctx: EventsContext) => {
+      operatorOnly(ctx)
+      return typeof ref.id === 'string' ? findDelivery(ctx.domain.models, ref.id) : null
+    },
+    body: (d: DeliveryView, _: unknown, ctx: EventsContext) => (ctx.principal.kind === 'operator' ? d.body : null),
+    attempts: (d: DeliveryView, _: unknown, ctx: EventsContext) => attemptsOf(ctx.domain.models, d),
+  },
+}

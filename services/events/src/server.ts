@@ -1,0 +1,52 @@
+/** The events subgraph: its database connection, models, the delivery queue it adds to, and its GraphQL server. */
+import { Queue } from 'bullmq'
+import Redis from 'ioredis'
+import type { Logger } from 'pino'
+import { connectDomain, startDomainSubgraph } from '@svc/subgraph-server'
+import type { EventsDomain } from './domain/context'
+import { createEventsModels, type EventsModels } from './models'
+import { queuePrefix, WEBHOOK_DELIVERIES_QUEUE, type DeliveryJob } from './queues'
+import { resolvers, type EventsContext } from './resolvers'
+import { typeDefs } from './schema'
+
+export interface EventsServiceOptions {
+  mongoUrl: string
+  contextSecret: string
+  host: string
+  port: number
+  logger: Logger
+  redisUrl: string
+  redisPrefix: string
+  /** WEBHOOK_SECRET_KEY */
+  secretKey: string
+}
+
+export const connectEvents = (mongoUrl: string) => connectDomain(mongoUrl, createEventsModels)
+
+export async function startEventsService(opts: EventsServiceOptions): Promise<{ url: string; models: EventsModels; stop(): Promise<void> }> {
+  if (typeof opts.secretKey !== 'string' || opts.secretKey.length < 32) throw new Error('events: secretKey must be at least 32 characters')
+  const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
+  const deliveries = new Queue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, { connection: redis, prefix: queuePrefix(opts.redisPrefix) })
+  const settings: Omit<EventsDomain, 'models' | 'logger'> = { deliveries, redis, redisPrefix: opts.redisPrefix, secretKey: opts.secretKey }
+  const running = await startDomainSubgraph({
+    mongoUrl: opts.mongoUrl,
+    contextSecret: opts.contextSecret,
+    host: opts.host,
+    port: opts.port,
+    logger: opts.logger,
+    name: 'events',
+    typeDefs,
+    resolvers,
+    createModels: createEventsModels,
+    extendContext: (base, models): EventsContext => ({ ...base, domain: { ...settings, models, logger: base.log } }),
+  })
+  return {
+    url: running.url,
+    models: running.models,
+    async stop() {
+      await running.stop()
+      await deliveries.close()
+      redis.disconnect()
+    },
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * The events workers (their own process: workers/main.ts; in-process in the test stack): the `domain-events`
+ * consumer that turns domain events into deliveries, and the `webhook-deliveries` worker that sends them.
+ *
+ * Delivery jobs hold a lock of `delivery.lockMs`; a worker that dies mid-attempt loses it, and the stalled check
+ * (every lockMs, up to 5 times per job) hands the job to another worker, which marks the dead attempt `interrupted`
+ * and sends again with the same delivery id (docs/events.md, "Crash safety").
+ */
+import { Queue, Worker, type Job } from 'bullmq'
+import Redis from 'ioredis'
+import type { Logger } from 'pino'
+import type { DeliverySettings } from '@svc/config'
+import type { DomainEventJob } from '@svc/outbox'
+import { keypairFromPrivateKeyHex } from '@svc/service-auth'
+import { createEndpointClient } from '../delivery/endpoint'
+import { AttemptFailedError, createDeliveryProcessor, deliveryBackoff } from '../delivery/processor'
+import { createGuardedAgent } from '../delivery/transport'
+import { connectEvents } from '../server'
+import { DOMAIN_EVENTS_QUEUE, queuePrefix, WEBHOOK_DELIVERIES_QUEUE, type DeliveryJob } from '../queues'
+import { createDomainEventProcessor } from './domain-events'
+
+export interface EventWorkersOptions {
+  mongoUrl: string
+  redisUrl: string
+  /** REDIS_PREFIX (BullMQ's prefix derives from it: queuePrefix) */
+  redisPrefix: string
+  logger: Logger
+  /** endpoint lookups (apps' `eventEndpoint`) as the internal service `events` */
+  gateway: { url: string; token: string }
+  /** iss of the XRPC channel's service-auth JWT */
+  serviceDid: string
+  /** SERVICE_SIGNING_KEY: hex secp256k1 private key */
+  serviceSigningKey: string
+  /** WEBHOOK_SECRET_KEY */
+  secretKey: string
+  delivery: DeliverySettings
+  /** DEV_ALLOW_LOOPBACK_WEBHOOKS: loopback receivers in test */
+  allowLoopbackWebhooks: boolean
+}
+
+export interface RunningEventWorkers {
+  stop(): Promise<void>
+}
+
+/** A job the stalled check gave up on (or that failed outside an attempt) must not stay `pending` in the log. */
+const STALLED_MAX = 5
+
+export async function startEventWorkers(opts: EventWorkersOptions): Promise<RunningEventWorkers> {
+  const log = opts.logger
+  const service = { did: opts.serviceDid, keypair: await keypairFromPrivateKeyHex(opts.serviceSigningKey, 'ES256K') }
+  const { conn, models } = await connectEvents(opts.mongoUrl)
+  const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
+  const prefix = queuePrefix(opts.redisPrefix)
+  const deliveries = new Queue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, { connection: redis, prefix })
+  const endpoints = createEndpointClient({ url: opts.gateway.url, token: opts.gateway.token })
+  const agents = {
+    test: createGuardedAgent({ environment: 'test', allowLoopbackInTest: opts.allowLoopbackWebhooks }, opts.delivery.timeoutMs),
+    live: createGuardedAgent({ environment: 'live', allowLoopbackInTest: false }, opts.delivery.timeoutMs),
+  }
+
+  const domainEvents = new Worker<DomainEventJob, string>(
+    DOMAIN_EVENTS_QUEUE,
+    createDomainEventProcessor({ models, deliveries, logger: log.child({ worker: DOMAIN_EVENTS_QUEUE }) }),
+    { connection: redis, prefix, concurrency: opts.delivery.concurrency },
+  )
+
+  const deliveryLog = log.child({ worker: WEBHOOK_DELIVERIES_QUEUE })
+  const sender = new Worker<DeliveryJob, string>(
+    WEBHOOK_DELIVERIES_QUEUE,
+    createDeliveryProcessor({ models, logger: deliveryLog, delivery: opts.delivery, secretKey: opts.secretKey, service, endpoints, agents }),
+    {
+      connection: redis,
+      prefix,
+      concurrency: opts.delivery.concurrency,
+      lockDuration: opts.delivery.lockMs,
+      stalledInterval: opts.delivery.lockMs,
+      maxStalledCount: STALLED_MAX,
+      settings: { backoffStrategy: deliveryBackoff(opts.delivery.scheduleScale) },
+    },
+  )
+
+  // The processor settles the delivery on its last attempt. A job that failed for good any other way (stalled too
+  // often, an error outside an attempt on the last try) is settled here, so the log never shows it pending.
+  sender.on('failed', (job: Job<DeliveryJob> | undefined, err: Error) => {
+    if (!job || err instanceof AttemptFailedError) return
+    if (job.attemptsMade < (job.opts.attempts ?? 1) && !/stalled/i.test(err.message)) return
+    void models.Delivery.updateOne(
+      { _id: job.data.deliveryId, status: { $nin: ['delivered', 'failed'] } },
+      { $set: { status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: err.message } },
+    ).catch((e: unknown) => deliveryLog.error({ err: e, deliveryId: job.data.deliveryId }, 'could not mark the delivery failed'))
+    deliveryLog.error({ deliveryId: job.data.deliveryId, err }, 'delivery job failed outside an attempt')
+  })
+  for (const worker of [domainEvents, sender]) {
+    worker.on('error', (err) => log.error({ err, queue: worker.name }, 'worker error'))
+  }
+  log.info({ concurrency: opts.delivery.concurrency, lockMs: opts.delivery.lockMs, scheduleScale: opts.delivery.scheduleScale }, 'events workers started')
+
+  let stopping: Promise<void> | undefined
+  return {
+    stop() {
+      stopping ??= (async () => {
+        await Promise.allSettled([domainEvents.close(), sender.close()])
+        await deliveries.close().catch(() => undefined)
+        await Promise.allSettled([endpoints.close(), agents.test.close(), agents.live.close()])
+        await redis.quit().catch(() => redis.disconnect())
+        await conn.close()
+        log.info('events workers stopped')
+      })()
+      return stopping
+    },
+  }
+}

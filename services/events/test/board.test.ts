@@ -1,0 +1,116 @@
+/**
+ * The operators' board over real Redis and BullMQ queues, on a real HTTP listener: every route (page, static
+ * assets, JSON API) needs the operator token, as the Basic password or a Bearer token; with it, the API lists
+ * both queues of the events domain, under the deployment's prefix, with the jobs on them.
+ */
+import { Queue } from 'bullmq'
+import Redis from 'ioredis'
+import pino from 'pino'
+import { randomBytes } from 'node:crypto'
+import { Writable } from 'node:stream'
+import type { FastifyInstance } from 'fastify'
+import { isolate } from '@svc/testing/src/isolation'
+import { buildBoard } from '../src/board/server'
+import { ALL_QUEUES, DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE, queuePrefix } from '../src/queues'
+
+const iso = isolate('events_board')
+const token = randomBytes(32).toString('hex')
+const logLines: string[] = []
+const logger = pino(
+  { level: 'info' },
+  new Writable({
+    write(chunk, _enc, done) {
+      logLines.push(String(chunk))
+      done()
+    },
+  }),
+)
+let board: FastifyInstance
+let url: string
+let redis: Redis
+let events: Queue
+
+beforeAll(async () => {
+  redis = new Redis(iso.redisUrl, { maxRetriesPerRequest: null })
+  events = new Queue(DOMAIN_EVENTS_QUEUE, { connection: redis, prefix: queuePrefix(iso.redisPrefix) })
+  board = await buildBoard({ redisUrl: iso.redisUrl, redisPrefix: iso.redisPrefix, operatorToken: token, logger })
+  await board.listen({ host: '127.0.0.1', port: 0 })
+  url = `http://127.0.0.1:${(board.server.address() as { port: number }).port}`
+})
+
+afterAll(async () => {
+  await board?.close()
+  await events?.close()
+  const keys = await redis.keys(`${iso.redisPrefix}*`)
+  if (keys.length) await redis.del(...keys)
+  redis.disconnect()
+})
+
+const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
+
+describe('operator authentication', () => {
+  test.each([
+    ['no credentials', undefined],
+    ['a wrong Basic password', basic('operator', 'not-the-token')],
+    ['the token as the Basic user name', basic(token, '')],
+    ['a wrong Bearer token', 'Bearer not-the-token'],
+    ['the token under another scheme', `Token ${token}`],
+  ])('%s: 401 with the Basic challenge, on the page, the API and an unknown path', async (_label, authorization) => {
+    for (const path of ['/board', '/board/api/queues', '/board/static/does-not-matter.js', '/elsewhere']) {
+      const res = await fetch(`${url}${path}`, { headers: authorization ? { authorization } : {} })
+      expect(res.status).toBe(401)
+      expect(res.headers.get('www-authenticate')).toBe('Basic realm="svc board"')
+      expect(res.headers.get('svc-request-id')).toMatch(/^req_[0-9a-f]{32}$/)
+    }
+  })
+
+  test('the page answers 200 with Basic (any user name) and with Bearer', async () => {
+    for (const authorization of [basic('anyone', token), basic('', token), `Bearer ${token}`]) {
+      const res = await fetch(`${url}/board`, { headers: { authorization } })
+      expect(res.status).toBe(200)
+      expect(res.headers.get('content-type')).toMatch(/text\/html/)
+      const html = await res.text()
+      // the page loads its assets from under the board's base path, which the same authentication guards
+      expect(html).toContain('<base href="/board/" />')
+      const asset = /src="(static\/js\/main\.[^"]+\.js)"/.exec(html)?.[1]
+      expect(asset).toBeDefined()
+      expect((await fetch(`${url}/board/${asset}`)).status).toBe(401)
+      const served = await fetch(`${url}/board/${asset}`, { headers: { authorization } })
+      expect(served.status).toBe(200)
+      expect(served.headers.get('content-type')).toMatch(/javascript/)
+    }
+  })
+
+  test('/health answers without credentials', async () => {
+    const res = await fetch(`${url}/health`)
+    expect(res.status).toBe(200)
+  })
+
+  test('the logs carry request ids and never the Authorization header', async () => {
+    await fetch(`${url}/board/api/queues`, { headers: { authorization: basic('op', 'wrong-password-123') } })
+    await fetch(`${url}/board/api/queues`, { headers: { authorization: `Bearer ${token}` } })
+    const all = logLines.join('')
+    expect(all).not.toContain(token)
+    expect(all).not.toContain('wrong-password-123')
+    expect(all).not.toContain(Buffer.from('op:wrong-password-123').toString('base64'))
+    const failures = logLines.map((l) => JSON.parse(l) as { msg?: string; reqId?: string; reason?: string }).filter((l) => l.msg === 'board: operator authentication failed')
+    expect(failures.length).toBeGreaterThan(0)
+    expect(failures.at(-1)).toMatchObject({ reason: 'wrong-token', reqId: expect.stringMatching(/^req_/) })
+  })
+})
+
+test('the API lists both queues of the events domain, with a job added to one of them', async () => {
+  const eventId = `evt_${randomBytes(16).toString('hex')}`
+  await events.add('payment.completed', { eventId, source: 'payments', type: 'payment.completed' }, { jobId: eventId })
+  const res = await fetch(`${url}/board/api/queues?activeQueue=${DOMAIN_EVENTS_QUEUE}&status=latest&page=1&jobsPerPage=10`, {
+    headers: { authorization: `Bearer ${token}` },
+  })
+  expect(res.status).toBe(200)
+  const body = (await res.json()) as { queues: { name: string; counts: Record<string, number>; jobs: { id: string; name: string; data: { eventId: string } }[] }[] }
+  expect(body.queues.map((q) => q.name).sort()).toEqual([...ALL_QUEUES].sort())
+  expect(body.queues.map((q) => q.name)).toEqual(expect.arrayContaining([DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE]))
+  const domainEvents = body.queues.find((q) => q.name === DOMAIN_EVENTS_QUEUE)!
+  expect(domainEvents.counts.waiting).toBe(1)
+  expect(domainEvents.jobs).toEqual([expect.objectContaining({ id: eventId, name: 'payment.completed', data: expect.objectContaining({ eventId }) })])
+  expect(body.queues.find((q) => q.name === WEBHOOK_DELIVERIES_QUEUE)?.counts.waiting).toBe(0)
+})
