@@ -10,6 +10,7 @@ async function main() {
       { name: 'apps', url: config.subgraphs.apps },
       { name: 'actors', url: config.subgraphs.actors },
       { name: 'payments', url: config.subgraphs.payments },
+      { name: 'events', url: config.subgraphs.events },
     ],
     secrets: config.secrets,
     graphiql: config.graphiql,

@@ -17,6 +17,7 @@ async function main() {
     tokenSecret: config.secrets.paymentTokens,
     checkoutExpirySeconds: config.checkoutExpirySeconds,
     liveProcessor: config.liveProcessor,
+    relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix },
   })
   stopOnSignals(service.stop)
 }

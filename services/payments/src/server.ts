@@ -1,5 +1,6 @@
-/** The payments subgraph: its database connection, models, processors, GraphQL server and the checkout sweep. */
+/** The payments subgraph: its database connection, models, processors, GraphQL server, the checkout sweep and the relay of its outbox. */
 import type { Logger } from 'pino'
+import { startOutboxRelay } from '@svc/outbox'
 import { connectDomain, startDomainSubgraph } from '@svc/subgraph-server'
 import type { PaymentsDomain } from './domain/context'
 import { sweepCheckouts } from './domain/settlement'
@@ -26,6 +27,8 @@ export interface PaymentsServiceOptions {
   liveProcessor: LiveProcessorSetting
   /** periodic expiry sweep and settlement recovery; default 60000; 0 disables */
   sweepIntervalMs?: number
+  /** relays the payments outbox to the `domain-events` queue (docs/events.md); without it nothing leaves the outbox */
+  relay?: { redisUrl: string; redisPrefix: string; intervalMs?: number }
 }
 
 export const DEFAULT_SWEEP_INTERVAL_MS = 60_000
@@ -72,6 +75,7 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
   }
   const timer = interval > 0 ? setInterval(sweepOnce, interval) : null
   timer?.unref()
+  const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'payments', logger: opts.logger }) : null
 
   return {
     url: running.url,
@@ -79,6 +83,7 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
     async stop() {
       if (timer) clearInterval(timer)
       await sweeping
+      await relay?.stop()
       await running.stop()
     },
   }
