@@ -8,6 +8,9 @@ import type { FastifyBaseLogger as Logger } from 'fastify'
 import { ContractError, isErrorCode } from '@svc/errors'
 import { REQUEST_ID_HEADER, type Principal } from '@svc/internal-context'
 
+/** The adapter acting on its own behalf (the request log, writes after a checked call): the internal service `xrpc-adapter`. */
+export const ADAPTER_PRINCIPAL: Principal = { kind: 'service', name: 'xrpc-adapter' }
+
 export interface GatewayClient {
   query<T>(document: string, variables: Record<string, unknown>, as: { principal: Principal; requestId: string; log: Logger }): Promise<T>
   close(): Promise<void>

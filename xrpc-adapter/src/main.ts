@@ -19,7 +19,14 @@ async function main() {
     allowInsecureDidWeb: config.allowInsecureDidWeb,
   })
   const dashboardSessions = createDashboardSessions({ redis, prefix: `${config.redisPrefix}dash:` })
-  const deps = { logger, gateway, serviceAuth, dashboardSessions, checkoutUrl: config.checkoutUrl }
+  const deps = {
+    logger,
+    gateway,
+    serviceAuth,
+    dashboardSessions,
+    checkoutUrl: config.checkoutUrl,
+    serviceIdentity: { did: config.serviceDid, signingKeyHex: config.secrets.serviceSigningKey },
+  }
   const api = await buildApiServer(deps)
   const checkout = await buildCheckoutServer(deps)
   await api.listen({ host: config.host, port: config.ports.api })

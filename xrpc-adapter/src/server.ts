@@ -1,5 +1,6 @@
 /**
- * The adapter serves two hosts: {base_url} with `/xrpc/*` for app backends (service-auth only), and
+ * The adapter serves two hosts: {base_url} with `/xrpc/*` for app backends (service-auth only) and, for a did:web
+ * SERVICE_DID, the service's DID document; and
  * {checkout_url} with the developer utility routes (restricted API keys only), the hosted checkout pages
  * (/checkout/<browser token>) and the creators' dashboard (/dashboard, session cookie only). Both put `Svc-Request-Id` on every response and log with that id.
  */
@@ -11,7 +12,11 @@ import type { ServiceAuthVerifier } from '@svc/service-auth'
 import { appServiceAuth } from './auth/service-auth'
 import { checkoutPagesPlugin } from './checkout/plugin'
 import { dashboardPlugin } from './dashboard/plugin'
+import { didDocumentRoute, type ServiceIdentity } from './did-document'
 import { developerConfigRoute } from './developer/config-route'
+import { deliveriesRoute } from './developer/deliveries-route'
+import { redriveRoute } from './developer/redrive-route'
+import { testEventRoute } from './developer/test-event-route'
 import { requestLogPlugin } from './developer/request-log'
 import type { GatewayClient } from './gateway-client'
 import { methodTable, type MethodRoute } from './methods'
@@ -30,6 +35,8 @@ export interface AdapterDeps {
   dashboardSessions: DashboardSessions
   /** the public {checkout_url}: https there makes the dashboard cookie Secure */
   checkoutUrl: string
+  /** SERVICE_DID and SERVICE_SIGNING_KEY: a did:web's document is served on {base_url} */
+  serviceIdentity?: ServiceIdentity
 }
 
 /**
@@ -64,6 +71,7 @@ export async function buildApiServer(deps: AdapterDeps): Promise<FastifyInstance
   const app = baseServer(deps, 'api')
   await app.register(errorsPlugin)
   app.get('/xrpc/_health', async () => ({ version: '2026-06' }))
+  await app.register(didDocumentRoute, { identity: deps.serviceIdentity })
   await app.register(xrpcPlugin, {
     methods: deps.methods ?? methodTable,
     verifiers: { app: appServiceAuth(deps.serviceAuth) },
@@ -78,6 +86,9 @@ export async function buildCheckoutServer(deps: AdapterDeps): Promise<FastifyIns
   await app.register(requestLogPlugin, { gateway: deps.gateway })
   app.get('/health', async () => ({ ok: true }))
   await app.register(developerConfigRoute, { gateway: deps.gateway })
+  await app.register(testEventRoute, { gateway: deps.gateway })
+  await app.register(deliveriesRoute, { gateway: deps.gateway })
+  await app.register(redriveRoute, { gateway: deps.gateway })
   await app.register(checkoutPagesPlugin, { gateway: deps.gateway })
   await app.register(dashboardPlugin, {
     gateway: deps.gateway,

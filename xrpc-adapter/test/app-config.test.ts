@@ -39,7 +39,7 @@ describe('getConfig', () => {
       environment: 'test',
       appUrl: 'https://app.example.com',
       feeShareBps: 500,
-      webhook: { configured: false, paused: false },
+      webhook: { configured: false, paused: false, channel: 'webhook' },
       appConfig: {
         modules: { tickets: false },
         ticketing: { qrPasses: false, walletPasses: false },
@@ -96,7 +96,7 @@ describe('updateConfig: app-controlled fields', () => {
     }
     expect(expectOk(res)).toEqual({
       environment: 'test',
-      webhook: { configured: false, paused: false },
+      webhook: { configured: false, paused: false, channel: 'webhook' },
       appConfig: expectedAppConfig,
     })
     expect(await readConfig(app)).toEqual({ ...freshConfig(app.did, 'test'), appConfig: expectedAppConfig })
@@ -163,14 +163,22 @@ describe('updateConfig: app-controlled fields', () => {
     const results = await Promise.all(tokens.map((t) => xrpcPost(stack, UPDATE_CONFIG, body, bearer(t))))
     const expected = {
       environment: 'test',
-      webhook: { configured: true, url: 'https://93.184.216.34/hooks/svc', paused: false },
+      webhook: { configured: true, url: 'https://93.184.216.34/hooks/svc', paused: false, channel: 'webhook' },
       appConfig: {
         modules: { tickets: true },
         ticketing: { qrPasses: true, walletPasses: false },
         ticketFee: { bps: 250, flatAmount: 30, flatCurrency: 'usd', passToBuyer: true },
       },
     }
-    for (const r of results) expect(expectOk(r)).toEqual(expected)
+    // the first configuration of a channel creates the signing secret: exactly one response carries it
+    const bodies = results.map((r) => expectOk(r))
+    const withSecret = bodies.filter((b) => b.webhook.signingSecret !== undefined)
+    expect(withSecret).toHaveLength(1)
+    expect(withSecret[0].webhook.signingSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/)
+    for (const b of bodies) {
+      const { signingSecret: _secret, ...webhook } = b.webhook
+      expect({ ...b, webhook }).toEqual(expected)
+    }
     expect(await readConfig(app)).toEqual({ ...freshConfig(app.did, 'test'), webhook: expected.webhook, appConfig: expected.appConfig })
     expect(await stack.models.AppEnvironment.countDocuments({ appDid: app.did })).toBe(1)
   })
@@ -229,7 +237,7 @@ describe('updateConfig: appUrl', () => {
   it('the registered value is accepted (with or without the trailing slash) and changes nothing else', async () => {
     const app = await stack.newApp()
     const same = expectOk(await updateConfig(stack, app, { environment: 'test', appUrl: 'https://app.example.com' }))
-    expect(same).toEqual({ environment: 'test', webhook: { configured: false, paused: false }, appConfig: freshConfig(app.did, 'test').appConfig })
+    expect(same).toEqual({ environment: 'test', webhook: { configured: false, paused: false, channel: 'webhook' }, appConfig: freshConfig(app.did, 'test').appConfig })
     expectOk(await updateConfig(stack, app, { environment: 'test', appUrl: 'https://app.example.com/', modules: { tickets: true } }))
     const read = await readConfig(app)
     expect(read.appUrl).toBe('https://app.example.com')
@@ -262,7 +270,7 @@ describe('webhookUrl in the responses', () => {
     expect(res.webhook).toMatchObject({ configured: true, paused: false })
     expect(await readConfig(app)).toEqual({
       ...freshConfig(app.did, 'test'),
-      webhook: { configured: true, url: 'https://93.184.216.34/hooks/svc', paused: false },
+      webhook: { configured: true, url: 'https://93.184.216.34/hooks/svc', paused: false, channel: 'webhook' },
     })
   })
 })

@@ -110,7 +110,7 @@ export function freshConfig(appDid: string, environment: 'test' | 'live') {
     environment,
     appUrl: DEFAULT_REGISTRATION.appUrl,
     feeShareBps: DEFAULT_REGISTRATION.feeShareBps,
-    webhook: { configured: false, paused: false },
+    webhook: { configured: false, paused: false, channel: 'webhook' },
     appConfig: {
       modules: { tickets: false },
       ticketing: { qrPasses: false, walletPasses: false },

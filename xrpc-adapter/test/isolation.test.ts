@@ -89,7 +89,7 @@ describe('one app never reads another app', () => {
       [
         a,
         'live',
-        { ...freshConfig(a.did, 'live'), webhook: { configured: true, url: 'https://93.184.216.34/live-hook', paused: false } },
+        { ...freshConfig(a.did, 'live'), webhook: { configured: true, url: 'https://93.184.216.34/live-hook', paused: false, channel: 'webhook' } },
       ],
       [
         b,
@@ -155,7 +155,7 @@ describe('live and test configurations of one app are independent', () => {
     expect(l.environment).toBe('live')
     expect(expectOk(await getConfig(stack, c, 'test'))).toEqual({
       ...freshConfig(c.did, 'test'),
-      webhook: { configured: true, url: 'http://93.184.216.34/test-hook', paused: false },
+      webhook: { configured: true, url: 'http://93.184.216.34/test-hook', paused: false, channel: 'webhook' },
       appConfig: {
         modules: { tickets: true },
         ticketing: { qrPasses: true, walletPasses: true },
@@ -164,7 +164,7 @@ describe('live and test configurations of one app are independent', () => {
     })
     expect(expectOk(await getConfig(stack, c, 'live'))).toEqual({
       ...freshConfig(c.did, 'live'),
-      webhook: { configured: true, url: 'https://93.184.216.34/live-hook', paused: false },
+      webhook: { configured: true, url: 'https://93.184.216.34/live-hook', paused: false, channel: 'webhook' },
     })
   })
 

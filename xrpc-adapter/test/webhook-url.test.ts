@@ -30,7 +30,7 @@ async function expectAccepted(s: TestStack, app: TestApp, environment: Env, webh
   expect(res.webhook).toMatchObject({ configured: true, paused: false })
   expect(res.environment).toBe(environment)
   const read = expectOk(await getConfig(s, app, environment))
-  expect(read).toEqual({ ...freshConfig(app.did, environment), webhook: { configured: true, url: stored, paused: false } })
+  expect(read).toEqual({ ...freshConfig(app.did, environment), webhook: { configured: true, url: stored, paused: false, channel: 'webhook' } })
 }
 
 describe('without the development setting', () => {
@@ -93,7 +93,7 @@ describe('without the development setting', () => {
     expectError(await updateConfig(stack, app, { environment: 'live', webhookUrl: 'https://10.0.0.5/hook' }), 400, 'WebhookUrlNotAllowed')
     expectError(await updateConfig(stack, app, { environment: 'live', webhookUrl: 'http://93.184.216.34/hook' }), 400, 'WebhookUrlNotAllowed')
     const read = expectOk(await getConfig(stack, app, 'live'))
-    expect(read.webhook).toEqual({ configured: true, url: 'https://93.184.216.34/hook', paused: false })
+    expect(read.webhook).toEqual({ configured: true, url: 'https://93.184.216.34/hook', paused: false, channel: 'webhook' })
   })
 
   it('the last accepted webhook URL wins', async () => {

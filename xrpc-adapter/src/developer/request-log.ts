@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import type { GatewayClient } from '../gateway-client'
+import { ADAPTER_PRINCIPAL, type GatewayClient } from '../gateway-client'
 import { apiKeyForLog } from '../auth/api-key'
 
 const RECORD = `mutation Record($input: DeveloperRequestInput!) { recordDeveloperRequest(input: $input) }`
@@ -37,7 +37,7 @@ export const requestLogPlugin = fp(async (app: FastifyInstance, opts: { gateway:
             durationMs: reply.elapsedTime,
           },
         },
-        { principal: { kind: 'service', name: 'xrpc-adapter' }, requestId: request.id, log: request.log },
+        { principal: ADAPTER_PRINCIPAL, requestId: request.id, log: request.log },
       )
     } catch (err) {
       request.log.error({ err }, 'could not write the request log')

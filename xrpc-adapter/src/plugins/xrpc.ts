@@ -2,13 +2,13 @@
  * `/xrpc/{nsid}`: GET for queries, POST for procedures. In order: unknown or retired NSID → 501;
  * wrong verb → 400; params and body validated against the lexicon → 400 InvalidRequest naming the
  * field; planned method → 501; auth verifier; the method's own checks; the method's precheck read (facts
- * of other domains), then its gateway operation, errors of both mapped by the method's error table; the
- * output checked against the lexicon.
+ * of other domains), then its gateway operation, then its follow-up write (as the adapter itself), errors of all
+ * mapped by the method's error table; the output checked against the lexicon.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ContractError } from '@svc/errors'
 import { lexicons, RETIRED_NSIDS } from '@svc/lexicons'
-import type { GatewayClient } from '../gateway-client'
+import { ADAPTER_PRINCIPAL, type GatewayClient } from '../gateway-client'
 import { isPlanned, type AuthVerifiers, type MethodCall, type MethodRoute } from '../methods'
 import { decodeParams } from './xrpc-params'
 
@@ -74,7 +74,14 @@ export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) 
     }
     const pre = route.precheck ? await opts.gateway.query(route.precheck.operation, route.precheck.variables(call), as).catch(mapErrors) : undefined
     const data = await opts.gateway.query(route.operation, route.variables(call, pre), as).catch(mapErrors)
-    const output = route.output(data, call)
+    const followUpVariables = route.followUp?.variables(data, call) ?? null
+    const followUp =
+      route.followUp && followUpVariables
+        ? await opts.gateway
+            .query(route.followUp.operation, followUpVariables, { ...as, principal: ADAPTER_PRINCIPAL })
+            .catch(mapErrors)
+        : undefined
+    const output = route.output(data, call, followUp)
     try {
       lexicons.assertValidXrpcOutput(nsid, output)
     } catch (err) {

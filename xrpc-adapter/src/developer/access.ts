@@ -1,0 +1,86 @@
+/**
+ * What the developer utility routes that act on events share (test-event, the delivery log, redrive): the API key
+ * in the right form (presentedApiKey: 401 Unauthorized, webhook secrets included), the `app` / `environment` query
+ * parameters given at most once, then the apps subgraph's `developerAccess` precheck with the key's hash, which runs
+ * the documented checks in order (known key → app given → key bound to app and environment → live where refused →
+ * permission → configuration exists). The route then calls the events subgraph as the adapter itself, for the app
+ * and environment the precheck established, never for what the caller wrote.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { ContractError } from '@svc/errors'
+import { presentedApiKey } from '../auth/api-key'
+import { ADAPTER_PRINCIPAL, type GatewayClient } from '../gateway-client'
+
+export type DeveloperPermission = 'app.config.read' | 'webhook.test.write' | 'webhook.deliveries.read' | 'webhook.deliveries.redrive'
+
+export interface DeveloperAccess {
+  appDid: string
+  environment: 'test' | 'live'
+  keyPrefix: string
+  webhook: { configured: boolean; paused: boolean; channel: string }
+}
+
+const DEVELOPER_ACCESS = `query DeveloperAccess($app: String, $environment: String, $permission: String!, $liveAllowed: Boolean) {
+  developerAccess(app: $app, environment: $environment, permission: $permission, liveAllowed: $liveAllowed) {
+    appDid environment keyPrefix webhook { configured paused channel }
+  }
+}`
+
+export type UtilityQuery = Record<string, string | string[] | undefined>
+
+/** A query parameter given at most once (a repeated one arrives as an array); empty counts as absent. */
+export function queryValue(query: UtilityQuery, name: string): string | null {
+  const value = query[name]
+  if (Array.isArray(value)) throw new ContractError('InvalidRequest', `${name} must be given once`)
+  return value || null
+}
+
+/** The checks every such route starts with; the route's own errors come after. */
+export async function checkDeveloperAccess(
+  gateway: GatewayClient,
+  request: FastifyRequest,
+  permission: DeveloperPermission,
+  opts: { liveAllowed: boolean },
+): Promise<DeveloperAccess> {
+  const key = presentedApiKey(request.headers.authorization)
+  const query = request.query as UtilityQuery
+  const variables = { app: queryValue(query, 'app'), environment: queryValue(query, 'environment'), permission, liveAllowed: opts.liveAllowed }
+  const data = await gateway.query<{ developerAccess: DeveloperAccess }>(DEVELOPER_ACCESS, variables, {
+    principal: { kind: 'apiKey', keyHash: key.keyHash },
+    requestId: request.id,
+    log: request.log,
+  })
+  request.log = request.log.child({ appDid: data.developerAccess.appDid, environment: data.developerAccess.environment })
+  return data.developerAccess
+}
+
+/** How a route calls the events subgraph: as the adapter (trusted to name only app environments it checked), with the request's id and logger. */
+export function asAdapter(request: FastifyRequest) {
+  return { principal: ADAPTER_PRINCIPAL, requestId: request.id, log: request.log }
+}
+
+/**
+ * Within a route plugin (encapsulated): every body arrives as text, whatever its content type, and is parsed by the
+ * route after the API-key checks, so a malformed body never tells an unauthenticated caller anything. The server's
+ * body limit still applies (413 PayloadTooLarge).
+ */
+export function bodiesAsText(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body))
+}
+
+/** A JSON object body (text from bodiesAsText), else InvalidRequest. */
+export function jsonObjectBody(raw: unknown, example: string): Record<string, unknown> {
+  const text = typeof raw === 'string' ? raw.trim() : ''
+  if (text === '') throw new ContractError('InvalidRequest', `a JSON object body is required, e.g. ${example}`)
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    throw new ContractError('InvalidRequest', `the body must be JSON, e.g. ${example}`)
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ContractError('InvalidRequest', `the body must be a JSON object, e.g. ${example}`)
+  }
+  return value as Record<string, unknown>
+}

@@ -1,0 +1,76 @@
+/**
+ * GET {checkout_url}/api/webhooks/atm?app=<did>[&environment][&status][&limit] (permission webhook.deliveries.read):
+ * the app environment's delivery log, newest first, read-only. After the API-key checks: `status` one of pending,
+ * held, delivered, failed; `limit` an integer 1–100 (default 20); anything else, or either given twice, is 400
+ * InvalidRequest. Every entry has every field: a field without a value is null.
+ */
+import type { FastifyInstance } from 'fastify'
+import { ContractError } from '@svc/errors'
+import type { GatewayClient } from '../gateway-client'
+import { asAdapter, checkDeveloperAccess, type UtilityQuery } from './access'
+
+export const DELIVERIES_PATH = '/api/webhooks/atm'
+
+export const DELIVERY_STATUSES = ['pending', 'held', 'delivered', 'failed'] as const
+export const DEFAULT_LIMIT = 20
+export const MAX_LIMIT = 100
+
+export interface DeliveryAttemptEntry {
+  number: number
+  attemptedAt: string
+  channel: string | null
+  statusCode: number | null
+  durationMs: number | null
+  error: string | null
+  responseExcerpt: string | null
+  outcome: string
+  nextAttemptAt: string | null
+}
+
+export interface DeliveryEntry {
+  id: string
+  eventType: string
+  status: string
+  attemptCount: number
+  environment: string
+  createdAt: string
+  lastAttemptAt: string | null
+  nextAttemptAt: string | null
+  deliveredAt: string | null
+  failedAt: string | null
+  attempts: DeliveryAttemptEntry[]
+}
+
+const DELIVERIES = `query Deliveries($appDid: ID!, $environment: String!, $status: String, $limit: Int) {
+  deliveries(appDid: $appDid, environment: $environment, status: $status, limit: $limit) {
+    id eventType status attemptCount environment createdAt lastAttemptAt nextAttemptAt deliveredAt failedAt
+    attempts { number attemptedAt channel statusCode durationMs error responseExcerpt outcome nextAttemptAt }
+  }
+}`
+
+function parseStatus(query: UtilityQuery): string | null {
+  const value = query.status
+  if (value === undefined) return null
+  if (typeof value !== 'string' || !(DELIVERY_STATUSES as readonly string[]).includes(value)) {
+    throw new ContractError('InvalidRequest', `status must be given once, one of ${DELIVERY_STATUSES.join(', ')}`)
+  }
+  return value
+}
+
+function parseLimit(query: UtilityQuery): number {
+  const value = query.limit
+  if (value === undefined) return DEFAULT_LIMIT
+  const n = typeof value === 'string' && /^\d{1,4}$/.test(value) ? Number(value) : NaN
+  if (!(n >= 1 && n <= MAX_LIMIT)) throw new ContractError('InvalidRequest', `limit must be given once, an integer from 1 to ${MAX_LIMIT}`)
+  return n
+}
+
+export async function deliveriesRoute(app: FastifyInstance, opts: { gateway: GatewayClient }) {
+  app.get(DELIVERIES_PATH, async (request) => {
+    const access = await checkDeveloperAccess(opts.gateway, request, 'webhook.deliveries.read', { liveAllowed: true })
+    const query = request.query as UtilityQuery
+    const variables = { appDid: access.appDid, environment: access.environment, status: parseStatus(query), limit: parseLimit(query) }
+    const data = await opts.gateway.query<{ deliveries: DeliveryEntry[] }>(DELIVERIES, variables, asAdapter(request))
+    return { deliveries: data.deliveries }
+  })
+}
