@@ -8,6 +8,9 @@
  *   the same lookup, subgraph     autocannon → payments subgraph (signed internal context) → FerretDB
  *   initiate via the full path    autocannon → XRPC adapter → (precheck: gateway → apps and actors subgraphs)
  *                                 → gateway → payments subgraph → FerretDB (a new checkout per request)
+ *   webhook deliveries            payments outbox → relay → domain-events → workers → HTTP receiver on loopback
+ *                                 (deliveries/s, and receipt − occurredAt), on the in-process test stack with the
+ *                                 configuration's delivery defaults (scripts/lib/delivery-bench.ts)
  *
  * The lookups run at 50 connections, initiate at 20, all in the same run; then the full-path/subgraph ratios of
  * getConfig and of status. Every full-path request carries its own service-auth JWT (jti replay protection refuses
@@ -15,10 +18,12 @@
  * the app itself, which needs no approval), its product built before the run. The status token polled is of a
  * checkout created by one initiate over XRPC before the runs (pending throughout). Response bodies are checked
  * (a wrong body counts as an error). Results go to stdout and bench-results/latest.json.
- * BENCH_REQUESTS (full-path lookups; default 20000), BENCH_INITIATE_REQUESTS (default: BENCH_REQUESTS, at most 5000)
- * and BENCH_SECONDS (direct runs; default 10) tune the size.
+ * BENCH_REQUESTS (full-path lookups; default 20000), BENCH_INITIATE_REQUESTS (default: BENCH_REQUESTS, at most 5000),
+ * BENCH_SECONDS (direct runs; default 10), BENCH_DELIVERIES (the throughput run's events; default 2000) and
+ * BENCH_LATENCY_EVENTS (the one-at-a-time run's; default 200) tune the size.
  */
 import autocannon from 'autocannon'
+import Redis from 'ioredis'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -28,6 +33,7 @@ import { generateDidKeyKeypair, mintServiceJwt, type DidKeyKeypair } from '@svc/
 import { buildProduct } from '@svc/sdk'
 import { freePort, startFerretDb, type RunningFerretDb } from '@svc/testing'
 import { ROOT, serviceComponents, startComponents } from './lib/components'
+import { measureDeliveries, type DeliveryBenchResult, type DeliveryRun } from './lib/delivery-bench'
 
 const CONNECTIONS = 50
 const INITIATE_CONNECTIONS = 20
@@ -38,6 +44,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
  * stays well within the JWTs' lifetime (minted before it; an expired one would be a 401, a non-2xx).
  */
 const INITIATE_REQUESTS = Number(process.env.BENCH_INITIATE_REQUESTS ?? Math.min(FULL_PATH_REQUESTS, 5000))
+const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 2000)
+const LATENCY_EVENTS = Number(process.env.BENCH_LATENCY_EVENTS ?? 200)
 /** The service refuses service JWTs living longer than 300 s; every batch is minted right before its run. */
 const JWT_LIFETIME_SECONDS = 290
 
@@ -76,6 +84,21 @@ function summarize(name: string, fullPath: boolean, connections: number, r: auto
     p99: r.latency.p99,
     non2xx: r.non2xx,
     errors: r.errors + r.timeouts + (r.mismatches ?? 0),
+  }
+}
+
+/** A delivery run as a row: `connections` is the number of parallel outbox writers, `requests` the events. */
+function deliveryRow(name: string, run: DeliveryRun): Measured {
+  return {
+    name,
+    fullPath: false,
+    connections: run.writers,
+    requests: run.events,
+    rps: run.deliveriesPerSecond,
+    p50: run.p50,
+    p99: run.p99,
+    non2xx: 0,
+    errors: run.missing + run.errors,
   }
 }
 
@@ -121,15 +144,19 @@ async function main() {
     appsSubgraph: await freePort(),
     actorsSubgraph: await freePort(),
     paymentsSubgraph: await freePort(),
+    eventsSubgraph: await freePort(),
+    board: await freePort(),
   }
   const secret = randomBytes(32).toString('hex')
   const serviceDid = 'did:web:svc.bench'
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0'
+  const redisPrefix = `svcbench:${randomBytes(3).toString('hex')}:`
   const env = {
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
     MONGO_URL: mongoUrl.toString(),
-    REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0',
-    REDIS_PREFIX: `svcbench:${randomBytes(3).toString('hex')}:`,
+    REDIS_URL: redisUrl,
+    REDIS_PREFIX: redisPrefix,
     SERVICE_DID: serviceDid,
     HOST: host,
     API_PORT: String(ports.api),
@@ -145,12 +172,19 @@ async function main() {
     ACTORS_SUBGRAPH_URL: `http://${host}:${ports.actorsSubgraph}/graphql`,
     PAYMENTS_SUBGRAPH_PORT: String(ports.paymentsSubgraph),
     PAYMENTS_SUBGRAPH_URL: `http://${host}:${ports.paymentsSubgraph}/graphql`,
+    EVENTS_SUBGRAPH_PORT: String(ports.eventsSubgraph),
+    EVENTS_SUBGRAPH_URL: `http://${host}:${ports.eventsSubgraph}/graphql`,
+    WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
+    SERVICE_SIGNING_KEY: randomBytes(32).toString('hex'),
     PAYMENT_TOKEN_SECRET: randomBytes(32).toString('hex'),
     INTERNAL_CONTEXT_SECRET: secret,
     ADAPTER_GATEWAY_TOKEN: randomBytes(32).toString('hex'),
     OPERATOR_TOKEN: randomBytes(32).toString('hex'),
   }
-  const running = await startComponents(serviceComponents({ host, ports }), env, { stdio: 'ignore' })
+  // the request paths need the subgraphs (the gateway composes all four), the gateway and the adapter; the
+  // delivery rows run on a stack of their own (below)
+  const components = serviceComponents({ host, ports, redisUrl, redisPrefix }, { only: ['apps', 'actors', 'payments', 'events', 'gateway', 'xrpc-adapter'] })
+  const running = await startComponents(components, env, { stdio: 'ignore' })
   const { conn, models } = await connectApps(mongoUrl.toString())
   try {
     const app = await generateDidKeyKeypair('ES256K')
@@ -300,6 +334,21 @@ async function main() {
     // one checkout per app order id: every 2xx created its own
     const created = await conn.collection('checkouts').countDocuments({ appDid: app.did, appOrderId: { $regex: `^bench-${runId}-` } })
 
+    // ---- webhook deliveries: outbox → relay → workers → receiver ----
+    let deliveries: DeliveryBenchResult | null = null
+    try {
+      deliveries = await measureDeliveries({
+        mongoUrl: mongoBase,
+        redisUrl,
+        events: DELIVERIES,
+        latencyEvents: LATENCY_EVENTS,
+        log: (line) => process.stdout.write(line),
+      })
+    } catch (err) {
+      console.error('bench: the delivery rows failed:', err)
+      process.exitCode = 1
+    }
+
     const rows = [
       summarize('getConfig, full path (adapter → gateway → subgraph → FerretDB)', true, CONNECTIONS, fullPath),
       summarize('appConfig, apps subgraph directly', false, CONNECTIONS, direct),
@@ -308,20 +357,39 @@ async function main() {
       summarize('paymentStatus, payments subgraph directly', false, CONNECTIONS, statusDirect),
       summarize('payment.initiate, full path (adapter → precheck → gateway → payments subgraph → FerretDB)', true, INITIATE_CONNECTIONS, initiateFull),
     ]
+    const deliveryRows = deliveries
+      ? [
+          deliveryRow('webhook deliveries/s, payments outbox → relay → workers → HTTP receiver (loopback); p50/p99 = receipt − occurredAt', deliveries.throughput),
+          deliveryRow('added latency, state change → webhook receipt, one event at a time (req/s = sequential events/s)', deliveries.latency),
+        ]
+      : []
     const [configFull, configSub, , statusFullRow, statusSubRow, initiateRow] = rows as [Measured, Measured, Measured, Measured, Measured, Measured]
     console.log(`\n${new Date().toISOString()}`)
     console.log('| path | connections | requests | req/s | p50 ms | p99 ms | non-2xx | errors |')
     console.log('|---|---|---|---|---|---|---|---|')
-    for (const r of rows) console.log(`| ${r.name} | ${r.connections} | ${r.requests} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} |`)
+    for (const r of [...rows, ...deliveryRows]) console.log(`| ${r.name} | ${r.connections} | ${r.requests} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} |`)
     const ratio = ratioOf(configFull, configSub)
     const statusRatio = ratioOf(statusFullRow, statusSubRow)
     console.log(`\ngetConfig full path / subgraph: throughput ${ratio.throughput}x, p50 latency ${ratio.p50}x, p99 latency ${ratio.p99}x`)
     console.log(`status    full path / subgraph: throughput ${statusRatio.throughput}x, p50 latency ${statusRatio.p50}x, p99 latency ${statusRatio.p99}x`)
     console.log(`initiate: ${created} checkouts stored for ${initiateRow.requests} requests`)
+    if (deliveries) {
+      const { throughput, latency, delivery } = deliveries
+      console.log(
+        `deliveries: ${throughput.events - throughput.missing}/${throughput.events} delivered in ${throughput.seconds} s (${throughput.deliveriesPerSecond}/s, ` +
+          `worker concurrency ${delivery.concurrency}, ${throughput.duplicates + latency.duplicates} repeats); one at a time: p50 ${latency.p50} ms, p99 ${latency.p99} ms from state change to receipt`,
+      )
+      for (const run of [throughput, latency]) {
+        if (run.missing || run.errors) {
+          console.error(`bench: deliveries: ${run.missing} of ${run.events} not received, ${run.errors} without an id, a signature or an envelope`)
+          process.exitCode = 1
+        }
+      }
+    }
     mkdirSync(join(ROOT, 'bench-results'), { recursive: true })
     writeFileSync(
       join(ROOT, 'bench-results', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), connections: CONNECTIONS, initiateConnections: INITIATE_CONNECTIONS, rows, ratio, statusRatio }, null, 2),
+      JSON.stringify({ at: new Date().toISOString(), connections: CONNECTIONS, initiateConnections: INITIATE_CONNECTIONS, rows: [...rows, ...deliveryRows], ratio, statusRatio, deliveries }, null, 2),
     )
     const failing = rows.filter((r) => r.fullPath && (r.non2xx || r.errors))
     if (!initiateRow.non2xx && !initiateRow.errors && created !== initiateRow.requests) {
@@ -337,6 +405,11 @@ async function main() {
     await conn.dropDatabase().catch(() => undefined)
     await conn.close()
     await running.stop()
+    // the run's Redis keys (queues' metadata, replay-protection keys) under its own prefix
+    const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 })
+    const keys = await redis.keys(`${redisPrefix}*`).catch(() => [])
+    if (keys.length) await redis.del(...keys).catch(() => undefined)
+    redis.disconnect()
     await ferret?.stop('SIGKILL')
   }
 }

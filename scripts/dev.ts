@@ -1,7 +1,8 @@
 /**
  * `npm run dev`: the whole service on this machine. Starts FerretDB (SQLite, data in .data/ferretdb)
  * unless MONGO_URL is set, uses the machine's Redis (scripts/setup.sh starts one if none answers)
- * unless REDIS_URL is set, then every component; Ctrl-C stops everything.
+ * unless REDIS_URL is set, then every component (scripts/lib/components.ts: the subgraphs, the gateway, the XRPC
+ * adapter, the events workers and the operators' board); Ctrl-C stops everything.
  */
 import Redis from 'ioredis'
 import { join } from 'node:path'
@@ -61,6 +62,9 @@ dev: the service is up (Ctrl-C stops everything)
   apps subgraph     ${config.subgraphs.apps}  (internal: refuses calls not signed by the gateway)
   actors subgraph   ${config.subgraphs.actors}  (internal, likewise)
   payments subgraph ${config.subgraphs.payments}  (internal, likewise)
+  events subgraph   ${config.subgraphs.events}  (internal, likewise: deliveries, signing secrets)
+  events workers    relay → domain-events → webhook-deliveries → your webhook or XRPC receiver (docs/events.md)
+  operators' board  http://${config.host}:${config.ports.board}/board   (user: any, password: OPERATOR_TOKEN; dev default in packages/config)
 Next: npm run operator -- quickstart
       npm run operator:actors -- create-creator --did <did> --env test --payout-status ready
 `)

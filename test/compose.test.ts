@@ -9,7 +9,15 @@ import { parse } from 'yaml'
 
 const root = join(__dirname, '..')
 const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
-  services: Record<string, { image?: string; build?: string; command?: string[]; environment?: Record<string, string> }>
+  services: Record<
+    string,
+    { image?: string; build?: string; command?: string[]; environment?: Record<string, string>; depends_on?: string[] | Record<string, unknown>; ports?: string[] }
+  >
+}
+
+const dependsOn = (service: string): string[] => {
+  const deps = compose.services[service]?.depends_on ?? []
+  return Array.isArray(deps) ? deps : Object.keys(deps)
 }
 
 function deployableWorkspaces(): { name: string; dir: string }[] {
@@ -24,7 +32,9 @@ function deployableWorkspaces(): { name: string; dir: string }[] {
 
 describe('docker-compose.yml', () => {
   test('finds the deployable workspaces (guards the check below against finding none)', () => {
-    expect(deployableWorkspaces().map((w) => w.name).sort()).toEqual(expect.arrayContaining(['@svc/apps', '@svc/actors', '@svc/payments', '@svc/gateway', '@svc/xrpc-adapter']))
+    expect(deployableWorkspaces().map((w) => w.name).sort()).toEqual(
+      expect.arrayContaining(['@svc/apps', '@svc/actors', '@svc/payments', '@svc/events', '@svc/gateway', '@svc/xrpc-adapter']),
+    )
   })
 
   test.each(deployableWorkspaces())('runs $name', ({ name, dir }) => {
@@ -32,7 +42,7 @@ describe('docker-compose.yml', () => {
     expect(service).toBeDefined()
     const startScript = (JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start
     expect(startScript).toBe('tsx src/main.ts')
-    for (const key of ['MONGO_URL', 'REDIS_URL', 'SERVICE_DID', 'INTERNAL_CONTEXT_SECRET', 'ADAPTER_GATEWAY_TOKEN', 'OPERATOR_TOKEN', 'PAYMENT_TOKEN_SECRET', 'NODE_ENV']) {
+    for (const key of ['MONGO_URL', 'REDIS_URL', 'SERVICE_DID', 'INTERNAL_CONTEXT_SECRET', 'ADAPTER_GATEWAY_TOKEN', 'OPERATOR_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY', 'SERVICE_SIGNING_KEY', 'NODE_ENV']) {
       expect(service?.environment).toHaveProperty(key)
     }
     expect(service?.environment?.NODE_ENV).toBe('production')
@@ -53,5 +63,29 @@ describe('docker-compose.yml', () => {
     expect(compose.services.gateway?.environment?.APPS_SUBGRAPH_URL).toBe('http://apps:4201/graphql')
     expect(compose.services.gateway?.environment?.ACTORS_SUBGRAPH_URL).toBe('http://actors:4202/graphql')
     expect(compose.services.gateway?.environment?.PAYMENTS_SUBGRAPH_URL).toBe('http://payments:4203/graphql')
+    expect(compose.services.gateway?.environment?.EVENTS_SUBGRAPH_URL).toBe('http://events:4204/graphql')
+    expect(compose.services.events?.environment?.EVENTS_SUBGRAPH_PORT).toBe('4204')
+    expect(dependsOn('gateway')).toEqual(expect.arrayContaining(['apps', 'actors', 'payments', 'events']))
+    // the apps and payments outbox relays publish to Redis
+    for (const service of ['apps', 'payments', 'events']) expect(dependsOn(service)).toContain('redis')
+  })
+
+  test('runs the events workers and the operators board from @svc/events scripts', () => {
+    const scripts = (JSON.parse(readFileSync(join(root, 'services', 'events', 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
+    expect(scripts.workers).toBe('tsx src/workers/main.ts')
+    expect(scripts.board).toBe('tsx src/board/main.ts')
+    expect(compose.services.workers?.command).toEqual(['npm', 'run', 'workers', '-w', '@svc/events'])
+    expect(compose.services.board?.command).toEqual(['npm', 'run', 'board', '-w', '@svc/events'])
+    for (const service of ['workers', 'board']) {
+      const env = compose.services[service]?.environment ?? {}
+      expect(env.NODE_ENV).toBe('production')
+      expect(env.REDIS_URL).toBe('redis://redis:6379/0')
+      for (const key of ['MONGO_URL', 'OPERATOR_TOKEN', 'WEBHOOK_SECRET_KEY', 'SERVICE_SIGNING_KEY', 'SERVICE_DID']) expect(env).toHaveProperty(key)
+    }
+    // the workers look endpoints up through the gateway
+    expect(compose.services.workers?.environment?.GATEWAY_URL).toBe('http://gateway:4100/graphql')
+    expect(dependsOn('workers')).toEqual(expect.arrayContaining(['mongo', 'redis', 'gateway']))
+    expect(compose.services.board?.environment?.BOARD_PORT).toBe('4300')
+    expect(compose.services.board?.ports).toEqual(['127.0.0.1:4300:4300'])
   })
 })

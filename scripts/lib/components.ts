@@ -1,19 +1,31 @@
 /**
  * Starts the deployable components as child processes (each its own `tsx src/main.ts`), waits until
- * each answers, and stops them all. Shared by the dev command and the benchmark.
+ * each is ready (answers HTTP, or for the workers: consumes its queues), and stops them all. Shared by the dev
+ * command and the benchmark.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
+import { Queue } from 'bullmq'
+import Redis from 'ioredis'
+import { DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE, queuePrefix } from '@svc/events'
 
 export const ROOT = join(__dirname, '..', '..')
 const TSX = join(ROOT, 'node_modules', '.bin', 'tsx')
 
 export interface Component {
-  name: string
+  name: ComponentName
   entry: string
   /** a URL that answers (any HTTP status) once the component is up */
-  readyUrl: string
+  readyUrl?: string
+  /** for a component without HTTP (the workers): true once it is up */
+  isReady?: () => Promise<boolean>
+  /** what the component waits for, in the error when it does not get ready */
+  readyDescription?: string
 }
+
+/** Every component of the service, in start order. */
+export const COMPONENT_NAMES = ['apps', 'actors', 'payments', 'events', 'gateway', 'xrpc-adapter', 'workers', 'board'] as const
+export type ComponentName = (typeof COMPONENT_NAMES)[number]
 
 export interface RunningComponents {
   children: Map<string, ChildProcess>
@@ -43,6 +55,44 @@ export async function waitUntilAnswers(url: string, timeoutMs = 60000): Promise<
   }
 }
 
+/** True once every queue has a BullMQ worker connected (BullMQ names its workers' Redis connections per queue). */
+export function bullWorkersConsume(redisUrl: string, redisPrefix: string, queues: readonly string[]): () => Promise<boolean> {
+  return async () => {
+    const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true })
+    try {
+      await redis.connect()
+      for (const name of queues) {
+        const queue = new Queue(name, { connection: redis, prefix: queuePrefix(redisPrefix) })
+        try {
+          if ((await queue.getWorkers()).length === 0) return false
+        } finally {
+          await queue.close()
+        }
+      }
+      return true
+    } catch {
+      return false
+    } finally {
+      redis.disconnect()
+    }
+  }
+}
+
+/** Waits until the component is ready; fails at once if its process exits first. */
+async function waitUntilReady(c: Component, child: ChildProcess, timeoutMs = 60000): Promise<void> {
+  const probe = c.isReady ?? (c.readyUrl ? () => answers(c.readyUrl as string) : null)
+  if (!probe) throw new Error(`${c.name}: no readiness check`)
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${c.name} exited (${child.exitCode ?? child.signalCode}) before it was ready`)
+    }
+    if (await probe()) return
+    if (Date.now() > deadline) throw new Error(`${c.name} was not ready (${c.readyDescription ?? c.readyUrl}) within ${timeoutMs / 1000} s`)
+    await new Promise((r) => setTimeout(r, 200))
+  }
+}
+
 export async function startComponents(
   components: Component[],
   env: Record<string, string | undefined>,
@@ -65,14 +115,18 @@ export async function startComponents(
     )
   }
   try {
-    // In order, each once the previous answers: the gateway composes the subgraphs' schemas when it starts.
+    // In order, each once the previous is ready: the gateway composes the subgraphs' schemas when it starts, and
+    // the workers look app endpoints up through the gateway.
     for (const c of components) {
       const child = spawn(TSX, [join(ROOT, c.entry)], { env: { ...process.env, ...env }, stdio: ['ignore', opts.stdio ?? 'inherit', 'inherit'] })
+      let ready = false
       child.once('exit', (code) => {
-        if (!stopping) opts.onUnexpectedExit?.(c.name, code)
+        // before it is ready, the wait below reports the exit
+        if (!stopping && ready) opts.onUnexpectedExit?.(c.name, code)
       })
       children.set(c.name, child)
-      await waitUntilAnswers(c.readyUrl)
+      await waitUntilReady(c, child)
+      ready = true
     }
   } catch (err) {
     await stop()
@@ -81,17 +135,44 @@ export async function startComponents(
   return { children, stop }
 }
 
-/** The components of the service, in start order, for a configuration's ports. */
-export function serviceComponents(cfg: {
-  host: string
-  ports: { appsSubgraph: number; actorsSubgraph: number; paymentsSubgraph: number; gateway: number; api: number; checkout: number }
-}): Component[] {
+/**
+ * The components of the service, in start order (COMPONENT_NAMES), for a configuration: the subgraphs, the gateway
+ * composing them, the XRPC adapter, then the events workers and the operators' board. `only` picks some of them.
+ */
+export function serviceComponents(
+  cfg: {
+    host: string
+    redisUrl: string
+    redisPrefix: string
+    ports: {
+      appsSubgraph: number
+      actorsSubgraph: number
+      paymentsSubgraph: number
+      eventsSubgraph: number
+      gateway: number
+      api: number
+      checkout: number
+      board: number
+    }
+  },
+  opts: { only?: readonly ComponentName[] } = {},
+): Component[] {
   const at = (port: number, path: string) => `http://${cfg.host}:${port}${path}`
-  return [
+  const workerQueues = [DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE]
+  const all: Component[] = [
     { name: 'apps', entry: 'services/apps/src/main.ts', readyUrl: at(cfg.ports.appsSubgraph, '/graphql') },
     { name: 'actors', entry: 'services/actors/src/main.ts', readyUrl: at(cfg.ports.actorsSubgraph, '/graphql') },
     { name: 'payments', entry: 'services/payments/src/main.ts', readyUrl: at(cfg.ports.paymentsSubgraph, '/graphql') },
+    { name: 'events', entry: 'services/events/src/main.ts', readyUrl: at(cfg.ports.eventsSubgraph, '/graphql') },
     { name: 'gateway', entry: 'gateway/src/main.ts', readyUrl: at(cfg.ports.gateway, '/health') },
     { name: 'xrpc-adapter', entry: 'xrpc-adapter/src/main.ts', readyUrl: at(cfg.ports.checkout, '/health') },
+    {
+      name: 'workers',
+      entry: 'services/events/src/workers/main.ts',
+      isReady: bullWorkersConsume(cfg.redisUrl, cfg.redisPrefix, workerQueues),
+      readyDescription: `a worker on ${workerQueues.join(' and ')}`,
+    },
+    { name: 'board', entry: 'services/events/src/board/main.ts', readyUrl: at(cfg.ports.board, '/health') },
   ]
+  return opts.only ? all.filter((c) => opts.only?.includes(c.name)) : all
 }

@@ -9,10 +9,12 @@ import { randomBytes } from 'node:crypto'
 import { connectActors, startActorsService, upsertActor, type ActorsModels, type ActorView, type PayoutStatus } from '@svc/actors'
 import { connectApps, registerApp, issueApiKey, startAppsService, type AppsModels } from '@svc/apps'
 import { connectPayments, startPaymentsService, type PaymentsModels } from '@svc/payments'
+import { connectEvents, startEventsService, startEventWorkers, type EventsModels, type RunningEventWorkers } from '@svc/events'
+import type { DeliverySettings } from '@svc/config'
 import { buildGateway } from '@svc/gateway'
 import { buildApiServer, buildCheckoutServer, createGatewayClient } from '@svc/xrpc-adapter'
 import { createDashboardSessions, DASHBOARD_COOKIE, signInUrl } from '@svc/dashboard-session'
-import { createServiceAuthVerifier, generateDidKeyKeypair, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
+import { createServiceAuthVerifier, generateDidKeyKeypair, keypairFromPrivateKeyHex, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
 import { freePort } from './ferretdb'
 import { isolate } from './isolation'
 
@@ -25,13 +27,29 @@ export interface TestStack {
   appsSubgraphUrl: string
   actorsSubgraphUrl: string
   paymentsSubgraphUrl: string
+  eventsSubgraphUrl: string
   serviceDid: string
-  secrets: { internalContext: string; adapterGatewayToken: string; operatorToken: string; paymentTokens: string }
+  secrets: {
+    internalContext: string
+    adapterGatewayToken: string
+    operatorToken: string
+    paymentTokens: string
+    webhookSecretKey: string
+    serviceSigningKey: string
+  }
   models: AppsModels
   /** the actors subgraph's models, on the same database */
   actors: ActorsModels
   /** the payments subgraph's models, on the same database */
   payments: PaymentsModels
+  /** the events subgraph's models, on the same database */
+  events: EventsModels
+  /** the delivery settings the stack's workers use (StackOptions.delivery over test defaults) */
+  delivery: DeliverySettings
+  /** starts (more) event workers in this process; the stack stops them */
+  startWorkers(delivery?: Partial<DeliverySettings>): Promise<RunningEventWorkers>
+  /** the environment of a separate worker process of this stack (`tsx services/events/src/workers/main.ts`) */
+  workerEnv(delivery?: Partial<DeliverySettings>): Record<string, string>
   redis: Redis
   /** the stack's Redis URL and key prefix (what REDIS_URL and REDIS_PREFIX would be for a process of this stack) */
   redisUrl: string
@@ -67,7 +85,17 @@ export interface StackOptions {
   methods?: Parameters<typeof buildApiServer>[0]['methods']
   /** seconds before an abandoned checkout expires (default 24 h) */
   checkoutExpirySeconds?: number
+  /** start the event workers in this process (default true); false: the test runs its own */
+  workers?: boolean
+  /** delivery settings over the test defaults (schedule at 1/50 000, 1 s locks, 200 ms hold rechecks, 2 s timeout) */
+  delivery?: Partial<DeliverySettings>
+  /** the service DID is the did:key of its signing key, so app receivers can verify its service-auth offline */
+  serviceDidFromSigningKey?: boolean
+  /** how often the outbox relays poll (they are also woken by writes in their own process) */
+  relayIntervalMs?: number
 }
+
+export const TEST_DELIVERY: DeliverySettings = { timeoutMs: 2000, scheduleScale: 1 / 50_000, holdRecheckMs: 200, lockMs: 1000, concurrency: 10 }
 
 export async function startStack(label: string, opts: StackOptions = {}): Promise<TestStack> {
   const iso = isolate(label)
@@ -77,8 +105,14 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     adapterGatewayToken: randomBytes(32).toString('hex'),
     operatorToken: randomBytes(32).toString('hex'),
     paymentTokens: randomBytes(32).toString('hex'),
+    webhookSecretKey: randomBytes(32).toString('hex'),
+    serviceSigningKey: randomBytes(32).toString('hex'),
   }
-  const serviceDid = 'did:web:svc.test'
+  const serviceDid = opts.serviceDidFromSigningKey
+    ? (await keypairFromPrivateKeyHex(secrets.serviceSigningKey, 'ES256K')).did()
+    : 'did:web:svc.test'
+  const delivery: DeliverySettings = { ...TEST_DELIVERY, ...opts.delivery }
+  const relay = { redisUrl: iso.redisUrl, redisPrefix: iso.redisPrefix, intervalMs: opts.relayIntervalMs ?? 200 }
   // The adapter's two hosts get their ports first: the subgraphs hand out URLs on them (checkout, dashboard).
   const [apiPort, checkoutPort] = [await freePort(), await freePort()]
   const checkoutUrl = `http://127.0.0.1:${checkoutPort}`
@@ -90,6 +124,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     logger,
     allowLoopbackWebhooksInTest: opts.allowLoopbackWebhooks ?? false,
     dashboardUrl: `${checkoutUrl}/dashboard`,
+    relay,
   })
   const actors = await startActorsService({ mongoUrl: iso.mongoUrl, contextSecret: secrets.internalContext, host: '127.0.0.1', port: 0, logger })
   const payments = await startPaymentsService({
@@ -104,12 +139,24 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     checkoutExpirySeconds: opts.checkoutExpirySeconds ?? 24 * 3600,
     liveProcessor: 'none',
     sweepIntervalMs: 0,
+    relay,
+  })
+  const events = await startEventsService({
+    mongoUrl: iso.mongoUrl,
+    contextSecret: secrets.internalContext,
+    host: '127.0.0.1',
+    port: 0,
+    logger,
+    redisUrl: iso.redisUrl,
+    redisPrefix: iso.redisPrefix,
+    secretKey: secrets.webhookSecretKey,
   })
   const gateway = await buildGateway({
     services: [
       { name: 'apps', url: apps.url },
       { name: 'actors', url: actors.url },
       { name: 'payments', url: payments.url },
+      { name: 'events', url: events.url },
     ],
     secrets,
     graphiql: false,
@@ -129,6 +176,26 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const { conn, models } = await connectApps(iso.mongoUrl)
   const actorsDb = await connectActors(iso.mongoUrl)
   const paymentsDb = await connectPayments(iso.mongoUrl)
+  const eventsDb = await connectEvents(iso.mongoUrl)
+  const allowLoopbackWebhooks = opts.allowLoopbackWebhooks ?? false
+  const workers: RunningEventWorkers[] = []
+  const startWorkers = async (overrides: Partial<DeliverySettings> = {}) => {
+    const running = await startEventWorkers({
+      mongoUrl: iso.mongoUrl,
+      redisUrl: iso.redisUrl,
+      redisPrefix: iso.redisPrefix,
+      logger,
+      gateway: { url: gatewayUrl, token: secrets.adapterGatewayToken },
+      serviceDid,
+      serviceSigningKey: secrets.serviceSigningKey,
+      secretKey: secrets.webhookSecretKey,
+      delivery: { ...delivery, ...overrides },
+      allowLoopbackWebhooks,
+    })
+    workers.push(running)
+    return running
+  }
+  if (opts.workers !== false) await startWorkers()
 
   return {
     mongoUrl: iso.mongoUrl,
@@ -138,11 +205,36 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     appsSubgraphUrl: apps.url,
     actorsSubgraphUrl: actors.url,
     paymentsSubgraphUrl: payments.url,
+    eventsSubgraphUrl: events.url,
     serviceDid,
     secrets,
     models,
     actors: actorsDb.models,
     payments: paymentsDb.models,
+    events: eventsDb.models,
+    delivery,
+    startWorkers,
+    workerEnv: (overrides = {}) => {
+      const d = { ...delivery, ...overrides }
+      return {
+        NODE_ENV: 'test',
+        LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+        MONGO_URL: iso.mongoUrl,
+        REDIS_URL: iso.redisUrl,
+        REDIS_PREFIX: iso.redisPrefix,
+        GATEWAY_URL: gatewayUrl,
+        ADAPTER_GATEWAY_TOKEN: secrets.adapterGatewayToken,
+        SERVICE_DID: serviceDid,
+        SERVICE_SIGNING_KEY: secrets.serviceSigningKey,
+        WEBHOOK_SECRET_KEY: secrets.webhookSecretKey,
+        DEV_ALLOW_LOOPBACK_WEBHOOKS: String(allowLoopbackWebhooks),
+        DELIVERY_TIMEOUT_MS: String(d.timeoutMs),
+        DELIVERY_SCHEDULE_SCALE: String(d.scheduleScale),
+        DELIVERY_HOLD_RECHECK_MS: String(d.holdRecheckMs),
+        DELIVERY_LOCK_MS: String(d.lockMs),
+        DELIVERY_CONCURRENCY: String(d.concurrency),
+      }
+    },
     redis,
     redisUrl: iso.redisUrl,
     redisPrefix: iso.redisPrefix,
@@ -175,12 +267,15 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
         payoutStatus: o.payoutStatus,
       }),
     async stop() {
+      await Promise.allSettled(workers.map((w) => w.stop()))
       await Promise.allSettled([api.close(), checkout.close()])
       await gatewayClient.close()
       await gateway.close()
       await apps.stop()
       await actors.stop()
       await payments.stop()
+      await events.stop()
+      await eventsDb.conn.close()
       await actorsDb.conn.close()
       await paymentsDb.conn.close()
       await conn.dropDatabase().catch(() => undefined)
