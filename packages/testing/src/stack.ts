@@ -10,7 +10,7 @@ import { connectActors, startActorsService, upsertActor, type ActorsModels, type
 import { connectApps, registerApp, issueApiKey, startAppsService, type AppsModels } from '@svc/apps'
 import { connectPayments, startPaymentsService, type PaymentsModels } from '@svc/payments'
 import { connectEvents, startEventsService, startEventWorkers, type EventsModels, type RunningEventWorkers } from '@svc/events'
-import type { DeliverySettings } from '@svc/config'
+import type { Config, DeliverySettings } from '@svc/config'
 import { buildGateway } from '@svc/gateway'
 import { buildApiServer, buildCheckoutServer, createGatewayClient } from '@svc/xrpc-adapter'
 import { createDashboardSessions, DASHBOARD_COOKIE, signInUrl } from '@svc/dashboard-session'
@@ -29,14 +29,7 @@ export interface TestStack {
   paymentsSubgraphUrl: string
   eventsSubgraphUrl: string
   serviceDid: string
-  secrets: {
-    internalContext: string
-    adapterGatewayToken: string
-    operatorToken: string
-    paymentTokens: string
-    webhookSecretKey: string
-    serviceSigningKey: string
-  }
+  secrets: Config['secrets']
   models: AppsModels
   /** the actors subgraph's models, on the same database */
   actors: ActorsModels
