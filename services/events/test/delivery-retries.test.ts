@@ -102,6 +102,12 @@ describe('retries', () => {
     expect(new Set(seen.map((r) => r.headers['svc-delivery-id'])).size).toBe(1)
     expect(new Set(seen.map((r) => r.body))).toEqual(new Set([failed.body]))
     expect(await queues.deliveries.getJobState(id)).toBe('failed')
+    // the board shows the same story in the job's log, one line per attempt
+    const { logs } = await queues.deliveries.getJobLogs(id)
+    expect(logs).toHaveLength(14)
+    for (const [i, line] of logs.entries()) expect(line).toMatch(new RegExp(`^attempt ${i + 1} \\(webhook\\): HTTP 500 after \\d+ ms; `))
+    expect(logs[0]).toMatch(/; next attempt at \d{4}-\d\d-\d\dT/)
+    expect(logs[13]).toMatch(/; no attempts left in this run: failed, waiting for a redrive$/)
   })
 
   it('honours Retry-After (seconds or an HTTP date), but never beyond the next step of the schedule', async () => {

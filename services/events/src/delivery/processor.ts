@@ -77,6 +77,11 @@ function httpUrl(raw: string): string | null {
   }
 }
 
+/** One line per attempt in the job's log, shown in the operators' board (best effort: Redis trouble never fails an attempt). */
+function boardLog(job: Job<DeliveryJob>, line: string): Promise<unknown> {
+  return job.log(line).catch(() => undefined)
+}
+
 export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   const { models, delivery: settings } = deps
   const log = deps.logger
@@ -191,6 +196,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
         { $set: { status: 'delivered', deliveredAt: finishedAt, lastStatusCode: result.statusCode, lastError: null, nextAttemptAt: null } },
       )
       log.info({ ...logged, outcome: 'delivered' }, 'delivery attempt')
+      await boardLog(job, `attempt ${attempt.number} (${channel}): delivered, HTTP ${result.statusCode} in ${result.durationMs} ms`)
       return 'delivered'
     }
 
@@ -217,6 +223,8 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       { $set: { ...status, nextAttemptAt, lastStatusCode: result.statusCode, lastError: result.error } },
     )
     log.info({ ...logged, outcome: 'failed', error: result.error, nextAttemptAt, final: nextAttemptAt === null }, 'delivery attempt')
+    const next = nextAttemptAt === null ? 'no attempts left in this run: failed, waiting for a redrive' : `next attempt at ${nextAttemptAt.toISOString()}`
+    await boardLog(job, `attempt ${attempt.number} (${channel ?? 'no channel'}): ${result.error ?? 'not delivered'} after ${result.durationMs} ms; ${next}`)
     throw new AttemptFailedError(`attempt ${attempt.number} failed: ${result.error ?? 'not delivered'}`, delayMs)
   }
 }
