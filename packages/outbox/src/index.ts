@@ -1,7 +1,7 @@
 /**
  * The domain-event outbox (DESIGN.md §2). A domain writes an event here with the state change that caused it;
- * the events domain relays unrelayed events to BullMQ and delivers them. Each domain has its own `outbox`
- * collection in its own database.
+ * the domain's relay publishes unrelayed events to BullMQ and the events domain delivers them. Each domain has its
+ * own outbox collection (`<domain>_outbox`, outboxCollection).
  *
  * Without multi-document transactions (FerretDB), "together" means: the event's id is derived from the fact it
  * reports (`key`, e.g. `payment.completed:<checkout id>`), so the write is idempotent, and every domain writes
@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto'
 import { Schema, type Connection, type Model } from 'mongoose'
+import type { EventSource } from './queue'
 import { OUTBOX_WRITTEN, outboxNamespace, outboxWrites } from './writes'
 
 export type Environment = 'test' | 'live'
@@ -42,14 +43,19 @@ const outboxSchema = new Schema<OutboxEvent>(
     occurredAt: { type: Date, required: true },
     relayedAt: { type: Date, default: null },
   },
-  { collection: 'outbox', versionKey: false, minimize: false },
+  { versionKey: false, minimize: false },
 )
 outboxSchema.index({ relayedAt: 1, occurredAt: 1 })
 
 export type OutboxModel = Model<OutboxEvent>
 
-export async function createOutboxModel(conn: Connection): Promise<OutboxModel> {
-  const model = conn.model<OutboxEvent>('OutboxEvent', outboxSchema)
+/** The outbox collection of a domain: its own, so each domain's relay sees only that domain's events. */
+export function outboxCollection(source: EventSource): string {
+  return `${source}_outbox`
+}
+
+export async function createOutboxModel(conn: Connection, source: EventSource): Promise<OutboxModel> {
+  const model = conn.model<OutboxEvent>('OutboxEvent', outboxSchema, outboxCollection(source))
   await model.init()
   return model
 }
@@ -80,7 +86,7 @@ export async function writeOutboxEvent(model: OutboxModel, event: NewOutboxEvent
     if ((err as { code?: number }).code !== 11000) throw err
     return _id
   }
-  outboxWrites.emit(OUTBOX_WRITTEN, outboxNamespace(model))
+  outboxWrites.emit(OUTBOX_WRITTEN, outboxNamespace(model), _id)
   return _id
 }
 

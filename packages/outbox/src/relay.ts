@@ -5,8 +5,10 @@
  * BullMQ ignores (the job id exists) and the events domain could not turn into a second delivery anyway (the
  * delivery id derives from the event id): nothing is lost, nothing is doubled.
  *
- * A write in the same process wakes the relay at once (outboxWrites); polling every `intervalMs` finds the writes
- * of other processes and retries after a failure. One pass runs at a time.
+ * A write in the same process wakes the relay at once (outboxWrites) and names its event, which the next pass relays
+ * by id: reading and marking an event by `_id` alone is what FerretDB answers without decoding the whole outbox. A
+ * poll scans for unrelayed events (writes of other processes, a failed pass): every `intervalMs` while it finds some
+ * or a pass failed, backing off to `maxIntervalMs` while it finds none. One pass runs at a time.
  */
 import { once } from 'node:events'
 import { Queue, type JobsOptions } from 'bullmq'
@@ -17,6 +19,8 @@ import { DOMAIN_EVENTS_QUEUE, queuePrefix, type DomainEventJob, type EventSource
 import { OUTBOX_WRITTEN, outboxNamespace, outboxWrites } from './writes'
 
 export const DEFAULT_RELAY_INTERVAL_MS = 500
+/** the longest wait between two polls that found nothing */
+export const DEFAULT_RELAY_MAX_INTERVAL_MS = 8000
 export const DEFAULT_RELAY_BATCH_SIZE = 100
 
 /** The options of every `domain-events` job (its id is the event id). */
@@ -37,6 +41,8 @@ export interface OutboxRelayOptions {
   logger: Logger
   /** polling period (default 500 ms); writes in this process wake the relay without waiting for it */
   intervalMs?: number
+  /** polls that find nothing double the wait up to this (default 8 s, at least intervalMs) */
+  maxIntervalMs?: number
   /** events per pass step (default 100) */
   batchSize?: number
   /**
@@ -66,6 +72,8 @@ export function domainEventJob(source: EventSource, event: Pick<OutboxEvent, '_i
   }
 }
 
+/** Up to this many events are marked relayed one by one (by `_id`); more with one update. */
+const MARK_ONE_BY_ONE = 8
 /** While passes keep failing, their errors are logged at most this often. */
 const ERROR_LOG_INTERVAL_MS = 30_000
 /** A pass waits this long for Redis to (re)connect before it fails (stop() cuts the wait short). */
@@ -96,6 +104,7 @@ function bounded<T>(p: Promise<T>, ms: number, what: string, interrupts?: Set<()
 
 export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   const intervalMs = opts.intervalMs ?? DEFAULT_RELAY_INTERVAL_MS
+  const maxIntervalMs = Math.max(intervalMs, opts.maxIntervalMs ?? DEFAULT_RELAY_MAX_INTERVAL_MS)
   const batchSize = opts.batchSize ?? DEFAULT_RELAY_BATCH_SIZE
   if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error('outbox relay: batchSize must be a positive integer')
   if (!(intervalMs > 0)) throw new Error('outbox relay: intervalMs must be positive')
@@ -117,14 +126,8 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     log.warn({ err }, 'outbox relay: queue connection error')
   })
 
-  /** One batch: read, publish, then mark. Returns how many events it relayed. */
-  const relayBatch = async (): Promise<number> => {
-    const batch = await opts.model
-      .find({ relayedAt: null })
-      .sort({ occurredAt: 1, _id: 1 })
-      .limit(batchSize)
-      .lean<OutboxEvent[]>()
-    if (batch.length === 0) return 0
+  /** Publishes events, then marks them relayed. */
+  const publishAndMark = async (batch: OutboxEvent[]): Promise<void> => {
     // BullMQ waits for a connection forever: wait a bounded time here instead, so a pass (and stop) always ends
     if (redis.status !== 'ready') await bounded(once(redis, 'ready'), CONNECT_WAIT_MS, 'connecting to Redis', interrupts)
     if (publishing) throw new Error('the previous publish to domain-events has not answered yet')
@@ -143,8 +146,38 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     await bounded(add, PUBLISH_TIMEOUT_MS, 'publishing to domain-events')
     const ids = batch.map((event) => event._id)
     await opts.beforeMark?.(ids)
-    await opts.model.updateMany({ _id: { $in: ids }, relayedAt: null }, { $set: { relayedAt: new Date() } })
+    // A repeat only moves relayedAt (the event is on the queue either way). FerretDB answers a filter of `_id` alone
+    // from its index and decodes the whole outbox for any other: a few events are marked one by one, a batch with one
+    // pass (docs/events.md, "Performance on FerretDB"). On MongoDB both use the _id index.
+    const $set = { relayedAt: new Date() }
+    if (ids.length <= MARK_ONE_BY_ONE) for (const _id of ids) await opts.model.updateOne({ _id }, { $set })
+    else await opts.model.updateMany({ _id: { $in: ids } }, { $set })
+  }
+
+  /** One batch of the scan: the oldest unrelayed events, published, then marked. Returns how many it relayed. */
+  const relayBatch = async (): Promise<number> => {
+    const batch = await opts.model
+      .find({ relayedAt: null })
+      .sort({ occurredAt: 1, _id: 1 })
+      .limit(batchSize)
+      .lean<OutboxEvent[]>()
+    if (batch.length === 0) return 0
+    await publishAndMark(batch)
     return batch.length
+  }
+
+  /** The events written in this process, read by `_id`; those not relayed yet are published and marked. */
+  const relayWritten = async (ids: string[]): Promise<number> => {
+    let relayed = 0
+    for (let i = 0; i < ids.length; i += batchSize) {
+      const found = await Promise.all(ids.slice(i, i + batchSize).map((id) => opts.model.findById(id).lean<OutboxEvent>()))
+      const batch = found.filter((event): event is OutboxEvent => event !== null && event.relayedAt === null)
+      if (batch.length === 0) continue
+      batch.sort((a, b) => a.occurredAt.getTime() - b.occurredAt.getTime() || a._id.localeCompare(b._id))
+      await publishAndMark(batch)
+      relayed += batch.length
+    }
+    return relayed
   }
 
   /** Batches until one comes back short: everything unrelayed when the pass started is on the queue. */
@@ -171,6 +204,22 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   let passQueued = false
   let failingSince: number | null = null
   let lastErrorLog = 0
+  /** events written in this process since the last pass took them */
+  const written = new Set<string>()
+  /** the next pass scans (the first one does: events an earlier process left) */
+  let scanDue = true
+  let pollDelay = intervalMs
+  let timer: NodeJS.Timeout | undefined
+  const schedulePoll = () => {
+    if (stopped) return
+    clearTimeout(timer)
+    timer = setTimeout(() => {
+      scanDue = true
+      wake()
+    }, pollDelay)
+    timer.unref()
+  }
+
   /** Asks for a pass; wake-ups while one waits to start are the same pass. */
   const wake = () => {
     if (stopped || passQueued) return
@@ -178,12 +227,26 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     void exclusive(async () => {
       passQueued = false
       if (stopped) return
+      const ids = [...written]
+      written.clear()
+      const scan = scanDue
+      scanDue = false
       try {
-        await relayAll()
+        let relayed = ids.length > 0 ? await relayWritten(ids) : 0
+        if (relayed > 0) log.info({ relayed }, 'outbox events relayed')
+        if (scan) {
+          relayed = await relayAll()
+          // polls that find nothing back off; one that found something (another process writes) keeps the pace
+          pollDelay = relayed > 0 ? intervalMs : Math.min(pollDelay * 2, maxIntervalMs)
+          schedulePoll()
+        }
         if (failingSince !== null) log.info({ failingForMs: Date.now() - failingSince }, 'outbox relay recovered')
         failingSince = null
         lastErrorLog = 0
       } catch (err) {
+        // the events stay unrelayed: the next poll (soon) scans for them
+        pollDelay = intervalMs
+        schedulePoll()
         const now = Date.now()
         failingSince ??= now
         if (now - lastErrorLog >= ERROR_LOG_INTERVAL_MS) {
@@ -194,12 +257,13 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     })
   }
 
-  const onWrite = (written: string) => {
-    if (written === namespace) wake()
+  const onWrite = (outbox: string, eventId?: string) => {
+    if (outbox !== namespace) return
+    if (typeof eventId === 'string') written.add(eventId)
+    else scanDue = true
+    wake()
   }
   outboxWrites.on(OUTBOX_WRITTEN, onWrite)
-  const timer = setInterval(wake, intervalMs)
-  timer.unref()
   wake()
 
   return {
@@ -207,7 +271,7 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     async stop() {
       if (stopped) return
       stopped = true
-      clearInterval(timer)
+      clearTimeout(timer)
       outboxWrites.off(OUTBOX_WRITTEN, onWrite)
       // a pass waiting for Redis to come back gives up; one that is publishing or marking finishes
       for (const interrupt of [...interrupts]) interrupt()

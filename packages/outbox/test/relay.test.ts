@@ -33,7 +33,7 @@ const queues: Queue[] = []
 
 beforeAll(async () => {
   conn = await mongoose.createConnection(iso.mongoUrl, { serverSelectionTimeoutMS: 10000 }).asPromise()
-  model = await createOutboxModel(conn)
+  model = await createOutboxModel(conn, 'payments')
   redis = new Redis(iso.redisUrl, { maxRetriesPerRequest: null })
 })
 
@@ -144,6 +144,21 @@ test('polling relays writes it was not told about (another process), oldest firs
   expect(order).toEqual([0, 1, 2, 3, 4].map((i) => outboxEventId(`raw:${i}`)))
   expect(await jobCount()).toBe(5)
   expect((await queue.getJob(outboxEventId('raw:3')))?.data.occurredAt).toBe(new Date(base + 3000).toISOString())
+})
+
+test("this process's writes are relayed by their ids, not by a scan: an unannounced event waits for the next poll", async () => {
+  const { relay, jobCount } = fixture()
+  const r = relay() // polls every minute: only the start scans
+  expect(await r.drain()).toBe(0) // runs after the start's scan
+  const raw = { _id: outboxEventId('raw:unannounced'), ...event('raw:unannounced'), occurredAt: new Date(Date.now() - 1000), relayedAt: null }
+  await model.collection.insertOne(raw as never)
+  const id = await writeOutboxEvent(model, event('payment.completed:announced'))
+  await waitFor(async () => (await model.findById(id).lean())?.relayedAt instanceof Date)
+  expect((await model.findById(raw._id).lean())?.relayedAt).toBeNull()
+  expect(await jobCount()).toBe(1)
+  // the next scan relays it
+  expect(await r.drain()).toBe(1)
+  expect(await jobCount()).toBe(2)
 })
 
 test('a pass that fails after publishing and before marking is retried at the next pass: the same job, then marked', async () => {

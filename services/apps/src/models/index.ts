@@ -160,7 +160,7 @@ export async function createAppsModels(conn: Connection): Promise<AppsModels> {
     ApiKey: conn.model<ApiKeyDoc>('ApiKey', apiKeySchema),
     RequestLog: conn.model<RequestLogDoc>('RequestLog', requestLogSchema),
     RecipientApproval: conn.model<RecipientApprovalDoc>('RecipientApproval', recipientApprovalSchema),
-    Outbox: await createOutboxModel(conn),
+    Outbox: await createOutboxModel(conn, 'apps'),
   }
   // (createOutboxModel initialized the outbox already)
   await Promise.all([models.App.init(), models.AppEnvironment.init(), models.ApiKey.init(), models.RequestLog.init(), models.RecipientApproval.init()])

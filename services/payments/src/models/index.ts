@@ -205,7 +205,7 @@ export async function createPaymentsModels(conn: Connection): Promise<PaymentsMo
     PaymentRecord: conn.model<PaymentRecordDoc>('PaymentRecord', paymentRecordSchema),
     ProofSlot: conn.model<ProofSlotDoc>('ProofSlot', proofSlotSchema),
     AppLink: conn.model<AppLinkDoc>('AppLink', appLinkSchema),
-    Outbox: await createOutboxModel(conn),
+    Outbox: await createOutboxModel(conn, 'payments'),
   }
   await Promise.all([models.Checkout.init(), models.Settlement.init(), models.PaymentRecord.init(), models.ProofSlot.init(), models.AppLink.init()])
   return models
