@@ -3,7 +3,7 @@
  * says otherwise): the whole 14-attempt run against a receiver that always fails, Retry-After within its cap,
  * timeouts, redirects, the connect-time address check, paused (held) deliveries and apps without a channel.
  */
-import { startEventWorkers, ensureSigningSecret, scheduleSpanMs, type RunningEventWorkers } from '../src'
+import { createDelivery, enqueueDelivery, ensureSigningSecret, newDeliveryId, scheduleSpanMs, startEventWorkers, type RunningEventWorkers } from '../src'
 import { startStack, type TestApp, type TestStack } from '@svc/testing'
 import pino from 'pino'
 import type { DeliverySettings } from '@svc/config'
@@ -224,6 +224,32 @@ describe('retries', () => {
     const attempts = await attemptsOf(stack, id)
     expect(attempts[0]).toMatchObject({ outcome: 'failed', channel: null, statusCode: null, error: "could not read the app's event endpoint: the gateway is unavailable (ECONNREFUSED)" })
     expect(attempts.at(-1)).toMatchObject({ outcome: 'delivered', number: delivered.attemptCount })
+    expect(requestsFor(receiver, id)).toHaveLength(1)
+  })
+
+  it('a worker that died between writing its attempt and counting it: the next marks that attempt interrupted and sends the next number', async () => {
+    const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
+    const id = newDeliveryId()
+    await createDelivery(stack.events, {
+      id,
+      appDid: app.did,
+      environment: 'test',
+      eventId: null,
+      eventType: 'app.webhook.test',
+      source: 'test',
+      createdAt: new Date(),
+      data: { test: true },
+    })
+    // what the dead worker left: attempt 1 written as `sending`, the delivery's attemptCount still 0
+    await stack.events.Attempt.create({ deliveryId: id, appDid: app.did, environment: 'test', number: 1, run: 1, channel: 'webhook', attemptedAt: new Date(), outcome: 'sending' })
+    await enqueueDelivery(queues.deliveries, id)
+    const delivered = await waitForStatus(stack, id, 'delivered')
+    expect(delivered.attemptCount).toBe(2)
+    const attempts = await attemptsOf(stack, id)
+    expect(attempts.map((a) => [a._id, a.number, a.outcome, a.error])).toEqual([
+      [`${id}.1`, 1, 'interrupted', 'the worker stopped during this attempt'],
+      [`${id}.2`, 2, 'delivered', null],
+    ])
     expect(requestsFor(receiver, id)).toHaveLength(1)
   })
 

@@ -3,7 +3,7 @@
  * "Crash safety"):
  *
  *   1. load the delivery; delivered already (or gone) → done, nothing sent;
- *   2. attempts still `sending` belong to a worker that died mid-attempt → `interrupted`;
+ *   2. an attempt still `sending` belongs to a worker that died mid-attempt → `interrupted`;
  *   3. read the app environment's endpoint through the gateway; paused → `held`, the job goes back to delayed
  *      without consuming an attempt, and nothing is logged as an attempt;
  *   4. write the attempt (`sending`, the next free number of the unique (deliveryId, number) index), bump the
@@ -11,6 +11,11 @@
  *   5. 2xx → delivered. Anything else → the attempt failed; the next wait comes from the schedule (lengthened by a
  *      Retry-After up to the next step) and is handed to BullMQ through the thrown AttemptFailedError (the workers'
  *      backoffStrategy reads it), or, after the run's last attempt, the delivery is `failed`.
+ *
+ * A dead worker's attempt is found by its id (`<deliveryId>.<number>`): the last one counted, or the number the next
+ * openAttempt runs into. The worker holding the job's lock is the delivery's only writer while it runs (a redrive
+ * waits for an active job to finish), so every write names the delivery and its attempts by `_id` alone: on FerretDB
+ * only such filters are answered without decoding the whole collection (docs/events.md, "Performance on FerretDB").
  */
 import { DelayedError, type Job } from 'bullmq'
 import type { Logger } from 'pino'
@@ -18,7 +23,7 @@ import type { Agent } from 'undici'
 import type { DeliverySettings } from '@svc/config'
 import type { MintServiceJwtParams } from '@svc/service-auth'
 import { activeSigningSecrets } from '../domain/signing-secrets'
-import { isDuplicateKeyError, type Channel, type DeliveryDoc, type Environment, type EventsModels } from '../models'
+import { attemptId, isDuplicateKeyError, type Channel, type DeliveryDoc, type Environment, type EventsModels } from '../models'
 import type { DeliveryJob } from '../queues'
 import { receiveEventUrl, webhookRequest, xrpcRequest } from './channels'
 import type { EndpointClient } from './endpoint'
@@ -86,9 +91,19 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   const { models, delivery: settings } = deps
   const log = deps.logger
 
-  async function markInterrupted(deliveryId: string): Promise<void> {
-    const res = await models.Attempt.updateMany({ deliveryId, outcome: 'sending' }, { $set: { outcome: 'interrupted', error: INTERRUPTED_ERROR } })
-    if (res.modifiedCount > 0) log.warn({ deliveryId, interrupted: res.modifiedCount }, 'delivery attempt interrupted by a worker that stopped')
+  /**
+   * Attempt `number` of the delivery, if a worker that died left it `sending`, becomes `interrupted`. Only two numbers
+   * can be such an attempt: the last one counted (the worker died while sending) and a number taken but not yet
+   * counted (it died between the two writes of openAttempt), which the next openAttempt runs into. Both are looked
+   * up by id, never by scanning the log.
+   */
+  async function markInterrupted(deliveryId: string, number: number): Promise<void> {
+    if (number < 1) return
+    const _id = attemptId(deliveryId, number)
+    const attempt = await models.Attempt.findById(_id, { outcome: 1 }).lean()
+    if (attempt?.outcome !== 'sending') return
+    await models.Attempt.updateOne({ _id }, { $set: { outcome: 'interrupted', error: INTERRUPTED_ERROR } })
+    log.warn({ deliveryId, number }, 'delivery attempt interrupted by a worker that stopped')
   }
 
   /** Writes the attempt before anything is sent: the next free number (a duplicate means a dead worker's attempt took it). */
@@ -111,6 +126,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
         return { id: doc._id, number, attemptedAt }
       } catch (err) {
         if (!isDuplicateKeyError(err)) throw err
+        await markInterrupted(d._id, number)
       }
     }
     throw new Error(`delivery ${d._id}: no free attempt number`)
@@ -118,7 +134,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
 
   async function hold(job: Job<DeliveryJob>, token: string | undefined, d: DeliveryDoc): Promise<never> {
     const nextAttemptAt = new Date(Date.now() + settings.holdRecheckMs)
-    await models.Delivery.updateOne({ _id: d._id, status: { $ne: 'delivered' } }, { $set: { status: 'held', nextAttemptAt } })
+    await models.Delivery.updateOne({ _id: d._id }, { $set: { status: 'held', nextAttemptAt } })
     log.debug({ deliveryId: d._id, nextAttemptAt }, 'delivery held: the webhook is paused')
     if (!token) throw new Error('a held delivery needs the job token')
     await job.moveToDelayed(nextAttemptAt.getTime(), token)
@@ -155,7 +171,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       return 'gone'
     }
     if (d.status === 'delivered') return 'already-delivered'
-    await markInterrupted(d._id)
+    await markInterrupted(d._id, d.attemptCount)
 
     const lookup = await deps.endpoints.lookup(d.appDid, d.environment, `${d._id}.${d.attemptCount + 1}`)
     if (lookup.kind === 'found' && lookup.endpoint.paused) return hold(job, token, d)
@@ -218,10 +234,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       },
     )
     const status = nextAttemptAt === null ? { status: 'failed', failedAt: finishedAt } : { status: 'pending' }
-    await models.Delivery.updateOne(
-      { _id: d._id, status: { $ne: 'delivered' } },
-      { $set: { ...status, nextAttemptAt, lastStatusCode: result.statusCode, lastError: result.error } },
-    )
+    await models.Delivery.updateOne({ _id: d._id }, { $set: { ...status, nextAttemptAt, lastStatusCode: result.statusCode, lastError: result.error } })
     log.info({ ...logged, outcome: 'failed', error: result.error, nextAttemptAt, final: nextAttemptAt === null }, 'delivery attempt')
     const next = nextAttemptAt === null ? 'no attempts left in this run: failed, waiting for a redrive' : `next attempt at ${nextAttemptAt.toISOString()}`
     await boardLog(job, `attempt ${attempt.number} (${channel ?? 'no channel'}): ${result.error ?? 'not delivered'} after ${result.durationMs} ms; ${next}`)

@@ -28,7 +28,7 @@ export interface NewDelivery {
   data: Record<string, unknown>
 }
 
-/** Writes the delivery unless it exists; returns the stored document either way. */
+/** Writes the delivery unless it exists; returns the stored document either way (the new one without reading it back). */
 export async function createDelivery(models: EventsModels, input: NewDelivery): Promise<DeliveryDoc> {
   const body = serializeEnvelope({
     id: input.id,
@@ -39,7 +39,7 @@ export async function createDelivery(models: EventsModels, input: NewDelivery): 
     data: input.data,
   })
   try {
-    await models.Delivery.create({
+    const created = await models.Delivery.create({
       _id: input.id,
       appDid: input.appDid,
       environment: input.environment,
@@ -51,9 +51,11 @@ export async function createDelivery(models: EventsModels, input: NewDelivery): 
       attemptCount: 0,
       run: 1,
     })
+    return created.toObject() as DeliveryDoc
   } catch (err) {
     if (!isDuplicateKeyError(err)) throw err
   }
+  // it existed (a repeated event): the stored one, whatever its state
   const stored = await models.Delivery.findById(input.id).lean()
   if (!stored) throw new Error(`delivery ${input.id} vanished after its insert`)
   return stored as DeliveryDoc

@@ -6,7 +6,7 @@
  * rests on unique indexes and on atomic Redis/BullMQ operations:
  *
  *   deliveries         `_id` = delivery id; derived from the domain event id   one delivery per event
- *   delivery_attempts  unique (deliveryId, number)                             one log entry per attempt number
+ *   delivery_attempts  `_id` = <deliveryId>.<number>, unique (deliveryId, number)   one log entry per attempt number
  *   signing_secrets    unique (appDid, environment, generation)               one secret per generation
  */
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
@@ -58,8 +58,22 @@ const deliverySchema = new Schema(
 deliverySchema.index({ appDid: 1, environment: 1, createdAt: -1 })
 deliverySchema.index({ appDid: 1, environment: 1, status: 1, createdAt: -1 })
 
+/**
+ * An attempt's `_id`: `<deliveryId>.<number>`. The processor finds a dead worker's attempt by id alone: on FerretDB
+ * only `_id` filters avoid a scan of the whole log, and such a scan inside a write serializes every delivery.
+ */
+export function attemptId(deliveryId: string, number: number): string {
+  return `${deliveryId}.${number}`
+}
+
 const attemptSchema = new Schema(
   {
+    _id: {
+      type: String,
+      default(this: { deliveryId: string; number: number }) {
+        return attemptId(this.deliveryId, this.number)
+      },
+    },
     deliveryId: { type: String, required: true },
     appDid: { type: String, required: true },
     environment: { type: String, required: true, enum: ENVIRONMENTS },
@@ -103,7 +117,7 @@ const signingSecretSchema = new Schema(
 signingSecretSchema.index({ appDid: 1, environment: 1, generation: 1 }, { unique: true })
 
 export type DeliveryDoc = InferSchemaType<typeof deliverySchema> & { _id: string; createdAt: Date; updatedAt: Date }
-export type AttemptDoc = InferSchemaType<typeof attemptSchema>
+export type AttemptDoc = InferSchemaType<typeof attemptSchema> & { _id: string }
 export type SigningSecretDoc = InferSchemaType<typeof signingSecretSchema>
 
 export interface EventsModels {
