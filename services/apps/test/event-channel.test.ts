@@ -4,8 +4,7 @@
  * webhookPaused; a refusal changes nothing; `webhook.configured` and eventEndpointOf follow the chosen channel.
  */
 import type mongoose from 'mongoose'
-import { ContractError } from '@svc/errors'
-import { isolate } from '@svc/testing'
+import { contractError, isolate } from '@svc/testing'
 import { connectApps, type AppsModels } from '../src'
 import { registerApp } from '../src/domain/registration'
 import { eventEndpointOf, findAppEnvironment, getAppConfig, updateAppConfig, type UpdatePolicy } from '../src/domain/app-config'
@@ -21,15 +20,6 @@ async function newApp(environment: 'test' | 'live' = 'test'): Promise<string> {
   return did
 }
 
-async function refusal(p: Promise<unknown>): Promise<ContractError> {
-  try {
-    await p
-  } catch (err) {
-    if (err instanceof ContractError) return err
-    throw err
-  }
-  throw new Error('expected a ContractError')
-}
 
 beforeAll(async () => {
   ;({ conn, models } = await connectApps(isolate('apps_event_channel').mongoUrl))
@@ -60,7 +50,7 @@ it('a port is kept in the origin; loopback receivers only with the development s
   expect((await updateAppConfig(models, policy, did, { environment: 'test', receiverUrl: 'https://receiver.example.com:8443' })).webhook.receiverUrl).toBe(
     'https://receiver.example.com:8443',
   )
-  expect((await refusal(updateAppConfig(models, policy, did, { environment: 'test', receiverUrl: 'http://127.0.0.1:3000' }))).code).toBe('WebhookUrlNotAllowed')
+  expect((await contractError(updateAppConfig(models, policy, did, { environment: 'test', receiverUrl: 'http://127.0.0.1:3000' }))).code).toBe('WebhookUrlNotAllowed')
   const dev = { ...policy, allowLoopbackWebhooksInTest: true }
   expect((await updateAppConfig(models, dev, did, { environment: 'test', receiverUrl: 'http://127.0.0.1:3000' })).webhook.receiverUrl).toBe('http://127.0.0.1:3000')
 })
@@ -74,7 +64,7 @@ it.each<[string, Record<string, unknown>, string]>([
 ])('%s is %s and nothing changes', async (_label, fields, code) => {
   const did = await newApp()
   const before = await getAppConfig(models, did, 'test')
-  const err = await refusal(updateAppConfig(models, policy, did, { environment: 'test', webhookPaused: true, modules: { tickets: true }, ...fields }))
+  const err = await contractError(updateAppConfig(models, policy, did, { environment: 'test', webhookPaused: true, modules: { tickets: true }, ...fields }))
   expect(err.code).toBe(code)
   const after = await getAppConfig(models, did, 'test')
   expect({ ...after, updatedAt: before.updatedAt }).toEqual(before)
@@ -82,5 +72,5 @@ it.each<[string, Record<string, unknown>, string]>([
 
 it('http receivers are refused in live', async () => {
   const did = await newApp('live')
-  expect((await refusal(updateAppConfig(models, policy, did, { environment: 'live', receiverUrl: 'http://receiver.example.com' }))).code).toBe('WebhookUrlNotAllowed')
+  expect((await contractError(updateAppConfig(models, policy, did, { environment: 'live', receiverUrl: 'http://receiver.example.com' }))).code).toBe('WebhookUrlNotAllowed')
 })

@@ -5,8 +5,7 @@
  */
 import { createHash } from 'node:crypto'
 import type mongoose from 'mongoose'
-import { ContractError } from '@svc/errors'
-import { isolate } from '@svc/testing'
+import { contractError, isolate } from '@svc/testing'
 import { connectApps, type AppsModels } from '../src'
 import { registerApp } from '../src/domain/registration'
 import {
@@ -34,15 +33,6 @@ const uniq = () => `${++seq}${Date.now().toString(36)}`
 const newAppDid = () => `did:web:app${uniq()}.example.com`
 const newCreator = () => `did:plc:creator${uniq()}`
 
-async function contractError(p: Promise<unknown>): Promise<ContractError> {
-  try {
-    await p
-  } catch (err) {
-    if (err instanceof ContractError) return err
-    throw err
-  }
-  throw new Error('expected a ContractError')
-}
 
 async function newApp(opts: { environments?: ('test' | 'live')[]; feeShareBps?: number } = {}): Promise<string> {
   const did = newAppDid()

@@ -1,8 +1,7 @@
 /** Operator-side registration and restricted API keys, on the test FerretDB. */
 import { createHash } from 'node:crypto'
 import type mongoose from 'mongoose'
-import { ContractError } from '@svc/errors'
-import { isolate } from '@svc/testing'
+import { contractError, isolate } from '@svc/testing'
 import { connectApps, type AppsModels } from '../src'
 import { registerApp, type RegisterAppInput } from '../src/domain/registration'
 import { updateAppConfig, getAppConfig } from '../src/domain/app-config'
@@ -20,15 +19,6 @@ function base(did: string, over: Partial<RegisterAppInput> = {}): RegisterAppInp
   return { did, environment: 'test', appUrl: 'https://app.example.com', feeShareBps: 500, ...over }
 }
 
-async function contractError(p: Promise<unknown>): Promise<ContractError> {
-  try {
-    await p
-  } catch (err) {
-    if (err instanceof ContractError) return err
-    throw err
-  }
-  throw new Error('expected a ContractError')
-}
 
 beforeAll(async () => {
   ;({ conn, models } = await connectApps(isolate('apps_registration').mongoUrl))

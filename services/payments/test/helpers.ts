@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto'
 import type mongoose from 'mongoose'
 import { encodeProduct, type CheckoutProduct } from '@svc/checkout-product'
 import { ContractError, type ErrorCode } from '@svc/errors'
+import { contractError } from '@svc/testing/src/contract-error'
 import { isolate } from '@svc/testing/src/isolation'
 import { connectPayments, createProcessorRegistry, type CheckoutAuthorization, type PaymentsDomain, type PaymentsModels } from '../src'
 
@@ -82,15 +83,7 @@ export function authorizationFor(recipientDid: string, over: Partial<CheckoutAut
   }
 }
 
-export async function contractError(p: Promise<unknown> | (() => unknown)): Promise<ContractError> {
-  try {
-    await (typeof p === 'function' ? p() : p)
-  } catch (err) {
-    if (err instanceof ContractError) return err
-    throw err
-  }
-  throw new Error('expected a ContractError')
-}
+export { contractError }
 
 export async function expectCode(p: Promise<unknown> | (() => unknown), code: ErrorCode, message?: RegExp): Promise<ContractError> {
   const err = await contractError(p)
