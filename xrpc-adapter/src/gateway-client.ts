@@ -7,9 +7,10 @@ import { Pool } from 'undici'
 import type { FastifyBaseLogger as Logger } from 'fastify'
 import { ContractError, isErrorCode } from '@svc/errors'
 import { REQUEST_ID_HEADER, type Principal } from '@svc/internal-context'
+import { SERVICE_PRINCIPALS } from '@svc/vocabulary'
 
 /** The adapter acting on its own behalf (the request log, writes after a checked call): the internal service `xrpc-adapter`. */
-export const ADAPTER_PRINCIPAL: Principal = { kind: 'service', name: 'xrpc-adapter' }
+export const ADAPTER_PRINCIPAL: Principal = { kind: 'service', name: SERVICE_PRINCIPALS.xrpcAdapter }
 
 export interface GatewayClient {
   query<T>(document: string, variables: Record<string, unknown>, as: { principal: Principal; requestId: string; log: Logger }): Promise<T>

@@ -4,6 +4,7 @@
  */
 import { startStack, type TestApp, type TestStack } from '@svc/testing'
 import { expectError, expectOk, freshConfig, getConfig, updateConfig } from './helpers'
+import type { Environment } from '@svc/vocabulary'
 
 let stack: TestStack
 let devStack: TestStack
@@ -16,16 +17,14 @@ afterAll(async () => {
   await Promise.allSettled([stack?.stop(), devStack?.stop()])
 })
 
-type Env = 'test' | 'live'
-
-async function expectRefused(s: TestStack, app: TestApp, environment: Env, webhookUrl: string) {
+async function expectRefused(s: TestStack, app: TestApp, environment: Environment, webhookUrl: string) {
   const res = await updateConfig(s, app, { environment, webhookUrl, modules: { tickets: true } })
   expectError(res, 400, 'WebhookUrlNotAllowed')
   // nothing changed, not even the other field of the same request
   expect(expectOk(await getConfig(s, app, environment))).toEqual(freshConfig(app.did, environment))
 }
 
-async function expectAccepted(s: TestStack, app: TestApp, environment: Env, webhookUrl: string, stored = webhookUrl) {
+async function expectAccepted(s: TestStack, app: TestApp, environment: Environment, webhookUrl: string, stored = webhookUrl) {
   const res = expectOk(await updateConfig(s, app, { environment, webhookUrl }))
   expect(res.webhook).toMatchObject({ configured: true, paused: false })
   expect(res.environment).toBe(environment)

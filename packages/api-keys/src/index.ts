@@ -4,14 +4,13 @@
  * is what logs and dashboards show.
  */
 import { createHash, randomBytes } from 'node:crypto'
-
-export type KeyEnvironment = 'test' | 'live'
+import type { Environment } from '@svc/vocabulary'
 
 export const API_KEY_PATTERN = /^svc_rk_(test|live)_[A-Za-z0-9_-]{32,}$/
 
 const DISPLAY_PREFIX_LENGTH = 'svc_rk_test_'.length + 6
 
-export function generateApiKey(environment: KeyEnvironment): string {
+export function generateApiKey(environment: Environment): string {
   return `svc_rk_${environment}_${randomBytes(24).toString('base64url')}`
 }
 
@@ -24,6 +23,6 @@ export function apiKeyDisplayPrefix(key: string): string {
 }
 
 /** The environment of a well-formed key, or null when the string is not one. */
-export function apiKeyEnvironment(key: string): KeyEnvironment | null {
-  return (API_KEY_PATTERN.exec(key)?.[1] as KeyEnvironment | undefined) ?? null
+export function apiEnvironment(key: string): Environment | null {
+  return (API_KEY_PATTERN.exec(key)?.[1] as Environment | undefined) ?? null
 }

@@ -6,6 +6,7 @@
  * One module holds the rules so the builder and the parser can never disagree.
  */
 import { z } from 'zod'
+import { ENVIRONMENTS, hasControlCharacters, isDid, type Environment } from '@svc/vocabulary'
 
 /** The version prefix every product string starts with. */
 export const PRODUCT_PREFIX = 'svc.checkout.v1:'
@@ -16,10 +17,6 @@ export const MAX_PRODUCT_LENGTH = 4096
 export const PAYMENT_TYPES = ['tip', 'shop', 'subscription', 'ticket'] as const
 export type PaymentType = (typeof PAYMENT_TYPES)[number]
 
-/** The environment a product may name (`environment`, optional): an app configured for both must name one. */
-export const ENVIRONMENTS = ['test', 'live'] as const
-export type ProductEnvironment = (typeof ENVIRONMENTS)[number]
-
 export const CADENCES = ['month', 'year'] as const
 export type Cadence = (typeof CADENCES)[number]
 
@@ -28,12 +25,8 @@ export const MAX_AMOUNT = 100_000_000
 export const MAX_URL_LENGTH = 2048
 export const MAX_DESCRIPTION_LENGTH = 500
 
-/** AT Protocol DID syntax: `did:<method>:<identifier>`, at most 2048 characters. */
-const DID_RE = /^did:[a-z]+:[A-Za-z0-9._:%-]*[A-Za-z0-9._-]$/
 const APP_ORDER_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/
 const HOLD_ID_RE = /^hold_[A-Za-z0-9_-]{1,123}$/
-// eslint-disable-next-line no-control-regex
-const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f]/
 // eslint-disable-next-line no-control-regex
 const WHITESPACE_OR_CONTROL_RE = /[\s\u0000-\u001f\u007f-\u009f]/
 
@@ -60,7 +53,7 @@ const httpUrl = (field: string) =>
  */
 export const checkoutProductSchema = z
   .strictObject({
-    recipientDid: z.string().max(2048, 'recipientDid must be at most 2048 characters').regex(DID_RE, 'recipientDid must be a DID'),
+    recipientDid: z.string().max(2048, 'recipientDid must be at most 2048 characters').refine(isDid, 'recipientDid must be a DID'),
     paymentType: z.enum(PAYMENT_TYPES, `paymentType must be one of ${PAYMENT_TYPES.join(', ')}`),
     amount: z
       .int('amount must be an integer number of minor units')
@@ -72,7 +65,7 @@ export const checkoutProductSchema = z
       .string()
       .refine((s) => [...s].length >= 1 && [...s].length <= MAX_DESCRIPTION_LENGTH, `description must be 1-${MAX_DESCRIPTION_LENGTH} characters`)
       .refine((s) => s.trim() !== '', 'description must not be blank')
-      .refine((s) => !CONTROL_RE.test(s), 'description must not contain control characters'),
+      .refine((s) => !hasControlCharacters(s), 'description must not contain control characters'),
     returnUrl: httpUrl('returnUrl'),
     cancelUrl: httpUrl('cancelUrl'),
     environment: z.enum(ENVIRONMENTS, `environment must be one of ${ENVIRONMENTS.join(', ')}`).optional(),
@@ -113,7 +106,7 @@ interface ProductBase {
    * The environment of the checkout, `test` or `live`. Optional: when absent, the app's only configured environment
    * applies (an app configured for both must name it, as the initiate body carries the product only).
    */
-  environment?: ProductEnvironment
+  environment?: Environment
 }
 
 /** A valid product's fields. */

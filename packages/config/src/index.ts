@@ -88,9 +88,6 @@ const schema = z
     }
   })
 
-export type Environment = 'test' | 'live'
-export const ENVIRONMENTS: readonly Environment[] = ['test', 'live']
-
 export interface Config {
   nodeEnv: 'development' | 'test' | 'production'
   logLevel: string

@@ -12,8 +12,7 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type Redis from 'ioredis'
-
-export type Environment = 'test' | 'live'
+import type { Environment } from '@svc/vocabulary'
 
 export const DASHBOARD_COOKIE = 'svc_dashboard'
 export const LOGIN_LINK_TTL_SECONDS = 15 * 60

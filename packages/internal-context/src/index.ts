@@ -4,11 +4,10 @@
  * any request without a valid, unexpired one, so subgraphs cannot be called around the gateway.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
+import type { Environment } from '@svc/vocabulary'
 
 export const CONTEXT_HEADER = 'svc-context'
 export const REQUEST_ID_HEADER = 'svc-request-id'
-
-export type Environment = 'test' | 'live'
 
 /** Who is calling, as established by the gateway (and, for apps, by the XRPC adapter's verification). */
 export type Principal =

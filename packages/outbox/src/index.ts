@@ -10,10 +10,10 @@
  */
 import { createHash } from 'node:crypto'
 import { Schema, type Connection, type Model } from 'mongoose'
+import { ENVIRONMENTS, type Environment } from '@svc/vocabulary'
 import type { EventSource } from './queue'
 import { OUTBOX_WRITTEN, outboxNamespace, outboxWrites } from './writes'
 
-export type Environment = 'test' | 'live'
 
 export interface OutboxEvent {
   /** `evt_` + 32 hex characters derived from `key` */
@@ -36,7 +36,7 @@ const outboxSchema = new Schema<OutboxEvent>(
   {
     _id: { type: String, required: true },
     type: { type: String, required: true },
-    environment: { type: String, required: true, enum: ['test', 'live'] },
+    environment: { type: String, required: true, enum: ENVIRONMENTS },
     appDid: { type: String, required: true },
     data: { type: Schema.Types.Mixed, required: true },
     key: { type: String, required: true },

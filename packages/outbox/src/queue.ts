@@ -2,7 +2,7 @@
  * The queue every domain's outbox relay publishes to and the events domain consumes: `domain-events`.
  * One job per outbox event, job id = event id (`evt_…`), so publishing an event twice is one job.
  */
-import type { Environment } from './index'
+import type { Environment } from '@svc/vocabulary'
 
 export const DOMAIN_EVENTS_QUEUE = 'domain-events'
 

@@ -3,6 +3,7 @@
  * queries as GET with query parameters, procedures as POST with a JSON body, and errors as SvcError.
  */
 import { keypairFromPrivateKeyHex, mintServiceJwt, type MintServiceJwtParams, type ServiceJwtAlg } from '@svc/service-auth'
+import { isDid } from '@svc/vocabulary'
 import { REQUEST_ID_HEADER, SvcError, parseRetryAfter } from './errors'
 import { METHOD_TYPES, type MethodNsid, type Methods } from './generated/lexicon-types'
 
@@ -86,7 +87,6 @@ export interface SvcClient {
   registerAppLink(input: Methods['money.svc.catalog.registerAppLink']['input'], options?: CallOptions): Out<'money.svc.catalog.registerAppLink'>
 }
 
-const DID_RE = /^did:[a-z]+:[A-Za-z0-9._:%-]*[A-Za-z0-9._-]$/
 
 function assertOptions(options: SvcClientOptions): URL {
   let base: URL
@@ -96,8 +96,8 @@ function assertOptions(options: SvcClientOptions): URL {
     throw new TypeError(`baseUrl must be an absolute URL: ${String(options.baseUrl)}`)
   }
   if (base.protocol !== 'https:' && base.protocol !== 'http:') throw new TypeError('baseUrl must be an http(s) URL')
-  if (!DID_RE.test(options.appDid ?? '')) throw new TypeError('appDid must be a DID')
-  if (!DID_RE.test(options.serviceDid ?? '')) throw new TypeError('serviceDid must be a DID')
+  if (!isDid(options.appDid)) throw new TypeError('appDid must be a DID')
+  if (!isDid(options.serviceDid)) throw new TypeError('serviceDid must be a DID')
   const hasKeypair = options.keypair !== undefined
   const hasHex = options.privateKeyHex !== undefined
   if (hasKeypair === hasHex) throw new TypeError('give exactly one of keypair or privateKeyHex (with alg)')

@@ -44,13 +44,12 @@ export {
   MAX_PRODUCT_LENGTH,
   PAYMENT_TYPES,
   CADENCES,
-  ENVIRONMENTS as PRODUCT_ENVIRONMENTS,
   parseProduct,
   type CheckoutProduct,
   type Cadence,
   type PaymentType,
-  type ProductEnvironment,
 } from '@svc/checkout-product'
+export { ENVIRONMENTS, type Environment } from '@svc/vocabulary'
 export { generateDidKeyKeypair, keypairFromPrivateKeyHex, type ServiceJwtAlg } from '@svc/service-auth'
 
 /**

@@ -11,6 +11,7 @@ import { verifySignatureNatively } from './native-signature'
 import { DidResolver, DidWebResolver, MemoryCache } from '@atproto/identity'
 import { AuthRequiredError, verifyJwt } from '@atproto/xrpc-server'
 import { ContractError, type ErrorCode } from '@svc/errors'
+import { isDid } from '@svc/vocabulary'
 import type { Redis } from 'ioredis'
 
 import { SERVICE_JWT_ALGS } from './mint'
@@ -65,7 +66,6 @@ const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/
 const BEARER = /^Bearer +(\S+) *$/i
 /** Printable ASCII without spaces: keeps replay keys well-formed. */
 const JTI_SHAPE = /^[\x21-\x7e]+$/
-const DID_SHAPE = /^did:[a-z]+:[A-Za-z0-9._:%-]+$/
 
 /** verifyJwt's error names that are contract codes as they are. */
 const PASSTHROUGH_CODES = new Set<ErrorCode>(['BadJwt', 'JwtExpired', 'BadJwtAudience', 'BadJwtLexiconMethod', 'BadJwtSignature'])
@@ -190,7 +190,7 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
     const payload = decodeJsonObject(payloadPart)
     if (!payload) fail('BadJwt', 'poorly formatted jwt payload')
     const { iss, aud, exp, iat, jti } = payload
-    if (typeof iss !== 'string' || iss.length > MAX_ISS_LENGTH || !DID_SHAPE.test(iss)) fail('BadJwt', 'jwt iss must be a DID')
+    if (typeof iss !== 'string' || iss.length > MAX_ISS_LENGTH || !isDid(iss)) fail('BadJwt', 'jwt iss must be a DID')
     if (typeof aud !== 'string') fail('BadJwt', 'jwt aud required')
     if (typeof jti !== 'string' || jti.length === 0 || jti.length > MAX_JTI_LENGTH || !JTI_SHAPE.test(jti)) {
       fail('BadJwt', 'jwt jti required')

@@ -17,6 +17,7 @@ import { createDashboardSessions, DASHBOARD_COOKIE, signInUrl } from '@svc/dashb
 import { createServiceAuthVerifier, generateDidKeyKeypair, keypairFromPrivateKeyHex, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
 import { freePort } from './ferretdb'
 import { isolate } from './isolation'
+import type { Environment } from '@svc/vocabulary'
 
 export interface TestStack {
   /** the stack's own database on the test FerretDB */
@@ -48,19 +49,19 @@ export interface TestStack {
   redisUrl: string
   redisPrefix: string
   /** registers a fresh did:key app for an environment and returns what a developer would hold */
-  newApp(opts?: { environments?: ('test' | 'live')[]; alg?: ServiceJwtAlg; appUrl?: string }): Promise<TestApp>
+  newApp(opts?: { environments?: (Environment)[]; alg?: ServiceJwtAlg; appUrl?: string }): Promise<TestApp>
   /** creates an actor (a fresh did:plc-style DID unless given) in one environment; a creator, payout status onboarding-required unless given */
   newActor(opts: NewActorOptions): Promise<ActorView>
   /** a single-use dashboard sign-in link for an actor (what the operator command prints) */
-  dashboardLoginUrl(actorDid: string, environment: 'test' | 'live'): Promise<string>
+  dashboardLoginUrl(actorDid: string, environment: Environment): Promise<string>
   /** a signed-in dashboard session for an actor, as a `Cookie` header value */
-  dashboardCookie(actorDid: string, environment: 'test' | 'live'): Promise<string>
+  dashboardCookie(actorDid: string, environment: Environment): Promise<string>
   stop(): Promise<void>
 }
 
 export interface NewActorOptions {
   did?: string
-  environment: 'test' | 'live'
+  environment: Environment
   payoutStatus?: PayoutStatus
   displayName?: string | null
   kind?: 'creator' | 'project'
@@ -70,7 +71,7 @@ export interface NewActorOptions {
 export interface TestApp {
   did: string
   jwt(lxm: string, opts?: { aud?: string; expiresInSeconds?: number }): Promise<string>
-  apiKey(environment: 'test' | 'live', permissions?: string[]): Promise<string>
+  apiKey(environment: Environment, permissions?: string[]): Promise<string>
 }
 
 export interface StackOptions {

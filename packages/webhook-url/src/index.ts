@@ -8,7 +8,7 @@
 import { lookup } from 'node:dns/promises'
 import { BlockList, isIP } from 'node:net'
 import { ContractError } from '@svc/errors'
-export type Environment = 'test' | 'live'
+import type { Environment } from '@svc/vocabulary'
 
 const nonPublic = new BlockList()
 for (const [net, prefix] of [

@@ -8,10 +8,9 @@ import {
   findActor,
   getPayoutStatus,
   lookupActor,
-  parseEnvironment,
   toActorView,
-  type Environment,
 } from './domain/actors'
+import { parseEnvironment, type Environment } from '@svc/vocabulary'
 
 export interface ActorsContext extends SubgraphContext {
   models: ActorsModels

@@ -22,7 +22,7 @@ import {
   type RecipientApprovalInput,
   type RecipientApprovalView,
 } from './domain/recipient-approvals'
-import { parseEnvironment, type Environment } from './domain/environment'
+import { parseEnvironment, SERVICE_PRINCIPALS, type Environment } from '@svc/vocabulary'
 
 export interface AppsContext extends SubgraphContext {
   models: AppsModels
@@ -93,7 +93,7 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
     ) => getDeveloperAccess(ctx.models, require(ctx, 'apiKey').keyHash, args),
     eventEndpoint: async (_: unknown, args: { appDid: string; environment: string }, ctx: AppsContext) => {
       const p = require(ctx, 'service', 'operator')
-      if (p.kind === 'service' && p.name !== 'events') throw new ContractError('NotAllowed', 'eventEndpoint is for the events workers and operators')
+      if (p.kind === 'service' && p.name !== SERVICE_PRINCIPALS.events) throw new ContractError('NotAllowed', 'eventEndpoint is for the events workers and operators')
       return eventEndpointOf(await findAppEnvironment(ctx.models, args.appDid, parseEnvironment(args.environment)))
     },
     app: async (_: unknown, args: { did: string }, ctx: AppsContext) => {

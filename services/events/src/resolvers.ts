@@ -12,7 +12,8 @@ import { ContractError } from '@svc/errors'
 import type { Principal } from '@svc/internal-context'
 import type { SubgraphContext } from '@svc/subgraph-server'
 import type { EventsDomain } from './domain/context'
-import { attemptsOf, findDelivery, listDeliveries, parseEnvironment, toDeliveryViews, type DeliveryView } from './domain/deliveries-log'
+import { parseEnvironment, SERVICE_PRINCIPALS } from '@svc/vocabulary'
+import { attemptsOf, findDelivery, listDeliveries, toDeliveryViews, type DeliveryView } from './domain/deliveries-log'
 import { redriveDeliveries, type RedriveInput } from './domain/redrive'
 import { ensureSigningSecret, rotateSigningSecret, DEFAULT_OVERLAP_SECONDS, type SigningSecretIssued } from './domain/signing-secrets'
 import { createTestDelivery } from './domain/test-delivery'
@@ -22,11 +23,10 @@ export interface EventsContext extends SubgraphContext {
 }
 
 /** the internal service allowed to act for a checked app or API key */
-const ADAPTER = 'xrpc-adapter'
 
 function adapterOrOperator(ctx: EventsContext): Principal {
   const p = ctx.principal
-  if (p.kind === 'operator' || (p.kind === 'service' && p.name === ADAPTER)) return p
+  if (p.kind === 'operator' || (p.kind === 'service' && p.name === SERVICE_PRINCIPALS.xrpcAdapter)) return p
   throw new ContractError('NotAllowed', 'this operation is for the XRPC adapter and operators')
 }
 

@@ -1,7 +1,7 @@
 export { startPaymentsService, connectPayments, DEFAULT_SWEEP_INTERVAL_MS, type PaymentsServiceOptions } from './server'
 export * from './models'
 export { typeDefs } from './schema'
-export { resolvers, CHECKOUT_SERVICE, type PaymentsContext } from './resolvers'
+export { resolvers, type PaymentsContext } from './resolvers'
 export type { PaymentsDomain } from './domain/context'
 export {
   initiateCheckout,

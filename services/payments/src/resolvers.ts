@@ -7,13 +7,13 @@ import type { PaymentsDomain } from './domain/context'
 import { findPaymentRecord } from './domain/payment-records'
 import { declinePaymentRecord, registerCreatorProof, type DeclineRecordInput, type RegisterCreatorProofInput } from './domain/proofs'
 import { registerAppLink, type RegisterAppLinkInput } from './domain/app-links'
+import { SERVICE_PRINCIPALS } from '@svc/vocabulary'
 
 export interface PaymentsContext extends SubgraphContext {
   domain: PaymentsDomain
 }
 
 /** The hosted checkout pages call as this service principal. */
-export const CHECKOUT_SERVICE = 'checkout'
 
 /** The calling app's DID (app principal only). */
 function appOnly(ctx: PaymentsContext): string {
@@ -31,7 +31,7 @@ function appOrOperator(ctx: PaymentsContext): string | null {
 
 function checkoutPage(ctx: PaymentsContext, opts: { operatorMayRead: boolean }): void {
   const p = ctx.principal
-  if (p.kind === 'service' && p.name === CHECKOUT_SERVICE) return
+  if (p.kind === 'service' && p.name === SERVICE_PRINCIPALS.checkout) return
   if (opts.operatorMayRead && p.kind === 'operator') return
   throw new ContractError('NotAllowed', 'this operation is for the hosted checkout pages')
 }

@@ -4,13 +4,14 @@
  * known, unrevoked, for this app and environment, and holds the permission. Webhook signing secrets
  * and anything else are refused here.
  */
-import { apiKeyDisplayPrefix, apiKeyEnvironment, hashApiKey, type KeyEnvironment } from '@svc/api-keys'
+import { apiKeyDisplayPrefix, apiEnvironment, hashApiKey } from '@svc/api-keys'
+import type { Environment } from '@svc/vocabulary'
 import { ContractError } from '@svc/errors'
 
 export interface PresentedApiKey {
   keyHash: string
   keyPrefix: string
-  environment: KeyEnvironment
+  environment: Environment
 }
 
 export function presentedApiKey(authorization: string | undefined): PresentedApiKey {
@@ -20,14 +21,14 @@ export function presentedApiKey(authorization: string | undefined): PresentedApi
   if (token.startsWith('whsec_')) {
     throw new ContractError('Unauthorized', 'webhook signing secrets only verify deliveries; use a restricted API key')
   }
-  const environment = apiKeyEnvironment(token)
+  const environment = apiEnvironment(token)
   if (!environment) throw new ContractError('Unauthorized', 'not a restricted API key (svc_rk_test_… or svc_rk_live_…)')
   return { keyHash: hashApiKey(token), keyPrefix: apiKeyDisplayPrefix(token), environment }
 }
 
 /** What the request log may show of the key in a header: its environment and display prefix, never the key. */
-export function apiKeyForLog(authorization: string | undefined): { environment: KeyEnvironment; keyPrefix: string } | null {
+export function apiKeyForLog(authorization: string | undefined): { environment: Environment; keyPrefix: string } | null {
   const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1]
-  const environment = token ? apiKeyEnvironment(token) : null
+  const environment = token ? apiEnvironment(token) : null
   return token && environment ? { environment, keyPrefix: apiKeyDisplayPrefix(token) } : null
 }

@@ -16,6 +16,7 @@ import type { GatewayClient } from '../gateway-client'
 import { SECURITY_HEADERS, sendPage } from '../pages/html'
 import { readCardForm, scrubCardData, type CardInput } from './card-form'
 import { checkoutFormPage, checkoutStatePage, errorPage, invalidLinkPage, withCheckoutParam, type CheckoutView } from './views'
+import { SERVICE_PRINCIPALS } from '@svc/vocabulary'
 
 export interface CheckoutPagesOptions {
   gateway: GatewayClient
@@ -24,7 +25,7 @@ export interface CheckoutPagesOptions {
 /** `cko_test_` / `cko_live_` + 43 base64url characters (32 random bytes). */
 export const BROWSER_TOKEN_RE = /^cko_(?:test|live)_[A-Za-z0-9_-]{43}$/
 
-export const CHECKOUT_PRINCIPAL = { kind: 'service', name: 'checkout' } as const
+export const CHECKOUT_PRINCIPAL = { kind: 'service', name: SERVICE_PRINCIPALS.checkout } as const
 
 const VIEW_FIELDS =
   'id environment status failureReason failureMessage recipientDid recipientName paymentType description currency amount serviceFee buyerFee total returnUrl cancelUrl expiresAt'

@@ -10,12 +10,13 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ContractError } from '@svc/errors'
 import { presentedApiKey } from '../auth/api-key'
 import { ADAPTER_PRINCIPAL, type GatewayClient } from '../gateway-client'
+import type { Environment } from '@svc/vocabulary'
 
 export type DeveloperPermission = 'app.config.read' | 'webhook.test.write' | 'webhook.deliveries.read' | 'webhook.deliveries.redrive'
 
 export interface DeveloperAccess {
   appDid: string
-  environment: 'test' | 'live'
+  environment: Environment
   keyPrefix: string
   webhook: { configured: boolean; paused: boolean; channel: string }
 }

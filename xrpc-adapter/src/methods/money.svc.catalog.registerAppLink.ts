@@ -1,4 +1,5 @@
 import { ContractError } from '@svc/errors'
+import { parseRecordUri } from '@svc/vocabulary'
 import { APP_ACCESS_ERRORS, environmentOf } from './app-access'
 import { assertOnlyKeys } from './strict-body'
 import type { GatewayMethod, MethodCall } from './types'
@@ -8,12 +9,11 @@ export const CATALOG_COLLECTIONS = ['money.svc.catalog.product', 'money.svc.cata
 
 /** `at://<repo DID>/<collection>/<rkey>`; a record outside the catalog collections is unknown (NotFound). */
 function catalogRecord(call: MethodCall): { repo: string } {
-  const uri = String(call.input.recordUri)
-  const m = /^at:\/\/(did:[a-z]+:[A-Za-z0-9._:%-]+)\/([a-zA-Z0-9.-]+)\/([A-Za-z0-9._~:-]{1,512})$/.exec(uri)
-  if (!m || !(CATALOG_COLLECTIONS as readonly string[]).includes(m[2]!)) {
+  const record = parseRecordUri(call.input.recordUri)
+  if (!record || !(CATALOG_COLLECTIONS as readonly string[]).includes(record.collection)) {
     throw new ContractError('NotFound', `recordUri must name a catalog record (${CATALOG_COLLECTIONS.join(', ')}) as at://<did>/<collection>/<rkey>`)
   }
-  return { repo: m[1]! }
+  return { repo: record.repo }
 }
 
 /**

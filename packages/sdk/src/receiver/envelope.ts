@@ -2,6 +2,7 @@
  * The event envelope (the contract's Events section), the receiver's error type, and header access that works for
  * node:http headers objects and Fetch `Headers` alike.
  */
+import type { Environment } from '@svc/vocabulary'
 
 /** Event types of API version 2026-06 (the contract names the first two; the authorization events per DESIGN.md). */
 export const EVENT_TYPES = ['payment.completed', 'app.webhook.test', 'app.authorization.granted', 'app.authorization.revoked'] as const
@@ -18,7 +19,7 @@ export interface EventEnvelope<D = unknown> {
   type: EventType | (string & {})
   createdAt: string
   apiVersion: string
-  environment: 'test' | 'live'
+  environment: Environment
   data: D
 }
 

@@ -10,10 +10,11 @@
 import { parseArgs } from 'node:util'
 import Redis from 'ioredis'
 import { loadConfig } from '@svc/config'
-import { createDashboardSessions, isDashboardPath, signInUrl, type Environment } from '@svc/dashboard-session'
+import { createDashboardSessions, isDashboardPath, signInUrl } from '@svc/dashboard-session'
+import { parseEnvironment } from '@svc/vocabulary'
 import { requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
 import { createActorsModels, PAYOUT_STATUSES } from '../models'
-import { findActor, parseEnvironment, setPayoutStatus, upsertActor, type ActorView } from '../domain/actors'
+import { findActor, setPayoutStatus, upsertActor, type ActorView } from '../domain/actors'
 
 const USAGE = `usage: npm run operator:actors -- <command> [options]
 
@@ -52,7 +53,7 @@ function withActors<T>(fn: (models: Awaited<ReturnType<typeof createActorsModels
 /** Signs the creator in to the dashboard: the link is the only way in locally (production: atproto OAuth). */
 async function dashboardLink(did: string, env: string, next: string | undefined, json: boolean | undefined): Promise<string> {
   const config = loadConfig()
-  const environment = parseEnvironment(env) as Environment
+  const environment = parseEnvironment(env)
   await withActors((models) => findActor(models, environment, did))
   if (next !== undefined && !isDashboardPath(next)) throw new UsageError('--next must be a dashboard path such as /dashboard/onboarding/apr_…')
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 })

@@ -13,15 +13,8 @@ import {
   type ActorsModels,
   type PayoutStatus,
 } from '../models'
+import { isDid, isWithinBounds, parseEnvironment, type Environment } from '@svc/vocabulary'
 
-export type Environment = 'test' | 'live'
-
-export function parseEnvironment(value: unknown): Environment {
-  if (value === 'test' || value === 'live') return value
-  throw new ContractError('InvalidRequest', 'environment must be "test" or "live"')
-}
-
-const DID = /^did:[a-z]+:[A-Za-z0-9._:%-]+$/
 
 /** The one rule: an actor can receive payments now exactly when its payout account is `ready`. */
 export function isPayable(status: string): boolean {
@@ -94,8 +87,7 @@ function validDisplayName(value: string | null | undefined): string | null | und
   if (value === undefined || value === null) return value
   const trimmed = value.trim()
   if (trimmed === '') return null
-  const graphemes = [...new Intl.Segmenter('en', { granularity: 'grapheme' }).segment(trimmed)].length
-  if (graphemes > 64 || Buffer.byteLength(trimmed) > 640) throw new ContractError('InvalidRequest', 'displayName must be at most 64 characters')
+  if (!isWithinBounds(trimmed, { maxGraphemes: 64, maxBytes: 640 })) throw new ContractError('InvalidRequest', 'displayName must be at most 64 characters')
   return trimmed
 }
 
@@ -105,7 +97,7 @@ function validDisplayName(value: string | null | undefined): string | null | und
  * of the same DID and environment meet the unique index; the loser retries as an update.
  */
 export async function upsertActor(models: ActorsModels, input: UpsertActorInput): Promise<ActorView> {
-  if (!DID.test(input.did)) throw new ContractError('InvalidRequest', 'did must be a DID')
+  if (!isDid(input.did)) throw new ContractError('InvalidRequest', 'did must be a DID')
   const environment = parseEnvironment(input.environment)
   const set: Record<string, unknown> = {}
   if (input.kind !== undefined) {

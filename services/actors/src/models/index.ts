@@ -4,6 +4,7 @@
  * Actors are not per app: every app configured for an environment sees the same actors of that environment.
  */
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
+import { ENVIRONMENTS } from '@svc/vocabulary'
 
 export const ACTOR_KINDS = ['creator', 'project'] as const
 export type ActorKind = (typeof ACTOR_KINDS)[number]
@@ -23,7 +24,7 @@ export const PAYMENT_TYPES = ['tip', 'shop'] as const
 const actorSchema = new Schema(
   {
     did: { type: String, required: true },
-    environment: { type: String, required: true, enum: ['test', 'live'] },
+    environment: { type: String, required: true, enum: ENVIRONMENTS },
     kind: { type: String, required: true, enum: ACTOR_KINDS, default: 'creator' },
     displayName: { type: String, default: null },
     paymentTypes: { type: [String], default: () => ['tip', 'shop'] },

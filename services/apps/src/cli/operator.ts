@@ -16,6 +16,7 @@ import { requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc
 import { API_KEY_PERMISSIONS, createAppsModels } from '../models'
 import { issueApiKey, revokeApiKey } from '../domain/api-keys'
 import { registerApp } from '../domain/registration'
+import { parseEnvironment } from '@svc/vocabulary'
 
 const USAGE = `usage: npm run operator -- <command> [options]
 
@@ -127,7 +128,7 @@ async function main(argv: string[]) {
       const issued = await withApps((models) =>
         issueApiKey(models, {
           appDid: requiredOption(values, 'did'),
-          environment: requiredOption(values, 'env') as 'test' | 'live',
+          environment: parseEnvironment(requiredOption(values, 'env')),
           permissions: (values.permissions ?? 'app.config.read').split(',').map((p) => p.trim()),
         }),
       )
@@ -145,7 +146,7 @@ async function main(argv: string[]) {
       return
     }
     case 'quickstart': {
-      const environment = (values.env ?? 'test') as 'test' | 'live'
+      const environment = parseEnvironment(values.env ?? 'test')
       const appUrl = values['app-url'] ?? 'http://localhost:3000'
       const key = await generateDidKeyKeypair(alg(values))
       const issued = await withApps(async (models) => {

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { apiKeyDisplayPrefix, generateApiKey, hashApiKey } from '@svc/api-keys'
 import { ContractError } from '@svc/errors'
 import { API_KEY_PERMISSIONS, type ApiKeyPermission, type AppsModels } from '../models'
-import type { Environment } from './environment'
+import type { Environment } from '@svc/vocabulary'
 
 export function isPermission(value: string): value is ApiKeyPermission {
   return (API_KEY_PERMISSIONS as readonly string[]).includes(value)

@@ -6,8 +6,8 @@
  */
 import { ContractError } from '@svc/errors'
 import type { AppsModels, AppEnvironmentDoc } from '../models'
-import { parseEnvironment, type Environment } from './environment'
 import { assertWebhookUrlAllowed } from '@svc/webhook-url'
+import { parseEnvironment, type Environment } from '@svc/vocabulary'
 
 export interface AppConfigView {
   appDid: string

@@ -14,7 +14,7 @@ import type { AppEnvironmentDoc, AppsModels } from '../models'
 import { API_KEY_PERMISSIONS } from '../models'
 import { findActiveKey, isPermission } from './api-keys'
 import { eventEndpointOf, type EventChannel } from './app-config'
-import type { Environment } from './environment'
+import type { Environment } from '@svc/vocabulary'
 
 export interface DeveloperConfigView {
   appDid: string

@@ -30,9 +30,8 @@ import {
   type RecipientApprovalDoc,
 } from '../models'
 import { findAppEnvironment } from './app-config'
-import { parseEnvironment, type Environment } from './environment'
+import { isDid, isWithinBounds, parseEnvironment, type Environment } from '@svc/vocabulary'
 
-const DID = /^did:[a-z]+:[A-Za-z0-9._:%-]+$/
 export const REQUEST_REASON_MAX_CHARACTERS = 500
 export const SETUP_RETURN_URL_MAX_LENGTH = 2048
 /** dashboardApprovals returns at most this many requests, newest first */
@@ -203,8 +202,7 @@ function parsePublicRecords(value: RecipientApprovalInput['publicRecords']): App
 function parseRequestReason(value: unknown): string | null {
   if (value === undefined || value === null) return null
   if (typeof value !== 'string') invalid('requestReason must be a string')
-  const graphemes = [...new Intl.Segmenter('en', { granularity: 'grapheme' }).segment(value)].length
-  if (graphemes > REQUEST_REASON_MAX_CHARACTERS || Buffer.byteLength(value) > REQUEST_REASON_MAX_CHARACTERS * 10) {
+  if (!isWithinBounds(value, { maxGraphemes: REQUEST_REASON_MAX_CHARACTERS, maxBytes: REQUEST_REASON_MAX_CHARACTERS * 10 })) {
     invalid(`requestReason must be at most ${REQUEST_REASON_MAX_CHARACTERS} characters`)
   }
   return value.trim() === '' ? null : value
@@ -312,7 +310,7 @@ export async function requestRecipientApproval(models: AppsModels, appDid: strin
   if (typeof input !== 'object' || input === null) invalid('the approval request must be an object')
   const environment = parseEnvironment(input.environment)
   const recipientDid = input.recipientDid
-  if (typeof recipientDid !== 'string' || !DID.test(recipientDid)) invalid('recipientDid must be a DID')
+  if (typeof recipientDid !== 'string' || !isDid(recipientDid)) invalid('recipientDid must be a DID')
   if (recipientDid === appDid) invalid('recipientDid is the app itself: an app selling for itself needs no approval')
   const paymentTypes = parsePaymentTypes(input.paymentTypes)
   const requestedFeeShare = parseFeeShare(input.feeShareBps)

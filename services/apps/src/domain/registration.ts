@@ -6,7 +6,7 @@
 import { ContractError } from '@svc/errors'
 import { isDuplicateKeyError, type AppsModels } from '../models'
 import { toView, type AppConfigView } from './app-config'
-import { parseEnvironment } from './environment'
+import { isDid, parseEnvironment } from '@svc/vocabulary'
 
 export interface RegisterAppInput {
   did: string
@@ -35,7 +35,7 @@ export function normalizeAppUrl(raw: string): string {
 }
 
 export async function registerApp(models: AppsModels, input: RegisterAppInput): Promise<AppConfigView> {
-  if (!/^did:[a-z]+:[A-Za-z0-9._:%-]+$/.test(input.did)) throw new ContractError('InvalidRequest', 'did must be a DID')
+  if (!isDid(input.did)) throw new ContractError('InvalidRequest', 'did must be a DID')
   const environment = parseEnvironment(input.environment)
   assertInt(input.feeShareBps, 'feeShareBps', 0, 10000)
   const fee = { bps: input.ticketFee?.bps ?? 0, flatAmount: input.ticketFee?.flatAmount ?? 0, flatCurrency: input.ticketFee?.flatCurrency ?? 'usd' }

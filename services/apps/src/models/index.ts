@@ -4,6 +4,7 @@
  * updates are not atomic).
  */
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
+import { ENVIRONMENTS } from '@svc/vocabulary'
 import { createOutboxModel, type OutboxModel } from '@svc/outbox'
 
 export const API_KEY_PERMISSIONS = [
@@ -25,7 +26,7 @@ const appSchema = new Schema(
 const appEnvironmentSchema = new Schema(
   {
     appDid: { type: String, required: true },
-    environment: { type: String, required: true, enum: ['test', 'live'] },
+    environment: { type: String, required: true, enum: ENVIRONMENTS },
     status: { type: String, required: true, default: 'active' },
     appUrl: { type: String, required: true },
     feeShareBps: { type: Number, required: true },
@@ -61,7 +62,7 @@ const apiKeySchema = new Schema(
   {
     keyId: { type: String, required: true, unique: true },
     appDid: { type: String, required: true },
-    environment: { type: String, required: true, enum: ['test', 'live'] },
+    environment: { type: String, required: true, enum: ENVIRONMENTS },
     /** SHA-256 of the whole key; the key itself is shown once and never stored */
     keyHash: { type: String, required: true, unique: true },
     /** the first characters, safe to show in logs and dashboards */
@@ -111,7 +112,7 @@ const recipientApprovalSchema = new Schema(
     id: { type: String, required: true },
     appDid: { type: String, required: true },
     recipientDid: { type: String, required: true },
-    environment: { type: String, required: true, enum: ['test', 'live'] },
+    environment: { type: String, required: true, enum: ENVIRONMENTS },
     status: { type: String, required: true, enum: APPROVAL_STATUSES },
     paymentTypes: { type: [String], required: true },
     feeShareBps: { type: Number, required: true },

@@ -10,7 +10,8 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '@svc/config'
 import { requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
 import { createEventsModels, DELIVERY_STATUSES, type EventsModels } from '../models'
-import { attemptsOf, listDeliveries, MAX_LIST_LIMIT, parseEnvironment, type AttemptView, type DeliveryView } from '../domain/deliveries-log'
+import { parseEnvironment } from '@svc/vocabulary'
+import { attemptsOf, listDeliveries, MAX_LIST_LIMIT, type AttemptView, type DeliveryView } from '../domain/deliveries-log'
 import { MAX_OVERLAP_SECONDS, rotateSigningSecret } from '../domain/signing-secrets'
 
 const USAGE = `usage: npm run operator:events -- <command> [options]

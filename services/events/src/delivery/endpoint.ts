@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { Pool } from 'undici'
 import { REQUEST_ID_HEADER } from '@svc/internal-context'
 import type { Channel } from '../models'
+import { SERVICE_PRINCIPALS } from '@svc/vocabulary'
 
 export interface EventEndpoint {
   channel: Channel
@@ -34,7 +35,7 @@ const QUERY = `query EventEndpoint($appDid: ID!, $environment: String!) {
 /** Contract errors that mean "nowhere to send": the attempt fails as not configured. */
 const NOT_CONFIGURED = new Set(['AppEnvironmentNotConfigured', 'AppNotRegistered'])
 
-const CALLER = JSON.stringify({ kind: 'service', name: 'events' })
+const CALLER = JSON.stringify({ kind: 'service', name: SERVICE_PRINCIPALS.events })
 
 interface GraphQLAnswer {
   data?: { eventEndpoint?: EventEndpoint | null } | null

@@ -2,7 +2,7 @@
  * The event envelope (the contract's Events section) and delivery ids.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import type { Environment } from '../models'
+import type { Environment } from '@svc/vocabulary'
 
 /** The API version of every event: the envelope's `apiVersion` and the `svc-api-version` header. */
 export const API_VERSION = '2026-06'

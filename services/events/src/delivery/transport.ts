@@ -12,7 +12,7 @@ import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'nod
 import { isIP } from 'node:net'
 import { Agent, buildConnector, request } from 'undici'
 import { deliveryAddressAllowed } from '@svc/webhook-url'
-import type { Environment } from '../models'
+import type { Environment } from '@svc/vocabulary'
 
 /** How much of an answer is read; the rest is dropped with the connection. */
 export const MAX_RESPONSE_BYTES = 64 * 1024

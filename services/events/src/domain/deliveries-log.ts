@@ -4,7 +4,8 @@
  * with one query for all its deliveries (a shared batch), sorted by attempt number.
  */
 import { ContractError } from '@svc/errors'
-import { DELIVERY_STATUSES, ENVIRONMENTS, type AttemptDoc, type DeliveryDoc, type DeliveryStatus, type Environment, type EventsModels } from '../models'
+import { DELIVERY_STATUSES, type AttemptDoc, type DeliveryDoc, type DeliveryStatus, type EventsModels } from '../models'
+import { parseEnvironment } from '@svc/vocabulary'
 
 export const DEFAULT_LIST_LIMIT = 20
 export const MAX_LIST_LIMIT = 100
@@ -49,11 +50,6 @@ export interface DeliveryView {
 }
 
 const iso = (d: Date | null | undefined): string | null => (d instanceof Date ? d.toISOString() : null)
-
-export function parseEnvironment(value: unknown): Environment {
-  if ((ENVIRONMENTS as readonly unknown[]).includes(value)) return value as Environment
-  throw new ContractError('InvalidRequest', 'environment must be "test" or "live"')
-}
 
 export function parseStatus(value: unknown): DeliveryStatus | null {
   if (value === undefined || value === null) return null

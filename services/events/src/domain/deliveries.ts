@@ -3,10 +3,11 @@
  * per delivery (job id = delivery id, so a repeat while the job exists is a no-op).
  */
 import type { JobsOptions, Queue } from 'bullmq'
-import { isDuplicateKeyError, type DeliveryDoc, type DeliverySource, type Environment, type EventsModels } from '../models'
+import { isDuplicateKeyError, type DeliveryDoc, type DeliverySource, type EventsModels } from '../models'
 import { API_VERSION, serializeEnvelope } from '../delivery/envelope'
 import { MAX_ATTEMPTS } from '../delivery/schedule'
 import { DELIVERY_BACKOFF, type DeliveryJob } from '../queues'
+import type { Environment } from '@svc/vocabulary'
 
 /** Every delivery job: the schedule's attempts and backoff; finished jobs stay a week so a repeat add stays a no-op. */
 export const DELIVERY_JOB_OPTIONS: JobsOptions = {

@@ -6,7 +6,8 @@
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
 import { ContractError } from '@svc/errors'
-import { isDuplicateKeyError, type Environment, type EventsModels, type SigningSecretDoc } from '../models'
+import { isDuplicateKeyError, type EventsModels, type SigningSecretDoc } from '../models'
+import type { Environment } from '@svc/vocabulary'
 
 export const DEFAULT_OVERLAP_SECONDS = 24 * 3600
 export const MAX_OVERLAP_SECONDS = 7 * 24 * 3600

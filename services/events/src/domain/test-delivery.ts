@@ -5,9 +5,10 @@
  */
 import { ContractError } from '@svc/errors'
 import { newDeliveryId, TEST_EVENT_TYPE } from '../delivery/envelope'
-import type { DeliveryDoc, Environment } from '../models'
+import type { DeliveryDoc } from '../models'
 import type { EventsDomain } from './context'
 import { createDelivery, enqueueDelivery } from './deliveries'
+import type { Environment } from '@svc/vocabulary'
 
 export const TEST_EVENT_MESSAGE = 'Test event from the svc developer tools: this delivery does not fulfil anything.'
 

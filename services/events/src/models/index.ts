@@ -10,9 +10,8 @@
  *   signing_secrets    unique (appDid, environment, generation)               one secret per generation
  */
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
+import { ENVIRONMENTS } from '@svc/vocabulary'
 
-export const ENVIRONMENTS = ['test', 'live'] as const
-export type Environment = (typeof ENVIRONMENTS)[number]
 
 /** The delivery log's status values (docs/events.md, "Delivery states"). */
 export const DELIVERY_STATUSES = ['pending', 'held', 'delivered', 'failed'] as const

@@ -7,7 +7,8 @@
 import { randomBytes } from 'node:crypto'
 import { ContractError } from '@svc/errors'
 import { isDuplicateKeyError, type AppLinkDoc } from '../models'
-import { CONTROL_RE, graphemes, parseAtUri, parseEnvironment, type PaymentsDomain } from './context'
+import { graphemeLength, hasControlCharacters, parseEnvironment, parseRecordUri } from '@svc/vocabulary'
+import type { PaymentsDomain } from './context'
 
 export interface RegisterAppLinkInput {
   environment: string
@@ -60,7 +61,7 @@ export async function registerAppLink(
   const environment = parseEnvironment(input.input.environment)
   const { recordUri, fulfillmentUrl } = input.input
   if (!input.recordKnown) throw new ContractError('NotFound', `the catalog record ${recordUri} is unknown in ${environment}`)
-  if (typeof recordUri !== 'string' || !parseAtUri(recordUri)) throw new ContractError('InvalidRequest', 'recordUri must be an AT-URI')
+  if (typeof recordUri !== 'string' || !parseRecordUri(recordUri)) throw new ContractError('InvalidRequest', 'recordUri must be an AT-URI')
   const appOrigin = originOf(input.appOrigin)
   if (!appOrigin) throw new ContractError('InvalidRequest', 'appOrigin must be an http(s) origin')
   if (typeof fulfillmentUrl !== 'string' || fulfillmentUrl.length > MAX_URL_LENGTH || /\s/.test(fulfillmentUrl) || originOf(fulfillmentUrl) !== appOrigin) {
@@ -69,10 +70,10 @@ export async function registerAppLink(
   let label: string | null = null
   if (input.input.label !== undefined && input.input.label !== null) {
     label = input.input.label.trim() || null
-    if (label && (label.length > MAX_LABEL_LENGTH || graphemes(label) > MAX_LABEL_GRAPHEMES)) {
+    if (label && (label.length > MAX_LABEL_LENGTH || graphemeLength(label) > MAX_LABEL_GRAPHEMES)) {
       throw new ContractError('InvalidRequest', `label must be at most ${MAX_LABEL_GRAPHEMES} characters`)
     }
-    if (label && CONTROL_RE.test(label)) throw new ContractError('InvalidRequest', 'label must not contain control characters')
+    if (label && hasControlCharacters(label)) throw new ContractError('InvalidRequest', 'label must not contain control characters')
   }
   const key = { appDid: input.appDid, environment, recordUri }
   for (let attempt = 1; ; attempt++) {

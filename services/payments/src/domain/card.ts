@@ -4,7 +4,7 @@
  */
 import { ContractError } from '@svc/errors'
 import type { Card } from '../processors'
-import { CONTROL_RE } from './context'
+import { hasControlCharacters } from '@svc/vocabulary'
 
 export interface CardInput {
   number: string
@@ -50,7 +50,7 @@ export function validateCard(input: CardInput, now: Date): Card {
   let name: string | null = null
   if (input.name !== undefined && input.name !== null) {
     const trimmed = input.name.trim()
-    if (trimmed.length > 200 || CONTROL_RE.test(trimmed)) refuse('The name on the card is invalid.')
+    if (trimmed.length > 200 || hasControlCharacters(trimmed)) refuse('The name on the card is invalid.')
     name = trimmed || null
   }
   return { number, expMonth: month, expYear: year, cvc, name }

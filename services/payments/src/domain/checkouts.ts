@@ -13,10 +13,10 @@ import { TID } from '@atproto/common'
 import { encodeProduct, parseProduct } from '@svc/checkout-product'
 
 import { ContractError } from '@svc/errors'
-import { isDuplicateKeyError, type CheckoutDoc, type CheckoutStatus, type Environment, type FailureReason } from '../models'
+import { isDuplicateKeyError, type CheckoutDoc, type CheckoutStatus, type FailureReason } from '../models'
 import type { Card, PaymentProcessor } from '../processors'
 import { validateCard, type CardInput } from './card'
-import { nowOf, parseEnvironment, type PaymentsDomain } from './context'
+import { nowOf, type PaymentsDomain } from './context'
 import { computeCharges, type ServiceFeeRate } from './fees'
 import {
   claimSettlement,
@@ -28,6 +28,7 @@ import {
   type SettlementOutcome,
 } from './settlement'
 import { deriveToken, hashToken, newNonce, tokenEnvironment } from './tokens'
+import { parseEnvironment, type Environment } from '@svc/vocabulary'
 
 /** Payment types a hosted checkout takes today; subscription and ticket come with the billing and tickets domains. */
 export const ONE_TIME_PAYMENT_TYPES: ReadonlySet<string> = new Set(['tip', 'shop'])

@@ -6,8 +6,9 @@
  */
 import { cidForCbor } from '@atproto/common'
 import { ContractError } from '@svc/errors'
-import { isDuplicateKeyError, type CheckoutDoc, type Environment, type PaymentRecordDoc, type SettlementDoc } from '../models'
-import { parseEnvironment, type PaymentsDomain } from './context'
+import { isDuplicateKeyError, type CheckoutDoc, type PaymentRecordDoc, type SettlementDoc } from '../models'
+import { parseEnvironment, type Environment } from '@svc/vocabulary'
+import type { PaymentsDomain } from './context'
 
 export const PAYMENT_RECORD_COLLECTION = 'money.svc.payment.record'
 

@@ -6,8 +6,9 @@
  */
 import { isValidCid } from '@atproto/common'
 import { ContractError } from '@svc/errors'
-import { isDuplicateKeyError, type Environment, type ProofSlotDoc } from '../models'
-import { CONTROL_RE, graphemes, nowOf, parseAtUri, parseEnvironment, type PaymentsDomain } from './context'
+import { isDuplicateKeyError, type ProofSlotDoc } from '../models'
+import { graphemeLength, hasControlCharacters, parseEnvironment, parseRecordUri, type Environment } from '@svc/vocabulary'
+import { nowOf, type PaymentsDomain } from './context'
 
 export interface CreatorProofView {
   paymentUri: string
@@ -44,7 +45,7 @@ type Slot = ProofSlotDoc & { _id: string }
 
 /** The payment record of this app in this environment; another app's record is NotFound too. */
 async function ownRecord(d: PaymentsDomain, appDid: string, environment: Environment, paymentUri: string) {
-  if (typeof paymentUri !== 'string' || !parseAtUri(paymentUri)) throw new ContractError('InvalidRequest', 'paymentUri must be an AT-URI')
+  if (typeof paymentUri !== 'string' || !parseRecordUri(paymentUri)) throw new ContractError('InvalidRequest', 'paymentUri must be an AT-URI')
   const record = await d.models.PaymentRecord.findOne({ uri: paymentUri, environment, appDid }, { uri: 1, recipientDid: 1 }).lean()
   if (!record) throw new ContractError('NotFound', `no payment record ${paymentUri} of this app in ${environment}`)
   return record
@@ -80,7 +81,7 @@ export async function registerCreatorProof(
   const record = await ownRecord(d, input.appDid, environment, paymentUri)
   if (recipientDid !== record.recipientDid) throw new ContractError('NotAllowed', `${recipientDid} is not the recipient of this payment`)
   if (!input.delegated) throw new ContractError('NotAllowed', 'the recipient has not delegated proof registration to this app')
-  const proof = typeof proofUri === 'string' ? parseAtUri(proofUri) : null
+  const proof = typeof proofUri === 'string' ? parseRecordUri(proofUri) : null
   if (!proof) throw new ContractError('InvalidRequest', 'proofUri must be an AT-URI')
   if (proof.repo !== recipientDid) throw new ContractError('InvalidRequest', "proofUri must name a record in the recipient's repository")
   if (typeof proofCid !== 'string' || proofCid.length > 256 || !(await isValidCid(proofCid))) throw new ContractError('InvalidRequest', 'proofCid must be a CID')
@@ -114,10 +115,10 @@ export async function declinePaymentRecord(d: PaymentsDomain, input: { appDid: s
   let reason: string | null = null
   if (input.input.reason !== undefined && input.input.reason !== null) {
     reason = String(input.input.reason).trim() || null
-    if (reason && (reason.length > MAX_REASON_LENGTH || graphemes(reason) > MAX_REASON_GRAPHEMES)) {
+    if (reason && (reason.length > MAX_REASON_LENGTH || graphemeLength(reason) > MAX_REASON_GRAPHEMES)) {
       throw new ContractError('InvalidRequest', `reason must be at most ${MAX_REASON_GRAPHEMES} characters`)
     }
-    if (reason && CONTROL_RE.test(reason.replace(/[\n\t]/g, ' '))) throw new ContractError('InvalidRequest', 'reason must not contain control characters')
+    if (reason && hasControlCharacters(reason.replace(/[\n\t]/g, ' '))) throw new ContractError('InvalidRequest', 'reason must not contain control characters')
   }
   await ownRecord(d, input.appDid, environment, paymentUri)
   const slot: Slot = {

@@ -15,6 +15,7 @@ import { writeOutboxEvent } from '@svc/outbox'
 import { isDuplicateKeyError, type CheckoutDoc, type FailureReason, type SettlementClaim } from '../models'
 import { nowOf, type PaymentsDomain } from './context'
 import { buildPaymentRecord, storePaymentRecord } from './payment-records'
+import type { Environment } from '@svc/vocabulary'
 
 /** A payment claim without an outcome after this long is failed as processor_error. */
 export const STALE_PAYMENT_CLAIM_MS = 10 * 60 * 1000
@@ -90,7 +91,7 @@ export async function finishSettlement(d: PaymentsDomain, checkoutId: string): P
     await writeOutboxEvent(d.models.Outbox, {
       type: 'payment.completed',
       key: `payment.completed:${checkout._id}`,
-      environment: checkout.environment as 'test' | 'live',
+      environment: checkout.environment as Environment,
       appDid: checkout.appDid,
       occurredAt: settledAt,
       data: {

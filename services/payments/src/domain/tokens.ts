@@ -10,7 +10,7 @@
  * token never answers status (their prefixes differ, and each is looked up only by its own hash).
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto'
-import type { Environment } from '../models'
+import type { Environment } from '@svc/vocabulary'
 
 export type TokenKind = 'status' | 'browser'
 

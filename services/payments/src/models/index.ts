@@ -14,10 +14,9 @@
  *   outbox           one per event id (@svc/outbox)               payment.completed events
  */
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
+import { ENVIRONMENTS } from '@svc/vocabulary'
 import { createOutboxModel, type OutboxModel } from '@svc/outbox'
 
-export const ENVIRONMENTS = ['test', 'live'] as const
-export type Environment = (typeof ENVIRONMENTS)[number]
 
 /** pending → processing → completed | failed */
 export const CHECKOUT_STATUSES = ['pending', 'processing', 'completed', 'failed'] as const

@@ -4,8 +4,8 @@
  * is configured (`liveProcessor: 'none'`), so live checkouts are refused with ProcessorNotConfigured.
  */
 import { ContractError } from '@svc/errors'
-import type { Environment } from '../models'
 import { TestProcessor } from './test-processor'
+import type { Environment } from '@svc/vocabulary'
 
 /** A card as the checkout page collected it, already checked for form (digits only, Luhn, expiry, CVC). */
 export interface Card {
