@@ -15,19 +15,28 @@ FERRETDB_BIN="${FERRETDB_BIN:-$CACHE_DIR/$FERRETDB_VERSION/ferretdb}"
 
 # npm 11.19 writes lockfiles without other platforms' optional binaries (@swc/core-darwin-*, …) when
 # the registry does not offer them, and then its own `npm ci` refuses that lockfile as out of sync;
-# npm 10 installs the same lockfile exactly. So: npm ci, and on that one refusal, npm 10's npm ci.
+# npm 10 installs the same lockfile exactly. So this npm is asked first, quietly: `npm ci --dry-run`
+# resolves the tree and checks the lockfile without installing anything (a few seconds). On that one
+# refusal the install is npm 10's npm ci, with a one-line notice; the refusal itself is printed only
+# if npm 10 fails too. Any other failure is left to the real npm ci, which reports it.
 install_dependencies() {
   echo "setup: installing npm dependencies (npm ci)"
-  local log
-  log=$(mktemp)
-  if npm ci --no-audit --no-fund 2> >(tee "$log" >&2); then rm -f "$log"; return; fi
-  if grep -q "can only install packages when your package.json and package-lock.json" "$log"; then
-    rm -f "$log"
-    echo "setup: this npm refuses the lockfile's platform entries; installing the same lockfile with npm 10"
-    npx -y npm@10 ci --no-audit --no-fund
+  local refusal
+  refusal=$(mktemp)
+  if npm ci --dry-run --ignore-scripts --no-audit --no-fund >"$refusal" 2>&1 \
+    || ! grep -q "can only install packages when your package.json and package-lock.json" "$refusal"; then
+    rm -f "$refusal"
+    npm ci --no-audit --no-fund
     return
   fi
-  rm -f "$log"
+  echo "setup: npm $(npm -v) refuses the lockfile's platform entries; installing the same lockfile with npm 10"
+  if npx -y npm@10 ci --no-audit --no-fund; then
+    rm -f "$refusal"
+    return
+  fi
+  echo "setup: npm 10 failed too; npm $(npm -v) had refused the lockfile with:" >&2
+  cat "$refusal" >&2
+  rm -f "$refusal"
   return 1
 }
 
