@@ -7,6 +7,7 @@
  */
 import { timingSafeEqual, createHash } from 'node:crypto'
 import type { Principal } from '@svc/internal-context'
+import { isDid, isEnvironment } from '@svc/vocabulary'
 
 export const CALLER_HEADER = 'svc-caller'
 
@@ -26,14 +27,14 @@ function parseCaller(raw: string | undefined): Principal | null {
   }
   if (typeof value !== 'object' || value === null) return null
   const v = value as Record<string, unknown>
-  if (v.kind === 'app' && typeof v.appDid === 'string' && v.appDid.startsWith('did:')) return { kind: 'app', appDid: v.appDid }
+  if (v.kind === 'app' && typeof v.appDid === 'string' && isDid(v.appDid)) return { kind: 'app', appDid: v.appDid }
   if (v.kind === 'apiKey' && typeof v.keyHash === 'string' && /^[0-9a-f]{64}$/.test(v.keyHash)) return { kind: 'apiKey', keyHash: v.keyHash }
   if (v.kind === 'service' && typeof v.name === 'string') return { kind: 'service', name: v.name }
   if (
     v.kind === 'dashboard' &&
     typeof v.actorDid === 'string' &&
-    v.actorDid.startsWith('did:') &&
-    (v.environment === 'test' || v.environment === 'live') &&
+    isDid(v.actorDid) &&
+    isEnvironment(v.environment) &&
     typeof v.sessionId === 'string'
   ) {
     return { kind: 'dashboard', actorDid: v.actorDid, environment: v.environment, sessionId: v.sessionId }

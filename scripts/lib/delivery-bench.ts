@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto'
 import { loadConfig, type DeliverySettings } from '@svc/config'
 import { deliveryIdForEvent, ensureSigningSecret } from '@svc/events'
 import { outboxEventId, writeOutboxEvent } from '@svc/outbox'
-import { startStack, type TestStack } from '@svc/testing'
+import { startStack, type TestStack } from '@svc/e2e'
 
 export interface DeliveryRun {
   events: number

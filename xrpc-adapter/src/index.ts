@@ -1,4 +1,5 @@
 export * from './server'
 export { createGatewayClient, type GatewayClient } from './gateway-client'
 export { methodTable } from './methods'
+export type { GatewayMethod } from './methods/types'
 export { didDocument, didWebDocumentPath, type ServiceIdentity } from './did-document'

@@ -14,7 +14,7 @@ import { once } from 'node:events'
 import { Queue, type JobsOptions } from 'bullmq'
 import Redis from 'ioredis'
 import type { Logger } from 'pino'
-import type { OutboxEvent, OutboxModel } from './index'
+import type { OutboxEvent, OutboxModel } from './outbox'
 import { DOMAIN_EVENTS_QUEUE, queuePrefix, type DomainEventJob, type EventSource } from './queue'
 import { OUTBOX_WRITTEN, outboxNamespace, outboxWrites } from './writes'
 

@@ -1,4 +1,3 @@
 export * from './ferretdb'
 export * from './contract-error'
 export * from './isolation'
-export * from './stack'

@@ -19,3 +19,4 @@ export { API_VERSION, DELIVERY_ID_RE, TEST_EVENT_TYPE, deliveryIdForEvent, newDe
 export { MAX_ATTEMPTS, DELAYS_MS, JITTER, nextDelayMs, scheduleSpanMs, type ScheduleOptions } from './delivery/schedule'
 export { ALL_QUEUES, WEBHOOK_DELIVERIES_QUEUE, DOMAIN_EVENTS_QUEUE, DELIVERY_BACKOFF, queuePrefix, type DeliveryJob } from './queues'
 export { startEventWorkers, type EventWorkersOptions, type RunningEventWorkers } from './workers'
+export { REDRIVE_CLAIM_TTL_SECONDS, REDRIVE_SETTLE_MS, STALE_CLAIM_MS, redriveClaimKey } from './domain/redrive'

@@ -1,0 +1,91 @@
+/**
+ * The domain-event outbox (DESIGN.md §2). A domain writes an event here with the state change that caused it;
+ * the domain's relay publishes unrelayed events to BullMQ and the events domain delivers them. Each domain has its
+ * own outbox collection (`<domain>_outbox`, outboxCollection).
+ *
+ * Without multi-document transactions (FerretDB), "together" means: the event's id is derived from the fact it
+ * reports (`key`, e.g. `payment.completed:<checkout id>`), so the write is idempotent, and every domain writes
+ * the event as a step its recovery repeats until the state change is final. A crash between the two writes
+ * therefore never loses the event, and a repeat never duplicates it (unique `_id`).
+ */
+import { createHash } from 'node:crypto'
+import { Schema, type Connection, type Model } from 'mongoose'
+import { ENVIRONMENTS, type Environment } from '@svc/vocabulary'
+import type { EventSource } from './queue'
+import { OUTBOX_WRITTEN, outboxNamespace, outboxWrites } from './writes'
+
+
+export interface OutboxEvent {
+  /** `evt_` + 32 hex characters derived from `key` */
+  _id: string
+  /** event type, e.g. `payment.completed`, `app.authorization.granted` */
+  type: string
+  environment: Environment
+  /** the app the event is for (its webhook and receiver) */
+  appDid: string
+  /** the event payload (`data` of the delivered envelope) */
+  data: Record<string, unknown>
+  /** the fact this event reports, unique per event; the id is derived from it */
+  key: string
+  occurredAt: Date
+  /** set by the relay once the event is on the queue */
+  relayedAt: Date | null
+}
+
+const outboxSchema = new Schema<OutboxEvent>(
+  {
+    _id: { type: String, required: true },
+    type: { type: String, required: true },
+    environment: { type: String, required: true, enum: ENVIRONMENTS },
+    appDid: { type: String, required: true },
+    data: { type: Schema.Types.Mixed, required: true },
+    key: { type: String, required: true },
+    occurredAt: { type: Date, required: true },
+    relayedAt: { type: Date, default: null },
+  },
+  { versionKey: false, minimize: false },
+)
+outboxSchema.index({ relayedAt: 1, occurredAt: 1 })
+
+export type OutboxModel = Model<OutboxEvent>
+
+/** The outbox collection of a domain: its own, so each domain's relay sees only that domain's events. */
+export function outboxCollection(source: EventSource): string {
+  return `${source}_outbox`
+}
+
+export async function createOutboxModel(conn: Connection, source: EventSource): Promise<OutboxModel> {
+  const model = conn.model<OutboxEvent>('OutboxEvent', outboxSchema, outboxCollection(source))
+  await model.init()
+  return model
+}
+
+/** The event id of a fact: stable, so writing the same fact twice is one event. */
+export function outboxEventId(key: string): string {
+  return `evt_${createHash('sha256').update(key).digest('hex').slice(0, 32)}`
+}
+
+export interface NewOutboxEvent {
+  type: string
+  environment: Environment
+  appDid: string
+  data: Record<string, unknown>
+  key: string
+  occurredAt?: Date
+}
+
+/**
+ * Writes the event of a fact once; a repeat (also a concurrent one) is a no-op. Returns the event id.
+ * A new event wakes the outbox relays of this process (outboxWrites), so it reaches the queue in milliseconds.
+ */
+export async function writeOutboxEvent(model: OutboxModel, event: NewOutboxEvent): Promise<string> {
+  const _id = outboxEventId(event.key)
+  try {
+    await model.create({ _id, ...event, occurredAt: event.occurredAt ?? new Date(), relayedAt: null })
+  } catch (err) {
+    if ((err as { code?: number }).code !== 11000) throw err
+    return _id
+  }
+  outboxWrites.emit(OUTBOX_WRITTEN, outboxNamespace(model), _id)
+  return _id
+}

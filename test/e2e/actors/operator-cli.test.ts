@@ -1,0 +1,121 @@
+/**
+ * `npm run operator:actors` as the README documents it: run as its own process against the stack's database,
+ * its effect checked through money.svc.actor.getPayoutStatus / getProfile.
+ */
+import { execFile } from 'node:child_process'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { startStack, type TestApp, type TestStack } from '../../stack'
+
+const run = promisify(execFile)
+const ROOT = join(__dirname, '..', '..', '..')
+const TSX = join(ROOT, 'node_modules', '.bin', 'tsx')
+const CLI = join(ROOT, 'services', 'actors', 'src', 'cli', 'operator.ts')
+const PAYOUT = 'money.svc.actor.getPayoutStatus'
+const PROFILE = 'money.svc.actor.getProfile'
+
+let stack: TestStack
+let app: TestApp
+
+async function operator(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  try {
+    const env = {
+      ...process.env,
+      MONGO_URL: stack.mongoUrl,
+      REDIS_URL: stack.redisUrl,
+      REDIS_PREFIX: stack.redisPrefix,
+      DASHBOARD_URL: `${stack.checkoutUrl}/dashboard`,
+      NODE_ENV: 'test',
+    }
+    const { stdout, stderr } = await run(TSX, [CLI, ...args], { env })
+    return { stdout, stderr, code: 0 }
+  } catch (err) {
+    const e = err as { stdout: string; stderr: string; code: number }
+    return { stdout: e.stdout, stderr: e.stderr, code: e.code }
+  }
+}
+
+async function xrpc(nsid: string, params: Record<string, string>) {
+  const url = new URL(`/xrpc/${nsid}`, stack.apiUrl)
+  for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v)
+  const res = await fetch(url, { headers: { authorization: `Bearer ${await app.jwt(nsid)}` } })
+  return { status: res.status, body: (await res.json()) as any }
+}
+
+beforeAll(async () => {
+  stack = await startStack('actors_operator_cli')
+  app = await stack.newApp({ environments: ['test', 'live'] })
+})
+afterAll(async () => {
+  await stack?.stop()
+})
+
+test('create-creator, then set-payout-status, seen by getPayoutStatus and getProfile', async () => {
+  const did = 'did:plc:clicreator00000000000000'
+  const created = await operator('create-creator', '--json', '--did', did, '--env', 'test', '--display-name', 'CLI Creator', '--payment-types', 'tip')
+  expect(created.code).toBe(0)
+  expect(JSON.parse(created.stdout)).toMatchObject({ did, environment: 'test', kind: 'creator', payoutStatus: 'onboarding-required', payable: false })
+  expect(await xrpc(PAYOUT, { actor: did, environment: 'test' })).toEqual({ status: 200, body: { actor: did, payable: false, status: 'onboarding-required' } })
+
+  const ready = await operator('set-payout-status', '--did', did, '--env', 'test', '--status', 'ready')
+  expect(ready.code).toBe(0)
+  expect(ready.stdout).toMatch(/payout status ready \(payable: true\)/)
+  expect(await xrpc(PAYOUT, { actor: did, environment: 'test' })).toEqual({ status: 200, body: { actor: did, payable: true, status: 'ready' } })
+  expect(await xrpc(PROFILE, { actor: did, environment: 'test' })).toMatchObject({
+    status: 200,
+    body: { did, displayName: 'CLI Creator', payable: true, paymentTypes: ['tip'] },
+  })
+  // only in test
+  expect((await xrpc(PAYOUT, { actor: did, environment: 'live' })).body.error).toBe('ActorNotFound')
+})
+
+test('create-creator with every option; running it again updates the options given', async () => {
+  const did = 'did:plc:cliproject00000000000000'
+  const first = await operator('create-creator', '--json', '--did', did, '--env', 'live', '--kind', 'project', '--payout-status', 'pending-verification')
+  expect(JSON.parse(first.stdout)).toMatchObject({ kind: 'project', payoutStatus: 'pending-verification', paymentTypes: ['tip', 'shop'], displayName: null })
+  const again = await operator('create-creator', '--json', '--did', did, '--env', 'live', '--payout-status', 'restricted')
+  expect(JSON.parse(again.stdout)).toMatchObject({ kind: 'project', payoutStatus: 'restricted' })
+  expect(JSON.parse(again.stdout).createdAt).toBe(JSON.parse(first.stdout).createdAt)
+  expect(await stack.actors.Actor.countDocuments({ did })).toBe(1)
+  expect(await xrpc(PAYOUT, { actor: did, environment: 'live' })).toEqual({ status: 200, body: { actor: did, payable: false, status: 'restricted' } })
+})
+
+test('bad input is refused with the contract error and a non-zero exit, and changes nothing', async () => {
+  const badStatus = await operator('create-creator', '--did', 'did:plc:clibad0000000000000000', '--env', 'test', '--payout-status', 'payable')
+  expect(badStatus.code).toBe(1)
+  expect(badStatus.stderr).toMatch(/^InvalidRequest: payout status must be one of ready, onboarding-required, pending-verification, restricted/)
+  expect((await operator('create-creator', '--did', 'not-a-did', '--env', 'test')).stderr).toMatch(/^InvalidRequest: did must be a DID/)
+  expect((await operator('create-creator', '--did', 'did:plc:clibad0000000000000000', '--env', 'prod')).stderr).toMatch(/^InvalidRequest: environment/)
+  expect((await operator('create-creator', '--did', 'did:plc:clibad0000000000000000', '--env', 'test', '--payment-types', 'gift')).stderr).toMatch(/^InvalidRequest: paymentTypes/)
+  expect((await operator('create-creator', '--did', 'did:plc:clibad0000000000000000', '--env', 'test', '--kind', 'label')).stderr).toMatch(/^InvalidRequest: kind/)
+  expect(await stack.actors.Actor.countDocuments({ did: { $in: ['did:plc:clibad0000000000000000', 'not-a-did'] } })).toBe(0)
+
+  const unknown = await operator('set-payout-status', '--did', 'did:plc:nobody00000000000000000', '--env', 'test', '--status', 'ready')
+  expect(unknown.code).toBe(1)
+  expect(unknown.stderr).toMatch(/^ActorNotFound: /)
+
+  const usage = await operator('create-creator', '--env', 'test')
+  expect(usage.code).toBe(2)
+  expect(usage.stderr).toMatch(/--did is required/)
+  expect((await operator('set-payout-status', '--did', 'did:plc:x', '--env', 'test')).stderr).toMatch(/--status is required/)
+  expect((await operator('frobnicate')).code).toBe(2)
+})
+
+test('dashboard-link prints a single-use sign-in link that opens a dashboard session on the page named by --next', async () => {
+  const did = 'did:plc:clidashboard000000000000'
+  expect((await operator('dashboard-link', '--did', did, '--env', 'test')).code).toBe(1) // no such actor yet
+  expect((await operator('create-creator', '--did', did, '--env', 'test')).code).toBe(0)
+  expect((await operator('dashboard-link', '--did', did, '--env', 'test', '--next', 'https://evil.example/')).code).toBe(2)
+  const printed = await operator('dashboard-link', '--json', '--did', did, '--env', 'test', '--next', '/dashboard')
+  expect(printed.code).toBe(0)
+  const { url, expiresAt } = JSON.parse(printed.stdout) as { url: string; expiresAt: string }
+  expect(url).toMatch(new RegExp(`^${stack.checkoutUrl}/dashboard/login/dsl_[A-Za-z0-9_-]{43}\\?next=%2Fdashboard$`))
+  expect(new Date(expiresAt).getTime() - Date.now()).toBeGreaterThan(14 * 60_000)
+  const signIn = await fetch(url, { redirect: 'manual' })
+  expect({ status: signIn.status, location: signIn.headers.get('location') }).toEqual({ status: 303, location: '/dashboard' })
+  const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!
+  const home = await fetch(`${stack.checkoutUrl}/dashboard`, { headers: { cookie } })
+  expect(home.status).toBe(200)
+  expect(await home.text()).toContain(did)
+  expect((await fetch(url, { redirect: 'manual' })).status).toBe(401)
+})

@@ -1,0 +1,197 @@
+/**
+ * network.svc.payment.initiate and network.svc.payment.status through the whole stack (adapter → gateway →
+ * apps, actors and payments subgraphs → FerretDB), with the hosted checkout's form posts standing in for the
+ * buyer's browser (checkout-browser.test.ts drives a real Chromium). Every contract error, the order-id
+ * idempotency under parallel duplicates, the two distinct token capabilities, expiry, live refusal, and app and
+ * environment isolation.
+ */
+import { createHash } from 'node:crypto'
+import { cidForCbor } from '@atproto/common'
+import { startStack, type TestApp, type TestStack } from '../../stack'
+import { expectError, expectOk, httpRequest } from './helpers'
+import { approvedCreator, initiate, payByForm, paymentStatus, product, requestApproval } from './payment-helpers'
+
+let stack: TestStack
+
+beforeAll(async () => {
+  stack = await startStack('payments')
+})
+afterAll(async () => {
+  await stack.stop()
+})
+
+const checkouts = () => stack.payments.Checkout
+
+describe('initiate', () => {
+  it('returns a status token and a browser URL on the checkout host, distinct capabilities stored only as hashes', async () => {
+    const app = await stack.newApp()
+    const { did } = await approvedCreator(stack, app)
+    const body = expectOk(await initiate(stack, app, product(did)))
+    expect(Object.keys(body).sort()).toEqual(['token', 'url'])
+    expect(body.token).toMatch(/^pst_test_[A-Za-z0-9_-]{43}$/)
+    expect(body.url).toMatch(new RegExp(`^${stack.checkoutUrl}/checkout/cko_test_[A-Za-z0-9_-]{43}$`))
+    const browserToken = body.url.split('/').pop()
+    const stored = JSON.stringify(await checkouts().find({ appDid: app.did }).lean())
+    expect(stored).not.toContain(body.token)
+    expect(stored).not.toContain(browserToken)
+    expect(stored).toContain(createHash('sha256').update(body.token).digest('hex'))
+    // the browser token is not a status token, and the status token does not open the page
+    expectError(await paymentStatus(stack, app, browserToken), 400, 'InvalidToken')
+    expect((await httpRequest(`${stack.checkoutUrl}/checkout/${body.token}`)).status).toBe(404)
+    expect(expectOk(await paymentStatus(stack, app, body.token))).toEqual({ status: 'pending' })
+  })
+
+  it('an app selling for itself needs no approval', async () => {
+    const app = await stack.newApp()
+    expect(expectOk(await initiate(stack, app, product(app.did, { paymentType: 'shop' }))).token).toMatch(/^pst_test_/)
+  })
+
+  it.each([
+    ['a product without the version prefix', 'svc.checkout.v0:e30'],
+    ['a product that is not base64url JSON', 'svc.checkout.v1:%%%'],
+    ['a product with an unknown field', `svc.checkout.v1:${Buffer.from(JSON.stringify({ recipientDid: 'did:plc:x', extra: 1 })).toString('base64url')}`],
+  ])('InvalidProduct for %s, and nothing is stored', async (_label, bad) => {
+    const app = await stack.newApp()
+    expectError(await initiate(stack, app, bad), 400, 'InvalidProduct')
+    expect(await checkouts().countDocuments({ appDid: app.did })).toBe(0)
+  })
+
+  it('subscription and ticket products are refused until their domains exist (no renewal, no hold to honour)', async () => {
+    const app = await stack.newApp()
+    expectError(await initiate(stack, app, product(app.did, { paymentType: 'subscription', cadence: 'month' })), 400, 'InvalidProduct', /not available yet/)
+    expectError(await initiate(stack, app, product(app.did, { paymentType: 'ticket', holdId: 'hold_abc' })), 400, 'InvalidProduct', /not available yet/)
+    expect(await checkouts().countDocuments({ appDid: app.did })).toBe(0)
+  })
+
+  it('refuses any body field beside product', async () => {
+    const app = await stack.newApp()
+    expectError(await initiate(stack, app, product(app.did), { amount: 1 }), 400, 'InvalidRequest')
+  })
+
+  it('InvalidProduct when an app configured for test and live does not name the environment in the product', async () => {
+    const app = await stack.newApp({ environments: ['test', 'live'] })
+    expectError(await initiate(stack, app, product(app.did)), 400, 'InvalidProduct', /environment/)
+    expect(expectOk(await initiate(stack, app, product(app.did, { environment: 'test' }))).token).toMatch(/^pst_test_/)
+  })
+
+  it('AppUnauthorized without an approval, with a pending one, and for a payment type outside the approved scope', async () => {
+    const app = await stack.newApp()
+    const creator = await stack.newActor({ environment: 'test', payoutStatus: 'ready' })
+    expectError(await initiate(stack, app, product(creator.did)), 403, 'AppUnauthorized')
+    expectOk(await requestApproval(stack, app, { recipientDid: creator.did, environment: 'test', paymentTypes: ['tip'] }))
+    expectError(await initiate(stack, app, product(creator.did)), 403, 'AppUnauthorized')
+    const approved = await approvedCreator(stack, app, { paymentTypes: ['tip'] })
+    expectError(await initiate(stack, app, product(approved.did, { paymentType: 'shop' })), 403, 'AppUnauthorized')
+    expect(await checkouts().countDocuments({ appDid: app.did })).toBe(0)
+  })
+
+  it('AppUnauthorized for an app that is not registered', async () => {
+    const stranger = await stack.newApp({ environments: [] })
+    expectError(await initiate(stack, stranger, product(stranger.did)), 403, 'AppUnauthorized')
+  })
+
+  it('RecipientNotPayable when the approved creator cannot receive payments', async () => {
+    const app = await stack.newApp()
+    const { did } = await approvedCreator(stack, app, { payoutStatus: 'pending-verification' })
+    expectError(await initiate(stack, app, product(did)), 400, 'RecipientNotPayable')
+    expect(await checkouts().countDocuments({ appDid: app.did })).toBe(0)
+  })
+
+  it('an approval another app holds does not authorize this app', async () => {
+    const holder = await stack.newApp()
+    const other = await stack.newApp()
+    const { did } = await approvedCreator(stack, holder)
+    expectError(await initiate(stack, other, product(did)), 403, 'AppUnauthorized')
+  })
+
+  it('live is refused clearly until a live processor is configured', async () => {
+    const app = await stack.newApp({ environments: ['live'] })
+    expectError(await initiate(stack, app, product(app.did)), 403, 'ProcessorNotConfigured', /processor/)
+  })
+
+  it('one order id, one attempt: 20 parallel duplicates get the same token and URL and store one checkout', async () => {
+    const app = await stack.newApp()
+    const { did } = await approvedCreator(stack, app)
+    const p = product(did, { appOrderId: 'order-parallel-1' })
+    const results = await Promise.all(Array.from({ length: 20 }, () => initiate(stack, app, p)))
+    const bodies = results.map(expectOk)
+    expect(new Set(bodies.map((b) => b.token)).size).toBe(1)
+    expect(new Set(bodies.map((b) => b.url)).size).toBe(1)
+    expect(await checkouts().countDocuments({ appDid: app.did, appOrderId: 'order-parallel-1' })).toBe(1)
+  })
+
+  it('a different product under a used order id is refused; the same order id of another app is its own', async () => {
+    const app = await stack.newApp()
+    const { did } = await approvedCreator(stack, app)
+    const first = expectOk(await initiate(stack, app, product(did, { appOrderId: 'order-7', amount: 500 })))
+    expectError(await initiate(stack, app, product(did, { appOrderId: 'order-7', amount: 900 })), 400, 'InvalidProduct', /order-7/)
+    expect(expectOk(await initiate(stack, app, product(did, { appOrderId: 'order-7', amount: 500 }))).token).toBe(first.token)
+    const other = await stack.newApp()
+    expect(expectOk(await initiate(stack, other, product(other.did, { appOrderId: 'order-7' }))).token).not.toBe(first.token)
+  })
+})
+
+describe('status', () => {
+  let app: TestApp
+  beforeAll(async () => {
+    app = await stack.newApp()
+  })
+
+  it('MissingToken, InvalidToken, NotFound', async () => {
+    expectError(await paymentStatus(stack, app, undefined), 400, 'MissingToken')
+    expectError(await paymentStatus(stack, app, ''), 400, 'MissingToken')
+    expectError(await paymentStatus(stack, app, 'not-a-token'), 400, 'InvalidToken')
+    expectError(await paymentStatus(stack, app, `pst_test_${'A'.repeat(43)}`), 404, 'NotFound')
+  })
+
+  it("AppUnauthorized for another app's token", async () => {
+    const { token } = expectOk(await initiate(stack, app, product(app.did)))
+    const other = await stack.newApp()
+    expectError(await paymentStatus(stack, other, token), 403, 'AppUnauthorized')
+  })
+
+  it('completed with the record reference after a test-card payment; the CID is the DAG-CBOR CID of the record', async () => {
+    const { did } = await approvedCreator(stack, app)
+    const { token, url } = expectOk(await initiate(stack, app, product(did, { amount: 1234, appOrderId: 'order-paid-1' })))
+    const paid = await payByForm(url, '4242 4242 4242 4242')
+    expect(paid.status).toBe(303)
+    expect(paid.headers.get('location')).toBe('https://app.example.com/thanks?svc_checkout=completed')
+    const body = expectOk(await paymentStatus(stack, app, token))
+    expect(body).toEqual({ status: 'completed', ref: { uri: expect.stringMatching(/^at:\/\/did:web:svc\.test\/money\.svc\.payment\.record\/[a-z2-7]{13}$/), cid: expect.stringMatching(/^bafyrei/) } })
+    const record = await stack.payments.PaymentRecord.findOne({ uri: body.ref.uri }).lean()
+    expect(record).toBeTruthy()
+    const content = JSON.parse(record!.recordJson) as Record<string, unknown>
+    expect((await cidForCbor(content)).toString()).toBe(body.ref.cid)
+    expect(content).toMatchObject({ $type: 'money.svc.payment.record', recipient: did, amount: 1234, currency: 'usd' })
+    // exactly one payment.completed event in the payments outbox
+    const events = await stack.payments.Outbox.find({ type: 'payment.completed', appDid: app.did, 'data.appOrderId': 'order-paid-1' }).lean()
+    expect(events).toHaveLength(1)
+    expect(events[0]!.data).toMatchObject({ paymentUri: body.ref.uri, cid: body.ref.cid, amount: 1234 })
+    // single use: paying again charges nothing and changes nothing
+    expect((await payByForm(url, '4242424242424242')).status).toBe(409)
+    expect(expectOk(await paymentStatus(stack, app, token))).toEqual(body)
+  })
+
+  it('failed after a declined card, with no record', async () => {
+    const { token, url } = expectOk(await initiate(stack, app, product(app.did)))
+    const declined = await payByForm(url, '4000 0000 0000 0002')
+    expect(declined.status).toBe(200)
+    expect(declined.text).toMatch(/declined/i)
+    expect(expectOk(await paymentStatus(stack, app, token))).toEqual({ status: 'failed' })
+  })
+
+  it('an abandoned checkout fails as expired, so polling ends', async () => {
+    const { token, url } = expectOk(await initiate(stack, app, product(app.did)))
+    await checkouts().updateOne({ statusTokenHash: createHash('sha256').update(token).digest('hex') }, { $set: { expiresAt: new Date(Date.now() - 1000) } })
+    expect(expectOk(await paymentStatus(stack, app, token))).toEqual({ status: 'failed' })
+    expect((await payByForm(url, '4242424242424242')).status).toBe(409)
+  })
+
+  it('a checkout lives in one environment: its token names it, and the same app in live has none of it', async () => {
+    const both = await stack.newApp({ environments: ['test', 'live'] })
+    const { token } = expectOk(await initiate(stack, both, product(both.did, { environment: 'test' })))
+    expect(token.startsWith('pst_test_')).toBe(true)
+    expect(await checkouts().countDocuments({ appDid: both.did, environment: 'test' })).toBe(1)
+    expect(await checkouts().countDocuments({ appDid: both.did, environment: 'live' })).toBe(0)
+  })
+})

@@ -1,0 +1,103 @@
+/**
+ * The operator command as the README documents it: run as its own process against the stack's
+ * database, its output used the way a developer would use it.
+ */
+import { execFile } from 'node:child_process'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { startStack, type TestStack } from '../../stack'
+
+const run = promisify(execFile)
+const ROOT = join(__dirname, '..', '..', '..')
+const TSX = join(ROOT, 'node_modules', '.bin', 'tsx')
+const CLI = join(ROOT, 'services', 'apps', 'src', 'cli', 'operator.ts')
+
+let stack: TestStack
+
+async function operator(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  try {
+    const { stdout, stderr } = await run(TSX, [CLI, ...args], {
+      env: { ...process.env, MONGO_URL: stack.mongoUrl, SERVICE_DID: stack.serviceDid, NODE_ENV: 'test' },
+    })
+    return { stdout, stderr, code: 0 }
+  } catch (err) {
+    const e = err as { stdout: string; stderr: string; code: number }
+    return { stdout: e.stdout, stderr: e.stderr, code: e.code }
+  }
+}
+
+beforeAll(async () => {
+  stack = await startStack('operator_cli')
+})
+afterAll(async () => {
+  await stack?.stop()
+})
+
+test('quickstart gives a developer everything to call getConfig and the developer config route', async () => {
+  const qs = await operator('quickstart', '--json', '--app-url', 'https://shop.example.com/anything')
+  expect(qs.code).toBe(0)
+  const created = JSON.parse(qs.stdout) as { did: string; privateKeyHex: string; alg: string; apiKey: string; environment: string }
+  expect(created).toMatchObject({ environment: 'test', alg: 'ES256K' })
+  expect(created.apiKey).toMatch(/^svc_rk_test_/)
+
+  const mint = await operator('mint-jwt', '--json', '--did', created.did, '--private-key', created.privateKeyHex, '--lxm', 'money.svc.app.getConfig')
+  expect(mint.code).toBe(0)
+  const { jwt } = JSON.parse(mint.stdout) as { jwt: string }
+  const res = await fetch(`${stack.apiUrl}/xrpc/money.svc.app.getConfig?environment=test`, { headers: { authorization: `Bearer ${jwt}` } })
+  expect(res.status).toBe(200)
+  expect(await res.json()).toMatchObject({ appDid: created.did, environment: 'test', appUrl: 'https://shop.example.com' })
+
+  const dev = await fetch(`${stack.checkoutUrl}/api/app/developer/config?app=${encodeURIComponent(created.did)}&environment=test`, {
+    headers: { authorization: `Bearer ${created.apiKey}` },
+  })
+  expect(dev.status).toBe(200)
+  expect(await dev.json()).toMatchObject({ appDid: created.did, environment: 'test', status: 'active' })
+})
+
+test('register-app, issue-key with chosen permissions, revoke-key', async () => {
+  const key = JSON.parse((await operator('generate-did-key', '--json', '--alg', 'ES256')).stdout) as { did: string; privateKeyHex: string }
+  expect(key.did).toMatch(/^did:key:zDn/)
+
+  const reg = await operator('register-app', '--json', '--did', key.did, '--env', 'live', '--app-url', 'https://live.example.com',
+    '--fee-share-bps', '750', '--ticket-fee-bps', '300', '--ticket-fee-flat', '45', '--ticket-fee-currency', 'eur')
+  expect(reg.code).toBe(0)
+  expect(JSON.parse(reg.stdout)).toMatchObject({ appDid: key.did, environment: 'live', feeShareBps: 750, ticketFee: { bps: 300, flatAmount: 45, flatCurrency: 'eur' } })
+
+  const jwt = JSON.parse((await operator('mint-jwt', '--json', '--did', key.did, '--private-key', key.privateKeyHex, '--alg', 'ES256', '--lxm', 'money.svc.app.getConfig')).stdout).jwt
+  const cfg = await fetch(`${stack.apiUrl}/xrpc/money.svc.app.getConfig?environment=live`, { headers: { authorization: `Bearer ${jwt}` } })
+  expect(await cfg.json()).toMatchObject({ feeShareBps: 750, appConfig: { ticketFee: { bps: 300, flatAmount: 45, flatCurrency: 'eur', passToBuyer: false } } })
+
+  const issued = await operator('issue-key', '--json', '--did', key.did, '--env', 'live', '--permissions', 'webhook.deliveries.read')
+  expect(issued.code).toBe(0)
+  const { key: apiKey, keyId, permissions } = JSON.parse(issued.stdout) as { key: string; keyId: string; permissions: string[] }
+  expect(permissions).toEqual(['webhook.deliveries.read'])
+  const url = `${stack.checkoutUrl}/api/app/developer/config?app=${encodeURIComponent(key.did)}&environment=live`
+  // the key lacks app.config.read
+  expect((await fetch(url, { headers: { authorization: `Bearer ${apiKey}` } })).status).toBe(401)
+
+  const full = JSON.parse((await operator('issue-key', '--json', '--did', key.did, '--env', 'live')).stdout) as { key: string; keyId: string }
+  expect((await fetch(url, { headers: { authorization: `Bearer ${full.key}` } })).status).toBe(200)
+  expect((await operator('revoke-key', '--json', '--key-id', full.keyId)).code).toBe(0)
+  expect((await fetch(url, { headers: { authorization: `Bearer ${full.key}` } })).status).toBe(401)
+  expect((await operator('revoke-key', '--key-id', full.keyId)).code).toBe(1)
+  expect(keyId).toMatch(/^key_/)
+})
+
+test('bad input is refused with the contract error and a non-zero exit, and changes nothing', async () => {
+  const badDid = await operator('register-app', '--did', 'not-a-did', '--env', 'test', '--app-url', 'https://x.example.com')
+  expect(badDid.code).toBe(1)
+  expect(badDid.stderr).toMatch(/^InvalidRequest: did must be a DID/)
+  const badEnv = await operator('register-app', '--did', 'did:key:zQ3shBogus', '--env', 'prod', '--app-url', 'https://x.example.com')
+  expect(badEnv.code).toBe(1)
+  expect(badEnv.stderr).toMatch(/^InvalidRequest: environment/)
+  expect(await stack.models.App.countDocuments({ did: { $in: ['not-a-did', 'did:key:zQ3shBogus'] } })).toBe(0)
+
+  const badPerm = await operator('issue-key', '--did', 'did:key:zQ3shBogus', '--env', 'test', '--permissions', 'everything')
+  expect(badPerm.code).toBe(1)
+  expect(badPerm.stderr).toMatch(/^InvalidRequest: permissions must be among/)
+
+  const usage = await operator('register-app', '--env', 'test')
+  expect(usage.code).toBe(2)
+  expect(usage.stderr).toMatch(/--did is required/)
+  expect((await operator('frobnicate')).code).toBe(2)
+})

@@ -1,0 +1,304 @@
+/**
+ * Failed attempts and the retry schedule, on real BullMQ with the schedule scaled down (1/50 000 unless a test
+ * says otherwise): the whole 14-attempt run against a receiver that always fails, Retry-After within its cap,
+ * timeouts, redirects, the connect-time address check, paused (held) deliveries and apps without a channel.
+ */
+import { createDelivery, enqueueDelivery, ensureSigningSecret, newDeliveryId, scheduleSpanMs, startEventWorkers, type RunningEventWorkers } from '@svc/events'
+import { startStack, type TestApp, type TestStack } from '../../stack'
+import pino from 'pino'
+import type { DeliverySettings } from '@svc/config'
+import { startReceiver, type Receiver } from './helpers/receiver'
+import { attemptsOf, configureChannel, getDelivery, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
+
+let stack: TestStack
+let queues: StackQueues
+let workers: RunningEventWorkers
+const receivers: Receiver[] = []
+
+beforeAll(async () => {
+  stack = await startStack('delivery-retries', { allowLoopbackWebhooks: true, workers: false })
+  queues = stackQueues(stack)
+  workers = await stack.startWorkers()
+})
+afterAll(async () => {
+  await queues?.close()
+  await stack?.stop()
+  await Promise.all(receivers.map((r) => r.close()))
+})
+
+/** Replaces the running workers with others for the length of `fn`. */
+async function withWorkers<T>(start: () => Promise<RunningEventWorkers>, fn: () => Promise<T>): Promise<T> {
+  await workers.stop()
+  const special = await start()
+  try {
+    return await fn()
+  } finally {
+    await special.stop()
+    workers = await stack.startWorkers()
+  }
+}
+
+/** Workers of this stack with settings or a loopback policy of their own. */
+function customWorkers(over: { delivery?: Partial<DeliverySettings>; allowLoopbackWebhooks?: boolean; gatewayUrl?: string }) {
+  return startEventWorkers({
+    mongoUrl: stack.mongoUrl,
+    redisUrl: stack.redisUrl,
+    redisPrefix: stack.redisPrefix,
+    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    gateway: { url: over.gatewayUrl ?? stack.gatewayUrl, token: stack.secrets.adapterGatewayToken },
+    serviceDid: stack.serviceDid,
+    serviceSigningKey: stack.secrets.serviceSigningKey,
+    secretKey: stack.secrets.webhookSecretKey,
+    delivery: { ...stack.delivery, ...over.delivery },
+    allowLoopbackWebhooks: over.allowLoopbackWebhooks ?? true,
+  })
+}
+
+/** A fresh app with a signing secret and its webhook pointing at a fresh receiver. */
+async function appWithReceiver(answer: Parameters<typeof startReceiver>[0], url = (r: Receiver) => `${r.url}/hook`, paused = false): Promise<{ app: TestApp; receiver: Receiver }> {
+  const receiver = await startReceiver(answer)
+  receivers.push(receiver)
+  const app = await stack.newApp()
+  await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, app.did, 'test')
+  await configureChannel(stack, app.did, { url: url(receiver), paused })
+  return { app, receiver }
+}
+
+const requestsFor = (receiver: Receiver, id: string) => receiver.requests.filter((r) => r.headers['webhook-id'] === id)
+
+describe('retries', () => {
+  it('runs the whole 14-attempt schedule against a receiver that always fails, then the delivery is failed', async () => {
+    const answerBody = `boom ${'x'.repeat(700)}`
+    const { app, receiver } = await appWithReceiver(() => ({ status: 500, body: answerBody }))
+    const started = Date.now()
+    const id = await queueTestDelivery(stack, queues, app.did)
+    const failed = await waitForStatus(stack, id, 'failed', 40_000)
+    const elapsed = Date.now() - started
+    console.info(`14-attempt run at scale ${stack.delivery.scheduleScale}: ${elapsed} ms (schedule without jitter: ${Math.round(scheduleSpanMs(stack.delivery.scheduleScale))} ms)`)
+
+    expect(failed.attemptCount).toBe(14)
+    expect(failed.failedAt).toBeInstanceOf(Date)
+    expect(failed.nextAttemptAt).toBeNull()
+    expect(failed.lastStatusCode).toBe(500)
+    expect(failed.lastError).toBe('HTTP 500')
+
+    const attempts = await attemptsOf(stack, id)
+    expect(attempts.map((a) => a.number)).toEqual(Array.from({ length: 14 }, (_, i) => i + 1))
+    for (const [i, a] of attempts.entries()) {
+      expect(a).toMatchObject({ outcome: 'failed', statusCode: 500, error: 'HTTP 500', channel: 'webhook', run: 1 })
+      expect(a.durationMs).toEqual(expect.any(Number))
+      expect(a.responseExcerpt).toBe(answerBody.slice(0, 500))
+      if (i < 13) expect(a.nextAttemptAt).toBeInstanceOf(Date)
+      else expect(a.nextAttemptAt).toBeNull()
+      // each retry waited for its nextAttemptAt
+      if (i > 0) expect(a.attemptedAt.getTime()).toBeGreaterThanOrEqual(attempts[i - 1]!.nextAttemptAt!.getTime() - 5)
+    }
+    // the run took about the scaled schedule (±10 % jitter)
+    expect(elapsed).toBeGreaterThanOrEqual(0.9 * scheduleSpanMs(stack.delivery.scheduleScale))
+
+    const seen = requestsFor(receiver, id)
+    expect(seen).toHaveLength(14)
+    expect(receiver.requests).toHaveLength(14)
+    expect(new Set(seen.map((r) => r.headers['svc-delivery-id'])).size).toBe(1)
+    expect(new Set(seen.map((r) => r.body))).toEqual(new Set([failed.body]))
+    expect(await queues.deliveries.getJobState(id)).toBe('failed')
+    // the board shows the same story in the job's log, one line per attempt
+    const { logs } = await queues.deliveries.getJobLogs(id)
+    expect(logs).toHaveLength(14)
+    for (const [i, line] of logs.entries()) expect(line).toMatch(new RegExp(`^attempt ${i + 1} \\(webhook\\): HTTP 500 after \\d+ ms; `))
+    expect(logs[0]).toMatch(/; next attempt at \d{4}-\d\d-\d\dT/)
+    expect(logs[13]).toMatch(/; no attempts left in this run: failed, waiting for a redrive$/)
+  })
+
+  it('honours Retry-After (seconds or an HTTP date), but never beyond the next step of the schedule', async () => {
+    // At 1/100 of real time: after attempt 1 the schedule waits 5 s ±10 % → 45–55 ms, after attempt 2 30 s → 270–330 ms.
+    const { app, receiver } = await appWithReceiver((_req, i) =>
+      i === 0
+        ? { status: 503, body: 'busy', headers: { 'retry-after': '20' } } // 20 s → 200 ms (under the 30 s cap)
+        : i === 1
+          ? { status: 503, body: 'busy', headers: { 'retry-after': new Date(Date.now() + 3_600_000).toUTCString() } } // 1 h → capped at 2 min → 1200 ms
+          : { status: 200, body: 'ok' },
+    )
+    await withWorkers(
+      () => customWorkers({ delivery: { scheduleScale: 1 / 100 } }),
+      async () => {
+        const id = await queueTestDelivery(stack, queues, app.did)
+        await waitForStatus(stack, id, 'delivered')
+        const [a1, a2, a3] = await attemptsOf(stack, id)
+        expect(a1).toMatchObject({ outcome: 'failed', statusCode: 503, error: 'HTTP 503', responseExcerpt: 'busy' })
+        expect(a2).toMatchObject({ outcome: 'failed', statusCode: 503 })
+        expect(a3).toMatchObject({ outcome: 'delivered', statusCode: 200 })
+        const wait1 = a1!.nextAttemptAt!.getTime() - a1!.attemptedAt.getTime()
+        const wait2 = a2!.nextAttemptAt!.getTime() - a2!.attemptedAt.getTime()
+        console.info(`Retry-After waits at scale 1/100: ${wait1} ms (asked 20 s), ${wait2} ms (asked 1 h, capped at 2 min)`)
+        expect(wait1).toBeGreaterThanOrEqual(200)
+        expect(wait1).toBeLessThan(200 + 150)
+        expect(wait2).toBeGreaterThanOrEqual(1200)
+        expect(wait2).toBeLessThan(1200 + 150)
+        expect(a2!.attemptedAt.getTime()).toBeGreaterThanOrEqual(a1!.nextAttemptAt!.getTime() - 5)
+        expect(a3!.attemptedAt.getTime()).toBeGreaterThanOrEqual(a2!.nextAttemptAt!.getTime() - 5)
+        expect(requestsFor(receiver, id)).toHaveLength(3)
+      },
+    )
+  })
+
+  it('records a receiver that answers after the timeout as a timeout, and a redirect as a failure without following it', async () => {
+    const { timeoutMs } = stack.delivery
+    const { app, receiver } = await appWithReceiver((_req, i) =>
+      i === 0 ? { status: 200, body: 'too late', delayMs: timeoutMs + 700 } : i === 1 ? { status: 302, headers: { location: '/elsewhere' } } : { status: 204 },
+    )
+    const id = await queueTestDelivery(stack, queues, app.did)
+    await waitForStatus(stack, id, 'delivered')
+    const [a1, a2, a3] = await attemptsOf(stack, id)
+    expect(a1).toMatchObject({ outcome: 'failed', statusCode: null, error: `timeout: no answer within ${timeoutMs} ms`, responseExcerpt: null })
+    expect(a1!.durationMs).toBeGreaterThanOrEqual(timeoutMs - 50)
+    expect(a1!.durationMs).toBeLessThan(timeoutMs + 500)
+    expect(a2).toMatchObject({ outcome: 'failed', statusCode: 302, error: 'HTTP 302 (redirects are not followed)' })
+    expect(a3).toMatchObject({ outcome: 'delivered', statusCode: 204, responseExcerpt: null })
+    expect(receiver.requests.map((r) => r.path)).toEqual(['/hook', '/hook', '/hook'])
+  })
+
+  it('refuses loopback and private addresses at connect time when loopback receivers are not allowed', async () => {
+    const literal = await appWithReceiver(() => ({ status: 200 }))
+    const named = await appWithReceiver(() => ({ status: 200 }), (r) => r.url.replace('127.0.0.1', 'localhost'))
+    const privateApp = await stack.newApp()
+    await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, privateApp.did, 'test')
+    await configureChannel(stack, privateApp.did, { url: 'http://10.0.0.7:8080/hook' })
+    await withWorkers(
+      () => customWorkers({ allowLoopbackWebhooks: false }),
+      async () => {
+        const ids = {
+          literal: await queueTestDelivery(stack, queues, literal.app.did),
+          named: await queueTestDelivery(stack, queues, named.app.did),
+          private: await queueTestDelivery(stack, queues, privateApp.did),
+        }
+        for (const id of Object.values(ids)) {
+          await waitFor(async () => (await attemptsOf(stack, id)).filter((a) => a.outcome === 'failed').length >= 2, `two refused attempts of ${id}`)
+        }
+        const first = async (id: string) => (await attemptsOf(stack, id))[0]!
+        expect(await first(ids.literal)).toMatchObject({
+          outcome: 'failed',
+          statusCode: null,
+          error: 'refused to connect: 127.0.0.1 is not a public address (loopback receivers need DEV_ALLOW_LOOPBACK_WEBHOOKS in test)',
+        })
+        // a name is checked on the address it resolves to when connecting (DNS rebinding cannot reach inside)
+        expect((await first(ids.named)).error).toMatch(/^refused to connect: localhost \((127\.0\.0\.1|::1)\) is not a public address/)
+        expect((await first(ids.private)).error).toMatch(/^refused to connect: 10\.0\.0\.7 is not a public address/)
+        expect(literal.receiver.requests).toHaveLength(0)
+        expect(named.receiver.requests).toHaveLength(0)
+        expect((await getDelivery(stack, ids.literal))!.status).toMatch(/pending|failed/)
+      },
+    )
+  })
+
+  it('never connects to loopback in live, even with the development setting', async () => {
+    const receiver = await startReceiver(() => ({ status: 200 }))
+    receivers.push(receiver)
+    const app = await stack.newApp({ environments: ['live'] })
+    await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, app.did, 'live')
+    await configureChannel(stack, app.did, { url: `${receiver.url}/hook` }, 'live')
+    const id = await queueTestDelivery(stack, queues, app.did, 'live')
+    const [first] = await waitFor(async () => {
+      const attempts = await attemptsOf(stack, id)
+      return attempts[0]?.outcome === 'failed' ? attempts : null
+    }, 'the live attempt to be refused')
+    expect(first).toMatchObject({ statusCode: null, error: 'refused to connect: 127.0.0.1 is not a public address' })
+    expect(receiver.requests).toHaveLength(0)
+  })
+
+  it('counts an attempt whose endpoint lookup found the gateway down as failed, and retries it', async () => {
+    const { app, receiver } = await appWithReceiver(() => ({ status: 200 }))
+    const closed = await startReceiver()
+    const deadGateway = `${closed.url}/graphql`
+    await closed.close()
+    const id = await withWorkers(
+      () => customWorkers({ gatewayUrl: deadGateway }),
+      async () => {
+        const queued = await queueTestDelivery(stack, queues, app.did)
+        await waitFor(async () => (await attemptsOf(stack, queued)).filter((a) => a.outcome === 'failed').length >= 2, 'two attempts without the gateway')
+        return queued
+      },
+    )
+    // the regular workers (gateway up) deliver it
+    const delivered = await waitForStatus(stack, id, 'delivered')
+    const attempts = await attemptsOf(stack, id)
+    expect(attempts[0]).toMatchObject({ outcome: 'failed', channel: null, statusCode: null, error: "could not read the app's event endpoint: the gateway is unavailable (ECONNREFUSED)" })
+    expect(attempts.at(-1)).toMatchObject({ outcome: 'delivered', number: delivered.attemptCount })
+    expect(requestsFor(receiver, id)).toHaveLength(1)
+  })
+
+  it('a worker that died between writing its attempt and counting it: the next marks that attempt interrupted and sends the next number', async () => {
+    const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
+    const id = newDeliveryId()
+    await createDelivery(stack.events, {
+      id,
+      appDid: app.did,
+      environment: 'test',
+      eventId: null,
+      eventType: 'app.webhook.test',
+      source: 'test',
+      createdAt: new Date(),
+      data: { test: true },
+    })
+    // what the dead worker left: attempt 1 written as `sending`, the delivery's attemptCount still 0
+    await stack.events.Attempt.create({ deliveryId: id, appDid: app.did, environment: 'test', number: 1, run: 1, channel: 'webhook', attemptedAt: new Date(), outcome: 'sending' })
+    await enqueueDelivery(queues.deliveries, id)
+    const delivered = await waitForStatus(stack, id, 'delivered')
+    expect(delivered.attemptCount).toBe(2)
+    const attempts = await attemptsOf(stack, id)
+    expect(attempts.map((a) => [a._id, a.number, a.outcome, a.error])).toEqual([
+      [`${id}.1`, 1, 'interrupted', 'the worker stopped during this attempt'],
+      [`${id}.2`, 2, 'delivered', null],
+    ])
+    expect(requestsFor(receiver, id)).toHaveLength(1)
+  })
+
+  it('holds a delivery while the webhook is paused (no attempt, nothing sent) and sends it once unpaused', async () => {
+    const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }), undefined, true)
+    const id = await queueTestDelivery(stack, queues, app.did)
+    const held = await waitForStatus(stack, id, 'held')
+    // it keeps checking (every holdRecheckMs) without sending or counting anything
+    await waitFor(async () => {
+      const d = await getDelivery(stack, id)
+      return d!.nextAttemptAt!.getTime() > held.nextAttemptAt!.getTime() + stack.delivery.holdRecheckMs
+    }, 'two more hold rechecks')
+    const still = (await getDelivery(stack, id))!
+    expect(still).toMatchObject({ status: 'held', attemptCount: 0 })
+    expect(await attemptsOf(stack, id)).toHaveLength(0)
+    expect(receiver.requests).toHaveLength(0)
+
+    await configureChannel(stack, app.did, { url: `${receiver.url}/hook`, paused: false })
+    const delivered = await waitForStatus(stack, id, 'delivered')
+    expect(delivered.attemptCount).toBe(1)
+    const attempts = await attemptsOf(stack, id)
+    expect(attempts).toHaveLength(1)
+    expect(attempts[0]).toMatchObject({ number: 1, outcome: 'delivered', statusCode: 200 })
+    expect(requestsFor(receiver, id)).toHaveLength(1)
+  })
+
+  it('fails the attempts of an app without a channel ("no webhook or receiver configured"), through to failed', async () => {
+    const unconfigured = await stack.newApp() // registered for test, no webhook URL
+    const unregistered = `did:web:unregistered-${Date.now()}.example`
+    const ids = [await queueTestDelivery(stack, queues, unconfigured.did), await queueTestDelivery(stack, queues, unregistered)]
+    // a webhook URL but no signing secret: nothing unsigned ever leaves
+    const unsigned = await startReceiver(() => ({ status: 200 }))
+    receivers.push(unsigned)
+    const noSecret = await stack.newApp()
+    await configureChannel(stack, noSecret.did, { url: `${unsigned.url}/hook` })
+    const noSecretId = await queueTestDelivery(stack, queues, noSecret.did)
+    // every attempt of all three is finished once each delivery is failed (an attempt is logged before it is sent)
+    const [a, b] = await Promise.all([...ids, noSecretId].map((id) => waitForStatus(stack, id, 'failed', 40_000)))
+    expect(a!.attemptCount).toBe(14)
+    expect(b!.attemptCount).toBe(14)
+    const attemptsA = await attemptsOf(stack, ids[0]!)
+    expect(attemptsA).toHaveLength(14)
+    for (const attempt of attemptsA) expect(attempt).toMatchObject({ outcome: 'failed', error: 'no webhook or receiver configured', statusCode: null, url: null })
+    const attemptsB = await attemptsOf(stack, ids[1]!)
+    expect(attemptsB).toHaveLength(14)
+    for (const attempt of attemptsB) expect(attempt).toMatchObject({ outcome: 'failed', error: 'no webhook or receiver configured (AppNotRegistered)', channel: null })
+    const attemptsC = await attemptsOf(stack, noSecretId)
+    expect(attemptsC).toHaveLength(14)
+    for (const attempt of attemptsC) expect(attempt).toMatchObject({ outcome: 'failed', error: 'no signing secret for this app environment', statusCode: null })
+    expect(unsigned.requests).toHaveLength(0)
+  })
+})

@@ -1,0 +1,104 @@
+/**
+ * The XRPC channel: the app hosts money.svc.event.receiveEvent with the SDK's createReceiveEventHandler and a real
+ * @svc/service-auth verifier (audience = the app's DID, expected issuer = the service's DID, a did:key here so the
+ * app verifies offline). A delivery signed with SERVICE_SIGNING_KEY is accepted once; a JWT that names the service
+ * but is signed by another key gets 401 InvalidSignature and the delivery retries.
+ */
+import { randomBytes } from 'node:crypto'
+import pino from 'pino'
+import { createMemoryClaimStore, createReceiveEventHandler, type EventEnvelope } from '@svc/sdk'
+import { createServiceAuthVerifier } from '@svc/service-auth'
+import { startStack, type TestStack } from '../../stack'
+import { startEventWorkers } from '@svc/events'
+import { startReceiver, type Receiver } from './helpers/receiver'
+import { attemptsOf, configureChannel, waitFor, waitForStatus, writeEvent } from './helpers/events'
+
+const NSID = 'money.svc.event.receiveEvent'
+
+let stack: TestStack
+let receiver: Receiver
+
+beforeAll(async () => {
+  stack = await startStack('delivery-xrpc', { allowLoopbackWebhooks: true, serviceDidFromSigningKey: true, workers: false })
+})
+afterAll(async () => {
+  await stack?.stop()
+  await receiver?.close()
+})
+
+function jwtPayload(authorization: string | undefined): Record<string, unknown> {
+  const jwt = /^Bearer (.+)$/.exec(authorization ?? '')?.[1] ?? ''
+  return JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8')) as Record<string, unknown>
+}
+
+it('delivers through receiveEvent with service-auth; a forged JWT is refused and the delivery retries', async () => {
+  expect(stack.serviceDid).toMatch(/^did:key:/)
+  const app = await stack.newApp()
+  const verifier = createServiceAuthVerifier({ serviceDid: app.did, plcUrl: 'http://127.0.0.1:9', redis: stack.redis, replayKeyPrefix: `${stack.redisPrefix}app-jti:` })
+  const processed: EventEnvelope[] = []
+  const receiveEvent = createReceiveEventHandler({
+    serviceDid: stack.serviceDid,
+    verifier,
+    store: createMemoryClaimStore(),
+    handlers: { 'payment.completed': async (e) => void processed.push(e) },
+  })
+  receiver = await startReceiver(async (req) => {
+    if (req.method !== 'POST' || req.path !== `/xrpc/${NSID}`) return { status: 404, body: { error: 'MethodNotImplemented' } }
+    const res = await receiveEvent({ headers: req.headers, body: req.body })
+    return { status: res.status, body: res.body as object }
+  })
+  await configureChannel(stack, app.did, { channel: 'xrpc', receiverUrl: receiver.url })
+
+  // A worker that claims to be the service but signs with another key (its retry waits about 1 s: scale 1/5).
+  const forger = await startEventWorkers({
+    mongoUrl: stack.mongoUrl,
+    redisUrl: stack.redisUrl,
+    redisPrefix: stack.redisPrefix,
+    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    gateway: { url: stack.gatewayUrl, token: stack.secrets.adapterGatewayToken },
+    serviceDid: stack.serviceDid,
+    serviceSigningKey: randomBytes(32).toString('hex'),
+    secretKey: stack.secrets.webhookSecretKey,
+    delivery: { ...stack.delivery, scheduleScale: 1 / 5 },
+    allowLoopbackWebhooks: true,
+  })
+  const data = { paymentUri: 'at://did:web:svc.test/money.svc.payment.record/3l2xyz', amount: 2500, currency: 'eur' }
+  const { deliveryId } = await writeEvent(stack, { appDid: app.did, type: 'payment.completed', data })
+  const [forged] = await waitFor(async () => {
+    const attempts = await attemptsOf(stack, deliveryId)
+    return attempts[0]?.outcome === 'failed' ? attempts : null
+  }, 'the forged attempt to be refused')
+  await forger.stop()
+  expect(forged).toMatchObject({ number: 1, channel: 'xrpc', outcome: 'failed', statusCode: 401, error: 'HTTP 401', url: `${receiver.url}/xrpc/${NSID}` })
+  expect(JSON.parse(forged!.responseExcerpt!)).toEqual({ error: 'InvalidSignature', message: 'service-auth refused (BadJwtSignature)' })
+  expect(forged!.nextAttemptAt).toBeInstanceOf(Date)
+  expect(processed).toHaveLength(0)
+  expect(jwtPayload(receiver.requests[0]!.headers.authorization).iss).toBe(stack.serviceDid) // it named the service…
+
+  // The real workers (SERVICE_SIGNING_KEY) send the retry.
+  await stack.startWorkers()
+  const delivered = await waitForStatus(stack, deliveryId, 'delivered')
+  expect(delivered.attemptCount).toBe(2)
+  const attempts = await attemptsOf(stack, deliveryId)
+  expect(attempts.map((a) => [a.number, a.outcome, a.statusCode])).toEqual([
+    [1, 'failed', 401],
+    [2, 'delivered', 200],
+  ])
+  expect(attempts[1]!.responseExcerpt).toBe('{"ok":true}')
+  expect(processed.map((e) => e.id)).toEqual([deliveryId])
+  expect(processed[0]!.data).toEqual(data)
+
+  expect(receiver.requests).toHaveLength(2)
+  const req = receiver.requests[1]!
+  expect(req.path).toBe(`/xrpc/${NSID}`)
+  expect(req.body).toBe(delivered.body)
+  expect(req.headers['content-type']).toBe('application/json')
+  expect(req.headers['svc-delivery-id']).toBe(deliveryId)
+  expect(req.headers['svc-api-version']).toBe('2026-06')
+  expect(req.headers['webhook-signature']).toBeUndefined()
+  const claims = jwtPayload(req.headers.authorization)
+  expect(claims).toMatchObject({ iss: stack.serviceDid, aud: app.did, lxm: NSID })
+  expect(claims.exp as number).toBe((claims.iat as number) + 60)
+  expect(claims.jti).toEqual(expect.any(String))
+  expect(jwtPayload(receiver.requests[0]!.headers.authorization).jti).not.toBe(claims.jti)
+})

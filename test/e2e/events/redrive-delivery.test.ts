@@ -1,0 +1,78 @@
+/**
+ * Redrive end to end, with the stack's real event workers and a local receiver (the schedule at 1/50 000 of real
+ * time): a test event through the developer route fails its whole 14-attempt run, the receiver recovers, 20 parallel
+ * redrives through `POST /api/webhooks/atm` queue it once, and the delivery arrives exactly once more with the same id
+ * and body, attempt 15 of the log.
+ */
+import { startStack, type TestApp, type TestStack } from '../../stack'
+import { MAX_ATTEMPTS } from '@svc/events'
+import { startReceiver, type Receiver } from './helpers/receiver'
+import { attemptsOf, waitFor, waitForStatus } from './helpers/events'
+
+let stack: TestStack
+let receiver: Receiver
+let app: TestApp
+let key: string
+let healthy = false
+
+beforeAll(async () => {
+  stack = await startStack('events-redrive-delivery', { allowLoopbackWebhooks: true })
+  receiver = await startReceiver(() => (healthy ? { status: 200, body: { ok: true } } : { status: 500, body: 'down' }))
+  app = await stack.newApp()
+  key = await app.apiKey('test', ['webhook.test.write', 'webhook.deliveries.read', 'webhook.deliveries.redrive'])
+  const res = await fetch(`${stack.apiUrl}/xrpc/money.svc.app.updateConfig`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${await app.jwt('money.svc.app.updateConfig')}` },
+    body: JSON.stringify({ environment: 'test', webhookUrl: `${receiver.url}/hooks/svc` }),
+  })
+  expect(res.status).toBe(200)
+})
+afterAll(async () => {
+  await stack?.stop()
+  await receiver?.close()
+})
+
+async function checkout(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${stack.checkoutUrl}${path}${path.includes('?') ? '&' : '?'}app=${encodeURIComponent(app.did)}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  })
+  return { status: res.status, body: await res.json() }
+}
+
+test('a failed delivery, redriven 20 times in parallel, is sent once more and delivered', async () => {
+  const created = await checkout('POST', '/api/app/developer/test-event')
+  expect(created.status).toBe(200)
+  const id: string = created.body.deliveryId
+
+  const failed = await waitForStatus(stack, id, 'failed', 30_000)
+  expect(failed.attemptCount).toBe(MAX_ATTEMPTS)
+  expect(receiver.requests).toHaveLength(MAX_ATTEMPTS)
+  const listed = await checkout('GET', '/api/webhooks/atm?status=failed')
+  expect(listed.body.deliveries).toEqual([expect.objectContaining({ id, status: 'failed', attemptCount: MAX_ATTEMPTS })])
+  expect(listed.body.deliveries[0].attempts.map((a: { number: number }) => a.number)).toEqual(Array.from({ length: MAX_ATTEMPTS }, (_, i) => i + 1))
+
+  healthy = true
+  const results = await Promise.all(Array.from({ length: 20 }, () => checkout('POST', '/api/webhooks/atm', { deliveryId: id })))
+  expect(results.map((r) => r.status)).toEqual(Array(20).fill(200))
+  expect(results.reduce((n, r) => n + r.body.queued, 0)).toBe(1)
+
+  const delivered = await waitForStatus(stack, id, 'delivered', 20_000)
+  expect(delivered.run).toBe(2)
+  await waitFor(async () => receiver.requests.length === MAX_ATTEMPTS + 1, 'the redriven request')
+  await new Promise((r) => setTimeout(r, 500))
+  expect(receiver.requests).toHaveLength(MAX_ATTEMPTS + 1)
+  const [first, last] = [receiver.requests[0]!, receiver.requests[MAX_ATTEMPTS]!]
+  expect(last.headers['webhook-id']).toBe(id)
+  expect(last.headers['svc-delivery-id']).toBe(id)
+  expect(last.body).toBe(first.body)
+  const attempts = await attemptsOf(stack, id)
+  expect(attempts.map((a) => [a.number, a.run, a.outcome])).toEqual([
+    ...Array.from({ length: MAX_ATTEMPTS }, (_, i) => [i + 1, 1, 'failed']),
+    [MAX_ATTEMPTS + 1, 2, 'delivered'],
+  ])
+  // delivered: a further redrive sends it again only when asked, and a pending one is never queued twice
+  const again = await checkout('GET', '/api/webhooks/atm')
+  expect(again.body.deliveries[0]).toMatchObject({ id, status: 'delivered', attemptCount: MAX_ATTEMPTS + 1, failedAt: null, deliveredAt: expect.any(String) })
+})

@@ -1,0 +1,89 @@
+/**
+ * Signing secrets through the subgraph (docs/events.md, "Signing secrets"): concurrent ensureSigningSecret calls make
+ * one secret and show it to one caller; rotations make new generations whose predecessors keep signing until the
+ * overlap ends (0 = at once); secrets are stored encrypted, one set per app and environment.
+ */
+import { startStack, type TestStack } from '../../stack'
+import { activeSigningSecrets, decryptSecret } from '@svc/events'
+
+let stack: TestStack
+
+beforeAll(async () => {
+  stack = await startStack('events-signing-secrets', { workers: false })
+})
+afterAll(async () => {
+  await stack?.stop()
+})
+
+interface Issued {
+  secret: string | null
+  created: boolean
+  generation: number
+  hint: string
+  previousExpiresAt: string | null
+}
+
+async function call(as: 'operator' | 'adapter', field: 'ensureSigningSecret' | 'rotateSigningSecret', vars: Record<string, unknown>): Promise<Issued> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' }
+  if (as === 'operator') headers.authorization = `Bearer ${stack.secrets.operatorToken}`
+  else Object.assign(headers, { authorization: `Bearer ${stack.secrets.adapterGatewayToken}`, 'svc-caller': JSON.stringify({ kind: 'service', name: 'xrpc-adapter' }) })
+  const args = field === 'rotateSigningSecret' ? '$a: ID!, $e: String!, $o: Int' : '$a: ID!, $e: String!'
+  const pass = field === 'rotateSigningSecret' ? 'appDid: $a, environment: $e, overlapSeconds: $o' : 'appDid: $a, environment: $e'
+  const res = await fetch(stack.gatewayUrl, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ query: `mutation(${args}) { ${field}(${pass}) { secret created generation hint previousExpiresAt } }`, variables: vars }),
+  })
+  const body = (await res.json()) as { data?: Record<string, Issued>; errors?: unknown[] }
+  expect(body.errors).toBeUndefined()
+  return body.data![field]!
+}
+
+const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/
+
+it('20 concurrent first ensures: one secret created and shown once', async () => {
+  const a = 'did:web:concurrent-ensure.example.com'
+  const results = await Promise.all(Array.from({ length: 20 }, () => call('adapter', 'ensureSigningSecret', { a, e: 'test' })))
+  const shown = results.filter((r) => r.secret !== null)
+  expect(shown).toHaveLength(1)
+  expect(shown[0]!.secret).toMatch(SECRET)
+  expect(results.filter((r) => r.created)).toHaveLength(1)
+  expect(new Set(results.map((r) => r.hint))).toEqual(new Set([shown[0]!.secret!.slice(-4)]))
+  const docs = await stack.events.SigningSecret.find({ appDid: a }).lean()
+  expect(docs).toHaveLength(1)
+  expect(decryptSecret(stack.secrets.webhookSecretKey, docs[0]!)).toBe(shown[0]!.secret)
+  expect(JSON.stringify(docs)).not.toContain(shown[0]!.secret)
+})
+
+it('test and live have their own secrets', async () => {
+  const a = 'did:web:per-env.example.com'
+  const t = await call('adapter', 'ensureSigningSecret', { a, e: 'test' })
+  const l = await call('adapter', 'ensureSigningSecret', { a, e: 'live' })
+  expect(t.secret).not.toBe(l.secret)
+  expect(await activeSigningSecrets(stack.events, stack.secrets.webhookSecretKey, a, 'test')).toEqual([t.secret])
+  expect(await activeSigningSecrets(stack.events, stack.secrets.webhookSecretKey, a, 'live')).toEqual([l.secret])
+})
+
+it('rotation: both sign during the overlap; with overlap 0 only the new one', async () => {
+  const a = 'did:web:rotation.example.com'
+  const first = await call('adapter', 'ensureSigningSecret', { a, e: 'test' })
+  const second = await call('operator', 'rotateSigningSecret', { a, e: 'test', o: 3600 })
+  expect(second).toMatchObject({ created: true, generation: 2, secret: expect.stringMatching(SECRET) })
+  expect(await activeSigningSecrets(stack.events, stack.secrets.webhookSecretKey, a, 'test')).toEqual([second.secret, first.secret])
+  // after the overlap only the new one signs
+  const later = new Date(Date.now() + 3601_000)
+  expect(await activeSigningSecrets(stack.events, stack.secrets.webhookSecretKey, a, 'test', later)).toEqual([second.secret])
+  // a lost secret: rotate with overlap 0, every earlier one stops at once
+  const third = await call('operator', 'rotateSigningSecret', { a, e: 'test', o: 0 })
+  expect(await activeSigningSecrets(stack.events, stack.secrets.webhookSecretKey, a, 'test', new Date(Date.now() + 1000))).toEqual([third.secret])
+  // ensure afterwards shows nothing
+  expect(await call('adapter', 'ensureSigningSecret', { a, e: 'test' })).toMatchObject({ secret: null, created: false, generation: 3, hint: third.secret!.slice(-4) })
+})
+
+it('concurrent rotations each get their own generation', async () => {
+  const a = 'did:web:concurrent-rotation.example.com'
+  await call('adapter', 'ensureSigningSecret', { a, e: 'live' })
+  const rotations = await Promise.all(Array.from({ length: 5 }, () => call('operator', 'rotateSigningSecret', { a, e: 'live', o: 60 })))
+  expect(rotations.map((r) => r.generation).sort()).toEqual([2, 3, 4, 5, 6])
+  expect(new Set(rotations.map((r) => r.secret)).size).toBe(5)
+})

@@ -1,0 +1,45 @@
+/**
+ * The README's webhook walk-through is runnable: `npm run example:webhook` (its own process, as a developer runs
+ * it) against the whole stack in this process, with the event workers delivering to the example's receiver on
+ * loopback (test environment, DEV_ALLOW_LOOPBACK_WEBHOOKS). It must receive the test event verified, read it as
+ * delivered in the log, and receive it again after a redrive.
+ */
+import { execFile } from 'node:child_process'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { startStack, type TestStack } from '../../stack'
+
+const run = promisify(execFile)
+const ROOT = join(__dirname, '..', '..', '..')
+
+let stack: TestStack
+
+beforeAll(async () => {
+  stack = await startStack('example_webhook', { allowLoopbackWebhooks: true })
+})
+afterAll(async () => {
+  await stack?.stop()
+})
+
+test('npm run example:webhook configures a webhook, receives a verified test event, lists it and redrives it', async () => {
+  const env = {
+    ...process.env,
+    NODE_ENV: 'test',
+    MONGO_URL: stack.mongoUrl,
+    REDIS_URL: stack.redisUrl,
+    REDIS_PREFIX: stack.redisPrefix,
+    BASE_URL: stack.apiUrl,
+    CHECKOUT_URL: stack.checkoutUrl,
+    SERVICE_DID: stack.serviceDid,
+  }
+  const { stdout } = await run(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'scripts', 'example-webhook.ts')], { env, timeout: 120_000 })
+  expect(stdout).toMatch(/3\. webhook configured: true; signing secret whsec_…\S{4} \(shown once: store it\)/)
+  const deliveryId = /4\. test event queued: (whd_[0-9a-f]{32})/.exec(stdout)?.[1]
+  expect(deliveryId).toBeDefined()
+  expect(stdout).toContain(`5. receiver verified and acknowledged ${deliveryId} (app.webhook.test)`)
+  expect(stdout).toContain(`6. delivery log: ${deliveryId} delivered after 1 attempt(s)`)
+  expect(stdout).toContain('7. redrive queued 1')
+  expect(stdout).toContain(`the receiver got ${deliveryId} again and answered it as already processed (2xx)`)
+  const delivery = await stack.events.Delivery.findById(deliveryId).lean()
+  expect(delivery).toMatchObject({ status: 'delivered', attemptCount: 2, run: 2 })
+}, 180_000)
