@@ -1,4 +1,4 @@
-export { startEventsService, connectEvents, type EventsServiceOptions } from './server'
+export { startEventsService, type EventsServiceOptions } from './server'
 export * from './models'
 export { typeDefs } from './schema'
 export { resolvers, type EventsContext } from './resolvers'
@@ -15,8 +15,8 @@ export {
   MAX_OVERLAP_SECONDS,
   type SigningSecretIssued,
 } from './domain/signing-secrets'
-export { API_VERSION, DELIVERY_ID_RE, TEST_EVENT_TYPE, deliveryIdForEvent, newDeliveryId, serializeEnvelope, type Envelope } from './delivery/envelope'
-export { MAX_ATTEMPTS, DELAYS_MS, JITTER, nextDelayMs, scheduleSpanMs, type ScheduleOptions } from './delivery/schedule'
+export { API_VERSION, DELIVERY_ID_RE, TEST_EVENT_TYPE, deliveryIdForEvent, newDeliveryId, serializeEnvelope, type Envelope } from './domain/envelope'
+export { MAX_ATTEMPTS, DELAYS_MS, JITTER, nextDelayMs, scheduleSpanMs, type ScheduleOptions } from './domain/schedule'
 export { ALL_QUEUES, WEBHOOK_DELIVERIES_QUEUE, DOMAIN_EVENTS_QUEUE, DELIVERY_BACKOFF, queuePrefix, type DeliveryJob } from './queues'
 export { startEventWorkers, type EventWorkersOptions, type RunningEventWorkers } from './workers'
 export { REDRIVE_CLAIM_TTL_SECONDS, REDRIVE_SETTLE_MS, STALE_CLAIM_MS, redriveClaimKey } from './domain/redrive'

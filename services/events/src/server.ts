@@ -2,7 +2,7 @@
 import { Queue } from 'bullmq'
 import Redis from 'ioredis'
 import type { Logger } from 'pino'
-import { connectDomain, startDomainSubgraph } from '@svc/subgraph-server'
+import { startDomainSubgraph } from '@svc/subgraph-server'
 import type { EventsDomain } from './domain/context'
 import { createEventsModels, type EventsModels } from './models'
 import { queuePrefix, WEBHOOK_DELIVERIES_QUEUE, type DeliveryJob } from './queues'
@@ -20,8 +20,6 @@ export interface EventsServiceOptions {
   /** WEBHOOK_SECRET_KEY */
   secretKey: string
 }
-
-export const connectEvents = (mongoUrl: string) => connectDomain(mongoUrl, createEventsModels)
 
 export async function startEventsService(opts: EventsServiceOptions): Promise<{ url: string; models: EventsModels; stop(): Promise<void> }> {
   if (typeof opts.secretKey !== 'string' || opts.secretKey.length < 32) throw new Error('events: secretKey must be at least 32 characters')

@@ -2,7 +2,7 @@
  * The retry schedule (docs/events.md, "Delivery schedule"): 14 attempts, 13 waits adding up to 71 h 42 min, ±10 %
  * jitter, Retry-After lengthening a wait up to the next step only, DELIVERY_SCHEDULE_SCALE, and the Retry-After parser.
  */
-import { DELAYS_MS, JITTER, MAX_ATTEMPTS, nextDelayMs, scheduleSpanMs } from '../src/delivery/schedule'
+import { DELAYS_MS, JITTER, MAX_ATTEMPTS, nextDelayMs, scheduleSpanMs } from '../src/domain/schedule'
 import { parseRetryAfter } from '../src/delivery/retry-after'
 
 const S = 1000

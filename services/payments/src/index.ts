@@ -1,22 +1,16 @@
-export { startPaymentsService, connectPayments, DEFAULT_SWEEP_INTERVAL_MS, type PaymentsServiceOptions } from './server'
+export { startPaymentsService, type PaymentsServiceOptions } from './server'
+export { DEFAULT_SWEEP_INTERVAL_MS } from './sweeper'
 export * from './models'
 export { typeDefs } from './schema'
 export { resolvers, type PaymentsContext } from './resolvers'
 export type { PaymentsDomain } from './domain/context'
-export {
-  initiateCheckout,
-  getPaymentStatus,
-  getCheckout,
-  payCheckout,
-  cancelCheckout,
-  toCheckoutView,
-  type CheckoutAuthorization,
-  type CheckoutStarted,
-  type CheckoutView,
-  type PaymentRef,
-  type PaymentStatusView,
-} from './domain/checkouts'
-export { finishSettlement, recoverCheckout, sweepCheckouts, STALE_PAYMENT_CLAIM_MS, type SweepResult } from './domain/settlement'
+export { initiateCheckout, type CheckoutAuthorization, type CheckoutStarted } from './domain/initiate-checkout'
+export { getPaymentStatus, type PaymentStatusView } from './domain/payment-status'
+export { getCheckout, toCheckoutView, type CheckoutView, type PaymentRef } from './domain/checkout-view'
+export { payCheckout } from './domain/pay-checkout'
+export { cancelCheckout } from './domain/cancel-checkout'
+export { finishSettlement, recoverCheckout, STALE_PAYMENT_CLAIM_MS } from './domain/settlement'
+export { sweepCheckouts, type SweepResult } from './domain/sweep-checkouts'
 export { computeCharges, basisPoints, type Charges, type ServiceFeeRate } from './domain/fees'
 export { deriveToken, hashToken, STATUS_TOKEN_RE, BROWSER_TOKEN_RE } from './domain/tokens'
 export { validateCard, luhnValid, type CardInput } from './domain/card'

@@ -1,13 +1,13 @@
-/** The payments subgraph: its database connection, models, processors, GraphQL server, the checkout sweep and the relay of its outbox. */
+/** The payments subgraph: its models, processors, GraphQL server, the checkout sweeper and the relay of its outbox. */
 import type { Logger } from 'pino'
 import { startOutboxRelay } from '@svc/outbox'
-import { connectDomain, startDomainSubgraph } from '@svc/subgraph-server'
+import { startDomainSubgraph } from '@svc/subgraph-server'
 import type { PaymentsDomain } from './domain/context'
-import { sweepCheckouts } from './domain/settlement'
 import { createPaymentsModels, type PaymentsModels } from './models'
 import { createProcessorRegistry, type LiveProcessorSetting } from './processors'
 import { resolvers, type PaymentsContext } from './resolvers'
 import { typeDefs } from './schema'
+import { DEFAULT_SWEEP_INTERVAL_MS, startCheckoutSweeper } from './sweeper'
 
 export interface PaymentsServiceOptions {
   mongoUrl: string
@@ -30,10 +30,6 @@ export interface PaymentsServiceOptions {
   /** relays the payments outbox to the `domain-events` queue (docs/events.md); without it nothing leaves the outbox */
   relay?: { redisUrl: string; redisPrefix: string; intervalMs?: number }
 }
-
-export const DEFAULT_SWEEP_INTERVAL_MS = 60_000
-
-export const connectPayments = (mongoUrl: string) => connectDomain(mongoUrl, createPaymentsModels)
 
 export async function startPaymentsService(opts: PaymentsServiceOptions): Promise<{ url: string; models: PaymentsModels; stop(): Promise<void> }> {
   if (typeof opts.tokenSecret !== 'string' || opts.tokenSecret.length < 32) throw new Error('payments: tokenSecret must be at least 32 characters')
@@ -60,29 +56,14 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
   })
 
   const domain: PaymentsDomain = { ...settings, models: running.models }
-  const interval = opts.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS
-  let sweeping: Promise<void> | null = null
-  const sweepOnce = () => {
-    if (sweeping) return
-    sweeping = sweepCheckouts(domain)
-      .then((result) => {
-        if (result.expired || result.recovered || result.failed) opts.logger.info(result, 'checkout sweep')
-      })
-      .catch((err: unknown) => opts.logger.error({ err }, 'checkout sweep failed'))
-      .finally(() => {
-        sweeping = null
-      })
-  }
-  const timer = interval > 0 ? setInterval(sweepOnce, interval) : null
-  timer?.unref()
+  const sweeper = startCheckoutSweeper(domain, opts.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS, opts.logger)
   const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'payments', logger: opts.logger }) : null
 
   return {
     url: running.url,
     models: running.models,
     async stop() {
-      if (timer) clearInterval(timer)
-      await sweeping
+      await sweeper.stop()
       await relay?.stop()
       await running.stop()
     },

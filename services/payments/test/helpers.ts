@@ -17,6 +17,8 @@ export const SERVICE_DID = 'did:web:svc.test'
 export const CHECKOUT_URL = 'http://checkout.test'
 
 export interface TestDomain {
+  /** the database of this domain, for programs run beside the test (operator commands) */
+  mongoUrl: string
   conn: mongoose.Connection
   models: PaymentsModels
   domain: PaymentsDomain
@@ -25,7 +27,8 @@ export interface TestDomain {
 }
 
 export async function openDomain(label: string, over: Partial<PaymentsDomain> = {}): Promise<TestDomain> {
-  const { conn, models } = await connectPayments(isolate(label).mongoUrl)
+  const { mongoUrl } = isolate(label)
+  const { conn, models } = await connectPayments(mongoUrl)
   const clock = {
     now: new Date(),
     advance(ms: number) {
@@ -43,6 +46,7 @@ export async function openDomain(label: string, over: Partial<PaymentsDomain> = 
     ...over,
   }
   return {
+    mongoUrl,
     conn,
     models,
     domain,

@@ -5,7 +5,7 @@
  *   aud = the app, lxm = receiveEvent, 60 s, random jti) signed with SERVICE_SIGNING_KEY.
  */
 import { mintServiceJwt, type MintServiceJwtParams } from '@svc/service-auth'
-import { API_VERSION } from './envelope'
+import { API_VERSION } from '../domain/envelope'
 import { webhookSignatureHeader } from './signature'
 import type { OutgoingRequest } from './transport'
 

@@ -1,6 +1,6 @@
 /**
  * `Retry-After` (RFC 9110 §10.2.3) of a failed attempt: delay-seconds or an HTTP date. The schedule decides how far
- * it may lengthen the next wait (schedule.ts, nextDelayMs).
+ * it may lengthen the next wait (domain/schedule.ts, nextDelayMs).
  */
 
 /** The wait a Retry-After value asks for, in ms; null when absent, malformed or already past. */

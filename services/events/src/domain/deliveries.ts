@@ -4,9 +4,9 @@
  */
 import type { JobsOptions, Queue } from 'bullmq'
 import { isDuplicateKeyError, type DeliveryDoc, type DeliverySource, type EventsModels } from '../models'
-import { API_VERSION, serializeEnvelope } from '../delivery/envelope'
-import { MAX_ATTEMPTS } from '../delivery/schedule'
 import { DELIVERY_BACKOFF, type DeliveryJob } from '../queues'
+import { API_VERSION, serializeEnvelope } from './envelope'
+import { MAX_ATTEMPTS } from './schedule'
 import type { Environment } from '@svc/vocabulary'
 
 /** Every delivery job: the schedule's attempts and backoff; finished jobs stay a week so a repeat add stays a no-op. */

@@ -16,11 +16,11 @@
  */
 import type { Job } from 'bullmq'
 import { ContractError } from '@svc/errors'
-import { DELIVERY_ID_RE } from '../delivery/envelope'
 import type { DeliveryDoc } from '../models'
 import type { DeliveryJob } from '../queues'
 import type { EventsDomain } from './context'
 import { enqueueDelivery } from './deliveries'
+import { DELIVERY_ID_RE } from './envelope'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
 
 export const REDRIVE_CLAIM_TTL_SECONDS = 7 * 24 * 3600

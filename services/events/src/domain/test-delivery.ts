@@ -4,10 +4,10 @@
  * be queued is removed again (503 ServiceUnavailable), so the log never lists a test delivery nothing will send.
  */
 import { ContractError } from '@svc/errors'
-import { newDeliveryId, TEST_EVENT_TYPE } from '../delivery/envelope'
 import type { DeliveryDoc } from '../models'
 import type { EventsDomain } from './context'
 import { createDelivery, enqueueDelivery } from './deliveries'
+import { newDeliveryId, TEST_EVENT_TYPE } from './envelope'
 import type { Environment } from '@svc/vocabulary'
 
 export const TEST_EVENT_MESSAGE = 'Test event from the svc developer tools: this delivery does not fulfil anything.'

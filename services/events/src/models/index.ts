@@ -10,6 +10,7 @@
  *   signing_secrets    unique (appDid, environment, generation)               one secret per generation
  */
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
+import { connectDomain } from '@svc/subgraph-server'
 import { ENVIRONMENTS } from '@svc/vocabulary'
 
 
@@ -134,5 +135,8 @@ export async function createEventsModels(conn: Connection): Promise<EventsModels
   await Promise.all([models.Delivery.init(), models.Attempt.init(), models.SigningSecret.init()])
   return models
 }
+
+/** The events domain's own connection and models: the subgraph, the workers and one-off programs use it. */
+export const connectEvents = (mongoUrl: string) => connectDomain(mongoUrl, createEventsModels)
 
 export { isDuplicateKeyError } from '@svc/subgraph-server'

@@ -6,7 +6,7 @@
 import type { Job, Queue } from 'bullmq'
 import type { Logger } from 'pino'
 import type { DomainEventJob } from '@svc/outbox'
-import { deliveryIdForEvent } from '../delivery/envelope'
+import { deliveryIdForEvent } from '../domain/envelope'
 import { createDelivery, enqueueDelivery } from '../domain/deliveries'
 import type { EventsModels } from '../models'
 import type { DeliveryJob } from '../queues'

@@ -15,7 +15,7 @@ import { keypairFromPrivateKeyHex } from '@svc/service-auth'
 import { createEndpointClient } from '../delivery/endpoint'
 import { AttemptFailedError, createDeliveryProcessor, deliveryBackoff } from '../delivery/processor'
 import { createGuardedAgent } from '../delivery/transport'
-import { connectEvents } from '../server'
+import { connectEvents } from '../models'
 import { DOMAIN_EVENTS_QUEUE, queuePrefix, WEBHOOK_DELIVERIES_QUEUE, type DeliveryJob } from '../queues'
 import { createDomainEventProcessor } from './domain-events'
 

@@ -16,6 +16,7 @@
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
 import { ENVIRONMENTS } from '@svc/vocabulary'
 import { createOutboxModel, type OutboxModel } from '@svc/outbox'
+import { connectDomain } from '@svc/subgraph-server'
 
 
 /** pending → processing → completed | failed */
@@ -209,6 +210,9 @@ export async function createPaymentsModels(conn: Connection): Promise<PaymentsMo
   await Promise.all([models.Checkout.init(), models.Settlement.init(), models.PaymentRecord.init(), models.ProofSlot.init(), models.AppLink.init()])
   return models
 }
+
+/** The payments domain's own connection and models. */
+export const connectPayments = (mongoUrl: string) => connectDomain(mongoUrl, createPaymentsModels)
 
 /** Re-exported for this domain's code: the one check lives in the subgraph kit. */
 export { isDuplicateKeyError } from '@svc/subgraph-server'

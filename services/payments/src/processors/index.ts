@@ -4,40 +4,9 @@
  * is configured (`liveProcessor: 'none'`), so live checkouts are refused with ProcessorNotConfigured.
  */
 import { ContractError } from '@svc/errors'
-import { TestProcessor } from './test-processor'
 import type { Environment } from '@svc/vocabulary'
-
-/** A card as the checkout page collected it, already checked for form (digits only, Luhn, expiry, CVC). */
-export interface Card {
-  /** digits only */
-  number: string
-  expMonth: number
-  /** four digits */
-  expYear: number
-  cvc: string
-  name: string | null
-}
-
-export interface ChargeRequest {
-  checkoutId: string
-  /** integer minor units: what the buyer pays (the checkout's total) */
-  amount: number
-  currency: string
-  card: Card
-  /** the same for every attempt to charge one checkout: a processor charges it at most once */
-  idempotencyKey: string
-}
-
-/** Declines are the buyer's card; `processing_error` is the processor's own failure. */
-export type ChargeFailureCode = 'card_declined' | 'insufficient_funds' | 'test_card_required' | 'processing_error'
-
-export type ChargeResult = { ok: true; chargeId: string } | { ok: false; code: ChargeFailureCode; message: string }
-
-export interface PaymentProcessor {
-  /** stored on the settlement and in the payment record's `processor` */
-  name: string
-  charge(req: ChargeRequest): Promise<ChargeResult>
-}
+import type { PaymentProcessor } from './processor'
+import { TestProcessor } from './test-processor'
 
 export type LiveProcessorSetting = 'none'
 
@@ -67,3 +36,4 @@ export function createProcessorRegistry(settings: { liveProcessor: LiveProcessor
 }
 
 export { TestProcessor, TEST_CARDS } from './test-processor'
+export type { Card, ChargeFailureCode, ChargeRequest, ChargeResult, PaymentProcessor } from './processor'

@@ -10,7 +10,7 @@
  * (A number that fails the Luhn check never reaches a processor: the card form refuses it first.)
  */
 import { createHash } from 'node:crypto'
-import type { ChargeRequest, ChargeResult, PaymentProcessor } from './index'
+import type { ChargeRequest, ChargeResult, PaymentProcessor } from './processor'
 
 export const TEST_CARDS = {
   succeeds: '4242424242424242',

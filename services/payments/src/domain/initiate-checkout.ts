@@ -1,0 +1,183 @@
+/**
+ * network.svc.payment.initiate: the app starts a hosted checkout.
+ *
+ * It decides, in this order: the product (InvalidProduct), its environment against the one the apps subgraph
+ * resolved (InvalidProduct), a processor for that environment (ProcessorNotConfigured), then, unless the app sells
+ * for itself, the recipient's approval of the app (AppUnauthorized) and the recipient's payout readiness
+ * (RecipientNotPayable), then the money (InvalidProduct when the fees exceed the amount). Only then is the order id
+ * consulted: one checkout per (app, environment, appOrderId), held by a unique index, so concurrent duplicates
+ * converge on one checkout and get its tokens.
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import { encodeProduct, parseProduct } from '@svc/checkout-product'
+import { ContractError } from '@svc/errors'
+import { parseEnvironment, type Environment } from '@svc/vocabulary'
+import { isDuplicateKeyError } from '../models'
+import { appUnauthorized } from './checkout-errors'
+import type { StoredCheckout } from './checkout-view'
+import { nowOf, type PaymentsDomain } from './context'
+import { computeCharges, type ServiceFeeRate } from './fees'
+import { deriveToken, hashToken, newNonce } from './tokens'
+
+/** Payment types a hosted checkout takes today; subscription and ticket come with the billing and tickets domains. */
+export const ONE_TIME_PAYMENT_TYPES: ReadonlySet<string> = new Set(['tip', 'shop'])
+
+/** What the apps subgraph established for this app before the call (GraphQL `CheckoutAuthorizationInput`). */
+export interface CheckoutAuthorization {
+  /** the environment the app works in for this checkout (the product's, else the app's only configured one) */
+  environment: string
+  /** the app's platform fee rates in that environment */
+  serviceFee: ServiceFeeRate
+  /** the app's approval by the recipient; null when there is none */
+  approval: { id: string; status: string; paymentTypes: string[]; feeShareBps: number } | null
+  /** the recipient actor in that environment; null when unknown */
+  recipient: { did: string; displayName?: string | null; payable: boolean; payoutStatus: string } | null
+}
+
+export interface CheckoutStarted {
+  /** the app's status token */
+  token: string
+  /** the buyer's page: `${checkoutUrl}/checkout/<browser token>` */
+  url: string
+  checkoutId: string
+}
+
+type TokenSource = Pick<StoredCheckout, '_id' | 'environment' | 'nonce'>
+
+function tokensOf(d: PaymentsDomain, checkout: TokenSource): { statusToken: string; browserToken: string } {
+  const env = checkout.environment as Environment
+  return {
+    statusToken: deriveToken(d.tokenSecret, 'status', env, checkout._id, checkout.nonce),
+    browserToken: deriveToken(d.tokenSecret, 'browser', env, checkout._id, checkout.nonce),
+  }
+}
+
+function started(d: PaymentsDomain, checkout: TokenSource): CheckoutStarted {
+  const { statusToken, browserToken } = tokensOf(d, checkout)
+  return { token: statusToken, url: `${d.checkoutUrl.replace(/\/+$/, '')}/checkout/${browserToken}`, checkoutId: checkout._id }
+}
+
+/**
+ * Starts a hosted checkout for `appDid`, or returns the existing one of the same app order id: a repeat with the same
+ * product gets the same token and url whatever the attempt's state (one app order id per purchase attempt); a repeat
+ * with a different product is InvalidProduct.
+ */
+export async function initiateCheckout(
+  d: PaymentsDomain,
+  input: { appDid: string; product: string; authorization: CheckoutAuthorization },
+): Promise<CheckoutStarted> {
+  const parsed = parseProduct(input.product)
+  if (!parsed.ok) throw new ContractError('InvalidProduct', `invalid checkout product: ${parsed.reason}`)
+  if (!ONE_TIME_PAYMENT_TYPES.has(parsed.product.paymentType)) {
+    // A subscription needs the billing domain (renewals) and a ticket its hold (tickets domain): charging them as
+    // one-time payments would lose the subscription or oversell the tier, so they are refused until those land.
+    throw new ContractError('InvalidProduct', `invalid checkout product: ${parsed.product.paymentType} checkouts are not available yet (tip and shop are)`)
+  }
+  const product = parsed.product
+  const auth = input.authorization
+  const environment = parseEnvironment(auth.environment)
+  if (product.environment !== undefined && product.environment !== environment) {
+    throw new ContractError('InvalidProduct', `invalid checkout product: it is for ${product.environment}, but this checkout is in ${environment}`)
+  }
+  d.processors.forEnvironment(environment)
+
+  const selfSale = product.recipientDid === input.appDid
+  let feeShareBps = 0
+  let approvalId: string | null = null
+  let recipientName: string | null = null
+  if (selfSale) {
+    // an app selling for itself needs no approval and no payout facts
+    if (auth.recipient?.did === product.recipientDid) recipientName = auth.recipient.displayName ?? null
+  } else {
+    const approval = auth.approval
+    if (!approval) appUnauthorized(`recipient ${product.recipientDid} has not approved this app in ${environment}`)
+    if (approval.status !== 'approved') appUnauthorized(`this app's approval by recipient ${product.recipientDid} is ${approval.status}, not approved`)
+    if (!approval.paymentTypes.includes(product.paymentType)) {
+      appUnauthorized(
+        `recipient ${product.recipientDid} approved this app for ${approval.paymentTypes.join(', ') || 'no'} payments, not ${product.paymentType}`,
+      )
+    }
+    const recipient = auth.recipient
+    if (!recipient) throw new ContractError('RecipientNotPayable', `recipient ${product.recipientDid} is unknown in ${environment}`)
+    if (recipient.did !== product.recipientDid) throw new ContractError('InvalidRequest', 'the recipient facts are of another DID than the product’s')
+    if (!recipient.payable) {
+      throw new ContractError('RecipientNotPayable', `recipient ${product.recipientDid} cannot receive payments now (payout status ${recipient.payoutStatus})`)
+    }
+    feeShareBps = approval.feeShareBps
+    approvalId = approval.id
+    recipientName = recipient.displayName ?? null
+  }
+  const charges = computeCharges({ amount: product.amount, currency: product.currency, serviceFee: auth.serviceFee, feeShareBps, selfSale })
+  // the canonical product string with its environment resolved: naming the environment or not is the same purchase
+  const productHash = createHash('sha256').update(encodeProduct({ ...product, environment })).digest('hex')
+
+  for (let attempt = 1; ; attempt++) {
+    const now = nowOf(d)
+    const _id = `chk_${randomBytes(12).toString('hex')}`
+    const nonce = newNonce()
+    const tokens = tokensOf(d, { _id, environment, nonce })
+    try {
+      await d.models.Checkout.create({
+        _id,
+        appDid: input.appDid,
+        environment,
+        appOrderId: product.appOrderId,
+        productHash,
+        nonce,
+        statusTokenHash: hashToken(tokens.statusToken),
+        browserTokenHash: hashToken(tokens.browserToken),
+        status: 'pending',
+        recipientDid: product.recipientDid,
+        paymentType: product.paymentType,
+        description: product.description,
+        currency: product.currency,
+        amount: product.amount,
+        returnUrl: product.returnUrl,
+        cancelUrl: product.cancelUrl,
+        cadence: product.cadence ?? null,
+        holdId: product.holdId ?? null,
+        selfSale,
+        recipientName,
+        approvalId,
+        feeShareBps,
+        serviceFeeRate: {
+          bps: auth.serviceFee.bps,
+          flatAmount: auth.serviceFee.flatAmount,
+          flatCurrency: auth.serviceFee.flatCurrency,
+          passToBuyer: auth.serviceFee.passToBuyer,
+        },
+        serviceFee: charges.serviceFee,
+        buyerFee: charges.buyerFee,
+        appFee: charges.appFee,
+        total: charges.total,
+        recipientNet: charges.recipientNet,
+        expiresAt: new Date(now.getTime() + d.checkoutExpirySeconds * 1000),
+      })
+      d.logger?.info({ checkoutId: _id, appDid: input.appDid, environment, appOrderId: product.appOrderId }, 'checkout initiated')
+      return started(d, { _id, environment, nonce })
+    } catch (err) {
+      if (!isDuplicateKeyError(err)) throw err
+    }
+    const existing = await d.models.Checkout.findOne(
+      { appDid: input.appDid, environment, appOrderId: product.appOrderId },
+      { _id: 1, environment: 1, nonce: 1, productHash: 1, statusTokenHash: 1 },
+    ).lean()
+    if (!existing) {
+      // the duplicate was a token hash (never in practice): try again with a new id and nonce
+      if (attempt < 3) continue
+      throw new Error('could not create a checkout')
+    }
+    if (existing.productHash !== productHash) {
+      throw new ContractError(
+        'InvalidProduct',
+        `appOrderId ${product.appOrderId} was already used for a different product; use a new appOrderId for each purchase attempt`,
+      )
+    }
+    const again = started(d, existing as TokenSource)
+    if (hashToken(again.token) !== existing.statusTokenHash) {
+      // the token secret changed since this checkout started: its tokens cannot be derived again
+      throw new Error(`checkout ${existing._id}: the payment token secret changed since it started`)
+    }
+    return again
+  }
+}

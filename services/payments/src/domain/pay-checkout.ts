@@ -1,0 +1,57 @@
+/** The buyer pays on the hosted checkout page: the one call that charges a card. */
+import { TID } from '@atproto/common'
+import type { Environment } from '@svc/vocabulary'
+import type { Card, PaymentProcessor } from '../processors'
+import { validateCard, type CardInput } from './card'
+import { checkoutClosed } from './checkout-errors'
+import { findByBrowserToken, toCheckoutView, type CheckoutView, type StoredCheckout } from './checkout-view'
+import { nowOf, type PaymentsDomain } from './context'
+import { claimSettlement, FAILURE_MESSAGES, finishSettlement, recordOutcome, recoverCheckout, type SettlementOutcome } from './settlement'
+
+const PROCESSOR_TIMEOUT_MS = 30_000
+
+async function charge(d: PaymentsDomain, processor: PaymentProcessor, checkout: StoredCheckout, card: Card): Promise<SettlementOutcome> {
+  const timeoutMs = d.processorTimeoutMs ?? PROCESSOR_TIMEOUT_MS
+  let timer: NodeJS.Timeout | undefined
+  try {
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`processor ${processor.name} did not answer within ${timeoutMs} ms`)), timeoutMs)
+    })
+    const result = await Promise.race([
+      processor.charge({ checkoutId: checkout._id, amount: checkout.total, currency: checkout.currency, card, idempotencyKey: `checkout:${checkout._id}` }),
+      timeout,
+    ])
+    if (result.ok) return { ok: true, chargeId: result.chargeId }
+    return { ok: false, reason: result.code === 'processing_error' ? 'processor_error' : 'declined', code: result.code, message: result.message }
+  } catch (err) {
+    // never log the card: only the processor's error
+    d.logger?.error({ checkoutId: checkout._id, err: (err as Error).message }, 'payment processor call failed')
+    return { ok: false, reason: 'processor_error', code: 'processing_error', message: FAILURE_MESSAGES.processorUnreachable }
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/**
+ * The buyer pays: the card form is checked first (InvalidRequest; the checkout stays payable), then the settlement
+ * is claimed (someone else had it: CheckoutClosed), the checkout is `processing` while the processor charges, and
+ * the outcome ends it (completed, or failed as declined / processor_error). Never charges a checkout twice.
+ */
+export async function payCheckout(d: PaymentsDomain, browserToken: string, cardInput: CardInput): Promise<CheckoutView> {
+  const { checkout, reload } = await findByBrowserToken(d, browserToken)
+  if (checkout.status !== 'pending') throw checkoutClosed()
+  const card = validateCard(cardInput, nowOf(d))
+  const processor = d.processors.forEnvironment(checkout.environment as Environment)
+  const won = await claimSettlement(d, checkout, 'payment', { processor: processor.name, recordTid: TID.nextStr() })
+  if (!won) {
+    await recoverCheckout(d, checkout._id)
+    throw checkoutClosed()
+  }
+  await d.models.Checkout.updateOne({ _id: checkout._id, status: 'pending' }, { $set: { status: 'processing' } })
+  const outcome = await charge(d, processor, checkout, card)
+  await recordOutcome(d, checkout._id, outcome)
+  await finishSettlement(d, checkout._id)
+  const after = await reload()
+  if (!after) throw new Error(`checkout ${checkout._id} vanished`)
+  return toCheckoutView(after)
+}

@@ -1,0 +1,50 @@
+/**
+ * The periodic sweep (the service's sweeper, or once: `npm run operator:payments -- sweep`): ends the checkouts no
+ * read will end, so every abandoned checkout expires and every recorded outcome is applied.
+ */
+import type { CheckoutDoc } from '../models'
+import { nowOf, type PaymentsDomain } from './context'
+import { expireCheckout, recoverCheckout } from './settlement'
+
+type StoredCheckout = CheckoutDoc & { _id: string }
+
+export interface SweepResult {
+  expired: number
+  recovered: number
+  /** checkouts whose settlement failed this time (logged; the next sweep tries again) */
+  failed: number
+}
+
+/**
+ * The periodic sweep: expires pending checkouts past expiresAt and finishes processing ones whose outcome is known
+ * (or whose payment claim went stale). At most `limit` of each per run.
+ */
+export async function sweepCheckouts(d: PaymentsDomain, opts: { limit?: number } = {}): Promise<SweepResult> {
+  const limit = opts.limit ?? 500
+  const result: SweepResult = { expired: 0, recovered: 0, failed: 0 }
+  const each = async (checkoutId: string, step: () => Promise<void>) => {
+    try {
+      await step()
+    } catch (err) {
+      result.failed++
+      d.logger?.error({ err, checkoutId }, 'checkout sweep: settling failed')
+    }
+  }
+  const due = await d.models.Checkout.find({ status: 'pending', expiresAt: { $lte: nowOf(d) } }, { _id: 1, environment: 1, appDid: 1 })
+    .limit(limit)
+    .lean()
+  for (const checkout of due) {
+    await each(checkout._id as string, async () => {
+      const outcome = await expireCheckout(d, checkout as Pick<StoredCheckout, '_id' | 'environment' | 'appDid'>)
+      if (outcome === 'expired') result.expired++
+      else if (outcome === 'recovered') result.recovered++
+    })
+  }
+  const processing = await d.models.Checkout.find({ status: 'processing' }, { _id: 1 }).limit(limit).lean()
+  for (const checkout of processing) {
+    await each(checkout._id as string, async () => {
+      if (await recoverCheckout(d, checkout._id as string)) result.recovered++
+    })
+  }
+  return result
+}
