@@ -59,7 +59,7 @@ async function main() {
   const app = await generateDidKeyKeypair('ES256K')
   const creatorDid = `did:plc:example${Date.now().toString(36)}`
   const apps = await connectApps(config.mongoUrl)
-  await registerApp(apps.models, { did: app.did, environment: 'test', appUrl: APP_URL, feeShareBps: 500, ticketFee: { bps: 290, flatAmount: 30, flatCurrency: 'usd' } })
+  await registerApp({ models: apps.models }, { did: app.did, environment: 'test', appUrl: APP_URL, feeShareBps: 500, ticketFee: { bps: 290, flatAmount: 30, flatCurrency: 'usd' } })
   await apps.conn.close()
   const actors = await connectActors(config.mongoUrl)
   await upsertActor(actors.models, { did: creatorDid, environment: 'test', displayName: 'Ada Example' })
