@@ -252,7 +252,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
       return `${DASHBOARD_COOKIE}=${cookie}`
     },
     newActor: (o) =>
-      upsertActor(actorsDb.models, {
+      upsertActor({ models: actorsDb.models }, {
         did: o.did ?? `did:plc:${randomBytes(12).toString('hex')}`,
         environment: o.environment,
         kind: o.kind,
