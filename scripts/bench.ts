@@ -188,7 +188,7 @@ async function main() {
   const { conn, models } = await connectApps(mongoUrl.toString())
   try {
     const app = await generateDidKeyKeypair('ES256K')
-    await registerApp(models, { did: app.did, environment: 'test', appUrl: 'https://bench.example', feeShareBps: 100 })
+    await registerApp({ models }, { did: app.did, environment: 'test', appUrl: 'https://bench.example', feeShareBps: 100 })
     const api = `http://${host}:${ports.api}/xrpc`
     const appContext = () => signContext(secret, { principal: { kind: 'app', appDid: app.did }, requestId: randomBytes(8).toString('hex') })
 

@@ -59,10 +59,10 @@ async function main() {
   const app = await generateDidKeyKeypair('ES256K')
   const creatorDid = `did:plc:example${Date.now().toString(36)}`
   const apps = await connectApps(config.mongoUrl)
-  await registerApp(apps.models, { did: app.did, environment: 'test', appUrl: APP_URL, feeShareBps: 500, ticketFee: { bps: 290, flatAmount: 30, flatCurrency: 'usd' } })
+  await registerApp({ models: apps.models }, { did: app.did, environment: 'test', appUrl: APP_URL, feeShareBps: 500, ticketFee: { bps: 290, flatAmount: 30, flatCurrency: 'usd' } })
   await apps.conn.close()
   const actors = await connectActors(config.mongoUrl)
-  await upsertActor(actors.models, { did: creatorDid, environment: 'test', displayName: 'Ada Example' })
+  await upsertActor({ models: actors.models }, { did: creatorDid, environment: 'test', displayName: 'Ada Example' })
   await actors.conn.close()
   console.log(`1. app ${app.did} registered in test (appUrl ${APP_URL})`)
   console.log(`2. creator ${creatorDid} (payout onboarding not done)`)

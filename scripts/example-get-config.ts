@@ -13,7 +13,7 @@ async function main() {
   console.log(`1. app identity          ${app.did}`)
 
   const { conn, models } = await connectApps(config.mongoUrl)
-  await registerApp(models, { did: app.did, environment: 'test', appUrl: 'http://localhost:3000', feeShareBps: 250 })
+  await registerApp({ models }, { did: app.did, environment: 'test', appUrl: 'http://localhost:3000', feeShareBps: 250 })
   await conn.close()
   console.log('2. registered in test    (what `npm run operator -- register-app` does)')
 

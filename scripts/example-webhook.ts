@@ -54,8 +54,8 @@ async function main() {
   // 1: the operator's part
   const app = await generateDidKeyKeypair('ES256K')
   const apps = await connectApps(config.mongoUrl)
-  await registerApp(apps.models, { did: app.did, environment: 'test', appUrl: 'http://localhost:3000', feeShareBps: 0, ticketFee: { bps: 0, flatAmount: 0, flatCurrency: 'usd' } })
-  const { key: apiKey } = await issueApiKey(apps.models, {
+  await registerApp({ models: apps.models }, { did: app.did, environment: 'test', appUrl: 'http://localhost:3000', feeShareBps: 0, ticketFee: { bps: 0, flatAmount: 0, flatCurrency: 'usd' } })
+  const { key: apiKey } = await issueApiKey({ models: apps.models }, {
     appDid: app.did,
     environment: 'test',
     permissions: ['webhook.test.write', 'webhook.deliveries.read', 'webhook.deliveries.redrive'],

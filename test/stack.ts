@@ -234,12 +234,12 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     async newApp(o = {}) {
       const { did, keypair } = await generateDidKeyKeypair(o.alg ?? 'ES256K')
       for (const environment of o.environments ?? ['test']) {
-        await registerApp(models, { did, environment, appUrl: o.appUrl ?? 'https://app.example.com', feeShareBps: 500, ticketFee: { bps: 250, flatAmount: 30, flatCurrency: 'usd' } })
+        await registerApp({ models }, { did, environment, appUrl: o.appUrl ?? 'https://app.example.com', feeShareBps: 500, ticketFee: { bps: 250, flatAmount: 30, flatCurrency: 'usd' } })
       }
       return {
         did,
         jwt: (lxm, j = {}) => mintServiceJwt({ keypair, iss: did, aud: j.aud ?? serviceDid, lxm, expiresInSeconds: j.expiresInSeconds }),
-        apiKey: async (environment, permissions = ['app.config.read']) => (await issueApiKey(models, { appDid: did, environment, permissions })).key,
+        apiKey: async (environment, permissions = ['app.config.read']) => (await issueApiKey({ models }, { appDid: did, environment, permissions })).key,
       }
     },
     async dashboardLoginUrl(actorDid, environment) {
@@ -251,7 +251,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
       return `${DASHBOARD_COOKIE}=${cookie}`
     },
     newActor: (o) =>
-      upsertActor(actorsDb.models, {
+      upsertActor({ models: actorsDb.models }, {
         did: o.did ?? `did:plc:${randomBytes(12).toString('hex')}`,
         environment: o.environment,
         kind: o.kind,

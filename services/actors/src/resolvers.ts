@@ -1,19 +1,14 @@
 import type { GraphQLResolverMap } from '@apollo/subgraph'
 import { ContractError } from '@svc/errors'
 import type { SubgraphContext } from '@svc/subgraph-server'
-import type { ActorsModels } from './models'
 import type { Principal } from '@svc/internal-context'
-import {
-  completeTestPayoutOnboarding,
-  findActor,
-  getPayoutStatus,
-  lookupActor,
-  toActorView,
-} from './domain/actors'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
+import type { ActorsDomain } from './domain/context'
+import { findActor, getPayoutStatus, lookupActor } from './domain/queries'
+import { completeTestPayoutOnboarding } from './domain/test-payout-onboarding'
 
 export interface ActorsContext extends SubgraphContext {
-  models: ActorsModels
+  domain: ActorsDomain
 }
 
 interface AppAccess {
@@ -54,27 +49,26 @@ function allowReference(ctx: ActorsContext, environment: Environment): void {
 
 export const resolvers: GraphQLResolverMap<ActorsContext> = {
   Query: {
-    actor: async (_: unknown, args: { did: string; environment: string }, ctx: ActorsContext) => {
+    actor: (_: unknown, args: { did: string; environment: string }, ctx: ActorsContext) => {
       if (ctx.principal.kind !== 'operator') throw new ContractError('NotAllowed', 'this operation is for operator callers')
-      const doc = await ctx.models.Actor.findOne({ did: args.did, environment: parseEnvironment(args.environment) }).lean()
-      return doc ? toActorView(doc) : null
+      return lookupActor(ctx.domain, args.did, parseEnvironment(args.environment))
     },
     dashboardActor: (_: unknown, _args: unknown, ctx: ActorsContext) => {
       const p = dashboard(ctx)
-      return lookupActor(ctx.models, p.actorDid, parseEnvironment(p.environment))
+      return lookupActor(ctx.domain, p.actorDid, parseEnvironment(p.environment))
     },
   },
   Mutation: {
     completeTestPayoutOnboarding: (_: unknown, _args: unknown, ctx: ActorsContext) => {
       const p = dashboard(ctx)
-      return completeTestPayoutOnboarding(ctx.models, p.actorDid, parseEnvironment(p.environment))
+      return completeTestPayoutOnboarding(ctx.domain, p.actorDid, parseEnvironment(p.environment))
     },
   },
   ActorProfile: {
     __resolveReference: async (ref: { did: string; environment: string }, ctx: ActorsContext) => {
       if (ref.environment !== 'test' && ref.environment !== 'live') return null
       allowReference(ctx, ref.environment)
-      return typeof ref.did === 'string' ? lookupActor(ctx.models, ref.did, ref.environment) : null
+      return typeof ref.did === 'string' ? lookupActor(ctx.domain, ref.did, ref.environment) : null
     },
   },
   AppAccess: {
@@ -84,11 +78,11 @@ export const resolvers: GraphQLResolverMap<ActorsContext> = {
     }),
     payoutStatus: (access: AppAccess, args: { actor?: string | null }, ctx: ActorsContext) => {
       allow(ctx, access)
-      return getPayoutStatus(ctx.models, access.environment, args.actor)
+      return getPayoutStatus(ctx.domain, access.environment, args.actor)
     },
     profile: (access: AppAccess, args: { actor: string }, ctx: ActorsContext) => {
       allow(ctx, access)
-      return findActor(ctx.models, access.environment, args.actor)
+      return findActor(ctx.domain, access.environment, args.actor)
     },
   },
 }

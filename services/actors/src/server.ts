@@ -22,6 +22,6 @@ export function startActorsService(opts: ActorsServiceOptions) {
     typeDefs,
     resolvers,
     createModels: createActorsModels,
-    extendContext: (base, models): ActorsContext => ({ ...base, models }),
+    extendContext: (base, models): ActorsContext => ({ ...base, domain: { models, logger: base.log } }),
   })
 }

@@ -61,7 +61,7 @@ afterAll(async () => {
 describe('dashboardActor', () => {
   test("the signed-in creator's actor in the session's environment; null when it has none there", async () => {
     const did = newDid()
-    await upsertActor(actors.models, { did, environment: 'test', displayName: 'Ada' })
+    await upsertActor({ models: actors.models }, { did, environment: 'test', displayName: 'Ada' })
     expect(await gql(dashboard(did), ME)).toEqual({
       data: {
         dashboardActor: {
@@ -88,43 +88,43 @@ describe('dashboardActor', () => {
 describe('completeTestPayoutOnboarding', () => {
   test('test: the payout account becomes ready (payable); repeating it is harmless', async () => {
     const did = newDid()
-    await upsertActor(actors.models, { did, environment: 'test' })
-    await upsertActor(actors.models, { did, environment: 'live' })
+    await upsertActor({ models: actors.models }, { did, environment: 'test' })
+    await upsertActor({ models: actors.models }, { did, environment: 'live' })
     const res = await gql(dashboard(did), ONBOARD)
     expect(res).toEqual({ data: { completeTestPayoutOnboarding: { did, environment: 'test', payable: true, payoutStatus: 'ready' } } })
     expect((await gql(dashboard(did), ONBOARD)).data.completeTestPayoutOnboarding.payoutStatus).toBe('ready')
     // the live actor of the same DID is untouched
-    expect((await lookupActor(actors.models, did, 'live'))?.payoutStatus).toBe('onboarding-required')
+    expect((await lookupActor({ models: actors.models }, did, 'live'))?.payoutStatus).toBe('onboarding-required')
   })
 
   test('live → NotAllowed (the live processor is not configured), nothing changes', async () => {
     const did = newDid()
-    await upsertActor(actors.models, { did, environment: 'live' })
+    await upsertActor({ models: actors.models }, { did, environment: 'live' })
     const res = await gql(dashboard(did, 'live'), ONBOARD)
     expect(codeOf(res)).toBe('NotAllowed')
     expect(res.errors?.[0]?.message).toBe('payout onboarding in live goes through the live processor, which is not configured')
-    expect((await lookupActor(actors.models, did, 'live'))?.payoutStatus).toBe('onboarding-required')
+    expect((await lookupActor({ models: actors.models }, did, 'live'))?.payoutStatus).toBe('onboarding-required')
   })
 
   test('no actor in the environment → ActorNotFound, nothing is created', async () => {
     const did = newDid()
     expect(codeOf(await gql(dashboard(did), ONBOARD))).toBe('ActorNotFound')
     expect(await actors.models.Actor.countDocuments({ did })).toBe(0)
-    await expect(completeTestPayoutOnboarding(actors.models, did, 'test')).rejects.toBeInstanceOf(ContractError)
+    await expect(completeTestPayoutOnboarding({ models: actors.models }, did, 'test')).rejects.toBeInstanceOf(ContractError)
   })
 
   test('any other principal → NotAllowed, nothing changes', async () => {
     const did = newDid()
-    await upsertActor(actors.models, { did, environment: 'test' })
+    await upsertActor({ models: actors.models }, { did, environment: 'test' })
     for (const p of others) expect(codeOf(await gql(p, ONBOARD))).toBe('NotAllowed')
-    expect((await lookupActor(actors.models, did, 'test'))?.payoutStatus).toBe('onboarding-required')
+    expect((await lookupActor({ models: actors.models }, did, 'test'))?.payoutStatus).toBe('onboarding-required')
   })
 })
 
 describe('ActorProfile entity', () => {
   test('resolves the actor of a DID in an environment, or null', async () => {
     const did = newDid()
-    await upsertActor(actors.models, { did, environment: 'test', payoutStatus: 'ready' })
+    await upsertActor({ models: actors.models }, { did, environment: 'test', payoutStatus: 'ready' })
     const app: Principal = { kind: 'app', appDid: 'did:web:app.example.com' }
     expect((await gql(app, ENTITY(did, 'test'))).data._entities).toEqual([{ did, environment: 'test', payoutStatus: 'ready', payable: true }])
     expect((await gql(app, ENTITY(did, 'live'))).data._entities).toEqual([null])
@@ -134,7 +134,7 @@ describe('ActorProfile entity', () => {
 
   test('apps and operators read any actor; a dashboard session only actors of its environment; others NotAllowed', async () => {
     const did = newDid()
-    await upsertActor(actors.models, { did, environment: 'test' })
+    await upsertActor({ models: actors.models }, { did, environment: 'test' })
     expect((await gql({ kind: 'operator', id: 'ops' }, ENTITY(did, 'test'))).data._entities[0].did).toBe(did)
     expect((await gql(dashboard(did), ENTITY(did, 'test'))).data._entities[0].did).toBe(did)
     expect(codeOf(await gql(dashboard(did, 'live'), ENTITY(did, 'test')))).toBe('NotAllowed')

@@ -49,7 +49,7 @@ beforeAll(async () => {
     port: 0,
     logger: pino({ level: 'silent' }),
   })
-  await upsertActor(actors.models, { did: ACTOR, environment: 'test', payoutStatus: 'ready' })
+  await upsertActor({ models: actors.models }, { did: ACTOR, environment: 'test', payoutStatus: 'ready' })
 })
 
 afterAll(async () => {

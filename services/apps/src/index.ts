@@ -1,6 +1,7 @@
 export * from './server'
 export * from './models'
 export { typeDefs } from './schema'
+export type { AppsDomain, UpdatePolicy } from './domain/context'
 export { registerApp } from './domain/registration'
 export { issueApiKey, revokeApiKey } from './domain/api-keys'
 export { hashApiKey, API_KEY_PATTERN } from '@svc/api-keys'

@@ -2,33 +2,37 @@ import type { GraphQLResolverMap } from '@apollo/subgraph'
 import { ContractError } from '@svc/errors'
 import type { SubgraphContext } from '@svc/subgraph-server'
 import type { Principal } from '@svc/internal-context'
-import type { AppsModels } from './models'
-import { eventEndpointOf, findAppEnvironment, getAppConfig, resolveAppAccess, toView, updateAppConfig, type UpdateAppConfigInput, type UpdatePolicy } from './domain/app-config'
-import { getDeveloperAccess, getDeveloperConfig } from './domain/developer-config'
+import { parseEnvironment, SERVICE_PRINCIPALS, type Environment } from '@svc/vocabulary'
+import type { AppsDomain } from './domain/context'
+import { resolveAppAccess } from './domain/app-access'
+import { toAppConfigView } from './domain/app-config-view'
+import { findAppEnvironment } from './domain/app-environment'
+import { findApp, listAppEnvironments } from './domain/apps'
+import { getDeveloperAccess } from './domain/developer-access'
+import { getDeveloperConfig } from './domain/developer-config'
+import { getEventEndpoint } from './domain/event-endpoint'
+import { getAppConfig } from './domain/get-app-config'
 import { listRequests, recordRequest, type RequestLogInput } from './domain/request-log'
+import { updateAppConfig, type UpdateAppConfigInput } from './domain/update-app-config'
 import {
   acceptApproval,
   approvalUrls,
   blockApproval,
   declineApproval,
   findAppApproval,
+  findApproval,
   getDashboardApproval,
   listDashboardApprovals,
   requestRecipientApproval,
   revokeApproval,
-  toApprovalView,
   unblockApproval,
   type DashboardActor,
   type RecipientApprovalInput,
   type RecipientApprovalView,
 } from './domain/recipient-approvals'
-import { parseEnvironment, SERVICE_PRINCIPALS, type Environment } from '@svc/vocabulary'
 
 export interface AppsContext extends SubgraphContext {
-  models: AppsModels
-  policy: UpdatePolicy
-  /** base of the creator dashboard's pages, e.g. http://127.0.0.1:4001/dashboard */
-  dashboardUrl: string
+  domain: AppsDomain
   /** per-request memo of lookups repeated across a list (an approval's app and origin) */
   memo: Map<string, Promise<unknown>>
 }
@@ -81,46 +85,46 @@ function canSee(ctx: AppsContext, a: RecipientApprovalView): boolean {
 export const resolvers: GraphQLResolverMap<AppsContext> = {
   Query: {
     appConfig: (_: unknown, args: { environment: string }, ctx: AppsContext) =>
-      getAppConfig(ctx.models, require(ctx, 'app').appDid, args.environment),
+      getAppConfig(ctx.domain, require(ctx, 'app').appDid, args.environment),
     appAccess: (_: unknown, args: { environment?: string | null }, ctx: AppsContext) =>
-      resolveAppAccess(ctx.models, require(ctx, 'app').appDid, args.environment),
+      resolveAppAccess(ctx.domain, require(ctx, 'app').appDid, args.environment),
     developerConfig: (_: unknown, args: { app?: string | null; environment?: string | null }, ctx: AppsContext) =>
-      getDeveloperConfig(ctx.models, require(ctx, 'apiKey').keyHash, args.app, args.environment),
+      getDeveloperConfig(ctx.domain, require(ctx, 'apiKey').keyHash, args.app, args.environment),
     developerAccess: (
       _: unknown,
       args: { app?: string | null; environment?: string | null; permission: string; liveAllowed?: boolean | null },
       ctx: AppsContext,
-    ) => getDeveloperAccess(ctx.models, require(ctx, 'apiKey').keyHash, args),
+    ) => getDeveloperAccess(ctx.domain, require(ctx, 'apiKey').keyHash, args),
     eventEndpoint: async (_: unknown, args: { appDid: string; environment: string }, ctx: AppsContext) => {
       const p = require(ctx, 'service', 'operator')
       if (p.kind === 'service' && p.name !== SERVICE_PRINCIPALS.events) throw new ContractError('NotAllowed', 'eventEndpoint is for the events workers and operators')
-      return eventEndpointOf(await findAppEnvironment(ctx.models, args.appDid, parseEnvironment(args.environment)))
+      return getEventEndpoint(ctx.domain, args.appDid, parseEnvironment(args.environment))
     },
     app: async (_: unknown, args: { did: string }, ctx: AppsContext) => {
       require(ctx, 'operator')
-      return ctx.models.App.findOne({ did: args.did }).lean()
+      return findApp(ctx.domain, args.did)
     },
     requestLog: (_: unknown, args: { environment?: string | null; appDid?: string | null; limit?: number | null }, ctx: AppsContext) => {
       require(ctx, 'operator')
-      return listRequests(ctx.models, args)
+      return listRequests(ctx.domain, args)
     },
-    dashboardApprovals: (_: unknown, _args: unknown, ctx: AppsContext) => listDashboardApprovals(ctx.models, dashboardActor(ctx)),
-    dashboardApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => getDashboardApproval(ctx.models, dashboardActor(ctx), args.id),
+    dashboardApprovals: (_: unknown, _args: unknown, ctx: AppsContext) => listDashboardApprovals(ctx.domain, dashboardActor(ctx)),
+    dashboardApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => getDashboardApproval(ctx.domain, dashboardActor(ctx), args.id),
   },
   Mutation: {
     requestRecipientApproval: (_: unknown, args: { input: RecipientApprovalInput }, ctx: AppsContext) =>
-      requestRecipientApproval(ctx.models, require(ctx, 'app').appDid, args.input),
+      requestRecipientApproval(ctx.domain, require(ctx, 'app').appDid, args.input),
     acceptRecipientApproval: (_: unknown, args: { id: string; termsHash: string }, ctx: AppsContext) =>
-      acceptApproval(ctx.models, dashboardActor(ctx), args.id, args.termsHash),
-    declineRecipientApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => declineApproval(ctx.models, dashboardActor(ctx), args.id),
-    revokeRecipientApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => revokeApproval(ctx.models, dashboardActor(ctx), args.id),
-    blockRecipientApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => blockApproval(ctx.models, dashboardActor(ctx), args.id),
-    unblockRecipientApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => unblockApproval(ctx.models, dashboardActor(ctx), args.id),
+      acceptApproval(ctx.domain, dashboardActor(ctx), args.id, args.termsHash),
+    declineRecipientApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => declineApproval(ctx.domain, dashboardActor(ctx), args.id),
+    revokeRecipientApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => revokeApproval(ctx.domain, dashboardActor(ctx), args.id),
+    blockRecipientApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => blockApproval(ctx.domain, dashboardActor(ctx), args.id),
+    unblockRecipientApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => unblockApproval(ctx.domain, dashboardActor(ctx), args.id),
     updateAppConfig: (_: unknown, args: { input: UpdateAppConfigInput }, ctx: AppsContext) =>
-      updateAppConfig(ctx.models, ctx.policy, require(ctx, 'app').appDid, args.input),
+      updateAppConfig(ctx.domain, require(ctx, 'app').appDid, args.input),
     recordDeveloperRequest: async (_: unknown, args: { input: RequestLogInput }, ctx: AppsContext) => {
       require(ctx, 'service')
-      await recordRequest(ctx.models, args.input)
+      await recordRequest(ctx.domain, args.input)
       return true
     },
   },
@@ -129,11 +133,11 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
     __resolveReference: (ref: { appDid: string; environment: string }) => ({ appDid: ref.appDid, environment: ref.environment }),
     recipientApproval: (access: AppAccessRef, args: { recipientDid: string }, ctx: AppsContext) => {
       allowAccess(ctx, access)
-      return findAppApproval(ctx.models, access.appDid, parseEnvironment(access.environment), args.recipientDid)
+      return findAppApproval(ctx.domain, access.appDid, parseEnvironment(access.environment), args.recipientDid)
     },
     config: async (access: AppAccessRef, _: unknown, ctx: AppsContext) => {
       allowAccess(ctx, access)
-      return toView(await findAppEnvironment(ctx.models, access.appDid, parseEnvironment(access.environment)))
+      return toAppConfigView(await findAppEnvironment(ctx.domain, access.appDid, parseEnvironment(access.environment)))
     },
   },
   ActorProfile: {
@@ -143,32 +147,30 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
       const p = ctx.principal
       const own = p.kind === 'dashboard' && p.actorDid === who.actorDid && p.environment === who.environment
       if (!own && p.kind !== 'operator') throw new ContractError('NotAllowed', "an actor's approval requests are for its own dashboard session and operators")
-      return listDashboardApprovals(ctx.models, who)
+      return listDashboardApprovals(ctx.domain, who)
     },
   },
   RecipientApproval: {
     __resolveReference: async (ref: { id: string }, ctx: AppsContext) => {
-      const doc = typeof ref.id === 'string' ? await ctx.models.RecipientApproval.findOne({ id: ref.id }).lean() : null
-      const view = doc ? toApprovalView(doc) : null
+      const view = await findApproval(ctx.domain, ref.id)
       return view && canSee(ctx, view) ? view : null
     },
     app: async (a: RecipientApprovalView, _: unknown, ctx: AppsContext) =>
-      (await memo(ctx, `app:${a.appDid}`, () => ctx.models.App.findOne({ did: a.appDid }).lean())) ?? { did: a.appDid, name: null },
+      (await memo(ctx, `app:${a.appDid}`, () => findApp(ctx.domain, a.appDid))) ?? { did: a.appDid, name: null },
     appOrigin: async (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => {
-      const config = await memo(ctx, `env:${a.appDid}:${a.environment}`, () => findAppEnvironment(ctx.models, a.appDid, a.environment))
+      const config = await memo(ctx, `env:${a.appDid}:${a.environment}`, () => findAppEnvironment(ctx.domain, a.appDid, a.environment))
       return config.appUrl
     },
-    dashboardUrl: (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => approvalUrls(ctx.dashboardUrl, a.id).dashboardUrl,
-    onboardingUrl: (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => approvalUrls(ctx.dashboardUrl, a.id).onboardingUrl,
+    dashboardUrl: (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => approvalUrls(ctx.domain.dashboardUrl, a.id).dashboardUrl,
+    onboardingUrl: (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => approvalUrls(ctx.domain.dashboardUrl, a.id).onboardingUrl,
     recipient: (a: RecipientApprovalView) => ({ did: a.recipientDid, environment: a.environment }),
   },
   App: {
-    __resolveReference: (ref: { did: string }, ctx: AppsContext) => ctx.models.App.findOne({ did: ref.did }).lean(),
+    __resolveReference: (ref: { did: string }, ctx: AppsContext) => findApp(ctx.domain, ref.did),
     createdAt: (app: { createdAt?: Date }) => (app.createdAt ?? new Date(0)).toISOString(),
     environments: async (app: { did: string }, _: unknown, ctx: AppsContext) => {
       require(ctx, 'operator')
-      const docs = await ctx.models.AppEnvironment.find({ appDid: app.did }).sort({ environment: 1 }).lean()
-      return docs.map(toView)
+      return listAppEnvironments(ctx.domain, app.did)
     },
   },
 }

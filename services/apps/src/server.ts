@@ -2,6 +2,7 @@
 import type { Logger } from 'pino'
 import { startOutboxRelay } from '@svc/outbox'
 import { connectDomain, startDomainSubgraph } from '@svc/subgraph-server'
+import type { AppsDomain } from './domain/context'
 import { createAppsModels, type AppsModels } from './models'
 import { resolvers, type AppsContext } from './resolvers'
 import { typeDefs } from './schema'
@@ -22,7 +23,11 @@ export interface AppsServiceOptions {
 export const connectApps = (mongoUrl: string) => connectDomain(mongoUrl, createAppsModels)
 
 export async function startAppsService(opts: AppsServiceOptions): Promise<{ url: string; models: AppsModels; stop(): Promise<void> }> {
-  const policy = { allowLoopbackWebhooksInTest: opts.allowLoopbackWebhooksInTest }
+  const settings: Omit<AppsDomain, 'models'> = {
+    policy: { allowLoopbackWebhooksInTest: opts.allowLoopbackWebhooksInTest },
+    dashboardUrl: opts.dashboardUrl,
+    logger: opts.logger,
+  }
   const running = await startDomainSubgraph({
     mongoUrl: opts.mongoUrl,
     contextSecret: opts.contextSecret,
@@ -33,7 +38,7 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
     typeDefs,
     resolvers,
     createModels: createAppsModels,
-    extendContext: (base, models): AppsContext => ({ ...base, models, policy, dashboardUrl: opts.dashboardUrl, memo: new Map() }),
+    extendContext: (base, models): AppsContext => ({ ...base, domain: { ...settings, models, logger: base.log }, memo: new Map() }),
   })
   const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'apps', logger: opts.logger }) : null
   return {

@@ -7,7 +7,11 @@ import type mongoose from 'mongoose'
 import { contractError, isolate } from '@svc/testing'
 import { connectApps, type AppsModels } from '../src'
 import { registerApp } from '../src/domain/registration'
-import { eventEndpointOf, findAppEnvironment, getAppConfig, updateAppConfig, type UpdatePolicy } from '../src/domain/app-config'
+import type { UpdatePolicy } from '../src/domain/context'
+import { findAppEnvironment } from '../src/domain/app-environment'
+import { eventEndpointOf } from '../src/domain/event-endpoint'
+import { getAppConfig } from '../src/domain/get-app-config'
+import { updateAppConfig } from '../src/domain/update-app-config'
 
 let conn: mongoose.Connection
 let models: AppsModels
@@ -16,7 +20,7 @@ const policy: UpdatePolicy = { allowLoopbackWebhooksInTest: false, resolve: asyn
 
 async function newApp(environment: 'test' | 'live' = 'test'): Promise<string> {
   const did = `did:web:channel${++seq}-${Date.now().toString(36)}.example.com`
-  await registerApp(models, { did, environment, appUrl: 'https://app.example.com', feeShareBps: 0 })
+  await registerApp({ models }, { did, environment, appUrl: 'https://app.example.com', feeShareBps: 0 })
   return did
 }
 
@@ -31,28 +35,28 @@ afterAll(async () => {
 
 it('a new configuration: webhook channel, nothing configured, not paused', async () => {
   const did = await newApp()
-  expect((await getAppConfig(models, did, 'test')).webhook).toEqual({ configured: false, url: null, paused: false, channel: 'webhook', receiverUrl: null })
-  expect(eventEndpointOf(await findAppEnvironment(models, did, 'test'))).toEqual({ appDid: did, environment: 'test', channel: 'webhook', url: null, configured: false, paused: false })
+  expect((await getAppConfig({ models }, did, 'test')).webhook).toEqual({ configured: false, url: null, paused: false, channel: 'webhook', receiverUrl: null })
+  expect(eventEndpointOf(await findAppEnvironment({ models }, did, 'test'))).toEqual({ appDid: did, environment: 'test', channel: 'webhook', url: null, configured: false, paused: false })
 })
 
 it('xrpc with a receiver origin; the endpoint is the receiver; switching back uses the webhook URL', async () => {
   const did = await newApp()
-  const view = await updateAppConfig(models, policy, did, { environment: 'test', eventChannel: 'xrpc', receiverUrl: 'https://receiver.example.com/' })
+  const view = await updateAppConfig({ models, policy }, did, { environment: 'test', eventChannel: 'xrpc', receiverUrl: 'https://receiver.example.com/' })
   expect(view.webhook).toEqual({ configured: true, url: null, paused: false, channel: 'xrpc', receiverUrl: 'https://receiver.example.com' })
-  expect(eventEndpointOf(await findAppEnvironment(models, did, 'test'))).toMatchObject({ channel: 'xrpc', url: 'https://receiver.example.com', configured: true })
-  const back = await updateAppConfig(models, policy, did, { environment: 'test', eventChannel: 'webhook', webhookUrl: 'https://hooks.example.com/svc', webhookPaused: true })
+  expect(eventEndpointOf(await findAppEnvironment({ models }, did, 'test'))).toMatchObject({ channel: 'xrpc', url: 'https://receiver.example.com', configured: true })
+  const back = await updateAppConfig({ models, policy }, did, { environment: 'test', eventChannel: 'webhook', webhookUrl: 'https://hooks.example.com/svc', webhookPaused: true })
   expect(back.webhook).toEqual({ configured: true, url: 'https://hooks.example.com/svc', paused: true, channel: 'webhook', receiverUrl: 'https://receiver.example.com' })
-  expect(eventEndpointOf(await findAppEnvironment(models, did, 'test'))).toMatchObject({ channel: 'webhook', url: 'https://hooks.example.com/svc', paused: true })
+  expect(eventEndpointOf(await findAppEnvironment({ models }, did, 'test'))).toMatchObject({ channel: 'webhook', url: 'https://hooks.example.com/svc', paused: true })
 })
 
 it('a port is kept in the origin; loopback receivers only with the development setting, in test', async () => {
   const did = await newApp()
-  expect((await updateAppConfig(models, policy, did, { environment: 'test', receiverUrl: 'https://receiver.example.com:8443' })).webhook.receiverUrl).toBe(
+  expect((await updateAppConfig({ models, policy }, did, { environment: 'test', receiverUrl: 'https://receiver.example.com:8443' })).webhook.receiverUrl).toBe(
     'https://receiver.example.com:8443',
   )
-  expect((await contractError(updateAppConfig(models, policy, did, { environment: 'test', receiverUrl: 'http://127.0.0.1:3000' }))).code).toBe('WebhookUrlNotAllowed')
+  expect((await contractError(updateAppConfig({ models, policy }, did, { environment: 'test', receiverUrl: 'http://127.0.0.1:3000' }))).code).toBe('WebhookUrlNotAllowed')
   const dev = { ...policy, allowLoopbackWebhooksInTest: true }
-  expect((await updateAppConfig(models, dev, did, { environment: 'test', receiverUrl: 'http://127.0.0.1:3000' })).webhook.receiverUrl).toBe('http://127.0.0.1:3000')
+  expect((await updateAppConfig({ models, policy: dev }, did, { environment: 'test', receiverUrl: 'http://127.0.0.1:3000' })).webhook.receiverUrl).toBe('http://127.0.0.1:3000')
 })
 
 it.each<[string, Record<string, unknown>, string]>([
@@ -63,14 +67,14 @@ it.each<[string, Record<string, unknown>, string]>([
   ['a receiver that is not a URL', { receiverUrl: 'nope' }, 'WebhookUrlNotAllowed'],
 ])('%s is %s and nothing changes', async (_label, fields, code) => {
   const did = await newApp()
-  const before = await getAppConfig(models, did, 'test')
-  const err = await contractError(updateAppConfig(models, policy, did, { environment: 'test', webhookPaused: true, modules: { tickets: true }, ...fields }))
+  const before = await getAppConfig({ models }, did, 'test')
+  const err = await contractError(updateAppConfig({ models, policy }, did, { environment: 'test', webhookPaused: true, modules: { tickets: true }, ...fields }))
   expect(err.code).toBe(code)
-  const after = await getAppConfig(models, did, 'test')
+  const after = await getAppConfig({ models }, did, 'test')
   expect({ ...after, updatedAt: before.updatedAt }).toEqual(before)
 })
 
 it('http receivers are refused in live', async () => {
   const did = await newApp('live')
-  expect((await contractError(updateAppConfig(models, policy, did, { environment: 'live', receiverUrl: 'http://receiver.example.com' }))).code).toBe('WebhookUrlNotAllowed')
+  expect((await contractError(updateAppConfig({ models, policy }, did, { environment: 'live', receiverUrl: 'http://receiver.example.com' }))).code).toBe('WebhookUrlNotAllowed')
 })

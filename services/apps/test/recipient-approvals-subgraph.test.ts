@@ -67,9 +67,9 @@ beforeAll(async () => {
     allowLoopbackWebhooksInTest: false,
     dashboardUrl: DASHBOARD_URL,
   })
-  await registerApp(apps.models, { did: APP, environment: 'test', appUrl: 'https://approvals-app.example.com', feeShareBps: 400, name: 'Approvals' })
-  await registerApp(apps.models, { did: APP, environment: 'live', appUrl: 'https://approvals-app.example.com', feeShareBps: 300 })
-  await registerApp(apps.models, { did: OTHER_APP, environment: 'test', appUrl: 'https://other-app.example.com', feeShareBps: 100 })
+  await registerApp({ models: apps.models }, { did: APP, environment: 'test', appUrl: 'https://approvals-app.example.com', feeShareBps: 400, name: 'Approvals' })
+  await registerApp({ models: apps.models }, { did: APP, environment: 'live', appUrl: 'https://approvals-app.example.com', feeShareBps: 300 })
+  await registerApp({ models: apps.models }, { did: OTHER_APP, environment: 'test', appUrl: 'https://other-app.example.com', feeShareBps: 100 })
 })
 
 afterAll(async () => {

@@ -37,7 +37,7 @@ const newCreator = () => `did:plc:creator${uniq()}`
 async function newApp(opts: { environments?: ('test' | 'live')[]; feeShareBps?: number } = {}): Promise<string> {
   const did = newAppDid()
   for (const environment of opts.environments ?? ['test']) {
-    await registerApp(models, { did, environment, appUrl: 'https://app.example.com', feeShareBps: opts.feeShareBps ?? 500, name: 'Approvals app' })
+    await registerApp({ models }, { did, environment, appUrl: 'https://app.example.com', feeShareBps: opts.feeShareBps ?? 500, name: 'Approvals app' })
   }
   return did
 }
@@ -87,7 +87,7 @@ describe('requestRecipientApproval: creation', () => {
   test('a first request is pending, revision 1, apr_ id, sorted and deduplicated types, defaults from the registration', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const view = await requestRecipientApproval(models, app, input(creator, { paymentTypes: ['tip', 'shop', 'tip'], requestReason: 'Tips on streams' }))
+    const view = await requestRecipientApproval({ models }, app, input(creator, { paymentTypes: ['tip', 'shop', 'tip'], requestReason: 'Tips on streams' }))
     expect(view).toEqual({
       id: expect.stringMatching(/^apr_[0-9A-Za-z]{24}$/),
       appDid: app,
@@ -113,7 +113,7 @@ describe('requestRecipientApproval: creation', () => {
   test('every payment type, a lower fee share, public records and a return URL on the app origin are accepted', async () => {
     const app = await newApp()
     const view = await requestRecipientApproval(
-      models,
+      { models },
       app,
       input(newCreator(), {
         paymentTypes: ['ticket', 'subscription', 'tip', 'shop'],
@@ -133,7 +133,7 @@ describe('requestRecipientApproval: creation', () => {
   test('the registered fee share itself and a 500-character reason are accepted', async () => {
     const app = await newApp({ feeShareBps: 10000 })
     const reason = '🎉'.repeat(500) // 500 characters (graphemes), 2000 bytes
-    const view = await requestRecipientApproval(models, app, input(newCreator(), { feeShareBps: 10000, requestReason: reason }))
+    const view = await requestRecipientApproval({ models }, app, input(newCreator(), { feeShareBps: 10000, requestReason: reason }))
     expect(view).toMatchObject({ feeShareBps: 10000, requestReason: reason })
   })
 
@@ -147,14 +147,14 @@ describe('requestRecipientApproval: creation', () => {
   test('test and live are separate requests; reading never creates one', async () => {
     const app = await newApp({ environments: ['test', 'live'] })
     const creator = newCreator()
-    expect(await findAppApproval(models, app, 'test', creator)).toBeNull()
+    expect(await findAppApproval({ models }, app, 'test', creator)).toBeNull()
     expect(await models.RecipientApproval.countDocuments({ appDid: app })).toBe(0)
-    const test = await requestRecipientApproval(models, app, input(creator))
-    const live = await requestRecipientApproval(models, app, input(creator, { environment: 'live' }))
+    const test = await requestRecipientApproval({ models }, app, input(creator))
+    const live = await requestRecipientApproval({ models }, app, input(creator, { environment: 'live' }))
     expect(live.id).not.toBe(test.id)
-    expect(await findAppApproval(models, app, 'test', creator)).toMatchObject({ id: test.id, environment: 'test' })
-    expect(await findAppApproval(models, app, 'live', creator)).toMatchObject({ id: live.id, environment: 'live' })
-    expect(await findAppApproval(models, newAppDid(), 'test', creator)).toBeNull()
+    expect(await findAppApproval({ models }, app, 'test', creator)).toMatchObject({ id: test.id, environment: 'test' })
+    expect(await findAppApproval({ models }, app, 'live', creator)).toMatchObject({ id: live.id, environment: 'live' })
+    expect(await findAppApproval({ models }, newAppDid(), 'test', creator)).toBeNull()
   })
 })
 
@@ -165,7 +165,7 @@ describe('requestRecipientApproval: refusals change nothing', () => {
   beforeAll(async () => {
     app = await newApp()
     creator = newCreator()
-    id = (await requestRecipientApproval(models, app, input(creator, { feeShareBps: 100, requestReason: 'first' }))).id
+    id = (await requestRecipientApproval({ models }, app, input(creator, { feeShareBps: 100, requestReason: 'first' }))).id
   })
 
   test.each<[string, string, Partial<RecipientApprovalInput>]>([
@@ -193,7 +193,7 @@ describe('requestRecipientApproval: refusals change nothing', () => {
   ])('%s → %s', async (_label, code, change) => {
     const before = await raw(id)
     const countBefore = await models.RecipientApproval.countDocuments({})
-    const err = await contractError(requestRecipientApproval(models, app, input(creator, { feeShareBps: 100, requestReason: 'changed', ...change })))
+    const err = await contractError(requestRecipientApproval({ models }, app, input(creator, { feeShareBps: 100, requestReason: 'changed', ...change })))
     expect(err.code).toBe(code)
     expect(err.status).toBe(400)
     expect(await raw(id)).toEqual(before)
@@ -201,7 +201,7 @@ describe('requestRecipientApproval: refusals change nothing', () => {
   })
 
   test('the app itself as recipient → InvalidRequest (an app selling for itself needs no approval)', async () => {
-    const err = await contractError(requestRecipientApproval(models, app, input(app)))
+    const err = await contractError(requestRecipientApproval({ models }, app, input(app)))
     expect(err.code).toBe('InvalidRequest')
     expect(err.message).toMatch(/itself/)
     expect(await models.RecipientApproval.countDocuments({ recipientDid: app })).toBe(0)
@@ -209,8 +209,8 @@ describe('requestRecipientApproval: refusals change nothing', () => {
 
   test('an unregistered app → AppNotRegistered; an environment it is not configured in → AppEnvironmentNotConfigured', async () => {
     const stranger = newAppDid()
-    expect((await contractError(requestRecipientApproval(models, stranger, input(creator)))).code).toBe('AppNotRegistered')
-    expect((await contractError(requestRecipientApproval(models, app, input(creator, { environment: 'live' })))).code).toBe('AppEnvironmentNotConfigured')
+    expect((await contractError(requestRecipientApproval({ models }, stranger, input(creator)))).code).toBe('AppNotRegistered')
+    expect((await contractError(requestRecipientApproval({ models }, app, input(creator, { environment: 'live' })))).code).toBe('AppEnvironmentNotConfigured')
     expect(await models.RecipientApproval.countDocuments({ $or: [{ appDid: stranger }, { appDid: app, environment: 'live' }] })).toBe(0)
   })
 })
@@ -219,7 +219,7 @@ describe('requestRecipientApproval: idempotency and concurrency', () => {
   test('20 parallel identical requests → exactly one document, one id', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const results = await Promise.allSettled(Array.from({ length: 20 }, () => requestRecipientApproval(models, app, input(creator, { paymentTypes: ['shop', 'tip'] }))))
+    const results = await Promise.allSettled(Array.from({ length: 20 }, () => requestRecipientApproval({ models }, app, input(creator, { paymentTypes: ['shop', 'tip'] }))))
     expect(results.map((r) => r.status)).toEqual(Array(20).fill('fulfilled'))
     const views = results.map((r) => (r as PromiseFulfilledResult<Awaited<ReturnType<typeof requestRecipientApproval>>>).value)
     expect(new Set(views.map((v) => v.id)).size).toBe(1)
@@ -231,7 +231,7 @@ describe('requestRecipientApproval: idempotency and concurrency', () => {
     const app = await newApp()
     const creator = newCreator()
     const shares = [100, 200, 300, 400, 500, 0, 50, 250]
-    const results = await Promise.allSettled(shares.map((feeShareBps) => requestRecipientApproval(models, app, input(creator, { feeShareBps }))))
+    const results = await Promise.allSettled(shares.map((feeShareBps) => requestRecipientApproval({ models }, app, input(creator, { feeShareBps }))))
     expect(results.map((r) => r.status)).toEqual(Array(shares.length).fill('fulfilled'))
     const ids = new Set(results.map((r) => (r as PromiseFulfilledResult<{ id: string }>).value.id))
     expect(ids.size).toBe(1)
@@ -245,10 +245,10 @@ describe('requestRecipientApproval: idempotency and concurrency', () => {
   test('the same request again changes nothing; a new reason or return URL is updated and keeps the status', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const first = await requestRecipientApproval(models, app, input(creator, { requestReason: 'a' }))
-    const again = await requestRecipientApproval(models, app, input(creator, { requestReason: 'a' }))
+    const first = await requestRecipientApproval({ models }, app, input(creator, { requestReason: 'a' }))
+    const again = await requestRecipientApproval({ models }, app, input(creator, { requestReason: 'a' }))
     expect(again).toEqual(first)
-    const updated = await requestRecipientApproval(models, app, input(creator, { requestReason: 'b', setupReturnUrl: 'https://app.example.com/done' }))
+    const updated = await requestRecipientApproval({ models }, app, input(creator, { requestReason: 'b', setupReturnUrl: 'https://app.example.com/done' }))
     expect(updated).toMatchObject({ id: first.id, status: 'pending', revision: 1, requestReason: 'b', setupReturnUrl: 'https://app.example.com/done', termsHash: first.termsHash })
   })
 })
@@ -257,51 +257,51 @@ describe('terms changes and repeats after decisions', () => {
   test('approved stays approved with the same terms; different terms → pending, approvedAt cleared, revision + 1', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const first = await requestRecipientApproval(models, app, input(creator, { feeShareBps: 100 }))
-    const approved = await acceptApproval(models, creatorOf(creator), first.id, first.termsHash)
+    const first = await requestRecipientApproval({ models }, app, input(creator, { feeShareBps: 100 }))
+    const approved = await acceptApproval({ models }, creatorOf(creator), first.id, first.termsHash)
     expect(approved).toMatchObject({ status: 'approved', approvedAt: expect.any(String), revision: 1 })
 
-    const same = await requestRecipientApproval(models, app, input(creator, { feeShareBps: 100, requestReason: 'reminder' }))
+    const same = await requestRecipientApproval({ models }, app, input(creator, { feeShareBps: 100, requestReason: 'reminder' }))
     expect(same).toMatchObject({ id: first.id, status: 'approved', approvedAt: approved.approvedAt, revision: 1, requestReason: 'reminder' })
 
-    const changed = await requestRecipientApproval(models, app, input(creator, { feeShareBps: 200 }))
+    const changed = await requestRecipientApproval({ models }, app, input(creator, { feeShareBps: 200 }))
     expect(changed).toMatchObject({ id: first.id, status: 'pending', approvedAt: null, revision: 2, feeShareBps: 200 })
     expect(changed.termsHash).not.toBe(first.termsHash)
     const doc = await raw(first.id)
     expect(doc).toMatchObject({ status: 'pending', approvedAt: null, approvedTermsHash: null, revision: 2 })
 
     // the old terms can no longer be accepted; the new ones can
-    expect((await contractError(acceptApproval(models, creatorOf(creator), first.id, first.termsHash))).code).toBe('ApprovalTermsChanged')
+    expect((await contractError(acceptApproval({ models }, creatorOf(creator), first.id, first.termsHash))).code).toBe('ApprovalTermsChanged')
     expect((await raw(first.id))?.status).toBe('pending')
-    expect(await acceptApproval(models, creatorOf(creator), first.id, changed.termsHash)).toMatchObject({ status: 'approved', revision: 2 })
+    expect(await acceptApproval({ models }, creatorOf(creator), first.id, changed.termsHash)).toMatchObject({ status: 'approved', revision: 2 })
     expect((await events(first.id)).map((e) => e.key)).toEqual([`app.authorization.granted:${first.id}:1`, `app.authorization.granted:${first.id}:2`])
   })
 
   test('pending stays pending with the same terms', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const first = await requestRecipientApproval(models, app, input(creator))
-    expect(await requestRecipientApproval(models, app, input(creator, { requestReason: 'again' }))).toMatchObject({ status: 'pending', revision: 1 })
+    const first = await requestRecipientApproval({ models }, app, input(creator))
+    expect(await requestRecipientApproval({ models }, app, input(creator, { requestReason: 'again' }))).toMatchObject({ status: 'pending', revision: 1 })
     expect((await raw(first.id))?.revision).toBe(1)
   })
 
   test('declined → the app asks again → pending, revision + 1', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const first = await requestRecipientApproval(models, app, input(creator))
-    await declineApproval(models, creatorOf(creator), first.id)
-    expect(await requestRecipientApproval(models, app, input(creator))).toMatchObject({ id: first.id, status: 'pending', revision: 2 })
+    const first = await requestRecipientApproval({ models }, app, input(creator))
+    await declineApproval({ models }, creatorOf(creator), first.id)
+    expect(await requestRecipientApproval({ models }, app, input(creator))).toMatchObject({ id: first.id, status: 'pending', revision: 2 })
   })
 
   test('revoked → the app asks again → pending; accepting it writes a new granted event', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const first = await requestRecipientApproval(models, app, input(creator))
-    await acceptApproval(models, creatorOf(creator), first.id, first.termsHash)
-    expect(await revokeApproval(models, creatorOf(creator), first.id)).toMatchObject({ status: 'revoked', revision: 2, approvedAt: null })
-    const again = await requestRecipientApproval(models, app, input(creator))
+    const first = await requestRecipientApproval({ models }, app, input(creator))
+    await acceptApproval({ models }, creatorOf(creator), first.id, first.termsHash)
+    expect(await revokeApproval({ models }, creatorOf(creator), first.id)).toMatchObject({ status: 'revoked', revision: 2, approvedAt: null })
+    const again = await requestRecipientApproval({ models }, app, input(creator))
     expect(again).toMatchObject({ status: 'pending', revision: 3 })
-    await acceptApproval(models, creatorOf(creator), first.id, again.termsHash)
+    await acceptApproval({ models }, creatorOf(creator), first.id, again.termsHash)
     expect((await events(first.id)).map((e) => e.key)).toEqual([
       `app.authorization.granted:${first.id}:1`,
       `app.authorization.revoked:${first.id}:1`,
@@ -312,29 +312,29 @@ describe('terms changes and repeats after decisions', () => {
   test('blocked → RecipientAppApprovalBlocked with the same or other terms, and nothing changes; unblock lets the app ask again', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const first = await requestRecipientApproval(models, app, input(creator, { requestReason: 'please' }))
-    await blockApproval(models, creatorOf(creator), first.id)
+    const first = await requestRecipientApproval({ models }, app, input(creator, { requestReason: 'please' }))
+    await blockApproval({ models }, creatorOf(creator), first.id)
     const before = await raw(first.id)
     for (const over of [{ requestReason: 'please' }, { requestReason: 'pretty please', feeShareBps: 1, paymentTypes: ['shop'] }]) {
-      const err = await contractError(requestRecipientApproval(models, app, input(creator, over)))
+      const err = await contractError(requestRecipientApproval({ models }, app, input(creator, over)))
       expect(err.code).toBe('RecipientAppApprovalBlocked')
       expect(err.status).toBe(403)
     }
     expect(await raw(first.id)).toEqual(before)
-    expect(await unblockApproval(models, creatorOf(creator), first.id)).toMatchObject({ status: 'declined' })
-    expect(await requestRecipientApproval(models, app, input(creator))).toMatchObject({ id: first.id, status: 'pending', revision: 2 })
+    expect(await unblockApproval({ models }, creatorOf(creator), first.id)).toMatchObject({ status: 'declined' })
+    expect(await requestRecipientApproval({ models }, app, input(creator))).toMatchObject({ id: first.id, status: 'pending', revision: 2 })
   })
 
   test('a stored approval of other terms never counts as approved', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const first = await requestRecipientApproval(models, app, input(creator))
+    const first = await requestRecipientApproval({ models }, app, input(creator))
     await models.RecipientApproval.updateOne({ id: first.id }, { $set: { status: 'approved', approvedTermsHash: 'f'.repeat(64), approvedAt: new Date() } })
     const doc = await raw(first.id)
     expect(effectiveStatus(doc!)).toBe('pending')
-    expect(await findAppApproval(models, app, 'test', creator)).toMatchObject({ status: 'pending', approvedAt: null })
+    expect(await findAppApproval({ models }, app, 'test', creator)).toMatchObject({ status: 'pending', approvedAt: null })
     // accepting the current terms makes it a real approval
-    expect(await acceptApproval(models, creatorOf(creator), first.id, first.termsHash)).toMatchObject({ status: 'approved' })
+    expect(await acceptApproval({ models }, creatorOf(creator), first.id, first.termsHash)).toMatchObject({ status: 'approved' })
     expect((await raw(first.id))?.approvedTermsHash).toBe(first.termsHash)
   })
 })
@@ -343,7 +343,7 @@ describe('the creator decides (dashboard)', () => {
   async function pending() {
     const app = await newApp({ environments: ['test', 'live'] })
     const creator = newCreator()
-    const view = await requestRecipientApproval(models, app, input(creator, { paymentTypes: ['tip', 'shop'], feeShareBps: 250, publicRecords: { enabled: true } }))
+    const view = await requestRecipientApproval({ models }, app, input(creator, { paymentTypes: ['tip', 'shop'], feeShareBps: 250, publicRecords: { enabled: true } }))
     return { app, creator, who: creatorOf(creator), view }
   }
 
@@ -352,21 +352,21 @@ describe('the creator decides (dashboard)', () => {
     const before = await raw(view.id)
     const strangers: DashboardActor[] = [creatorOf(newCreator()), creatorOf(creator, 'live')]
     for (const who of strangers) {
-      expect((await contractError(getDashboardApproval(models, who, view.id))).code).toBe('NotFound')
-      expect((await contractError(acceptApproval(models, who, view.id, view.termsHash))).code).toBe('NotFound')
-      expect((await contractError(declineApproval(models, who, view.id))).code).toBe('NotFound')
-      expect((await contractError(revokeApproval(models, who, view.id))).code).toBe('NotFound')
-      expect((await contractError(blockApproval(models, who, view.id))).code).toBe('NotFound')
-      expect((await contractError(unblockApproval(models, who, view.id))).code).toBe('NotFound')
+      expect((await contractError(getDashboardApproval({ models }, who, view.id))).code).toBe('NotFound')
+      expect((await contractError(acceptApproval({ models }, who, view.id, view.termsHash))).code).toBe('NotFound')
+      expect((await contractError(declineApproval({ models }, who, view.id))).code).toBe('NotFound')
+      expect((await contractError(revokeApproval({ models }, who, view.id))).code).toBe('NotFound')
+      expect((await contractError(blockApproval({ models }, who, view.id))).code).toBe('NotFound')
+      expect((await contractError(unblockApproval({ models }, who, view.id))).code).toBe('NotFound')
     }
-    expect((await contractError(getDashboardApproval(models, creatorOf(creator), 'apr_doesnotexist'))).code).toBe('NotFound')
+    expect((await contractError(getDashboardApproval({ models }, creatorOf(creator), 'apr_doesnotexist'))).code).toBe('NotFound')
     expect(await raw(view.id)).toEqual(before)
     expect(await events(view.id)).toEqual([])
   })
 
   test('accept: pending → approved with one app.authorization.granted event; accepting again changes nothing', async () => {
     const { app, creator, who, view } = await pending()
-    const approved = await acceptApproval(models, who, view.id, view.termsHash)
+    const approved = await acceptApproval({ models }, who, view.id, view.termsHash)
     expect(approved).toMatchObject({ id: view.id, status: 'approved', revision: 1, approvedAt: expect.any(String) })
     const doc = await raw(view.id)
     expect(doc).toMatchObject({ status: 'approved', approvedTermsHash: view.termsHash })
@@ -389,7 +389,7 @@ describe('the creator decides (dashboard)', () => {
     })
     expect(evts[0]!._id).toMatch(/^evt_[0-9a-f]{32}$/)
 
-    const again = await acceptApproval(models, who, view.id, view.termsHash)
+    const again = await acceptApproval({ models }, who, view.id, view.termsHash)
     expect(again).toEqual(approved)
     expect(await events(view.id)).toHaveLength(1)
   })
@@ -397,7 +397,7 @@ describe('the creator decides (dashboard)', () => {
   test('two (and ten) concurrent accepts write one event, and the request agrees with it', async () => {
     for (const n of [2, 10]) {
       const { who, view } = await pending()
-      const results = await Promise.allSettled(Array.from({ length: n }, () => acceptApproval(models, who, view.id, view.termsHash)))
+      const results = await Promise.allSettled(Array.from({ length: n }, () => acceptApproval({ models }, who, view.id, view.termsHash)))
       expect(results.map((r) => r.status)).toEqual(Array(n).fill('fulfilled'))
       const evts = await events(view.id)
       expect(evts).toHaveLength(1)
@@ -409,40 +409,40 @@ describe('the creator decides (dashboard)', () => {
 
   test('accept refuses changed terms (ApprovalTermsChanged), blocked and revoked requests (NotAllowed), changing nothing', async () => {
     const { who, view } = await pending()
-    const wrong = await contractError(acceptApproval(models, who, view.id, 'f'.repeat(64)))
+    const wrong = await contractError(acceptApproval({ models }, who, view.id, 'f'.repeat(64)))
     expect(wrong.code).toBe('ApprovalTermsChanged')
     expect(wrong.status).toBe(409)
     expect((await raw(view.id))?.status).toBe('pending')
 
-    await acceptApproval(models, who, view.id, view.termsHash)
-    await revokeApproval(models, who, view.id)
+    await acceptApproval({ models }, who, view.id, view.termsHash)
+    await revokeApproval({ models }, who, view.id)
     const revoked = await raw(view.id)
-    expect((await contractError(acceptApproval(models, who, view.id, view.termsHash))).code).toBe('NotAllowed')
+    expect((await contractError(acceptApproval({ models }, who, view.id, view.termsHash))).code).toBe('NotAllowed')
     expect(await raw(view.id)).toEqual(revoked)
 
-    await blockApproval(models, who, view.id)
+    await blockApproval({ models }, who, view.id)
     const blocked = await raw(view.id)
-    expect((await contractError(acceptApproval(models, who, view.id, view.termsHash))).code).toBe('NotAllowed')
+    expect((await contractError(acceptApproval({ models }, who, view.id, view.termsHash))).code).toBe('NotAllowed')
     expect(await raw(view.id)).toEqual(blocked)
   })
 
   test('decline: pending → declined (again: unchanged); accept from declined is allowed', async () => {
     const { who, view } = await pending()
-    expect(await declineApproval(models, who, view.id)).toMatchObject({ status: 'declined', revision: 1 })
-    expect(await declineApproval(models, who, view.id)).toMatchObject({ status: 'declined', revision: 1 })
+    expect(await declineApproval({ models }, who, view.id)).toMatchObject({ status: 'declined', revision: 1 })
+    expect(await declineApproval({ models }, who, view.id)).toMatchObject({ status: 'declined', revision: 1 })
     expect(await events(view.id)).toEqual([])
-    expect(await acceptApproval(models, who, view.id, view.termsHash)).toMatchObject({ status: 'approved' })
-    expect((await contractError(declineApproval(models, who, view.id))).code).toBe('NotAllowed') // approved: revoke instead
+    expect(await acceptApproval({ models }, who, view.id, view.termsHash)).toMatchObject({ status: 'approved' })
+    expect((await contractError(declineApproval({ models }, who, view.id))).code).toBe('NotAllowed') // approved: revoke instead
   })
 
   test('revoke: approved → revoked with one app.authorization.revoked event, revision + 1; only from approved', async () => {
     const { app, creator, who, view } = await pending()
-    expect((await contractError(revokeApproval(models, who, view.id))).code).toBe('NotAllowed') // pending
-    await acceptApproval(models, who, view.id, view.termsHash)
-    const revoked = await revokeApproval(models, who, view.id)
+    expect((await contractError(revokeApproval({ models }, who, view.id))).code).toBe('NotAllowed') // pending
+    await acceptApproval({ models }, who, view.id, view.termsHash)
+    const revoked = await revokeApproval({ models }, who, view.id)
     expect(revoked).toMatchObject({ status: 'revoked', revision: 2, approvedAt: null })
     expect(await raw(view.id)).toMatchObject({ approvedTermsHash: null, approvedAt: null, revokedRevision: 1 })
-    expect(await revokeApproval(models, who, view.id)).toMatchObject({ status: 'revoked', revision: 2 }) // again: unchanged
+    expect(await revokeApproval({ models }, who, view.id)).toMatchObject({ status: 'revoked', revision: 2 }) // again: unchanged
     const evts = await events(view.id)
     expect(evts.map((e) => e.type)).toEqual(['app.authorization.granted', 'app.authorization.revoked'])
     expect(evts[1]).toMatchObject({
@@ -455,8 +455,8 @@ describe('the creator decides (dashboard)', () => {
 
   test('two concurrent revokes write one revoked event', async () => {
     const { who, view } = await pending()
-    await acceptApproval(models, who, view.id, view.termsHash)
-    const results = await Promise.allSettled([revokeApproval(models, who, view.id), revokeApproval(models, who, view.id)])
+    await acceptApproval({ models }, who, view.id, view.termsHash)
+    const results = await Promise.allSettled([revokeApproval({ models }, who, view.id), revokeApproval({ models }, who, view.id)])
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled'])
     expect((await events(view.id)).filter((e) => e.type === 'app.authorization.revoked')).toHaveLength(1)
     expect((await raw(view.id))?.status).toBe('revoked')
@@ -464,28 +464,28 @@ describe('the creator decides (dashboard)', () => {
 
   test('block: from approved also writes the revoked event; from pending none; blocking again changes nothing', async () => {
     const a = await pending()
-    await acceptApproval(models, a.who, a.view.id, a.view.termsHash)
-    expect(await blockApproval(models, a.who, a.view.id)).toMatchObject({ status: 'blocked', revision: 2, approvedAt: null })
-    expect(await blockApproval(models, a.who, a.view.id)).toMatchObject({ status: 'blocked', revision: 2 })
+    await acceptApproval({ models }, a.who, a.view.id, a.view.termsHash)
+    expect(await blockApproval({ models }, a.who, a.view.id)).toMatchObject({ status: 'blocked', revision: 2, approvedAt: null })
+    expect(await blockApproval({ models }, a.who, a.view.id)).toMatchObject({ status: 'blocked', revision: 2 })
     const aEvents = await events(a.view.id)
     expect(aEvents.map((e) => e.key)).toEqual([`app.authorization.granted:${a.view.id}:1`, `app.authorization.revoked:${a.view.id}:1`])
     expect(aEvents[1]!.data).toMatchObject({ status: 'blocked' })
 
     const b = await pending()
-    expect(await blockApproval(models, b.who, b.view.id)).toMatchObject({ status: 'blocked', revision: 1 })
+    expect(await blockApproval({ models }, b.who, b.view.id)).toMatchObject({ status: 'blocked', revision: 1 })
     expect(await events(b.view.id)).toEqual([])
     // declined and revoked requests can be blocked too
     const c = await pending()
-    await declineApproval(models, c.who, c.view.id)
-    expect(await blockApproval(models, c.who, c.view.id)).toMatchObject({ status: 'blocked' })
+    await declineApproval({ models }, c.who, c.view.id)
+    expect(await blockApproval({ models }, c.who, c.view.id)).toMatchObject({ status: 'blocked' })
   })
 
   test('unblock: blocked → declined; only from blocked', async () => {
     const { who, view } = await pending()
-    expect((await contractError(unblockApproval(models, who, view.id))).code).toBe('NotAllowed')
-    await blockApproval(models, who, view.id)
-    expect(await unblockApproval(models, who, view.id)).toMatchObject({ status: 'declined' })
-    expect((await contractError(unblockApproval(models, who, view.id))).code).toBe('NotAllowed')
+    expect((await contractError(unblockApproval({ models }, who, view.id))).code).toBe('NotAllowed')
+    await blockApproval({ models }, who, view.id)
+    expect(await unblockApproval({ models }, who, view.id)).toMatchObject({ status: 'declined' })
+    expect((await contractError(unblockApproval({ models }, who, view.id))).code).toBe('NotAllowed')
   })
 
   test('the dashboard list: requests addressed to the creator in its environment, newest first', async () => {
@@ -493,14 +493,14 @@ describe('the creator decides (dashboard)', () => {
     const apps = [await newApp({ environments: ['test', 'live'] }), await newApp(), await newApp()]
     const ids: string[] = []
     for (const app of apps) {
-      ids.push((await requestRecipientApproval(models, app, input(creator))).id)
+      ids.push((await requestRecipientApproval({ models }, app, input(creator))).id)
       await new Promise((r) => setTimeout(r, 5))
     }
-    await requestRecipientApproval(models, apps[0]!, input(creator, { environment: 'live' }))
-    await requestRecipientApproval(models, apps[1]!, input(newCreator()))
-    const list = await listDashboardApprovals(models, creatorOf(creator))
+    await requestRecipientApproval({ models }, apps[0]!, input(creator, { environment: 'live' }))
+    await requestRecipientApproval({ models }, apps[1]!, input(newCreator()))
+    const list = await listDashboardApprovals({ models }, creatorOf(creator))
     expect(list.map((a) => a.id)).toEqual([...ids].reverse())
     expect(list.every((a) => a.recipientDid === creator && a.environment === 'test')).toBe(true)
-    expect(await listDashboardApprovals(models, creatorOf(creator, 'live'))).toHaveLength(1)
+    expect(await listDashboardApprovals({ models }, creatorOf(creator, 'live'))).toHaveLength(1)
   })
 })

@@ -4,10 +4,11 @@ import type mongoose from 'mongoose'
 import { contractError, isolate } from '@svc/testing'
 import { connectApps, type AppsModels } from '../src'
 import { registerApp, type RegisterAppInput } from '../src/domain/registration'
-import { updateAppConfig, getAppConfig } from '../src/domain/app-config'
+import { updateAppConfig } from '../src/domain/update-app-config'
+import { getAppConfig } from '../src/domain/get-app-config'
 import { API_KEY_PATTERN, hashApiKey } from '@svc/api-keys'
 import { findActiveKey, issueApiKey, revokeApiKey } from '../src/domain/api-keys'
-import { authorizeApiKey } from '../src/domain/developer-config'
+import { authorizeApiKey } from '../src/domain/developer-access'
 
 let conn: mongoose.Connection
 let models: AppsModels
@@ -52,7 +53,7 @@ describe('registerApp validation → InvalidRequest, nothing written', () => {
     ['an appUrl that is not a URL', { appUrl: 'not a url' }],
     ['an appUrl that is not http(s)', { appUrl: 'ftp://app.example.com' }],
   ])('%s', async (_label, over) => {
-    const err = await contractError(registerApp(models, base(did, over)))
+    const err = await contractError(registerApp({ models }, base(did, over)))
     expect(err.code).toBe('InvalidRequest')
     expect(err.status).toBe(400)
     expect(await models.App.countDocuments({})).toBe(0)
@@ -61,7 +62,7 @@ describe('registerApp validation → InvalidRequest, nothing written', () => {
 
   test('the bounds themselves are accepted', async () => {
     const did = newDid()
-    const view = await registerApp(models, base(did, { feeShareBps: 10000, ticketFee: { bps: 0, flatAmount: 0, flatCurrency: 'eur' } }))
+    const view = await registerApp({ models }, base(did, { feeShareBps: 10000, ticketFee: { bps: 0, flatAmount: 0, flatCurrency: 'eur' } }))
     expect(view).toMatchObject({ appDid: did, feeShareBps: 10000, ticketFee: { bps: 0, flatAmount: 0, flatCurrency: 'eur', passToBuyer: false } })
   })
 })
@@ -69,7 +70,7 @@ describe('registerApp validation → InvalidRequest, nothing written', () => {
 describe('registration', () => {
   test('a first registration: defaults, app origin normalized', async () => {
     const did = newDid()
-    const view = await registerApp(models, base(did, { appUrl: 'https://App.Example.com/some/path?x=1', name: 'First', ticketFee: { bps: 250, flatAmount: 30 } }))
+    const view = await registerApp({ models }, base(did, { appUrl: 'https://App.Example.com/some/path?x=1', name: 'First', ticketFee: { bps: 250, flatAmount: 30 } }))
     expect(view).toEqual({
       appDid: did,
       environment: 'test',
@@ -88,9 +89,9 @@ describe('registration', () => {
 
   test('re-registration changes the operator fields and keeps what the app configured', async () => {
     const did = newDid()
-    await registerApp(models, base(did, { name: 'Keeper', ticketFee: { bps: 100, flatAmount: 10, flatCurrency: 'usd' } }))
+    await registerApp({ models }, base(did, { name: 'Keeper', ticketFee: { bps: 100, flatAmount: 10, flatCurrency: 'usd' } }))
     const createdAt = (await models.App.findOne({ did }).lean())?.createdAt
-    await updateAppConfig(models, policy, did, {
+    await updateAppConfig({ models, policy }, did, {
       environment: 'test',
       webhookUrl: 'https://hooks.example.com/svc',
       modules: { tickets: true },
@@ -98,7 +99,7 @@ describe('registration', () => {
       ticketFee: { passToBuyer: true },
     })
 
-    const view = await registerApp(models, base(did, { appUrl: 'https://new.example.com', feeShareBps: 750, ticketFee: { bps: 300, flatAmount: 45, flatCurrency: 'eur' } }))
+    const view = await registerApp({ models }, base(did, { appUrl: 'https://new.example.com', feeShareBps: 750, ticketFee: { bps: 300, flatAmount: 45, flatCurrency: 'eur' } }))
     expect(view).toMatchObject({
       appDid: did,
       status: 'active',
@@ -110,7 +111,7 @@ describe('registration', () => {
       ticketing: { qrPasses: true, walletPasses: true },
     })
     // what the app reads afterwards is the same
-    expect(await getAppConfig(models, did, 'test')).toEqual({ ...view, updatedAt: expect.any(String) })
+    expect(await getAppConfig({ models }, did, 'test')).toEqual({ ...view, updatedAt: expect.any(String) })
     expect(await models.AppEnvironment.countDocuments({ appDid: did })).toBe(1)
     const app = await models.App.findOne({ did }).lean()
     expect(app?.name).toBe('Keeper')
@@ -119,20 +120,20 @@ describe('registration', () => {
 
   test('re-registration with a name renames the app; without one keeps it', async () => {
     const did = newDid()
-    await registerApp(models, base(did, { name: 'Old name' }))
-    await registerApp(models, base(did, { name: 'New name' }))
+    await registerApp({ models }, base(did, { name: 'Old name' }))
+    await registerApp({ models }, base(did, { name: 'New name' }))
     expect((await models.App.findOne({ did }).lean())?.name).toBe('New name')
-    await registerApp(models, base(did))
+    await registerApp({ models }, base(did))
     expect((await models.App.findOne({ did }).lean())?.name).toBe('New name')
   })
 
   test('registering another environment leaves the first untouched', async () => {
     const did = newDid()
-    await registerApp(models, base(did, { feeShareBps: 100 }))
-    await updateAppConfig(models, policy, did, { environment: 'test', modules: { tickets: true } })
-    const live = await registerApp(models, base(did, { environment: 'live', feeShareBps: 200 }))
+    await registerApp({ models }, base(did, { feeShareBps: 100 }))
+    await updateAppConfig({ models, policy }, did, { environment: 'test', modules: { tickets: true } })
+    const live = await registerApp({ models }, base(did, { environment: 'live', feeShareBps: 200 }))
     expect(live).toMatchObject({ environment: 'live', feeShareBps: 200, modules: { tickets: false } })
-    expect(await getAppConfig(models, did, 'test')).toMatchObject({ environment: 'test', feeShareBps: 100, modules: { tickets: true } })
+    expect(await getAppConfig({ models }, did, 'test')).toMatchObject({ environment: 'test', feeShareBps: 100, modules: { tickets: true } })
     expect(await models.App.countDocuments({ did })).toBe(1)
     expect(await models.AppEnvironment.countDocuments({ appDid: did })).toBe(2)
   })
@@ -140,7 +141,7 @@ describe('registration', () => {
   test('8 concurrent registrations of the same DID and environment leave one App and one AppEnvironment', async () => {
     const did = newDid()
     const results = await Promise.allSettled(
-      Array.from({ length: 8 }, (_, i) => registerApp(models, base(did, { feeShareBps: 100 + i }))),
+      Array.from({ length: 8 }, (_, i) => registerApp({ models }, base(did, { feeShareBps: 100 + i }))),
     )
     expect(results.map((r) => r.status)).toEqual(Array(8).fill('fulfilled'))
     expect(await models.App.countDocuments({ did })).toBe(1)
@@ -154,7 +155,7 @@ describe('registration', () => {
   test('concurrent registrations of both environments of one new DID leave one App and two environments', async () => {
     const did = newDid()
     const results = await Promise.allSettled(
-      Array.from({ length: 8 }, (_, i) => registerApp(models, base(did, { environment: i % 2 ? 'live' : 'test' }))),
+      Array.from({ length: 8 }, (_, i) => registerApp({ models }, base(did, { environment: i % 2 ? 'live' : 'test' }))),
     )
     expect(results.map((r) => r.status)).toEqual(Array(8).fill('fulfilled'))
     expect(await models.App.countDocuments({ did })).toBe(1)
@@ -166,11 +167,11 @@ describe('API keys', () => {
   let did: string
   beforeAll(async () => {
     did = newDid()
-    await registerApp(models, base(did))
+    await registerApp({ models }, base(did))
   })
 
   test('issueApiKey returns the key once and stores only its SHA-256 hash', async () => {
-    const issued = await issueApiKey(models, { appDid: did, environment: 'test', permissions: ['app.config.read', 'webhook.test.write', 'app.config.read'] })
+    const issued = await issueApiKey({ models }, { appDid: did, environment: 'test', permissions: ['app.config.read', 'webhook.test.write', 'app.config.read'] })
     expect(issued.key).toMatch(API_KEY_PATTERN)
     expect(issued.key.startsWith('svc_rk_test_')).toBe(true)
     expect(issued.permissions).toEqual(['app.config.read', 'webhook.test.write'])
@@ -188,8 +189,8 @@ describe('API keys', () => {
   })
 
   test('two keys are different', async () => {
-    const a = await issueApiKey(models, { appDid: did, environment: 'test', permissions: ['app.config.read'] })
-    const b = await issueApiKey(models, { appDid: did, environment: 'test', permissions: ['app.config.read'] })
+    const a = await issueApiKey({ models }, { appDid: did, environment: 'test', permissions: ['app.config.read'] })
+    const b = await issueApiKey({ models }, { appDid: did, environment: 'test', permissions: ['app.config.read'] })
     expect(a.key).not.toBe(b.key)
     expect(a.keyId).not.toBe(b.keyId)
   })
@@ -200,40 +201,40 @@ describe('API keys', () => {
     ['no permissions', []],
   ])('%s → InvalidRequest, nothing stored', async (_label, permissions) => {
     const before = await models.ApiKey.countDocuments({})
-    const err = await contractError(issueApiKey(models, { appDid: did, environment: 'test', permissions }))
+    const err = await contractError(issueApiKey({ models }, { appDid: did, environment: 'test', permissions }))
     expect(err.code).toBe('InvalidRequest')
     expect(await models.ApiKey.countDocuments({})).toBe(before)
   })
 
   test('an environment the app has no configuration for → AppEnvironmentNotConfigured', async () => {
-    const err = await contractError(issueApiKey(models, { appDid: did, environment: 'live', permissions: ['app.config.read'] }))
+    const err = await contractError(issueApiKey({ models }, { appDid: did, environment: 'live', permissions: ['app.config.read'] }))
     expect(err.code).toBe('AppEnvironmentNotConfigured')
-    const unknown = await contractError(issueApiKey(models, { appDid: 'did:web:nobody.example.com', environment: 'test', permissions: ['app.config.read'] }))
+    const unknown = await contractError(issueApiKey({ models }, { appDid: 'did:web:nobody.example.com', environment: 'test', permissions: ['app.config.read'] }))
     expect(unknown.code).toBe('AppEnvironmentNotConfigured')
   })
 
   test('revokeApiKey: the key stops working; revoking twice or an unknown id reports false', async () => {
-    const issued = await issueApiKey(models, { appDid: did, environment: 'test', permissions: ['app.config.read'] })
+    const issued = await issueApiKey({ models }, { appDid: did, environment: 'test', permissions: ['app.config.read'] })
     const hash = hashApiKey(issued.key)
-    await expect(authorizeApiKey(models, hash, 'app.config.read', did, 'test')).resolves.toEqual({ appDid: did, environment: 'test', keyPrefix: issued.keyPrefix })
-    expect(await findActiveKey(models, hash)).not.toBeNull()
+    await expect(authorizeApiKey({ models }, hash, 'app.config.read', did, 'test')).resolves.toEqual({ appDid: did, environment: 'test', keyPrefix: issued.keyPrefix })
+    expect(await findActiveKey({ models }, hash)).not.toBeNull()
 
-    await expect(revokeApiKey(models, issued.keyId)).resolves.toBe(true)
+    await expect(revokeApiKey({ models }, issued.keyId)).resolves.toBe(true)
     const doc = await models.ApiKey.findOne({ keyId: issued.keyId }).lean()
     expect(doc?.revokedAt).toBeInstanceOf(Date)
-    expect(await findActiveKey(models, hash)).toBeNull()
-    const err = await contractError(authorizeApiKey(models, hash, 'app.config.read', did, 'test'))
+    expect(await findActiveKey({ models }, hash)).toBeNull()
+    const err = await contractError(authorizeApiKey({ models }, hash, 'app.config.read', did, 'test'))
     expect(err.code).toBe('Unauthorized')
 
-    await expect(revokeApiKey(models, issued.keyId)).resolves.toBe(false)
-    await expect(revokeApiKey(models, 'key_doesnotexist')).resolves.toBe(false)
+    await expect(revokeApiKey({ models }, issued.keyId)).resolves.toBe(false)
+    await expect(revokeApiKey({ models }, 'key_doesnotexist')).resolves.toBe(false)
   })
 
   test('revoking one key leaves the others working', async () => {
-    const a = await issueApiKey(models, { appDid: did, environment: 'test', permissions: ['app.config.read'] })
-    const b = await issueApiKey(models, { appDid: did, environment: 'test', permissions: ['app.config.read'] })
-    await revokeApiKey(models, a.keyId)
-    expect(await findActiveKey(models, hashApiKey(a.key))).toBeNull()
-    expect(await findActiveKey(models, hashApiKey(b.key))).toMatchObject({ keyId: b.keyId })
+    const a = await issueApiKey({ models }, { appDid: did, environment: 'test', permissions: ['app.config.read'] })
+    const b = await issueApiKey({ models }, { appDid: did, environment: 'test', permissions: ['app.config.read'] })
+    await revokeApiKey({ models }, a.keyId)
+    expect(await findActiveKey({ models }, hashApiKey(a.key))).toBeNull()
+    expect(await findActiveKey({ models }, hashApiKey(b.key))).toMatchObject({ keyId: b.keyId })
   })
 })

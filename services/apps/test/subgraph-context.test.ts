@@ -47,7 +47,7 @@ beforeAll(async () => {
     allowLoopbackWebhooksInTest: false,
     dashboardUrl: 'http://127.0.0.1:4001/dashboard',
   })
-  await registerApp(apps.models, { did: DID, environment: 'test', appUrl: 'https://ctx-app.example.com', feeShareBps: 0, name: 'Ctx' })
+  await registerApp({ models: apps.models }, { did: DID, environment: 'test', appUrl: 'https://ctx-app.example.com', feeShareBps: 0, name: 'Ctx' })
 })
 
 afterAll(async () => {

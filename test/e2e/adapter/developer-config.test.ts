@@ -168,7 +168,7 @@ describe('401 Unauthorized', () => {
     const revoked = await app.apiKey('test')
     expectOk(await developerConfig(q(), bearer(revoked)))
     const doc = await stack.models.ApiKey.findOne({ keyHash: hashApiKey(revoked) }).lean()
-    expect(await revokeApiKey(stack.models, doc!.keyId)).toBe(true)
+    expect(await revokeApiKey({ models: stack.models }, doc!.keyId)).toBe(true)
     const res = await developerConfig(q(), bearer(revoked))
     expectError(res, 401, 'Unauthorized')
   })

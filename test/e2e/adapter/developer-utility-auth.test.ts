@@ -131,7 +131,7 @@ describe.each(ROUTES)('$name', (route) => {
     const revoked = await app.apiKey('test', ALL_PERMISSIONS)
     expectOk(await route.call(q(), bearer(revoked)))
     const doc = await stack.models.ApiKey.findOne({ keyHash: hashApiKey(revoked) }).lean()
-    expect(await revokeApiKey(stack.models, doc!.keyId)).toBe(true)
+    expect(await revokeApiKey({ models: stack.models }, doc!.keyId)).toBe(true)
     expectError(await route.call(q(), bearer(revoked)), 401, 'Unauthorized')
   })
 

@@ -146,7 +146,7 @@ export async function registerKeypairApp(
   const alg = opts.alg ?? 'ES256K'
   const kp = await generateDidKeyKeypair(alg)
   for (const environment of opts.environments ?? ['test']) {
-    await registerApp(stack.models, { did: kp.did, environment, ...DEFAULT_REGISTRATION, ticketFee: { ...DEFAULT_REGISTRATION.ticketFee } })
+    await registerApp({ models: stack.models }, { did: kp.did, environment, ...DEFAULT_REGISTRATION, ticketFee: { ...DEFAULT_REGISTRATION.ticketFee } })
   }
   return { ...kp, alg }
 }

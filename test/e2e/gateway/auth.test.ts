@@ -25,7 +25,7 @@ function expectUnauthorized(res: { status: number; body: GraphQLBody }) {
 
 beforeAll(async () => {
   fx = await startGatewayWithApps('gateway_auth')
-  await registerApp(fx.apps.models, { did: REGISTERED, environment: 'test', appUrl: 'https://auth-app.example.com', feeShareBps: 0, name: 'Auth app' })
+  await registerApp({ models: fx.apps.models }, { did: REGISTERED, environment: 'test', appUrl: 'https://auth-app.example.com', feeShareBps: 0, name: 'Auth app' })
 })
 
 afterAll(async () => {

@@ -133,7 +133,7 @@ describe('App entity across the apps and featured subgraphs', () => {
   let createdAt: string
 
   beforeAll(async () => {
-    await registerApp(models, { did: APP_DID, environment: 'test', appUrl: 'https://featured.example.com', feeShareBps: 100, name: 'Featured' })
+    await registerApp({ models }, { did: APP_DID, environment: 'test', appUrl: 'https://featured.example.com', feeShareBps: 100, name: 'Featured' })
     const doc = await models.App.findOne({ did: APP_DID }).lean()
     if (!doc?.createdAt) throw new Error('registered app has no createdAt')
     createdAt = new Date(doc.createdAt).toISOString()

@@ -35,7 +35,7 @@ async function newClient(opts: { environments?: ('test' | 'live')[]; alg?: Servi
   const alg = opts.alg ?? 'ES256K'
   const kp = await generateDidKeyKeypair(alg)
   for (const environment of opts.environments ?? ['test']) {
-    await registerApp(stack.models, {
+    await registerApp({ models: stack.models }, {
       did: kp.did,
       environment,
       appUrl: 'https://app.example.com',

@@ -14,7 +14,11 @@ import { createDashboardSessions, isDashboardPath, signInUrl } from '@svc/dashbo
 import { parseEnvironment } from '@svc/vocabulary'
 import { requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
 import { createActorsModels, PAYOUT_STATUSES } from '../models'
-import { findActor, setPayoutStatus, upsertActor, type ActorView } from '../domain/actors'
+import type { ActorsDomain } from '../domain/context'
+import { findActor } from '../domain/queries'
+import { setPayoutStatus } from '../domain/set-payout-status'
+import { upsertActor } from '../domain/upsert-actor'
+import type { ActorView } from '../domain/views'
 
 const USAGE = `usage: npm run operator:actors -- <command> [options]
 
@@ -46,15 +50,15 @@ function describe(a: ActorView): string {
   return `${a.kind} ${a.did} in ${a.environment}: payout status ${a.payoutStatus} (payable: ${a.payable}), payment types ${a.paymentTypes.join(', ')}${a.displayName ? `, "${a.displayName}"` : ''}`
 }
 
-function withActors<T>(fn: (models: Awaited<ReturnType<typeof createActorsModels>>) => Promise<T>): Promise<T> {
-  return withDomain(loadConfig().mongoUrl, createActorsModels, fn)
+function withActors<T>(fn: (d: ActorsDomain) => Promise<T>): Promise<T> {
+  return withDomain(loadConfig().mongoUrl, createActorsModels, (models) => fn({ models }))
 }
 
 /** Signs the creator in to the dashboard: the link is the only way in locally (production: atproto OAuth). */
 async function dashboardLink(did: string, env: string, next: string | undefined, json: boolean | undefined): Promise<string> {
   const config = loadConfig()
   const environment = parseEnvironment(env)
-  await withActors((models) => findActor(models, environment, did))
+  await withActors((d) => findActor(d, environment, did))
   if (next !== undefined && !isDashboardPath(next)) throw new UsageError('--next must be a dashboard path such as /dashboard/onboarding/apr_…')
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 })
   try {
@@ -84,12 +88,12 @@ async function main(argv: string[]) {
         paymentTypes: values['payment-types']?.split(',').map((t) => t.trim()),
         payoutStatus: values['payout-status'],
       }
-      actor = await withActors((models) => upsertActor(models, input))
+      actor = await withActors((d) => upsertActor(d, input))
       break
     }
     case 'set-payout-status': {
       const input = { did: requiredOption(values, 'did'), environment: requiredOption(values, 'env'), status: requiredOption(values, 'status') }
-      actor = await withActors((models) => setPayoutStatus(models, input))
+      actor = await withActors((d) => setPayoutStatus(d, input))
       break
     }
     case 'dashboard-link': {

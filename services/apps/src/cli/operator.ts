@@ -14,6 +14,7 @@ import { loadConfig } from '@svc/config'
 import { generateDidKeyKeypair, keypairFromPrivateKeyHex, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
 import { requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
 import { API_KEY_PERMISSIONS, createAppsModels } from '../models'
+import type { AppsDomain } from '../domain/context'
 import { issueApiKey, revokeApiKey } from '../domain/api-keys'
 import { registerApp } from '../domain/registration'
 import { parseEnvironment } from '@svc/vocabulary'
@@ -71,8 +72,9 @@ function print(values: Values, human: string, json: unknown) {
   process.stdout.write(values.json ? `${JSON.stringify(json, null, 2)}\n` : `${human}\n`)
 }
 
-function withApps<T>(fn: (models: Awaited<ReturnType<typeof createAppsModels>>) => Promise<T>): Promise<T> {
-  return withDomain(loadConfig().mongoUrl, createAppsModels, fn)
+/** The operator's use cases read the models alone, no service settings. */
+function withApps<T>(fn: (d: Pick<AppsDomain, 'models'>) => Promise<T>): Promise<T> {
+  return withDomain(loadConfig().mongoUrl, createAppsModels, (models) => fn({ models }))
 }
 
 async function main(argv: string[]) {
@@ -107,8 +109,8 @@ async function main(argv: string[]) {
       return
     }
     case 'register-app': {
-      const view = await withApps((models) =>
-        registerApp(models, {
+      const view = await withApps((d) =>
+        registerApp(d, {
           did: requiredOption(values, 'did'),
           environment: requiredOption(values, 'env'),
           appUrl: requiredOption(values, 'app-url'),
@@ -125,8 +127,8 @@ async function main(argv: string[]) {
       return
     }
     case 'issue-key': {
-      const issued = await withApps((models) =>
-        issueApiKey(models, {
+      const issued = await withApps((d) =>
+        issueApiKey(d, {
           appDid: requiredOption(values, 'did'),
           environment: parseEnvironment(requiredOption(values, 'env')),
           permissions: (values.permissions ?? 'app.config.read').split(',').map((p) => p.trim()),
@@ -140,7 +142,7 @@ async function main(argv: string[]) {
       return
     }
     case 'revoke-key': {
-      const revoked = await withApps((models) => revokeApiKey(models, requiredOption(values, 'key-id')))
+      const revoked = await withApps((d) => revokeApiKey(d, requiredOption(values, 'key-id')))
       print(values, revoked ? 'revoked' : 'no active key with that id', { revoked })
       if (!revoked) process.exitCode = 1
       return
@@ -149,9 +151,9 @@ async function main(argv: string[]) {
       const environment = parseEnvironment(values.env ?? 'test')
       const appUrl = values['app-url'] ?? 'http://localhost:3000'
       const key = await generateDidKeyKeypair(alg(values))
-      const issued = await withApps(async (models) => {
-        await registerApp(models, { did: key.did, environment, appUrl, feeShareBps: 0 })
-        return issueApiKey(models, { appDid: key.did, environment, permissions: [...API_KEY_PERMISSIONS] })
+      const issued = await withApps(async (d) => {
+        await registerApp(d, { did: key.did, environment, appUrl, feeShareBps: 0 })
+        return issueApiKey(d, { appDid: key.did, environment, permissions: [...API_KEY_PERMISSIONS] })
       })
       const result = { did: key.did, privateKeyHex: key.privateKeyHex, alg: alg(values), environment, appUrl, apiKey: issued.key, keyId: issued.keyId }
       print(

@@ -5,15 +5,16 @@
 import { randomBytes } from 'node:crypto'
 import { apiKeyDisplayPrefix, generateApiKey, hashApiKey } from '@svc/api-keys'
 import { ContractError } from '@svc/errors'
-import { API_KEY_PERMISSIONS, type ApiKeyPermission, type AppsModels } from '../models'
+import { API_KEY_PERMISSIONS, type ApiKeyPermission } from '../models'
 import type { Environment } from '@svc/vocabulary'
+import type { AppsDomain } from './context'
 
 export function isPermission(value: string): value is ApiKeyPermission {
   return (API_KEY_PERMISSIONS as readonly string[]).includes(value)
 }
 
 export async function issueApiKey(
-  models: AppsModels,
+  d: Pick<AppsDomain, 'models'>,
   opts: { appDid: string; environment: Environment; permissions: readonly string[] },
 ): Promise<{ key: string; keyId: string; keyPrefix: string; permissions: ApiKeyPermission[] }> {
   const permissions = [...new Set(opts.permissions)]
@@ -21,12 +22,12 @@ export async function issueApiKey(
   if (unknown.length || permissions.length === 0) {
     throw new ContractError('InvalidRequest', `permissions must be among ${API_KEY_PERMISSIONS.join(', ')}`)
   }
-  const exists = await models.AppEnvironment.exists({ appDid: opts.appDid, environment: opts.environment })
+  const exists = await d.models.AppEnvironment.exists({ appDid: opts.appDid, environment: opts.environment })
   if (!exists) throw new ContractError('AppEnvironmentNotConfigured', `app ${opts.appDid} has no ${opts.environment} configuration`)
   const key = generateApiKey(opts.environment)
   const keyId = `key_${randomBytes(10).toString('hex')}`
   const keyPrefix = apiKeyDisplayPrefix(key)
-  await models.ApiKey.create({
+  await d.models.ApiKey.create({
     keyId,
     appDid: opts.appDid,
     environment: opts.environment,
@@ -37,14 +38,14 @@ export async function issueApiKey(
   return { key, keyId, keyPrefix, permissions: permissions as ApiKeyPermission[] }
 }
 
-export async function revokeApiKey(models: AppsModels, keyId: string): Promise<boolean> {
-  const res = await models.ApiKey.updateOne({ keyId, revokedAt: null }, { $set: { revokedAt: new Date() } })
+export async function revokeApiKey(d: Pick<AppsDomain, 'models'>, keyId: string): Promise<boolean> {
+  const res = await d.models.ApiKey.updateOne({ keyId, revokedAt: null }, { $set: { revokedAt: new Date() } })
   return res.modifiedCount > 0
 }
 
 /** The key behind a hash, if it exists and is not revoked. */
-export async function findActiveKey(models: AppsModels, keyHash: string) {
-  const key = await models.ApiKey.findOne({ keyHash }).lean()
+export async function findActiveKey(d: Pick<AppsDomain, 'models'>, keyHash: string) {
+  const key = await d.models.ApiKey.findOne({ keyHash }).lean()
   if (!key || key.revokedAt) return null
   return key
 }

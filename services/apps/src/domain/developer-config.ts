@@ -1,20 +1,8 @@
-/**
- * The developer utility routes' API-key checks, in this order (docs/decisions.md, docs/events.md):
- * a known, unrevoked key (Unauthorized) → the app parameter (AppRequired) → the key is for that app and
- * environment (Unauthorized; the environment defaults to the key's) → live, where the route refuses it
- * (LiveDeveloperActionUnsupported) → the key holds the route's permission (Unauthorized) → a configuration exists
- * (AppConfigNotFound).
- *
- * GET {checkout_url}/api/app/developer/config reads the developer configuration (app.config.read); the other routes
- * (test-event, deliveries, redrive) run `developerAccess` first and then act in the events subgraph on the app and
- * environment it established.
- */
-import { ContractError } from '@svc/errors'
-import type { AppEnvironmentDoc, AppsModels } from '../models'
-import { API_KEY_PERMISSIONS } from '../models'
-import { findActiveKey, isPermission } from './api-keys'
-import { eventEndpointOf, type EventChannel } from './app-config'
+/** GET {checkout_url}/api/app/developer/config: the developer configuration, after the key's checks (developer-access.ts). */
 import type { Environment } from '@svc/vocabulary'
+import type { AppsDomain } from './context'
+import type { EventChannel } from './event-endpoint'
+import { authorizeApiKey, findDeveloperConfig, webhookState } from './developer-access'
 
 export interface DeveloperConfigView {
   appDid: string
@@ -24,60 +12,14 @@ export interface DeveloperConfigView {
   modules: { payments: boolean; products: boolean; tickets: boolean }
 }
 
-/** What a developer utility route may act on: the checked app environment, the key's display prefix, where events go. */
-export interface DeveloperAccessView {
-  appDid: string
-  environment: Environment
-  keyPrefix: string
-  webhook: { configured: boolean; paused: boolean; channel: EventChannel }
-}
-
-export interface AuthorizeOptions {
-  /** false for routes that mutate: a live key, or environment=live, is LiveDeveloperActionUnsupported (after the binding) */
-  liveAllowed?: boolean
-}
-
-export async function authorizeApiKey(
-  models: AppsModels,
-  keyHash: string,
-  permission: string,
-  app: string | null | undefined,
-  environment: string | null | undefined,
-  opts: AuthorizeOptions = {},
-) {
-  const key = await findActiveKey(models, keyHash)
-  if (!key) throw new ContractError('Unauthorized', 'unknown or revoked API key')
-  if (!app) throw new ContractError('AppRequired', 'the app query parameter (app DID) is required')
-  if (key.appDid !== app) throw new ContractError('Unauthorized', 'this API key is not valid for that app')
-  if (environment && environment !== key.environment) {
-    throw new ContractError('Unauthorized', `this API key is valid only in the ${key.environment} environment`)
-  }
-  if (key.environment === 'live' && opts.liveAllowed === false) {
-    throw new ContractError('LiveDeveloperActionUnsupported', 'this developer action is available in the test environment only; use a test key')
-  }
-  if (!key.permissions.includes(permission)) throw new ContractError('Unauthorized', `this API key lacks the ${permission} permission`)
-  return { appDid: key.appDid, environment: key.environment as Environment, keyPrefix: key.keyPrefix }
-}
-
-async function findConfig(models: AppsModels, appDid: string, environment: Environment): Promise<AppEnvironmentDoc> {
-  const config = await models.AppEnvironment.findOne({ appDid, environment }).lean()
-  if (!config) throw new ContractError('AppConfigNotFound', `no ${environment} configuration for ${appDid}`)
-  return config
-}
-
-function webhookState(config: AppEnvironmentDoc): DeveloperAccessView['webhook'] {
-  const endpoint = eventEndpointOf(config)
-  return { configured: endpoint.configured, paused: endpoint.paused, channel: endpoint.channel }
-}
-
 export async function getDeveloperConfig(
-  models: AppsModels,
+  d: Pick<AppsDomain, 'models'>,
   keyHash: string,
   app: string | null | undefined,
   environment: string | null | undefined,
 ): Promise<DeveloperConfigView> {
-  const key = await authorizeApiKey(models, keyHash, 'app.config.read', app, environment)
-  const config = await findConfig(models, key.appDid, key.environment)
+  const key = await authorizeApiKey(d, keyHash, 'app.config.read', app, environment)
+  const config = await findDeveloperConfig(d, key.appDid, key.environment)
   return {
     appDid: config.appDid,
     environment: config.environment as Environment,
@@ -89,18 +31,4 @@ export async function getDeveloperConfig(
       tickets: Boolean(config.modules?.tickets),
     },
   }
-}
-
-/** The precheck of a developer utility route: the key's checks for `permission`, then the configuration. */
-export async function getDeveloperAccess(
-  models: AppsModels,
-  keyHash: string,
-  args: { app?: string | null; environment?: string | null; permission: string; liveAllowed?: boolean | null },
-): Promise<DeveloperAccessView> {
-  if (!isPermission(args.permission)) {
-    throw new ContractError('InvalidRequest', `permission must be one of ${API_KEY_PERMISSIONS.join(', ')}`)
-  }
-  const key = await authorizeApiKey(models, keyHash, args.permission, args.app, args.environment, { liveAllowed: args.liveAllowed ?? true })
-  const config = await findConfig(models, key.appDid, key.environment)
-  return { appDid: key.appDid, environment: key.environment, keyPrefix: key.keyPrefix, webhook: webhookState(config) }
 }

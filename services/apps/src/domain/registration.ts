@@ -4,8 +4,9 @@
  * fields and keeps what the app configured itself.
  */
 import { ContractError } from '@svc/errors'
-import { isDuplicateKeyError, type AppsModels } from '../models'
-import { toView, type AppConfigView } from './app-config'
+import { isDuplicateKeyError } from '../models'
+import type { AppsDomain } from './context'
+import { toAppConfigView, type AppConfigView } from './app-config-view'
 import { isDid, parseEnvironment } from '@svc/vocabulary'
 
 export interface RegisterAppInput {
@@ -34,7 +35,7 @@ export function normalizeAppUrl(raw: string): string {
   return url.origin
 }
 
-export async function registerApp(models: AppsModels, input: RegisterAppInput): Promise<AppConfigView> {
+export async function registerApp(d: Pick<AppsDomain, 'models'>, input: RegisterAppInput): Promise<AppConfigView> {
   if (!isDid(input.did)) throw new ContractError('InvalidRequest', 'did must be a DID')
   const environment = parseEnvironment(input.environment)
   assertInt(input.feeShareBps, 'feeShareBps', 0, 10000)
@@ -47,12 +48,12 @@ export async function registerApp(models: AppsModels, input: RegisterAppInput): 
   // Upserts race on the unique indexes; the loser of a race simply retries as an update.
   for (let attempt = 0; ; attempt++) {
     try {
-      await models.App.updateOne(
+      await d.models.App.updateOne(
         { did: input.did },
         input.name === undefined ? { $setOnInsert: { did: input.did, name: null } } : { $set: { name: input.name }, $setOnInsert: { did: input.did } },
         { upsert: true },
       )
-      const doc = await models.AppEnvironment.findOneAndUpdate(
+      const doc = await d.models.AppEnvironment.findOneAndUpdate(
         { appDid: input.did, environment },
         {
           $set: {
@@ -67,7 +68,7 @@ export async function registerApp(models: AppsModels, input: RegisterAppInput): 
         { upsert: true, returnDocument: 'after', lean: true, setDefaultsOnInsert: true },
       )
       if (!doc) throw new Error('registration upsert returned nothing')
-      return toView(doc)
+      return toAppConfigView(doc)
     } catch (err) {
       if (isDuplicateKeyError(err) && attempt < 3) continue
       throw err

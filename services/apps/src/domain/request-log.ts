@@ -1,6 +1,6 @@
 /** The per-environment log of developer utility calls (one entry per request id). */
-import type { AppsModels } from '../models'
 import { isDuplicateKeyError } from '../models'
+import type { AppsDomain } from './context'
 
 export interface RequestLogInput {
   requestId: string
@@ -16,23 +16,23 @@ export interface RequestLogInput {
 
 export const REQUEST_LOG_MAX_LIMIT = 200
 
-export async function recordRequest(models: AppsModels, entry: RequestLogInput): Promise<void> {
+export async function recordRequest(d: Pick<AppsDomain, 'models'>, entry: RequestLogInput): Promise<void> {
   const environment = entry.environment === 'test' || entry.environment === 'live' ? entry.environment : null
   try {
-    await models.RequestLog.create({ ...entry, environment, durationMs: Math.max(0, Math.round(entry.durationMs)) })
+    await d.models.RequestLog.create({ ...entry, environment, durationMs: Math.max(0, Math.round(entry.durationMs)) })
   } catch (err) {
     if (!isDuplicateKeyError(err)) throw err // the same request recorded twice stays one entry
   }
 }
 
 export async function listRequests(
-  models: AppsModels,
+  d: Pick<AppsDomain, 'models'>,
   filter: { environment?: string | null; appDid?: string | null; limit?: number | null },
 ) {
   const query: Record<string, unknown> = {}
   if (filter.environment) query.environment = filter.environment
   if (filter.appDid) query.appDid = filter.appDid
   const limit = Math.min(Math.max(filter.limit ?? 50, 1), REQUEST_LOG_MAX_LIMIT)
-  const docs = await models.RequestLog.find(query).sort({ createdAt: -1 }).limit(limit).lean()
+  const docs = await d.models.RequestLog.find(query).sort({ createdAt: -1 }).limit(limit).lean()
   return docs.map((d) => ({ ...d, createdAt: (d.createdAt as Date).toISOString() }))
 }

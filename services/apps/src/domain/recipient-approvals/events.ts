@@ -1,0 +1,68 @@
+/**
+ * The outbox events of approvals (docs/events.md). Events are keyed by the fact
+ * (`app.authorization.granted:<id>:<revision>`), written after the state change and written again by a repeat of
+ * the same move (the recovery step), so they are never lost nor duplicated.
+ */
+import { writeOutboxEvent } from '@svc/outbox'
+import type { Environment } from '@svc/vocabulary'
+import type { AppsDomain } from '../context'
+import type { StoredApproval } from './state'
+import { publicRecordsOf } from './views'
+
+/**
+ * Concurrent identical moves (two accepts) may each have stored their own timestamp, while only one event was
+ * written: every racer reads the event back and stores its timestamp, so the request and the event agree.
+ */
+async function settleTimestamp(d: Pick<AppsDomain, 'models'>, doc: StoredApproval, eventId: string, field: 'approvedAt' | 'revokedAt'): Promise<StoredApproval> {
+  const event = await d.models.Outbox.findById(eventId).lean()
+  const stamped = event?.data?.[field]
+  if (typeof stamped !== 'string' || stamped === doc[field]?.toISOString()) return doc
+  const at = new Date(stamped)
+  const fixed = await d.models.RecipientApproval.findOneAndUpdate(
+    { id: doc.id, revision: doc.revision, status: doc.status },
+    { $set: { [field]: at } },
+    { returnDocument: 'after', lean: true, timestamps: false },
+  )
+  return fixed ?? { ...doc, [field]: at }
+}
+
+/** app.authorization.granted for the approval of one revision (written once, also by concurrent accepts). */
+export async function writeGrantedEvent(d: Pick<AppsDomain, 'models'>, doc: StoredApproval): Promise<StoredApproval> {
+  const approvedAt = doc.approvedAt ?? new Date()
+  const eventId = await writeOutboxEvent(d.models.Outbox, {
+    type: 'app.authorization.granted',
+    key: `app.authorization.granted:${doc.id}:${doc.revision}`,
+    appDid: doc.appDid,
+    environment: doc.environment as Environment,
+    occurredAt: approvedAt,
+    data: {
+      approvalId: doc.id,
+      recipientDid: doc.recipientDid,
+      paymentTypes: [...doc.paymentTypes],
+      feeShareBps: doc.feeShareBps,
+      publicRecords: publicRecordsOf(doc),
+      approvedAt: approvedAt.toISOString(),
+    },
+  })
+  return settleTimestamp(d, doc, eventId, 'approvedAt')
+}
+
+/** app.authorization.revoked for the approval of revision `revokedRevision`, ended by the creator's revoke or block. */
+export async function writeRevokedEvent(d: Pick<AppsDomain, 'models'>, doc: StoredApproval): Promise<StoredApproval> {
+  if (doc.revokedRevision === null || doc.revokedRevision === undefined) return doc
+  const revokedAt = doc.revokedAt ?? new Date()
+  const eventId = await writeOutboxEvent(d.models.Outbox, {
+    type: 'app.authorization.revoked',
+    key: `app.authorization.revoked:${doc.id}:${doc.revokedRevision}`,
+    appDid: doc.appDid,
+    environment: doc.environment as Environment,
+    occurredAt: revokedAt,
+    data: {
+      approvalId: doc.id,
+      recipientDid: doc.recipientDid,
+      status: doc.status,
+      revokedAt: revokedAt.toISOString(),
+    },
+  })
+  return settleTimestamp(d, doc, eventId, 'revokedAt')
+}

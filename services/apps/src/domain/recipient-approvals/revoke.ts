@@ -1,0 +1,12 @@
+/** The creator revokes an approval. */
+import type { AppsDomain } from '../context'
+import { decide } from './decide'
+import { writeRevokedEvent } from './events'
+import type { DashboardActor } from './queries'
+import { endedAnApproval, revokeTransition } from './state'
+import type { RecipientApprovalView } from './views'
+
+/** approved → revoked, and the app.authorization.revoked event (revoked again → unchanged). */
+export function revokeApproval(d: Pick<AppsDomain, 'models'>, who: DashboardActor, id: string): Promise<RecipientApprovalView> {
+  return decide(d, who, id, revokeTransition, async (doc) => (doc.status === 'revoked' && endedAnApproval(doc) ? writeRevokedEvent(d, doc) : doc))
+}

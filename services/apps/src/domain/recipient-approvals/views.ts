@@ -1,0 +1,53 @@
+/** An approval request as the app, the creator and operators read it, and the creator's pages of it. */
+import type { ApprovalStatus } from '../../models'
+import type { Environment } from '@svc/vocabulary'
+import { effectiveStatus, type StoredApproval } from './state'
+
+export interface RecipientApprovalView {
+  id: string
+  appDid: string
+  recipientDid: string
+  environment: Environment
+  status: ApprovalStatus
+  paymentTypes: string[]
+  feeShareBps: number
+  publicRecords: { enabled: boolean; defaults: { attestation: string } }
+  requestReason: string | null
+  setupReturnUrl: string | null
+  termsHash: string
+  revision: number
+  approvedAt: string | null
+  createdAt: string
+  updatedAt: string
+}
+
+export function publicRecordsOf(doc: StoredApproval): RecipientApprovalView['publicRecords'] {
+  return { enabled: Boolean(doc.publicRecords?.enabled), defaults: { attestation: doc.publicRecords?.defaults?.attestation ?? 'public' } }
+}
+
+export function toApprovalView(doc: StoredApproval): RecipientApprovalView {
+  const status = effectiveStatus(doc)
+  return {
+    id: doc.id,
+    appDid: doc.appDid,
+    recipientDid: doc.recipientDid,
+    environment: doc.environment as Environment,
+    status,
+    paymentTypes: [...(doc.paymentTypes ?? [])],
+    feeShareBps: doc.feeShareBps,
+    publicRecords: publicRecordsOf(doc),
+    requestReason: doc.requestReason ?? null,
+    setupReturnUrl: doc.setupReturnUrl ?? null,
+    termsHash: doc.termsHash,
+    revision: doc.revision,
+    approvedAt: status === 'approved' && doc.approvedAt ? doc.approvedAt.toISOString() : null,
+    createdAt: (doc.createdAt ?? new Date(0)).toISOString(),
+    updatedAt: (doc.updatedAt ?? doc.createdAt ?? new Date(0)).toISOString(),
+  }
+}
+
+/** The creator's pages of a request: `${dashboardUrl}/approvals/<id>` and `${dashboardUrl}/onboarding/<id>`. */
+export function approvalUrls(dashboardUrl: string, id: string): { dashboardUrl: string; onboardingUrl: string } {
+  const base = dashboardUrl.replace(/\/+$/, '')
+  return { dashboardUrl: `${base}/approvals/${id}`, onboardingUrl: `${base}/onboarding/${id}` }
+}

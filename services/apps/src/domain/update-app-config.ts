@@ -1,0 +1,91 @@
+/**
+ * money.svc.app.updateConfig: the app changes its own configuration of one environment.
+ * Last write wins per app DID and environment; only app-controlled fields are writable
+ * (platform-owned ticket fee rates, feeShareBps and appUrl are set by the operator).
+ * Where events go (channel, webhook URL, XRPC receiver origin, paused): docs/events.md, "Channels".
+ */
+import { ContractError } from '@svc/errors'
+import { assertWebhookUrlAllowed } from '@svc/webhook-url'
+import { parseEnvironment, type Environment } from '@svc/vocabulary'
+import type { AppsDomain, UpdatePolicy } from './context'
+import { findAppEnvironment } from './app-environment'
+import { toAppConfigView, type AppConfigView } from './app-config-view'
+import { EVENT_CHANNELS, type EventChannel } from './event-endpoint'
+
+export interface UpdateAppConfigInput {
+  environment: string
+  modules?: { tickets?: boolean | null } | null
+  ticketing?: { qrPasses?: boolean | null; walletPasses?: boolean | null } | null
+  ticketFee?: { passToBuyer?: boolean | null } | null
+  webhookUrl?: string | null
+  appUrl?: string | null
+  /** docs/events.md, "Channels": webhook (default) or xrpc */
+  eventChannel?: string | null
+  /** the origin of the app's XRPC service (xrpc channel); the webhookUrl policy */
+  receiverUrl?: string | null
+  /** true holds every delivery of the app environment; false releases them */
+  webhookPaused?: boolean | null
+}
+
+function parseEventChannel(value: unknown): EventChannel {
+  if ((EVENT_CHANNELS as readonly unknown[]).includes(value)) return value as EventChannel
+  throw new ContractError('InvalidRequest', `eventChannel must be one of ${EVENT_CHANNELS.join(', ')}`)
+}
+
+/** The XRPC receiver: the webhook URL policy, and an origin (deliveries POST to <origin>/xrpc/money.svc.event.receiveEvent). */
+async function allowedReceiverOrigin(raw: string, policy: UpdatePolicy, environment: Environment): Promise<string> {
+  const allowed = new URL(
+    await assertWebhookUrlAllowed(raw, { environment, allowLoopbackInTest: policy.allowLoopbackWebhooksInTest, resolve: policy.resolve }),
+  )
+  if (allowed.pathname !== '/' || allowed.search !== '') {
+    throw new ContractError(
+      'WebhookUrlNotAllowed',
+      "receiverUrl must be the origin of the app's XRPC service (scheme, host and optional port), without a path or query",
+    )
+  }
+  return allowed.origin
+}
+
+function sameUrl(a: string, b: string): boolean {
+  try {
+    return new URL(a).toString() === new URL(b).toString()
+  } catch {
+    return false
+  }
+}
+
+export async function updateAppConfig(d: Pick<AppsDomain, 'models' | 'policy'>, appDid: string, input: UpdateAppConfigInput): Promise<AppConfigView> {
+  const { models, policy } = d
+  const environment = parseEnvironment(input.environment)
+  const current = await findAppEnvironment(d, appDid, environment)
+
+  const set: Record<string, unknown> = {}
+  if (input.eventChannel != null) set['webhook.channel'] = parseEventChannel(input.eventChannel)
+  if (input.webhookPaused != null) set['webhook.paused'] = input.webhookPaused === true
+  if (input.modules?.tickets != null) set['modules.tickets'] = input.modules.tickets
+  if (input.ticketing?.qrPasses != null) set['ticketing.qrPasses'] = input.ticketing.qrPasses
+  if (input.ticketing?.walletPasses != null) set['ticketing.walletPasses'] = input.ticketing.walletPasses
+  if (input.ticketFee?.passToBuyer != null) set['ticketFee.passToBuyer'] = input.ticketFee.passToBuyer
+  if (input.appUrl != null && !sameUrl(input.appUrl, current.appUrl)) {
+    throw new ContractError(
+      'AppUrlNotAllowed',
+      'appUrl is the registered app origin and is changed only through registration; send the registered value or omit it',
+    )
+  }
+  if (input.webhookUrl != null) {
+    set['webhook.url'] = await assertWebhookUrlAllowed(input.webhookUrl, {
+      environment,
+      allowLoopbackInTest: policy.allowLoopbackWebhooksInTest,
+      resolve: policy.resolve,
+    })
+  }
+  if (input.receiverUrl != null) set['webhook.receiverUrl'] = await allowedReceiverOrigin(input.receiverUrl, policy, environment)
+  if (Object.keys(set).length === 0) return toAppConfigView(current)
+  const updated = await models.AppEnvironment.findOneAndUpdate(
+    { appDid, environment },
+    { $set: set },
+    { returnDocument: 'after', lean: true },
+  )
+  if (!updated) throw new ContractError('AppEnvironmentNotConfigured', `app ${appDid} has no ${environment} configuration`)
+  return toAppConfigView(updated)
+}
