@@ -1,10 +1,7 @@
-import pino from 'pino'
-import { loadConfig, loggerOptions } from '@svc/config'
+import { runProcess } from '@svc/config'
 import { buildGateway } from './server'
 
-async function main() {
-  const config = loadConfig()
-  const logger = pino(loggerOptions(config, 'gateway'))
+runProcess('gateway', async (config, logger) => {
   const app = await buildGateway({
     services: [
       { name: 'apps', url: config.subgraphs.apps },
@@ -17,12 +14,5 @@ async function main() {
     logger,
   })
   await app.listen({ host: config.host, port: config.ports.gateway })
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => void app.close().finally(() => process.exit(0)))
-  }
-}
-
-main().catch((err) => {
-  console.error(err)
-  process.exit(1)
+  return () => app.close()
 })

@@ -1,14 +1,11 @@
-import pino from 'pino'
 import Redis from 'ioredis'
-import { loadConfig, loggerOptions } from '@svc/config'
+import { runProcess } from '@svc/config'
 import { createDashboardSessions } from '@svc/dashboard-session'
 import { createServiceAuthVerifier } from '@svc/service-auth'
 import { createGatewayClient } from './gateway-client'
 import { buildApiServer, buildCheckoutServer } from './server'
 
-async function main() {
-  const config = loadConfig()
-  const logger = pino(loggerOptions(config, 'xrpc-adapter'))
+runProcess('xrpc-adapter', async (config, logger) => {
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 })
   const gateway = createGatewayClient({ url: config.gatewayUrl, token: config.secrets.adapterGatewayToken })
   const serviceAuth = createServiceAuthVerifier({
@@ -31,16 +28,8 @@ async function main() {
   const checkout = await buildCheckoutServer(deps)
   await api.listen({ host: config.host, port: config.ports.api })
   await checkout.listen({ host: config.host, port: config.ports.checkout })
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      void Promise.allSettled([api.close(), checkout.close(), gateway.close()])
-        .then(() => redis.quit())
-        .finally(() => process.exit(0))
-    })
+  return async () => {
+    await Promise.allSettled([api.close(), checkout.close(), gateway.close()])
+    await redis.quit()
   }
-}
-
-main().catch((err) => {
-  console.error(err)
-  process.exit(1)
 })

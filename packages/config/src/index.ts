@@ -2,7 +2,9 @@
  * Configuration: read from the environment once, validated with zod, and passed down.
  * Nothing else in the project reads process.env.
  */
+import pino, { type Logger } from 'pino'
 import { z } from 'zod'
+import { isDid } from '@svc/vocabulary'
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
@@ -22,7 +24,7 @@ const schema = z
     MONGO_URL: z.string().url().default('mongodb://127.0.0.1:27027/svc'),
     REDIS_URL: z.string().url().default('redis://127.0.0.1:6379/0'),
     REDIS_PREFIX: z.string().default('svc:'),
-    SERVICE_DID: z.string().startsWith('did:').default('did:web:svc.localhost'),
+    SERVICE_DID: z.string().refine(isDid, 'must be a DID').default('did:web:svc.localhost'),
     PLC_URL: z.string().url().default('https://plc.directory'),
     BASE_URL: z.string().url().default('http://127.0.0.1:4000'),
     CHECKOUT_URL: z.string().url().default('http://127.0.0.1:4001'),
@@ -213,4 +215,22 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>, name: string) {
       censor: '[redacted]',
     },
   }
+}
+
+/**
+ * A process's entry point: the configuration read once, a pino logger named for the process, `start`, and the
+ * stop it returns run on SIGINT or SIGTERM. A configuration or start failure is printed and exits 1.
+ */
+export function runProcess(name: string, start: (config: Config, logger: Logger) => Promise<() => Promise<unknown>>): void {
+  const run = async () => {
+    const config = loadConfig()
+    const stop = await start(config, pino(loggerOptions(config, name)))
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(signal, () => void stop().finally(() => process.exit(0)))
+    }
+  }
+  run().catch((err: unknown) => {
+    console.error(err)
+    process.exit(1)
+  })
 }

@@ -135,12 +135,6 @@ export async function startDomainSubgraph<M, TContext extends SubgraphContext>(
   }
 }
 
-/** For a process entry point: stop the service on SIGINT or SIGTERM, then exit. */
-export function stopOnSignals(stop: () => Promise<unknown>): void {
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => void stop().finally(() => process.exit(0)))
-  }
-}
 
 export { pino }
 export type { Logger }

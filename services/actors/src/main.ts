@@ -1,11 +1,8 @@
-import pino from 'pino'
-import { loadConfig, loggerOptions } from '@svc/config'
-import { stopOnSignals } from '@svc/subgraph-server'
+/** The actors subgraph's process. */
+import { runProcess } from '@svc/config'
 import { startActorsService } from './server'
 
-async function main() {
-  const config = loadConfig()
-  const logger = pino(loggerOptions(config, 'actors'))
+runProcess('actors', async (config, logger) => {
   const service = await startActorsService({
     mongoUrl: config.mongoUrl,
     contextSecret: config.secrets.internalContext,
@@ -13,10 +10,5 @@ async function main() {
     port: config.ports.actorsSubgraph,
     logger,
   })
-  stopOnSignals(service.stop)
-}
-
-main().catch((err) => {
-  console.error(err)
-  process.exit(1)
+  return service.stop
 })

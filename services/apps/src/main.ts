@@ -1,11 +1,8 @@
-import pino from 'pino'
-import { loadConfig, loggerOptions } from '@svc/config'
-import { stopOnSignals } from '@svc/subgraph-server'
+/** The apps subgraph's process: the subgraph and its outbox relay. */
+import { runProcess } from '@svc/config'
 import { startAppsService } from './server'
 
-async function main() {
-  const config = loadConfig()
-  const logger = pino(loggerOptions(config, 'apps'))
+runProcess('apps', async (config, logger) => {
   const service = await startAppsService({
     mongoUrl: config.mongoUrl,
     contextSecret: config.secrets.internalContext,
@@ -16,10 +13,5 @@ async function main() {
     dashboardUrl: config.dashboardUrl,
     relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix },
   })
-  stopOnSignals(service.stop)
-}
-
-main().catch((err) => {
-  console.error(err)
-  process.exit(1)
+  return service.stop
 })

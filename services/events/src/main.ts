@@ -1,11 +1,8 @@
-import pino from 'pino'
-import { loadConfig, loggerOptions } from '@svc/config'
-import { stopOnSignals } from '@svc/subgraph-server'
+/** The events subgraph's process. */
+import { runProcess } from '@svc/config'
 import { startEventsService } from './server'
 
-async function main() {
-  const config = loadConfig()
-  const logger = pino(loggerOptions(config, 'events'))
+runProcess('events', async (config, logger) => {
   const service = await startEventsService({
     mongoUrl: config.mongoUrl,
     contextSecret: config.secrets.internalContext,
@@ -16,10 +13,5 @@ async function main() {
     redisPrefix: config.redisPrefix,
     secretKey: config.secrets.webhookSecretKey,
   })
-  stopOnSignals(service.stop)
-}
-
-main().catch((err) => {
-  console.error(err)
-  process.exit(1)
+  return service.stop
 })

@@ -1,11 +1,8 @@
-import pino from 'pino'
-import { loadConfig, loggerOptions } from '@svc/config'
-import { stopOnSignals } from '@svc/subgraph-server'
+/** The payments subgraph's process: the subgraph, its checkout sweep and its outbox relay. */
+import { runProcess } from '@svc/config'
 import { startPaymentsService } from './server'
 
-async function main() {
-  const config = loadConfig()
-  const logger = pino(loggerOptions(config, 'payments'))
+runProcess('payments', async (config, logger) => {
   const service = await startPaymentsService({
     mongoUrl: config.mongoUrl,
     contextSecret: config.secrets.internalContext,
@@ -19,10 +16,5 @@ async function main() {
     liveProcessor: config.liveProcessor,
     relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix },
   })
-  stopOnSignals(service.stop)
-}
-
-main().catch((err) => {
-  console.error(err)
-  process.exit(1)
+  return service.stop
 })

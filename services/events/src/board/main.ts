@@ -1,12 +1,8 @@
 /** `npm run board -w @svc/events`: the operators' board on BOARD_PORT (docs/events.md "Operators"). */
-import pino from 'pino'
-import { loadConfig, loggerOptions } from '@svc/config'
-import { stopOnSignals } from '@svc/subgraph-server'
+import { runProcess } from '@svc/config'
 import { buildBoard } from './server'
 
-async function main() {
-  const config = loadConfig()
-  const logger = pino(loggerOptions(config, 'board'))
+runProcess('board', async (config, logger) => {
   const board = await buildBoard({
     redisUrl: config.redisUrl,
     redisPrefix: config.redisPrefix,
@@ -14,10 +10,5 @@ async function main() {
     logger,
   })
   await board.listen({ host: config.host, port: config.ports.board })
-  stopOnSignals(() => board.close())
-}
-
-main().catch((err) => {
-  console.error(err)
-  process.exit(1)
+  return () => board.close()
 })

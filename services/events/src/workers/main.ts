@@ -1,12 +1,8 @@
 /** The events workers' process (`npm run workers -w @svc/events`): consumes `domain-events` and `webhook-deliveries`. */
-import pino from 'pino'
-import { loadConfig, loggerOptions } from '@svc/config'
-import { stopOnSignals } from '@svc/subgraph-server'
+import { runProcess } from '@svc/config'
 import { startEventWorkers } from './index'
 
-async function main() {
-  const config = loadConfig()
-  const logger = pino(loggerOptions(config, 'events-workers'))
+runProcess('events-workers', async (config, logger) => {
   const workers = await startEventWorkers({
     mongoUrl: config.mongoUrl,
     redisUrl: config.redisUrl,
@@ -19,10 +15,5 @@ async function main() {
     delivery: config.delivery,
     allowLoopbackWebhooks: config.devAllowLoopbackWebhooks,
   })
-  stopOnSignals(workers.stop)
-}
-
-main().catch((err) => {
-  console.error(err)
-  process.exit(1)
+  return workers.stop
 })
