@@ -1,2 +1,2 @@
 export { buildGateway, type GatewayOptions } from './server'
-export { authenticate, CALLER_HEADER } from './principal'
+export { authenticate } from './principal'

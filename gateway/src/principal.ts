@@ -9,7 +9,6 @@ import { timingSafeEqual, createHash } from 'node:crypto'
 import type { Principal } from '@svc/internal-context'
 import { isDid, isEnvironment } from '@svc/vocabulary'
 
-export const CALLER_HEADER = 'svc-caller'
 
 function sameSecret(a: string, b: string): boolean {
   const ha = createHash('sha256').update(a).digest()

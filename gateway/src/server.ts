@@ -8,7 +8,8 @@ import mercuriusGateway from '@mercuriusjs/gateway'
 import type { Logger } from 'pino'
 import { randomUUID } from 'node:crypto'
 import { CONTEXT_HEADER, REQUEST_ID_HEADER, signContext, type Principal } from '@svc/internal-context'
-import { authenticate, CALLER_HEADER } from './principal'
+import { CALLER_HEADER } from '@svc/gateway-client'
+import { authenticate } from './principal'
 
 declare module 'fastify' {
   interface FastifyRequest {

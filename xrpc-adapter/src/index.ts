@@ -1,5 +1,4 @@
 export * from './server'
-export { createGatewayClient, type GatewayClient } from './gateway-client'
 export { methodTable } from './methods'
 export type { GatewayMethod } from './methods/types'
 export { didDocument, didWebDocumentPath, type ServiceIdentity } from './did-document'

@@ -2,7 +2,7 @@ import Redis from 'ioredis'
 import { runProcess } from '@svc/config'
 import { createDashboardSessions } from '@svc/dashboard-session'
 import { createServiceAuthVerifier } from '@svc/service-auth'
-import { createGatewayClient } from './gateway-client'
+import { createGatewayClient } from '@svc/gateway-client'
 import { buildApiServer, buildCheckoutServer } from './server'
 
 runProcess('xrpc-adapter', async (config, logger) => {

@@ -10,7 +10,8 @@ import pino from 'pino'
 import type { DashboardSessions } from '@svc/dashboard-session'
 import { createServiceAuthVerifier, keypairFromPrivateKeyHex, mintServiceJwt, type ServiceAuthVerifier } from '@svc/service-auth'
 import { freePort, isolate } from '@svc/testing'
-import { buildApiServer, createGatewayClient, didWebDocumentPath, type ServiceIdentity } from '../src'
+import { createGatewayClient } from '@svc/gateway-client'
+import { buildApiServer, didWebDocumentPath, type ServiceIdentity } from '../src'
 
 const signingKeyHex = randomBytes(32).toString('hex')
 const servers: FastifyInstance[] = []

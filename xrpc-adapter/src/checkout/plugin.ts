@@ -12,7 +12,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import formbody from '@fastify/formbody'
 import { ContractError } from '@svc/errors'
-import type { GatewayClient } from '../gateway-client'
+import type { GatewayClient } from '@svc/gateway-client'
 import { SECURITY_HEADERS, sendPage } from '../pages/html'
 import { readCardForm, scrubCardData, type CardInput } from './card-form'
 import { checkoutFormPage, checkoutStatePage, errorPage, invalidLinkPage, withCheckoutParam, type CheckoutView } from './views'

@@ -10,7 +10,7 @@ import fastifyFormbody from '@fastify/formbody'
 import { ContractError } from '@svc/errors'
 import { csrfMatches, DASHBOARD_COOKIE, isDashboardPath, SESSION_TTL_SECONDS, type DashboardSession, type DashboardSessions } from '@svc/dashboard-session'
 import type { Principal } from '@svc/internal-context'
-import type { GatewayClient } from '../gateway-client'
+import type { GatewayClient } from '@svc/gateway-client'
 import { sendPage } from '../pages/html'
 import {
   APPROVAL,

@@ -9,7 +9,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ContractError } from '@svc/errors'
 import { presentedApiKey } from '../auth/api-key'
-import { ADAPTER_PRINCIPAL, type GatewayClient } from '../gateway-client'
+import type { GatewayClient } from '@svc/gateway-client'
+import { ADAPTER_PRINCIPAL } from '../principals'
 import type { Environment } from '@svc/vocabulary'
 
 export type DeveloperPermission = 'app.config.read' | 'webhook.test.write' | 'webhook.deliveries.read' | 'webhook.deliveries.redrive'

@@ -1,7 +1,7 @@
 /** GET {checkout_url}/api/app/developer/config (permission app.config.read). */
 import type { FastifyInstance } from 'fastify'
 import { ContractError } from '@svc/errors'
-import type { GatewayClient } from '../gateway-client'
+import type { GatewayClient } from '@svc/gateway-client'
 import { presentedApiKey } from '../auth/api-key'
 
 interface DeveloperConfigData {

@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify'
 import { ContractError } from '@svc/errors'
-import type { GatewayClient } from '../gateway-client'
+import type { GatewayClient } from '@svc/gateway-client'
 import { asAdapter, checkDeveloperAccess, type UtilityQuery } from './access'
 
 export const DELIVERIES_PATH = '/api/webhooks/atm'

@@ -9,7 +9,7 @@
  */
 import type { FastifyInstance } from 'fastify'
 import { ContractError } from '@svc/errors'
-import type { GatewayClient } from '../gateway-client'
+import type { GatewayClient } from '@svc/gateway-client'
 import { asAdapter, bodiesAsText, checkDeveloperAccess, jsonObjectBody } from './access'
 import { DELIVERIES_PATH } from './deliveries-route'
 

@@ -5,7 +5,8 @@
  */
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { ADAPTER_PRINCIPAL, type GatewayClient } from '../gateway-client'
+import type { GatewayClient } from '@svc/gateway-client'
+import { ADAPTER_PRINCIPAL } from '../principals'
 import { apiKeyForLog } from '../auth/api-key'
 
 const RECORD = `mutation Record($input: DeveloperRequestInput!) { recordDeveloperRequest(input: $input) }`

@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify'
 import { ContractError } from '@svc/errors'
-import type { GatewayClient } from '../gateway-client'
+import type { GatewayClient } from '@svc/gateway-client'
 import { asAdapter, bodiesAsText, checkDeveloperAccess } from './access'
 
 export const TEST_EVENT_PATH = '/api/app/developer/test-event'

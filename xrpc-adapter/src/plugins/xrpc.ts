@@ -8,7 +8,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ContractError } from '@svc/errors'
 import { lexicons, RETIRED_NSIDS } from '@svc/lexicons'
-import { ADAPTER_PRINCIPAL, type GatewayClient } from '../gateway-client'
+import type { GatewayClient } from '@svc/gateway-client'
+import { ADAPTER_PRINCIPAL } from '../principals'
 import { isPlanned, type AuthVerifiers, type MethodCall, type MethodRoute } from '../methods'
 import { decodeParams } from './xrpc-params'
 

@@ -1,12 +1,14 @@
 /**
  * Where an app environment's events go, read before each attempt from the apps subgraph through the gateway
- * (`eventEndpoint`), as the internal service `events`. The events domain never reads the apps database.
+ * (`eventEndpoint`) with the shared gateway client, as the internal service `events`. The events domain never reads
+ * the apps database.
  */
 import { randomUUID } from 'node:crypto'
-import { Pool } from 'undici'
-import { REQUEST_ID_HEADER } from '@svc/internal-context'
-import type { Channel } from '../models'
+import { ContractError } from '@svc/errors'
+import { createGatewayClient, GatewayUnavailableError } from '@svc/gateway-client'
+import type { Principal } from '@svc/internal-context'
 import { SERVICE_PRINCIPALS } from '@svc/vocabulary'
+import type { Channel } from '../models'
 
 export interface EventEndpoint {
   channel: Channel
@@ -33,58 +35,26 @@ const QUERY = `query EventEndpoint($appDid: ID!, $environment: String!) {
 }`
 
 /** Contract errors that mean "nowhere to send": the attempt fails as not configured. */
-const NOT_CONFIGURED = new Set(['AppEnvironmentNotConfigured', 'AppNotRegistered'])
+const NOT_CONFIGURED = new Set<string>(['AppEnvironmentNotConfigured', 'AppNotRegistered'])
 
-const CALLER = JSON.stringify({ kind: 'service', name: SERVICE_PRINCIPALS.events })
-
-interface GraphQLAnswer {
-  data?: { eventEndpoint?: EventEndpoint | null } | null
-  errors?: { message?: string; extensions?: { code?: unknown } }[]
-}
+const CALLER: Principal = { kind: 'service', name: SERVICE_PRINCIPALS.events }
 
 export function createEndpointClient(opts: { url: string; token: string; timeoutMs?: number }): EndpointClient {
-  const url = new URL(opts.url)
-  const pool = new Pool(url.origin, { connections: 16, pipelining: 1 })
-  const timeoutMs = opts.timeoutMs ?? 10_000
+  const gateway = createGatewayClient({ url: opts.url, token: opts.token, connections: 16, timeoutMs: opts.timeoutMs ?? 10_000 })
   return {
     async lookup(appDid, environment, requestId = randomUUID()) {
-      let answer: GraphQLAnswer
-      let status: number
+      let endpoint: EventEndpoint | null
       try {
-        const res = await pool.request({
-          path: url.pathname,
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            authorization: `Bearer ${opts.token}`,
-            'svc-caller': CALLER,
-            [REQUEST_ID_HEADER]: requestId,
-          },
-          body: JSON.stringify({ query: QUERY, variables: { appDid, environment } }),
-          headersTimeout: timeoutMs,
-          bodyTimeout: timeoutMs,
-        })
-        status = res.statusCode
-        const text = await res.body.text()
-        try {
-          answer = JSON.parse(text) as GraphQLAnswer
-        } catch {
-          return { kind: 'unavailable', error: `could not read the app's event endpoint: the gateway answered HTTP ${status}` }
-        }
+        ;({ eventEndpoint: endpoint } = await gateway.query<{ eventEndpoint: EventEndpoint | null }>(QUERY, { appDid, environment }, { principal: CALLER, requestId }))
       } catch (err) {
-        const code = (err as { code?: unknown }).code
-        return { kind: 'unavailable', error: `could not read the app's event endpoint: the gateway is unavailable${typeof code === 'string' ? ` (${code})` : ''}` }
-      }
-      const codes = (answer.errors ?? []).map((e) => e.extensions?.code)
-      const notConfigured = codes.find((c): c is string => typeof c === 'string' && NOT_CONFIGURED.has(c))
-      if (notConfigured) return { kind: 'not-configured', reason: notConfigured }
-      const endpoint = answer.data?.eventEndpoint
-      if (answer.errors?.length || !endpoint) {
-        const code = codes.find((c): c is string => typeof c === 'string') ?? `HTTP ${status}`
+        if (err instanceof GatewayUnavailableError) return { kind: 'unavailable', error: `could not read the app's event endpoint: the gateway is unavailable (${err.reason})` }
+        if (err instanceof ContractError && NOT_CONFIGURED.has(err.code)) return { kind: 'not-configured', reason: err.code }
+        const code = err instanceof ContractError ? err.code : 'unexpected answer'
         return { kind: 'unavailable', error: `could not read the app's event endpoint: the gateway refused the lookup (${code})` }
       }
+      if (!endpoint) return { kind: 'unavailable', error: "could not read the app's event endpoint: the gateway answered without one" }
       return { kind: 'found', endpoint: { channel: endpoint.channel === 'xrpc' ? 'xrpc' : 'webhook', url: endpoint.url, configured: endpoint.configured, paused: endpoint.paused } }
     },
-    close: () => pool.close(),
+    close: () => gateway.close(),
   }
 }

@@ -1,0 +1,102 @@
+/**
+ * The client every process uses to call the GraphQL gateway (the XRPC adapter, its pages, the events workers): one
+ * keep-alive undici pool, the process's credential, the principal it calls as, and the request id. A GraphQL error
+ * carrying a contract code comes back as that ContractError (the first such error of the answer); a gateway that
+ * cannot be reached or answers something other than GraphQL is GatewayUnavailableError (ServiceUnavailable); anything
+ * else is an internal failure.
+ */
+import { Pool } from 'undici'
+import { ContractError, isErrorCode } from '@svc/errors'
+import { REQUEST_ID_HEADER, type Principal } from '@svc/internal-context'
+
+/** The header in which a process states the principal it calls as; the gateway checks it against the credential. */
+export const CALLER_HEADER = 'svc-caller'
+
+export interface GatewayCall {
+  principal: Principal
+  requestId: string
+  /** where an unexpected answer is logged (pino or Fastify's request logger) */
+  log?: { error(obj: object, msg: string): void }
+}
+
+export interface GatewayClient {
+  query<T>(document: string, variables: Record<string, unknown>, as: GatewayCall): Promise<T>
+  close(): Promise<void>
+}
+
+export interface GatewayClientOptions {
+  /** the gateway's GraphQL URL */
+  url: string
+  /** this process's bearer credential */
+  token: string
+  connections?: number
+  /** how long the gateway may take to answer; default undici's (300 s) */
+  timeoutMs?: number
+}
+
+/** The gateway could not be reached or did not answer GraphQL; `reason` says how (a socket error code or `HTTP 502`). */
+export class GatewayUnavailableError extends ContractError {
+  constructor(readonly reason: string) {
+    super('ServiceUnavailable', 'the service is temporarily unavailable; retry with backoff')
+  }
+}
+
+interface GraphQLAnswer<T> {
+  data?: T | null
+  errors?: { message: string; extensions?: { code?: unknown } }[]
+}
+
+export function createGatewayClient(opts: GatewayClientOptions): GatewayClient {
+  const url = new URL(opts.url)
+  const pool = new Pool(url.origin, { connections: opts.connections ?? 64, pipelining: 1 })
+  const timeouts = opts.timeoutMs ? { headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs } : {}
+
+  async function post<T>(document: string, variables: Record<string, unknown>, as: GatewayCall): Promise<GraphQLAnswer<T>> {
+    let status: number
+    let text: string
+    try {
+      const res = await pool.request({
+        path: url.pathname,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${opts.token}`,
+          [CALLER_HEADER]: JSON.stringify(as.principal),
+          [REQUEST_ID_HEADER]: as.requestId,
+        },
+        body: JSON.stringify({ query: document, variables }),
+        ...timeouts,
+      })
+      status = res.statusCode
+      text = await res.body.text()
+    } catch (err) {
+      const code = (err as { code?: unknown }).code
+      as.log?.error({ err }, 'gateway unreachable')
+      throw new GatewayUnavailableError(typeof code === 'string' ? code : 'unreachable')
+    }
+    try {
+      return JSON.parse(text) as GraphQLAnswer<T>
+    } catch {
+      as.log?.error({ status }, 'gateway answered something other than GraphQL')
+      throw new GatewayUnavailableError(`HTTP ${status}`)
+    }
+  }
+
+  return {
+    async query<T>(document: string, variables: Record<string, unknown>, as: GatewayCall) {
+      const answer = await post<T>(document, variables, as)
+      if (answer.errors?.length) {
+        // The first error carrying a contract code wins. When a subgraph refuses inside an entity call, mercurius
+        // lists its own null-parent TypeError first and the subgraph's coded error (path `_entities…`) after it.
+        const coded = answer.errors.find((e) => isErrorCode(e.extensions?.code))
+        const code = coded?.extensions?.code
+        if (coded && isErrorCode(code) && code !== 'InternalServerError') throw new ContractError(code, coded.message)
+        as.log?.error({ errors: answer.errors }, 'gateway returned an unexpected error')
+        throw new ContractError('InternalServerError', 'internal error')
+      }
+      if (answer.data == null) throw new ContractError('InternalServerError', 'internal error')
+      return answer.data
+    },
+    close: () => pool.close(),
+  }
+}
