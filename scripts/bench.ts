@@ -179,6 +179,7 @@ async function main() {
     PAYMENT_TOKEN_SECRET: randomBytes(32).toString('hex'),
     INTERNAL_CONTEXT_SECRET: secret,
     ADAPTER_GATEWAY_TOKEN: randomBytes(32).toString('hex'),
+    EVENTS_GATEWAY_TOKEN: randomBytes(32).toString('hex'),
     OPERATOR_TOKEN: randomBytes(32).toString('hex'),
   }
   // the request paths need the subgraphs (the gateway composes all four), the gateway and the adapter; the

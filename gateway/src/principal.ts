@@ -1,13 +1,15 @@
 /**
- * Who may call the gateway, and as whom. Two bearer credentials are accepted:
- *   - the XRPC adapter's token: the adapter has verified the app (service-auth) or is passing an API
- *     key hash for the apps subgraph to check, and states that principal in `svc-caller`;
+ * Who may call the gateway, and as whom. Each calling process has its own bearer credential:
+ *   - the XRPC adapter's token: the adapter has verified the app (service-auth), is passing an API key hash for the
+ *     apps subgraph to check, a creator's dashboard session, or acts for itself or its checkout pages, and states
+ *     that principal in `svc-caller`;
+ *   - the events workers' token: the service `events`, whatever `svc-caller` says (a different claim is refused);
  *   - the operator token: operators and internal dashboards.
  * Anything else is refused with 401 before GraphQL runs.
  */
 import { timingSafeEqual, createHash } from 'node:crypto'
 import type { Principal } from '@svc/internal-context'
-import { isDid, isEnvironment } from '@svc/vocabulary'
+import { isDid, isEnvironment, SERVICE_PRINCIPALS } from '@svc/vocabulary'
 
 
 function sameSecret(a: string, b: string): boolean {
@@ -41,14 +43,26 @@ function parseCaller(raw: string | undefined): Principal | null {
   return null
 }
 
+/** The services the adapter may speak for: itself and its checkout pages. */
+const ADAPTER_SERVICES: readonly string[] = [SERVICE_PRINCIPALS.xrpcAdapter, SERVICE_PRINCIPALS.checkout]
+const EVENTS = { kind: 'service', name: SERVICE_PRINCIPALS.events } as const satisfies Principal
+
 export function authenticate(
-  secrets: { adapterGatewayToken: string; operatorToken: string },
+  secrets: { adapterGatewayToken: string; eventsGatewayToken: string; operatorToken: string },
   headers: { authorization?: string; caller?: string; operatorId?: string },
 ): Principal | null {
   const match = /^Bearer (.+)$/.exec(headers.authorization ?? '')
   if (!match?.[1]) return null
   const token = match[1]
-  if (sameSecret(token, secrets.adapterGatewayToken)) return parseCaller(headers.caller)
+  if (sameSecret(token, secrets.adapterGatewayToken)) {
+    const caller = parseCaller(headers.caller)
+    return caller && (caller.kind !== 'service' || ADAPTER_SERVICES.includes(caller.name)) ? caller : null
+  }
+  if (sameSecret(token, secrets.eventsGatewayToken)) {
+    if (headers.caller === undefined) return { ...EVENTS }
+    const caller = parseCaller(headers.caller)
+    return caller?.kind === 'service' && caller.name === EVENTS.name ? { ...EVENTS } : null
+  }
   if (sameSecret(token, secrets.operatorToken)) {
     return { kind: 'operator', id: headers.operatorId && /^[\w.@-]{1,64}$/.test(headers.operatorId) ? headers.operatorId : 'operator' }
   }

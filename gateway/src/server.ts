@@ -19,7 +19,7 @@ declare module 'fastify' {
 
 export interface GatewayOptions {
   services: { name: string; url: string }[]
-  secrets: { internalContext: string; adapterGatewayToken: string; operatorToken: string }
+  secrets: { internalContext: string; adapterGatewayToken: string; eventsGatewayToken: string; operatorToken: string }
   graphiql: boolean
   logger: Logger
   /** retries while subgraphs start (the dev command starts everything at once) */

@@ -72,14 +72,22 @@ const schema = z
     DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(20),
     INTERNAL_CONTEXT_SECRET: z.string().min(32).default(DEV_SECRET),
     ADAPTER_GATEWAY_TOKEN: z.string().min(32).default(`${DEV_SECRET}-adapter`),
+    /** the events workers' own credential at the gateway: it makes them the service `events` and nothing else */
+    EVENTS_GATEWAY_TOKEN: z.string().min(32).default(`${DEV_SECRET}-events`),
     OPERATOR_TOKEN: z.string().min(32).default(`${DEV_SECRET}-operator`),
     GRAPHIQL: bool.optional(),
     DEV_ALLOW_LOOPBACK_WEBHOOKS: bool.default(false),
     ALLOW_INSECURE_DID_WEB: bool.default(false),
   })
   .superRefine((env, ctx) => {
+    // each caller of the gateway is known by its credential alone, so no two may share one
+    const credentials = ['ADAPTER_GATEWAY_TOKEN', 'EVENTS_GATEWAY_TOKEN', 'OPERATOR_TOKEN'] as const
+    for (const [i, key] of credentials.entries()) {
+      const same = credentials.slice(0, i).find((other) => env[other] === env[key])
+      if (same) ctx.addIssue({ code: 'custom', path: [key], message: `must differ from ${same}` })
+    }
     if (env.NODE_ENV !== 'production') return
-    for (const key of ['INTERNAL_CONTEXT_SECRET', 'ADAPTER_GATEWAY_TOKEN', 'OPERATOR_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY'] as const) {
+    for (const key of ['INTERNAL_CONTEXT_SECRET', 'ADAPTER_GATEWAY_TOKEN', 'EVENTS_GATEWAY_TOKEN', 'OPERATOR_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY'] as const) {
       if (env[key].startsWith(DEV_SECRET)) ctx.addIssue({ code: 'custom', path: [key], message: 'must be set in production' })
     }
     if (env.SERVICE_SIGNING_KEY === DEV_SIGNING_KEY) {
@@ -117,6 +125,7 @@ export interface Config {
   secrets: {
     internalContext: string
     adapterGatewayToken: string
+    eventsGatewayToken: string
     operatorToken: string
     paymentTokens: string
     webhookSecretKey: string
@@ -175,6 +184,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     secrets: {
       internalContext: e.INTERNAL_CONTEXT_SECRET,
       adapterGatewayToken: e.ADAPTER_GATEWAY_TOKEN,
+      eventsGatewayToken: e.EVENTS_GATEWAY_TOKEN,
       operatorToken: e.OPERATOR_TOKEN,
       paymentTokens: e.PAYMENT_TOKEN_SECRET,
       webhookSecretKey: e.WEBHOOK_SECRET_KEY,

@@ -23,7 +23,9 @@ async function gql(as: Caller, query: string, variables: Record<string, unknown>
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (as === 'operator') headers.authorization = `Bearer ${stack.secrets.operatorToken}`
   else {
-    headers.authorization = `Bearer ${stack.secrets.adapterGatewayToken}`
+    // each process calls with its own credential: the events workers' makes them the service `events`
+    const events = as.kind === 'service' && as.name === 'events'
+    headers.authorization = `Bearer ${events ? stack.secrets.eventsGatewayToken : stack.secrets.adapterGatewayToken}`
     headers['svc-caller'] = JSON.stringify(as)
   }
   const res = await fetch(stack.gatewayUrl, { method: 'POST', headers, body: JSON.stringify({ query, variables }) })

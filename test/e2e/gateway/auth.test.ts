@@ -1,5 +1,6 @@
 /**
- * Who may call the gateway: the adapter token with a valid `svc-caller`, or the operator token.
+ * Who may call the gateway: the adapter token with a valid `svc-caller`, the events workers' token (the service
+ * `events` and nothing else), or the operator token.
  * Everything else is refused with 401 before GraphQL runs. Contract error codes from a subgraph
  * survive the gateway in `errors[0].extensions.code`.
  */
@@ -16,6 +17,10 @@ const adapter = (caller: unknown) => ({
   'svc-caller': typeof caller === 'string' ? caller : JSON.stringify(caller),
 })
 const operator = () => bearer(fx.secrets.operatorToken)
+const events = (caller?: unknown) => ({
+  ...bearer(fx.secrets.eventsGatewayToken),
+  ...(caller === undefined ? {} : { 'svc-caller': JSON.stringify(caller) }),
+})
 
 function expectUnauthorized(res: { status: number; body: GraphQLBody }) {
   expect(res.status).toBe(401)
@@ -62,8 +67,20 @@ describe('refused with 401 before GraphQL runs', () => {
     ['an operator (only the operator token makes one)', { kind: 'operator', id: 'mallory' }],
     ['the gateway itself', { kind: 'gateway' }],
     ['an unknown kind', { kind: 'root' }],
+    ['the events workers (only their own token makes them)', { kind: 'service', name: 'events' }],
+    ['a service the adapter does not speak for', { kind: 'service', name: 'billing' }],
   ])('the adapter token with svc-caller %s', async (_label, caller) => {
     expectUnauthorized(await postGraphQL(fx.graphqlUrl, APP_QUERY, adapter(caller)))
+  })
+
+  test.each([
+    ['an app', { kind: 'app', appDid: REGISTERED }],
+    ['the adapter', { kind: 'service', name: 'xrpc-adapter' }],
+    ['an operator', { kind: 'operator', id: 'events' }],
+    ['not JSON', '{kind: service'],
+  ])("the events workers' token claiming to be %s", async (_label, caller) => {
+    const headers = typeof caller === 'string' ? { ...events(), 'svc-caller': caller } : events(caller)
+    expectUnauthorized(await postGraphQL(fx.graphqlUrl, '{ appConfig(environment: "test") { appDid } }', headers))
   })
 
   test('a GET query without credentials', async () => {
@@ -101,6 +118,18 @@ describe('accepted callers', () => {
     const res = await postGraphQL(fx.graphqlUrl, '{ appConfig(environment: "test") { appDid environment appUrl } }', adapter({ kind: 'app', appDid: REGISTERED }))
     expect(res.status).toBe(200)
     expect(res.body).toEqual({ data: { appConfig: { appDid: REGISTERED, environment: 'test', appUrl: 'https://auth-app.example.com' } } })
+  })
+
+  test("the events workers' token is the service events, with or without saying so", async () => {
+    const query = `{ eventEndpoint(appDid: "${REGISTERED}", environment: "test") { channel configured paused } }`
+    for (const headers of [events(), events({ kind: 'service', name: 'events' })]) {
+      const res = await postGraphQL(fx.graphqlUrl, query, headers)
+      expect(res.status).toBe(200)
+      expect(res.body).toEqual({ data: { eventEndpoint: { channel: 'webhook', configured: false, paused: false } } })
+    }
+    // and only that service: an app's operation is refused by the subgraph
+    const asApp = await postGraphQL(fx.graphqlUrl, '{ appConfig(environment: "test") { appDid } }', events())
+    expect(asApp.body.errors?.[0]?.extensions?.code).toBe('NotAllowed')
   })
 
   test('/health answers 200 without credentials', async () => {

@@ -18,6 +18,7 @@ const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
 const secrets = {
   internalContext: randomBytes(32).toString('hex'),
   adapterGatewayToken: randomBytes(32).toString('hex'),
+  eventsGatewayToken: randomBytes(32).toString('hex'),
   operatorToken: randomBytes(32).toString('hex'),
 }
 

@@ -18,6 +18,7 @@ export function newSecrets() {
   return {
     internalContext: randomBytes(32).toString('hex'),
     adapterGatewayToken: randomBytes(32).toString('hex'),
+    eventsGatewayToken: randomBytes(32).toString('hex'),
     operatorToken: randomBytes(32).toString('hex'),
   }
 }

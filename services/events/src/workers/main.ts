@@ -8,7 +8,7 @@ runProcess('events-workers', async (config, logger) => {
     redisUrl: config.redisUrl,
     redisPrefix: config.redisPrefix,
     logger,
-    gateway: { url: config.gatewayUrl, token: config.secrets.adapterGatewayToken },
+    gateway: { url: config.gatewayUrl, token: config.secrets.eventsGatewayToken },
     serviceDid: config.serviceDid,
     serviceSigningKey: config.secrets.serviceSigningKey,
     secretKey: config.secrets.webhookSecretKey,
