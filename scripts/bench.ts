@@ -147,7 +147,8 @@ async function main() {
     eventsSubgraph: await freePort(),
     board: await freePort(),
   }
-  const secret = randomBytes(32).toString('hex')
+  const adapterKey = randomBytes(32).toString('hex')
+  const adapter = { issuer: 'xrpc-adapter', key: adapterKey } as const
   const serviceDid = 'did:web:svc.bench'
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0'
   const redisPrefix = `svcbench:${randomBytes(3).toString('hex')}:`
@@ -177,9 +178,11 @@ async function main() {
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
     SERVICE_SIGNING_KEY: randomBytes(32).toString('hex'),
     PAYMENT_TOKEN_SECRET: randomBytes(32).toString('hex'),
-    INTERNAL_CONTEXT_SECRET: secret,
-    ADAPTER_GATEWAY_TOKEN: randomBytes(32).toString('hex'),
-    EVENTS_GATEWAY_TOKEN: randomBytes(32).toString('hex'),
+    GATEWAY_CONTEXT_KEY: randomBytes(32).toString('hex'),
+    ADAPTER_CONTEXT_KEY: adapterKey,
+    EVENTS_CONTEXT_KEY: randomBytes(32).toString('hex'),
+    PAYMENTS_CONTEXT_KEY: randomBytes(32).toString('hex'),
+    APPS_CONTEXT_KEY: randomBytes(32).toString('hex'),
     OPERATOR_TOKEN: randomBytes(32).toString('hex'),
   }
   // the request paths need the subgraphs (the gateway composes all four), the gateway and the adapter; the
@@ -191,7 +194,7 @@ async function main() {
     const app = await generateDidKeyKeypair('ES256K')
     await registerApp({ models }, { did: app.did, environment: 'test', appUrl: 'https://bench.example', feeShareBps: 100 })
     const api = `http://${host}:${ports.api}/xrpc`
-    const appContext = () => signContext(secret, { principal: { kind: 'app', appDid: app.did }, requestId: randomBytes(8).toString('hex') })
+    const appContext = () => signContext(adapter, { principal: { kind: 'app', appDid: app.did }, requestId: randomBytes(8).toString('hex') })
 
     /** A self-sale (recipient = the app), which needs no approval; one app order id per product. */
     const productOf = (appOrderId: string) =>
@@ -255,8 +258,8 @@ async function main() {
       body: query,
       headers: {
         'content-type': 'application/json',
-        authorization: `Bearer ${env.ADAPTER_GATEWAY_TOKEN}`,
-        'svc-caller': JSON.stringify({ kind: 'app', appDid: app.did }),
+        // one context for the run (it lives 60 s), as the adapter signs one per request
+        [CONTEXT_HEADER]: appContext(),
       },
     })
 

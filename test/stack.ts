@@ -16,7 +16,7 @@ import { buildApiServer, buildCheckoutServer } from '@svc/xrpc-adapter'
 import { createGatewayClient } from '@svc/gateway-client'
 import { createDashboardSessions, DASHBOARD_COOKIE, signInUrl } from '@svc/dashboard-session'
 import { createServiceAuthVerifier, generateDidKeyKeypair, keypairFromPrivateKeyHex, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
-import { freePort, isolate } from '@svc/testing'
+import { freePort, isolate, testCallerKeys } from '@svc/testing'
 import type { Environment } from '@svc/vocabulary'
 
 export interface TestStack {
@@ -95,9 +95,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const iso = isolate(label)
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
   const secrets = {
-    internalContext: randomBytes(32).toString('hex'),
-    adapterGatewayToken: randomBytes(32).toString('hex'),
-    eventsGatewayToken: randomBytes(32).toString('hex'),
+    callerKeys: testCallerKeys(),
     operatorToken: randomBytes(32).toString('hex'),
     paymentTokens: randomBytes(32).toString('hex'),
     webhookSecretKey: randomBytes(32).toString('hex'),
@@ -113,7 +111,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const checkoutUrl = `http://127.0.0.1:${checkoutPort}`
   const apps = await startAppsService({
     mongoUrl: iso.mongoUrl,
-    contextSecret: secrets.internalContext,
+    callerKeys: secrets.callerKeys,
     host: '127.0.0.1',
     port: 0,
     logger,
@@ -121,10 +119,10 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     dashboardUrl: `${checkoutUrl}/dashboard`,
     relay,
   })
-  const actors = await startActorsService({ mongoUrl: iso.mongoUrl, contextSecret: secrets.internalContext, host: '127.0.0.1', port: 0, logger })
+  const actors = await startActorsService({ mongoUrl: iso.mongoUrl, callerKeys: secrets.callerKeys, host: '127.0.0.1', port: 0, logger })
   const payments = await startPaymentsService({
     mongoUrl: iso.mongoUrl,
-    contextSecret: secrets.internalContext,
+    callerKeys: secrets.callerKeys,
     host: '127.0.0.1',
     port: 0,
     logger,
@@ -138,7 +136,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   })
   const events = await startEventsService({
     mongoUrl: iso.mongoUrl,
-    contextSecret: secrets.internalContext,
+    callerKeys: secrets.callerKeys,
     host: '127.0.0.1',
     port: 0,
     logger,
@@ -160,7 +158,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   await gateway.listen({ host: '127.0.0.1', port: 0 })
   const gatewayUrl = `http://127.0.0.1:${(gateway.server.address() as { port: number }).port}/graphql`
   const redis = new Redis(iso.redisUrl, { lazyConnect: false })
-  const gatewayClient = createGatewayClient({ url: gatewayUrl, token: secrets.adapterGatewayToken })
+  const gatewayClient = createGatewayClient({ url: gatewayUrl, signer: { issuer: 'xrpc-adapter', key: secrets.callerKeys['xrpc-adapter'] } })
   const serviceAuth = createServiceAuthVerifier({ serviceDid, plcUrl: 'http://127.0.0.1:1', redis, replayKeyPrefix: `${iso.redisPrefix}jti:` })
   const dashboardSessions = createDashboardSessions({ redis, prefix: `${iso.redisPrefix}dash:` })
   const deps = { logger, gateway: gatewayClient, serviceAuth, methods: opts.methods, dashboardSessions, checkoutUrl }
@@ -180,7 +178,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
       redisUrl: iso.redisUrl,
       redisPrefix: iso.redisPrefix,
       logger,
-      gateway: { url: gatewayUrl, token: secrets.eventsGatewayToken },
+      gateway: { url: gatewayUrl, key: secrets.callerKeys.events },
       serviceDid,
       serviceSigningKey: secrets.serviceSigningKey,
       secretKey: secrets.webhookSecretKey,
@@ -218,7 +216,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
         REDIS_URL: iso.redisUrl,
         REDIS_PREFIX: iso.redisPrefix,
         GATEWAY_URL: gatewayUrl,
-        EVENTS_GATEWAY_TOKEN: secrets.eventsGatewayToken,
+        EVENTS_CONTEXT_KEY: secrets.callerKeys.events,
         SERVICE_DID: serviceDid,
         SERVICE_SIGNING_KEY: secrets.serviceSigningKey,
         WEBHOOK_SECRET_KEY: secrets.webhookSecretKey,

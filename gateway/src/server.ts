@@ -1,25 +1,24 @@
 /**
  * The GraphQL gateway: mercurius composing the domain subgraphs (Apollo Federation v1), for the XRPC
- * adapter and internal dashboards. It authenticates its caller, then forwards a signed internal
- * context to every subgraph request (subgraphs refuse requests without one).
+ * adapter, the workers, the domains and internal dashboards. It authenticates its caller (principal.ts), then
+ * forwards the caller's signed internal context to every subgraph request (subgraphs refuse requests without one).
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import mercuriusGateway from '@mercuriusjs/gateway'
 import type { Logger } from 'pino'
 import { randomUUID } from 'node:crypto'
-import { CONTEXT_HEADER, REQUEST_ID_HEADER, signContext, type Principal } from '@svc/internal-context'
-import { CALLER_HEADER } from '@svc/gateway-client'
-import { authenticate } from './principal'
+import { CONTEXT_HEADER, REQUEST_ID_HEADER, signContext, type CallerKeys } from '@svc/internal-context'
+import { authenticate, type Authenticated } from './principal'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    principal?: Principal
+    caller?: Authenticated
   }
 }
 
 export interface GatewayOptions {
   services: { name: string; url: string }[]
-  secrets: { internalContext: string; adapterGatewayToken: string; eventsGatewayToken: string; operatorToken: string }
+  secrets: { callerKeys: CallerKeys; operatorToken: string }
   graphiql: boolean
   logger: Logger
   /** retries while subgraphs start (the dev command starts everything at once) */
@@ -45,15 +44,19 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     // Decided on the route matched, not the raw URL or method: mercurius also serves GET /graphql?query=…,
     // and `/%67raphql` reaches the same handler.
     if (request.routeOptions.url !== GRAPHQL_PATH) return
-    const principal = authenticate(opts.secrets, {
-      authorization: header(request.headers.authorization),
-      caller: header(request.headers[CALLER_HEADER]),
-      operatorId: header(request.headers['svc-operator-id']),
-    })
-    if (!principal) {
-      return reply.code(401).send({ error: 'Unauthorized', message: 'the gateway needs the adapter or operator credential' })
+    const caller = authenticate(
+      opts.secrets,
+      {
+        context: header(request.headers[CONTEXT_HEADER]),
+        authorization: header(request.headers.authorization),
+        operatorId: header(request.headers['svc-operator-id']),
+      },
+      request.id,
+    )
+    if (!caller) {
+      return reply.code(401).send({ error: 'Unauthorized', message: 'the gateway needs a signed internal context or the operator credential' })
     }
-    request.principal = principal
+    request.caller = caller
     reply.header(REQUEST_ID_HEADER, request.id)
   })
 
@@ -70,15 +73,15 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
         mandatory: true,
         connections: 32,
         initHeaders: () => ({
-          [CONTEXT_HEADER]: signContext(opts.secrets.internalContext, { principal: { kind: 'gateway' }, requestId: `init-${randomUUID()}` }),
+          [CONTEXT_HEADER]: signContext(
+            { issuer: 'gateway', key: opts.secrets.callerKeys.gateway },
+            { principal: { kind: 'gateway' }, requestId: `init-${randomUUID()}` },
+          ),
         }),
-        rewriteHeaders: (_headers: unknown, context: { reply?: { request?: { principal?: Principal; id: string } } }) => {
+        rewriteHeaders: (_headers: unknown, context: { reply?: { request?: { caller?: Authenticated; id: string } } }) => {
           const request = context?.reply?.request
-          if (!request?.principal) return {}
-          return {
-            [CONTEXT_HEADER]: signContext(opts.secrets.internalContext, { principal: request.principal, requestId: request.id }),
-            [REQUEST_ID_HEADER]: request.id,
-          }
+          if (!request?.caller) return {}
+          return { [CONTEXT_HEADER]: request.caller.context, [REQUEST_ID_HEADER]: request.id }
         },
       })),
     },

@@ -7,7 +7,7 @@ import { buildApiServer, buildCheckoutServer } from './server'
 
 runProcess('xrpc-adapter', async (config, logger) => {
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 })
-  const gateway = createGatewayClient({ url: config.gatewayUrl, token: config.secrets.adapterGatewayToken })
+  const gateway = createGatewayClient({ url: config.gatewayUrl, signer: { issuer: 'xrpc-adapter', key: config.secrets.callerKeys['xrpc-adapter'] } })
   const serviceAuth = createServiceAuthVerifier({
     serviceDid: config.serviceDid,
     plcUrl: config.plcUrl,

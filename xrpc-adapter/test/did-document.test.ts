@@ -15,7 +15,7 @@ import { buildApiServer, didWebDocumentPath, type ServiceIdentity } from '../src
 
 const signingKeyHex = randomBytes(32).toString('hex')
 const servers: FastifyInstance[] = []
-const gateway = createGatewayClient({ url: 'http://127.0.0.1:1/graphql', token: 'unused' })
+const gateway = createGatewayClient({ url: 'http://127.0.0.1:1/graphql', signer: { issuer: 'xrpc-adapter', key: 'unused' } })
 
 async function apiServer(identity?: ServiceIdentity): Promise<FastifyInstance> {
   const app = await buildApiServer({

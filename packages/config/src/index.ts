@@ -5,6 +5,7 @@
 import pino, { type Logger } from 'pino'
 import { z } from 'zod'
 import { isDid } from '@svc/vocabulary'
+import type { CallerKeys } from '@svc/internal-context'
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
@@ -16,6 +17,8 @@ const port = z.coerce.number().int().min(0).max(65535)
 const DEV_SECRET = 'development-only-secret-do-not-use-in-production'
 /** sha256('development-only-service-signing-key'): public, so production refuses it */
 const DEV_SIGNING_KEY = 'c554a65626316040506b30d0daaaabc6ab78480c5ca0afb1366f4166ed32304e'
+
+const CONTEXT_KEYS = ['GATEWAY_CONTEXT_KEY', 'ADAPTER_CONTEXT_KEY', 'EVENTS_CONTEXT_KEY', 'PAYMENTS_CONTEXT_KEY', 'APPS_CONTEXT_KEY'] as const
 
 const schema = z
   .object({
@@ -70,24 +73,29 @@ const schema = z
     DELIVERY_LOCK_MS: z.coerce.number().int().min(500).max(600_000).default(30_000),
     /** parallel deliveries per worker process */
     DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(20),
-    INTERNAL_CONTEXT_SECRET: z.string().min(32).default(DEV_SECRET),
-    ADAPTER_GATEWAY_TOKEN: z.string().min(32).default(`${DEV_SECRET}-adapter`),
-    /** the events workers' own credential at the gateway: it makes them the service `events` and nothing else */
-    EVENTS_GATEWAY_TOKEN: z.string().min(32).default(`${DEV_SECRET}-events`),
+    /**
+     * Each calling process's own key for the internal context it signs (docs/architecture.md, "How an internal caller
+     * is authenticated"); the gateway and the subgraphs hold all of them to verify.
+     */
+    GATEWAY_CONTEXT_KEY: z.string().min(32).default(`${DEV_SECRET}-gateway`),
+    ADAPTER_CONTEXT_KEY: z.string().min(32).default(`${DEV_SECRET}-adapter`),
+    EVENTS_CONTEXT_KEY: z.string().min(32).default(`${DEV_SECRET}-events`),
+    PAYMENTS_CONTEXT_KEY: z.string().min(32).default(`${DEV_SECRET}-payments`),
+    APPS_CONTEXT_KEY: z.string().min(32).default(`${DEV_SECRET}-apps`),
     OPERATOR_TOKEN: z.string().min(32).default(`${DEV_SECRET}-operator`),
     GRAPHIQL: bool.optional(),
     DEV_ALLOW_LOOPBACK_WEBHOOKS: bool.default(false),
     ALLOW_INSECURE_DID_WEB: bool.default(false),
   })
   .superRefine((env, ctx) => {
-    // each caller of the gateway is known by its credential alone, so no two may share one
-    const credentials = ['ADAPTER_GATEWAY_TOKEN', 'EVENTS_GATEWAY_TOKEN', 'OPERATOR_TOKEN'] as const
+    // each caller is known by its key alone, so no two may share one
+    const credentials = [...CONTEXT_KEYS, 'OPERATOR_TOKEN'] as const
     for (const [i, key] of credentials.entries()) {
       const same = credentials.slice(0, i).find((other) => env[other] === env[key])
       if (same) ctx.addIssue({ code: 'custom', path: [key], message: `must differ from ${same}` })
     }
     if (env.NODE_ENV !== 'production') return
-    for (const key of ['INTERNAL_CONTEXT_SECRET', 'ADAPTER_GATEWAY_TOKEN', 'EVENTS_GATEWAY_TOKEN', 'OPERATOR_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY'] as const) {
+    for (const key of [...CONTEXT_KEYS, 'OPERATOR_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY'] as const) {
       if (env[key].startsWith(DEV_SECRET)) ctx.addIssue({ code: 'custom', path: [key], message: 'must be set in production' })
     }
     if (env.SERVICE_SIGNING_KEY === DEV_SIGNING_KEY) {
@@ -123,9 +131,8 @@ export interface Config {
   gatewayUrl: string
   subgraphs: { apps: string; actors: string; payments: string; events: string }
   secrets: {
-    internalContext: string
-    adapterGatewayToken: string
-    eventsGatewayToken: string
+    /** every issuer's internal-context key; a process signs with its own (`callerKeys[issuer]`) */
+    callerKeys: CallerKeys
     operatorToken: string
     paymentTokens: string
     webhookSecretKey: string
@@ -182,9 +189,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     gatewayUrl: e.GATEWAY_URL,
     subgraphs: { apps: e.APPS_SUBGRAPH_URL, actors: e.ACTORS_SUBGRAPH_URL, payments: e.PAYMENTS_SUBGRAPH_URL, events: e.EVENTS_SUBGRAPH_URL },
     secrets: {
-      internalContext: e.INTERNAL_CONTEXT_SECRET,
-      adapterGatewayToken: e.ADAPTER_GATEWAY_TOKEN,
-      eventsGatewayToken: e.EVENTS_GATEWAY_TOKEN,
+      callerKeys: {
+        gateway: e.GATEWAY_CONTEXT_KEY,
+        'xrpc-adapter': e.ADAPTER_CONTEXT_KEY,
+        events: e.EVENTS_CONTEXT_KEY,
+        payments: e.PAYMENTS_CONTEXT_KEY,
+        apps: e.APPS_CONTEXT_KEY,
+      },
       operatorToken: e.OPERATOR_TOKEN,
       paymentTokens: e.PAYMENT_TOKEN_SECRET,
       webhookSecretKey: e.WEBHOOK_SECRET_KEY,
@@ -214,7 +225,6 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>, name: string) {
       paths: [
         'req.headers.authorization',
         'req.headers["svc-context"]',
-        'req.headers["svc-caller"]',
         'headers.authorization',
         '*.token',
         '*.secret',

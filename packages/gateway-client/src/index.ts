@@ -1,16 +1,15 @@
 /**
- * The client every process uses to call the GraphQL gateway (the XRPC adapter, its pages, the events workers): one
- * keep-alive undici pool, the process's credential, the principal it calls as, and the request id. A GraphQL error
+ * The client every process uses to call the GraphQL gateway (the XRPC adapter, its pages, the events workers, and the
+ * domains that read another domain's facts): one keep-alive undici pool, and on every call one internal context
+ * signed with the process's own key, stating the principal it calls as and the request id; the gateway and then the
+ * subgraph that serves the call verify it. A GraphQL error
  * carrying a contract code comes back as that ContractError (the first such error of the answer); a gateway that
  * cannot be reached or answers something other than GraphQL is GatewayUnavailableError (ServiceUnavailable); anything
  * else is an internal failure.
  */
 import { Pool } from 'undici'
 import { ContractError, isErrorCode } from '@svc/errors'
-import { REQUEST_ID_HEADER, type Principal } from '@svc/internal-context'
-
-/** The header in which a process states the principal it calls as; the gateway checks it against the credential. */
-export const CALLER_HEADER = 'svc-caller'
+import { CONTEXT_HEADER, REQUEST_ID_HEADER, signContext, type ContextSigner, type Principal } from '@svc/internal-context'
 
 export interface GatewayCall {
   principal: Principal
@@ -27,8 +26,8 @@ export interface GatewayClient {
 export interface GatewayClientOptions {
   /** the gateway's GraphQL URL */
   url: string
-  /** this process's bearer credential */
-  token: string
+  /** this process's issuer name and key */
+  signer: ContextSigner
   connections?: number
   /** how long the gateway may take to answer; default undici's (300 s) */
   timeoutMs?: number
@@ -52,6 +51,8 @@ export function createGatewayClient(opts: GatewayClientOptions): GatewayClient {
   const timeouts = opts.timeoutMs ? { headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs } : {}
 
   async function post<T>(document: string, variables: Record<string, unknown>, as: GatewayCall): Promise<GraphQLAnswer<T>> {
+    // a principal this process may not state is a programming error, thrown before anything is sent
+    const context = signContext(opts.signer, as)
     let status: number
     let text: string
     try {
@@ -60,8 +61,7 @@ export function createGatewayClient(opts: GatewayClientOptions): GatewayClient {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
-          authorization: `Bearer ${opts.token}`,
-          [CALLER_HEADER]: JSON.stringify(as.principal),
+          [CONTEXT_HEADER]: context,
           [REQUEST_ID_HEADER]: as.requestId,
         },
         body: JSON.stringify({ query: document, variables }),

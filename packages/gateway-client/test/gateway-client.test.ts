@@ -3,7 +3,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { ContractError } from '@svc/errors'
 import { freePort } from '@svc/testing'
-import { CALLER_HEADER, createGatewayClient, GatewayUnavailableError, type GatewayClient } from '../src'
+import { verifyContext, type CallerKeys } from '@svc/internal-context'
+import { createGatewayClient, GatewayUnavailableError, type GatewayClient } from '../src'
 
 interface Seen {
   headers: IncomingHttpHeaders
@@ -15,8 +16,9 @@ let url: string
 let answer: (seen: Seen) => { status?: number; body: string; delayMs?: number }
 const seen: Seen[] = []
 const clients: GatewayClient[] = []
+const keys: CallerKeys = { gateway: 'g'.repeat(40), 'xrpc-adapter': 'a'.repeat(40), events: 'e'.repeat(40), payments: 'p'.repeat(40), apps: 'q'.repeat(40) }
 const client = (opts: { timeoutMs?: number; url?: string } = {}) => {
-  const c = createGatewayClient({ url: opts.url ?? url, token: 'tok_process', ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}) })
+  const c = createGatewayClient({ url: opts.url ?? url, signer: { issuer: 'events', key: keys.events }, ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}) })
   clients.push(c)
   return c
 }
@@ -46,13 +48,14 @@ beforeEach(() => {
   seen.length = 0
 })
 
-it('posts the document with its credential, the principal it calls as and the request id, and returns data', async () => {
+it('posts the document with a context signed by its own key stating the principal it calls as, and the request id, and returns data', async () => {
   answer = () => ({ body: JSON.stringify({ data: { paymentStatus: { status: 'pending' } } }) })
   const data = await client().query<{ paymentStatus: { status: string } }>('query Q($t: String!) { paymentStatus(token: $t) { status } }', { t: 'x' }, as)
   expect(data).toEqual({ paymentStatus: { status: 'pending' } })
   expect(seen).toHaveLength(1)
-  expect(seen[0]!.headers.authorization).toBe('Bearer tok_process')
-  expect(JSON.parse(String(seen[0]!.headers[CALLER_HEADER]))).toEqual(as.principal)
+  expect(seen[0]!.headers.authorization).toBeUndefined()
+  const verified = verifyContext(keys, String(seen[0]!.headers['svc-context']))
+  expect(verified).toMatchObject({ ok: true, context: { issuer: 'events', principal: as.principal, requestId: 'req-1' } })
   expect(seen[0]!.headers['svc-request-id']).toBe('req-1')
   expect(seen[0]!.body).toEqual({ query: 'query Q($t: String!) { paymentStatus(token: $t) { status } }', variables: { t: 'x' } })
 })

@@ -1,114 +1,152 @@
 import { createHmac } from 'node:crypto'
-import { signContext, verifyContext, type Principal } from '../src'
+import { signContext, verifyContext, type CallerKeys, type ContextSigner, type Principal } from '../src'
 
-const SECRET = 'a'.repeat(48)
+const KEYS: CallerKeys = { gateway: 'g'.repeat(48), 'xrpc-adapter': 'a'.repeat(48), events: 'e'.repeat(48), payments: 'p'.repeat(48), apps: 'q'.repeat(48) }
+const SECRET = KEYS['xrpc-adapter']
+const ADAPTER: ContextSigner = { issuer: 'xrpc-adapter', key: SECRET }
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0)
 const principal: Principal = { kind: 'app', appDid: 'did:key:zExample' }
 
 /** Signs an arbitrary body exactly as signContext does, to reach the checks behind the signature. */
-function signRaw(body: string, secret = SECRET): string {
-  const b = Buffer.from(body).toString('base64url')
-  return `${b}.${createHmac('sha256', secret).update(b).digest('base64url')}`
+function signRaw(body: string, secret = SECRET, issuer = 'xrpc-adapter'): string {
+  const signed = `${issuer}.${Buffer.from(body).toString('base64url')}`
+  return `${signed}.${createHmac('sha256', secret).update(signed).digest('base64url')}`
 }
 
 describe('round trip', () => {
-  test.each<Principal>([
-    { kind: 'app', appDid: 'did:key:zExample' },
-    { kind: 'apiKey', keyHash: 'f'.repeat(64) },
-    { kind: 'service', name: 'xrpc-adapter' },
-    { kind: 'operator', id: 'alice' },
-    { kind: 'gateway' },
-  ])('%o', (p) => {
-    const header = signContext(SECRET, { principal: p, requestId: 'req-1' }, NOW)
-    expect(verifyContext(SECRET, header, NOW)).toEqual({
+  test.each<[ContextSigner['issuer'], Principal]>([
+    ['xrpc-adapter', { kind: 'app', appDid: 'did:key:zExample' }],
+    ['xrpc-adapter', { kind: 'apiKey', keyHash: 'f'.repeat(64) }],
+    ['xrpc-adapter', { kind: 'service', name: 'xrpc-adapter' }],
+    ['xrpc-adapter', { kind: 'service', name: 'checkout' }],
+    ['xrpc-adapter', { kind: 'dashboard', actorDid: 'did:plc:abc', environment: 'test', sessionId: 's1' }],
+    ['events', { kind: 'service', name: 'events' }],
+    ['payments', { kind: 'service', name: 'payments' }],
+    ['apps', { kind: 'service', name: 'apps' }],
+    ['gateway', { kind: 'operator', id: 'alice' }],
+    ['gateway', { kind: 'gateway' }],
+  ])('%s signs %o', (issuer, p) => {
+    const header = signContext({ issuer, key: KEYS[issuer] }, { principal: p, requestId: 'req-1' }, NOW)
+    expect(verifyContext(KEYS, header, NOW)).toEqual({
       ok: true,
-      context: { principal: p, requestId: 'req-1', exp: Math.floor(NOW / 1000) + 60 },
+      context: { issuer, principal: p, requestId: 'req-1', exp: Math.floor(NOW / 1000) + 60 },
     })
   })
 
-  test('the header is base64url(JSON).base64url(HMAC-SHA256)', () => {
-    const header = signContext(SECRET, { principal, requestId: 'r' }, NOW)
-    const [body, sig] = header.split('.')
-    expect(header.split('.')).toHaveLength(2)
+  test('the header is issuer.base64url(JSON).base64url(HMAC-SHA256 of issuer.body)', () => {
+    const header = signContext(ADAPTER, { principal, requestId: 'r' }, NOW)
+    const [issuer, body, sig] = header.split('.')
+    expect(header.split('.')).toHaveLength(3)
+    expect(issuer).toBe('xrpc-adapter')
     expect(JSON.parse(Buffer.from(body!, 'base64url').toString())).toEqual({ principal, requestId: 'r', exp: Math.floor(NOW / 1000) + 60 })
-    expect(sig).toBe(createHmac('sha256', SECRET).update(body!).digest('base64url'))
+    expect(sig).toBe(createHmac('sha256', SECRET).update(`xrpc-adapter.${body}`).digest('base64url'))
+  })
+})
+
+describe('each issuer states only its own principals', () => {
+  test.each<[ContextSigner['issuer'], Principal]>([
+    ['events', { kind: 'app', appDid: 'did:key:zExample' }],
+    ['events', { kind: 'service', name: 'xrpc-adapter' }],
+    ['payments', { kind: 'service', name: 'events' }],
+    ['payments', { kind: 'operator', id: 'x' }],
+    ['apps', { kind: 'dashboard', actorDid: 'did:plc:abc', environment: 'live', sessionId: 's' }],
+    ['xrpc-adapter', { kind: 'service', name: 'events' }],
+    ['xrpc-adapter', { kind: 'operator', id: 'x' }],
+    ['gateway', { kind: 'app', appDid: 'did:key:zExample' }],
+  ])('%s claiming %o → not-allowed, and its own signContext refuses to sign it', (issuer, p) => {
+    expect(() => signContext({ issuer, key: KEYS[issuer] }, { principal: p, requestId: 'r' }, NOW)).toThrow(/may not sign/)
+    const raw = signRaw(JSON.stringify({ principal: p, requestId: 'r', exp: Math.floor(NOW / 1000) + 60 }), KEYS[issuer], issuer)
+    expect(verifyContext(KEYS, raw, NOW)).toEqual({ ok: false, reason: 'not-allowed' })
+  })
+
+  test("an issuer's name with another issuer's key → bad-signature", () => {
+    const raw = signRaw(JSON.stringify({ principal, requestId: 'r', exp: Math.floor(NOW / 1000) + 60 }), KEYS.events, 'xrpc-adapter')
+    expect(verifyContext(KEYS, raw, NOW)).toEqual({ ok: false, reason: 'bad-signature' })
+  })
+
+  test('an issuer that is not one of ours → unknown-issuer', () => {
+    const raw = signRaw(JSON.stringify({ principal, requestId: 'r', exp: Math.floor(NOW / 1000) + 60 }), SECRET, 'someone')
+    expect(verifyContext(KEYS, raw, NOW)).toEqual({ ok: false, reason: 'unknown-issuer' })
   })
 })
 
 describe('tampering', () => {
-  const header = signContext(SECRET, { principal, requestId: 'req-1' }, NOW)
-  const [body, sig] = header.split('.') as [string, string]
+  const header = signContext(ADAPTER, { principal, requestId: 'req-1' }, NOW)
+  const [, body, sig] = header.split('.') as [string, string, string]
+  const P = 'xrpc-adapter.'
 
-  test('another secret → bad-signature', () => {
-    expect(verifyContext('b'.repeat(48), header, NOW)).toEqual({ ok: false, reason: 'bad-signature' })
+  test('another key → bad-signature', () => {
+    expect(verifyContext({ ...KEYS, 'xrpc-adapter': 'b'.repeat(48) }, header, NOW)).toEqual({ ok: false, reason: 'bad-signature' })
   })
 
   test('a body changed to another principal, old signature → bad-signature', () => {
     const forged = Buffer.from(JSON.stringify({ principal: { kind: 'operator', id: 'x' }, requestId: 'req-1', exp: Math.floor(NOW / 1000) + 60 })).toString('base64url')
-    expect(verifyContext(SECRET, `${forged}.${sig}`, NOW)).toEqual({ ok: false, reason: 'bad-signature' })
+    expect(verifyContext(KEYS, `${P}${forged}.${sig}`, NOW)).toEqual({ ok: false, reason: 'bad-signature' })
   })
 
   test('one character of the body changed → bad-signature', () => {
     const flipped = (body[5] === 'A' ? 'B' : 'A')
-    expect(verifyContext(SECRET, `${body.slice(0, 5)}${flipped}${body.slice(6)}.${sig}`, NOW)).toEqual({ ok: false, reason: 'bad-signature' })
+    expect(verifyContext(KEYS, `${P}${body.slice(0, 5)}${flipped}${body.slice(6)}.${sig}`, NOW)).toEqual({ ok: false, reason: 'bad-signature' })
   })
 
   test('one character of the signature changed → bad-signature', () => {
     const flipped = (sig[3] === 'A' ? 'B' : 'A')
-    expect(verifyContext(SECRET, `${body}.${sig.slice(0, 3)}${flipped}${sig.slice(4)}`, NOW)).toEqual({ ok: false, reason: 'bad-signature' })
+    expect(verifyContext(KEYS, `${P}${body}.${sig.slice(0, 3)}${flipped}${sig.slice(4)}`, NOW)).toEqual({ ok: false, reason: 'bad-signature' })
   })
 
   test('a truncated or extended signature → bad-signature', () => {
-    expect(verifyContext(SECRET, `${body}.${sig.slice(0, -4)}`, NOW)).toEqual({ ok: false, reason: 'bad-signature' })
-    expect(verifyContext(SECRET, `${body}.${sig}AAAA`, NOW)).toEqual({ ok: false, reason: 'bad-signature' })
+    expect(verifyContext(KEYS, `${P}${body}.${sig.slice(0, -4)}`, NOW)).toEqual({ ok: false, reason: 'bad-signature' })
+    expect(verifyContext(KEYS, `${P}${body}.${sig}AAAA`, NOW)).toEqual({ ok: false, reason: 'bad-signature' })
   })
 
   test('the signature of another context → bad-signature', () => {
-    const other = signContext(SECRET, { principal: { kind: 'operator', id: 'x' }, requestId: 'req-2' }, NOW)
-    expect(verifyContext(SECRET, `${body}.${other.split('.')[1]}`, NOW)).toEqual({ ok: false, reason: 'bad-signature' })
+    const other = signContext(ADAPTER, { principal: { kind: 'service', name: 'checkout' }, requestId: 'req-2' }, NOW)
+    expect(verifyContext(KEYS, `${P}${body}.${other.split('.')[2]}`, NOW)).toEqual({ ok: false, reason: 'bad-signature' })
   })
 })
 
 describe('expiry (60 s)', () => {
-  const header = signContext(SECRET, { principal, requestId: 'r' }, NOW)
+  const header = signContext(ADAPTER, { principal, requestId: 'r' }, NOW)
 
   test('still valid at the last second', () => {
-    expect(verifyContext(SECRET, header, NOW + 60_000).ok).toBe(true)
+    expect(verifyContext(KEYS, header, NOW + 60_000).ok).toBe(true)
   })
 
   test('expired after it', () => {
-    expect(verifyContext(SECRET, header, NOW + 61_000)).toEqual({ ok: false, reason: 'expired' })
+    expect(verifyContext(KEYS, header, NOW + 61_000)).toEqual({ ok: false, reason: 'expired' })
   })
 
   test('signed far in the past', () => {
-    const old = signContext(SECRET, { principal, requestId: 'r' }, NOW - 24 * 3600_000)
-    expect(verifyContext(SECRET, old, NOW)).toEqual({ ok: false, reason: 'expired' })
+    const old = signContext(ADAPTER, { principal, requestId: 'r' }, NOW - 24 * 3600_000)
+    expect(verifyContext(KEYS, old, NOW)).toEqual({ ok: false, reason: 'expired' })
   })
 
   test('a signed payload without a numeric exp', () => {
-    expect(verifyContext(SECRET, signRaw(JSON.stringify({ principal, requestId: 'r' })), NOW)).toEqual({ ok: false, reason: 'expired' })
-    expect(verifyContext(SECRET, signRaw(JSON.stringify({ principal, requestId: 'r', exp: '9999999999' })), NOW)).toEqual({ ok: false, reason: 'expired' })
+    expect(verifyContext(KEYS, signRaw(JSON.stringify({ principal, requestId: 'r' })), NOW)).toEqual({ ok: false, reason: 'expired' })
+    expect(verifyContext(KEYS, signRaw(JSON.stringify({ principal, requestId: 'r', exp: '9999999999' })), NOW)).toEqual({ ok: false, reason: 'expired' })
   })
 })
 
 describe('missing and malformed', () => {
   test('missing', () => {
-    expect(verifyContext(SECRET, undefined, NOW)).toEqual({ ok: false, reason: 'missing' })
-    expect(verifyContext(SECRET, '', NOW)).toEqual({ ok: false, reason: 'missing' })
+    expect(verifyContext(KEYS, undefined, NOW)).toEqual({ ok: false, reason: 'missing' })
+    expect(verifyContext(KEYS, '', NOW)).toEqual({ ok: false, reason: 'missing' })
   })
 
   test.each([
     ['no dot', 'abcdef'],
-    ['three parts', 'a.b.c'],
-    ['empty body', '.abc'],
-    ['empty signature', 'abc.'],
-    ['just a dot', '.'],
+    ['two parts', 'xrpc-adapter.abc'],
+    ['four parts', 'xrpc-adapter.a.b.c'],
+    ['empty issuer', '.abc.def'],
+    ['empty body', 'xrpc-adapter..abc'],
+    ['empty signature', 'xrpc-adapter.abc.'],
+    ['just dots', '..'],
   ])('%s → malformed', (_label, header) => {
-    expect(verifyContext(SECRET, header, NOW)).toEqual({ ok: false, reason: 'malformed' })
+    expect(verifyContext(KEYS, header, NOW)).toEqual({ ok: false, reason: 'malformed' })
   })
 
   test('garbage with a dot → bad-signature (the signature is checked before the body is read)', () => {
-    expect(verifyContext(SECRET, 'not json.at all', NOW)).toEqual({ ok: false, reason: 'bad-signature' })
+    expect(verifyContext(KEYS, 'xrpc-adapter.not json.at all', NOW)).toEqual({ ok: false, reason: 'bad-signature' })
   })
 
   const exp = Math.floor(NOW / 1000) + 60
@@ -120,7 +158,9 @@ describe('missing and malformed', () => {
     ['no principal', JSON.stringify({ requestId: 'r', exp })],
     ['no requestId', JSON.stringify({ principal, exp })],
     ['a numeric requestId', JSON.stringify({ principal, requestId: 7, exp })],
+    ['an app principal whose DID is not a DID', JSON.stringify({ principal: { kind: 'app', appDid: 'nope' }, requestId: 'r', exp })],
+    ['a principal of no known kind', JSON.stringify({ principal: { kind: 'root' }, requestId: 'r', exp })],
   ])('correctly signed, but %s → malformed', (_label, raw) => {
-    expect(verifyContext(SECRET, signRaw(raw), NOW)).toEqual({ ok: false, reason: 'malformed' })
+    expect(verifyContext(KEYS, signRaw(raw), NOW)).toEqual({ ok: false, reason: 'malformed' })
   })
 })

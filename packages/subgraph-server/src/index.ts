@@ -13,7 +13,7 @@ import { GraphQLError, print, type DocumentNode, type GraphQLFormattedError } fr
 import mongoose, { type Connection } from 'mongoose'
 import pino, { type Logger } from 'pino'
 import { ContractError, contractExtensions } from '@svc/errors'
-import { CONTEXT_HEADER, verifyContext, type Principal } from '@svc/internal-context'
+import { CONTEXT_HEADER, verifyContext, type CallerKeys, type Principal } from '@svc/internal-context'
 
 export interface SubgraphContext {
   principal: Principal
@@ -25,7 +25,7 @@ export interface SubgraphOptions<TContext extends SubgraphContext> {
   name: string
   typeDefs: DocumentNode
   resolvers: GraphQLResolverMap<TContext>
-  contextSecret: string
+  callerKeys: CallerKeys
   logger: Logger
   /** extra per-request context on top of principal, requestId and log */
   extendContext?: (base: SubgraphContext) => TContext | Promise<TContext>
@@ -72,7 +72,7 @@ export function buildSubgraphServer<TContext extends SubgraphContext>(opts: Subg
   })
   const context = async ({ req }: { req: { headers: Record<string, string | string[] | undefined> } }): Promise<TContext> => {
     const raw = req.headers[CONTEXT_HEADER]
-    const verified = verifyContext(opts.contextSecret, Array.isArray(raw) ? raw[0] : raw)
+    const verified = verifyContext(opts.callerKeys, Array.isArray(raw) ? raw[0] : raw)
     if (!verified.ok) {
       throw new GraphQLError(`subgraph ${opts.name} accepts only requests signed by the gateway (${verified.reason})`, {
         extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } },

@@ -9,6 +9,10 @@ export const SERVICE_PRINCIPALS = {
   checkout: 'checkout',
   /** the events workers */
   events: 'events',
+  /** the payments domain reading the facts it decides on (approvals, payout readiness, fee rates) */
+  payments: 'payments',
+  /** the apps domain reading other domains' facts (a recipient is a known actor) and asking events for a signing secret */
+  apps: 'apps',
 } as const
 
 export type ServicePrincipalName = (typeof SERVICE_PRINCIPALS)[keyof typeof SERVICE_PRINCIPALS]

@@ -5,7 +5,7 @@ import { startActorsService } from './server'
 runProcess('actors', async (config, logger) => {
   const service = await startActorsService({
     mongoUrl: config.mongoUrl,
-    contextSecret: config.secrets.internalContext,
+    callerKeys: config.secrets.callerKeys,
     host: config.host,
     port: config.ports.actorsSubgraph,
     logger,

@@ -1,5 +1,6 @@
 /** The actors subgraph: its database connection, models and GraphQL server. */
 import type { Logger } from 'pino'
+import type { CallerKeys } from '@svc/internal-context'
 import { connectDomain, startDomainSubgraph } from '@svc/subgraph-server'
 import { createActorsModels } from './models'
 import { resolvers, type ActorsContext } from './resolvers'
@@ -7,7 +8,7 @@ import { typeDefs } from './schema'
 
 export interface ActorsServiceOptions {
   mongoUrl: string
-  contextSecret: string
+  callerKeys: CallerKeys
   host: string
   port: number
   logger: Logger

@@ -1,16 +1,15 @@
 /**
  * The actors subgraph is internal: a request straight to it (around the gateway) is refused with 401 unless it
- * carries a valid, unexpired context signed with the gateway's secret; and its AppAccess fields read only for the
+ * carries a valid, unexpired context signed with the key of an issuer that may state its principal; and its AppAccess fields read only for the
  * app the access belongs to (or operators).
  */
-import { randomBytes } from 'node:crypto'
 import pino from 'pino'
-import { CONTEXT_HEADER, signContext, type Principal } from '@svc/internal-context'
-import { isolate } from '@svc/testing'
+import { CONTEXT_HEADER, type Principal } from '@svc/internal-context'
+import { isolate, signedContext, testCallerKeys } from '@svc/testing'
 import type { RunningSubgraph } from '@svc/subgraph-server'
 import { startActorsService, upsertActor, type ActorsModels } from '../src'
 
-const secret = randomBytes(32).toString('hex')
+const keys = testCallerKeys()
 const APP = 'did:web:ctx-app.example.com'
 const ACTOR = 'did:plc:ctxactor000000000000000'
 let actors: RunningSubgraph & { models: ActorsModels }
@@ -32,7 +31,7 @@ const ENTITY = (appDid = APP, environment = 'test') =>
       ... on AppAccess { payoutStatus(actor: "${ACTOR}") { actor payable status } }
   } }`
 const OPERATOR_READ = `{ actor(did: "${ACTOR}", environment: "test") { did payoutStatus } }`
-const signed = (principal: Principal) => signContext(secret, { principal, requestId: `req-${randomBytes(4).toString('hex')}` })
+const signed = (principal: Principal) => signedContext(keys, principal)
 
 function expectRefused(res: { status: number; body: Body }, reason: string) {
   expect(res.status).toBe(401)
@@ -44,7 +43,7 @@ function expectRefused(res: { status: number; body: Body }, reason: string) {
 beforeAll(async () => {
   actors = await startActorsService({
     mongoUrl: isolate('actors_subgraph_context').mongoUrl,
-    contextSecret: secret,
+    callerKeys: keys,
     host: '127.0.0.1',
     port: 0,
     logger: pino({ level: 'silent' }),
@@ -66,8 +65,8 @@ test('a signed context of the app the access belongs to is answered', async () =
 test('no context, a forged one, or an expired one → 401, for entities, operator reads and the SDL', async () => {
   for (const query of [ENTITY(), OPERATOR_READ, '{ _service { sdl } }']) {
     expectRefused(await post(query), 'missing')
-    expectRefused(await post(query, signContext(randomBytes(32).toString('hex'), { principal: { kind: 'operator', id: 'x' }, requestId: 'f' })), 'bad-signature')
-    expectRefused(await post(query, signContext(secret, { principal: { kind: 'operator', id: 'x' }, requestId: 'o' }, Date.now() - 3600_000)), 'expired')
+    expectRefused(await post(query, signedContext(testCallerKeys(), { kind: 'operator', id: 'x' })), 'bad-signature')
+    expectRefused(await post(query, signedContext(keys, { kind: 'operator', id: 'x' }, { now: Date.now() - 3600_000 })), 'expired')
     expectRefused(await post(query, 'garbage'), 'malformed')
   }
 })
@@ -75,7 +74,7 @@ test('no context, a forged one, or an expired one → 401, for entities, operato
 test('another app’s access → AppUnauthorized; other principals → NotAllowed', async () => {
   const other = await post(ENTITY(), signed({ kind: 'app', appDid: 'did:web:other.example.com' }))
   expect(other.body.errors?.[0]?.extensions?.code).toBe('AppUnauthorized')
-  const service = await post(ENTITY(), signed({ kind: 'service', name: 'x' }))
+  const service = await post(ENTITY(), signed({ kind: 'service', name: 'events' }))
   expect(service.body.errors?.[0]?.extensions?.code).toBe('NotAllowed')
   const appReadingAsOperator = await post(OPERATOR_READ, signed({ kind: 'app', appDid: APP }))
   expect(appReadingAsOperator.body.errors?.[0]?.extensions?.code).toBe('NotAllowed')

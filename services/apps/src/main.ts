@@ -5,7 +5,7 @@ import { startAppsService } from './server'
 runProcess('apps', async (config, logger) => {
   const service = await startAppsService({
     mongoUrl: config.mongoUrl,
-    contextSecret: config.secrets.internalContext,
+    callerKeys: config.secrets.callerKeys,
     host: config.host,
     port: config.ports.appsSubgraph,
     logger,

@@ -1,5 +1,6 @@
 /** The apps subgraph: its database connection, models, GraphQL server and the relay of its outbox. */
 import type { Logger } from 'pino'
+import type { CallerKeys } from '@svc/internal-context'
 import { startOutboxRelay } from '@svc/outbox'
 import { connectDomain, startDomainSubgraph } from '@svc/subgraph-server'
 import type { AppsDomain } from './domain/context'
@@ -9,7 +10,7 @@ import { typeDefs } from './schema'
 
 export interface AppsServiceOptions {
   mongoUrl: string
-  contextSecret: string
+  callerKeys: CallerKeys
   host: string
   port: number
   logger: Logger
@@ -30,7 +31,7 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
   }
   const running = await startDomainSubgraph({
     mongoUrl: opts.mongoUrl,
-    contextSecret: opts.contextSecret,
+    callerKeys: opts.callerKeys,
     host: opts.host,
     port: opts.port,
     logger: opts.logger,

@@ -3,14 +3,13 @@
  * principal may call which operation (an app's identity never accepts terms; only the signed-in creator decides),
  * the fields the XRPC adapter and the dashboard pages read, and the entity references.
  */
-import { randomBytes } from 'node:crypto'
 import pino from 'pino'
-import { CONTEXT_HEADER, signContext, type Principal } from '@svc/internal-context'
-import { isolate } from '@svc/testing'
+import { CONTEXT_HEADER, type Principal } from '@svc/internal-context'
+import { isolate, signedContext, testCallerKeys } from '@svc/testing'
 import type { RunningSubgraph } from '@svc/subgraph-server'
 import { registerApp, startAppsService, type AppsModels } from '../src'
 
-const secret = randomBytes(32).toString('hex')
+const keys = testCallerKeys()
 const DASHBOARD_URL = 'http://127.0.0.1:4001/dashboard'
 const APP = 'did:web:approvals-app.example.com'
 const OTHER_APP = 'did:web:other-app.example.com'
@@ -28,7 +27,7 @@ async function gql(principal: Principal, query: string, variables: Record<string
     method: 'POST',
     headers: {
       'content-type': 'application/json',
-      [CONTEXT_HEADER]: signContext(secret, { principal, requestId: `req-${randomBytes(4).toString('hex')}` }),
+      [CONTEXT_HEADER]: signedContext(keys, principal),
     },
     body: JSON.stringify({ query, variables }),
   })
@@ -60,7 +59,7 @@ async function request(recipientDid: string, over: Record<string, unknown> = {},
 beforeAll(async () => {
   apps = await startAppsService({
     mongoUrl: isolate('apps_approvals_subgraph').mongoUrl,
-    contextSecret: secret,
+    callerKeys: keys,
     host: '127.0.0.1',
     port: 0,
     logger: pino({ level: 'silent' }),

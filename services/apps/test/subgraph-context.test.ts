@@ -1,15 +1,15 @@
 /**
  * The apps subgraph is internal: a request straight to it (around the gateway) is refused with 401
- * unless it carries a valid, unexpired context signed with the gateway's secret.
+ * unless it carries a valid, unexpired context signed with the key of an issuer that may state its principal.
  */
-import { randomBytes } from 'node:crypto'
+import { createHmac, randomBytes } from 'node:crypto'
 import pino from 'pino'
 import { CONTEXT_HEADER, signContext, type Principal } from '@svc/internal-context'
-import { isolate } from '@svc/testing'
+import { isolate, signedContext, testCallerKeys } from '@svc/testing'
 import { registerApp, startAppsService, type AppsModels } from '../src'
 import type { RunningSubgraph } from '@svc/subgraph-server'
 
-const secret = randomBytes(32).toString('hex')
+const keys = testCallerKeys()
 const DID = 'did:web:ctx-app.example.com'
 const operator: Principal = { kind: 'operator', id: 'ops' }
 let apps: RunningSubgraph & { models: AppsModels }
@@ -27,7 +27,7 @@ async function post(query: string, context?: string): Promise<{ status: number; 
 }
 
 const APP_QUERY = `{ app(did: "${DID}") { did name } }`
-const good = (principal: Principal = operator) => signContext(secret, { principal, requestId: `req-${randomBytes(4).toString('hex')}` })
+const good = (principal: Principal = operator) => signedContext(keys, principal)
 
 function expectRefused(res: { status: number; body: Body }, reason: string) {
   expect(res.status).toBe(401)
@@ -40,7 +40,7 @@ function expectRefused(res: { status: number; body: Body }, reason: string) {
 beforeAll(async () => {
   apps = await startAppsService({
     mongoUrl: isolate('apps_subgraph_context').mongoUrl,
-    contextSecret: secret,
+    callerKeys: keys,
     host: '127.0.0.1',
     port: 0,
     logger: pino({ level: 'silent' }),
@@ -71,27 +71,33 @@ test('(a) no svc-context header → 401', async () => {
   expectRefused(await post(APP_QUERY, ''), 'missing')
 })
 
-test('(b) a context signed with another secret → 401', async () => {
-  const forged = signContext(randomBytes(32).toString('hex'), { principal: operator, requestId: 'forged' })
+test('(b) a context signed with another key → 401', async () => {
+  const forged = signContext({ issuer: 'gateway', key: randomBytes(32).toString('hex') }, { principal: operator, requestId: 'forged' })
   expectRefused(await post(APP_QUERY, forged), 'bad-signature')
 })
 
 test('(b) a context whose body was changed after signing → 401', async () => {
-  const [, sig] = good({ kind: 'app', appDid: DID }).split('.')
-  const body = Buffer.from(JSON.stringify({ principal: operator, requestId: 'x', exp: Math.floor(Date.now() / 1000) + 60 })).toString('base64url')
-  expectRefused(await post(APP_QUERY, `${body}.${sig}`), 'bad-signature')
+  const [issuer, , sig] = good({ kind: 'app', appDid: DID }).split('.')
+  const body = Buffer.from(JSON.stringify({ principal: { kind: 'app', appDid: 'did:web:other.example.com' }, requestId: 'x', exp: Math.floor(Date.now() / 1000) + 60 })).toString('base64url')
+  expectRefused(await post(APP_QUERY, `${issuer}.${body}.${sig}`), 'bad-signature')
+})
+
+test('(b) a process stating a principal it may not (the events workers as an app) → 401', async () => {
+  const body = Buffer.from(JSON.stringify({ principal: { kind: 'app', appDid: DID }, requestId: 'x', exp: Math.floor(Date.now() / 1000) + 60 })).toString('base64url')
+  const sig = createHmac('sha256', keys.events).update(`events.${body}`).digest('base64url')
+  expectRefused(await post(APP_QUERY, `events.${body}.${sig}`), 'not-allowed')
 })
 
 test('(c) an expired context → 401', async () => {
-  const old = signContext(secret, { principal: operator, requestId: 'old' }, Date.now() - 60 * 60 * 1000)
+  const old = signedContext(keys, operator, { now: Date.now() - 60 * 60 * 1000 })
   expectRefused(await post(APP_QUERY, old), 'expired')
 })
 
 test.each([
   ['garbage', 'not-a-context'],
-  ['three parts', 'a.b.c'],
-  ['an empty signature', `${Buffer.from('{}').toString('base64url')}.`],
-  ['an empty body', '.abc'],
+  ['two parts', 'gateway.abc'],
+  ['an empty signature', `gateway.${Buffer.from('{}').toString('base64url')}.`],
+  ['an empty body', 'gateway..abc'],
 ])('(d) a malformed header (%s) → 401', async (_label, header) => {
   expectRefused(await post(APP_QUERY, header), 'malformed')
 })
@@ -104,6 +110,6 @@ test('federation fields are refused without a context too', async () => {
 test('mutations are refused without a valid context and change nothing', async () => {
   const mutation = `mutation { recordDeveloperRequest(input: { requestId: "sneaky", method: "GET", path: "/", status: 200, durationMs: 1 }) }`
   expectRefused(await post(mutation), 'missing')
-  expectRefused(await post(mutation, signContext('other-secret', { principal: { kind: 'service', name: 'x' }, requestId: 'r' })), 'bad-signature')
+  expectRefused(await post(mutation, signContext({ issuer: 'xrpc-adapter', key: 'other-key' }, { principal: { kind: 'service', name: 'xrpc-adapter' }, requestId: 'r' })), 'bad-signature')
   expect(await apps.models.RequestLog.countDocuments({ requestId: 'sneaky' })).toBe(0)
 })

@@ -5,7 +5,7 @@ import { startEventsService } from './server'
 runProcess('events', async (config, logger) => {
   const service = await startEventsService({
     mongoUrl: config.mongoUrl,
-    contextSecret: config.secrets.internalContext,
+    callerKeys: config.secrets.callerKeys,
     host: config.host,
     port: config.ports.eventsSubgraph,
     logger,

@@ -2,6 +2,7 @@
 import { Queue } from 'bullmq'
 import Redis from 'ioredis'
 import type { Logger } from 'pino'
+import type { CallerKeys } from '@svc/internal-context'
 import { startDomainSubgraph } from '@svc/subgraph-server'
 import type { EventsDomain } from './domain/context'
 import { createEventsModels, type EventsModels } from './models'
@@ -11,7 +12,7 @@ import { typeDefs } from './schema'
 
 export interface EventsServiceOptions {
   mongoUrl: string
-  contextSecret: string
+  callerKeys: CallerKeys
   host: string
   port: number
   logger: Logger
@@ -28,7 +29,7 @@ export async function startEventsService(opts: EventsServiceOptions): Promise<{ 
   const settings: Omit<EventsDomain, 'models' | 'logger'> = { deliveries, redis, redisPrefix: opts.redisPrefix, secretKey: opts.secretKey }
   const running = await startDomainSubgraph({
     mongoUrl: opts.mongoUrl,
-    contextSecret: opts.contextSecret,
+    callerKeys: opts.callerKeys,
     host: opts.host,
     port: opts.port,
     logger: opts.logger,

@@ -5,7 +5,7 @@ import { startPaymentsService } from './server'
 runProcess('payments', async (config, logger) => {
   const service = await startPaymentsService({
     mongoUrl: config.mongoUrl,
-    contextSecret: config.secrets.internalContext,
+    callerKeys: config.secrets.callerKeys,
     host: config.host,
     port: config.ports.paymentsSubgraph,
     logger,

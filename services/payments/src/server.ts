@@ -1,5 +1,6 @@
 /** The payments subgraph: its models, processors, GraphQL server, the checkout sweeper and the relay of its outbox. */
 import type { Logger } from 'pino'
+import type { CallerKeys } from '@svc/internal-context'
 import { startOutboxRelay } from '@svc/outbox'
 import { startDomainSubgraph } from '@svc/subgraph-server'
 import type { PaymentsDomain } from './domain/context'
@@ -11,7 +12,7 @@ import { DEFAULT_SWEEP_INTERVAL_MS, startCheckoutSweeper } from './sweeper'
 
 export interface PaymentsServiceOptions {
   mongoUrl: string
-  contextSecret: string
+  callerKeys: CallerKeys
   host: string
   port: number
   logger: Logger
@@ -44,7 +45,7 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
   }
   const running = await startDomainSubgraph({
     mongoUrl: opts.mongoUrl,
-    contextSecret: opts.contextSecret,
+    callerKeys: opts.callerKeys,
     host: opts.host,
     port: opts.port,
     logger: opts.logger,

@@ -1,16 +1,17 @@
 /**
  * The payments subgraph is internal: a request straight to it (around the gateway) is refused with 401 unless it
- * carries a valid, unexpired context signed with the gateway's secret. Each operation answers only its principal:
+ * carries a valid, unexpired context signed with the key of an issuer that may state its principal. Each operation answers only its principal:
  * apps initiate and read their own status, the hosted checkout (service `checkout`) reads and pays, operators read.
  */
 import { randomBytes } from 'node:crypto'
 import pino from 'pino'
-import { CONTEXT_HEADER, signContext, type Principal } from '@svc/internal-context'
+import { CONTEXT_HEADER, type Principal } from '@svc/internal-context'
 import { isolate } from '@svc/testing/src/isolation'
+import { signedContext, testCallerKeys } from '@svc/testing/src/internal-context'
 import { startPaymentsService, type PaymentsModels } from '../src'
 import { newDid, productOf } from './helpers'
 
-const secret = randomBytes(32).toString('hex')
+const keys = testCallerKeys()
 const APP = 'did:web:ctx-pay-app.example.com'
 const CHECKOUT_URL = 'http://127.0.0.1:9/'
 let payments: { url: string; models: PaymentsModels; stop(): Promise<void> }
@@ -27,7 +28,7 @@ async function post(query: string, variables: Record<string, unknown> = {}, cont
   return { status: res.status, body: (await res.json()) as Body }
 }
 
-const signed = (principal: Principal) => signContext(secret, { principal, requestId: `req-${randomBytes(4).toString('hex')}` })
+const signed = (principal: Principal) => signedContext(keys, principal)
 const app = (appDid = APP) => signed({ kind: 'app', appDid })
 const checkoutPage = () => signed({ kind: 'service', name: 'checkout' })
 const operator = () => signed({ kind: 'operator', id: 'ops' })
@@ -55,7 +56,7 @@ function authorization(recipientDid: string) {
 beforeAll(async () => {
   payments = await startPaymentsService({
     mongoUrl: isolate('payments_subgraph_context').mongoUrl,
-    contextSecret: secret,
+    callerKeys: keys,
     host: '127.0.0.1',
     port: 0,
     logger: pino({ level: 'silent' }),
@@ -90,8 +91,8 @@ test('no context, a forged one, an expired one or garbage → 401, for every kin
   ]
   for (const [query, variables] of cases) {
     expectRefused(await post(query, variables), 'missing')
-    expectRefused(await post(query, variables, signContext(randomBytes(32).toString('hex'), { principal: { kind: 'operator', id: 'x' }, requestId: 'f' })), 'bad-signature')
-    expectRefused(await post(query, variables, signContext(secret, { principal: { kind: 'operator', id: 'x' }, requestId: 'o' }, Date.now() - 3600_000)), 'expired')
+    expectRefused(await post(query, variables, signedContext(testCallerKeys(), { kind: 'operator', id: 'x' })), 'bad-signature')
+    expectRefused(await post(query, variables, signedContext(keys, { kind: 'operator', id: 'x' }, { now: Date.now() - 3600_000 })), 'expired')
     expectRefused(await post(query, variables, 'garbage'), 'malformed')
   }
   expect(await payments.models.Checkout.countDocuments({})).toBe(0)
@@ -136,13 +137,13 @@ test('wrong principals → NotAllowed; another app’s status → AppUnauthorize
   const browserToken = url.slice(url.lastIndexOf('/') + 1)
   const card = { number: '4242424242424242', expMonth: 12, expYear: 2099, cvc: '123' }
 
-  for (const who of [checkoutPage(), operator(), signed({ kind: 'service', name: 'adapter' })]) {
+  for (const who of [checkoutPage(), operator(), signed({ kind: 'service', name: 'xrpc-adapter' })]) {
     expect(codeOf(await post(INITIATE, { product: productOf(creator), authorization: authorization(creator) }, who))).toBe('NotAllowed')
   }
-  for (const who of [app(), signed({ kind: 'service', name: 'adapter' })]) {
+  for (const who of [app(), signed({ kind: 'service', name: 'xrpc-adapter' })]) {
     expect(codeOf(await post(CHECKOUT, { browserToken }, who))).toBe('NotAllowed')
   }
-  for (const who of [app(), operator(), signed({ kind: 'service', name: 'adapter' })]) {
+  for (const who of [app(), operator(), signed({ kind: 'service', name: 'xrpc-adapter' })]) {
     expect(codeOf(await post(PAY, { browserToken, card }, who))).toBe('NotAllowed')
     expect(codeOf(await post(CANCEL, { browserToken }, who))).toBe('NotAllowed')
   }

@@ -1,19 +1,20 @@
 /** The service's periodic sweep expires abandoned checkouts without any read of them. */
 import { randomBytes } from 'node:crypto'
 import pino from 'pino'
-import { CONTEXT_HEADER, signContext } from '@svc/internal-context'
+import { CONTEXT_HEADER } from '@svc/internal-context'
 import { isolate } from '@svc/testing/src/isolation'
+import { signedContext, testCallerKeys } from '@svc/testing/src/internal-context'
 import { startPaymentsService, type PaymentsModels } from '../src'
 import { authorizationFor, newDid, productOf } from './helpers'
 
-const secret = randomBytes(32).toString('hex')
+const keys = testCallerKeys()
 const APP = 'did:web:sweep-app.example.com'
 let payments: { url: string; models: PaymentsModels; stop(): Promise<void> }
 
 beforeAll(async () => {
   payments = await startPaymentsService({
     mongoUrl: isolate('payments_sweeper').mongoUrl,
-    contextSecret: secret,
+    callerKeys: keys,
     host: '127.0.0.1',
     port: 0,
     logger: pino({ level: 'silent' }),
@@ -35,7 +36,7 @@ test('a checkout past its expiry is failed (expired) by the sweep alone', async 
   const creator = newDid()
   const res = await fetch(payments.url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', [CONTEXT_HEADER]: signContext(secret, { principal: { kind: 'app', appDid: APP }, requestId: 'req-sweep' }) },
+    headers: { 'content-type': 'application/json', [CONTEXT_HEADER]: signedContext(keys, { kind: 'app', appDid: APP }, { requestId: 'req-sweep' }) },
     body: JSON.stringify({
       query: 'mutation($product: String!, $authorization: CheckoutAuthorizationInput!) { initiateCheckout(product: $product, authorization: $authorization) { checkoutId } }',
       variables: { product: productOf(creator), authorization: authorizationFor(creator) },

@@ -3,6 +3,8 @@
  * appAccess → actors subgraph → FerretDB): the contract's errors, the environment selection rule, every payout
  * status, test/live isolation, and actors shared by every app of an environment.
  */
+import { signedContext } from '@svc/testing'
+import type { Principal } from '@svc/internal-context'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { bearer, expectError, expectOk, xrpcGet } from './helpers'
 
@@ -166,10 +168,10 @@ describe('getProfile', () => {
 })
 
 describe('through the mercurius gateway', () => {
-  async function gatewayQuery(caller: unknown, query: string, variables: Record<string, unknown> = {}) {
+  async function gatewayQuery(caller: Principal, query: string, variables: Record<string, unknown> = {}) {
     const res = await fetch(stack.gatewayUrl, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...bearer(stack.secrets.adapterGatewayToken), 'svc-caller': JSON.stringify(caller) },
+      headers: { 'content-type': 'application/json', 'svc-context': signedContext(stack.secrets.callerKeys, caller) },
       body: JSON.stringify({ query, variables }),
     })
     return { status: res.status, body: (await res.json()) as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] } }

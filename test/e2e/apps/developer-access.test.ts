@@ -5,6 +5,8 @@
  * key's, and what it answers (app, environment, key prefix, where events go). Also `developerConfig` reporting
  * `configured` for the chosen channel.
  */
+import { signedContext } from '@svc/testing'
+import type { Principal } from '@svc/internal-context'
 import { randomBytes } from 'node:crypto'
 import { hashApiKey } from '@svc/api-keys'
 import { startStack, type TestApp, type TestStack } from '../../stack'
@@ -26,10 +28,10 @@ const ACCESS = `query A($app: String, $environment: String, $permission: String!
   }
 }`
 
-async function gql(caller: Record<string, unknown>, query: string, variables: Record<string, unknown>) {
+async function gql(caller: Principal, query: string, variables: Record<string, unknown>) {
   const res = await fetch(stack.gatewayUrl, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.secrets.adapterGatewayToken}`, 'svc-caller': JSON.stringify(caller) },
+    headers: { 'content-type': 'application/json', 'svc-context': signedContext(stack.secrets.callerKeys, caller) },
     body: JSON.stringify({ query, variables }),
   })
   return (await res.json()) as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] }
@@ -96,7 +98,7 @@ describe('developerAccess', () => {
 
   it('is for API key principals only', async () => {
     const vars = { app: app.did, permission: 'webhook.deliveries.read' }
-    for (const caller of [{ kind: 'app', appDid: app.did }, { kind: 'service', name: 'xrpc-adapter' }]) {
+    for (const caller of <Principal[]>[{ kind: 'app', appDid: app.did }, { kind: 'service', name: 'xrpc-adapter' }]) {
       expect((await gql(caller, ACCESS, vars)).errors?.[0]?.extensions?.code).toBe('NotAllowed')
     }
   })

@@ -45,7 +45,7 @@ function customWorkers(over: { delivery?: Partial<DeliverySettings>; allowLoopba
     redisUrl: stack.redisUrl,
     redisPrefix: stack.redisPrefix,
     logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
-    gateway: { url: over.gatewayUrl ?? stack.gatewayUrl, token: stack.secrets.eventsGatewayToken },
+    gateway: { url: over.gatewayUrl ?? stack.gatewayUrl, key: stack.secrets.callerKeys.events },
     serviceDid: stack.serviceDid,
     serviceSigningKey: stack.secrets.serviceSigningKey,
     secretKey: stack.secrets.webhookSecretKey,

@@ -55,7 +55,7 @@ it('delivers through receiveEvent with service-auth; a forged JWT is refused and
     redisUrl: stack.redisUrl,
     redisPrefix: stack.redisPrefix,
     logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
-    gateway: { url: stack.gatewayUrl, token: stack.secrets.eventsGatewayToken },
+    gateway: { url: stack.gatewayUrl, key: stack.secrets.callerKeys.events },
     serviceDid: stack.serviceDid,
     serviceSigningKey: randomBytes(32).toString('hex'),
     secretKey: stack.secrets.webhookSecretKey,

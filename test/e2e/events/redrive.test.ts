@@ -4,6 +4,7 @@
  * delivery once, the takeover of a claim whose winner died before moving the delivery on, and the job put back
  * (retry of the failed / completed job with its attempts reset, or a new job when it is gone).
  */
+import { signedContext } from '@svc/testing'
 import { randomUUID } from 'node:crypto'
 import { UnrecoverableError, Worker, type Job } from 'bullmq'
 import Redis from 'ioredis'
@@ -31,8 +32,7 @@ async function redrive(appDid: string, input: Record<string, unknown>, environme
     method: 'POST',
     headers: {
       'content-type': 'application/json',
-      authorization: `Bearer ${stack.secrets.adapterGatewayToken}`,
-      'svc-caller': JSON.stringify({ kind: 'service', name: 'xrpc-adapter' }),
+      'svc-context': signedContext(stack.secrets.callerKeys, { kind: 'service', name: 'xrpc-adapter' }),
     },
     body: JSON.stringify({ query: REDRIVE, variables: { a: appDid, e: environment, input } }),
   })

@@ -3,6 +3,7 @@
  * one secret and show it to one caller; rotations make new generations whose predecessors keep signing until the
  * overlap ends (0 = at once); secrets are stored encrypted, one set per app and environment.
  */
+import { signedContext } from '@svc/testing'
 import { startStack, type TestStack } from '../../stack'
 import { activeSigningSecrets, decryptSecret } from '@svc/events'
 
@@ -26,7 +27,7 @@ interface Issued {
 async function call(as: 'operator' | 'adapter', field: 'ensureSigningSecret' | 'rotateSigningSecret', vars: Record<string, unknown>): Promise<Issued> {
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (as === 'operator') headers.authorization = `Bearer ${stack.secrets.operatorToken}`
-  else Object.assign(headers, { authorization: `Bearer ${stack.secrets.adapterGatewayToken}`, 'svc-caller': JSON.stringify({ kind: 'service', name: 'xrpc-adapter' }) })
+  else headers['svc-context'] = signedContext(stack.secrets.callerKeys, { kind: 'service', name: 'xrpc-adapter' })
   const args = field === 'rotateSigningSecret' ? '$a: ID!, $e: String!, $o: Int' : '$a: ID!, $e: String!'
   const pass = field === 'rotateSigningSecret' ? 'appDid: $a, environment: $e, overlapSeconds: $o' : 'appDid: $a, environment: $e'
   const res = await fetch(stack.gatewayUrl, {

@@ -4,6 +4,8 @@
  * `rotateSigningSecret` and `Delivery.body` for operators only; anyone else NotAllowed. Plus the delivery log's
  * order, filters, argument checks, ISO dates, and its attempts read with one query for the whole page.
  */
+import { signedContext } from '@svc/testing'
+import type { Principal } from '@svc/internal-context'
 import mongoose from 'mongoose'
 import { startStack, type TestStack } from '../../stack'
 import { createDelivery, DELIVERY_ID_RE, newDeliveryId } from '@svc/events'
@@ -11,7 +13,7 @@ import { createDelivery, DELIVERY_ID_RE, newDeliveryId } from '@svc/events'
 let stack: TestStack
 const APP = 'did:web:events-subgraph.example.com'
 
-type Caller = 'operator' | Record<string, unknown>
+type Caller = 'operator' | Principal
 const ADAPTER: Caller = { kind: 'service', name: 'xrpc-adapter' }
 
 interface GqlResult {
@@ -22,12 +24,8 @@ interface GqlResult {
 async function gql(as: Caller, query: string, variables: Record<string, unknown> = {}): Promise<GqlResult> {
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (as === 'operator') headers.authorization = `Bearer ${stack.secrets.operatorToken}`
-  else {
-    // each process calls with its own credential: the events workers' makes them the service `events`
-    const events = as.kind === 'service' && as.name === 'events'
-    headers.authorization = `Bearer ${events ? stack.secrets.eventsGatewayToken : stack.secrets.adapterGatewayToken}`
-    headers['svc-caller'] = JSON.stringify(as)
-  }
+  // each process signs with its own key: the events workers' makes them the service `events`
+  else headers['svc-context'] = signedContext(stack.secrets.callerKeys, as)
   const res = await fetch(stack.gatewayUrl, { method: 'POST', headers, body: JSON.stringify({ query, variables }) })
   expect(res.status).toBe(200)
   return (await res.json()) as GqlResult

@@ -1,10 +1,13 @@
 /**
- * Who may call the gateway: the adapter token with a valid `svc-caller`, the events workers' token (the service
- * `events` and nothing else), or the operator token.
+ * Who may call the gateway: a process with an internal context signed by its own key, stating a principal that
+ * process may state (the adapter: apps, API keys, dashboard sessions, itself, its checkout pages; the events workers:
+ * the service `events` and nothing else), or the operator token.
  * Everything else is refused with 401 before GraphQL runs. Contract error codes from a subgraph
  * survive the gateway in `errors[0].extensions.code`.
  */
+import { createHmac } from 'node:crypto'
 import { registerApp } from '@svc/apps'
+import type { Issuer } from '@svc/internal-context'
 import { postGraphQL, startGatewayWithApps, type GatewayFixture, type GraphQLBody } from './helpers'
 
 let fx: GatewayFixture
@@ -12,15 +15,15 @@ const REGISTERED = 'did:web:auth-app.example.com'
 const APP_QUERY = `{ app(did: "${REGISTERED}") { did name } }`
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
-const adapter = (caller: unknown) => ({
-  ...bearer(fx.secrets.adapterGatewayToken),
-  'svc-caller': typeof caller === 'string' ? caller : JSON.stringify(caller),
-})
+/** A context as `issuer` would sign it, with any principal (to reach the checks behind the signature). */
+function contextOf(issuer: Issuer, principal: unknown, opts: { key?: string; exp?: number } = {}) {
+  const body = Buffer.from(JSON.stringify({ principal, requestId: 'req-auth', exp: opts.exp ?? Math.floor(Date.now() / 1000) + 60 })).toString('base64url')
+  const sig = createHmac('sha256', opts.key ?? fx.secrets.callerKeys[issuer]).update(`${issuer}.${body}`).digest('base64url')
+  return { 'svc-context': `${issuer}.${body}.${sig}` }
+}
+const adapter = (caller: unknown) => contextOf('xrpc-adapter', caller)
 const operator = () => bearer(fx.secrets.operatorToken)
-const events = (caller?: unknown) => ({
-  ...bearer(fx.secrets.eventsGatewayToken),
-  ...(caller === undefined ? {} : { 'svc-caller': JSON.stringify(caller) }),
-})
+const events = (caller: unknown = { kind: 'service', name: 'events' }) => contextOf('events', caller)
 
 function expectUnauthorized(res: { status: number; body: GraphQLBody }) {
   expect(res.status).toBe(401)
@@ -52,14 +55,24 @@ describe('refused with 401 before GraphQL runs', () => {
     expectUnauthorized(await postGraphQL(fx.graphqlUrl, APP_QUERY, bearer(`${fx.secrets.operatorToken}x`)))
   })
 
-  test('the adapter token without svc-caller', async () => {
-    expectUnauthorized(await postGraphQL(fx.graphqlUrl, APP_QUERY, bearer(fx.secrets.adapterGatewayToken)))
+  test("a process's key as a bearer token (keys sign, they are never sent)", async () => {
+    expectUnauthorized(await postGraphQL(fx.graphqlUrl, APP_QUERY, bearer(fx.secrets.callerKeys['xrpc-adapter'])))
+    expectUnauthorized(await postGraphQL(fx.graphqlUrl, APP_QUERY, bearer(fx.secrets.callerKeys.gateway)))
+  })
+
+  test('a context signed with another key, expired, of an unknown issuer, or not a context', async () => {
+    const app = { kind: 'app', appDid: REGISTERED }
+    expectUnauthorized(await postGraphQL(fx.graphqlUrl, APP_QUERY, contextOf('xrpc-adapter', app, { key: 'k'.repeat(64) })))
+    expectUnauthorized(await postGraphQL(fx.graphqlUrl, APP_QUERY, contextOf('xrpc-adapter', app, { exp: Math.floor(Date.now() / 1000) - 1 })))
+    expectUnauthorized(await postGraphQL(fx.graphqlUrl, APP_QUERY, contextOf('billing' as Issuer, app, { key: 'k'.repeat(64) })))
+    expectUnauthorized(await postGraphQL(fx.graphqlUrl, APP_QUERY, { 'svc-context': JSON.stringify(app) }))
+    // a context and the operator token: the context decides, and this one is refused
+    expectUnauthorized(await postGraphQL(fx.graphqlUrl, APP_QUERY, { ...operator(), 'svc-context': 'x.y.z' }))
   })
 
   test.each([
-    ['not JSON', '{kind: app'],
-    ['JSON but not an object', '"app"'],
-    ['JSON null', 'null'],
+    ['JSON but not an object', 'app'],
+    ['JSON null', null],
     ['an app whose DID is not a DID', { kind: 'app', appDid: 'example.com' }],
     ['an app without a DID', { kind: 'app' }],
     ['an API key hash that is not SHA-256 hex', { kind: 'apiKey', keyHash: 'abc' }],
@@ -67,9 +80,10 @@ describe('refused with 401 before GraphQL runs', () => {
     ['an operator (only the operator token makes one)', { kind: 'operator', id: 'mallory' }],
     ['the gateway itself', { kind: 'gateway' }],
     ['an unknown kind', { kind: 'root' }],
-    ['the events workers (only their own token makes them)', { kind: 'service', name: 'events' }],
+    ['the events workers (only their own key makes them)', { kind: 'service', name: 'events' }],
+    ['the payments domain (only its own key makes it)', { kind: 'service', name: 'payments' }],
     ['a service the adapter does not speak for', { kind: 'service', name: 'billing' }],
-  ])('the adapter token with svc-caller %s', async (_label, caller) => {
+  ])("the adapter's context stating %s", async (_label, caller) => {
     expectUnauthorized(await postGraphQL(fx.graphqlUrl, APP_QUERY, adapter(caller)))
   })
 
@@ -77,10 +91,9 @@ describe('refused with 401 before GraphQL runs', () => {
     ['an app', { kind: 'app', appDid: REGISTERED }],
     ['the adapter', { kind: 'service', name: 'xrpc-adapter' }],
     ['an operator', { kind: 'operator', id: 'events' }],
-    ['not JSON', '{kind: service'],
-  ])("the events workers' token claiming to be %s", async (_label, caller) => {
-    const headers = typeof caller === 'string' ? { ...events(), 'svc-caller': caller } : events(caller)
-    expectUnauthorized(await postGraphQL(fx.graphqlUrl, '{ appConfig(environment: "test") { appDid } }', headers))
+    ['the apps domain', { kind: 'service', name: 'apps' }],
+  ])("the events workers' context stating %s", async (_label, caller) => {
+    expectUnauthorized(await postGraphQL(fx.graphqlUrl, '{ appConfig(environment: "test") { appDid } }', events(caller)))
   })
 
   test('a GET query without credentials', async () => {
@@ -114,19 +127,17 @@ describe('accepted callers', () => {
     expect(res.body).toEqual({ data: { app: { did: REGISTERED, name: 'Auth app' } } })
   })
 
-  test('the adapter token with an app caller reaches the apps subgraph as that app', async () => {
+  test("the adapter's context for an app reaches the apps subgraph as that app", async () => {
     const res = await postGraphQL(fx.graphqlUrl, '{ appConfig(environment: "test") { appDid environment appUrl } }', adapter({ kind: 'app', appDid: REGISTERED }))
     expect(res.status).toBe(200)
     expect(res.body).toEqual({ data: { appConfig: { appDid: REGISTERED, environment: 'test', appUrl: 'https://auth-app.example.com' } } })
   })
 
-  test("the events workers' token is the service events, with or without saying so", async () => {
+  test("the events workers' context is the service events", async () => {
     const query = `{ eventEndpoint(appDid: "${REGISTERED}", environment: "test") { channel configured paused } }`
-    for (const headers of [events(), events({ kind: 'service', name: 'events' })]) {
-      const res = await postGraphQL(fx.graphqlUrl, query, headers)
-      expect(res.status).toBe(200)
-      expect(res.body).toEqual({ data: { eventEndpoint: { channel: 'webhook', configured: false, paused: false } } })
-    }
+    const res = await postGraphQL(fx.graphqlUrl, query, events())
+    expect(res.status).toBe(200)
+    expect(res.body).toEqual({ data: { eventEndpoint: { channel: 'webhook', configured: false, paused: false } } })
     // and only that service: an app's operation is refused by the subgraph
     const asApp = await postGraphQL(fx.graphqlUrl, '{ appConfig(environment: "test") { appDid } }', events())
     expect(asApp.body.errors?.[0]?.extensions?.code).toBe('NotAllowed')

@@ -11,16 +11,11 @@ import type { FastifyInstance } from 'fastify'
 import { startActorsService } from '@svc/actors'
 import { connectApps, registerApp, startAppsService, type AppsModels } from '@svc/apps'
 import { startSubgraph, type RunningSubgraph, type SubgraphContext } from '@svc/subgraph-server'
-import { isolate } from '@svc/testing'
+import { isolate, testCallerKeys } from '@svc/testing'
 import { buildGateway } from '@svc/gateway'
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
-const secrets = {
-  internalContext: randomBytes(32).toString('hex'),
-  adapterGatewayToken: randomBytes(32).toString('hex'),
-  eventsGatewayToken: randomBytes(32).toString('hex'),
-  operatorToken: randomBytes(32).toString('hex'),
-}
+const secrets = { callerKeys: testCallerKeys(), operatorToken: randomBytes(32).toString('hex') }
 
 /** A second domain subgraph: it extends App (owned by apps) and hands out App references of its own. */
 const featuredTypeDefs = gql`
@@ -76,7 +71,7 @@ beforeAll(async () => {
   const iso = isolate('gateway_federation')
   apps = await startAppsService({
     mongoUrl: iso.mongoUrl,
-    contextSecret: secrets.internalContext,
+    callerKeys: secrets.callerKeys,
     host: '127.0.0.1',
     port: 0,
     logger,
@@ -84,12 +79,12 @@ beforeAll(async () => {
     dashboardUrl: 'http://127.0.0.1:1/dashboard',
   })
   // the apps schema references the actors' ActorProfile entity, so the actors subgraph is composed too
-  actors = await startActorsService({ mongoUrl: iso.mongoUrl, contextSecret: secrets.internalContext, host: '127.0.0.1', port: 0, logger })
+  actors = await startActorsService({ mongoUrl: iso.mongoUrl, callerKeys: secrets.callerKeys, host: '127.0.0.1', port: 0, logger })
   featured = await startSubgraph<SubgraphContext>({
     name: 'featured',
     typeDefs: featuredTypeDefs,
     resolvers: featuredResolvers as never,
-    contextSecret: secrets.internalContext,
+    callerKeys: secrets.callerKeys,
     logger,
     host: '127.0.0.1',
     port: 0,

@@ -9,18 +9,13 @@ import type { FastifyInstance } from 'fastify'
 import { startActorsService } from '@svc/actors'
 import { startAppsService, type AppsModels } from '@svc/apps'
 import type { RunningSubgraph } from '@svc/subgraph-server'
-import { isolate } from '@svc/testing'
+import { isolate, testCallerKeys } from '@svc/testing'
 import { buildGateway } from '@svc/gateway'
 
 export const testLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
 
 export function newSecrets() {
-  return {
-    internalContext: randomBytes(32).toString('hex'),
-    adapterGatewayToken: randomBytes(32).toString('hex'),
-    eventsGatewayToken: randomBytes(32).toString('hex'),
-    operatorToken: randomBytes(32).toString('hex'),
-  }
+  return { callerKeys: testCallerKeys(), operatorToken: randomBytes(32).toString('hex') }
 }
 
 export interface GraphQLBody {
@@ -44,14 +39,14 @@ export async function startGatewayWithApps(label: string, extra: { name: string;
   const secrets = newSecrets()
   const apps = await startAppsService({
     mongoUrl: iso.mongoUrl,
-    contextSecret: secrets.internalContext,
+    callerKeys: secrets.callerKeys,
     host: '127.0.0.1',
     port: 0,
     logger: testLogger,
     allowLoopbackWebhooksInTest: false,
     dashboardUrl: 'http://127.0.0.1:1/dashboard',
   })
-  const actors = await startActorsService({ mongoUrl: iso.mongoUrl, contextSecret: secrets.internalContext, host: '127.0.0.1', port: 0, logger: testLogger })
+  const actors = await startActorsService({ mongoUrl: iso.mongoUrl, callerKeys: secrets.callerKeys, host: '127.0.0.1', port: 0, logger: testLogger })
   const gateway = await buildGateway({
     services: [{ name: 'apps', url: apps.url }, { name: 'actors', url: actors.url }, ...extra],
     secrets,

@@ -39,8 +39,8 @@ const NOT_CONFIGURED = new Set<string>(['AppEnvironmentNotConfigured', 'AppNotRe
 
 const CALLER: Principal = { kind: 'service', name: SERVICE_PRINCIPALS.events }
 
-export function createEndpointClient(opts: { url: string; token: string; timeoutMs?: number }): EndpointClient {
-  const gateway = createGatewayClient({ url: opts.url, token: opts.token, connections: 16, timeoutMs: opts.timeoutMs ?? 10_000 })
+export function createEndpointClient(opts: { url: string; key: string; timeoutMs?: number }): EndpointClient {
+  const gateway = createGatewayClient({ url: opts.url, signer: { issuer: 'events', key: opts.key }, connections: 16, timeoutMs: opts.timeoutMs ?? 10_000 })
   return {
     async lookup(appDid, environment, requestId = randomUUID()) {
       let endpoint: EventEndpoint | null

@@ -25,8 +25,8 @@ export interface EventWorkersOptions {
   /** REDIS_PREFIX (BullMQ's prefix derives from it: queuePrefix) */
   redisPrefix: string
   logger: Logger
-  /** endpoint lookups (apps' `eventEndpoint`) as the internal service `events` */
-  gateway: { url: string; token: string }
+  /** the gateway, and the workers' own key (they call as the service `events`) */
+  gateway: { url: string; key: string }
   /** iss of the XRPC channel's service-auth JWT */
   serviceDid: string
   /** SERVICE_SIGNING_KEY: hex secp256k1 private key */
@@ -52,7 +52,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
   const prefix = queuePrefix(opts.redisPrefix)
   const deliveries = new Queue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, { connection: redis, prefix })
-  const endpoints = createEndpointClient({ url: opts.gateway.url, token: opts.gateway.token })
+  const endpoints = createEndpointClient({ url: opts.gateway.url, key: opts.gateway.key })
   const agents = {
     test: createGuardedAgent({ environment: 'test', allowLoopbackInTest: opts.allowLoopbackWebhooks }, opts.delivery.timeoutMs),
     live: createGuardedAgent({ environment: 'live', allowLoopbackInTest: false }, opts.delivery.timeoutMs),

@@ -8,7 +8,7 @@ runProcess('events-workers', async (config, logger) => {
     redisUrl: config.redisUrl,
     redisPrefix: config.redisPrefix,
     logger,
-    gateway: { url: config.gatewayUrl, token: config.secrets.eventsGatewayToken },
+    gateway: { url: config.gatewayUrl, key: config.secrets.callerKeys.events },
     serviceDid: config.serviceDid,
     serviceSigningKey: config.secrets.serviceSigningKey,
     secretKey: config.secrets.webhookSecretKey,
