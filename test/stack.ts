@@ -107,11 +107,14 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const delivery: DeliverySettings = { ...TEST_DELIVERY, ...opts.delivery }
   const relay = { redisUrl: iso.redisUrl, redisPrefix: iso.redisPrefix, intervalMs: opts.relayIntervalMs ?? 200 }
   // The adapter's two hosts get their ports first: the subgraphs hand out URLs on them (checkout, dashboard).
-  const [apiPort, checkoutPort] = [await freePort(), await freePort()]
+  // So does the gateway's: the apps and payments subgraphs read other domains through it.
+  const [apiPort, checkoutPort, gatewayPort] = [await freePort(), await freePort(), await freePort()]
+  const gatewayUrl = `http://127.0.0.1:${gatewayPort}/graphql`
   const checkoutUrl = `http://127.0.0.1:${checkoutPort}`
   const apps = await startAppsService({
     mongoUrl: iso.mongoUrl,
     callerKeys: secrets.callerKeys,
+    gatewayUrl,
     host: '127.0.0.1',
     port: 0,
     logger,
@@ -123,6 +126,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const payments = await startPaymentsService({
     mongoUrl: iso.mongoUrl,
     callerKeys: secrets.callerKeys,
+    gatewayUrl,
     host: '127.0.0.1',
     port: 0,
     logger,
@@ -155,8 +159,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     graphiql: false,
     logger,
   })
-  await gateway.listen({ host: '127.0.0.1', port: 0 })
-  const gatewayUrl = `http://127.0.0.1:${(gateway.server.address() as { port: number }).port}/graphql`
+  await gateway.listen({ host: '127.0.0.1', port: gatewayPort })
   const redis = new Redis(iso.redisUrl, { lazyConnect: false })
   const gatewayClient = createGatewayClient({ url: gatewayUrl, signer: { issuer: 'xrpc-adapter', key: secrets.callerKeys['xrpc-adapter'] } })
   const serviceAuth = createServiceAuthVerifier({ serviceDid, plcUrl: 'http://127.0.0.1:1', redis, replayKeyPrefix: `${iso.redisPrefix}jti:` })

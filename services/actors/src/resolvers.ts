@@ -2,7 +2,7 @@ import type { GraphQLResolverMap } from '@apollo/subgraph'
 import { ContractError } from '@svc/errors'
 import type { SubgraphContext } from '@svc/subgraph-server'
 import type { Principal } from '@svc/internal-context'
-import { parseEnvironment, type Environment } from '@svc/vocabulary'
+import { parseEnvironment, SERVICE_PRINCIPALS, type Environment } from '@svc/vocabulary'
 import type { ActorsDomain } from './domain/context'
 import { findActor, getPayoutStatus, lookupActor } from './domain/queries'
 import { completeTestPayoutOnboarding } from './domain/test-payout-onboarding'
@@ -16,13 +16,17 @@ interface AppAccess {
   environment: Environment
 }
 
+/** The domains that read actors for the app they serve: payments (checkouts, links) and apps (approvals). */
+const ACTOR_READERS: readonly string[] = [SERVICE_PRINCIPALS.payments, SERVICE_PRINCIPALS.apps]
+const isActorReader = (p: Principal) => p.kind === 'service' && ACTOR_READERS.includes(p.name)
+
 /**
  * The actor reads on AppAccess are for the app the access belongs to (the gateway builds the reference from the
- * apps subgraph's appAccess, which checked that app and environment), and for operators.
+ * apps subgraph's appAccess, which checked that app and environment), the domains serving it, and operators.
  */
 function allow(ctx: ActorsContext, access: AppAccess): void {
   const p = ctx.principal
-  if (p.kind === 'operator') return
+  if (p.kind === 'operator' || isActorReader(p)) return
   if (p.kind !== 'app') throw new ContractError('NotAllowed', 'this operation is for app callers')
   if (p.appDid !== access.appDid) throw new ContractError('AppUnauthorized', 'this access belongs to another app')
 }
@@ -42,7 +46,7 @@ function dashboard(ctx: ActorsContext): DashboardPrincipal {
  */
 function allowReference(ctx: ActorsContext, environment: Environment): void {
   const p = ctx.principal
-  if (p.kind === 'app' || p.kind === 'operator') return
+  if (p.kind === 'app' || p.kind === 'operator' || isActorReader(p)) return
   if (p.kind === 'dashboard' && p.environment === environment) return
   throw new ContractError('NotAllowed', 'this caller may not read actors')
 }
@@ -50,7 +54,9 @@ function allowReference(ctx: ActorsContext, environment: Environment): void {
 export const resolvers: GraphQLResolverMap<ActorsContext> = {
   Query: {
     actor: (_: unknown, args: { did: string; environment: string }, ctx: ActorsContext) => {
-      if (ctx.principal.kind !== 'operator') throw new ContractError('NotAllowed', 'this operation is for operator callers')
+      if (ctx.principal.kind !== 'operator' && !isActorReader(ctx.principal)) {
+        throw new ContractError('NotAllowed', 'this operation is for operators and the domains that read actors')
+      }
       return lookupActor(ctx.domain, args.did, parseEnvironment(args.environment))
     },
     dashboardActor: (_: unknown, _args: unknown, ctx: ActorsContext) => {

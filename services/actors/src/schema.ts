@@ -36,7 +36,7 @@ export const typeDefs = gql`
   }
 
   extend type Query {
-    "operators: the actor of a DID in an environment"
+    "operators, and the domains that read actors (services payments and apps): the actor of a DID in an environment, or null"
     actor(did: ID!, environment: String!): ActorProfile
     "dashboard: the signed-in creator's actor in the session's environment (null when it has none there)"
     dashboardActor: ActorProfile

@@ -6,6 +6,7 @@ runProcess('apps', async (config, logger) => {
   const service = await startAppsService({
     mongoUrl: config.mongoUrl,
     callerKeys: config.secrets.callerKeys,
+    gatewayUrl: config.gatewayUrl,
     host: config.host,
     port: config.ports.appsSubgraph,
     logger,

@@ -3,7 +3,7 @@ import { ContractError } from '@svc/errors'
 import type { SubgraphContext } from '@svc/subgraph-server'
 import type { Principal } from '@svc/internal-context'
 import { parseEnvironment, SERVICE_PRINCIPALS, type Environment } from '@svc/vocabulary'
-import type { AppsDomain } from './domain/context'
+import type { ServingApps } from './domain/context'
 import { resolveAppAccess } from './domain/app-access'
 import { toAppConfigView } from './domain/app-config-view'
 import { findAppEnvironment } from './domain/app-environment'
@@ -23,6 +23,7 @@ import {
   findApproval,
   getDashboardApproval,
   listDashboardApprovals,
+  paymentSetupOf,
   requestRecipientApproval,
   revokeApproval,
   unblockApproval,
@@ -32,7 +33,7 @@ import {
 } from './domain/recipient-approvals'
 
 export interface AppsContext extends SubgraphContext {
-  domain: AppsDomain
+  domain: ServingApps
   /** per-request memo of lookups repeated across a list (an approval's app and origin) */
   memo: Map<string, Promise<unknown>>
 }
@@ -65,10 +66,14 @@ interface AppAccessRef {
   environment: Environment
 }
 
-/** AppAccess fields read for the app the access belongs to (appAccess checked it) and for operators. */
+/** The domains that read an app's access for the app they serve (appAccessFor): payments. */
+const ACCESS_READERS: readonly string[] = [SERVICE_PRINCIPALS.payments]
+
+/** AppAccess fields read for the app the access belongs to (appAccess checked it), the domains serving it, and operators. */
 function allowAccess(ctx: AppsContext, access: AppAccessRef): void {
   const p = ctx.principal
   if (p.kind === 'operator') return
+  if (p.kind === 'service' && ACCESS_READERS.includes(p.name)) return
   if (p.kind !== 'app') throw new ContractError('NotAllowed', 'this operation is for app callers')
   if (p.appDid !== access.appDid) throw new ContractError('AppUnauthorized', 'this access belongs to another app')
 }
@@ -88,6 +93,11 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
       getAppConfig(ctx.domain, require(ctx, 'app').appDid, args.environment),
     appAccess: (_: unknown, args: { environment?: string | null }, ctx: AppsContext) =>
       resolveAppAccess(ctx.domain, require(ctx, 'app').appDid, args.environment),
+    appAccessFor: (_: unknown, args: { appDid: string; environment?: string | null }, ctx: AppsContext) => {
+      const p = require(ctx, 'service')
+      if (!ACCESS_READERS.includes(p.name)) throw new ContractError('NotAllowed', 'appAccessFor is for the domains that serve an app')
+      return resolveAppAccess(ctx.domain, args.appDid, args.environment)
+    },
     developerConfig: (_: unknown, args: { app?: string | null; environment?: string | null }, ctx: AppsContext) =>
       getDeveloperConfig(ctx.domain, require(ctx, 'apiKey').keyHash, args.app, args.environment),
     developerAccess: (
@@ -164,6 +174,7 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
     dashboardUrl: (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => approvalUrls(ctx.domain.dashboardUrl, a.id).dashboardUrl,
     onboardingUrl: (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => approvalUrls(ctx.domain.dashboardUrl, a.id).onboardingUrl,
     recipient: (a: RecipientApprovalView) => ({ did: a.recipientDid, environment: a.environment }),
+    paymentSetup: (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => paymentSetupOf(ctx.domain, a),
   },
   App: {
     __resolveReference: (ref: { did: string }, ctx: AppsContext) => findApp(ctx.domain, ref.did),

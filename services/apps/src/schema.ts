@@ -67,6 +67,8 @@ export const typeDefs = gql`
     onboardingUrl: String!
     "the recipient's actor (actors subgraph); null when it has none in this environment"
     recipient: ActorProfile
+    "not-checked (not approved) | ready | restricted | incomplete: whether the approved recipient can be paid"
+    paymentSetup: String!
     createdAt: String!
     updatedAt: String!
   }
@@ -214,7 +216,8 @@ export const typeDefs = gql`
   }
 
   input RecipientApprovalInput {
-    environment: String!
+    "the app's only configured environment when absent"
+    environment: String
     recipientDid: String!
     paymentTypes: [String!]!
     feeShareBps: Int
@@ -228,6 +231,8 @@ export const typeDefs = gql`
     appConfig(environment: String!): AppEnvironmentConfig!
     "the calling app in one environment (app service-auth): checked here, extended by other subgraphs; environment defaults to the app's only configured one"
     appAccess(environment: String): AppAccess!
+    "the payments domain (service payments) reading the facts it decides on for the app it serves: as appAccess, for that app"
+    appAccessFor(appDid: ID!, environment: String): AppAccess!
     "the developer configuration behind a restricted API key (utility route)"
     developerConfig(app: String, environment: String): DeveloperConfig!
     "the API key's checks for a developer utility route, in the documented order (environment defaults to the key's; liveAllowed false refuses live)"

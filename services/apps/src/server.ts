@@ -1,9 +1,11 @@
 /** The apps subgraph: its database connection, models, GraphQL server and the relay of its outbox. */
 import type { Logger } from 'pino'
+import { createGatewayClient } from '@svc/gateway-client'
 import type { CallerKeys } from '@svc/internal-context'
 import { startOutboxRelay } from '@svc/outbox'
 import { connectDomain, startDomainSubgraph } from '@svc/subgraph-server'
 import type { AppsDomain } from './domain/context'
+import { createGraphFacts } from './graph-facts'
 import { createAppsModels, type AppsModels } from './models'
 import { resolvers, type AppsContext } from './resolvers'
 import { typeDefs } from './schema'
@@ -11,6 +13,8 @@ import { typeDefs } from './schema'
 export interface AppsServiceOptions {
   mongoUrl: string
   callerKeys: CallerKeys
+  /** the gateway, through which this domain reads the actors facts it decides on (as the service apps) */
+  gatewayUrl: string
   host: string
   port: number
   logger: Logger
@@ -29,6 +33,7 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
     dashboardUrl: opts.dashboardUrl,
     logger: opts.logger,
   }
+  const gateway = createGatewayClient({ url: opts.gatewayUrl, signer: { issuer: 'apps', key: opts.callerKeys.apps }, connections: 16, timeoutMs: 10_000 })
   const running = await startDomainSubgraph({
     mongoUrl: opts.mongoUrl,
     callerKeys: opts.callerKeys,
@@ -39,7 +44,11 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
     typeDefs,
     resolvers,
     createModels: createAppsModels,
-    extendContext: (base, models): AppsContext => ({ ...base, domain: { ...settings, models, logger: base.log }, memo: new Map() }),
+    extendContext: (base, models): AppsContext => ({
+      ...base,
+      domain: { ...settings, models, logger: base.log, facts: createGraphFacts(gateway, base.requestId) },
+      memo: new Map(),
+    }),
   })
   const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'apps', logger: opts.logger }) : null
   return {
@@ -48,6 +57,7 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
     async stop() {
       await relay?.stop()
       await running.stop()
+      await gateway.close()
     },
   }
 }

@@ -8,6 +8,7 @@ import type mongoose from 'mongoose'
 import { contractError, isolate } from '@svc/testing'
 import { connectApps, type AppsModels } from '../src'
 import { registerApp } from '../src/domain/registration'
+import type { ActorFacts } from '../src/domain/actor-facts'
 import {
   acceptApproval,
   approvalUrls,
@@ -28,6 +29,8 @@ import {
 
 let conn: mongoose.Connection
 let models: AppsModels
+/** The actors domain's answer in these domain tests: every recipient is a known actor (the real read is tested end to end). */
+const knownActors: ActorFacts = { actor: async (did) => ({ did, payoutStatus: 'ready' }) }
 let seq = 0
 const uniq = () => `${++seq}${Date.now().toString(36)}`
 const newAppDid = () => `did:web:app${uniq()}.example.com`
@@ -87,7 +90,7 @@ describe('requestRecipientApproval: creation', () => {
   test('a first request is pending, revision 1, apr_ id, sorted and deduplicated types, defaults from the registration', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const view = await requestRecipientApproval({ models }, app, input(creator, { paymentTypes: ['tip', 'shop', 'tip'], requestReason: 'Tips on streams' }))
+    const view = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { paymentTypes: ['tip', 'shop', 'tip'], requestReason: 'Tips on streams' }))
     expect(view).toEqual({
       id: expect.stringMatching(/^apr_[0-9A-Za-z]{24}$/),
       appDid: app,
@@ -113,7 +116,7 @@ describe('requestRecipientApproval: creation', () => {
   test('every payment type, a lower fee share, public records and a return URL on the app origin are accepted', async () => {
     const app = await newApp()
     const view = await requestRecipientApproval(
-      { models },
+      { models, facts: knownActors },
       app,
       input(newCreator(), {
         paymentTypes: ['ticket', 'subscription', 'tip', 'shop'],
@@ -133,7 +136,7 @@ describe('requestRecipientApproval: creation', () => {
   test('the registered fee share itself and a 500-character reason are accepted', async () => {
     const app = await newApp({ feeShareBps: 10000 })
     const reason = '🎉'.repeat(500) // 500 characters (graphemes), 2000 bytes
-    const view = await requestRecipientApproval({ models }, app, input(newCreator(), { feeShareBps: 10000, requestReason: reason }))
+    const view = await requestRecipientApproval({ models, facts: knownActors }, app, input(newCreator(), { feeShareBps: 10000, requestReason: reason }))
     expect(view).toMatchObject({ feeShareBps: 10000, requestReason: reason })
   })
 
@@ -149,8 +152,8 @@ describe('requestRecipientApproval: creation', () => {
     const creator = newCreator()
     expect(await findAppApproval({ models }, app, 'test', creator)).toBeNull()
     expect(await models.RecipientApproval.countDocuments({ appDid: app })).toBe(0)
-    const test = await requestRecipientApproval({ models }, app, input(creator))
-    const live = await requestRecipientApproval({ models }, app, input(creator, { environment: 'live' }))
+    const test = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))
+    const live = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { environment: 'live' }))
     expect(live.id).not.toBe(test.id)
     expect(await findAppApproval({ models }, app, 'test', creator)).toMatchObject({ id: test.id, environment: 'test' })
     expect(await findAppApproval({ models }, app, 'live', creator)).toMatchObject({ id: live.id, environment: 'live' })
@@ -165,7 +168,7 @@ describe('requestRecipientApproval: refusals change nothing', () => {
   beforeAll(async () => {
     app = await newApp()
     creator = newCreator()
-    id = (await requestRecipientApproval({ models }, app, input(creator, { feeShareBps: 100, requestReason: 'first' }))).id
+    id = (await requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { feeShareBps: 100, requestReason: 'first' }))).id
   })
 
   test.each<[string, string, Partial<RecipientApprovalInput>]>([
@@ -193,7 +196,7 @@ describe('requestRecipientApproval: refusals change nothing', () => {
   ])('%s → %s', async (_label, code, change) => {
     const before = await raw(id)
     const countBefore = await models.RecipientApproval.countDocuments({})
-    const err = await contractError(requestRecipientApproval({ models }, app, input(creator, { feeShareBps: 100, requestReason: 'changed', ...change })))
+    const err = await contractError(requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { feeShareBps: 100, requestReason: 'changed', ...change })))
     expect(err.code).toBe(code)
     expect(err.status).toBe(400)
     expect(await raw(id)).toEqual(before)
@@ -201,7 +204,7 @@ describe('requestRecipientApproval: refusals change nothing', () => {
   })
 
   test('the app itself as recipient → InvalidRequest (an app selling for itself needs no approval)', async () => {
-    const err = await contractError(requestRecipientApproval({ models }, app, input(app)))
+    const err = await contractError(requestRecipientApproval({ models, facts: knownActors }, app, input(app)))
     expect(err.code).toBe('InvalidRequest')
     expect(err.message).toMatch(/itself/)
     expect(await models.RecipientApproval.countDocuments({ recipientDid: app })).toBe(0)
@@ -209,8 +212,8 @@ describe('requestRecipientApproval: refusals change nothing', () => {
 
   test('an unregistered app → AppNotRegistered; an environment it is not configured in → AppEnvironmentNotConfigured', async () => {
     const stranger = newAppDid()
-    expect((await contractError(requestRecipientApproval({ models }, stranger, input(creator)))).code).toBe('AppNotRegistered')
-    expect((await contractError(requestRecipientApproval({ models }, app, input(creator, { environment: 'live' })))).code).toBe('AppEnvironmentNotConfigured')
+    expect((await contractError(requestRecipientApproval({ models, facts: knownActors }, stranger, input(creator)))).code).toBe('AppNotRegistered')
+    expect((await contractError(requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { environment: 'live' })))).code).toBe('AppEnvironmentNotConfigured')
     expect(await models.RecipientApproval.countDocuments({ $or: [{ appDid: stranger }, { appDid: app, environment: 'live' }] })).toBe(0)
   })
 })
@@ -219,7 +222,7 @@ describe('requestRecipientApproval: idempotency and concurrency', () => {
   test('20 parallel identical requests → exactly one document, one id', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const results = await Promise.allSettled(Array.from({ length: 20 }, () => requestRecipientApproval({ models }, app, input(creator, { paymentTypes: ['shop', 'tip'] }))))
+    const results = await Promise.allSettled(Array.from({ length: 20 }, () => requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { paymentTypes: ['shop', 'tip'] }))))
     expect(results.map((r) => r.status)).toEqual(Array(20).fill('fulfilled'))
     const views = results.map((r) => (r as PromiseFulfilledResult<Awaited<ReturnType<typeof requestRecipientApproval>>>).value)
     expect(new Set(views.map((v) => v.id)).size).toBe(1)
@@ -231,7 +234,7 @@ describe('requestRecipientApproval: idempotency and concurrency', () => {
     const app = await newApp()
     const creator = newCreator()
     const shares = [100, 200, 300, 400, 500, 0, 50, 250]
-    const results = await Promise.allSettled(shares.map((feeShareBps) => requestRecipientApproval({ models }, app, input(creator, { feeShareBps }))))
+    const results = await Promise.allSettled(shares.map((feeShareBps) => requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { feeShareBps }))))
     expect(results.map((r) => r.status)).toEqual(Array(shares.length).fill('fulfilled'))
     const ids = new Set(results.map((r) => (r as PromiseFulfilledResult<{ id: string }>).value.id))
     expect(ids.size).toBe(1)
@@ -245,10 +248,10 @@ describe('requestRecipientApproval: idempotency and concurrency', () => {
   test('the same request again changes nothing; a new reason or return URL is updated and keeps the status', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const first = await requestRecipientApproval({ models }, app, input(creator, { requestReason: 'a' }))
-    const again = await requestRecipientApproval({ models }, app, input(creator, { requestReason: 'a' }))
+    const first = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { requestReason: 'a' }))
+    const again = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { requestReason: 'a' }))
     expect(again).toEqual(first)
-    const updated = await requestRecipientApproval({ models }, app, input(creator, { requestReason: 'b', setupReturnUrl: 'https://app.example.com/done' }))
+    const updated = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { requestReason: 'b', setupReturnUrl: 'https://app.example.com/done' }))
     expect(updated).toMatchObject({ id: first.id, status: 'pending', revision: 1, requestReason: 'b', setupReturnUrl: 'https://app.example.com/done', termsHash: first.termsHash })
   })
 })
@@ -257,14 +260,14 @@ describe('terms changes and repeats after decisions', () => {
   test('approved stays approved with the same terms; different terms → pending, approvedAt cleared, revision + 1', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const first = await requestRecipientApproval({ models }, app, input(creator, { feeShareBps: 100 }))
+    const first = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { feeShareBps: 100 }))
     const approved = await acceptApproval({ models }, creatorOf(creator), first.id, first.termsHash)
     expect(approved).toMatchObject({ status: 'approved', approvedAt: expect.any(String), revision: 1 })
 
-    const same = await requestRecipientApproval({ models }, app, input(creator, { feeShareBps: 100, requestReason: 'reminder' }))
+    const same = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { feeShareBps: 100, requestReason: 'reminder' }))
     expect(same).toMatchObject({ id: first.id, status: 'approved', approvedAt: approved.approvedAt, revision: 1, requestReason: 'reminder' })
 
-    const changed = await requestRecipientApproval({ models }, app, input(creator, { feeShareBps: 200 }))
+    const changed = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { feeShareBps: 200 }))
     expect(changed).toMatchObject({ id: first.id, status: 'pending', approvedAt: null, revision: 2, feeShareBps: 200 })
     expect(changed.termsHash).not.toBe(first.termsHash)
     const doc = await raw(first.id)
@@ -280,26 +283,26 @@ describe('terms changes and repeats after decisions', () => {
   test('pending stays pending with the same terms', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const first = await requestRecipientApproval({ models }, app, input(creator))
-    expect(await requestRecipientApproval({ models }, app, input(creator, { requestReason: 'again' }))).toMatchObject({ status: 'pending', revision: 1 })
+    const first = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))
+    expect(await requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { requestReason: 'again' }))).toMatchObject({ status: 'pending', revision: 1 })
     expect((await raw(first.id))?.revision).toBe(1)
   })
 
   test('declined → the app asks again → pending, revision + 1', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const first = await requestRecipientApproval({ models }, app, input(creator))
+    const first = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))
     await declineApproval({ models }, creatorOf(creator), first.id)
-    expect(await requestRecipientApproval({ models }, app, input(creator))).toMatchObject({ id: first.id, status: 'pending', revision: 2 })
+    expect(await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))).toMatchObject({ id: first.id, status: 'pending', revision: 2 })
   })
 
   test('revoked → the app asks again → pending; accepting it writes a new granted event', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const first = await requestRecipientApproval({ models }, app, input(creator))
+    const first = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))
     await acceptApproval({ models }, creatorOf(creator), first.id, first.termsHash)
     expect(await revokeApproval({ models }, creatorOf(creator), first.id)).toMatchObject({ status: 'revoked', revision: 2, approvedAt: null })
-    const again = await requestRecipientApproval({ models }, app, input(creator))
+    const again = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))
     expect(again).toMatchObject({ status: 'pending', revision: 3 })
     await acceptApproval({ models }, creatorOf(creator), first.id, again.termsHash)
     expect((await events(first.id)).map((e) => e.key)).toEqual([
@@ -312,23 +315,23 @@ describe('terms changes and repeats after decisions', () => {
   test('blocked → RecipientAppApprovalBlocked with the same or other terms, and nothing changes; unblock lets the app ask again', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const first = await requestRecipientApproval({ models }, app, input(creator, { requestReason: 'please' }))
+    const first = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { requestReason: 'please' }))
     await blockApproval({ models }, creatorOf(creator), first.id)
     const before = await raw(first.id)
     for (const over of [{ requestReason: 'please' }, { requestReason: 'pretty please', feeShareBps: 1, paymentTypes: ['shop'] }]) {
-      const err = await contractError(requestRecipientApproval({ models }, app, input(creator, over)))
+      const err = await contractError(requestRecipientApproval({ models, facts: knownActors }, app, input(creator, over)))
       expect(err.code).toBe('RecipientAppApprovalBlocked')
       expect(err.status).toBe(403)
     }
     expect(await raw(first.id)).toEqual(before)
     expect(await unblockApproval({ models }, creatorOf(creator), first.id)).toMatchObject({ status: 'declined' })
-    expect(await requestRecipientApproval({ models }, app, input(creator))).toMatchObject({ id: first.id, status: 'pending', revision: 2 })
+    expect(await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))).toMatchObject({ id: first.id, status: 'pending', revision: 2 })
   })
 
   test('a stored approval of other terms never counts as approved', async () => {
     const app = await newApp()
     const creator = newCreator()
-    const first = await requestRecipientApproval({ models }, app, input(creator))
+    const first = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))
     await models.RecipientApproval.updateOne({ id: first.id }, { $set: { status: 'approved', approvedTermsHash: 'f'.repeat(64), approvedAt: new Date() } })
     const doc = await raw(first.id)
     expect(effectiveStatus(doc!)).toBe('pending')
@@ -343,7 +346,7 @@ describe('the creator decides (dashboard)', () => {
   async function pending() {
     const app = await newApp({ environments: ['test', 'live'] })
     const creator = newCreator()
-    const view = await requestRecipientApproval({ models }, app, input(creator, { paymentTypes: ['tip', 'shop'], feeShareBps: 250, publicRecords: { enabled: true } }))
+    const view = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { paymentTypes: ['tip', 'shop'], feeShareBps: 250, publicRecords: { enabled: true } }))
     return { app, creator, who: creatorOf(creator), view }
   }
 
@@ -493,11 +496,11 @@ describe('the creator decides (dashboard)', () => {
     const apps = [await newApp({ environments: ['test', 'live'] }), await newApp(), await newApp()]
     const ids: string[] = []
     for (const app of apps) {
-      ids.push((await requestRecipientApproval({ models }, app, input(creator))).id)
+      ids.push((await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))).id)
       await new Promise((r) => setTimeout(r, 5))
     }
-    await requestRecipientApproval({ models }, apps[0]!, input(creator, { environment: 'live' }))
-    await requestRecipientApproval({ models }, apps[1]!, input(newCreator()))
+    await requestRecipientApproval({ models, facts: knownActors }, apps[0]!, input(creator, { environment: 'live' }))
+    await requestRecipientApproval({ models, facts: knownActors }, apps[1]!, input(newCreator()))
     const list = await listDashboardApprovals({ models }, creatorOf(creator))
     expect(list.map((a) => a.id)).toEqual([...ids].reverse())
     expect(list.every((a) => a.recipientDid === creator && a.environment === 'test')).toBe(true)

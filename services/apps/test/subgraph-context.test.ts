@@ -41,6 +41,8 @@ beforeAll(async () => {
   apps = await startAppsService({
     mongoUrl: isolate('apps_subgraph_context').mongoUrl,
     callerKeys: keys,
+    // nothing listens there: these tests reach no operation that reads another domain
+    gatewayUrl: 'http://127.0.0.1:1/graphql',
     host: '127.0.0.1',
     port: 0,
     logger: pino({ level: 'silent' }),

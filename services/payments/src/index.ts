@@ -3,8 +3,10 @@ export { DEFAULT_SWEEP_INTERVAL_MS } from './sweeper'
 export * from './models'
 export { typeDefs } from './schema'
 export { resolvers, type PaymentsContext } from './resolvers'
-export type { PaymentsDomain } from './domain/context'
-export { initiateCheckout, type CheckoutAuthorization, type CheckoutStarted } from './domain/initiate-checkout'
+export type { PaymentsDomain, ServingPayments } from './domain/context'
+export type { AppFacts, CheckoutFacts } from './domain/app-facts'
+export { createGraphFacts } from './graph-facts'
+export { initiateCheckout, type CheckoutStarted } from './domain/initiate-checkout'
 export { getPaymentStatus, type PaymentStatusView } from './domain/payment-status'
 export { getCheckout, toCheckoutView, type CheckoutView, type PaymentRef } from './domain/checkout-view'
 export { payCheckout } from './domain/pay-checkout'
@@ -16,7 +18,7 @@ export { deriveToken, hashToken, STATUS_TOKEN_RE, BROWSER_TOKEN_RE } from './dom
 export { validateCard, luhnValid, type CardInput } from './domain/card'
 export { buildPaymentRecord, findPaymentRecord, paymentRecordUri, PAYMENT_RECORD_COLLECTION, type PaymentRecordValue, type PaymentRecordView } from './domain/payment-records'
 export { registerCreatorProof, declinePaymentRecord, type CreatorProofView, type DeclinedRecordView } from './domain/proofs'
-export { registerAppLink, type AppLinkView } from './domain/app-links'
+export { registerAppLink, CATALOG_COLLECTIONS, type AppLinkView } from './domain/app-links'
 export {
   ProcessorRegistry,
   TestProcessor,

@@ -6,6 +6,7 @@ runProcess('payments', async (config, logger) => {
   const service = await startPaymentsService({
     mongoUrl: config.mongoUrl,
     callerKeys: config.secrets.callerKeys,
+    gatewayUrl: config.gatewayUrl,
     host: config.host,
     port: config.ports.paymentsSubgraph,
     logger,

@@ -4,8 +4,8 @@ import type { SubgraphContext } from '@svc/subgraph-server'
 import type { CardInput } from './domain/card'
 import { cancelCheckout } from './domain/cancel-checkout'
 import { getCheckout } from './domain/checkout-view'
-import type { PaymentsDomain } from './domain/context'
-import { initiateCheckout, type CheckoutAuthorization } from './domain/initiate-checkout'
+import type { ServingPayments } from './domain/context'
+import { initiateCheckout } from './domain/initiate-checkout'
 import { payCheckout } from './domain/pay-checkout'
 import { getPaymentStatus } from './domain/payment-status'
 import { findPaymentRecord } from './domain/payment-records'
@@ -14,10 +14,8 @@ import { registerAppLink, type RegisterAppLinkInput } from './domain/app-links'
 import { SERVICE_PRINCIPALS } from '@svc/vocabulary'
 
 export interface PaymentsContext extends SubgraphContext {
-  domain: PaymentsDomain
+  domain: ServingPayments
 }
-
-/** The hosted checkout pages call as this service principal. */
 
 /** The calling app's DID (app principal only). */
 function appOnly(ctx: PaymentsContext): string {
@@ -58,8 +56,8 @@ export const resolvers: GraphQLResolverMap<PaymentsContext> = {
     },
   },
   Mutation: {
-    initiateCheckout: (_: unknown, args: { product: string; authorization: CheckoutAuthorization }, ctx: PaymentsContext) =>
-      initiateCheckout(ctx.domain, { appDid: appOnly(ctx), product: args.product, authorization: args.authorization }),
+    initiateCheckout: (_: unknown, args: { product: string }, ctx: PaymentsContext) =>
+      initiateCheckout(ctx.domain, { appDid: appOnly(ctx), product: args.product }),
     payCheckout: (_: unknown, args: { browserToken: string; card: CardInput }, ctx: PaymentsContext) => {
       checkoutPage(ctx, { operatorMayRead: false })
       return payCheckout(ctx.domain, args.browserToken, args.card)
@@ -68,11 +66,11 @@ export const resolvers: GraphQLResolverMap<PaymentsContext> = {
       checkoutPage(ctx, { operatorMayRead: false })
       return cancelCheckout(ctx.domain, args.browserToken)
     },
-    registerCreatorProof: (_: unknown, args: { input: RegisterCreatorProofInput; delegated: boolean }, ctx: PaymentsContext) =>
-      registerCreatorProof(ctx.domain, { appDid: appOnly(ctx), input: args.input, delegated: args.delegated }),
+    registerCreatorProof: (_: unknown, args: { input: RegisterCreatorProofInput }, ctx: PaymentsContext) =>
+      registerCreatorProof(ctx.domain, { appDid: appOnly(ctx), input: args.input }),
     declinePaymentRecord: (_: unknown, args: { input: DeclineRecordInput }, ctx: PaymentsContext) =>
       declinePaymentRecord(ctx.domain, { appDid: appOnly(ctx), input: args.input }),
-    registerAppLink: (_: unknown, args: { input: RegisterAppLinkInput; appOrigin: string; recordKnown: boolean }, ctx: PaymentsContext) =>
-      registerAppLink(ctx.domain, { appDid: appOnly(ctx), input: args.input, appOrigin: args.appOrigin, recordKnown: args.recordKnown }),
+    registerAppLink: (_: unknown, args: { input: RegisterAppLinkInput }, ctx: PaymentsContext) =>
+      registerAppLink(ctx.domain, { appDid: appOnly(ctx), input: args.input }),
   },
 }

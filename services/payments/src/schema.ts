@@ -2,9 +2,9 @@ import gql from 'graphql-tag'
 
 /**
  * Apollo Federation v1 SDL (composed by the mercurius gateway). The payments subgraph owns checkouts, their tokens,
- * payment records, creator-proof slots and catalog app links. It does not read the apps or actors collections: the
- * caller (the XRPC adapter, through the gateway) passes the facts the apps and actors subgraphs established as
- * `CheckoutAuthorizationInput`, and this subgraph applies the rules.
+ * payment records, creator-proof slots and catalog app links. It never reads the apps or actors collections: the
+ * facts it decides on (an app's environment, fee rates and origin, its approval by a recipient, the recipient's payout
+ * readiness) it reads itself through the graph, as the service `payments` (graph-facts.ts), and applies the rules.
  *
  * Principals: app operations take the app from the signed context (`app`); the hosted checkout page is the service
  * principal named `checkout`; operators may read. Anyone else: NotAllowed.
@@ -117,38 +117,6 @@ export const typeDefs = gql`
     proof: ProofSlot!
   }
 
-  input ServiceFeeInput {
-    bps: Int!
-    flatAmount: Int!
-    flatCurrency: String!
-    passToBuyer: Boolean!
-  }
-
-  input ApprovalFactsInput {
-    id: String!
-    status: String!
-    paymentTypes: [String!]!
-    feeShareBps: Int!
-  }
-
-  input RecipientFactsInput {
-    did: String!
-    displayName: String
-    payable: Boolean!
-    payoutStatus: String!
-  }
-
-  input CheckoutAuthorizationInput {
-    "already resolved by the apps subgraph for this app"
-    environment: String!
-    "the app's platform fee rates in that environment"
-    serviceFee: ServiceFeeInput!
-    "the app's approval by the recipient; null when none"
-    approval: ApprovalFactsInput
-    "the recipient actor; null when unknown"
-    recipient: RecipientFactsInput
-  }
-
   input CardInput {
     number: String!
     expMonth: Int!
@@ -158,7 +126,8 @@ export const typeDefs = gql`
   }
 
   input RegisterCreatorProofInput {
-    environment: String!
+    "the app's only configured environment when absent"
+    environment: String
     paymentUri: String!
     recipientDid: String!
     proofUri: String!
@@ -166,13 +135,15 @@ export const typeDefs = gql`
   }
 
   input DeclineRecordInput {
-    environment: String!
+    "the app's only configured environment when absent"
+    environment: String
     paymentUri: String!
     reason: String
   }
 
   input RegisterAppLinkInput {
-    environment: String!
+    "the app's only configured environment when absent"
+    environment: String
     recordUri: String!
     fulfillmentUrl: String!
     label: String
@@ -189,16 +160,16 @@ export const typeDefs = gql`
 
   extend type Mutation {
     "app: start a hosted checkout (idempotent by app order id)"
-    initiateCheckout(product: String!, authorization: CheckoutAuthorizationInput!): CheckoutStarted!
+    initiateCheckout(product: String!): CheckoutStarted!
     "the hosted checkout page: pay with a card"
     payCheckout(browserToken: String!, card: CardInput!): CheckoutView!
     "the hosted checkout page: the buyer cancels"
     cancelCheckout(browserToken: String!): CheckoutView!
-    "app: register the creator's proof of a payment (delegated: the recipient delegated it to the app)"
-    registerCreatorProof(input: RegisterCreatorProofInput!, delegated: Boolean!): CreatorProof!
+    "app: register the creator's proof of a payment (the recipient must have delegated it to the app)"
+    registerCreatorProof(input: RegisterCreatorProofInput!): CreatorProof!
     "app: decline the creator-proof slot of a payment"
     declinePaymentRecord(input: DeclineRecordInput!): DeclinedRecord!
-    "app: the private fulfillment link of a catalog record (recordKnown: the record's repository is a known actor)"
-    registerAppLink(input: RegisterAppLinkInput!, appOrigin: String!, recordKnown: Boolean!): AppLink!
+    "app: the private fulfillment link of a catalog record on the app's registered origin"
+    registerAppLink(input: RegisterAppLinkInput!): AppLink!
   }
 `

@@ -1,9 +1,11 @@
 /** The payments subgraph: its models, processors, GraphQL server, the checkout sweeper and the relay of its outbox. */
 import type { Logger } from 'pino'
+import { createGatewayClient } from '@svc/gateway-client'
 import type { CallerKeys } from '@svc/internal-context'
 import { startOutboxRelay } from '@svc/outbox'
 import { startDomainSubgraph } from '@svc/subgraph-server'
 import type { PaymentsDomain } from './domain/context'
+import { createGraphFacts } from './graph-facts'
 import { createPaymentsModels, type PaymentsModels } from './models'
 import { createProcessorRegistry, type LiveProcessorSetting } from './processors'
 import { resolvers, type PaymentsContext } from './resolvers'
@@ -13,6 +15,8 @@ import { DEFAULT_SWEEP_INTERVAL_MS, startCheckoutSweeper } from './sweeper'
 export interface PaymentsServiceOptions {
   mongoUrl: string
   callerKeys: CallerKeys
+  /** the gateway, through which this domain reads the apps and actors facts it decides on (as the service payments) */
+  gatewayUrl: string
   host: string
   port: number
   logger: Logger
@@ -43,6 +47,7 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
     checkoutExpirySeconds: opts.checkoutExpirySeconds,
     logger: opts.logger,
   }
+  const gateway = createGatewayClient({ url: opts.gatewayUrl, signer: { issuer: 'payments', key: opts.callerKeys.payments }, connections: 32, timeoutMs: 10_000 })
   const running = await startDomainSubgraph({
     mongoUrl: opts.mongoUrl,
     callerKeys: opts.callerKeys,
@@ -53,7 +58,10 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
     typeDefs,
     resolvers,
     createModels: createPaymentsModels,
-    extendContext: (base, models): PaymentsContext => ({ ...base, domain: { ...settings, models, logger: base.log } }),
+    extendContext: (base, models): PaymentsContext => ({
+      ...base,
+      domain: { ...settings, models, logger: base.log, facts: createGraphFacts(gateway, base.requestId) },
+    }),
   })
 
   const domain: PaymentsDomain = { ...settings, models: running.models }
@@ -67,6 +75,7 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
       await sweeper.stop()
       await relay?.stop()
       await running.stop()
+      await gateway.close()
     },
   }
 }

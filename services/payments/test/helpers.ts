@@ -1,6 +1,6 @@
 /**
  * Helpers of the payments tests (not a test file): a payments domain on its own database of the test FerretDB, a
- * controllable clock, products, authorization facts, and contract-error assertions.
+ * controllable clock, products, the other domains' facts, and contract-error assertions.
  *
  * `isolate` is imported from its module rather than the @svc/testing index, which also loads the whole stack
  * (gateway, adapter, every subgraph) that these domain tests do not need.
@@ -11,7 +11,7 @@ import { encodeProduct, type CheckoutProduct } from '@svc/checkout-product'
 import { ContractError, type ErrorCode } from '@svc/errors'
 import { contractError } from '@svc/testing/src/contract-error'
 import { isolate } from '@svc/testing/src/isolation'
-import { connectPayments, createProcessorRegistry, type CheckoutAuthorization, type PaymentsDomain, type PaymentsModels } from '../src'
+import { connectPayments, createProcessorRegistry, type AppFacts, type CheckoutFacts, type PaymentsDomain, type PaymentsModels, type ServingPayments } from '../src'
 
 export const SERVICE_DID = 'did:web:svc.test'
 export const CHECKOUT_URL = 'http://checkout.test'
@@ -77,7 +77,7 @@ export function productOf(recipientDid: string, fields: Partial<CheckoutProduct>
 }
 
 /** An approved, payable recipient in test: 2.5 % + 30 (usd) service fee, not passed on; 5 % app fee share. */
-export function authorizationFor(recipientDid: string, over: Partial<CheckoutAuthorization> = {}): CheckoutAuthorization {
+export function authorizationFor(recipientDid: string, over: Partial<CheckoutFacts> = {}): CheckoutFacts {
   return {
     environment: 'test',
     serviceFee: { bps: 250, flatAmount: 30, flatCurrency: 'usd', passToBuyer: false },
@@ -101,3 +101,33 @@ export const DECLINED_CARD = { ...GOOD_CARD, number: '4000 0000 0000 0002' }
 
 /** The browser token of a checkout URL. */
 export const browserTokenOf = (url: string) => url.slice(url.lastIndexOf('/') + 1)
+
+/** What the apps and actors domains answer in a test: the facts a use case reads (graph-facts.ts in the service). */
+export interface TestFacts {
+  /** a checkout's facts (initiateCheckout) */
+  checkout?: CheckoutFacts
+  /** the app's registered URL and whether the record's repository is a known actor (registerAppLink) */
+  appUrl?: string
+  repoKnown?: boolean
+  /** whether the recipient delegated proof registration (registerCreatorProof) */
+  delegated?: boolean
+}
+
+/**
+ * The domain serving one request, with the other domains' answers fixed for a domain test; the environment is the one
+ * asked for, else test. The real reads, through the gateway and the apps and actors subgraphs, are tested end to end
+ * (test/e2e/payments).
+ */
+export function serving(domain: PaymentsDomain, f: TestFacts = {}): ServingPayments {
+  const env = (asked: string | null) => (asked === 'live' ? 'live' : 'test')
+  const facts: AppFacts = {
+    environment: async (_app, asked) => env(asked),
+    checkout: async () => {
+      if (!f.checkout) throw new Error('this test gave no checkout facts')
+      return f.checkout
+    },
+    appLink: async (_app, asked) => ({ environment: env(asked), appUrl: f.appUrl ?? 'https://app.example.com', repoKnown: f.repoKnown ?? true }),
+    proofDelegation: async (_app, asked) => ({ environment: env(asked), delegated: f.delegated ?? true }),
+  }
+  return { ...domain, facts }
+}

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto'
 import { PRODUCT_PREFIX } from '@svc/checkout-product'
 import { getCheckout, getPaymentStatus, hashToken, initiateCheckout, STATUS_TOKEN_RE, BROWSER_TOKEN_RE } from '../src'
-import { authorizationFor, browserTokenOf, CHECKOUT_URL, expectCode, newDid, newOrderId, openDomain, productOf, type TestDomain } from './helpers'
+import { authorizationFor, browserTokenOf, CHECKOUT_URL, expectCode, newDid, newOrderId, openDomain, productOf, type TestDomain, serving } from './helpers'
 
 let t: TestDomain
 const fieldsOf = (product: string) => JSON.parse(Buffer.from(product.slice(PRODUCT_PREFIX.length), 'base64url').toString()) as Record<string, unknown>
@@ -23,9 +23,9 @@ afterAll(async () => {
 describe('the rules, in order', () => {
   test('a product that does not parse → InvalidProduct with the parser’s reason (before anything else)', async () => {
     const creator = newDid()
-    await expectCode(initiateCheckout(t.domain, { appDid: APP, product: 'not a product', authorization: authorizationFor(creator, { approval: null }) }), 'InvalidProduct', /svc\.checkout\.v1:/)
+    await expectCode(initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator, { approval: null }) }), { appDid: APP, product: 'not a product' }), 'InvalidProduct', /svc\.checkout\.v1:/)
     await expectCode(
-      initiateCheckout(t.domain, { appDid: APP, product: rawProduct({ ...fieldsOf(productOf(creator)), amount: 0 }), authorization: { ...authorizationFor(creator), environment: 'live' } }),
+      initiateCheckout(serving(t.domain, { checkout: { ...authorizationFor(creator), environment: 'live' } }), { appDid: APP, product: rawProduct({ ...fieldsOf(productOf(creator)), amount: 0 }) }),
       'InvalidProduct',
       /amount must be at least 1/,
     )
@@ -34,7 +34,7 @@ describe('the rules, in order', () => {
   test('a product naming another environment than the resolved one → InvalidProduct', async () => {
     const creator = newDid()
     await expectCode(
-      initiateCheckout(t.domain, { appDid: APP, product: productOf(creator, { environment: 'live' }), authorization: authorizationFor(creator) }),
+      initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product: productOf(creator, { environment: 'live' }) }),
       'InvalidProduct',
       /for live, but this checkout is in test/,
     )
@@ -43,7 +43,7 @@ describe('the rules, in order', () => {
   test('live → ProcessorNotConfigured, before the approval is looked at', async () => {
     const creator = newDid()
     await expectCode(
-      initiateCheckout(t.domain, { appDid: APP, product: productOf(creator, { environment: 'live' }), authorization: { ...authorizationFor(creator, { approval: null }), environment: 'live' } }),
+      initiateCheckout(serving(t.domain, { checkout: { ...authorizationFor(creator, { approval: null }), environment: 'live' } }), { appDid: APP, product: productOf(creator, { environment: 'live' }) }),
       'ProcessorNotConfigured',
       /live checkouts need a live payment processor; none is configured/,
     )
@@ -52,31 +52,27 @@ describe('the rules, in order', () => {
   test('no approval, an approval not approved, or not for this payment type → AppUnauthorized, saying which', async () => {
     const creator = newDid()
     const product = productOf(creator)
-    await expectCode(initiateCheckout(t.domain, { appDid: APP, product, authorization: authorizationFor(creator, { approval: null }) }), 'AppUnauthorized', /has not approved this app/)
+    await expectCode(initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator, { approval: null }) }), { appDid: APP, product }), 'AppUnauthorized', /has not approved this app/)
     await expectCode(
-      initiateCheckout(t.domain, { appDid: APP, product, authorization: authorizationFor(creator, { approval: { id: 'apr_1', status: 'pending', paymentTypes: ['tip'], feeShareBps: 0 } }) }),
+      initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator, { approval: { id: 'apr_1', status: 'pending', paymentTypes: ['tip'], feeShareBps: 0 } }) }), { appDid: APP, product }),
       'AppUnauthorized',
       /is pending, not approved/,
     )
     await expectCode(
-      initiateCheckout(t.domain, { appDid: APP, product, authorization: authorizationFor(creator, { approval: { id: 'apr_1', status: 'approved', paymentTypes: ['shop'], feeShareBps: 0 } }) }),
+      initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator, { approval: { id: 'apr_1', status: 'approved', paymentTypes: ['shop'], feeShareBps: 0 } }) }), { appDid: APP, product }),
       'AppUnauthorized',
       /approved this app for shop payments, not tip/,
     )
     // approval comes before payout readiness
-    await expectCode(initiateCheckout(t.domain, { appDid: APP, product, authorization: authorizationFor(creator, { approval: null, recipient: null }) }), 'AppUnauthorized')
+    await expectCode(initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator, { approval: null, recipient: null }) }), { appDid: APP, product }), 'AppUnauthorized')
   })
 
   test('an unknown or unpayable recipient → RecipientNotPayable', async () => {
     const creator = newDid()
     const product = productOf(creator)
-    await expectCode(initiateCheckout(t.domain, { appDid: APP, product, authorization: authorizationFor(creator, { recipient: null }) }), 'RecipientNotPayable', /unknown in test/)
+    await expectCode(initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator, { recipient: null }) }), { appDid: APP, product }), 'RecipientNotPayable', /unknown in test/)
     await expectCode(
-      initiateCheckout(t.domain, {
-        appDid: APP,
-        product,
-        authorization: authorizationFor(creator, { recipient: { did: creator, displayName: null, payable: false, payoutStatus: 'onboarding-required' } }),
-      }),
+      initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator, { recipient: { did: creator, displayName: null, payable: false, payoutStatus: 'onboarding-required' } }) }), { appDid: APP, product }),
       'RecipientNotPayable',
       /onboarding-required/,
     )
@@ -84,7 +80,7 @@ describe('the rules, in order', () => {
 
   test('fees above the amount → InvalidProduct', async () => {
     const creator = newDid()
-    await expectCode(initiateCheckout(t.domain, { appDid: APP, product: productOf(creator, { amount: 30 }), authorization: authorizationFor(creator) }), 'InvalidProduct', /amount too small to cover fees/)
+    await expectCode(initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product: productOf(creator, { amount: 30 }) }), 'InvalidProduct', /amount too small to cover fees/)
   })
 
   test('nothing is written by a refused initiate', async () => {
@@ -92,7 +88,7 @@ describe('the rules, in order', () => {
   })
 
   test('an app selling for itself needs no approval and no recipient facts, and takes no app fee', async () => {
-    const started = await initiateCheckout(t.domain, { appDid: APP, product: productOf(APP, { paymentType: 'shop' }), authorization: authorizationFor(APP, { approval: null, recipient: null }) })
+    const started = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(APP, { approval: null, recipient: null }) }), { appDid: APP, product: productOf(APP, { paymentType: 'shop' }) })
     const doc = await t.models.Checkout.findById(started.checkoutId).lean()
     expect(doc).toMatchObject({ selfSale: true, appFee: 0, feeShareBps: 0, approvalId: null, recipientName: null, serviceFee: 55, total: 1000, recipientNet: 945 })
   })
@@ -102,7 +98,7 @@ describe('a started checkout', () => {
   test('tokens of the right form; the browser URL on the checkout host; snapshots of the money and the recipient', async () => {
     const creator = newDid()
     const auth = authorizationFor(creator, { serviceFee: { bps: 250, flatAmount: 30, flatCurrency: 'usd', passToBuyer: true } })
-    const started = await initiateCheckout(t.domain, { appDid: APP, product: productOf(creator, { amount: 2000 }), authorization: auth })
+    const started = await initiateCheckout(serving(t.domain, { checkout: auth }), { appDid: APP, product: productOf(creator, { amount: 2000 }) })
     expect(started.token).toMatch(STATUS_TOKEN_RE)
     expect(started.token.startsWith('pst_test_')).toBe(true)
     expect(started.url).toMatch(new RegExp(`^${CHECKOUT_URL}/checkout/cko_test_[A-Za-z0-9_-]{43}$`))
@@ -132,7 +128,7 @@ describe('a started checkout', () => {
 
   test('the database holds only hashes of the tokens', async () => {
     const creator = newDid()
-    const started = await initiateCheckout(t.domain, { appDid: APP, product: productOf(creator), authorization: authorizationFor(creator) })
+    const started = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product: productOf(creator) })
     const raw = await t.conn.db!.collection('checkouts').findOne({ _id: started.checkoutId as never })
     const text = JSON.stringify(raw)
     expect(text).not.toContain(started.token)
@@ -146,23 +142,23 @@ describe('idempotency by app order id', () => {
   test('a repeat with the same product returns the same token and url', async () => {
     const creator = newDid()
     const product = productOf(creator)
-    const first = await initiateCheckout(t.domain, { appDid: APP, product, authorization: authorizationFor(creator) })
-    const again = await initiateCheckout(t.domain, { appDid: APP, product, authorization: authorizationFor(creator) })
+    const first = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product })
+    const again = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product })
     expect(again).toEqual(first)
   })
 
   test('naming the resolved environment in the product is the same purchase', async () => {
     const creator = newDid()
     const appOrderId = newOrderId()
-    const first = await initiateCheckout(t.domain, { appDid: APP, product: productOf(creator, { appOrderId }), authorization: authorizationFor(creator) })
-    const named = await initiateCheckout(t.domain, { appDid: APP, product: productOf(creator, { appOrderId, environment: 'test' }), authorization: authorizationFor(creator) })
+    const first = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product: productOf(creator, { appOrderId }) })
+    const named = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product: productOf(creator, { appOrderId, environment: 'test' }) })
     expect(named).toEqual(first)
   })
 
   test('20 concurrent duplicates: one checkout, one token', async () => {
     const creator = newDid()
     const product = productOf(creator)
-    const results = await Promise.all(Array.from({ length: 20 }, () => initiateCheckout(t.domain, { appDid: APP, product, authorization: authorizationFor(creator) })))
+    const results = await Promise.all(Array.from({ length: 20 }, () => initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product })))
     expect(new Set(results.map((r) => r.token)).size).toBe(1)
     expect(new Set(results.map((r) => r.url)).size).toBe(1)
     expect(await t.models.Checkout.countDocuments({ recipientDid: creator })).toBe(1)
@@ -171,9 +167,9 @@ describe('idempotency by app order id', () => {
   test('the same order id with a different product → InvalidProduct; the first checkout is untouched', async () => {
     const creator = newDid()
     const appOrderId = newOrderId()
-    const first = await initiateCheckout(t.domain, { appDid: APP, product: productOf(creator, { appOrderId }), authorization: authorizationFor(creator) })
+    const first = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product: productOf(creator, { appOrderId }) })
     await expectCode(
-      initiateCheckout(t.domain, { appDid: APP, product: productOf(creator, { appOrderId, amount: 1001 }), authorization: authorizationFor(creator) }),
+      initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product: productOf(creator, { appOrderId, amount: 1001 }) }),
       'InvalidProduct',
       new RegExp(`appOrderId ${appOrderId} was already used for a different product`),
     )
@@ -190,7 +186,7 @@ describe('idempotency by app order id', () => {
     const creator = newDid()
     const appOrderId = newOrderId()
     const settled = await Promise.allSettled(
-      Array.from({ length: 10 }, (_, i) => initiateCheckout(t.domain, { appDid: APP, product: productOf(creator, { appOrderId, amount: 1000 + i }), authorization: authorizationFor(creator) })),
+      Array.from({ length: 10 }, (_, i) => initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product: productOf(creator, { appOrderId, amount: 1000 + i }) })),
     )
     expect(settled.filter((s) => s.status === 'fulfilled')).toHaveLength(1)
     for (const s of settled.filter((s) => s.status === 'rejected')) expect((s as PromiseRejectedResult).reason.code).toBe('InvalidProduct')
@@ -200,8 +196,8 @@ describe('idempotency by app order id', () => {
   test('the order id is per app: another app with the same order id gets its own checkout', async () => {
     const creator = newDid()
     const product = productOf(creator)
-    const a = await initiateCheckout(t.domain, { appDid: APP, product, authorization: authorizationFor(creator) })
-    const b = await initiateCheckout(t.domain, { appDid: 'did:web:other-app.example.com', product, authorization: authorizationFor(creator) })
+    const a = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product })
+    const b = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: 'did:web:other-app.example.com', product })
     expect(b.checkoutId).not.toBe(a.checkoutId)
     expect(b.token).not.toBe(a.token)
   })
@@ -210,14 +206,14 @@ describe('idempotency by app order id', () => {
 describe('payment status', () => {
   test('pending, with no ref; an operator (appDid null) may read it', async () => {
     const creator = newDid()
-    const started = await initiateCheckout(t.domain, { appDid: APP, product: productOf(creator), authorization: authorizationFor(creator) })
+    const started = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product: productOf(creator) })
     expect(await getPaymentStatus(t.domain, { token: started.token, appDid: APP })).toEqual({ status: 'pending', ref: null })
     expect(await getPaymentStatus(t.domain, { token: started.token, appDid: null })).toEqual({ status: 'pending', ref: null })
   })
 
   test('errors: MissingToken, InvalidToken, NotFound, AppUnauthorized', async () => {
     const creator = newDid()
-    const started = await initiateCheckout(t.domain, { appDid: APP, product: productOf(creator), authorization: authorizationFor(creator) })
+    const started = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product: productOf(creator) })
     await expectCode(getPaymentStatus(t.domain, { token: '', appDid: APP }), 'MissingToken')
     await expectCode(getPaymentStatus(t.domain, { token: undefined, appDid: APP }), 'MissingToken')
     for (const bad of ['garbage', 'pst_test_short', `pst_prod_${'a'.repeat(43)}`, `${started.token}x`, ` ${started.token}`]) {
@@ -233,7 +229,7 @@ describe('payment status', () => {
 
   test('the status token never opens the checkout page', async () => {
     const creator = newDid()
-    const started = await initiateCheckout(t.domain, { appDid: APP, product: productOf(creator), authorization: authorizationFor(creator) })
+    const started = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product: productOf(creator) })
     await expectCode(getCheckout(t.domain, started.token), 'InvalidToken')
     await expectCode(getCheckout(t.domain, `cko_test_${'A'.repeat(43)}`), 'NotFound')
   })
@@ -242,9 +238,9 @@ describe('payment status', () => {
 test('a repeat after the token secret changed fails loudly instead of handing out tokens that do not work', async () => {
   const creator = newDid()
   const product = productOf(creator)
-  const first = await initiateCheckout(t.domain, { appDid: APP, product, authorization: authorizationFor(creator) })
+  const first = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product })
   const rotated = { ...t.domain, tokenSecret: 'another-secret-of-at-least-32-characters' }
-  await expect(initiateCheckout(rotated, { appDid: APP, product, authorization: authorizationFor(creator) })).rejects.toThrow(/token secret changed/)
+  await expect(initiateCheckout(serving(rotated, { checkout: authorizationFor(creator) }), { appDid: APP, product })).rejects.toThrow(/token secret changed/)
   // the token issued before keeps working
   expect((await getPaymentStatus(rotated, { token: first.token, appDid: APP })).status).toBe('pending')
 })

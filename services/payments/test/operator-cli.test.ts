@@ -9,7 +9,7 @@ import { promisify } from 'node:util'
 import { TID } from '@atproto/common'
 import { initiateCheckout, payCheckout } from '../src'
 import { claimSettlement, recordOutcome } from '../src/domain/settlement'
-import { authorizationFor, browserTokenOf, CHECKOUT_URL, GOOD_CARD, newDid, openDomain, productOf, SERVICE_DID, type TestDomain } from './helpers'
+import { authorizationFor, browserTokenOf, CHECKOUT_URL, GOOD_CARD, newDid, openDomain, productOf, SERVICE_DID, type TestDomain, serving } from './helpers'
 
 const run = promisify(execFile)
 const ROOT = join(__dirname, '..', '..', '..')
@@ -42,7 +42,7 @@ async function operator(...args: string[]): Promise<{ stdout: string; stderr: st
 async function start(initiatedAt = new Date()) {
   t.clock.now = initiatedAt
   const creator = newDid()
-  const started = await initiateCheckout(t.domain, { appDid: APP, product: productOf(creator), authorization: authorizationFor(creator) })
+  const started = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product: productOf(creator) })
   return { ...started, creator, browser: browserTokenOf(started.url) }
 }
 

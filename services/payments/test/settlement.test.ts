@@ -19,7 +19,7 @@ import {
   type PaymentProcessor,
 } from '../src'
 import { claimSettlement, expireCheckout, recordOutcome } from '../src/domain/settlement'
-import { authorizationFor, browserTokenOf, DECLINED_CARD, expectCode, GOOD_CARD, newDid, openDomain, productOf, SERVICE_DID, type TestDomain } from './helpers'
+import { authorizationFor, browserTokenOf, DECLINED_CARD, expectCode, GOOD_CARD, newDid, openDomain, productOf, SERVICE_DID, type TestDomain, serving } from './helpers'
 
 /** The test processor, counting its charges. */
 class CountingProcessor implements PaymentProcessor {
@@ -48,11 +48,7 @@ afterAll(async () => {
 
 async function start(fields: Parameters<typeof productOf>[1] = {}) {
   const creator = newDid()
-  const started = await initiateCheckout(t.domain, {
-    appDid: APP,
-    product: productOf(creator, fields),
-    authorization: authorizationFor(creator, { serviceFee: { bps: 250, flatAmount: 30, flatCurrency: 'usd', passToBuyer: true } }),
-  })
+  const started = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator, { serviceFee: { bps: 250, flatAmount: 30, flatCurrency: 'usd', passToBuyer: true } }) }), { appDid: APP, product: productOf(creator, fields) })
   return { ...started, creator, browser: browserTokenOf(started.url) }
 }
 
@@ -140,9 +136,9 @@ describe('paying', () => {
     const creator = newDid()
     const product = productOf(creator)
     const auth = authorizationFor(creator)
-    const first = await initiateCheckout(t.domain, { appDid: APP, product, authorization: auth })
+    const first = await initiateCheckout(serving(t.domain, { checkout: auth }), { appDid: APP, product })
     await payCheckout(t.domain, browserTokenOf(first.url), GOOD_CARD)
-    const again = await initiateCheckout(t.domain, { appDid: APP, product, authorization: auth })
+    const again = await initiateCheckout(serving(t.domain, { checkout: auth }), { appDid: APP, product })
     expect(again).toEqual(first)
     expect((await getPaymentStatus(t.domain, { token: again.token, appDid: APP })).status).toBe('completed')
   })

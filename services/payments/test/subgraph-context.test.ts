@@ -8,12 +8,13 @@ import pino from 'pino'
 import { CONTEXT_HEADER, type Principal } from '@svc/internal-context'
 import { isolate } from '@svc/testing/src/isolation'
 import { signedContext, testCallerKeys } from '@svc/testing/src/internal-context'
-import { startPaymentsService, type PaymentsModels } from '../src'
-import { newDid, productOf } from './helpers'
+import { createProcessorRegistry, initiateCheckout, startPaymentsService, type PaymentsModels } from '../src'
+import { authorizationFor, newDid, productOf, serving } from './helpers'
 
 const keys = testCallerKeys()
 const APP = 'did:web:ctx-pay-app.example.com'
 const CHECKOUT_URL = 'http://127.0.0.1:9/'
+const TOKEN_SECRET = randomBytes(32).toString('hex')
 let payments: { url: string; models: PaymentsModels; stop(): Promise<void> }
 
 interface Body {
@@ -34,9 +35,7 @@ const checkoutPage = () => signed({ kind: 'service', name: 'checkout' })
 const operator = () => signed({ kind: 'operator', id: 'ops' })
 const codeOf = (res: { body: Body }) => res.body.errors?.[0]?.extensions?.code
 
-const INITIATE = `mutation($product: String!, $authorization: CheckoutAuthorizationInput!) {
-  initiateCheckout(product: $product, authorization: $authorization) { token url checkoutId }
-}`
+const INITIATE = `mutation($product: String!) { initiateCheckout(product: $product) { token url checkoutId } }`
 const STATUS = `query($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }`
 const VIEW = 'id environment status failureReason failureMessage recipientDid recipientName paymentType description currency amount serviceFee buyerFee total returnUrl cancelUrl expiresAt ref { uri cid }'
 const CHECKOUT = `query($browserToken: String!) { checkout(browserToken: $browserToken) { ${VIEW} } }`
@@ -44,25 +43,35 @@ const PAY = `mutation($browserToken: String!, $card: CardInput!) { payCheckout(b
 const CANCEL = `mutation($browserToken: String!) { cancelCheckout(browserToken: $browserToken) { status } }`
 const RECORD = `query($uri: String!) { paymentRecord(uri: $uri, environment: "test") { uri cid app recipient amount total processor proof { status } } }`
 
-function authorization(recipientDid: string) {
-  return {
-    environment: 'test',
-    serviceFee: { bps: 250, flatAmount: 30, flatCurrency: 'usd', passToBuyer: false },
-    approval: { id: 'apr_1', status: 'approved', paymentTypes: ['tip'], feeShareBps: 500 },
-    recipient: { did: recipientDid, displayName: 'Ada', payable: true, payoutStatus: 'ready' },
+/**
+ * A checkout of APP to a creator, started by the domain function on the subgraph's database: initiate reads the apps
+ * and actors domains through the gateway, which these tests do not run (test/e2e/payments runs the whole path).
+ */
+function seedCheckout(creator: string) {
+  const domain = {
+    models: payments.models,
+    processors: createProcessorRegistry({ liveProcessor: 'none' }),
+    serviceDid: 'did:web:svc.test',
+    checkoutUrl: CHECKOUT_URL,
+    tokenSecret: TOKEN_SECRET,
+    checkoutExpirySeconds: 3600,
   }
+  const facts = authorizationFor(creator, { recipient: { did: creator, displayName: 'Ada', payable: true, payoutStatus: 'ready' } })
+  return initiateCheckout(serving(domain, { checkout: facts }), { appDid: APP, product: productOf(creator) })
 }
 
 beforeAll(async () => {
   payments = await startPaymentsService({
     mongoUrl: isolate('payments_subgraph_context').mongoUrl,
     callerKeys: keys,
+    // nothing listens there: these tests reach no operation that reads another domain
+    gatewayUrl: 'http://127.0.0.1:1/graphql',
     host: '127.0.0.1',
     port: 0,
     logger: pino({ level: 'silent' }),
     serviceDid: 'did:web:svc.test',
     checkoutUrl: CHECKOUT_URL,
-    tokenSecret: randomBytes(32).toString('hex'),
+    tokenSecret: TOKEN_SECRET,
     checkoutExpirySeconds: 3600,
     liveProcessor: 'none',
     sweepIntervalMs: 0,
@@ -84,7 +93,7 @@ function expectRefused(res: { status: number; body: Body }, reason: string) {
 test('no context, a forged one, an expired one or garbage → 401, for every kind of operation and the SDL', async () => {
   const creator = newDid()
   const cases: [string, Record<string, unknown>][] = [
-    [INITIATE, { product: productOf(creator), authorization: authorization(creator) }],
+    [INITIATE, { product: productOf(creator) }],
     [STATUS, { token: `pst_test_${'a'.repeat(43)}` }],
     [CHECKOUT, { browserToken: `cko_test_${'a'.repeat(43)}` }],
     ['{ _service { sdl } }', {}],
@@ -98,11 +107,9 @@ test('no context, a forged one, an expired one or garbage → 401, for every kin
   expect(await payments.models.Checkout.countDocuments({})).toBe(0)
 })
 
-test('the whole journey with the right principals: initiate (app), page and pay (checkout), status (app), record (operator)', async () => {
+test('the whole journey with the right principals: page and pay (checkout), status (app), record (operator)', async () => {
   const creator = newDid()
-  const started = await post(INITIATE, { product: productOf(creator), authorization: authorization(creator) }, app())
-  expect(started.status).toBe(200)
-  const { token, url, checkoutId } = started.body.data.initiateCheckout
+  const { token, url, checkoutId } = await seedCheckout(creator)
   expect(url.startsWith('http://127.0.0.1:9/checkout/cko_test_')).toBe(true)
   const browserToken = url.slice(url.lastIndexOf('/') + 1)
 
@@ -132,13 +139,12 @@ test('the whole journey with the right principals: initiate (app), page and pay 
 
 test('wrong principals → NotAllowed; another app’s status → AppUnauthorized', async () => {
   const creator = newDid()
-  const started = await post(INITIATE, { product: productOf(creator), authorization: authorization(creator) }, app())
-  const { token, url } = started.body.data.initiateCheckout
+  const { token, url } = await seedCheckout(creator)
   const browserToken = url.slice(url.lastIndexOf('/') + 1)
   const card = { number: '4242424242424242', expMonth: 12, expYear: 2099, cvc: '123' }
 
   for (const who of [checkoutPage(), operator(), signed({ kind: 'service', name: 'xrpc-adapter' })]) {
-    expect(codeOf(await post(INITIATE, { product: productOf(creator), authorization: authorization(creator) }, who))).toBe('NotAllowed')
+    expect(codeOf(await post(INITIATE, { product: productOf(creator) }, who))).toBe('NotAllowed')
   }
   for (const who of [app(), signed({ kind: 'service', name: 'xrpc-adapter' })]) {
     expect(codeOf(await post(CHECKOUT, { browserToken }, who))).toBe('NotAllowed')
@@ -155,9 +161,9 @@ test('wrong principals → NotAllowed; another app’s status → AppUnauthorize
   expect((await post(STATUS, { token }, app())).body.data.paymentStatus.status).toBe('pending')
 })
 
-test('live initiate → ProcessorNotConfigured (403)', async () => {
+test("an app's initiate when the facts it decides on cannot be read (no gateway here) → ServiceUnavailable, nothing written", async () => {
   const creator = newDid()
-  const res = await post(INITIATE, { product: productOf(creator), authorization: { ...authorization(creator), environment: 'live' } }, app())
-  expect(codeOf(res)).toBe('ProcessorNotConfigured')
-  expect(res.body.errors?.[0]?.message).toBe('live checkouts need a live payment processor; none is configured')
+  const res = await post(INITIATE, { product: productOf(creator) }, app())
+  expect(codeOf(res)).toBe('ServiceUnavailable')
+  expect(await payments.models.Checkout.countDocuments({ recipientDid: creator })).toBe(0)
 })

@@ -1,11 +1,10 @@
 /** The service's periodic sweep expires abandoned checkouts without any read of them. */
 import { randomBytes } from 'node:crypto'
 import pino from 'pino'
-import { CONTEXT_HEADER } from '@svc/internal-context'
 import { isolate } from '@svc/testing/src/isolation'
-import { signedContext, testCallerKeys } from '@svc/testing/src/internal-context'
-import { startPaymentsService, type PaymentsModels } from '../src'
-import { authorizationFor, newDid, productOf } from './helpers'
+import { testCallerKeys } from '@svc/testing/src/internal-context'
+import { createProcessorRegistry, initiateCheckout, startPaymentsService, type PaymentsModels } from '../src'
+import { authorizationFor, newDid, productOf, serving } from './helpers'
 
 const keys = testCallerKeys()
 const APP = 'did:web:sweep-app.example.com'
@@ -15,6 +14,8 @@ beforeAll(async () => {
   payments = await startPaymentsService({
     mongoUrl: isolate('payments_sweeper').mongoUrl,
     callerKeys: keys,
+    // nothing listens there: these tests reach no operation that reads another domain
+    gatewayUrl: 'http://127.0.0.1:1/graphql',
     host: '127.0.0.1',
     port: 0,
     logger: pino({ level: 'silent' }),
@@ -34,15 +35,16 @@ afterAll(async () => {
 
 test('a checkout past its expiry is failed (expired) by the sweep alone', async () => {
   const creator = newDid()
-  const res = await fetch(payments.url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', [CONTEXT_HEADER]: signedContext(keys, { kind: 'app', appDid: APP }, { requestId: 'req-sweep' }) },
-    body: JSON.stringify({
-      query: 'mutation($product: String!, $authorization: CheckoutAuthorizationInput!) { initiateCheckout(product: $product, authorization: $authorization) { checkoutId } }',
-      variables: { product: productOf(creator), authorization: authorizationFor(creator) },
-    }),
-  })
-  const { checkoutId } = ((await res.json()) as { data: { initiateCheckout: { checkoutId: string } } }).data.initiateCheckout
+  // started on the service's database by the domain function (initiate's reads of other domains need the gateway)
+  const domain = {
+    models: payments.models,
+    processors: createProcessorRegistry({ liveProcessor: 'none' }),
+    serviceDid: 'did:web:svc.test',
+    checkoutUrl: 'http://checkout.test',
+    tokenSecret: randomBytes(32).toString('hex'),
+    checkoutExpirySeconds: 1,
+  }
+  const { checkoutId } = await initiateCheckout(serving(domain, { checkout: authorizationFor(creator) }), { appDid: APP, product: productOf(creator) })
   const deadline = Date.now() + 10_000
   let doc = await payments.models.Checkout.findById(checkoutId).lean()
   while (doc?.status === 'pending' && Date.now() < deadline) {

@@ -11,7 +11,7 @@ import type { FastifyInstance } from 'fastify'
 import { startActorsService } from '@svc/actors'
 import { connectApps, registerApp, startAppsService, type AppsModels } from '@svc/apps'
 import { startSubgraph, type RunningSubgraph, type SubgraphContext } from '@svc/subgraph-server'
-import { isolate, testCallerKeys } from '@svc/testing'
+import { freePort, isolate, testCallerKeys } from '@svc/testing'
 import { buildGateway } from '@svc/gateway'
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
@@ -69,9 +69,11 @@ async function asOperator(query: string): Promise<{ status: number; body: { data
 
 beforeAll(async () => {
   const iso = isolate('gateway_federation')
+  const gatewayPort = await freePort()
   apps = await startAppsService({
     mongoUrl: iso.mongoUrl,
     callerKeys: secrets.callerKeys,
+    gatewayUrl: `http://127.0.0.1:${gatewayPort}/graphql`,
     host: '127.0.0.1',
     port: 0,
     logger,
@@ -100,7 +102,7 @@ beforeAll(async () => {
     logger,
     retryServicesCount: 1,
   })
-  await gateway.listen({ host: '127.0.0.1', port: 0 })
+  await gateway.listen({ host: '127.0.0.1', port: gatewayPort })
   gatewayUrl = `http://127.0.0.1:${(gateway.server.address() as { port: number }).port}/graphql`
   ;({ conn, models } = await connectApps(iso.mongoUrl))
 })

@@ -6,10 +6,10 @@
 import { randomBytes } from 'node:crypto'
 import pino from 'pino'
 import type { FastifyInstance } from 'fastify'
-import { startActorsService } from '@svc/actors'
+import { startActorsService, type ActorsModels } from '@svc/actors'
 import { startAppsService, type AppsModels } from '@svc/apps'
 import type { RunningSubgraph } from '@svc/subgraph-server'
-import { isolate, testCallerKeys } from '@svc/testing'
+import { freePort, isolate, testCallerKeys } from '@svc/testing'
 import { buildGateway } from '@svc/gateway'
 
 export const testLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
@@ -30,6 +30,7 @@ export interface GatewayFixture {
   graphqlUrl: string
   secrets: ReturnType<typeof newSecrets>
   apps: RunningSubgraph & { models: AppsModels }
+  actors: RunningSubgraph & { models: ActorsModels }
   gateway: FastifyInstance
   stop(): Promise<void>
 }
@@ -37,9 +38,12 @@ export interface GatewayFixture {
 export async function startGatewayWithApps(label: string, extra: { name: string; url: string }[] = []): Promise<GatewayFixture> {
   const iso = isolate(label)
   const secrets = newSecrets()
+  // the gateway's port first: the apps subgraph reads the actors domain through it
+  const gatewayPort = await freePort()
   const apps = await startAppsService({
     mongoUrl: iso.mongoUrl,
     callerKeys: secrets.callerKeys,
+    gatewayUrl: `http://127.0.0.1:${gatewayPort}/graphql`,
     host: '127.0.0.1',
     port: 0,
     logger: testLogger,
@@ -54,13 +58,14 @@ export async function startGatewayWithApps(label: string, extra: { name: string;
     logger: testLogger,
     retryServicesCount: 1,
   })
-  await gateway.listen({ host: '127.0.0.1', port: 0 })
-  const baseUrl = `http://127.0.0.1:${(gateway.server.address() as { port: number }).port}`
+  await gateway.listen({ host: '127.0.0.1', port: gatewayPort })
+  const baseUrl = `http://127.0.0.1:${gatewayPort}`
   return {
     baseUrl,
     graphqlUrl: `${baseUrl}/graphql`,
     secrets,
     apps,
+    actors,
     gateway,
     async stop() {
       await gateway.close()

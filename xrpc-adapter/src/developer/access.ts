@@ -1,10 +1,10 @@
 /**
  * What the developer utility routes that act on events share (test-event, the delivery log, redrive): the API key
  * in the right form (presentedApiKey: 401 Unauthorized, webhook secrets included), the `app` / `environment` query
- * parameters given at most once, then the apps subgraph's `developerAccess` precheck with the key's hash, which runs
+ * parameters given at most once, then the apps subgraph's `developerAccess` check of the key (its hash: this is how an API key authenticates), which runs
  * the documented checks in order (known key → app given → key bound to app and environment → live where refused →
  * permission → configuration exists). The route then calls the events subgraph as the adapter itself, for the app
- * and environment the precheck established, never for what the caller wrote.
+ * and environment that check established, never for what the caller wrote.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ContractError } from '@svc/errors'

@@ -1,4 +1,4 @@
-import { APP_ACCESS_ERRORS, environmentOf } from './app-access'
+import { APP_ACCESS_ERRORS } from './app-access'
 import { assertOnlyKeys } from './strict-body'
 import type { GatewayMethod } from './types'
 
@@ -12,13 +12,10 @@ interface ApprovalData {
 }
 
 /**
- * The precheck resolves the environment and proves the recipient is a known actor there (the actors domain's
- * fact); the apps subgraph then creates or updates the one request of this app, recipient and environment.
+ * The apps domain resolves the environment, reads whether the recipient is a known actor there (the actors domain's
+ * fact), then creates or updates the one request of this app, recipient and environment.
  */
-export const requestRecipientApproval: GatewayMethod<
-  { requestRecipientApproval: ApprovalData },
-  { appAccess: { environment: string; recipient: { did: string } } }
-> = {
+export const requestRecipientApproval: GatewayMethod<{ requestRecipientApproval: ApprovalData }> = {
   nsid: 'money.svc.app.requestRecipientApproval',
   auth: 'app',
   check: ({ input }) =>
@@ -35,16 +32,10 @@ export const requestRecipientApproval: GatewayMethod<
       },
       (field) => `${field} is not a field of an approval request`,
     ),
-  precheck: {
-    operation: `query RecipientApprovalPrecheck($environment: String, $recipient: String!) {
-      appAccess(environment: $environment) { environment recipient: profile(actor: $recipient) { did } }
-    }`,
-    variables: ({ input }) => ({ environment: environmentOf(input.environment), recipient: input.recipientDid }),
-  },
   operation: `mutation RequestRecipientApproval($input: RecipientApprovalInput!) {
     requestRecipientApproval(input: $input) { id status dashboardUrl onboardingUrl paymentTypes feeShareBps }
   }`,
-  variables: ({ input }, pre) => ({ input: { ...input, environment: pre.appAccess.environment } }),
+  variables: ({ input }) => ({ input }),
   output: ({ requestRecipientApproval: a }) => ({
     id: a.id,
     status: a.status,

@@ -13,7 +13,7 @@ interface EnsureSigningSecretData {
   ensureSigningSecret: { secret: string | null }
 }
 
-export const updateConfig: GatewayMethod<{ updateAppConfig: AppConfigData }, unknown, EnsureSigningSecretData> = {
+export const updateConfig: GatewayMethod<{ updateAppConfig: AppConfigData }, EnsureSigningSecretData> = {
   nsid: 'money.svc.app.updateConfig',
   auth: 'app',
   operation: `mutation UpdateConfig($input: UpdateAppConfigInput!) { updateAppConfig(input: $input) { ${APP_CONFIG_FIELDS} } }`,

@@ -6,20 +6,14 @@ export type Auth = 'app'
 /** A method served through the gateway: its auth, GraphQL operation, and the mapping in and out. */
 // The table holds methods of different data types; `any` lets each keep its precise one (output is contravariant).
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export interface GatewayMethod<TData = any, TPrecheck = any, TFollowUp = any> {
+export interface GatewayMethod<TData = any, TFollowUp = any> {
   nsid: string
   auth: Auth
   /** the gateway operation */
   operation: string
   /** checks the lexicon cannot express (strict bodies, refused fields); throw ContractError */
   check?: (call: MethodCall) => void
-  /**
-   * A read the operation depends on, when the deciding facts belong to other domains (the recipient exists, the
-   * app's approval by the recipient, the app's configuration): the adapter runs it first and hands its data to
-   * `variables`. Its errors go through `errors` like the operation's.
-   */
-  precheck?: { operation: string; variables: (call: MethodCall) => Record<string, unknown> }
-  variables: (call: MethodCall, precheck: TPrecheck) => Record<string, unknown>
+  variables: (call: MethodCall) => Record<string, unknown>
   /**
    * A write of another domain that follows the operation, made by the adapter itself (principal service
    * `xrpc-adapter`) for the app and environment the operation established (updateConfig → the events subgraph's

@@ -1,8 +1,8 @@
 /**
  * `/xrpc/{nsid}`: GET for queries, POST for procedures. In order: unknown or retired NSID → 501;
  * wrong verb → 400; params and body validated against the lexicon → 400 InvalidRequest naming the
- * field; planned method → 501; auth verifier; the method's own checks; the method's precheck read (facts
- * of other domains), then its gateway operation, then its follow-up write (as the adapter itself), errors of all
+ * field; planned method → 501; auth verifier; the method's own checks; its gateway operation (the domain that
+ * serves it gathers every fact it decides on), then its follow-up write (as the adapter itself), errors of both
  * mapped by the method's error table; the output checked against the lexicon.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
@@ -73,8 +73,7 @@ export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) 
       const mapped = err instanceof ContractError ? route.errors?.[err.code] : undefined
       throw mapped ? new ContractError(mapped, err instanceof Error ? err.message : mapped) : err
     }
-    const pre = route.precheck ? await opts.gateway.query(route.precheck.operation, route.precheck.variables(call), as).catch(mapErrors) : undefined
-    const data = await opts.gateway.query(route.operation, route.variables(call, pre), as).catch(mapErrors)
+    const data = await opts.gateway.query(route.operation, route.variables(call), as).catch(mapErrors)
     const followUpVariables = route.followUp?.variables(data, call) ?? null
     const followUp =
       route.followUp && followUpVariables

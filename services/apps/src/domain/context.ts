@@ -1,6 +1,7 @@
 /** What the apps domain functions work with: the models and the service's settings. */
 import type { Logger } from 'pino'
 import type { AppsModels } from '../models'
+import type { ActorFacts } from './actor-facts'
 
 /** Which webhook and receiver URLs an app may configure (@svc/webhook-url). */
 export interface UpdatePolicy {
@@ -14,4 +15,9 @@ export interface AppsDomain {
   /** base of the creator dashboard's pages, e.g. http://127.0.0.1:4001/dashboard */
   dashboardUrl: string
   logger?: Logger
+}
+
+/** The domain as it serves a request: with its reads of the actors domain (actor-facts.ts). */
+export interface ServingApps extends AppsDomain {
+  facts: ActorFacts
 }

@@ -7,11 +7,12 @@
 import { randomBytes } from 'node:crypto'
 import { ContractError } from '@svc/errors'
 import { isDuplicateKeyError, type AppLinkDoc } from '../models'
-import { graphemeLength, hasControlCharacters, parseEnvironment, parseRecordUri } from '@svc/vocabulary'
-import type { PaymentsDomain } from './context'
+import { graphemeLength, hasControlCharacters, parseRecordUri } from '@svc/vocabulary'
+import type { ServingPayments } from './context'
 
 export interface RegisterAppLinkInput {
-  environment: string
+  /** the app's only configured environment when absent */
+  environment?: string | null
   recordUri: string
   fulfillmentUrl: string
   label?: string | null
@@ -25,6 +26,9 @@ export interface AppLinkView {
   environment: string
   createdAt: string
 }
+
+/** Record collections a fulfillment link can name: catalog products and tiers, and ticketed events. */
+export const CATALOG_COLLECTIONS = ['money.svc.catalog.product', 'money.svc.catalog.tier', 'tickets.svc.event'] as const
 
 const MAX_LABEL_GRAPHEMES = 100
 const MAX_LABEL_LENGTH = 1000
@@ -54,16 +58,21 @@ function toView(doc: StoredLink): AppLinkView {
   }
 }
 
-export async function registerAppLink(
-  d: PaymentsDomain,
-  input: { appDid: string; input: RegisterAppLinkInput; appOrigin: string; recordKnown: boolean },
-): Promise<AppLinkView> {
-  const environment = parseEnvironment(input.input.environment)
+/**
+ * The record must be a catalog record (NotFound otherwise) whose repository is a known actor of the environment (the
+ * actors domain's fact: ActorNotFound), and the URL on the app's registered origin (the apps domain's fact).
+ */
+export async function registerAppLink(d: ServingPayments, input: { appDid: string; input: RegisterAppLinkInput }): Promise<AppLinkView> {
   const { recordUri, fulfillmentUrl } = input.input
-  if (!input.recordKnown) throw new ContractError('NotFound', `the catalog record ${recordUri} is unknown in ${environment}`)
-  if (typeof recordUri !== 'string' || !parseRecordUri(recordUri)) throw new ContractError('InvalidRequest', 'recordUri must be an AT-URI')
-  const appOrigin = originOf(input.appOrigin)
-  if (!appOrigin) throw new ContractError('InvalidRequest', 'appOrigin must be an http(s) origin')
+  const record = typeof recordUri === 'string' ? parseRecordUri(recordUri) : null
+  if (!record || !(CATALOG_COLLECTIONS as readonly string[]).includes(record.collection)) {
+    throw new ContractError('NotFound', `recordUri must name a catalog record (${CATALOG_COLLECTIONS.join(', ')}) as at://<did>/<collection>/<rkey>`)
+  }
+  const facts = await d.facts.appLink(input.appDid, input.input.environment ?? null, record.repo)
+  const environment = facts.environment
+  if (!facts.repoKnown) throw new ContractError('NotFound', `the catalog record ${recordUri} is unknown in ${environment}`)
+  const appOrigin = originOf(facts.appUrl)
+  if (!appOrigin) throw new ContractError('InvalidRequest', "the app's registered URL is not an http(s) origin")
   if (typeof fulfillmentUrl !== 'string' || fulfillmentUrl.length > MAX_URL_LENGTH || /\s/.test(fulfillmentUrl) || originOf(fulfillmentUrl) !== appOrigin) {
     throw new ContractError('AppUrlNotAllowed', `fulfillmentUrl must be an http(s) URL on the registered app origin ${appOrigin}`)
   }

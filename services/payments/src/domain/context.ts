@@ -2,6 +2,7 @@
 import type { Logger } from 'pino'
 import type { PaymentsModels } from '../models'
 import type { ProcessorRegistry } from '../processors'
+import type { AppFacts } from './app-facts'
 
 export interface PaymentsDomain {
   models: PaymentsModels
@@ -23,3 +24,8 @@ export interface PaymentsDomain {
 
 export const nowOf = (d: PaymentsDomain): Date => (d.now ? d.now() : new Date())
 
+
+/** The domain as it serves a request: with its reads of the domains whose facts it decides on (app-facts.ts). */
+export interface ServingPayments extends PaymentsDomain {
+  facts: AppFacts
+}

@@ -1,8 +1,9 @@
 /**
  * network.svc.payment.initiate: the app starts a hosted checkout.
  *
- * It decides, in this order: the product (InvalidProduct), its environment against the one the apps subgraph
- * resolved (InvalidProduct), a processor for that environment (ProcessorNotConfigured), then, unless the app sells
+ * It reads its facts itself (app-facts.ts: the app's environment and fee rates, its approval by the recipient, the
+ * recipient's payout readiness), then decides, in this order: the product (InvalidProduct), its environment against
+ * the one the app works in (InvalidProduct), a processor for that environment (ProcessorNotConfigured), then, unless the app sells
  * for itself, the recipient's approval of the app (AppUnauthorized) and the recipient's payout readiness
  * (RecipientNotPayable), then the money (InvalidProduct when the fees exceed the amount). Only then is the order id
  * consulted: one checkout per (app, environment, appOrderId), held by a unique index, so concurrent duplicates
@@ -15,24 +16,12 @@ import { parseEnvironment, type Environment } from '@svc/vocabulary'
 import { isDuplicateKeyError } from '../models'
 import { appUnauthorized } from './checkout-errors'
 import type { StoredCheckout } from './checkout-view'
-import { nowOf, type PaymentsDomain } from './context'
-import { computeCharges, type ServiceFeeRate } from './fees'
+import { nowOf, type PaymentsDomain, type ServingPayments } from './context'
+import { computeCharges } from './fees'
 import { deriveToken, hashToken, newNonce } from './tokens'
 
 /** Payment types a hosted checkout takes today; subscription and ticket come with the billing and tickets domains. */
 export const ONE_TIME_PAYMENT_TYPES: ReadonlySet<string> = new Set(['tip', 'shop'])
-
-/** What the apps subgraph established for this app before the call (GraphQL `CheckoutAuthorizationInput`). */
-export interface CheckoutAuthorization {
-  /** the environment the app works in for this checkout (the product's, else the app's only configured one) */
-  environment: string
-  /** the app's platform fee rates in that environment */
-  serviceFee: ServiceFeeRate
-  /** the app's approval by the recipient; null when there is none */
-  approval: { id: string; status: string; paymentTypes: string[]; feeShareBps: number } | null
-  /** the recipient actor in that environment; null when unknown */
-  recipient: { did: string; displayName?: string | null; payable: boolean; payoutStatus: string } | null
-}
 
 export interface CheckoutStarted {
   /** the app's status token */
@@ -62,10 +51,7 @@ function started(d: PaymentsDomain, checkout: TokenSource): CheckoutStarted {
  * product gets the same token and url whatever the attempt's state (one app order id per purchase attempt); a repeat
  * with a different product is InvalidProduct.
  */
-export async function initiateCheckout(
-  d: PaymentsDomain,
-  input: { appDid: string; product: string; authorization: CheckoutAuthorization },
-): Promise<CheckoutStarted> {
+export async function initiateCheckout(d: ServingPayments, input: { appDid: string; product: string }): Promise<CheckoutStarted> {
   const parsed = parseProduct(input.product)
   if (!parsed.ok) throw new ContractError('InvalidProduct', `invalid checkout product: ${parsed.reason}`)
   if (!ONE_TIME_PAYMENT_TYPES.has(parsed.product.paymentType)) {
@@ -74,7 +60,7 @@ export async function initiateCheckout(
     throw new ContractError('InvalidProduct', `invalid checkout product: ${parsed.product.paymentType} checkouts are not available yet (tip and shop are)`)
   }
   const product = parsed.product
-  const auth = input.authorization
+  const auth = await d.facts.checkout(input.appDid, product.environment ?? null, product.recipientDid)
   const environment = parseEnvironment(auth.environment)
   if (product.environment !== undefined && product.environment !== environment) {
     throw new ContractError('InvalidProduct', `invalid checkout product: it is for ${product.environment}, but this checkout is in ${environment}`)

@@ -7,8 +7,8 @@
 import { isValidCid } from '@atproto/common'
 import { ContractError } from '@svc/errors'
 import { isDuplicateKeyError, type ProofSlotDoc } from '../models'
-import { graphemeLength, hasControlCharacters, parseEnvironment, parseRecordUri, type Environment } from '@svc/vocabulary'
-import { nowOf, type PaymentsDomain } from './context'
+import { graphemeLength, hasControlCharacters, parseRecordUri, type Environment } from '@svc/vocabulary'
+import { nowOf, type PaymentsDomain, type ServingPayments } from './context'
 
 export interface CreatorProofView {
   paymentUri: string
@@ -25,7 +25,8 @@ export interface DeclinedRecordView {
 }
 
 export interface RegisterCreatorProofInput {
-  environment: string
+  /** the app's only configured environment when absent */
+  environment?: string | null
   paymentUri: string
   recipientDid: string
   proofUri: string
@@ -33,7 +34,8 @@ export interface RegisterCreatorProofInput {
 }
 
 export interface DeclineRecordInput {
-  environment: string
+  /** the app's only configured environment when absent */
+  environment?: string | null
   paymentUri: string
   reason?: string | null
 }
@@ -72,15 +74,13 @@ async function mirror(d: PaymentsDomain, slot: Slot): Promise<void> {
   )
 }
 
-export async function registerCreatorProof(
-  d: PaymentsDomain,
-  input: { appDid: string; input: RegisterCreatorProofInput; delegated: boolean },
-): Promise<CreatorProofView> {
+/** The creator delegated proof registration to the app when its approval is current and enables public records. */
+export async function registerCreatorProof(d: ServingPayments, input: { appDid: string; input: RegisterCreatorProofInput }): Promise<CreatorProofView> {
   const { paymentUri, recipientDid, proofUri, proofCid } = input.input
-  const environment = parseEnvironment(input.input.environment)
+  const { environment, delegated } = await d.facts.proofDelegation(input.appDid, input.input.environment ?? null, recipientDid)
   const record = await ownRecord(d, input.appDid, environment, paymentUri)
   if (recipientDid !== record.recipientDid) throw new ContractError('NotAllowed', `${recipientDid} is not the recipient of this payment`)
-  if (!input.delegated) throw new ContractError('NotAllowed', 'the recipient has not delegated proof registration to this app')
+  if (!delegated) throw new ContractError('NotAllowed', 'the recipient has not delegated proof registration to this app')
   const proof = typeof proofUri === 'string' ? parseRecordUri(proofUri) : null
   if (!proof) throw new ContractError('InvalidRequest', 'proofUri must be an AT-URI')
   if (proof.repo !== recipientDid) throw new ContractError('InvalidRequest', "proofUri must name a record in the recipient's repository")
@@ -109,9 +109,9 @@ export async function registerCreatorProof(
   return { paymentUri, proofUri, proofCid, status: 'registered', registeredAt: new Date(stored.at).toISOString() }
 }
 
-export async function declinePaymentRecord(d: PaymentsDomain, input: { appDid: string; input: DeclineRecordInput }): Promise<DeclinedRecordView> {
+export async function declinePaymentRecord(d: ServingPayments, input: { appDid: string; input: DeclineRecordInput }): Promise<DeclinedRecordView> {
   const { paymentUri } = input.input
-  const environment = parseEnvironment(input.input.environment)
+  const environment = await d.facts.environment(input.appDid, input.input.environment ?? null)
   let reason: string | null = null
   if (input.input.reason !== undefined && input.input.reason !== null) {
     reason = String(input.input.reason).trim() || null

@@ -16,6 +16,7 @@ export {
   listDashboardApprovals,
   type DashboardActor,
 } from './queries'
+export { paymentSetupOf, type PaymentSetup } from './payment-setup'
 export { acceptApproval } from './accept'
 export { declineApproval } from './decline'
 export { revokeApproval } from './revoke'

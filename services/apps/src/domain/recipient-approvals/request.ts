@@ -1,8 +1,9 @@
 /** The app's request: money.svc.app.requestRecipientApproval. */
 import { ContractError } from '@svc/errors'
-import { isDid, isWithinBounds, parseEnvironment } from '@svc/vocabulary'
+import { isDid, isWithinBounds } from '@svc/vocabulary'
 import { isDuplicateKeyError } from '../../models'
-import type { AppsDomain } from '../context'
+import type { ServingApps } from '../context'
+import { resolveAppAccess } from '../app-access'
 import { findAppEnvironment } from '../app-environment'
 import { invalid } from './errors'
 import { newApprovalId } from './ids'
@@ -14,7 +15,8 @@ export const REQUEST_REASON_MAX_CHARACTERS = 500
 export const SETUP_RETURN_URL_MAX_LENGTH = 2048
 
 export interface RecipientApprovalInput {
-  environment: string
+  /** the app's only configured environment when absent */
+  environment?: string | null
   recipientDid: string
   paymentTypes: string[]
   feeShareBps?: number | null
@@ -58,16 +60,23 @@ function parseSetupReturnUrl(value: unknown, appOrigin: string): string | null {
 }
 
 /**
- * money.svc.app.requestRecipientApproval for an app (the caller) in input.environment. The recipient's existence
- * is checked by the caller (the XRPC adapter asks the actors domain first). Idempotent by app DID, recipient DID
- * and environment; refusals change nothing.
+ * money.svc.app.requestRecipientApproval for an app (the caller) in input.environment (else its only configured
+ * one). The recipient must be a known actor of that environment (the actors domain's fact, read here:
+ * RecipientNotFound). Idempotent by app DID, recipient DID and environment; refusals change nothing.
  */
-export async function requestRecipientApproval(d: Pick<AppsDomain, 'models'>, appDid: string, input: RecipientApprovalInput): Promise<RecipientApprovalView> {
+export async function requestRecipientApproval(
+  d: Pick<ServingApps, 'models' | 'facts'>,
+  appDid: string,
+  input: RecipientApprovalInput,
+): Promise<RecipientApprovalView> {
   const { models } = d
   if (typeof input !== 'object' || input === null) invalid('the approval request must be an object')
-  const environment = parseEnvironment(input.environment)
+  const { environment } = await resolveAppAccess(d, appDid, input.environment)
   const recipientDid = input.recipientDid
   if (typeof recipientDid !== 'string' || !isDid(recipientDid)) invalid('recipientDid must be a DID')
+  if (!(await d.facts.actor(recipientDid, environment))) {
+    throw new ContractError('RecipientNotFound', `recipient ${recipientDid} is not a known actor in ${environment}`)
+  }
   if (recipientDid === appDid) invalid('recipientDid is the app itself: an app selling for itself needs no approval')
   const paymentTypes = parsePaymentTypes(input.paymentTypes)
   const requestedFeeShare = parseFeeShare(input.feeShareBps)

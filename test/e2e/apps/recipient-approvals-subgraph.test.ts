@@ -1,19 +1,19 @@
 /**
- * Recipient approvals through the apps subgraph's GraphQL, called over HTTP with a gateway-signed context: which
+ * Recipient approvals through the apps subgraph's GraphQL, called over HTTP with a signed context (the apps subgraph
+ * reads the actors domain through the real gateway and actors subgraph beside it): which
  * principal may call which operation (an app's identity never accepts terms; only the signed-in creator decides),
  * the fields the XRPC adapter and the dashboard pages read, and the entity references.
  */
-import pino from 'pino'
+import { upsertActor } from '@svc/actors'
+import { registerApp } from '@svc/apps'
 import { CONTEXT_HEADER, type Principal } from '@svc/internal-context'
-import { isolate, signedContext, testCallerKeys } from '@svc/testing'
-import type { RunningSubgraph } from '@svc/subgraph-server'
-import { registerApp, startAppsService, type AppsModels } from '../src'
+import { signedContext } from '@svc/testing'
+import { startGatewayWithApps, type GatewayFixture } from '../gateway/helpers'
 
-const keys = testCallerKeys()
-const DASHBOARD_URL = 'http://127.0.0.1:4001/dashboard'
+const DASHBOARD_URL = 'http://127.0.0.1:1/dashboard'
 const APP = 'did:web:approvals-app.example.com'
 const OTHER_APP = 'did:web:other-app.example.com'
-let apps: RunningSubgraph & { models: AppsModels }
+let fx: GatewayFixture
 let seq = 0
 const newCreator = () => `did:plc:subgraphcreator${++seq}${Date.now().toString(36)}`
 
@@ -23,11 +23,11 @@ interface Body {
 }
 
 async function gql(principal: Principal, query: string, variables: Record<string, unknown> = {}): Promise<Body> {
-  const res = await fetch(apps.url, {
+  const res = await fetch(fx.apps.url, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
-      [CONTEXT_HEADER]: signedContext(keys, principal),
+      [CONTEXT_HEADER]: signedContext(fx.secrets.callerKeys, principal),
     },
     body: JSON.stringify({ query, variables }),
   })
@@ -52,28 +52,22 @@ const ACCESS = `query ($environment: String, $recipientDid: String!) {
   appAccess(environment: $environment) { environment config { feeShareBps appUrl } recipientApproval(recipientDid: $recipientDid) { id status paymentTypes feeShareBps recipient { did environment } } }
 }`
 
+/** The app's request; the recipient is first made a known actor of both environments (the actors domain's fact). */
 async function request(recipientDid: string, over: Record<string, unknown> = {}, principal: Principal = app()) {
+  for (const environment of ['test', 'live']) await upsertActor({ models: fx.actors.models }, { did: recipientDid, environment })
   return gql(principal, REQUEST, { input: { environment: 'test', recipientDid, paymentTypes: ['tip'], ...over } })
 }
 
 beforeAll(async () => {
-  apps = await startAppsService({
-    mongoUrl: isolate('apps_approvals_subgraph').mongoUrl,
-    callerKeys: keys,
-    host: '127.0.0.1',
-    port: 0,
-    logger: pino({ level: 'silent' }),
-    allowLoopbackWebhooksInTest: false,
-    dashboardUrl: DASHBOARD_URL,
-  })
-  await registerApp({ models: apps.models }, { did: APP, environment: 'test', appUrl: 'https://approvals-app.example.com', feeShareBps: 400, name: 'Approvals' })
-  await registerApp({ models: apps.models }, { did: APP, environment: 'live', appUrl: 'https://approvals-app.example.com', feeShareBps: 300 })
-  await registerApp({ models: apps.models }, { did: OTHER_APP, environment: 'test', appUrl: 'https://other-app.example.com', feeShareBps: 100 })
+  fx = await startGatewayWithApps('apps_approvals_subgraph')
+  const models = fx.apps.models
+  await registerApp({ models }, { did: APP, environment: 'test', appUrl: 'https://approvals-app.example.com', feeShareBps: 400, name: 'Approvals' })
+  await registerApp({ models }, { did: APP, environment: 'live', appUrl: 'https://approvals-app.example.com', feeShareBps: 300 })
+  await registerApp({ models }, { did: OTHER_APP, environment: 'test', appUrl: 'https://other-app.example.com', feeShareBps: 100 })
 })
 
 afterAll(async () => {
-  await apps?.models.App.db.dropDatabase().catch(() => undefined)
-  await apps?.stop()
+  await fx?.stop()
 })
 
 describe('requestRecipientApproval (app principal)', () => {
@@ -114,13 +108,13 @@ describe('requestRecipientApproval (app principal)', () => {
     expect(codeOf(await request(creator, {}, app('did:web:unregistered.example.com')))).toBe('AppNotRegistered')
     expect(codeOf(await request(creator, { environment: 'live' }, app(OTHER_APP)))).toBe('AppEnvironmentNotConfigured')
     expect(codeOf(await request(APP))).toBe('InvalidRequest')
-    expect(await apps.models.RecipientApproval.countDocuments({ recipientDid: { $in: [creator, APP] } })).toBe(0)
+    expect(await fx.apps.models.RecipientApproval.countDocuments({ recipientDid: { $in: [creator, APP] } })).toBe(0)
   })
 
   test('only apps request approvals: a dashboard session, a service or an operator → NotAllowed', async () => {
     const creator = newCreator()
     for (const p of [dashboard(creator), service, operator]) expect(codeOf(await request(creator, {}, p))).toBe('NotAllowed')
-    expect(await apps.models.RecipientApproval.countDocuments({ recipientDid: creator })).toBe(0)
+    expect(await fx.apps.models.RecipientApproval.countDocuments({ recipientDid: creator })).toBe(0)
   })
 })
 
@@ -134,9 +128,9 @@ describe('the creator decides, and only the creator', () => {
       expect(codeOf(await gql(p, LIST))).toBe('NotAllowed')
       expect(codeOf(await gql(p, ONE, { id: a.id }))).toBe('NotAllowed')
     }
-    const doc = await apps.models.RecipientApproval.findOne({ id: a.id }).lean()
+    const doc = await fx.apps.models.RecipientApproval.findOne({ id: a.id }).lean()
     expect(doc?.status).toBe('pending')
-    expect(await apps.models.Outbox.countDocuments({ 'data.approvalId': a.id })).toBe(0)
+    expect(await fx.apps.models.Outbox.countDocuments({ 'data.approvalId': a.id })).toBe(0)
   })
 
   test('the signed-in creator sees and decides its requests; another creator or environment gets NotFound', async () => {
@@ -165,7 +159,7 @@ describe('the creator decides, and only the creator', () => {
     expect((await request(creator)).data.requestRecipientApproval.status).toBe('pending')
     expect((await gql(dashboard(creator), MOVE('decline'), { id: a.id })).data.declineRecipientApproval).toEqual({ id: a.id, status: 'declined' })
 
-    const types = (await apps.models.Outbox.find({ 'data.approvalId': a.id }).sort({ occurredAt: 1 }).lean()).map((e) => e.type)
+    const types = (await fx.apps.models.Outbox.find({ 'data.approvalId': a.id }).sort({ occurredAt: 1 }).lean()).map((e) => e.type)
     expect(types).toEqual(['app.authorization.granted', 'app.authorization.revoked'])
   })
 })
@@ -175,7 +169,7 @@ describe('AppAccess: recipientApproval and config', () => {
     const creator = newCreator()
     const none = await gql(app(), ACCESS, { environment: 'test', recipientDid: creator })
     expect(none).toEqual({ data: { appAccess: { environment: 'test', config: { feeShareBps: 400, appUrl: 'https://approvals-app.example.com' }, recipientApproval: null } } })
-    expect(await apps.models.RecipientApproval.countDocuments({ recipientDid: creator })).toBe(0)
+    expect(await fx.apps.models.RecipientApproval.countDocuments({ recipientDid: creator })).toBe(0)
 
     const a = (await request(creator)).data.requestRecipientApproval
     const read = await gql(app(), ACCESS, { environment: 'test', recipientDid: creator })
