@@ -115,6 +115,13 @@ export const typeDefs = gql`
     passToBuyer: Boolean!
   }
 
+  "an update's result: the configuration, and the signing secret when this update created it"
+  type AppConfigUpdate {
+    config: AppEnvironmentConfig!
+    "whsec_…, only in the update that created the environment's first signing secret (shown once)"
+    signingSecret: String
+  }
+
   type AppEnvironmentConfig {
     appDid: ID!
     environment: String!
@@ -251,7 +258,7 @@ export const typeDefs = gql`
 
   extend type Mutation {
     "the calling app updates its configuration (app service-auth); last write wins"
-    updateAppConfig(input: UpdateAppConfigInput!): AppEnvironmentConfig!
+    updateAppConfig(input: UpdateAppConfigInput!): AppConfigUpdate!
     "the XRPC adapter records a developer utility call"
     recordDeveloperRequest(input: DeveloperRequestInput!): Boolean!
     "the calling app asks a creator to approve its terms (app service-auth); idempotent by app, recipient and environment"

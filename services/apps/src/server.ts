@@ -5,7 +5,7 @@ import type { CallerKeys } from '@svc/internal-context'
 import { startOutboxRelay } from '@svc/outbox'
 import { connectDomain, startDomainSubgraph } from '@svc/subgraph-server'
 import type { AppsDomain } from './domain/context'
-import { createGraphFacts } from './graph-facts'
+import { createGraphFacts, createGraphSigningSecrets } from './graph-facts'
 import { createAppsModels, type AppsModels } from './models'
 import { resolvers, type AppsContext } from './resolvers'
 import { typeDefs } from './schema'
@@ -13,7 +13,7 @@ import { typeDefs } from './schema'
 export interface AppsServiceOptions {
   mongoUrl: string
   callerKeys: CallerKeys
-  /** the gateway, through which this domain reads the actors facts it decides on (as the service apps) */
+  /** the gateway, through which this domain reads the actors facts it decides on and asks events for signing secrets (as the service apps) */
   gatewayUrl: string
   host: string
   port: number
@@ -46,7 +46,13 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
     createModels: createAppsModels,
     extendContext: (base, models): AppsContext => ({
       ...base,
-      domain: { ...settings, models, logger: base.log, facts: createGraphFacts(gateway, base.requestId) },
+      domain: {
+        ...settings,
+        models,
+        logger: base.log,
+        facts: createGraphFacts(gateway, base.requestId),
+        signingSecrets: createGraphSigningSecrets(gateway, base.requestId),
+      },
       memo: new Map(),
     }),
   })

@@ -12,6 +12,10 @@ import { findAppEnvironment } from '../src/domain/app-environment'
 import { eventEndpointOf } from '../src/domain/event-endpoint'
 import { getAppConfig } from '../src/domain/get-app-config'
 import { updateAppConfig } from '../src/domain/update-app-config'
+import type { SigningSecrets } from '../src/domain/signing-secrets'
+
+/** The events domain's answer in these domain tests: the environment's signing secret exists already. */
+const secretsMade: SigningSecrets = { ensure: async () => ({ secret: null }) }
 
 let conn: mongoose.Connection
 let models: AppsModels
@@ -41,22 +45,22 @@ it('a new configuration: webhook channel, nothing configured, not paused', async
 
 it('xrpc with a receiver origin; the endpoint is the receiver; switching back uses the webhook URL', async () => {
   const did = await newApp()
-  const view = await updateAppConfig({ models, policy }, did, { environment: 'test', eventChannel: 'xrpc', receiverUrl: 'https://receiver.example.com/' })
-  expect(view.webhook).toEqual({ configured: true, url: null, paused: false, channel: 'xrpc', receiverUrl: 'https://receiver.example.com' })
+  const view = await updateAppConfig({ models, policy, signingSecrets: secretsMade }, did, { environment: 'test', eventChannel: 'xrpc', receiverUrl: 'https://receiver.example.com/' })
+  expect(view.config.webhook).toEqual({ configured: true, url: null, paused: false, channel: 'xrpc', receiverUrl: 'https://receiver.example.com' })
   expect(eventEndpointOf(await findAppEnvironment({ models }, did, 'test'))).toMatchObject({ channel: 'xrpc', url: 'https://receiver.example.com', configured: true })
-  const back = await updateAppConfig({ models, policy }, did, { environment: 'test', eventChannel: 'webhook', webhookUrl: 'https://hooks.example.com/svc', webhookPaused: true })
-  expect(back.webhook).toEqual({ configured: true, url: 'https://hooks.example.com/svc', paused: true, channel: 'webhook', receiverUrl: 'https://receiver.example.com' })
+  const back = await updateAppConfig({ models, policy, signingSecrets: secretsMade }, did, { environment: 'test', eventChannel: 'webhook', webhookUrl: 'https://hooks.example.com/svc', webhookPaused: true })
+  expect(back.config.webhook).toEqual({ configured: true, url: 'https://hooks.example.com/svc', paused: true, channel: 'webhook', receiverUrl: 'https://receiver.example.com' })
   expect(eventEndpointOf(await findAppEnvironment({ models }, did, 'test'))).toMatchObject({ channel: 'webhook', url: 'https://hooks.example.com/svc', paused: true })
 })
 
 it('a port is kept in the origin; loopback receivers only with the development setting, in test', async () => {
   const did = await newApp()
-  expect((await updateAppConfig({ models, policy }, did, { environment: 'test', receiverUrl: 'https://receiver.example.com:8443' })).webhook.receiverUrl).toBe(
+  expect((await updateAppConfig({ models, policy, signingSecrets: secretsMade }, did, { environment: 'test', receiverUrl: 'https://receiver.example.com:8443' })).config.webhook.receiverUrl).toBe(
     'https://receiver.example.com:8443',
   )
-  expect((await contractError(updateAppConfig({ models, policy }, did, { environment: 'test', receiverUrl: 'http://127.0.0.1:3000' }))).code).toBe('WebhookUrlNotAllowed')
+  expect((await contractError(updateAppConfig({ models, policy, signingSecrets: secretsMade }, did, { environment: 'test', receiverUrl: 'http://127.0.0.1:3000' }))).code).toBe('WebhookUrlNotAllowed')
   const dev = { ...policy, allowLoopbackWebhooksInTest: true }
-  expect((await updateAppConfig({ models, policy: dev }, did, { environment: 'test', receiverUrl: 'http://127.0.0.1:3000' })).webhook.receiverUrl).toBe('http://127.0.0.1:3000')
+  expect((await updateAppConfig({ models, policy: dev, signingSecrets: secretsMade }, did, { environment: 'test', receiverUrl: 'http://127.0.0.1:3000' })).config.webhook.receiverUrl).toBe('http://127.0.0.1:3000')
 })
 
 it.each<[string, Record<string, unknown>, string]>([
@@ -68,7 +72,7 @@ it.each<[string, Record<string, unknown>, string]>([
 ])('%s is %s and nothing changes', async (_label, fields, code) => {
   const did = await newApp()
   const before = await getAppConfig({ models }, did, 'test')
-  const err = await contractError(updateAppConfig({ models, policy }, did, { environment: 'test', webhookPaused: true, modules: { tickets: true }, ...fields }))
+  const err = await contractError(updateAppConfig({ models, policy, signingSecrets: secretsMade }, did, { environment: 'test', webhookPaused: true, modules: { tickets: true }, ...fields }))
   expect(err.code).toBe(code)
   const after = await getAppConfig({ models }, did, 'test')
   expect({ ...after, updatedAt: before.updatedAt }).toEqual(before)
@@ -76,5 +80,5 @@ it.each<[string, Record<string, unknown>, string]>([
 
 it('http receivers are refused in live', async () => {
   const did = await newApp('live')
-  expect((await contractError(updateAppConfig({ models, policy }, did, { environment: 'live', receiverUrl: 'http://receiver.example.com' }))).code).toBe('WebhookUrlNotAllowed')
+  expect((await contractError(updateAppConfig({ models, policy, signingSecrets: secretsMade }, did, { environment: 'live', receiverUrl: 'http://receiver.example.com' }))).code).toBe('WebhookUrlNotAllowed')
 })

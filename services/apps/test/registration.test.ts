@@ -9,6 +9,10 @@ import { getAppConfig } from '../src/domain/get-app-config'
 import { API_KEY_PATTERN, hashApiKey } from '@svc/api-keys'
 import { findActiveKey, issueApiKey, revokeApiKey } from '../src/domain/api-keys'
 import { authorizeApiKey } from '../src/domain/developer-access'
+import type { SigningSecrets } from '../src/domain/signing-secrets'
+
+/** The events domain's answer in these domain tests: the environment's signing secret exists already. */
+const secretsMade: SigningSecrets = { ensure: async () => ({ secret: null }) }
 
 let conn: mongoose.Connection
 let models: AppsModels
@@ -91,7 +95,7 @@ describe('registration', () => {
     const did = newDid()
     await registerApp({ models }, base(did, { name: 'Keeper', ticketFee: { bps: 100, flatAmount: 10, flatCurrency: 'usd' } }))
     const createdAt = (await models.App.findOne({ did }).lean())?.createdAt
-    await updateAppConfig({ models, policy }, did, {
+    await updateAppConfig({ models, policy, signingSecrets: secretsMade }, did, {
       environment: 'test',
       webhookUrl: 'https://hooks.example.com/svc',
       modules: { tickets: true },
@@ -130,7 +134,7 @@ describe('registration', () => {
   test('registering another environment leaves the first untouched', async () => {
     const did = newDid()
     await registerApp({ models }, base(did, { feeShareBps: 100 }))
-    await updateAppConfig({ models, policy }, did, { environment: 'test', modules: { tickets: true } })
+    await updateAppConfig({ models, policy, signingSecrets: secretsMade }, did, { environment: 'test', modules: { tickets: true } })
     const live = await registerApp({ models }, base(did, { environment: 'live', feeShareBps: 200 }))
     expect(live).toMatchObject({ environment: 'live', feeShareBps: 200, modules: { tickets: false } })
     expect(await getAppConfig({ models }, did, 'test')).toMatchObject({ environment: 'test', feeShareBps: 100, modules: { tickets: true } })

@@ -1,11 +1,12 @@
 /**
  * The events subgraph's operations (schema.ts; docs/events.md). Who may call what:
  *
- *   deliveries, createTestDelivery, redriveDeliveries, ensureSigningSecret   service `xrpc-adapter`, operators
- *   delivery, rotateSigningSecret, Delivery.body                              operators
+ *   deliveries, createTestDelivery, redriveDeliveries   service `xrpc-adapter`, operators
+ *   ensureSigningSecret                                  service `apps` (updateAppConfig), operators
+ *   delivery, rotateSigningSecret, Delivery.body         operators
  *
- * The adapter calls as `xrpc-adapter` only after the apps subgraph checked the API key (developerAccess) or the app
- * (updateConfig), and always names the app DID and environment that check established.
+ * The adapter calls as `xrpc-adapter` only after the apps subgraph checked the API key (developerAccess), and always
+ * names the app DID and environment that check established.
  */
 import type { GraphQLResolverMap } from '@apollo/subgraph'
 import { ContractError } from '@svc/errors'
@@ -73,7 +74,10 @@ export const resolvers: GraphQLResolverMap<EventsContext> = {
       return redriveDeliveries({ ...ctx.domain, logger: ctx.log }, appDidArg(args.appDid), args.environment, args.input)
     },
     ensureSigningSecret: async (_: unknown, args: AppEnvArgs, ctx: EventsContext) => {
-      adapterOrOperator(ctx)
+      const p = ctx.principal
+      if (p.kind !== 'operator' && !(p.kind === 'service' && p.name === SERVICE_PRINCIPALS.apps)) {
+        throw new ContractError('NotAllowed', 'ensureSigningSecret is for the apps domain (updateConfig) and operators')
+      }
       const { models, secretKey } = ctx.domain
       const issued = await ensureSigningSecret(models, secretKey, appDidArg(args.appDid), parseEnvironment(args.environment))
       if (issued.created) ctx.log.info({ appDid: args.appDid, environment: args.environment, generation: issued.generation }, 'signing secret created')

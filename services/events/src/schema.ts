@@ -83,7 +83,7 @@ export const typeDefs = gql`
     createTestDelivery(appDid: ID!, environment: String!): Delivery!
     "puts failed (or delivered) deliveries back on the queue; a delivery already queued is not queued twice"
     redriveDeliveries(appDid: ID!, environment: String!, input: RedriveInput!): RedriveResult!
-    "creates the app environment's first signing secret unless it has one (the adapter, after updateConfig)"
+    "creates the app environment's first signing secret unless it has one (the apps domain, in updateAppConfig; operators)"
     ensureSigningSecret(appDid: ID!, environment: String!): SigningSecretIssued!
     "operators: a new signing secret; the previous ones keep signing for overlapSeconds (default 86400, at most 604800)"
     rotateSigningSecret(appDid: ID!, environment: String!, overlapSeconds: Int): SigningSecretIssued!

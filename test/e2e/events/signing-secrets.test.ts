@@ -24,10 +24,10 @@ interface Issued {
   previousExpiresAt: string | null
 }
 
-async function call(as: 'operator' | 'adapter', field: 'ensureSigningSecret' | 'rotateSigningSecret', vars: Record<string, unknown>): Promise<Issued> {
+async function call(as: 'operator' | 'apps', field: 'ensureSigningSecret' | 'rotateSigningSecret', vars: Record<string, unknown>): Promise<Issued> {
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (as === 'operator') headers.authorization = `Bearer ${stack.secrets.operatorToken}`
-  else headers['svc-context'] = signedContext(stack.secrets.callerKeys, { kind: 'service', name: 'xrpc-adapter' })
+  else headers['svc-context'] = signedContext(stack.secrets.callerKeys, { kind: 'service', name: 'apps' })
   const args = field === 'rotateSigningSecret' ? '$a: ID!, $e: String!, $o: Int' : '$a: ID!, $e: String!'
   const pass = field === 'rotateSigningSecret' ? 'appDid: $a, environment: $e, overlapSeconds: $o' : 'appDid: $a, environment: $e'
   const res = await fetch(stack.gatewayUrl, {
@@ -44,7 +44,7 @@ const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/
 
 it('20 concurrent first ensures: one secret created and shown once', async () => {
   const a = 'did:web:concurrent-ensure.example.com'
-  const results = await Promise.all(Array.from({ length: 20 }, () => call('adapter', 'ensureSigningSecret', { a, e: 'test' })))
+  const results = await Promise.all(Array.from({ length: 20 }, () => call('apps', 'ensureSigningSecret', { a, e: 'test' })))
   const shown = results.filter((r) => r.secret !== null)
   expect(shown).toHaveLength(1)
   expect(shown[0]!.secret).toMatch(SECRET)
@@ -58,8 +58,8 @@ it('20 concurrent first ensures: one secret created and shown once', async () =>
 
 it('test and live have their own secrets', async () => {
   const a = 'did:web:per-env.example.com'
-  const t = await call('adapter', 'ensureSigningSecret', { a, e: 'test' })
-  const l = await call('adapter', 'ensureSigningSecret', { a, e: 'live' })
+  const t = await call('apps', 'ensureSigningSecret', { a, e: 'test' })
+  const l = await call('apps', 'ensureSigningSecret', { a, e: 'live' })
   expect(t.secret).not.toBe(l.secret)
   expect(await activeSigningSecrets(stack.events, stack.secrets.webhookSecretKey, a, 'test')).toEqual([t.secret])
   expect(await activeSigningSecrets(stack.events, stack.secrets.webhookSecretKey, a, 'live')).toEqual([l.secret])
@@ -67,7 +67,7 @@ it('test and live have their own secrets', async () => {
 
 it('rotation: both sign during the overlap; with overlap 0 only the new one', async () => {
   const a = 'did:web:rotation.example.com'
-  const first = await call('adapter', 'ensureSigningSecret', { a, e: 'test' })
+  const first = await call('apps', 'ensureSigningSecret', { a, e: 'test' })
   const second = await call('operator', 'rotateSigningSecret', { a, e: 'test', o: 3600 })
   expect(second).toMatchObject({ created: true, generation: 2, secret: expect.stringMatching(SECRET) })
   expect(await activeSigningSecrets(stack.events, stack.secrets.webhookSecretKey, a, 'test')).toEqual([second.secret, first.secret])
@@ -78,12 +78,12 @@ it('rotation: both sign during the overlap; with overlap 0 only the new one', as
   const third = await call('operator', 'rotateSigningSecret', { a, e: 'test', o: 0 })
   expect(await activeSigningSecrets(stack.events, stack.secrets.webhookSecretKey, a, 'test', new Date(Date.now() + 1000))).toEqual([third.secret])
   // ensure afterwards shows nothing
-  expect(await call('adapter', 'ensureSigningSecret', { a, e: 'test' })).toMatchObject({ secret: null, created: false, generation: 3, hint: third.secret!.slice(-4) })
+  expect(await call('apps', 'ensureSigningSecret', { a, e: 'test' })).toMatchObject({ secret: null, created: false, generation: 3, hint: third.secret!.slice(-4) })
 })
 
 it('concurrent rotations each get their own generation', async () => {
   const a = 'did:web:concurrent-rotation.example.com'
-  await call('adapter', 'ensureSigningSecret', { a, e: 'live' })
+  await call('apps', 'ensureSigningSecret', { a, e: 'live' })
   const rotations = await Promise.all(Array.from({ length: 5 }, () => call('operator', 'rotateSigningSecret', { a, e: 'live', o: 60 })))
   expect(rotations.map((r) => r.generation).sort()).toEqual([2, 3, 4, 5, 6])
   expect(new Set(rotations.map((r) => r.secret)).size).toBe(5)

@@ -1,6 +1,7 @@
 /**
  * The events subgraph's operations through the real gateway, per principal: `deliveries`, `createTestDelivery`,
- * `redriveDeliveries`, `ensureSigningSecret` for the service `xrpc-adapter` and operators; `delivery`,
+ * `redriveDeliveries` for the service `xrpc-adapter` and operators; `ensureSigningSecret` for the service `apps` and
+ * operators; `delivery`,
  * `rotateSigningSecret` and `Delivery.body` for operators only; anyone else NotAllowed. Plus the delivery log's
  * order, filters, argument checks, ISO dates, and its attempts read with one query for the whole page.
  */
@@ -15,6 +16,7 @@ const APP = 'did:web:events-subgraph.example.com'
 
 type Caller = 'operator' | Principal
 const ADAPTER: Caller = { kind: 'service', name: 'xrpc-adapter' }
+const APPS: Caller = { kind: 'service', name: 'apps' }
 
 interface GqlResult {
   data?: any
@@ -65,7 +67,6 @@ describe('principals', () => {
     ['deliveries', `query($a: ID!) { deliveries(appDid: $a, environment: "test") { id } }`, { a: APP }],
     ['createTestDelivery', `mutation($a: ID!) { createTestDelivery(appDid: $a, environment: "test") { id } }`, { a: APP }],
     ['redriveDeliveries', `mutation($a: ID!) { redriveDeliveries(appDid: $a, environment: "test", input: { status: "failed" }) { ok queued } }`, { a: APP }],
-    ['ensureSigningSecret', `mutation($a: ID!) { ensureSigningSecret(appDid: $a, environment: "test") { created generation } }`, { a: APP }],
   ]
   const OPERATOR_ONLY: [string, string, Record<string, unknown>][] = [
     ['delivery', `query { delivery(id: "whd_${'0'.repeat(32)}") { id } }`, {}],
@@ -76,6 +77,13 @@ describe('principals', () => {
     expect((await gql(ADAPTER, query, variables)).errors).toBeUndefined()
     expect((await gql('operator', query, variables)).errors).toBeUndefined()
     for (const [, caller] of OTHERS) expect(codeOf(await gql(caller, query, variables))).toBe('NotAllowed')
+  })
+
+  it('ensureSigningSecret: the apps domain (updateConfig) and operators may call it; the adapter and anyone else is NotAllowed', async () => {
+    const query = `mutation($a: ID!) { ensureSigningSecret(appDid: $a, environment: "test") { created generation } }`
+    expect((await gql(APPS, query, { a: APP })).errors).toBeUndefined()
+    expect((await gql('operator', query, { a: APP })).errors).toBeUndefined()
+    for (const caller of [ADAPTER, ...OTHERS.map(([, c]) => c)]) expect(codeOf(await gql(caller, query, { a: APP }))).toBe('NotAllowed')
   })
 
   it.each(OPERATOR_ONLY)('%s: operators only', async (_name, query, variables) => {
@@ -173,16 +181,16 @@ describe('signing secrets', () => {
 
   it('ensureSigningSecret: the first call creates and returns it, later calls only its hint', async () => {
     const app = 'did:web:ensure.example.com'
-    const first = (await gql(ADAPTER, ENSURE, { a: app, e: 'test' })).data.ensureSigningSecret
+    const first = (await gql(APPS, ENSURE, { a: app, e: 'test' })).data.ensureSigningSecret
     expect(first).toEqual({ secret: expect.stringMatching(/^whsec_/), created: true, generation: 1, hint: first.secret.slice(-4), previousExpiresAt: null })
-    const again = (await gql(ADAPTER, ENSURE, { a: app, e: 'test' })).data.ensureSigningSecret
+    const again = (await gql(APPS, ENSURE, { a: app, e: 'test' })).data.ensureSigningSecret
     expect(again).toEqual({ secret: null, created: false, generation: 1, hint: first.hint, previousExpiresAt: null })
-    expect(codeOf(await gql(ADAPTER, ENSURE, { a: app, e: 'staging' }))).toBe('InvalidRequest')
+    expect(codeOf(await gql(APPS, ENSURE, { a: app, e: 'staging' }))).toBe('InvalidRequest')
   })
 
   it('rotateSigningSecret (operators): a new generation, the previous ones signing until the overlap ends', async () => {
     const app = 'did:web:rotate.example.com'
-    await gql(ADAPTER, ENSURE, { a: app, e: 'test' })
+    await gql(APPS, ENSURE, { a: app, e: 'test' })
     const before = Date.now()
     const rotated = (await gql('operator', ROTATE, { a: app, e: 'test', o: 3600 })).data.rotateSigningSecret
     expect(rotated).toMatchObject({ secret: expect.stringMatching(/^whsec_/), created: true, generation: 2 })

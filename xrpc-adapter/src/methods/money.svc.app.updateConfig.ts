@@ -1,7 +1,7 @@
 /**
- * money.svc.app.updateConfig: the apps subgraph's partial update; then, when the result leaves a channel configured,
- * the events subgraph's ensureSigningSecret for that app environment (docs/events.md, "Signing secrets"). Only the
- * call that created the first secret gets it back, as `webhook.signingSecret`; every other response has none.
+ * money.svc.app.updateConfig: the apps subgraph's partial update, which also has the events domain create the
+ * environment's signing secret when the result leaves a channel configured (docs/events.md, "Signing secrets"). Only
+ * the call that created the first secret gets it back, as `webhook.signingSecret`; every other response has none.
  */
 import { APP_CONFIG_FIELDS, appConfigOutput, webhookOutput, type AppConfigData } from './app-config-output'
 import { assertOnlyKeys } from './strict-body'
@@ -9,14 +9,10 @@ import type { GatewayMethod } from './types'
 
 const PLATFORM_OWNED = new Set(['ticketFee.bps', 'ticketFee.flatAmount', 'ticketFee.flatCurrency', 'feeShareBps'])
 
-interface EnsureSigningSecretData {
-  ensureSigningSecret: { secret: string | null }
-}
-
-export const updateConfig: GatewayMethod<{ updateAppConfig: AppConfigData }, EnsureSigningSecretData> = {
+export const updateConfig: GatewayMethod<{ updateAppConfig: { config: AppConfigData; signingSecret: string | null } }> = {
   nsid: 'money.svc.app.updateConfig',
   auth: 'app',
-  operation: `mutation UpdateConfig($input: UpdateAppConfigInput!) { updateAppConfig(input: $input) { ${APP_CONFIG_FIELDS} } }`,
+  operation: `mutation UpdateConfig($input: UpdateAppConfigInput!) { updateAppConfig(input: $input) { config { ${APP_CONFIG_FIELDS} } signingSecret } }`,
   check: ({ input }) =>
     assertOnlyKeys(
       input,
@@ -37,14 +33,7 @@ export const updateConfig: GatewayMethod<{ updateAppConfig: AppConfigData }, Ens
           : `${field} is not an updatable configuration field`,
     ),
   variables: ({ input }) => ({ input }),
-  followUp: {
-    operation: `mutation EnsureSigningSecret($appDid: ID!, $environment: String!) {
-      ensureSigningSecret(appDid: $appDid, environment: $environment) { secret }
-    }`,
-    variables: ({ updateAppConfig: c }) => (c.webhook.configured ? { appDid: c.appDid, environment: c.environment } : null),
-  },
-  output: ({ updateAppConfig: c }, _call, ensured) => {
-    const secret = ensured?.ensureSigningSecret.secret
+  output: ({ updateAppConfig: { config: c, signingSecret: secret } }) => {
     return {
       environment: c.environment,
       webhook: secret ? { ...webhookOutput(c.webhook), signingSecret: secret } : webhookOutput(c.webhook),

@@ -6,7 +6,7 @@ export type Auth = 'app'
 /** A method served through the gateway: its auth, GraphQL operation, and the mapping in and out. */
 // The table holds methods of different data types; `any` lets each keep its precise one (output is contravariant).
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export interface GatewayMethod<TData = any, TFollowUp = any> {
+export interface GatewayMethod<TData = any> {
   nsid: string
   auth: Auth
   /** the gateway operation */
@@ -14,13 +14,7 @@ export interface GatewayMethod<TData = any, TFollowUp = any> {
   /** checks the lexicon cannot express (strict bodies, refused fields); throw ContractError */
   check?: (call: MethodCall) => void
   variables: (call: MethodCall) => Record<string, unknown>
-  /**
-   * A write of another domain that follows the operation, made by the adapter itself (principal service
-   * `xrpc-adapter`) for the app and environment the operation established (updateConfig → the events subgraph's
-   * ensureSigningSecret). `variables` returns null when there is nothing to do. Its data goes to `output`.
-   */
-  followUp?: { operation: string; variables: (data: TData, call: MethodCall) => Record<string, unknown> | null }
-  output: (data: TData, call: MethodCall, followUp: TFollowUp | undefined) => unknown
+  output: (data: TData, call: MethodCall) => unknown
   /** how a domain error reads in this method's contract (e.g. AppNotRegistered → AppUnauthorized); others pass unchanged */
   errors?: Partial<Record<ErrorCode, ErrorCode>>
 }

@@ -1,15 +1,14 @@
 /**
  * `/xrpc/{nsid}`: GET for queries, POST for procedures. In order: unknown or retired NSID → 501;
  * wrong verb → 400; params and body validated against the lexicon → 400 InvalidRequest naming the
- * field; planned method → 501; auth verifier; the method's own checks; its gateway operation (the domain that
- * serves it gathers every fact it decides on), then its follow-up write (as the adapter itself), errors of both
- * mapped by the method's error table; the output checked against the lexicon.
+ * field; planned method → 501; auth verifier; the method's own checks; its one gateway operation (the domain that
+ * serves it gathers every fact it decides on and makes every change it needs), its errors mapped by the method's
+ * error table; the output checked against the lexicon.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ContractError } from '@svc/errors'
 import { lexicons, RETIRED_NSIDS } from '@svc/lexicons'
 import type { GatewayClient } from '@svc/gateway-client'
-import { ADAPTER_PRINCIPAL } from '../principals'
 import { isPlanned, type AuthVerifiers, type MethodCall, type MethodRoute } from '../methods'
 import { decodeParams } from './xrpc-params'
 
@@ -74,14 +73,7 @@ export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) 
       throw mapped ? new ContractError(mapped, err instanceof Error ? err.message : mapped) : err
     }
     const data = await opts.gateway.query(route.operation, route.variables(call), as).catch(mapErrors)
-    const followUpVariables = route.followUp?.variables(data, call) ?? null
-    const followUp =
-      route.followUp && followUpVariables
-        ? await opts.gateway
-            .query(route.followUp.operation, followUpVariables, { ...as, principal: ADAPTER_PRINCIPAL })
-            .catch(mapErrors)
-        : undefined
-    const output = route.output(data, call, followUp)
+    const output = route.output(data, call)
     try {
       lexicons.assertValidXrpcOutput(nsid, output)
     } catch (err) {

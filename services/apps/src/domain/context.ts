@@ -2,6 +2,7 @@
 import type { Logger } from 'pino'
 import type { AppsModels } from '../models'
 import type { ActorFacts } from './actor-facts'
+import type { SigningSecrets } from './signing-secrets'
 
 /** Which webhook and receiver URLs an app may configure (@svc/webhook-url). */
 export interface UpdatePolicy {
@@ -17,7 +18,8 @@ export interface AppsDomain {
   logger?: Logger
 }
 
-/** The domain as it serves a request: with its reads of the actors domain (actor-facts.ts). */
+/** The domain as it serves a request: with its reads of the actors domain and the events domain's signing secrets. */
 export interface ServingApps extends AppsDomain {
   facts: ActorFacts
+  signingSecrets: SigningSecrets
 }

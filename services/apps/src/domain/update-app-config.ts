@@ -7,10 +7,11 @@
 import { ContractError } from '@svc/errors'
 import { assertWebhookUrlAllowed } from '@svc/webhook-url'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
-import type { AppsDomain, UpdatePolicy } from './context'
+import type { ServingApps, UpdatePolicy } from './context'
 import { findAppEnvironment } from './app-environment'
 import { toAppConfigView, type AppConfigView } from './app-config-view'
 import { EVENT_CHANNELS, type EventChannel } from './event-endpoint'
+import { ensureSigningSecretOf } from './signing-secrets'
 
 export interface UpdateAppConfigInput {
   environment: string
@@ -54,7 +55,33 @@ function sameUrl(a: string, b: string): boolean {
   }
 }
 
-export async function updateAppConfig(d: Pick<AppsDomain, 'models' | 'policy'>, appDid: string, input: UpdateAppConfigInput): Promise<AppConfigView> {
+export interface AppConfigUpdate {
+  config: AppConfigView
+  /** the environment's first signing secret, only in the update that created it */
+  signingSecret: string | null
+}
+
+/**
+ * Saves the update (last write wins), then, when the result leaves a channel configured and the events domain has not
+ * yet made this environment's signing secret, has it made (signing-secrets.ts): the secret comes back only from the
+ * update that created it.
+ */
+export async function updateAppConfig(
+  d: Pick<ServingApps, 'models' | 'policy' | 'signingSecrets'>,
+  appDid: string,
+  input: UpdateAppConfigInput,
+): Promise<AppConfigUpdate> {
+  const saved = await saveAppConfig(d, appDid, input)
+  const needsSecret = saved.view.webhook.configured && !saved.signingSecretEnsured
+  const signingSecret = needsSecret ? await ensureSigningSecretOf(d, appDid, saved.view.environment) : null
+  return { config: saved.view, signingSecret }
+}
+
+async function saveAppConfig(
+  d: Pick<ServingApps, 'models' | 'policy'>,
+  appDid: string,
+  input: UpdateAppConfigInput,
+): Promise<{ view: AppConfigView; signingSecretEnsured: boolean }> {
   const { models, policy } = d
   const environment = parseEnvironment(input.environment)
   const current = await findAppEnvironment(d, appDid, environment)
@@ -80,12 +107,13 @@ export async function updateAppConfig(d: Pick<AppsDomain, 'models' | 'policy'>, 
     })
   }
   if (input.receiverUrl != null) set['webhook.receiverUrl'] = await allowedReceiverOrigin(input.receiverUrl, policy, environment)
-  if (Object.keys(set).length === 0) return toAppConfigView(current)
+  const ensured = (doc: { webhook?: { signingSecretEnsured?: boolean | null } | null }) => Boolean(doc.webhook?.signingSecretEnsured)
+  if (Object.keys(set).length === 0) return { view: toAppConfigView(current), signingSecretEnsured: ensured(current) }
   const updated = await models.AppEnvironment.findOneAndUpdate(
     { appDid, environment },
     { $set: set },
     { returnDocument: 'after', lean: true },
   )
   if (!updated) throw new ContractError('AppEnvironmentNotConfigured', `app ${appDid} has no ${environment} configuration`)
-  return toAppConfigView(updated)
+  return { view: toAppConfigView(updated), signingSecretEnsured: ensured(updated) }
 }

@@ -37,6 +37,8 @@ const appEnvironmentSchema = new Schema(
       channel: { type: String, enum: ['webhook', 'xrpc'], default: 'webhook' },
       /** the origin of the app's XRPC service (the xrpc channel) */
       receiverUrl: { type: String, default: null },
+      /** the events domain has this environment's signing secret (domain/signing-secrets.ts) */
+      signingSecretEnsured: { type: Boolean, default: false },
     },
     modules: {
       payments: { type: Boolean, default: true },

@@ -1,0 +1,37 @@
+/**
+ * The webhook signing secret an app environment needs once a channel is configured. The secret belongs to the events
+ * domain (it signs the deliveries); the apps domain asks it for one with its idempotent `ensureSigningSecret` and
+ * retries until it is done: `webhook.signingSecretEnsured` in the app environment's document records that it was.
+ * A configuration saved without it (the process stopped, or the events domain could not be reached, between the two
+ * writes) is completed by the next updateConfig of that environment, which creates the secret and returns it
+ * (docs/events.md, "Signing secrets").
+ */
+import type { Environment } from '@svc/vocabulary'
+import type { ServingApps } from './context'
+
+export interface SigningSecrets {
+  /** the app environment's first signing secret unless it has one; the secret only to the call that created it */
+  ensure(appDid: string, environment: Environment): Promise<{ secret: string | null }>
+}
+
+const ATTEMPTS = 3
+const BACKOFF_MS = [100, 400]
+
+/** Ensures the secret (retrying a failed call twice), then records that it exists; returns it when this call created it. */
+export async function ensureSigningSecretOf(
+  d: Pick<ServingApps, 'models' | 'signingSecrets'>,
+  appDid: string,
+  environment: Environment,
+): Promise<string | null> {
+  let issued: { secret: string | null } | undefined
+  for (let attempt = 1; !issued; attempt++) {
+    try {
+      issued = await d.signingSecrets.ensure(appDid, environment)
+    } catch (err) {
+      if (attempt >= ATTEMPTS) throw err
+      await new Promise((resolve) => setTimeout(resolve, BACKOFF_MS[attempt - 1]))
+    }
+  }
+  await d.models.AppEnvironment.updateOne({ appDid, environment }, { $set: { 'webhook.signingSecretEnsured': true } }, { timestamps: false })
+  return issued.secret
+}
