@@ -7,7 +7,7 @@
  * (docs/events.md, "Signing secrets").
  */
 import type { Environment } from '@svc/vocabulary'
-import type { ServingApps } from './context'
+import type { AppsModels } from '../models'
 
 export interface SigningSecrets {
   /** the app environment's first signing secret unless it has one; the secret only to the call that created it */
@@ -19,7 +19,7 @@ const BACKOFF_MS = [100, 400]
 
 /** Ensures the secret (retrying a failed call twice), then records that it exists; returns it when this call created it. */
 export async function ensureSigningSecretOf(
-  d: Pick<ServingApps, 'models' | 'signingSecrets'>,
+  d: { models: AppsModels; signingSecrets: SigningSecrets },
   appDid: string,
   environment: Environment,
 ): Promise<string | null> {
