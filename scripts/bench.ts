@@ -3,11 +3,11 @@
  *
  *   getConfig via the full path   autocannon → XRPC adapter → gateway → apps subgraph → FerretDB
  *   the same lookup, subgraph     autocannon → apps subgraph (signed internal context) → FerretDB
- *   the same lookup, gateway      autocannon → gateway (adapter credential) → apps subgraph → FerretDB
+ *   the same lookup, gateway      autocannon → gateway (the adapter's signed context) → apps subgraph → FerretDB
  *   status via the full path      autocannon → XRPC adapter → gateway → payments subgraph → FerretDB
  *   the same lookup, subgraph     autocannon → payments subgraph (signed internal context) → FerretDB
- *   initiate via the full path    autocannon → XRPC adapter → (precheck: gateway → apps and actors subgraphs)
- *                                 → gateway → payments subgraph → FerretDB (a new checkout per request)
+ *   initiate via the full path    autocannon → XRPC adapter → gateway → payments subgraph (its own read: gateway →
+ *                                 apps and actors subgraphs) → FerretDB (a new checkout per request)
  *   webhook deliveries            payments outbox → relay → domain-events → workers → HTTP receiver on loopback
  *                                 (deliveries/s, and receipt − occurredAt), on the in-process test stack with the
  *                                 configuration's delivery defaults (scripts/lib/delivery-bench.ts)
@@ -359,7 +359,7 @@ async function main() {
       summarize('appConfig, gateway directly (→ subgraph → FerretDB; no JWT, no lexicon)', false, CONNECTIONS, viaGateway),
       summarize('payment.status, full path (adapter → gateway → payments subgraph → FerretDB)', true, CONNECTIONS, statusFull),
       summarize('paymentStatus, payments subgraph directly', false, CONNECTIONS, statusDirect),
-      summarize('payment.initiate, full path (adapter → precheck → gateway → payments subgraph → FerretDB)', true, INITIATE_CONNECTIONS, initiateFull),
+      summarize('payment.initiate, full path (adapter → gateway → payments subgraph, which reads apps and actors through the gateway → FerretDB)', true, INITIATE_CONNECTIONS, initiateFull),
     ]
     const deliveryRows = deliveries
       ? [
