@@ -10,7 +10,7 @@ import { Lexicons, parseLexiconDoc, type LexiconDoc } from '@atproto/lexicon'
 /** Absolute path of the lexicons folder (the workspace root, one level above `src/`). */
 export const LEXICON_DIR: string = resolve(__dirname, '..')
 
-const SKIPPED_DIRS = new Set(['node_modules', 'src', 'test'])
+const SKIPPED_DIRS = new Set(['node_modules', 'src', 'test', 'scripts'])
 const SKIPPED_FILES = new Set(['package.json', 'tsconfig.json'])
 
 /** Marker that starts the main def's description of a retired method (kept for forensic use, never served). */

@@ -4,7 +4,7 @@
  * facts; a browser URL or an earlier approval event does not establish current authorization, so re-read the
  * connection with getRecipientApproval before enabling checkout.
  */
-import type { Methods } from './generated/lexicon-types'
+import type { Methods } from '@svc/lexicons/types'
 
 /** The answer of money.svc.app.getRecipientApproval: the app's connection to one creator in one environment. */
 export type RecipientConnection = Methods['money.svc.app.getRecipientApproval']['output']

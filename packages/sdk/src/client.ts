@@ -5,7 +5,7 @@
 import { keypairFromPrivateKeyHex, mintServiceJwt, type MintServiceJwtParams, type ServiceJwtAlg } from '@svc/service-auth'
 import { isDid } from '@svc/vocabulary'
 import { REQUEST_ID_HEADER, SvcError, parseRetryAfter } from './errors'
-import { METHOD_TYPES, type MethodNsid, type Methods } from './generated/lexicon-types'
+import { METHOD_TYPES, type MethodNsid, type Methods } from '@svc/lexicons/types'
 
 export type { Methods, MethodNsid }
 

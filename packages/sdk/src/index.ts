@@ -36,7 +36,7 @@ export {
   type PaymentStatusOutput,
   type PollPaymentStatusOptions,
 } from './payments'
-export * from './generated/lexicon-types'
+export * from '@svc/lexicons/types'
 export * from './receiver'
 export {
   InvalidProductError,

@@ -5,7 +5,7 @@
 import { encodeProduct, type CheckoutProduct } from '@svc/checkout-product'
 import type { SvcClient } from './client'
 import { PollTimeoutError, SvcError, isTransientError } from './errors'
-import type { Methods } from './generated/lexicon-types'
+import type { Methods } from '@svc/lexicons/types'
 
 export type PaymentStatusOutput = Methods['network.svc.payment.status']['output']
 export type InitiateOutput = Methods['network.svc.payment.initiate']['output']

@@ -16,9 +16,10 @@ import { declineRecord } from './money.svc.payment.declineRecord'
 import { registerCreatorProof } from './money.svc.payment.registerCreatorProof'
 import { initiate } from './network.svc.payment.initiate'
 import { status } from './network.svc.payment.status'
+import type { MethodNsid } from '@svc/lexicons/types'
 import type { MethodRoute } from './types'
 
-const planned = (nsid: string, planned: string): MethodRoute => ({ nsid, planned })
+const planned = (nsid: MethodNsid, planned: string): MethodRoute => ({ nsid, planned })
 
 const routes: MethodRoute[] = [
   getConfig,

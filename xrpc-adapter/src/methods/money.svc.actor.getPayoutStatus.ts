@@ -13,7 +13,7 @@ interface PayoutStatusData {
  * the actors subgraph reads the actor in that environment. An app that is not registered, or not configured in
  * the environment, is AppUnauthorized here (the contract's name for it on this method).
  */
-export const getPayoutStatus: GatewayMethod<{ appAccess: { payoutStatus: PayoutStatusData } }> = {
+export const getPayoutStatus: GatewayMethod<'money.svc.actor.getPayoutStatus', { appAccess: { payoutStatus: PayoutStatusData } }> = {
   nsid: 'money.svc.actor.getPayoutStatus',
   auth: 'app',
   operation: `query GetPayoutStatus($environment: String, $actor: String) {

@@ -10,7 +10,7 @@ interface ProfileData {
 }
 
 /** Same path as getPayoutStatus (appAccess, then the actors subgraph); the shape is this implementation's own (lexicon). */
-export const getProfile: GatewayMethod<{ appAccess: { profile: ProfileData } }> = {
+export const getProfile: GatewayMethod<'money.svc.actor.getProfile', { appAccess: { profile: ProfileData } }> = {
   nsid: 'money.svc.actor.getProfile',
   auth: 'app',
   operation: `query GetProfile($environment: String, $actor: String!) {

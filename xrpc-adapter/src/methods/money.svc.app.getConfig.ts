@@ -1,7 +1,7 @@
 import { APP_CONFIG_FIELDS, appConfigOutput, webhookOutput, type AppConfigData } from './app-config-output'
 import type { GatewayMethod } from './types'
 
-export const getConfig: GatewayMethod<{ appConfig: AppConfigData }> = {
+export const getConfig: GatewayMethod<'money.svc.app.getConfig', { appConfig: AppConfigData }> = {
   nsid: 'money.svc.app.getConfig',
   auth: 'app',
   operation: `query GetConfig($environment: String!) { appConfig(environment: $environment) { ${APP_CONFIG_FIELDS} } }`,

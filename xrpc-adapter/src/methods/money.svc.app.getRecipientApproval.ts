@@ -14,7 +14,7 @@ interface ConnectionData {
 }
 
 /** Read-only: one gateway read of the app's request and its payment setup (the apps domain decides it). */
-export const getRecipientApproval: GatewayMethod<{ appAccess: { recipientApproval: ConnectionData | null } }> = {
+export const getRecipientApproval: GatewayMethod<'money.svc.app.getRecipientApproval', { appAccess: { recipientApproval: ConnectionData | null } }> = {
   nsid: 'money.svc.app.getRecipientApproval',
   auth: 'app',
   operation: `query GetRecipientApproval($environment: String, $recipientDid: String!) {

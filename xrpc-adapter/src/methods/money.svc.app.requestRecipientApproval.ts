@@ -15,7 +15,7 @@ interface ApprovalData {
  * The apps domain resolves the environment, reads whether the recipient is a known actor there (the actors domain's
  * fact), then creates or updates the one request of this app, recipient and environment.
  */
-export const requestRecipientApproval: GatewayMethod<{ requestRecipientApproval: ApprovalData }> = {
+export const requestRecipientApproval: GatewayMethod<'money.svc.app.requestRecipientApproval', { requestRecipientApproval: ApprovalData }> = {
   nsid: 'money.svc.app.requestRecipientApproval',
   auth: 'app',
   check: ({ input }) =>

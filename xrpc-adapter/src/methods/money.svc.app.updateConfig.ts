@@ -9,7 +9,7 @@ import type { GatewayMethod } from './types'
 
 const PLATFORM_OWNED = new Set(['ticketFee.bps', 'ticketFee.flatAmount', 'ticketFee.flatCurrency', 'feeShareBps'])
 
-export const updateConfig: GatewayMethod<{ updateAppConfig: { config: AppConfigData; signingSecret: string | null } }> = {
+export const updateConfig: GatewayMethod<'money.svc.app.updateConfig', { updateAppConfig: { config: AppConfigData; signingSecret: string | null } }> = {
   nsid: 'money.svc.app.updateConfig',
   auth: 'app',
   operation: `mutation UpdateConfig($input: UpdateAppConfigInput!) { updateAppConfig(input: $input) { config { ${APP_CONFIG_FIELDS} } signingSecret } }`,

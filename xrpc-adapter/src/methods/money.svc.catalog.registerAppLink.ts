@@ -6,7 +6,7 @@ import type { GatewayMethod } from './types'
  * The payments domain checks the record (a catalog record whose repository is a known actor of the environment,
  * else NotFound) and the URL against the app's registered origin, and keeps one link per app, environment and record.
  */
-export const registerAppLink: GatewayMethod<{
+export const registerAppLink: GatewayMethod<'money.svc.catalog.registerAppLink', {
   registerAppLink: { id: string; recordUri: string; fulfillmentUrl: string; label: string | null; environment: string; createdAt: string }
 }> = {
   nsid: 'money.svc.catalog.registerAppLink',

@@ -2,7 +2,7 @@ import { APP_ACCESS_ERRORS } from './app-access'
 import { assertOnlyKeys } from './strict-body'
 import type { GatewayMethod } from './types'
 
-export const declineRecord: GatewayMethod<{ declinePaymentRecord: { paymentUri: string; status: string; declinedAt: string } }> = {
+export const declineRecord: GatewayMethod<'money.svc.payment.declineRecord', { declinePaymentRecord: { paymentUri: string; status: string; declinedAt: string } }> = {
   nsid: 'money.svc.payment.declineRecord',
   auth: 'app',
   check: ({ input }) => assertOnlyKeys(input, { environment: true, paymentUri: true, reason: true }, (f) => `${f} is not accepted`),

@@ -14,7 +14,7 @@ interface ProofData {
  * The payments domain reads whether the creator delegated proof registration to the app (its approval of the app is
  * current and enables public records) and decides the rest.
  */
-export const registerCreatorProof: GatewayMethod<{ registerCreatorProof: ProofData }> = {
+export const registerCreatorProof: GatewayMethod<'money.svc.payment.registerCreatorProof', { registerCreatorProof: ProofData }> = {
   nsid: 'money.svc.payment.registerCreatorProof',
   auth: 'app',
   check: ({ input }) =>

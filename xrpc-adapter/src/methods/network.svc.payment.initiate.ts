@@ -7,7 +7,7 @@ import type { GatewayMethod } from './types'
  * and fee rates, its approval by the recipient, the recipient's payout readiness), applies the rules (InvalidProduct,
  * AppUnauthorized, RecipientNotPayable) and the order-id idempotency.
  */
-export const initiate: GatewayMethod<{ initiateCheckout: { token: string; url: string } }> = {
+export const initiate: GatewayMethod<'network.svc.payment.initiate', { initiateCheckout: { token: string; url: string } }> = {
   nsid: 'network.svc.payment.initiate',
   auth: 'app',
   check: (call) => assertOnlyKeys(call.input, { product: true }, (field) => `the body carries product only; ${field} is not accepted`),

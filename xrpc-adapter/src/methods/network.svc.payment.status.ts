@@ -7,7 +7,7 @@ interface StatusData {
 }
 
 /** One indexed lookup in the payments subgraph by the token's hash; safe to poll. */
-export const status: GatewayMethod<{ paymentStatus: StatusData }> = {
+export const status: GatewayMethod<'network.svc.payment.status', { paymentStatus: StatusData }> = {
   nsid: 'network.svc.payment.status',
   auth: 'app',
   check: ({ params }) => {

@@ -65,7 +65,8 @@ export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) 
 
     const caller = await opts.verifiers[route.auth](request.headers.authorization, nsid)
     request.log = request.log.child({ appDid: caller.appDid, nsid })
-    const call: MethodCall = { nsid, params, input, caller }
+    // the lexicon checks above are what make params and input the method's generated types
+    const call = { nsid: route.nsid, params, input, caller } as unknown as MethodCall
     route.check?.(call)
     const as = { principal: caller, requestId: request.id, log: request.log }
     const mapErrors = (err: unknown): never => {

@@ -1,11 +1,11 @@
 /**
  * Writes src/generated/lexicon-types.ts from the checked-in lexicons (every document @svc/lexicons loads).
- *   npm run generate -w @svc/sdk            (or: npx tsx packages/sdk/scripts/generate-types.ts)
+ *   npm run generate                        (or: npx tsx lexicons/scripts/generate-types.ts)
  *   ... --check                             exits 1 when the checked-in file differs, writes nothing
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { loadLexiconDocuments } from '@svc/lexicons'
+import { loadLexiconDocuments } from '../src'
 import { generateLexiconTypes } from './lexicon-codegen'
 
 export const GENERATED_TYPES_PATH = resolve(__dirname, '..', 'src', 'generated', 'lexicon-types.ts')
@@ -20,7 +20,7 @@ function main(): void {
       // missing counts as different
     }
     if (current !== text) {
-      process.stderr.write(`${GENERATED_TYPES_PATH} is out of date: run npm run generate -w @svc/sdk\n`)
+      process.stderr.write(`${GENERATED_TYPES_PATH} is out of date: run npm run generate\n`)
       process.exit(1)
     }
     process.stdout.write(`${GENERATED_TYPES_PATH} is up to date\n`)
