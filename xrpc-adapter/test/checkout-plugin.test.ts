@@ -8,7 +8,7 @@ import { Writable } from 'node:stream'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import pino from 'pino'
 import { ContractError } from '@svc/errors'
-import type { GatewayClient } from '@svc/gateway-client'
+import type { GatewayClient, GatewayDocument } from '@svc/gateway-client'
 import { errorsPlugin } from '../src/plugins/errors'
 import { checkoutPagesPlugin, CHECKOUT_PRINCIPAL, redactCheckoutUrl } from '../src/checkout/plugin'
 import { readCardForm, scrubCardData } from '../src/checkout/card-form'
@@ -55,10 +55,12 @@ function fakeGateway(): GatewayClient & { calls: Call[]; handler: Handler } {
   const g = {
     calls: [] as Call[],
     handler: (() => view()) as Handler,
-    async query<T>(document: string, variables: Record<string, unknown>, as: { principal: unknown; requestId: string }) {
+    async query<T, V>(doc: GatewayDocument<T, V>, vars: V, as: { principal: unknown; requestId: string }) {
+      const document = String(doc)
+      const variables = vars as Record<string, unknown>
       g.calls.push({ document, variables, principal: as.principal, requestId: as.requestId })
       const op = /payCheckout\(/.test(document) ? 'payCheckout' : /cancelCheckout\(/.test(document) ? 'cancelCheckout' : 'checkout'
-      return { [op]: await g.handler(op, variables) } as T
+      return { [op]: await g.handler(op, variables) } as unknown as T
     },
     async close() {},
   }

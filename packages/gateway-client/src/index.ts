@@ -8,6 +8,7 @@
  * else is an internal failure.
  */
 import { Pool } from 'undici'
+import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core'
 import { ContractError, isErrorCode } from '@svc/errors'
 import { CONTEXT_HEADER, REQUEST_ID_HEADER, signContext, type ContextSigner, type Principal } from '@svc/internal-context'
 
@@ -18,8 +19,14 @@ export interface GatewayCall {
   log?: { error(obj: object, msg: string): void }
 }
 
+/**
+ * A document for the gateway: a `graphql(`…`)` from @svc/graph, whose result and variables are typed from the composed
+ * schema (a plain string is taken too, typed by the caller).
+ */
+export type GatewayDocument<TResult, TVariables> = DocumentTypeDecoration<TResult, TVariables> | string
+
 export interface GatewayClient {
-  query<T>(document: string, variables: Record<string, unknown>, as: GatewayCall): Promise<T>
+  query<TResult, TVariables = Record<string, unknown>>(document: GatewayDocument<TResult, TVariables>, variables: TVariables, as: GatewayCall): Promise<TResult>
   close(): Promise<void>
 }
 
@@ -50,7 +57,7 @@ export function createGatewayClient(opts: GatewayClientOptions): GatewayClient {
   const pool = new Pool(url.origin, { connections: opts.connections ?? 64, pipelining: 1 })
   const timeouts = opts.timeoutMs ? { headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs } : {}
 
-  async function post<T>(document: string, variables: Record<string, unknown>, as: GatewayCall): Promise<GraphQLAnswer<T>> {
+  async function post<T>(document: string, variables: unknown, as: GatewayCall): Promise<GraphQLAnswer<T>> {
     // a principal this process may not state is a programming error, thrown before anything is sent
     const context = signContext(opts.signer, as)
     let status: number
@@ -83,8 +90,8 @@ export function createGatewayClient(opts: GatewayClientOptions): GatewayClient {
   }
 
   return {
-    async query<T>(document: string, variables: Record<string, unknown>, as: GatewayCall) {
-      const answer = await post<T>(document, variables, as)
+    async query<TResult, TVariables>(document: GatewayDocument<TResult, TVariables>, variables: TVariables, as: GatewayCall) {
+      const answer = await post<TResult>(String(document), variables, as)
       if (answer.errors?.length) {
         // The first error carrying a contract code wins. When a subgraph refuses inside an entity call, mercurius
         // lists its own null-parent TypeError first and the subgraph's coded error (path `_entities…`) after it.

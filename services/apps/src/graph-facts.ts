@@ -4,6 +4,7 @@
  * (domain/signing-secrets.ts).
  */
 import type { GatewayClient } from '@svc/gateway-client'
+import { graphql } from '@svc/graph'
 import type { Principal } from '@svc/internal-context'
 import { SERVICE_PRINCIPALS } from '@svc/vocabulary'
 import type { Environment } from '@svc/vocabulary'
@@ -12,18 +13,18 @@ import type { SigningSecrets } from './domain/signing-secrets'
 
 const APPS: Principal = { kind: 'service', name: SERVICE_PRINCIPALS.apps }
 
-const ENSURE_SIGNING_SECRET = `mutation AppsEnsureSigningSecret($appDid: ID!, $environment: String!) {
+const ENSURE_SIGNING_SECRET = graphql(`mutation AppsEnsureSigningSecret($appDid: ID!, $environment: String!) {
   ensureSigningSecret(appDid: $appDid, environment: $environment) { secret }
-}`
+}`)
 
-const ACTOR = `query AppsActorFacts($did: ID!, $environment: String!) { actor(did: $did, environment: $environment) { did payoutStatus } }`
+const ACTOR = graphql(`query AppsActorFacts($did: ID!, $environment: String!) { actor(did: $did, environment: $environment) { did payoutStatus } }`)
 
 /** `requestId` ties the reads to the request being served (the logs of every hop carry it). */
 export function createGraphFacts(gateway: GatewayClient, requestId: string): ActorFacts {
   const as = { principal: APPS, requestId }
   return {
     async actor(did, environment) {
-      const data = await gateway.query<{ actor: { did: string; payoutStatus: string } | null }>(ACTOR, { did, environment }, as)
+      const data = await gateway.query(ACTOR, { did, environment }, as)
       return data.actor
     },
   }
@@ -33,7 +34,7 @@ export function createGraphSigningSecrets(gateway: GatewayClient, requestId: str
   const as = { principal: APPS, requestId }
   return {
     async ensure(appDid: string, environment: Environment) {
-      const data = await gateway.query<{ ensureSigningSecret: { secret: string | null } }>(ENSURE_SIGNING_SECRET, { appDid, environment }, as)
+      const data = await gateway.query(ENSURE_SIGNING_SECRET, { appDid, environment }, as)
       return { secret: data.ensureSigningSecret.secret }
     },
   }

@@ -4,17 +4,18 @@
  * an approval's `recipient`). Their contract errors (AppNotRegistered, ActorNotFound, …) reach the caller unchanged.
  */
 import type { GatewayClient } from '@svc/gateway-client'
+import { graphql } from '@svc/graph'
 import type { Principal } from '@svc/internal-context'
 import { parseEnvironment, SERVICE_PRINCIPALS } from '@svc/vocabulary'
-import type { AppFacts, CheckoutFacts } from './domain/app-facts'
+import type { AppFacts } from './domain/app-facts'
 
 const PAYMENTS: Principal = { kind: 'service', name: SERVICE_PRINCIPALS.payments }
 
-const ENVIRONMENT = `query PaymentsAppEnvironment($appDid: ID!, $environment: String) {
+const ENVIRONMENT = graphql(`query PaymentsAppEnvironment($appDid: ID!, $environment: String) {
   appAccessFor(appDid: $appDid, environment: $environment) { environment }
-}`
+}`)
 
-const CHECKOUT = `query PaymentsCheckoutFacts($appDid: ID!, $environment: String, $recipient: String!) {
+const CHECKOUT = graphql(`query PaymentsCheckoutFacts($appDid: ID!, $environment: String, $recipient: String!) {
   appAccessFor(appDid: $appDid, environment: $environment) {
     environment
     config { ticketFee { bps flatAmount flatCurrency passToBuyer } }
@@ -22,34 +23,26 @@ const CHECKOUT = `query PaymentsCheckoutFacts($appDid: ID!, $environment: String
       id status paymentTypes feeShareBps recipient { did displayName payable payoutStatus }
     }
   }
-}`
+}`)
 
-const APP_LINK = `query PaymentsAppLinkFacts($appDid: ID!, $environment: String, $repo: String!) {
+const APP_LINK = graphql(`query PaymentsAppLinkFacts($appDid: ID!, $environment: String, $repo: String!) {
   appAccessFor(appDid: $appDid, environment: $environment) { environment config { appUrl } repo: profile(actor: $repo) { did } }
-}`
+}`)
 
-const PROOF_DELEGATION = `query PaymentsProofDelegation($appDid: ID!, $environment: String, $recipient: String!) {
+const PROOF_DELEGATION = graphql(`query PaymentsProofDelegation($appDid: ID!, $environment: String, $recipient: String!) {
   appAccessFor(appDid: $appDid, environment: $environment) { environment recipientApproval(recipientDid: $recipient) { status publicRecords { enabled } } }
-}`
-
-interface CheckoutAnswer {
-  appAccessFor: {
-    environment: string
-    config: { ticketFee: CheckoutFacts['serviceFee'] }
-    recipientApproval: (NonNullable<CheckoutFacts['approval']> & { recipient: CheckoutFacts['recipient'] }) | null
-  }
-}
+}`)
 
 /** `requestId` ties the reads to the request being served (the logs of every hop carry it). */
 export function createGraphFacts(gateway: GatewayClient, requestId: string): AppFacts {
   const as = { principal: PAYMENTS, requestId }
   return {
     async environment(appDid, environment) {
-      const data = await gateway.query<{ appAccessFor: { environment: string } }>(ENVIRONMENT, { appDid, environment }, as)
+      const data = await gateway.query(ENVIRONMENT, { appDid, environment }, as)
       return parseEnvironment(data.appAccessFor.environment)
     },
     async checkout(appDid, environment, recipient) {
-      const { appAccessFor: a } = await gateway.query<CheckoutAnswer>(CHECKOUT, { appDid, environment, recipient }, as)
+      const { appAccessFor: a } = await gateway.query(CHECKOUT, { appDid, environment, recipient }, as)
       const approval = a.recipientApproval
       return {
         environment: a.environment,
@@ -60,17 +53,11 @@ export function createGraphFacts(gateway: GatewayClient, requestId: string): App
     },
     async appLink(appDid, environment, repo) {
       // an unknown repository is ActorNotFound from the actors subgraph
-      const { appAccessFor: a } = await gateway.query<{ appAccessFor: { environment: string; config: { appUrl: string }; repo: { did: string } } }>(
-        APP_LINK,
-        { appDid, environment, repo },
-        as,
-      )
+      const { appAccessFor: a } = await gateway.query(APP_LINK, { appDid, environment, repo }, as)
       return { environment: parseEnvironment(a.environment), appUrl: a.config.appUrl, repoKnown: a.repo.did === repo }
     },
     async proofDelegation(appDid, environment, recipient) {
-      const { appAccessFor: a } = await gateway.query<{
-        appAccessFor: { environment: string; recipientApproval: { status: string; publicRecords: { enabled: boolean } } | null }
-      }>(PROOF_DELEGATION, { appDid, environment, recipient }, as)
+      const { appAccessFor: a } = await gateway.query(PROOF_DELEGATION, { appDid, environment, recipient }, as)
       const approval = a.recipientApproval
       return { environment: parseEnvironment(a.environment), delegated: approval?.status === 'approved' && approval.publicRecords.enabled }
     },

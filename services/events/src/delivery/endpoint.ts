@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import { ContractError } from '@svc/errors'
 import { createGatewayClient, GatewayUnavailableError } from '@svc/gateway-client'
+import { graphql, type ResultOf } from '@svc/graph'
 import type { Principal } from '@svc/internal-context'
 import { SERVICE_PRINCIPALS } from '@svc/vocabulary'
 import type { Channel } from '../models'
@@ -30,9 +31,9 @@ export interface EndpointClient {
   close(): Promise<void>
 }
 
-const QUERY = `query EventEndpoint($appDid: ID!, $environment: String!) {
+const QUERY = graphql(`query EventEndpoint($appDid: ID!, $environment: String!) {
   eventEndpoint(appDid: $appDid, environment: $environment) { channel url configured paused }
-}`
+}`)
 
 /** Contract errors that mean "nowhere to send": the attempt fails as not configured. */
 const NOT_CONFIGURED = new Set<string>(['AppEnvironmentNotConfigured', 'AppNotRegistered'])
@@ -43,9 +44,9 @@ export function createEndpointClient(opts: { url: string; key: string; timeoutMs
   const gateway = createGatewayClient({ url: opts.url, signer: { issuer: 'events', key: opts.key }, connections: 16, timeoutMs: opts.timeoutMs ?? 10_000 })
   return {
     async lookup(appDid, environment, requestId = randomUUID()) {
-      let endpoint: EventEndpoint | null
+      let endpoint: ResultOf<typeof QUERY>['eventEndpoint'] | null
       try {
-        ;({ eventEndpoint: endpoint } = await gateway.query<{ eventEndpoint: EventEndpoint | null }>(QUERY, { appDid, environment }, { principal: CALLER, requestId }))
+        ;({ eventEndpoint: endpoint } = await gateway.query(QUERY, { appDid, environment }, { principal: CALLER, requestId }))
       } catch (err) {
         if (err instanceof GatewayUnavailableError) return { kind: 'unavailable', error: `could not read the app's event endpoint: the gateway is unavailable (${err.reason})` }
         if (err instanceof ContractError && NOT_CONFIGURED.has(err.code)) return { kind: 'not-configured', reason: err.code }
