@@ -13,6 +13,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import formbody from '@fastify/formbody'
 import { ContractError } from '@svc/errors'
 import type { GatewayClient } from '@svc/gateway-client'
+import { graphql } from '@svc/graph'
 import { SECURITY_HEADERS, sendPage } from '../pages/html'
 import { readCardForm, scrubCardData, type CardInput } from './card-form'
 import { checkoutFormPage, checkoutStatePage, errorPage, invalidLinkPage, withCheckoutParam, type CheckoutView } from './views'
@@ -27,12 +28,11 @@ export const BROWSER_TOKEN_RE = /^cko_(?:test|live)_[A-Za-z0-9_-]{43}$/
 
 export const CHECKOUT_PRINCIPAL = { kind: 'service', name: SERVICE_PRINCIPALS.checkout } as const
 
-const VIEW_FIELDS =
-  'id environment status failureReason failureMessage recipientDid recipientName paymentType description currency amount serviceFee buyerFee total returnUrl cancelUrl expiresAt'
-
-const CHECKOUT_QUERY = `query CheckoutPage($browserToken: String!) { checkout(browserToken: $browserToken) { ${VIEW_FIELDS} } }`
-const PAY_MUTATION = `mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ${VIEW_FIELDS} } }`
-const CANCEL_MUTATION = `mutation CancelCheckout($browserToken: String!) { cancelCheckout(browserToken: $browserToken) { ${VIEW_FIELDS} } }`
+const CHECKOUT_QUERY = graphql(`query CheckoutPage($browserToken: String!) { checkout(browserToken: $browserToken) { ...CheckoutViewFields } }`)
+const PAY_MUTATION = graphql(
+  `mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }`,
+)
+const CANCEL_MUTATION = graphql(`mutation CancelCheckout($browserToken: String!) { cancelCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }`)
 
 /** The codes that mean "no such checkout" (unknown or malformed token): the invalid-link page, never a 500. */
 const UNKNOWN_TOKEN_CODES = new Set(['NotFound', 'InvalidToken'])
@@ -107,7 +107,7 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
   const as = (request: FastifyRequest) => ({ principal: CHECKOUT_PRINCIPAL, requestId: request.id, log: request.log })
 
   async function loadView(request: FastifyRequest, token: string): Promise<CheckoutView> {
-    const data = await gateway.query<{ checkout: CheckoutView }>(CHECKOUT_QUERY, { browserToken: token }, as(request))
+    const data = await gateway.query(CHECKOUT_QUERY, { browserToken: token }, as(request))
     return data.checkout
   }
 
@@ -140,7 +140,7 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
     const card: CardInput = form.card
     let view: CheckoutView
     try {
-      view = (await gateway.query<{ payCheckout: CheckoutView }>(PAY_MUTATION, { browserToken: token, card }, as(request))).payCheckout
+      view = (await gateway.query(PAY_MUTATION, { browserToken: token, card }, as(request))).payCheckout
     } catch (err) {
       if (isCode(err, 'InvalidRequest')) return refusedForm(request, reply, token, scrubCardData(err.message, card), form.nameOnCard)
       if (isCode(err, 'CheckoutClosed')) return closed(request, reply, token)
@@ -156,7 +156,7 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
     if (!BROWSER_TOKEN_RE.test(token)) return sendPage(reply, invalidLinkPage())
     let view: CheckoutView
     try {
-      view = (await gateway.query<{ cancelCheckout: CheckoutView }>(CANCEL_MUTATION, { browserToken: token }, as(request))).cancelCheckout
+      view = (await gateway.query(CANCEL_MUTATION, { browserToken: token }, as(request))).cancelCheckout
     } catch (err) {
       if (isCode(err, 'CheckoutClosed')) return closed(request, reply, token)
       throw err

@@ -3,32 +3,17 @@
  * every other state, the invalid-link page and the error pages. Every value from the payments subgraph is escaped
  * by the `html` template; app URLs pass `safeUrl`.
  */
+import { graphql, type ResultOf } from '@svc/graph'
 import { html, page, safeUrl, type HtmlResponse, type RawHtml } from '../pages/html'
 import { CARD_FIELDS } from './card-form'
 import { formatMoney } from './money'
 
-/** What the payments subgraph tells the checkout host about one checkout (GraphQL `CheckoutView`). */
-export interface CheckoutView {
-  id: string
-  environment: string
-  /** pending | processing | completed | failed */
-  status: string
-  /** declined | expired | canceled | processor_error, when failed */
-  failureReason: string | null
-  failureMessage: string | null
-  recipientDid: string
-  recipientName: string | null
-  paymentType: string
-  description: string
-  currency: string
-  amount: number
-  serviceFee: number
-  buyerFee: number
-  total: number
-  returnUrl: string
-  cancelUrl: string
-  expiresAt: string
-}
+/** What the checkout pages read of one checkout: the payments subgraph's `CheckoutView`, as its SDL declares it. */
+export const CHECKOUT_VIEW_FIELDS = graphql(`fragment CheckoutViewFields on CheckoutView {
+  id environment status failureReason failureMessage recipientDid recipientName paymentType description currency
+  amount serviceFee buyerFee total returnUrl cancelUrl expiresAt
+}`)
+export type CheckoutView = ResultOf<typeof CHECKOUT_VIEW_FIELDS>
 
 /** The query parameter added to the app's return and cancel URLs. */
 export const RETURN_PARAM = 'svc_checkout'

@@ -1,53 +1,39 @@
-/** The gateway operations behind the dashboard pages (principal: the signed-in creator's dashboard session). */
+/**
+ * The gateway operations behind the dashboard pages (principal: the signed-in creator's dashboard session), typed
+ * from the apps and actors subgraphs' SDL.
+ */
+import { graphql, type ResultOf } from '@svc/graph'
 
-export interface DashboardActor {
-  did: string
-  environment: string
-  displayName: string | null
-  payable: boolean
-  payoutStatus: string
-}
+export const DASHBOARD_ACTOR_FIELDS = graphql(`fragment DashboardActorFields on ActorProfile { did environment displayName payable payoutStatus }`)
+export const APPROVAL_SUMMARY_FIELDS = graphql(`fragment ApprovalSummaryFields on RecipientApproval {
+  id appDid app { name } appOrigin status paymentTypes feeShareBps createdAt
+}`)
+export const APPROVAL_DETAIL_FIELDS = graphql(`fragment ApprovalDetailFields on RecipientApproval {
+  ...ApprovalSummaryFields
+  recipientDid environment publicRecords { enabled defaults { attestation } } requestReason setupReturnUrl termsHash approvedAt updatedAt
+}`)
 
-export interface ApprovalSummary {
-  id: string
-  appDid: string
-  app: { name: string | null }
-  appOrigin: string
-  status: string
-  paymentTypes: string[]
-  feeShareBps: number
-  createdAt: string
-}
+export type DashboardActor = ResultOf<typeof DASHBOARD_ACTOR_FIELDS>
+export type ApprovalSummary = ResultOf<typeof APPROVAL_SUMMARY_FIELDS>
+export type ApprovalDetail = ResultOf<typeof APPROVAL_DETAIL_FIELDS> & ApprovalSummary
 
-export interface ApprovalDetail extends ApprovalSummary {
-  recipientDid: string
-  environment: string
-  publicRecords: { enabled: boolean; defaults: { attestation: string | null } }
-  requestReason: string | null
-  setupReturnUrl: string | null
-  termsHash: string
-  approvedAt: string | null
-  updatedAt: string
-}
+export const HOME = graphql(`query DashboardHome { dashboardActor { ...DashboardActorFields } dashboardApprovals { ...ApprovalSummaryFields } }`)
+export type HomeData = ResultOf<typeof HOME>
 
-const ACTOR = 'dashboardActor { did environment displayName payable payoutStatus }'
-const SUMMARY = 'id appDid app { name } appOrigin status paymentTypes feeShareBps createdAt'
-const DETAIL = `${SUMMARY} recipientDid environment publicRecords { enabled defaults { attestation } } requestReason setupReturnUrl termsHash approvedAt updatedAt`
-
-export const HOME = `query DashboardHome { ${ACTOR} dashboardApprovals { ${SUMMARY} } }`
-export type HomeData = { dashboardActor: DashboardActor | null; dashboardApprovals: ApprovalSummary[] }
-
-export const APPROVAL = `query DashboardApproval($id: ID!) { ${ACTOR} dashboardApproval(id: $id) { ${DETAIL} } }`
-export type ApprovalData = { dashboardActor: DashboardActor | null; dashboardApproval: ApprovalDetail }
+export const APPROVAL = graphql(`query DashboardApproval($id: ID!) {
+  dashboardActor { ...DashboardActorFields }
+  dashboardApproval(id: $id) { ...ApprovalDetailFields }
+}`)
+export type ApprovalData = ResultOf<typeof APPROVAL>
 
 /** The creator's decisions on a request; each is a dashboard-only mutation of the apps subgraph. */
 export const APPROVAL_ACTIONS = {
-  accept: `mutation Accept($id: ID!, $termsHash: String!) { acceptRecipientApproval(id: $id, termsHash: $termsHash) { ${DETAIL} } }`,
-  decline: `mutation Decline($id: ID!) { declineRecipientApproval(id: $id) { ${DETAIL} } }`,
-  revoke: `mutation Revoke($id: ID!) { revokeRecipientApproval(id: $id) { ${DETAIL} } }`,
-  block: `mutation Block($id: ID!) { blockRecipientApproval(id: $id) { ${DETAIL} } }`,
-  unblock: `mutation Unblock($id: ID!) { unblockRecipientApproval(id: $id) { ${DETAIL} } }`,
+  accept: graphql(`mutation Accept($id: ID!, $termsHash: String!) { acceptRecipientApproval(id: $id, termsHash: $termsHash) { ...ApprovalDetailFields } }`),
+  decline: graphql(`mutation Decline($id: ID!) { declineRecipientApproval(id: $id) { ...ApprovalDetailFields } }`),
+  revoke: graphql(`mutation Revoke($id: ID!) { revokeRecipientApproval(id: $id) { ...ApprovalDetailFields } }`),
+  block: graphql(`mutation Block($id: ID!) { blockRecipientApproval(id: $id) { ...ApprovalDetailFields } }`),
+  unblock: graphql(`mutation Unblock($id: ID!) { unblockRecipientApproval(id: $id) { ...ApprovalDetailFields } }`),
 } as const
 export type ApprovalAction = keyof typeof APPROVAL_ACTIONS
 
-export const COMPLETE_TEST_PAYOUT_ONBOARDING = `mutation CompleteTestPayoutOnboarding { completeTestPayoutOnboarding { did payoutStatus payable } }`
+export const COMPLETE_TEST_PAYOUT_ONBOARDING = graphql(`mutation CompleteTestPayoutOnboarding { completeTestPayoutOnboarding { did payoutStatus payable } }`)

@@ -10,7 +10,7 @@ import fastifyFormbody from '@fastify/formbody'
 import { ContractError } from '@svc/errors'
 import { csrfMatches, DASHBOARD_COOKIE, isDashboardPath, SESSION_TTL_SECONDS, type DashboardSession, type DashboardSessions } from '@svc/dashboard-session'
 import type { Principal } from '@svc/internal-context'
-import type { GatewayClient } from '@svc/gateway-client'
+import type { GatewayClient, GatewayDocument } from '@svc/gateway-client'
 import { sendPage } from '../pages/html'
 import {
   APPROVAL,
@@ -18,8 +18,6 @@ import {
   COMPLETE_TEST_PAYOUT_ONBOARDING,
   HOME,
   type ApprovalAction,
-  type ApprovalData,
-  type HomeData,
 } from './operations'
 import * as views from './views'
 
@@ -45,8 +43,8 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
 
   const sessionOf = (request: FastifyRequest) => opts.sessions.getSession(request.cookies[DASHBOARD_COOKIE])
   const principalOf = (s: DashboardSession): Principal => ({ kind: 'dashboard', actorDid: s.actorDid, environment: s.environment, sessionId: s.sessionId })
-  const ask = <T>(request: FastifyRequest, s: DashboardSession, operation: string, variables: Record<string, unknown> = {}) =>
-    opts.gateway.query<T>(operation, variables, { principal: principalOf(s), requestId: request.id, log: request.log })
+  const ask = <T, V>(request: FastifyRequest, s: DashboardSession, operation: GatewayDocument<T, V>, variables: V) =>
+    opts.gateway.query(operation, variables, { principal: principalOf(s), requestId: request.id, log: request.log })
 
   /** The page for a contract error; anything unexpected is logged and shown as a generic failure. */
   const failure = (request: FastifyRequest, reply: FastifyReply, err: unknown) => {
@@ -101,7 +99,7 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
     const s = await signedIn(request, reply)
     if (!s) return reply
     try {
-      const data = await ask<HomeData>(request, s, HOME)
+      const data = await ask(request, s, HOME, {})
       return sendPage(reply, views.homePage(s, data))
     } catch (err) {
       return failure(request, reply, err)
@@ -113,7 +111,7 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
     if (!s) return reply
     if (!APPROVAL_ID.test(request.params.id)) return sendPage(reply, views.errorPage(new ContractError('NotFound', 'no such approval request')))
     try {
-      const data = await ask<ApprovalData>(request, s, APPROVAL, { id: request.params.id })
+      const data = await ask(request, s, APPROVAL, { id: request.params.id })
       return sendPage(reply, views.approvalPage(s, data, mode))
     } catch (err) {
       return failure(request, reply, err)
@@ -132,12 +130,10 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
     }
     const variables = action === 'accept' ? { id, termsHash: typeof form.termsHash === 'string' ? form.termsHash : '' } : { id }
     try {
-      const data = await ask<Record<string, { setupReturnUrl: string | null; status: string }>>(
-        request,
-        s,
-        APPROVAL_ACTIONS[action as ApprovalAction],
-        variables,
-      )
+      const data = (await ask(request, s, APPROVAL_ACTIONS[action as ApprovalAction] as GatewayDocument<unknown, typeof variables>, variables)) as Record<
+        string,
+        { setupReturnUrl: string | null; status: string }
+      >
       const approval = Object.values(data)[0]!
       request.log.info({ approvalId: id, action, status: approval.status }, 'approval decision')
       // After accepting from the onboarding flow the creator goes back to the app (its registered origin).
@@ -157,7 +153,7 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
     const signed = await signedInForm(request, reply)
     if (!signed) return reply
     try {
-      await ask(request, signed.s, COMPLETE_TEST_PAYOUT_ONBOARDING)
+      await ask(request, signed.s, COMPLETE_TEST_PAYOUT_ONBOARDING, {})
       request.log.info('test payout onboarding completed')
       return reply.redirect(safeDashboardPath(signed.form.next), 303)
     } catch (err) {

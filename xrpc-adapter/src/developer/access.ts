@@ -10,23 +10,19 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ContractError } from '@svc/errors'
 import { presentedApiKey } from '../auth/api-key'
 import type { GatewayClient } from '@svc/gateway-client'
+import { graphql, type ResultOf } from '@svc/graph'
 import { ADAPTER_PRINCIPAL } from '../principals'
-import type { Environment } from '@svc/vocabulary'
 
 export type DeveloperPermission = 'app.config.read' | 'webhook.test.write' | 'webhook.deliveries.read' | 'webhook.deliveries.redrive'
 
-export interface DeveloperAccess {
-  appDid: string
-  environment: Environment
-  keyPrefix: string
-  webhook: { configured: boolean; paused: boolean; channel: string }
-}
-
-const DEVELOPER_ACCESS = `query DeveloperAccess($app: String, $environment: String, $permission: String!, $liveAllowed: Boolean) {
+const DEVELOPER_ACCESS = graphql(`query DeveloperAccess($app: String, $environment: String, $permission: String!, $liveAllowed: Boolean) {
   developerAccess(app: $app, environment: $environment, permission: $permission, liveAllowed: $liveAllowed) {
     appDid environment keyPrefix webhook { configured paused channel }
   }
-}`
+}`)
+
+/** The app environment, key and channel facts the apps subgraph established for the key (its SDL declares them). */
+export type DeveloperAccess = ResultOf<typeof DEVELOPER_ACCESS>['developerAccess']
 
 export type UtilityQuery = Record<string, string | string[] | undefined>
 
@@ -47,7 +43,7 @@ export async function checkDeveloperAccess(
   const key = presentedApiKey(request.headers.authorization)
   const query = request.query as UtilityQuery
   const variables = { app: queryValue(query, 'app'), environment: queryValue(query, 'environment'), permission, liveAllowed: opts.liveAllowed }
-  const data = await gateway.query<{ developerAccess: DeveloperAccess }>(DEVELOPER_ACCESS, variables, {
+  const data = await gateway.query(DEVELOPER_ACCESS, variables, {
     principal: { kind: 'apiKey', keyHash: key.keyHash },
     requestId: request.id,
     log: request.log,

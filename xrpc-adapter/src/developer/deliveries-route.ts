@@ -7,6 +7,7 @@
 import type { FastifyInstance } from 'fastify'
 import { ContractError } from '@svc/errors'
 import type { GatewayClient } from '@svc/gateway-client'
+import { graphql } from '@svc/graph'
 import { asAdapter, checkDeveloperAccess, type UtilityQuery } from './access'
 
 export const DELIVERIES_PATH = '/api/webhooks/atm'
@@ -15,38 +16,12 @@ export const DELIVERY_STATUSES = ['pending', 'held', 'delivered', 'failed'] as c
 export const DEFAULT_LIMIT = 20
 export const MAX_LIMIT = 100
 
-export interface DeliveryAttemptEntry {
-  number: number
-  attemptedAt: string
-  channel: string | null
-  statusCode: number | null
-  durationMs: number | null
-  error: string | null
-  responseExcerpt: string | null
-  outcome: string
-  nextAttemptAt: string | null
-}
-
-export interface DeliveryEntry {
-  id: string
-  eventType: string
-  status: string
-  attemptCount: number
-  environment: string
-  createdAt: string
-  lastAttemptAt: string | null
-  nextAttemptAt: string | null
-  deliveredAt: string | null
-  failedAt: string | null
-  attempts: DeliveryAttemptEntry[]
-}
-
-const DELIVERIES = `query Deliveries($appDid: ID!, $environment: String!, $status: String, $limit: Int) {
+const DELIVERIES = graphql(`query Deliveries($appDid: ID!, $environment: String!, $status: String, $limit: Int) {
   deliveries(appDid: $appDid, environment: $environment, status: $status, limit: $limit) {
     id eventType status attemptCount environment createdAt lastAttemptAt nextAttemptAt deliveredAt failedAt
     attempts { number attemptedAt channel statusCode durationMs error responseExcerpt outcome nextAttemptAt }
   }
-}`
+}`)
 
 function parseStatus(query: UtilityQuery): string | null {
   const value = query.status
@@ -70,7 +45,7 @@ export async function deliveriesRoute(app: FastifyInstance, opts: { gateway: Gat
     const access = await checkDeveloperAccess(opts.gateway, request, 'webhook.deliveries.read', { liveAllowed: true })
     const query = request.query as UtilityQuery
     const variables = { appDid: access.appDid, environment: access.environment, status: parseStatus(query), limit: parseLimit(query) }
-    const data = await opts.gateway.query<{ deliveries: DeliveryEntry[] }>(DELIVERIES, variables, asAdapter(request))
+    const data = await opts.gateway.query(DELIVERIES, variables, asAdapter(request))
     return { deliveries: data.deliveries }
   })
 }

@@ -10,6 +10,7 @@
 import type { FastifyInstance } from 'fastify'
 import { ContractError } from '@svc/errors'
 import type { GatewayClient } from '@svc/gateway-client'
+import { graphql } from '@svc/graph'
 import { asAdapter, bodiesAsText, checkDeveloperAccess, jsonObjectBody } from './access'
 import { DELIVERIES_PATH } from './deliveries-route'
 
@@ -25,9 +26,9 @@ export interface RedriveBody {
 const EXAMPLE = '{"deliveryId": "whd_…"} or {"status": "failed", "since": "2026-06-01T00:00:00Z", "limit": 100}'
 const FIELDS = ['deliveryId', 'status', 'since', 'limit'] as const
 
-const REDRIVE = `mutation Redrive($appDid: ID!, $environment: String!, $input: RedriveInput!) {
+const REDRIVE = graphql(`mutation Redrive($appDid: ID!, $environment: String!, $input: RedriveInput!) {
   redriveDeliveries(appDid: $appDid, environment: $environment, input: $input) { ok queued }
-}`
+}`)
 
 function optionalString(body: Record<string, unknown>, name: string): string | null {
   const v = body[name]
@@ -69,7 +70,7 @@ export async function redriveRoute(app: FastifyInstance, opts: { gateway: Gatewa
   app.post(DELIVERIES_PATH, async (request) => {
     const access = await checkDeveloperAccess(opts.gateway, request, 'webhook.deliveries.redrive', { liveAllowed: true })
     const input = parseRedriveBody(request.body)
-    const data = await opts.gateway.query<{ redriveDeliveries: { ok: boolean; queued: number } }>(
+    const data = await opts.gateway.query(
       REDRIVE,
       { appDid: access.appDid, environment: access.environment, input },
       asAdapter(request),

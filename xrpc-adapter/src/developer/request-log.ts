@@ -6,10 +6,11 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { GatewayClient } from '@svc/gateway-client'
+import { graphql } from '@svc/graph'
 import { ADAPTER_PRINCIPAL } from '../principals'
 import { apiKeyForLog } from '../auth/api-key'
 
-const RECORD = `mutation Record($input: DeveloperRequestInput!) { recordDeveloperRequest(input: $input) }`
+const RECORD = graphql(`mutation Record($input: DeveloperRequestInput!) { recordDeveloperRequest(input: $input) }`)
 
 /** A query value as recorded: a single non-empty string, else nothing (a repeated parameter arrives as an array). */
 function oneValue(value: unknown): string | null {
@@ -31,7 +32,7 @@ export const requestLogPlugin = fp(async (app: FastifyInstance, opts: { gateway:
             environment,
             appDid: oneValue(query.app),
             method: request.method,
-            path: request.url.split('?')[0],
+            path: request.url.split('?')[0] ?? request.url,
             status: reply.statusCode,
             errorCode: reply.contractError ?? null,
             keyPrefix: key?.keyPrefix ?? null,

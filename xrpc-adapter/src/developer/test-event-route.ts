@@ -7,13 +7,14 @@
 import type { FastifyInstance } from 'fastify'
 import { ContractError } from '@svc/errors'
 import type { GatewayClient } from '@svc/gateway-client'
+import { graphql } from '@svc/graph'
 import { asAdapter, bodiesAsText, checkDeveloperAccess } from './access'
 
 export const TEST_EVENT_PATH = '/api/app/developer/test-event'
 
-const CREATE_TEST_DELIVERY = `mutation CreateTestDelivery($appDid: ID!, $environment: String!) {
+const CREATE_TEST_DELIVERY = graphql(`mutation CreateTestDelivery($appDid: ID!, $environment: String!) {
   createTestDelivery(appDid: $appDid, environment: $environment) { id environment }
-}`
+}`)
 
 export async function testEventRoute(app: FastifyInstance, opts: { gateway: GatewayClient }) {
   bodiesAsText(app)
@@ -25,7 +26,7 @@ export async function testEventRoute(app: FastifyInstance, opts: { gateway: Gate
         `no webhook or receiver is configured for ${access.environment}: set webhookUrl (or eventChannel xrpc and receiverUrl) with money.svc.app.updateConfig`,
       )
     }
-    const data = await opts.gateway.query<{ createTestDelivery: { id: string; environment: string } }>(
+    const data = await opts.gateway.query(
       CREATE_TEST_DELIVERY,
       { appDid: access.appDid, environment: access.environment },
       asAdapter(request),

@@ -2,24 +2,18 @@
  * The contract's appConfig / webhook objects, from the gateway's AppEnvironmentConfig. `webhook` also carries this
  * implementation's `channel` (always) and `url` / `receiverUrl` (when set); docs/events.md, "Channels".
  */
-export const APP_CONFIG_FIELDS = `
+import { graphql, type ResultOf } from '@svc/graph'
+
+export const APP_CONFIG_FIELDS = graphql(`fragment AppConfigFields on AppEnvironmentConfig {
   appDid environment appUrl feeShareBps
   webhook { configured url paused channel receiverUrl }
   modules { tickets }
   ticketing { qrPasses walletPasses }
   ticketFee { bps flatAmount flatCurrency passToBuyer }
-`
+}`)
 
-export interface AppConfigData {
-  appDid: string
-  environment: string
-  appUrl: string
-  feeShareBps: number
-  webhook: { configured: boolean; url: string | null; paused: boolean; channel: string; receiverUrl: string | null }
-  modules: { tickets: boolean }
-  ticketing: { qrPasses: boolean; walletPasses: boolean }
-  ticketFee: { bps: number; flatAmount: number; flatCurrency: string; passToBuyer: boolean }
-}
+/** The configuration as the apps subgraph's SDL declares it (the fragment above). */
+export type AppConfigData = ResultOf<typeof APP_CONFIG_FIELDS>
 
 export interface WebhookOutput {
   configured: boolean

@@ -1,10 +1,11 @@
-import { APP_CONFIG_FIELDS, appConfigOutput, webhookOutput, type AppConfigData } from './app-config-output'
-import type { GatewayMethod } from './types'
+import { appConfigOutput, webhookOutput } from './app-config-output'
+import { graphql } from '@svc/graph'
+import { gatewayMethod } from './types'
 
-export const getConfig: GatewayMethod<'money.svc.app.getConfig', { appConfig: AppConfigData }> = {
+export const getConfig = gatewayMethod({
   nsid: 'money.svc.app.getConfig',
   auth: 'app',
-  operation: `query GetConfig($environment: String!) { appConfig(environment: $environment) { ${APP_CONFIG_FIELDS} } }`,
+  operation: graphql(`query GetConfig($environment: String!) { appConfig(environment: $environment) { ...AppConfigFields } }`),
   variables: ({ params }) => ({ environment: params.environment }),
   output: ({ appConfig: c }) => ({
     appDid: c.appDid,
@@ -14,4 +15,4 @@ export const getConfig: GatewayMethod<'money.svc.app.getConfig', { appConfig: Ap
     webhook: webhookOutput(c.webhook),
     appConfig: appConfigOutput(c),
   }),
-}
+})

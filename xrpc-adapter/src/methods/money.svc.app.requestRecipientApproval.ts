@@ -1,21 +1,13 @@
 import { APP_ACCESS_ERRORS } from './app-access'
 import { assertOnlyKeys } from './strict-body'
-import type { GatewayMethod } from './types'
-
-interface ApprovalData {
-  id: string
-  status: string
-  dashboardUrl: string
-  onboardingUrl: string
-  paymentTypes: string[]
-  feeShareBps: number
-}
+import { graphql } from '@svc/graph'
+import { gatewayMethod } from './types'
 
 /**
  * The apps domain resolves the environment, reads whether the recipient is a known actor there (the actors domain's
  * fact), then creates or updates the one request of this app, recipient and environment.
  */
-export const requestRecipientApproval: GatewayMethod<'money.svc.app.requestRecipientApproval', { requestRecipientApproval: ApprovalData }> = {
+export const requestRecipientApproval = gatewayMethod({
   nsid: 'money.svc.app.requestRecipientApproval',
   auth: 'app',
   check: ({ input }) =>
@@ -32,9 +24,9 @@ export const requestRecipientApproval: GatewayMethod<'money.svc.app.requestRecip
       },
       (field) => `${field} is not a field of an approval request`,
     ),
-  operation: `mutation RequestRecipientApproval($input: RecipientApprovalInput!) {
+  operation: graphql(`mutation RequestRecipientApproval($input: RecipientApprovalInput!) {
     requestRecipientApproval(input: $input) { id status dashboardUrl onboardingUrl paymentTypes feeShareBps }
-  }`,
+  }`),
   variables: ({ input }) => ({ input }),
   output: ({ requestRecipientApproval: a }) => ({
     id: a.id,
@@ -45,4 +37,4 @@ export const requestRecipientApproval: GatewayMethod<'money.svc.app.requestRecip
     feeShareBps: a.feeShareBps,
   }),
   errors: { ...APP_ACCESS_ERRORS, ActorNotFound: 'RecipientNotFound' },
-}
+})

@@ -3,16 +3,17 @@
  * environment's signing secret when the result leaves a channel configured (docs/events.md, "Signing secrets"). Only
  * the call that created the first secret gets it back, as `webhook.signingSecret`; every other response has none.
  */
-import { APP_CONFIG_FIELDS, appConfigOutput, webhookOutput, type AppConfigData } from './app-config-output'
+import { appConfigOutput, webhookOutput } from './app-config-output'
 import { assertOnlyKeys } from './strict-body'
-import type { GatewayMethod } from './types'
+import { graphql } from '@svc/graph'
+import { gatewayMethod } from './types'
 
 const PLATFORM_OWNED = new Set(['ticketFee.bps', 'ticketFee.flatAmount', 'ticketFee.flatCurrency', 'feeShareBps'])
 
-export const updateConfig: GatewayMethod<'money.svc.app.updateConfig', { updateAppConfig: { config: AppConfigData; signingSecret: string | null } }> = {
+export const updateConfig = gatewayMethod({
   nsid: 'money.svc.app.updateConfig',
   auth: 'app',
-  operation: `mutation UpdateConfig($input: UpdateAppConfigInput!) { updateAppConfig(input: $input) { config { ${APP_CONFIG_FIELDS} } signingSecret } }`,
+  operation: graphql(`mutation UpdateConfig($input: UpdateAppConfigInput!) { updateAppConfig(input: $input) { config { ...AppConfigFields } signingSecret } }`),
   check: ({ input }) =>
     assertOnlyKeys(
       input,
@@ -40,4 +41,4 @@ export const updateConfig: GatewayMethod<'money.svc.app.updateConfig', { updateA
       appConfig: appConfigOutput(c),
     }
   },
-}
+})

@@ -1,4 +1,5 @@
 import type { ErrorCode } from '@svc/errors'
+import type { DocumentTypeDecoration } from '@svc/graph'
 import type { MethodNsid, Methods } from '@svc/lexicons/types'
 import type { AuthVerifier } from '../auth/service-auth'
 
@@ -10,17 +11,23 @@ export type Auth = 'app'
  */
 // The table holds methods of different NSIDs and data types; `any` lets each keep its precise ones.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export interface GatewayMethod<N extends MethodNsid = any, TData = any> {
+export interface GatewayMethod<N extends MethodNsid = any, TData = any, TVariables = any> {
   nsid: N
   auth: Auth
-  /** the gateway operation */
-  operation: string
+  /** the gateway operation: a `graphql(`…`)` document, whose result type is the method's data */
+  operation: DocumentTypeDecoration<TData, TVariables>
   /** checks the lexicon cannot express (strict bodies, refused fields); throw ContractError */
   check?: (call: MethodCall<N>) => void
-  variables: (call: MethodCall<N>) => Record<string, unknown>
+  /** the operation's variables, typed by its document */
+  variables: (call: MethodCall<N>) => TVariables
   output: (data: TData, call: MethodCall<N>) => Methods[N]['output']
   /** how a domain error reads in this method's contract (e.g. AppNotRegistered → AppUnauthorized); others pass unchanged */
   errors?: Partial<Record<ErrorCode, ErrorCode>>
+}
+
+/** A method, its data and variables types taken from its operation's typed document (and its params, input, output from its NSID). */
+export function gatewayMethod<N extends MethodNsid, TData, TVariables>(method: GatewayMethod<N, TData, TVariables>): GatewayMethod<N, TData, TVariables> {
+  return method
 }
 
 /** A method of the contract whose domain is not built yet: answered 501 MethodNotImplemented. */

@@ -23,6 +23,39 @@ type Documents = {
     "query PaymentsCheckoutFacts($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) {\n    environment\n    config { ticketFee { bps flatAmount flatCurrency passToBuyer } }\n    recipientApproval(recipientDid: $recipient) {\n      id status paymentTypes feeShareBps recipient { did displayName payable payoutStatus }\n    }\n  }\n}": typeof types.PaymentsCheckoutFactsDocument,
     "query PaymentsAppLinkFacts($appDid: ID!, $environment: String, $repo: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { appUrl } repo: profile(actor: $repo) { did } }\n}": typeof types.PaymentsAppLinkFactsDocument,
     "query PaymentsProofDelegation($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment recipientApproval(recipientDid: $recipient) { status publicRecords { enabled } } }\n}": typeof types.PaymentsProofDelegationDocument,
+    "query CheckoutPage($browserToken: String!) { checkout(browserToken: $browserToken) { ...CheckoutViewFields } }": typeof types.CheckoutPageDocument,
+    "mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }": typeof types.PayCheckoutDocument,
+    "mutation CancelCheckout($browserToken: String!) { cancelCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": typeof types.CancelCheckoutDocument,
+    "fragment CheckoutViewFields on CheckoutView {\n  id environment status failureReason failureMessage recipientDid recipientName paymentType description currency\n  amount serviceFee buyerFee total returnUrl cancelUrl expiresAt\n}": typeof types.CheckoutViewFieldsFragmentDoc,
+    "fragment DashboardActorFields on ActorProfile { did environment displayName payable payoutStatus }": typeof types.DashboardActorFieldsFragmentDoc,
+    "fragment ApprovalSummaryFields on RecipientApproval {\n  id appDid app { name } appOrigin status paymentTypes feeShareBps createdAt\n}": typeof types.ApprovalSummaryFieldsFragmentDoc,
+    "fragment ApprovalDetailFields on RecipientApproval {\n  ...ApprovalSummaryFields\n  recipientDid environment publicRecords { enabled defaults { attestation } } requestReason setupReturnUrl termsHash approvedAt updatedAt\n}": typeof types.ApprovalDetailFieldsFragmentDoc,
+    "query DashboardHome { dashboardActor { ...DashboardActorFields } dashboardApprovals { ...ApprovalSummaryFields } }": typeof types.DashboardHomeDocument,
+    "query DashboardApproval($id: ID!) {\n  dashboardActor { ...DashboardActorFields }\n  dashboardApproval(id: $id) { ...ApprovalDetailFields }\n}": typeof types.DashboardApprovalDocument,
+    "mutation Accept($id: ID!, $termsHash: String!) { acceptRecipientApproval(id: $id, termsHash: $termsHash) { ...ApprovalDetailFields } }": typeof types.AcceptDocument,
+    "mutation Decline($id: ID!) { declineRecipientApproval(id: $id) { ...ApprovalDetailFields } }": typeof types.DeclineDocument,
+    "mutation Revoke($id: ID!) { revokeRecipientApproval(id: $id) { ...ApprovalDetailFields } }": typeof types.RevokeDocument,
+    "mutation Block($id: ID!) { blockRecipientApproval(id: $id) { ...ApprovalDetailFields } }": typeof types.BlockDocument,
+    "mutation Unblock($id: ID!) { unblockRecipientApproval(id: $id) { ...ApprovalDetailFields } }": typeof types.UnblockDocument,
+    "mutation CompleteTestPayoutOnboarding { completeTestPayoutOnboarding { did payoutStatus payable } }": typeof types.CompleteTestPayoutOnboardingDocument,
+    "query DeveloperAccess($app: String, $environment: String, $permission: String!, $liveAllowed: Boolean) {\n  developerAccess(app: $app, environment: $environment, permission: $permission, liveAllowed: $liveAllowed) {\n    appDid environment keyPrefix webhook { configured paused channel }\n  }\n}": typeof types.DeveloperAccessDocument,
+    "query DeveloperConfig($app: String, $environment: String) {\n  developerConfig(app: $app, environment: $environment) {\n    appDid environment status webhook { configured paused } modules { payments products tickets }\n  }\n}": typeof types.DeveloperConfigDocument,
+    "query Deliveries($appDid: ID!, $environment: String!, $status: String, $limit: Int) {\n  deliveries(appDid: $appDid, environment: $environment, status: $status, limit: $limit) {\n    id eventType status attemptCount environment createdAt lastAttemptAt nextAttemptAt deliveredAt failedAt\n    attempts { number attemptedAt channel statusCode durationMs error responseExcerpt outcome nextAttemptAt }\n  }\n}": typeof types.DeliveriesDocument,
+    "mutation Redrive($appDid: ID!, $environment: String!, $input: RedriveInput!) {\n  redriveDeliveries(appDid: $appDid, environment: $environment, input: $input) { ok queued }\n}": typeof types.RedriveDocument,
+    "mutation Record($input: DeveloperRequestInput!) { recordDeveloperRequest(input: $input) }": typeof types.RecordDocument,
+    "mutation CreateTestDelivery($appDid: ID!, $environment: String!) {\n  createTestDelivery(appDid: $appDid, environment: $environment) { id environment }\n}": typeof types.CreateTestDeliveryDocument,
+    "fragment AppConfigFields on AppEnvironmentConfig {\n  appDid environment appUrl feeShareBps\n  webhook { configured url paused channel receiverUrl }\n  modules { tickets }\n  ticketing { qrPasses walletPasses }\n  ticketFee { bps flatAmount flatCurrency passToBuyer }\n}": typeof types.AppConfigFieldsFragmentDoc,
+    "query GetPayoutStatus($environment: String, $actor: String) {\n    appAccess(environment: $environment) { payoutStatus(actor: $actor) { actor payable status } }\n  }": typeof types.GetPayoutStatusDocument,
+    "query GetProfile($environment: String, $actor: String!) {\n    appAccess(environment: $environment) { profile(actor: $actor) { did displayName payable paymentTypes createdAt } }\n  }": typeof types.GetProfileDocument,
+    "query GetConfig($environment: String!) { appConfig(environment: $environment) { ...AppConfigFields } }": typeof types.GetConfigDocument,
+    "query GetRecipientApproval($environment: String, $recipientDid: String!) {\n    appAccess(environment: $environment) {\n      recipientApproval(recipientDid: $recipientDid) {\n        id status recipientDid environment paymentTypes feeShareBps approvedAt paymentSetup\n      }\n    }\n  }": typeof types.GetRecipientApprovalDocument,
+    "mutation RequestRecipientApproval($input: RecipientApprovalInput!) {\n    requestRecipientApproval(input: $input) { id status dashboardUrl onboardingUrl paymentTypes feeShareBps }\n  }": typeof types.RequestRecipientApprovalDocument,
+    "mutation UpdateConfig($input: UpdateAppConfigInput!) { updateAppConfig(input: $input) { config { ...AppConfigFields } signingSecret } }": typeof types.UpdateConfigDocument,
+    "mutation RegisterAppLink($input: RegisterAppLinkInput!) {\n    registerAppLink(input: $input) { id recordUri fulfillmentUrl label environment createdAt }\n  }": typeof types.RegisterAppLinkDocument,
+    "mutation DeclineRecord($input: DeclineRecordInput!) { declinePaymentRecord(input: $input) { paymentUri status declinedAt } }": typeof types.DeclineRecordDocument,
+    "mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {\n    registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }\n  }": typeof types.RegisterCreatorProofDocument,
+    "mutation Initiate($product: String!) { initiateCheckout(product: $product) { token url } }": typeof types.InitiateDocument,
+    "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }": typeof types.PaymentStatusDocument,
 };
 const documents: Documents = {
     "mutation AppsEnsureSigningSecret($appDid: ID!, $environment: String!) {\n  ensureSigningSecret(appDid: $appDid, environment: $environment) { secret }\n}": types.AppsEnsureSigningSecretDocument,
@@ -32,6 +65,39 @@ const documents: Documents = {
     "query PaymentsCheckoutFacts($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) {\n    environment\n    config { ticketFee { bps flatAmount flatCurrency passToBuyer } }\n    recipientApproval(recipientDid: $recipient) {\n      id status paymentTypes feeShareBps recipient { did displayName payable payoutStatus }\n    }\n  }\n}": types.PaymentsCheckoutFactsDocument,
     "query PaymentsAppLinkFacts($appDid: ID!, $environment: String, $repo: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { appUrl } repo: profile(actor: $repo) { did } }\n}": types.PaymentsAppLinkFactsDocument,
     "query PaymentsProofDelegation($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment recipientApproval(recipientDid: $recipient) { status publicRecords { enabled } } }\n}": types.PaymentsProofDelegationDocument,
+    "query CheckoutPage($browserToken: String!) { checkout(browserToken: $browserToken) { ...CheckoutViewFields } }": types.CheckoutPageDocument,
+    "mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }": types.PayCheckoutDocument,
+    "mutation CancelCheckout($browserToken: String!) { cancelCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": types.CancelCheckoutDocument,
+    "fragment CheckoutViewFields on CheckoutView {\n  id environment status failureReason failureMessage recipientDid recipientName paymentType description currency\n  amount serviceFee buyerFee total returnUrl cancelUrl expiresAt\n}": types.CheckoutViewFieldsFragmentDoc,
+    "fragment DashboardActorFields on ActorProfile { did environment displayName payable payoutStatus }": types.DashboardActorFieldsFragmentDoc,
+    "fragment ApprovalSummaryFields on RecipientApproval {\n  id appDid app { name } appOrigin status paymentTypes feeShareBps createdAt\n}": types.ApprovalSummaryFieldsFragmentDoc,
+    "fragment ApprovalDetailFields on RecipientApproval {\n  ...ApprovalSummaryFields\n  recipientDid environment publicRecords { enabled defaults { attestation } } requestReason setupReturnUrl termsHash approvedAt updatedAt\n}": types.ApprovalDetailFieldsFragmentDoc,
+    "query DashboardHome { dashboardActor { ...DashboardActorFields } dashboardApprovals { ...ApprovalSummaryFields } }": types.DashboardHomeDocument,
+    "query DashboardApproval($id: ID!) {\n  dashboardActor { ...DashboardActorFields }\n  dashboardApproval(id: $id) { ...ApprovalDetailFields }\n}": types.DashboardApprovalDocument,
+    "mutation Accept($id: ID!, $termsHash: String!) { acceptRecipientApproval(id: $id, termsHash: $termsHash) { ...ApprovalDetailFields } }": types.AcceptDocument,
+    "mutation Decline($id: ID!) { declineRecipientApproval(id: $id) { ...ApprovalDetailFields } }": types.DeclineDocument,
+    "mutation Revoke($id: ID!) { revokeRecipientApproval(id: $id) { ...ApprovalDetailFields } }": types.RevokeDocument,
+    "mutation Block($id: ID!) { blockRecipientApproval(id: $id) { ...ApprovalDetailFields } }": types.BlockDocument,
+    "mutation Unblock($id: ID!) { unblockRecipientApproval(id: $id) { ...ApprovalDetailFields } }": types.UnblockDocument,
+    "mutation CompleteTestPayoutOnboarding { completeTestPayoutOnboarding { did payoutStatus payable } }": types.CompleteTestPayoutOnboardingDocument,
+    "query DeveloperAccess($app: String, $environment: String, $permission: String!, $liveAllowed: Boolean) {\n  developerAccess(app: $app, environment: $environment, permission: $permission, liveAllowed: $liveAllowed) {\n    appDid environment keyPrefix webhook { configured paused channel }\n  }\n}": types.DeveloperAccessDocument,
+    "query DeveloperConfig($app: String, $environment: String) {\n  developerConfig(app: $app, environment: $environment) {\n    appDid environment status webhook { configured paused } modules { payments products tickets }\n  }\n}": types.DeveloperConfigDocument,
+    "query Deliveries($appDid: ID!, $environment: String!, $status: String, $limit: Int) {\n  deliveries(appDid: $appDid, environment: $environment, status: $status, limit: $limit) {\n    id eventType status attemptCount environment createdAt lastAttemptAt nextAttemptAt deliveredAt failedAt\n    attempts { number attemptedAt channel statusCode durationMs error responseExcerpt outcome nextAttemptAt }\n  }\n}": types.DeliveriesDocument,
+    "mutation Redrive($appDid: ID!, $environment: String!, $input: RedriveInput!) {\n  redriveDeliveries(appDid: $appDid, environment: $environment, input: $input) { ok queued }\n}": types.RedriveDocument,
+    "mutation Record($input: DeveloperRequestInput!) { recordDeveloperRequest(input: $input) }": types.RecordDocument,
+    "mutation CreateTestDelivery($appDid: ID!, $environment: String!) {\n  createTestDelivery(appDid: $appDid, environment: $environment) { id environment }\n}": types.CreateTestDeliveryDocument,
+    "fragment AppConfigFields on AppEnvironmentConfig {\n  appDid environment appUrl feeShareBps\n  webhook { configured url paused channel receiverUrl }\n  modules { tickets }\n  ticketing { qrPasses walletPasses }\n  ticketFee { bps flatAmount flatCurrency passToBuyer }\n}": types.AppConfigFieldsFragmentDoc,
+    "query GetPayoutStatus($environment: String, $actor: String) {\n    appAccess(environment: $environment) { payoutStatus(actor: $actor) { actor payable status } }\n  }": types.GetPayoutStatusDocument,
+    "query GetProfile($environment: String, $actor: String!) {\n    appAccess(environment: $environment) { profile(actor: $actor) { did displayName payable paymentTypes createdAt } }\n  }": types.GetProfileDocument,
+    "query GetConfig($environment: String!) { appConfig(environment: $environment) { ...AppConfigFields } }": types.GetConfigDocument,
+    "query GetRecipientApproval($environment: String, $recipientDid: String!) {\n    appAccess(environment: $environment) {\n      recipientApproval(recipientDid: $recipientDid) {\n        id status recipientDid environment paymentTypes feeShareBps approvedAt paymentSetup\n      }\n    }\n  }": types.GetRecipientApprovalDocument,
+    "mutation RequestRecipientApproval($input: RecipientApprovalInput!) {\n    requestRecipientApproval(input: $input) { id status dashboardUrl onboardingUrl paymentTypes feeShareBps }\n  }": types.RequestRecipientApprovalDocument,
+    "mutation UpdateConfig($input: UpdateAppConfigInput!) { updateAppConfig(input: $input) { config { ...AppConfigFields } signingSecret } }": types.UpdateConfigDocument,
+    "mutation RegisterAppLink($input: RegisterAppLinkInput!) {\n    registerAppLink(input: $input) { id recordUri fulfillmentUrl label environment createdAt }\n  }": types.RegisterAppLinkDocument,
+    "mutation DeclineRecord($input: DeclineRecordInput!) { declinePaymentRecord(input: $input) { paymentUri status declinedAt } }": types.DeclineRecordDocument,
+    "mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {\n    registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }\n  }": types.RegisterCreatorProofDocument,
+    "mutation Initiate($product: String!) { initiateCheckout(product: $product) { token url } }": types.InitiateDocument,
+    "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }": types.PaymentStatusDocument,
 };
 
 /**
@@ -62,6 +128,138 @@ export function graphql(source: "query PaymentsAppLinkFacts($appDid: ID!, $envir
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "query PaymentsProofDelegation($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment recipientApproval(recipientDid: $recipient) { status publicRecords { enabled } } }\n}"): typeof import('./graphql').PaymentsProofDelegationDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query CheckoutPage($browserToken: String!) { checkout(browserToken: $browserToken) { ...CheckoutViewFields } }"): typeof import('./graphql').CheckoutPageDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }"): typeof import('./graphql').PayCheckoutDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation CancelCheckout($browserToken: String!) { cancelCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }"): typeof import('./graphql').CancelCheckoutDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "fragment CheckoutViewFields on CheckoutView {\n  id environment status failureReason failureMessage recipientDid recipientName paymentType description currency\n  amount serviceFee buyerFee total returnUrl cancelUrl expiresAt\n}"): typeof import('./graphql').CheckoutViewFieldsFragmentDoc;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "fragment DashboardActorFields on ActorProfile { did environment displayName payable payoutStatus }"): typeof import('./graphql').DashboardActorFieldsFragmentDoc;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "fragment ApprovalSummaryFields on RecipientApproval {\n  id appDid app { name } appOrigin status paymentTypes feeShareBps createdAt\n}"): typeof import('./graphql').ApprovalSummaryFieldsFragmentDoc;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "fragment ApprovalDetailFields on RecipientApproval {\n  ...ApprovalSummaryFields\n  recipientDid environment publicRecords { enabled defaults { attestation } } requestReason setupReturnUrl termsHash approvedAt updatedAt\n}"): typeof import('./graphql').ApprovalDetailFieldsFragmentDoc;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query DashboardHome { dashboardActor { ...DashboardActorFields } dashboardApprovals { ...ApprovalSummaryFields } }"): typeof import('./graphql').DashboardHomeDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query DashboardApproval($id: ID!) {\n  dashboardActor { ...DashboardActorFields }\n  dashboardApproval(id: $id) { ...ApprovalDetailFields }\n}"): typeof import('./graphql').DashboardApprovalDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation Accept($id: ID!, $termsHash: String!) { acceptRecipientApproval(id: $id, termsHash: $termsHash) { ...ApprovalDetailFields } }"): typeof import('./graphql').AcceptDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation Decline($id: ID!) { declineRecipientApproval(id: $id) { ...ApprovalDetailFields } }"): typeof import('./graphql').DeclineDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation Revoke($id: ID!) { revokeRecipientApproval(id: $id) { ...ApprovalDetailFields } }"): typeof import('./graphql').RevokeDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation Block($id: ID!) { blockRecipientApproval(id: $id) { ...ApprovalDetailFields } }"): typeof import('./graphql').BlockDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation Unblock($id: ID!) { unblockRecipientApproval(id: $id) { ...ApprovalDetailFields } }"): typeof import('./graphql').UnblockDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation CompleteTestPayoutOnboarding { completeTestPayoutOnboarding { did payoutStatus payable } }"): typeof import('./graphql').CompleteTestPayoutOnboardingDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query DeveloperAccess($app: String, $environment: String, $permission: String!, $liveAllowed: Boolean) {\n  developerAccess(app: $app, environment: $environment, permission: $permission, liveAllowed: $liveAllowed) {\n    appDid environment keyPrefix webhook { configured paused channel }\n  }\n}"): typeof import('./graphql').DeveloperAccessDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query DeveloperConfig($app: String, $environment: String) {\n  developerConfig(app: $app, environment: $environment) {\n    appDid environment status webhook { configured paused } modules { payments products tickets }\n  }\n}"): typeof import('./graphql').DeveloperConfigDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query Deliveries($appDid: ID!, $environment: String!, $status: String, $limit: Int) {\n  deliveries(appDid: $appDid, environment: $environment, status: $status, limit: $limit) {\n    id eventType status attemptCount environment createdAt lastAttemptAt nextAttemptAt deliveredAt failedAt\n    attempts { number attemptedAt channel statusCode durationMs error responseExcerpt outcome nextAttemptAt }\n  }\n}"): typeof import('./graphql').DeliveriesDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation Redrive($appDid: ID!, $environment: String!, $input: RedriveInput!) {\n  redriveDeliveries(appDid: $appDid, environment: $environment, input: $input) { ok queued }\n}"): typeof import('./graphql').RedriveDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation Record($input: DeveloperRequestInput!) { recordDeveloperRequest(input: $input) }"): typeof import('./graphql').RecordDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation CreateTestDelivery($appDid: ID!, $environment: String!) {\n  createTestDelivery(appDid: $appDid, environment: $environment) { id environment }\n}"): typeof import('./graphql').CreateTestDeliveryDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "fragment AppConfigFields on AppEnvironmentConfig {\n  appDid environment appUrl feeShareBps\n  webhook { configured url paused channel receiverUrl }\n  modules { tickets }\n  ticketing { qrPasses walletPasses }\n  ticketFee { bps flatAmount flatCurrency passToBuyer }\n}"): typeof import('./graphql').AppConfigFieldsFragmentDoc;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query GetPayoutStatus($environment: String, $actor: String) {\n    appAccess(environment: $environment) { payoutStatus(actor: $actor) { actor payable status } }\n  }"): typeof import('./graphql').GetPayoutStatusDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query GetProfile($environment: String, $actor: String!) {\n    appAccess(environment: $environment) { profile(actor: $actor) { did displayName payable paymentTypes createdAt } }\n  }"): typeof import('./graphql').GetProfileDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query GetConfig($environment: String!) { appConfig(environment: $environment) { ...AppConfigFields } }"): typeof import('./graphql').GetConfigDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query GetRecipientApproval($environment: String, $recipientDid: String!) {\n    appAccess(environment: $environment) {\n      recipientApproval(recipientDid: $recipientDid) {\n        id status recipientDid environment paymentTypes feeShareBps approvedAt paymentSetup\n      }\n    }\n  }"): typeof import('./graphql').GetRecipientApprovalDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation RequestRecipientApproval($input: RecipientApprovalInput!) {\n    requestRecipientApproval(input: $input) { id status dashboardUrl onboardingUrl paymentTypes feeShareBps }\n  }"): typeof import('./graphql').RequestRecipientApprovalDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation UpdateConfig($input: UpdateAppConfigInput!) { updateAppConfig(input: $input) { config { ...AppConfigFields } signingSecret } }"): typeof import('./graphql').UpdateConfigDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation RegisterAppLink($input: RegisterAppLinkInput!) {\n    registerAppLink(input: $input) { id recordUri fulfillmentUrl label environment createdAt }\n  }"): typeof import('./graphql').RegisterAppLinkDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation DeclineRecord($input: DeclineRecordInput!) { declinePaymentRecord(input: $input) { paymentUri status declinedAt } }"): typeof import('./graphql').DeclineRecordDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {\n    registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }\n  }"): typeof import('./graphql').RegisterCreatorProofDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation Initiate($product: String!) { initiateCheckout(product: $product) { token url } }"): typeof import('./graphql').InitiateDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }"): typeof import('./graphql').PaymentStatusDocument;
 
 
 export function graphql(source: string) {

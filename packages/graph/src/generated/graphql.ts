@@ -849,6 +849,223 @@ export type PaymentsProofDelegationQueryVariables = Exact<{
 
 export type PaymentsProofDelegationQuery = { __typename?: 'Query', appAccessFor: { __typename?: 'AppAccess', environment: string, recipientApproval: { __typename?: 'RecipientApproval', status: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean } } | null } };
 
+export type CheckoutPageQueryVariables = Exact<{
+  browserToken: Scalars['String']['input'];
+}>;
+
+
+export type CheckoutPageQuery = { __typename?: 'Query', checkout: { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string } };
+
+export type PayCheckoutMutationVariables = Exact<{
+  browserToken: Scalars['String']['input'];
+  card: CardInput;
+}>;
+
+
+export type PayCheckoutMutation = { __typename?: 'Mutation', payCheckout: { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string } };
+
+export type CancelCheckoutMutationVariables = Exact<{
+  browserToken: Scalars['String']['input'];
+}>;
+
+
+export type CancelCheckoutMutation = { __typename?: 'Mutation', cancelCheckout: { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string } };
+
+export type CheckoutViewFieldsFragment = { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string };
+
+export type DashboardActorFieldsFragment = { __typename?: 'ActorProfile', did: string, environment: string, displayName: string | null, payable: boolean, payoutStatus: string };
+
+export type ApprovalSummaryFieldsFragment = { __typename?: 'RecipientApproval', id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, app: { __typename?: 'App', name: string | null } };
+
+export type ApprovalDetailFieldsFragment = { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } };
+
+export type DashboardHomeQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type DashboardHomeQuery = { __typename?: 'Query', dashboardActor: { __typename?: 'ActorProfile', did: string, environment: string, displayName: string | null, payable: boolean, payoutStatus: string } | null, dashboardApprovals: Array<{ __typename?: 'RecipientApproval', id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, app: { __typename?: 'App', name: string | null } }> };
+
+export type DashboardApprovalQueryVariables = Exact<{
+  id: Scalars['ID']['input'];
+}>;
+
+
+export type DashboardApprovalQuery = { __typename?: 'Query', dashboardActor: { __typename?: 'ActorProfile', did: string, environment: string, displayName: string | null, payable: boolean, payoutStatus: string } | null, dashboardApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
+
+export type AcceptMutationVariables = Exact<{
+  id: Scalars['ID']['input'];
+  termsHash: Scalars['String']['input'];
+}>;
+
+
+export type AcceptMutation = { __typename?: 'Mutation', acceptRecipientApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
+
+export type DeclineMutationVariables = Exact<{
+  id: Scalars['ID']['input'];
+}>;
+
+
+export type DeclineMutation = { __typename?: 'Mutation', declineRecipientApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
+
+export type RevokeMutationVariables = Exact<{
+  id: Scalars['ID']['input'];
+}>;
+
+
+export type RevokeMutation = { __typename?: 'Mutation', revokeRecipientApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
+
+export type BlockMutationVariables = Exact<{
+  id: Scalars['ID']['input'];
+}>;
+
+
+export type BlockMutation = { __typename?: 'Mutation', blockRecipientApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
+
+export type UnblockMutationVariables = Exact<{
+  id: Scalars['ID']['input'];
+}>;
+
+
+export type UnblockMutation = { __typename?: 'Mutation', unblockRecipientApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
+
+export type CompleteTestPayoutOnboardingMutationVariables = Exact<{ [key: string]: never; }>;
+
+
+export type CompleteTestPayoutOnboardingMutation = { __typename?: 'Mutation', completeTestPayoutOnboarding: { __typename?: 'ActorProfile', did: string, payoutStatus: string, payable: boolean } };
+
+export type DeveloperAccessQueryVariables = Exact<{
+  app?: InputMaybe<Scalars['String']['input']>;
+  environment?: InputMaybe<Scalars['String']['input']>;
+  permission: Scalars['String']['input'];
+  liveAllowed?: InputMaybe<Scalars['Boolean']['input']>;
+}>;
+
+
+export type DeveloperAccessQuery = { __typename?: 'Query', developerAccess: { __typename?: 'DeveloperAccess', appDid: string, environment: string, keyPrefix: string, webhook: { __typename?: 'DeveloperWebhookState', configured: boolean, paused: boolean, channel: string } } };
+
+export type DeveloperConfigQueryVariables = Exact<{
+  app?: InputMaybe<Scalars['String']['input']>;
+  environment?: InputMaybe<Scalars['String']['input']>;
+}>;
+
+
+export type DeveloperConfigQuery = { __typename?: 'Query', developerConfig: { __typename?: 'DeveloperConfig', appDid: string, environment: string, status: string, webhook: { __typename?: 'DeveloperWebhookState', configured: boolean, paused: boolean }, modules: { __typename?: 'AppModules', payments: boolean, products: boolean, tickets: boolean } } };
+
+export type DeliveriesQueryVariables = Exact<{
+  appDid: Scalars['ID']['input'];
+  environment: Scalars['String']['input'];
+  status?: InputMaybe<Scalars['String']['input']>;
+  limit?: InputMaybe<Scalars['Int']['input']>;
+}>;
+
+
+export type DeliveriesQuery = { __typename?: 'Query', deliveries: Array<{ __typename?: 'Delivery', id: string, eventType: string, status: string, attemptCount: number, environment: string, createdAt: string, lastAttemptAt: string | null, nextAttemptAt: string | null, deliveredAt: string | null, failedAt: string | null, attempts: Array<{ __typename?: 'DeliveryAttempt', number: number, attemptedAt: string, channel: string | null, statusCode: number | null, durationMs: number | null, error: string | null, responseExcerpt: string | null, outcome: string, nextAttemptAt: string | null }> }> };
+
+export type RedriveMutationVariables = Exact<{
+  appDid: Scalars['ID']['input'];
+  environment: Scalars['String']['input'];
+  input: RedriveInput;
+}>;
+
+
+export type RedriveMutation = { __typename?: 'Mutation', redriveDeliveries: { __typename?: 'RedriveResult', ok: boolean, queued: number } };
+
+export type RecordMutationVariables = Exact<{
+  input: DeveloperRequestInput;
+}>;
+
+
+export type RecordMutation = { __typename?: 'Mutation', recordDeveloperRequest: boolean };
+
+export type CreateTestDeliveryMutationVariables = Exact<{
+  appDid: Scalars['ID']['input'];
+  environment: Scalars['String']['input'];
+}>;
+
+
+export type CreateTestDeliveryMutation = { __typename?: 'Mutation', createTestDelivery: { __typename?: 'Delivery', id: string, environment: string } };
+
+export type AppConfigFieldsFragment = { __typename?: 'AppEnvironmentConfig', appDid: string, environment: string, appUrl: string, feeShareBps: number, webhook: { __typename?: 'WebhookState', configured: boolean, url: string | null, paused: boolean, channel: string, receiverUrl: string | null }, modules: { __typename?: 'AppModules', tickets: boolean }, ticketing: { __typename?: 'TicketingOptions', qrPasses: boolean, walletPasses: boolean }, ticketFee: { __typename?: 'TicketFee', bps: number, flatAmount: number, flatCurrency: string, passToBuyer: boolean } };
+
+export type GetPayoutStatusQueryVariables = Exact<{
+  environment?: InputMaybe<Scalars['String']['input']>;
+  actor?: InputMaybe<Scalars['String']['input']>;
+}>;
+
+
+export type GetPayoutStatusQuery = { __typename?: 'Query', appAccess: { __typename?: 'AppAccess', payoutStatus: { __typename?: 'PayoutStatus', actor: string, payable: boolean, status: string } } };
+
+export type GetProfileQueryVariables = Exact<{
+  environment?: InputMaybe<Scalars['String']['input']>;
+  actor: Scalars['String']['input'];
+}>;
+
+
+export type GetProfileQuery = { __typename?: 'Query', appAccess: { __typename?: 'AppAccess', profile: { __typename?: 'ActorProfile', did: string, displayName: string | null, payable: boolean, paymentTypes: Array<string>, createdAt: string } } };
+
+export type GetConfigQueryVariables = Exact<{
+  environment: Scalars['String']['input'];
+}>;
+
+
+export type GetConfigQuery = { __typename?: 'Query', appConfig: { __typename?: 'AppEnvironmentConfig', appDid: string, environment: string, appUrl: string, feeShareBps: number, webhook: { __typename?: 'WebhookState', configured: boolean, url: string | null, paused: boolean, channel: string, receiverUrl: string | null }, modules: { __typename?: 'AppModules', tickets: boolean }, ticketing: { __typename?: 'TicketingOptions', qrPasses: boolean, walletPasses: boolean }, ticketFee: { __typename?: 'TicketFee', bps: number, flatAmount: number, flatCurrency: string, passToBuyer: boolean } } };
+
+export type GetRecipientApprovalQueryVariables = Exact<{
+  environment?: InputMaybe<Scalars['String']['input']>;
+  recipientDid: Scalars['String']['input'];
+}>;
+
+
+export type GetRecipientApprovalQuery = { __typename?: 'Query', appAccess: { __typename?: 'AppAccess', recipientApproval: { __typename?: 'RecipientApproval', id: string, status: string, recipientDid: string, environment: string, paymentTypes: Array<string>, feeShareBps: number, approvedAt: string | null, paymentSetup: string } | null } };
+
+export type RequestRecipientApprovalMutationVariables = Exact<{
+  input: RecipientApprovalInput;
+}>;
+
+
+export type RequestRecipientApprovalMutation = { __typename?: 'Mutation', requestRecipientApproval: { __typename?: 'RecipientApproval', id: string, status: string, dashboardUrl: string, onboardingUrl: string, paymentTypes: Array<string>, feeShareBps: number } };
+
+export type UpdateConfigMutationVariables = Exact<{
+  input: UpdateAppConfigInput;
+}>;
+
+
+export type UpdateConfigMutation = { __typename?: 'Mutation', updateAppConfig: { __typename?: 'AppConfigUpdate', signingSecret: string | null, config: { __typename?: 'AppEnvironmentConfig', appDid: string, environment: string, appUrl: string, feeShareBps: number, webhook: { __typename?: 'WebhookState', configured: boolean, url: string | null, paused: boolean, channel: string, receiverUrl: string | null }, modules: { __typename?: 'AppModules', tickets: boolean }, ticketing: { __typename?: 'TicketingOptions', qrPasses: boolean, walletPasses: boolean }, ticketFee: { __typename?: 'TicketFee', bps: number, flatAmount: number, flatCurrency: string, passToBuyer: boolean } } } };
+
+export type RegisterAppLinkMutationVariables = Exact<{
+  input: RegisterAppLinkInput;
+}>;
+
+
+export type RegisterAppLinkMutation = { __typename?: 'Mutation', registerAppLink: { __typename?: 'AppLink', id: string, recordUri: string, fulfillmentUrl: string, label: string | null, environment: string, createdAt: string } };
+
+export type DeclineRecordMutationVariables = Exact<{
+  input: DeclineRecordInput;
+}>;
+
+
+export type DeclineRecordMutation = { __typename?: 'Mutation', declinePaymentRecord: { __typename?: 'DeclinedRecord', paymentUri: string, status: string, declinedAt: string } };
+
+export type RegisterCreatorProofMutationVariables = Exact<{
+  input: RegisterCreatorProofInput;
+}>;
+
+
+export type RegisterCreatorProofMutation = { __typename?: 'Mutation', registerCreatorProof: { __typename?: 'CreatorProof', paymentUri: string, proofUri: string, proofCid: string, status: string, registeredAt: string } };
+
+export type InitiateMutationVariables = Exact<{
+  product: Scalars['String']['input'];
+}>;
+
+
+export type InitiateMutation = { __typename?: 'Mutation', initiateCheckout: { __typename?: 'CheckoutStarted', token: string, url: string } };
+
+export type PaymentStatusQueryVariables = Exact<{
+  token: Scalars['String']['input'];
+}>;
+
+
+export type PaymentStatusQuery = { __typename?: 'Query', paymentStatus: { __typename?: 'PaymentStatus', status: string, ref: { __typename?: 'PaymentRef', uri: string, cid: string } | null } };
+
 export class TypedDocumentString<TResult, TVariables>
   extends String
   implements DocumentTypeDecoration<TResult, TVariables>
@@ -867,7 +1084,107 @@ export class TypedDocumentString<TResult, TVariables>
     return this.value;
   }
 }
-
+export const CheckoutViewFieldsFragmentDoc = new TypedDocumentString(`
+    fragment CheckoutViewFields on CheckoutView {
+  id
+  environment
+  status
+  failureReason
+  failureMessage
+  recipientDid
+  recipientName
+  paymentType
+  description
+  currency
+  amount
+  serviceFee
+  buyerFee
+  total
+  returnUrl
+  cancelUrl
+  expiresAt
+}
+    `, {"fragmentName":"CheckoutViewFields"}) as unknown as TypedDocumentString<CheckoutViewFieldsFragment, unknown>;
+export const DashboardActorFieldsFragmentDoc = new TypedDocumentString(`
+    fragment DashboardActorFields on ActorProfile {
+  did
+  environment
+  displayName
+  payable
+  payoutStatus
+}
+    `, {"fragmentName":"DashboardActorFields"}) as unknown as TypedDocumentString<DashboardActorFieldsFragment, unknown>;
+export const ApprovalSummaryFieldsFragmentDoc = new TypedDocumentString(`
+    fragment ApprovalSummaryFields on RecipientApproval {
+  id
+  appDid
+  app {
+    name
+  }
+  appOrigin
+  status
+  paymentTypes
+  feeShareBps
+  createdAt
+}
+    `, {"fragmentName":"ApprovalSummaryFields"}) as unknown as TypedDocumentString<ApprovalSummaryFieldsFragment, unknown>;
+export const ApprovalDetailFieldsFragmentDoc = new TypedDocumentString(`
+    fragment ApprovalDetailFields on RecipientApproval {
+  ...ApprovalSummaryFields
+  recipientDid
+  environment
+  publicRecords {
+    enabled
+    defaults {
+      attestation
+    }
+  }
+  requestReason
+  setupReturnUrl
+  termsHash
+  approvedAt
+  updatedAt
+}
+    fragment ApprovalSummaryFields on RecipientApproval {
+  id
+  appDid
+  app {
+    name
+  }
+  appOrigin
+  status
+  paymentTypes
+  feeShareBps
+  createdAt
+}`, {"fragmentName":"ApprovalDetailFields"}) as unknown as TypedDocumentString<ApprovalDetailFieldsFragment, unknown>;
+export const AppConfigFieldsFragmentDoc = new TypedDocumentString(`
+    fragment AppConfigFields on AppEnvironmentConfig {
+  appDid
+  environment
+  appUrl
+  feeShareBps
+  webhook {
+    configured
+    url
+    paused
+    channel
+    receiverUrl
+  }
+  modules {
+    tickets
+  }
+  ticketing {
+    qrPasses
+    walletPasses
+  }
+  ticketFee {
+    bps
+    flatAmount
+    flatCurrency
+    passToBuyer
+  }
+}
+    `, {"fragmentName":"AppConfigFields"}) as unknown as TypedDocumentString<AppConfigFieldsFragment, unknown>;
 export const AppsEnsureSigningSecretDocument = new TypedDocumentString(`
     mutation AppsEnsureSigningSecret($appDid: ID!, $environment: String!) {
   ensureSigningSecret(appDid: $appDid, environment: $environment) {
@@ -953,3 +1270,589 @@ export const PaymentsProofDelegationDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<PaymentsProofDelegationQuery, PaymentsProofDelegationQueryVariables>;
+export const CheckoutPageDocument = new TypedDocumentString(`
+    query CheckoutPage($browserToken: String!) {
+  checkout(browserToken: $browserToken) {
+    ...CheckoutViewFields
+  }
+}
+    fragment CheckoutViewFields on CheckoutView {
+  id
+  environment
+  status
+  failureReason
+  failureMessage
+  recipientDid
+  recipientName
+  paymentType
+  description
+  currency
+  amount
+  serviceFee
+  buyerFee
+  total
+  returnUrl
+  cancelUrl
+  expiresAt
+}`) as unknown as TypedDocumentString<CheckoutPageQuery, CheckoutPageQueryVariables>;
+export const PayCheckoutDocument = new TypedDocumentString(`
+    mutation PayCheckout($browserToken: String!, $card: CardInput!) {
+  payCheckout(browserToken: $browserToken, card: $card) {
+    ...CheckoutViewFields
+  }
+}
+    fragment CheckoutViewFields on CheckoutView {
+  id
+  environment
+  status
+  failureReason
+  failureMessage
+  recipientDid
+  recipientName
+  paymentType
+  description
+  currency
+  amount
+  serviceFee
+  buyerFee
+  total
+  returnUrl
+  cancelUrl
+  expiresAt
+}`) as unknown as TypedDocumentString<PayCheckoutMutation, PayCheckoutMutationVariables>;
+export const CancelCheckoutDocument = new TypedDocumentString(`
+    mutation CancelCheckout($browserToken: String!) {
+  cancelCheckout(browserToken: $browserToken) {
+    ...CheckoutViewFields
+  }
+}
+    fragment CheckoutViewFields on CheckoutView {
+  id
+  environment
+  status
+  failureReason
+  failureMessage
+  recipientDid
+  recipientName
+  paymentType
+  description
+  currency
+  amount
+  serviceFee
+  buyerFee
+  total
+  returnUrl
+  cancelUrl
+  expiresAt
+}`) as unknown as TypedDocumentString<CancelCheckoutMutation, CancelCheckoutMutationVariables>;
+export const DashboardHomeDocument = new TypedDocumentString(`
+    query DashboardHome {
+  dashboardActor {
+    ...DashboardActorFields
+  }
+  dashboardApprovals {
+    ...ApprovalSummaryFields
+  }
+}
+    fragment DashboardActorFields on ActorProfile {
+  did
+  environment
+  displayName
+  payable
+  payoutStatus
+}
+fragment ApprovalSummaryFields on RecipientApproval {
+  id
+  appDid
+  app {
+    name
+  }
+  appOrigin
+  status
+  paymentTypes
+  feeShareBps
+  createdAt
+}`) as unknown as TypedDocumentString<DashboardHomeQuery, DashboardHomeQueryVariables>;
+export const DashboardApprovalDocument = new TypedDocumentString(`
+    query DashboardApproval($id: ID!) {
+  dashboardActor {
+    ...DashboardActorFields
+  }
+  dashboardApproval(id: $id) {
+    ...ApprovalDetailFields
+  }
+}
+    fragment DashboardActorFields on ActorProfile {
+  did
+  environment
+  displayName
+  payable
+  payoutStatus
+}
+fragment ApprovalSummaryFields on RecipientApproval {
+  id
+  appDid
+  app {
+    name
+  }
+  appOrigin
+  status
+  paymentTypes
+  feeShareBps
+  createdAt
+}
+fragment ApprovalDetailFields on RecipientApproval {
+  ...ApprovalSummaryFields
+  recipientDid
+  environment
+  publicRecords {
+    enabled
+    defaults {
+      attestation
+    }
+  }
+  requestReason
+  setupReturnUrl
+  termsHash
+  approvedAt
+  updatedAt
+}`) as unknown as TypedDocumentString<DashboardApprovalQuery, DashboardApprovalQueryVariables>;
+export const AcceptDocument = new TypedDocumentString(`
+    mutation Accept($id: ID!, $termsHash: String!) {
+  acceptRecipientApproval(id: $id, termsHash: $termsHash) {
+    ...ApprovalDetailFields
+  }
+}
+    fragment ApprovalSummaryFields on RecipientApproval {
+  id
+  appDid
+  app {
+    name
+  }
+  appOrigin
+  status
+  paymentTypes
+  feeShareBps
+  createdAt
+}
+fragment ApprovalDetailFields on RecipientApproval {
+  ...ApprovalSummaryFields
+  recipientDid
+  environment
+  publicRecords {
+    enabled
+    defaults {
+      attestation
+    }
+  }
+  requestReason
+  setupReturnUrl
+  termsHash
+  approvedAt
+  updatedAt
+}`) as unknown as TypedDocumentString<AcceptMutation, AcceptMutationVariables>;
+export const DeclineDocument = new TypedDocumentString(`
+    mutation Decline($id: ID!) {
+  declineRecipientApproval(id: $id) {
+    ...ApprovalDetailFields
+  }
+}
+    fragment ApprovalSummaryFields on RecipientApproval {
+  id
+  appDid
+  app {
+    name
+  }
+  appOrigin
+  status
+  paymentTypes
+  feeShareBps
+  createdAt
+}
+fragment ApprovalDetailFields on RecipientApproval {
+  ...ApprovalSummaryFields
+  recipientDid
+  environment
+  publicRecords {
+    enabled
+    defaults {
+      attestation
+    }
+  }
+  requestReason
+  setupReturnUrl
+  termsHash
+  approvedAt
+  updatedAt
+}`) as unknown as TypedDocumentString<DeclineMutation, DeclineMutationVariables>;
+export const RevokeDocument = new TypedDocumentString(`
+    mutation Revoke($id: ID!) {
+  revokeRecipientApproval(id: $id) {
+    ...ApprovalDetailFields
+  }
+}
+    fragment ApprovalSummaryFields on RecipientApproval {
+  id
+  appDid
+  app {
+    name
+  }
+  appOrigin
+  status
+  paymentTypes
+  feeShareBps
+  createdAt
+}
+fragment ApprovalDetailFields on RecipientApproval {
+  ...ApprovalSummaryFields
+  recipientDid
+  environment
+  publicRecords {
+    enabled
+    defaults {
+      attestation
+    }
+  }
+  requestReason
+  setupReturnUrl
+  termsHash
+  approvedAt
+  updatedAt
+}`) as unknown as TypedDocumentString<RevokeMutation, RevokeMutationVariables>;
+export const BlockDocument = new TypedDocumentString(`
+    mutation Block($id: ID!) {
+  blockRecipientApproval(id: $id) {
+    ...ApprovalDetailFields
+  }
+}
+    fragment ApprovalSummaryFields on RecipientApproval {
+  id
+  appDid
+  app {
+    name
+  }
+  appOrigin
+  status
+  paymentTypes
+  feeShareBps
+  createdAt
+}
+fragment ApprovalDetailFields on RecipientApproval {
+  ...ApprovalSummaryFields
+  recipientDid
+  environment
+  publicRecords {
+    enabled
+    defaults {
+      attestation
+    }
+  }
+  requestReason
+  setupReturnUrl
+  termsHash
+  approvedAt
+  updatedAt
+}`) as unknown as TypedDocumentString<BlockMutation, BlockMutationVariables>;
+export const UnblockDocument = new TypedDocumentString(`
+    mutation Unblock($id: ID!) {
+  unblockRecipientApproval(id: $id) {
+    ...ApprovalDetailFields
+  }
+}
+    fragment ApprovalSummaryFields on RecipientApproval {
+  id
+  appDid
+  app {
+    name
+  }
+  appOrigin
+  status
+  paymentTypes
+  feeShareBps
+  createdAt
+}
+fragment ApprovalDetailFields on RecipientApproval {
+  ...ApprovalSummaryFields
+  recipientDid
+  environment
+  publicRecords {
+    enabled
+    defaults {
+      attestation
+    }
+  }
+  requestReason
+  setupReturnUrl
+  termsHash
+  approvedAt
+  updatedAt
+}`) as unknown as TypedDocumentString<UnblockMutation, UnblockMutationVariables>;
+export const CompleteTestPayoutOnboardingDocument = new TypedDocumentString(`
+    mutation CompleteTestPayoutOnboarding {
+  completeTestPayoutOnboarding {
+    did
+    payoutStatus
+    payable
+  }
+}
+    `) as unknown as TypedDocumentString<CompleteTestPayoutOnboardingMutation, CompleteTestPayoutOnboardingMutationVariables>;
+export const DeveloperAccessDocument = new TypedDocumentString(`
+    query DeveloperAccess($app: String, $environment: String, $permission: String!, $liveAllowed: Boolean) {
+  developerAccess(
+    app: $app
+    environment: $environment
+    permission: $permission
+    liveAllowed: $liveAllowed
+  ) {
+    appDid
+    environment
+    keyPrefix
+    webhook {
+      configured
+      paused
+      channel
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<DeveloperAccessQuery, DeveloperAccessQueryVariables>;
+export const DeveloperConfigDocument = new TypedDocumentString(`
+    query DeveloperConfig($app: String, $environment: String) {
+  developerConfig(app: $app, environment: $environment) {
+    appDid
+    environment
+    status
+    webhook {
+      configured
+      paused
+    }
+    modules {
+      payments
+      products
+      tickets
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<DeveloperConfigQuery, DeveloperConfigQueryVariables>;
+export const DeliveriesDocument = new TypedDocumentString(`
+    query Deliveries($appDid: ID!, $environment: String!, $status: String, $limit: Int) {
+  deliveries(
+    appDid: $appDid
+    environment: $environment
+    status: $status
+    limit: $limit
+  ) {
+    id
+    eventType
+    status
+    attemptCount
+    environment
+    createdAt
+    lastAttemptAt
+    nextAttemptAt
+    deliveredAt
+    failedAt
+    attempts {
+      number
+      attemptedAt
+      channel
+      statusCode
+      durationMs
+      error
+      responseExcerpt
+      outcome
+      nextAttemptAt
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<DeliveriesQuery, DeliveriesQueryVariables>;
+export const RedriveDocument = new TypedDocumentString(`
+    mutation Redrive($appDid: ID!, $environment: String!, $input: RedriveInput!) {
+  redriveDeliveries(appDid: $appDid, environment: $environment, input: $input) {
+    ok
+    queued
+  }
+}
+    `) as unknown as TypedDocumentString<RedriveMutation, RedriveMutationVariables>;
+export const RecordDocument = new TypedDocumentString(`
+    mutation Record($input: DeveloperRequestInput!) {
+  recordDeveloperRequest(input: $input)
+}
+    `) as unknown as TypedDocumentString<RecordMutation, RecordMutationVariables>;
+export const CreateTestDeliveryDocument = new TypedDocumentString(`
+    mutation CreateTestDelivery($appDid: ID!, $environment: String!) {
+  createTestDelivery(appDid: $appDid, environment: $environment) {
+    id
+    environment
+  }
+}
+    `) as unknown as TypedDocumentString<CreateTestDeliveryMutation, CreateTestDeliveryMutationVariables>;
+export const GetPayoutStatusDocument = new TypedDocumentString(`
+    query GetPayoutStatus($environment: String, $actor: String) {
+  appAccess(environment: $environment) {
+    payoutStatus(actor: $actor) {
+      actor
+      payable
+      status
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<GetPayoutStatusQuery, GetPayoutStatusQueryVariables>;
+export const GetProfileDocument = new TypedDocumentString(`
+    query GetProfile($environment: String, $actor: String!) {
+  appAccess(environment: $environment) {
+    profile(actor: $actor) {
+      did
+      displayName
+      payable
+      paymentTypes
+      createdAt
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<GetProfileQuery, GetProfileQueryVariables>;
+export const GetConfigDocument = new TypedDocumentString(`
+    query GetConfig($environment: String!) {
+  appConfig(environment: $environment) {
+    ...AppConfigFields
+  }
+}
+    fragment AppConfigFields on AppEnvironmentConfig {
+  appDid
+  environment
+  appUrl
+  feeShareBps
+  webhook {
+    configured
+    url
+    paused
+    channel
+    receiverUrl
+  }
+  modules {
+    tickets
+  }
+  ticketing {
+    qrPasses
+    walletPasses
+  }
+  ticketFee {
+    bps
+    flatAmount
+    flatCurrency
+    passToBuyer
+  }
+}`) as unknown as TypedDocumentString<GetConfigQuery, GetConfigQueryVariables>;
+export const GetRecipientApprovalDocument = new TypedDocumentString(`
+    query GetRecipientApproval($environment: String, $recipientDid: String!) {
+  appAccess(environment: $environment) {
+    recipientApproval(recipientDid: $recipientDid) {
+      id
+      status
+      recipientDid
+      environment
+      paymentTypes
+      feeShareBps
+      approvedAt
+      paymentSetup
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<GetRecipientApprovalQuery, GetRecipientApprovalQueryVariables>;
+export const RequestRecipientApprovalDocument = new TypedDocumentString(`
+    mutation RequestRecipientApproval($input: RecipientApprovalInput!) {
+  requestRecipientApproval(input: $input) {
+    id
+    status
+    dashboardUrl
+    onboardingUrl
+    paymentTypes
+    feeShareBps
+  }
+}
+    `) as unknown as TypedDocumentString<RequestRecipientApprovalMutation, RequestRecipientApprovalMutationVariables>;
+export const UpdateConfigDocument = new TypedDocumentString(`
+    mutation UpdateConfig($input: UpdateAppConfigInput!) {
+  updateAppConfig(input: $input) {
+    config {
+      ...AppConfigFields
+    }
+    signingSecret
+  }
+}
+    fragment AppConfigFields on AppEnvironmentConfig {
+  appDid
+  environment
+  appUrl
+  feeShareBps
+  webhook {
+    configured
+    url
+    paused
+    channel
+    receiverUrl
+  }
+  modules {
+    tickets
+  }
+  ticketing {
+    qrPasses
+    walletPasses
+  }
+  ticketFee {
+    bps
+    flatAmount
+    flatCurrency
+    passToBuyer
+  }
+}`) as unknown as TypedDocumentString<UpdateConfigMutation, UpdateConfigMutationVariables>;
+export const RegisterAppLinkDocument = new TypedDocumentString(`
+    mutation RegisterAppLink($input: RegisterAppLinkInput!) {
+  registerAppLink(input: $input) {
+    id
+    recordUri
+    fulfillmentUrl
+    label
+    environment
+    createdAt
+  }
+}
+    `) as unknown as TypedDocumentString<RegisterAppLinkMutation, RegisterAppLinkMutationVariables>;
+export const DeclineRecordDocument = new TypedDocumentString(`
+    mutation DeclineRecord($input: DeclineRecordInput!) {
+  declinePaymentRecord(input: $input) {
+    paymentUri
+    status
+    declinedAt
+  }
+}
+    `) as unknown as TypedDocumentString<DeclineRecordMutation, DeclineRecordMutationVariables>;
+export const RegisterCreatorProofDocument = new TypedDocumentString(`
+    mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {
+  registerCreatorProof(input: $input) {
+    paymentUri
+    proofUri
+    proofCid
+    status
+    registeredAt
+  }
+}
+    `) as unknown as TypedDocumentString<RegisterCreatorProofMutation, RegisterCreatorProofMutationVariables>;
+export const InitiateDocument = new TypedDocumentString(`
+    mutation Initiate($product: String!) {
+  initiateCheckout(product: $product) {
+    token
+    url
+  }
+}
+    `) as unknown as TypedDocumentString<InitiateMutation, InitiateMutationVariables>;
+export const PaymentStatusDocument = new TypedDocumentString(`
+    query PaymentStatus($token: String!) {
+  paymentStatus(token: $token) {
+    status
+    ref {
+      uri
+      cid
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<PaymentStatusQuery, PaymentStatusQueryVariables>;
