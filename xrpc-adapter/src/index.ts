@@ -1,4 +1,4 @@
 export * from './server'
 export { methodTable } from './methods'
-export type { GatewayMethod } from './methods/types'
+export { renameErrors, xrpcMethod, type Handler, type HandlerContext, type MethodTable, type XrpcMethod } from './methods/types'
 export { didDocument, didWebDocumentPath, type ServiceIdentity } from './did-document'

@@ -19,7 +19,7 @@ import { redriveRoute } from './developer/redrive-route'
 import { testEventRoute } from './developer/test-event-route'
 import { requestLogPlugin } from './developer/request-log'
 import type { GatewayClient } from '@svc/gateway-client'
-import { methodTable, type MethodRoute } from './methods'
+import { methodTable, type AuthVerifiers, type MethodTable } from './methods'
 import { errorsPlugin } from './plugins/errors'
 import { xrpcPlugin } from './plugins/xrpc'
 
@@ -29,7 +29,8 @@ export interface AdapterDeps {
   logger: Logger
   gateway: GatewayClient
   serviceAuth: ServiceAuthVerifier
-  methods?: ReadonlyMap<string, MethodRoute>
+  /** the routing table, built with the auth verifiers (tests pass their own) */
+  methods?: (auth: AuthVerifiers) => MethodTable
   bodyLimit?: number
   /** creators' dashboard sessions (the checkout host's /dashboard pages) */
   dashboardSessions: DashboardSessions
@@ -73,8 +74,7 @@ export async function buildApiServer(deps: AdapterDeps): Promise<FastifyInstance
   app.get('/xrpc/_health', async () => ({ version: '2026-06' }))
   await app.register(didDocumentRoute, { identity: deps.serviceIdentity })
   await app.register(xrpcPlugin, {
-    methods: deps.methods ?? methodTable,
-    verifiers: { app: appServiceAuth(deps.serviceAuth) },
+    methods: (deps.methods ?? methodTable)({ app: appServiceAuth(deps.serviceAuth) }),
     gateway: deps.gateway,
   })
   return app

@@ -1,17 +1,25 @@
 /**
- * The routing table's error column: a method renames a domain error where its contract calls it
- * differently; every other error passes unchanged.
+ * A handler renames a domain error where its contract calls it differently (`renameErrors` on its graph call); every
+ * other error passes unchanged.
  */
 import { startStack, type TestStack } from '../../stack'
-import { methodTable, type GatewayMethod } from '@svc/xrpc-adapter'
+import { methodTable, renameErrors, xrpcMethod, type XrpcMethod } from '@svc/xrpc-adapter'
 
 let stack: TestStack
-const getConfig = methodTable.get('money.svc.app.getConfig') as GatewayMethod
+const getConfig = { nsid: 'money.svc.app.getConfig' } as const
 
 beforeAll(async () => {
-  // getConfig's own operation, as a method whose contract says AppUnauthorized for an unknown app
-  const mapped: GatewayMethod = { ...getConfig, errors: { AppNotRegistered: 'AppUnauthorized' } }
-  stack = await startStack('error_mapping', { methods: new Map([[getConfig.nsid, mapped]]) })
+  // getConfig's own handler, as a method whose contract says AppUnauthorized for an unknown app
+  stack = await startStack('error_mapping', {
+    methods: (auth) => {
+      const shipped = methodTable(auth).get(getConfig.nsid) as XrpcMethod<'money.svc.app.getConfig'>
+      const renamed = xrpcMethod(getConfig.nsid, {
+        auth: auth.app,
+        handler: (ctx) => shipped.handler(ctx).catch(renameErrors({ AppNotRegistered: 'AppUnauthorized' })),
+      })
+      return new Map([[getConfig.nsid, renamed]])
+    },
+  })
 })
 afterAll(async () => {
   await stack?.stop()
@@ -35,6 +43,16 @@ test('an unmapped error passes unchanged', async () => {
   expect(((await res.json()) as { error: string }).error).toBe('AppEnvironmentNotConfigured')
 })
 
-test('the shipped getConfig maps nothing: an unknown app is AppNotRegistered', () => {
-  expect(getConfig.errors).toBeUndefined()
+test('the shipped getConfig renames nothing: an unknown app is AppNotRegistered', async () => {
+  const shipped = methodTable({ app: async () => ({ kind: 'app', appDid: 'did:web:x.example.com' }) }).get(getConfig.nsid) as XrpcMethod<'money.svc.app.getConfig'>
+  const err = await shipped
+    .handler({
+      nsid: getConfig.nsid,
+      params: { environment: 'test' },
+      input: {},
+      caller: { kind: 'app', appDid: 'did:web:x.example.com' },
+      graph: () => Promise.reject(Object.assign(new Error('app did:web:x.example.com is not registered'), { code: 'AppNotRegistered' })),
+    })
+    .catch((e: unknown) => e)
+  expect(err).toMatchObject({ code: 'AppNotRegistered' })
 })

@@ -9,5 +9,3 @@ export const APP_ACCESS_ERRORS: Partial<Record<ErrorCode, ErrorCode>> = {
   AppEnvironmentNotConfigured: 'AppUnauthorized',
 }
 
-/** The environment parameter or body field, or null: the apps subgraph then picks the app's only configured one. */
-export const environmentOf = (value: unknown): string | null => (typeof value === 'string' ? value : null)

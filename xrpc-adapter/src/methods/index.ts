@@ -1,10 +1,10 @@
 /**
- * The adapter's routing table: every active NSID of the contract, mapped to its gateway operation
- * (auth, GraphQL document, input and output mapping, error mapping; errors travel as contract codes
- * and a method's `errors` renames the ones its contract calls differently), or marked as
- * planned with the domain that will serve it; planned methods answer 501 MethodNotImplemented.
- * Retired NSIDs are not here: their lexicons are kept, and the XRPC plugin answers 501 for them.
+ * The adapter's routing table: every active NSID of the contract, with the auth verifier it is registered with and
+ * its handler (one plain function per NSID, in the module named after it), or marked as planned with the domain that
+ * will serve it; planned methods answer 501 MethodNotImplemented. Retired NSIDs are not here: their lexicons are
+ * kept, and the XRPC plugin answers 501 for them.
  */
+import type { MethodNsid } from '@svc/lexicons/types'
 import { getPayoutStatus } from './money.svc.actor.getPayoutStatus'
 import { getProfile } from './money.svc.actor.getProfile'
 import { getConfig } from './money.svc.app.getConfig'
@@ -16,34 +16,35 @@ import { declineRecord } from './money.svc.payment.declineRecord'
 import { registerCreatorProof } from './money.svc.payment.registerCreatorProof'
 import { initiate } from './network.svc.payment.initiate'
 import { status } from './network.svc.payment.status'
-import type { MethodNsid } from '@svc/lexicons/types'
-import type { MethodRoute } from './types'
+import { xrpcMethod, type AuthVerifiers, type MethodRoute, type MethodTable } from './types'
 
 const planned = (nsid: MethodNsid, planned: string): MethodRoute => ({ nsid, planned })
 
-const routes: MethodRoute[] = [
-  getConfig,
-  updateConfig,
-  getPayoutStatus,
-  getProfile,
-  requestRecipientApproval,
-  getRecipientApproval,
-  initiate,
-  status,
-  registerCreatorProof,
-  declineRecord,
-  registerAppLink,
-  planned('money.svc.payment.listSubscriptions', 'billing subgraph'),
-  planned('money.svc.payment.cancelSubscription', 'billing subgraph'),
-  planned('money.svc.billing.requestVendorMigrationBatch', 'billing subgraph'),
-  planned('tickets.svc.getTicketAvailability', 'tickets subgraph'),
-  planned('tickets.svc.createTicketHold', 'tickets subgraph'),
-  planned('tickets.svc.claimFreeTicket', 'tickets subgraph'),
-  planned('tickets.svc.checkInTicket', 'tickets subgraph'),
-  planned('tickets.svc.configureTicketTiers', 'tickets subgraph'),
-  // hosted by apps, called by this service (events issue); never served here
-  planned('money.svc.event.receiveEvent', 'hosted by the app; this service calls it'),
-]
+export function methodTable(auth: AuthVerifiers): MethodTable {
+  const routes: MethodRoute[] = [
+    xrpcMethod('money.svc.app.getConfig', { auth: auth.app, handler: getConfig }),
+    xrpcMethod('money.svc.app.updateConfig', { auth: auth.app, handler: updateConfig }),
+    xrpcMethod('money.svc.actor.getPayoutStatus', { auth: auth.app, handler: getPayoutStatus }),
+    xrpcMethod('money.svc.actor.getProfile', { auth: auth.app, handler: getProfile }),
+    xrpcMethod('money.svc.app.requestRecipientApproval', { auth: auth.app, handler: requestRecipientApproval }),
+    xrpcMethod('money.svc.app.getRecipientApproval', { auth: auth.app, handler: getRecipientApproval }),
+    xrpcMethod('network.svc.payment.initiate', { auth: auth.app, handler: initiate }),
+    xrpcMethod('network.svc.payment.status', { auth: auth.app, handler: status }),
+    xrpcMethod('money.svc.payment.registerCreatorProof', { auth: auth.app, handler: registerCreatorProof }),
+    xrpcMethod('money.svc.payment.declineRecord', { auth: auth.app, handler: declineRecord }),
+    xrpcMethod('money.svc.catalog.registerAppLink', { auth: auth.app, handler: registerAppLink }),
+    planned('money.svc.payment.listSubscriptions', 'billing subgraph'),
+    planned('money.svc.payment.cancelSubscription', 'billing subgraph'),
+    planned('money.svc.billing.requestVendorMigrationBatch', 'billing subgraph'),
+    planned('tickets.svc.getTicketAvailability', 'tickets subgraph'),
+    planned('tickets.svc.createTicketHold', 'tickets subgraph'),
+    planned('tickets.svc.claimFreeTicket', 'tickets subgraph'),
+    planned('tickets.svc.checkInTicket', 'tickets subgraph'),
+    planned('tickets.svc.configureTicketTiers', 'tickets subgraph'),
+    // hosted by apps, called by this service (events issue); never served here
+    planned('money.svc.event.receiveEvent', 'hosted by the app; this service calls it'),
+  ]
+  return new Map(routes.map((r) => [r.nsid, r]))
+}
 
-export const methodTable: ReadonlyMap<string, MethodRoute> = new Map(routes.map((r) => [r.nsid, r]))
 export * from './types'

@@ -1,18 +1,17 @@
-import { appConfigOutput, webhookOutput } from './app-config-output'
 import { graphql } from '@svc/graph'
-import { gatewayMethod } from './types'
+import { appConfigOutput, webhookOutput } from './app-config-output'
+import type { HandlerContext } from './types'
 
-export const getConfig = gatewayMethod({
-  nsid: 'money.svc.app.getConfig',
-  auth: 'app',
-  operation: graphql(`query GetConfig($environment: String!) { appConfig(environment: $environment) { ...AppConfigFields } }`),
-  variables: ({ params }) => ({ environment: params.environment }),
-  output: ({ appConfig: c }) => ({
+const GET_CONFIG = graphql(`query GetConfig($environment: String!) { appConfig(environment: $environment) { ...AppConfigFields } }`)
+
+export async function getConfig({ params, graph }: HandlerContext<'money.svc.app.getConfig'>) {
+  const { appConfig: c } = await graph(GET_CONFIG, { environment: params.environment })
+  return {
     appDid: c.appDid,
     environment: c.environment,
     appUrl: c.appUrl,
     feeShareBps: c.feeShareBps,
     webhook: webhookOutput(c.webhook),
     appConfig: appConfigOutput(c),
-  }),
-})
+  }
+}

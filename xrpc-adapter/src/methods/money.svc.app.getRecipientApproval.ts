@@ -1,32 +1,31 @@
 import { ContractError } from '@svc/errors'
-import { APP_ACCESS_ERRORS, environmentOf } from './app-access'
 import { graphql } from '@svc/graph'
-import { gatewayMethod } from './types'
+import { APP_ACCESS_ERRORS } from './app-access'
+import { renameErrors, type HandlerContext } from './types'
+
+const GET_RECIPIENT_APPROVAL = graphql(`query GetRecipientApproval($environment: String, $recipientDid: String!) {
+  appAccess(environment: $environment) {
+    recipientApproval(recipientDid: $recipientDid) {
+      id status recipientDid environment paymentTypes feeShareBps approvedAt paymentSetup
+    }
+  }
+}`)
 
 /** Read-only: one gateway read of the app's request and its payment setup (the apps domain decides it). */
-export const getRecipientApproval = gatewayMethod({
-  nsid: 'money.svc.app.getRecipientApproval',
-  auth: 'app',
-  operation: graphql(`query GetRecipientApproval($environment: String, $recipientDid: String!) {
-    appAccess(environment: $environment) {
-      recipientApproval(recipientDid: $recipientDid) {
-        id status recipientDid environment paymentTypes feeShareBps approvedAt paymentSetup
-      }
-    }
-  }`),
-  variables: ({ params }) => ({ environment: environmentOf(params.environment), recipientDid: params.recipientDid }),
-  output: ({ appAccess: { recipientApproval: a } }, { params }) => {
-    if (!a) throw new ContractError('NotFound', `no approval request of this app for ${String(params.recipientDid)}`)
-    return {
-      status: a.status,
-      paymentSetup: a.paymentSetup,
-      id: a.id,
-      recipientDid: a.recipientDid,
-      environment: a.environment,
-      paymentTypes: a.paymentTypes,
-      feeShareBps: a.feeShareBps,
-      ...(a.approvedAt ? { approvedAt: a.approvedAt } : {}),
-    }
-  },
-  errors: APP_ACCESS_ERRORS,
-})
+export async function getRecipientApproval({ params, graph }: HandlerContext<'money.svc.app.getRecipientApproval'>) {
+  const { appAccess } = await graph(GET_RECIPIENT_APPROVAL, { environment: params.environment ?? null, recipientDid: params.recipientDid }).catch(
+    renameErrors(APP_ACCESS_ERRORS),
+  )
+  const a = appAccess.recipientApproval
+  if (!a) throw new ContractError('NotFound', `no approval request of this app for ${params.recipientDid}`)
+  return {
+    status: a.status,
+    paymentSetup: a.paymentSetup,
+    id: a.id,
+    recipientDid: a.recipientDid,
+    environment: a.environment,
+    paymentTypes: a.paymentTypes,
+    feeShareBps: a.feeShareBps,
+    ...(a.approvedAt ? { approvedAt: a.approvedAt } : {}),
+  }
+}

@@ -1,21 +1,18 @@
+import { graphql } from '@svc/graph'
 import { APP_ACCESS_ERRORS } from './app-access'
 import { assertOnlyKeys } from './strict-body'
-import { graphql } from '@svc/graph'
-import { gatewayMethod } from './types'
+import { renameErrors, type HandlerContext } from './types'
+
+const REGISTER_CREATOR_PROOF = graphql(`mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {
+  registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }
+}`)
 
 /**
  * The payments domain reads whether the creator delegated proof registration to the app (its approval of the app is
  * current and enables public records) and decides the rest.
  */
-export const registerCreatorProof = gatewayMethod({
-  nsid: 'money.svc.payment.registerCreatorProof',
-  auth: 'app',
-  check: ({ input }) =>
-    assertOnlyKeys(input, { environment: true, paymentUri: true, recipientDid: true, proofUri: true, proofCid: true }, (f) => `${f} is not accepted`),
-  operation: graphql(`mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {
-    registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }
-  }`),
-  variables: ({ input }) => ({ input }),
-  output: ({ registerCreatorProof: p }) => ({ ...p }),
-  errors: APP_ACCESS_ERRORS,
-})
+export async function registerCreatorProof({ input, graph }: HandlerContext<'money.svc.payment.registerCreatorProof'>) {
+  assertOnlyKeys(input, { environment: true, paymentUri: true, recipientDid: true, proofUri: true, proofCid: true }, (f) => `${f} is not accepted`)
+  const { registerCreatorProof: p } = await graph(REGISTER_CREATOR_PROOF, { input }).catch(renameErrors(APP_ACCESS_ERRORS))
+  return { paymentUri: p.paymentUri, proofUri: p.proofUri, proofCid: p.proofCid, status: p.status, registeredAt: p.registeredAt }
+}

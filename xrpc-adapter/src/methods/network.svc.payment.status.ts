@@ -1,15 +1,12 @@
 import { ContractError } from '@svc/errors'
 import { graphql } from '@svc/graph'
-import { gatewayMethod } from './types'
+import type { HandlerContext } from './types'
+
+const PAYMENT_STATUS = graphql(`query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }`)
 
 /** One indexed lookup in the payments subgraph by the token's hash; safe to poll. */
-export const status = gatewayMethod({
-  nsid: 'network.svc.payment.status',
-  auth: 'app',
-  check: ({ params }) => {
-    if (params.token === undefined || params.token === '') throw new ContractError('MissingToken', 'the token parameter (app status token) is required')
-  },
-  operation: graphql(`query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }`),
-  variables: ({ params }) => ({ token: params.token ?? '' }), // check() refused an absent token
-  output: ({ paymentStatus: p }) => (p.ref ? { status: p.status, ref: { uri: p.ref.uri, cid: p.ref.cid } } : { status: p.status }),
-})
+export async function status({ params, graph }: HandlerContext<'network.svc.payment.status'>) {
+  if (params.token === undefined || params.token === '') throw new ContractError('MissingToken', 'the token parameter (app status token) is required')
+  const { paymentStatus: p } = await graph(PAYMENT_STATUS, { token: params.token })
+  return p.ref ? { status: p.status, ref: { uri: p.ref.uri, cid: p.ref.cid } } : { status: p.status }
+}

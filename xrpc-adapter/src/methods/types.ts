@@ -1,33 +1,32 @@
-import type { ErrorCode } from '@svc/errors'
-import type { DocumentTypeDecoration } from '@svc/graph'
+import { ContractError, type ErrorCode } from '@svc/errors'
+import type { GatewayDocument } from '@svc/gateway-client'
 import type { MethodNsid, Methods } from '@svc/lexicons/types'
-import type { AuthVerifier } from '../auth/service-auth'
-
-export type Auth = 'app'
+import type { AppCaller, AuthVerifier } from '../auth/service-auth'
 
 /**
- * A method served through the gateway: its auth, GraphQL operation, and the mapping in and out. Its params, input
- * and output are the lexicon's, from the one generated module (`@svc/lexicons/types`) the SDK uses too.
+ * What a handler gets, after the lexicon checks and its auth verifier: params and input typed by the method's lexicon
+ * (the one generated module, `@svc/lexicons/types`, that the SDK uses too), the verified caller, and the gateway as
+ * that caller with the request's id (a `graphql(`…`)` document types its result and variables).
  */
-// The table holds methods of different NSIDs and data types; `any` lets each keep its precise ones.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export interface GatewayMethod<N extends MethodNsid = any, TData = any, TVariables = any> {
+export interface HandlerContext<N extends MethodNsid> {
   nsid: N
-  auth: Auth
-  /** the gateway operation: a `graphql(`…`)` document, whose result type is the method's data */
-  operation: DocumentTypeDecoration<TData, TVariables>
-  /** checks the lexicon cannot express (strict bodies, refused fields); throw ContractError */
-  check?: (call: MethodCall<N>) => void
-  /** the operation's variables, typed by its document */
-  variables: (call: MethodCall<N>) => TVariables
-  output: (data: TData, call: MethodCall<N>) => Methods[N]['output']
-  /** how a domain error reads in this method's contract (e.g. AppNotRegistered → AppUnauthorized); others pass unchanged */
-  errors?: Partial<Record<ErrorCode, ErrorCode>>
+  params: Methods[N]['params']
+  /** the JSON body of a procedure; an empty object for a query */
+  input: Methods[N]['input'] extends undefined ? Record<string, never> : NonNullable<Methods[N]['input']>
+  caller: AppCaller
+  graph<TResult, TVariables>(document: GatewayDocument<TResult, TVariables>, variables: TVariables): Promise<TResult>
 }
 
-/** A method, its data and variables types taken from its operation's typed document (and its params, input, output from its NSID). */
-export function gatewayMethod<N extends MethodNsid, TData, TVariables>(method: GatewayMethod<N, TData, TVariables>): GatewayMethod<N, TData, TVariables> {
-  return method
+/** One handler per NSID, a plain function: read the call, ask the graph, answer the lexicon's output. */
+export type Handler<N extends MethodNsid> = (ctx: HandlerContext<N>) => Promise<Methods[N]['output']>
+
+/** A served method: its NSID, the auth verifier it is registered with, and its handler. */
+// The table holds methods of different NSIDs; `any` lets each keep its precise types.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export interface XrpcMethod<N extends MethodNsid = any> {
+  nsid: N
+  auth: AuthVerifier
+  handler: Handler<N>
 }
 
 /** A method of the contract whose domain is not built yet: answered 501 MethodNotImplemented. */
@@ -36,21 +35,28 @@ export interface PlannedMethod {
   planned: string
 }
 
-export type MethodRoute = GatewayMethod | PlannedMethod
+export type MethodRoute = XrpcMethod | PlannedMethod
 
-/** A call as the method sees it, after the lexicon checks: its params and input have the lexicon's types. */
-export interface MethodCall<N extends MethodNsid = MethodNsid> {
-  nsid: N
-  params: Methods[N]['params']
-  /** the JSON body of a procedure; an empty object for a query */
-  input: Methods[N]['input'] extends undefined ? Record<string, never> : NonNullable<Methods[N]['input']>
-  caller: { kind: 'app'; appDid: string }
-}
+/** The routing table: NSID → route. */
+export type MethodTable = ReadonlyMap<string, MethodRoute>
 
 export interface AuthVerifiers {
   app: AuthVerifier
 }
 
+/** A route of the table; the handler must be the NSID's. */
+export function xrpcMethod<N extends MethodNsid>(nsid: N, opts: { auth: AuthVerifier; handler: Handler<N> }): XrpcMethod<N> {
+  return { nsid, ...opts }
+}
+
 export function isPlanned(route: MethodRoute): route is PlannedMethod {
   return 'planned' in route
+}
+
+/** For `.catch(...)` on a graph call: a domain error the method's contract calls differently leaves under that name. */
+export function renameErrors(names: Partial<Record<ErrorCode, ErrorCode>>): (err: unknown) => never {
+  return (err) => {
+    const renamed = err instanceof ContractError ? names[err.code] : undefined
+    throw renamed ? new ContractError(renamed, err instanceof Error ? err.message : renamed) : err
+  }
 }

@@ -1,20 +1,19 @@
 /**
  * `/xrpc/{nsid}`: GET for queries, POST for procedures. In order: unknown or retired NSID → 501;
  * wrong verb → 400; params and body validated against the lexicon → 400 InvalidRequest naming the
- * field; planned method → 501; auth verifier; the method's own checks; its one gateway operation (the domain that
- * serves it gathers every fact it decides on and makes every change it needs), its errors mapped by the method's
- * error table; the output checked against the lexicon.
+ * field; planned method → 501; the auth verifier the method was registered with; its handler (a plain function:
+ * its own checks, one gateway operation, the answer mapped; the domain that serves it gathers every fact it decides
+ * on and makes every change it needs); the output checked against the lexicon.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ContractError } from '@svc/errors'
 import { lexicons, RETIRED_NSIDS } from '@svc/lexicons'
-import type { GatewayClient } from '@svc/gateway-client'
-import { isPlanned, type AuthVerifiers, type MethodCall, type MethodRoute } from '../methods'
+import type { GatewayClient, GatewayDocument } from '@svc/gateway-client'
+import { isPlanned, type HandlerContext, type MethodTable } from '../methods'
 import { decodeParams } from './xrpc-params'
 
 export interface XrpcPluginOptions {
-  methods: ReadonlyMap<string, MethodRoute>
-  verifiers: AuthVerifiers
+  methods: MethodTable
   gateway: GatewayClient
 }
 
@@ -63,18 +62,18 @@ export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) 
       throw new ContractError('MethodNotImplemented', `${nsid} is not available yet${route ? ` (${route.planned})` : ''}`)
     }
 
-    const caller = await opts.verifiers[route.auth](request.headers.authorization, nsid)
+    const caller = await route.auth(request.headers.authorization, nsid)
     request.log = request.log.child({ appDid: caller.appDid, nsid })
-    // the lexicon checks above are what make params and input the method's generated types
-    const call = { nsid: route.nsid, params, input, caller } as unknown as MethodCall
-    route.check?.(call)
     const as = { principal: caller, requestId: request.id, log: request.log }
-    const mapErrors = (err: unknown): never => {
-      const mapped = err instanceof ContractError ? route.errors?.[err.code] : undefined
-      throw mapped ? new ContractError(mapped, err instanceof Error ? err.message : mapped) : err
-    }
-    const data = await opts.gateway.query(route.operation, route.variables(call), as).catch(mapErrors)
-    const output = route.output(data, call)
+    // the lexicon checks above are what make params and input the method's generated types
+    const ctx = {
+      nsid: route.nsid,
+      params,
+      input,
+      caller,
+      graph: <TResult, TVariables>(document: GatewayDocument<TResult, TVariables>, variables: TVariables) => opts.gateway.query(document, variables, as),
+    } as unknown as HandlerContext<typeof route.nsid>
+    const output: unknown = await route.handler(ctx)
     try {
       lexicons.assertValidXrpcOutput(nsid, output)
     } catch (err) {

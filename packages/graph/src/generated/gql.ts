@@ -45,15 +45,15 @@ type Documents = {
     "mutation Record($input: DeveloperRequestInput!) { recordDeveloperRequest(input: $input) }": typeof types.RecordDocument,
     "mutation CreateTestDelivery($appDid: ID!, $environment: String!) {\n  createTestDelivery(appDid: $appDid, environment: $environment) { id environment }\n}": typeof types.CreateTestDeliveryDocument,
     "fragment AppConfigFields on AppEnvironmentConfig {\n  appDid environment appUrl feeShareBps\n  webhook { configured url paused channel receiverUrl }\n  modules { tickets }\n  ticketing { qrPasses walletPasses }\n  ticketFee { bps flatAmount flatCurrency passToBuyer }\n}": typeof types.AppConfigFieldsFragmentDoc,
-    "query GetPayoutStatus($environment: String, $actor: String) {\n    appAccess(environment: $environment) { payoutStatus(actor: $actor) { actor payable status } }\n  }": typeof types.GetPayoutStatusDocument,
-    "query GetProfile($environment: String, $actor: String!) {\n    appAccess(environment: $environment) { profile(actor: $actor) { did displayName payable paymentTypes createdAt } }\n  }": typeof types.GetProfileDocument,
+    "query GetPayoutStatus($environment: String, $actor: String) {\n  appAccess(environment: $environment) { payoutStatus(actor: $actor) { actor payable status } }\n}": typeof types.GetPayoutStatusDocument,
+    "query GetProfile($environment: String, $actor: String!) {\n  appAccess(environment: $environment) { profile(actor: $actor) { did displayName payable paymentTypes createdAt } }\n}": typeof types.GetProfileDocument,
     "query GetConfig($environment: String!) { appConfig(environment: $environment) { ...AppConfigFields } }": typeof types.GetConfigDocument,
-    "query GetRecipientApproval($environment: String, $recipientDid: String!) {\n    appAccess(environment: $environment) {\n      recipientApproval(recipientDid: $recipientDid) {\n        id status recipientDid environment paymentTypes feeShareBps approvedAt paymentSetup\n      }\n    }\n  }": typeof types.GetRecipientApprovalDocument,
-    "mutation RequestRecipientApproval($input: RecipientApprovalInput!) {\n    requestRecipientApproval(input: $input) { id status dashboardUrl onboardingUrl paymentTypes feeShareBps }\n  }": typeof types.RequestRecipientApprovalDocument,
-    "mutation UpdateConfig($input: UpdateAppConfigInput!) { updateAppConfig(input: $input) { config { ...AppConfigFields } signingSecret } }": typeof types.UpdateConfigDocument,
-    "mutation RegisterAppLink($input: RegisterAppLinkInput!) {\n    registerAppLink(input: $input) { id recordUri fulfillmentUrl label environment createdAt }\n  }": typeof types.RegisterAppLinkDocument,
+    "query GetRecipientApproval($environment: String, $recipientDid: String!) {\n  appAccess(environment: $environment) {\n    recipientApproval(recipientDid: $recipientDid) {\n      id status recipientDid environment paymentTypes feeShareBps approvedAt paymentSetup\n    }\n  }\n}": typeof types.GetRecipientApprovalDocument,
+    "mutation RequestRecipientApproval($input: RecipientApprovalInput!) {\n  requestRecipientApproval(input: $input) { id status dashboardUrl onboardingUrl paymentTypes feeShareBps }\n}": typeof types.RequestRecipientApprovalDocument,
+    "mutation UpdateConfig($input: UpdateAppConfigInput!) {\n  updateAppConfig(input: $input) { config { ...AppConfigFields } signingSecret }\n}": typeof types.UpdateConfigDocument,
+    "mutation RegisterAppLink($input: RegisterAppLinkInput!) {\n  registerAppLink(input: $input) { id recordUri fulfillmentUrl label environment createdAt }\n}": typeof types.RegisterAppLinkDocument,
     "mutation DeclineRecord($input: DeclineRecordInput!) { declinePaymentRecord(input: $input) { paymentUri status declinedAt } }": typeof types.DeclineRecordDocument,
-    "mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {\n    registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }\n  }": typeof types.RegisterCreatorProofDocument,
+    "mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {\n  registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }\n}": typeof types.RegisterCreatorProofDocument,
     "mutation Initiate($product: String!) { initiateCheckout(product: $product) { token url } }": typeof types.InitiateDocument,
     "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }": typeof types.PaymentStatusDocument,
 };
@@ -87,15 +87,15 @@ const documents: Documents = {
     "mutation Record($input: DeveloperRequestInput!) { recordDeveloperRequest(input: $input) }": types.RecordDocument,
     "mutation CreateTestDelivery($appDid: ID!, $environment: String!) {\n  createTestDelivery(appDid: $appDid, environment: $environment) { id environment }\n}": types.CreateTestDeliveryDocument,
     "fragment AppConfigFields on AppEnvironmentConfig {\n  appDid environment appUrl feeShareBps\n  webhook { configured url paused channel receiverUrl }\n  modules { tickets }\n  ticketing { qrPasses walletPasses }\n  ticketFee { bps flatAmount flatCurrency passToBuyer }\n}": types.AppConfigFieldsFragmentDoc,
-    "query GetPayoutStatus($environment: String, $actor: String) {\n    appAccess(environment: $environment) { payoutStatus(actor: $actor) { actor payable status } }\n  }": types.GetPayoutStatusDocument,
-    "query GetProfile($environment: String, $actor: String!) {\n    appAccess(environment: $environment) { profile(actor: $actor) { did displayName payable paymentTypes createdAt } }\n  }": types.GetProfileDocument,
+    "query GetPayoutStatus($environment: String, $actor: String) {\n  appAccess(environment: $environment) { payoutStatus(actor: $actor) { actor payable status } }\n}": types.GetPayoutStatusDocument,
+    "query GetProfile($environment: String, $actor: String!) {\n  appAccess(environment: $environment) { profile(actor: $actor) { did displayName payable paymentTypes createdAt } }\n}": types.GetProfileDocument,
     "query GetConfig($environment: String!) { appConfig(environment: $environment) { ...AppConfigFields } }": types.GetConfigDocument,
-    "query GetRecipientApproval($environment: String, $recipientDid: String!) {\n    appAccess(environment: $environment) {\n      recipientApproval(recipientDid: $recipientDid) {\n        id status recipientDid environment paymentTypes feeShareBps approvedAt paymentSetup\n      }\n    }\n  }": types.GetRecipientApprovalDocument,
-    "mutation RequestRecipientApproval($input: RecipientApprovalInput!) {\n    requestRecipientApproval(input: $input) { id status dashboardUrl onboardingUrl paymentTypes feeShareBps }\n  }": types.RequestRecipientApprovalDocument,
-    "mutation UpdateConfig($input: UpdateAppConfigInput!) { updateAppConfig(input: $input) { config { ...AppConfigFields } signingSecret } }": types.UpdateConfigDocument,
-    "mutation RegisterAppLink($input: RegisterAppLinkInput!) {\n    registerAppLink(input: $input) { id recordUri fulfillmentUrl label environment createdAt }\n  }": types.RegisterAppLinkDocument,
+    "query GetRecipientApproval($environment: String, $recipientDid: String!) {\n  appAccess(environment: $environment) {\n    recipientApproval(recipientDid: $recipientDid) {\n      id status recipientDid environment paymentTypes feeShareBps approvedAt paymentSetup\n    }\n  }\n}": types.GetRecipientApprovalDocument,
+    "mutation RequestRecipientApproval($input: RecipientApprovalInput!) {\n  requestRecipientApproval(input: $input) { id status dashboardUrl onboardingUrl paymentTypes feeShareBps }\n}": types.RequestRecipientApprovalDocument,
+    "mutation UpdateConfig($input: UpdateAppConfigInput!) {\n  updateAppConfig(input: $input) { config { ...AppConfigFields } signingSecret }\n}": types.UpdateConfigDocument,
+    "mutation RegisterAppLink($input: RegisterAppLinkInput!) {\n  registerAppLink(input: $input) { id recordUri fulfillmentUrl label environment createdAt }\n}": types.RegisterAppLinkDocument,
     "mutation DeclineRecord($input: DeclineRecordInput!) { declinePaymentRecord(input: $input) { paymentUri status declinedAt } }": types.DeclineRecordDocument,
-    "mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {\n    registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }\n  }": types.RegisterCreatorProofDocument,
+    "mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {\n  registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }\n}": types.RegisterCreatorProofDocument,
     "mutation Initiate($product: String!) { initiateCheckout(product: $product) { token url } }": types.InitiateDocument,
     "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }": types.PaymentStatusDocument,
 };
@@ -219,11 +219,11 @@ export function graphql(source: "fragment AppConfigFields on AppEnvironmentConfi
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "query GetPayoutStatus($environment: String, $actor: String) {\n    appAccess(environment: $environment) { payoutStatus(actor: $actor) { actor payable status } }\n  }"): typeof import('./graphql').GetPayoutStatusDocument;
+export function graphql(source: "query GetPayoutStatus($environment: String, $actor: String) {\n  appAccess(environment: $environment) { payoutStatus(actor: $actor) { actor payable status } }\n}"): typeof import('./graphql').GetPayoutStatusDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "query GetProfile($environment: String, $actor: String!) {\n    appAccess(environment: $environment) { profile(actor: $actor) { did displayName payable paymentTypes createdAt } }\n  }"): typeof import('./graphql').GetProfileDocument;
+export function graphql(source: "query GetProfile($environment: String, $actor: String!) {\n  appAccess(environment: $environment) { profile(actor: $actor) { did displayName payable paymentTypes createdAt } }\n}"): typeof import('./graphql').GetProfileDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -231,19 +231,19 @@ export function graphql(source: "query GetConfig($environment: String!) { appCon
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "query GetRecipientApproval($environment: String, $recipientDid: String!) {\n    appAccess(environment: $environment) {\n      recipientApproval(recipientDid: $recipientDid) {\n        id status recipientDid environment paymentTypes feeShareBps approvedAt paymentSetup\n      }\n    }\n  }"): typeof import('./graphql').GetRecipientApprovalDocument;
+export function graphql(source: "query GetRecipientApproval($environment: String, $recipientDid: String!) {\n  appAccess(environment: $environment) {\n    recipientApproval(recipientDid: $recipientDid) {\n      id status recipientDid environment paymentTypes feeShareBps approvedAt paymentSetup\n    }\n  }\n}"): typeof import('./graphql').GetRecipientApprovalDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "mutation RequestRecipientApproval($input: RecipientApprovalInput!) {\n    requestRecipientApproval(input: $input) { id status dashboardUrl onboardingUrl paymentTypes feeShareBps }\n  }"): typeof import('./graphql').RequestRecipientApprovalDocument;
+export function graphql(source: "mutation RequestRecipientApproval($input: RecipientApprovalInput!) {\n  requestRecipientApproval(input: $input) { id status dashboardUrl onboardingUrl paymentTypes feeShareBps }\n}"): typeof import('./graphql').RequestRecipientApprovalDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "mutation UpdateConfig($input: UpdateAppConfigInput!) { updateAppConfig(input: $input) { config { ...AppConfigFields } signingSecret } }"): typeof import('./graphql').UpdateConfigDocument;
+export function graphql(source: "mutation UpdateConfig($input: UpdateAppConfigInput!) {\n  updateAppConfig(input: $input) { config { ...AppConfigFields } signingSecret }\n}"): typeof import('./graphql').UpdateConfigDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "mutation RegisterAppLink($input: RegisterAppLinkInput!) {\n    registerAppLink(input: $input) { id recordUri fulfillmentUrl label environment createdAt }\n  }"): typeof import('./graphql').RegisterAppLinkDocument;
+export function graphql(source: "mutation RegisterAppLink($input: RegisterAppLinkInput!) {\n  registerAppLink(input: $input) { id recordUri fulfillmentUrl label environment createdAt }\n}"): typeof import('./graphql').RegisterAppLinkDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -251,7 +251,7 @@ export function graphql(source: "mutation DeclineRecord($input: DeclineRecordInp
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {\n    registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }\n  }"): typeof import('./graphql').RegisterCreatorProofDocument;
+export function graphql(source: "mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {\n  registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }\n}"): typeof import('./graphql').RegisterCreatorProofDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
