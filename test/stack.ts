@@ -16,7 +16,7 @@ import { buildApiServer, buildCheckoutServer } from '@svc/xrpc-adapter'
 import { createGatewayClient } from '@svc/gateway-client'
 import { createDashboardSessions, DASHBOARD_COOKIE, signInUrl } from '@svc/dashboard-session'
 import { createServiceAuthVerifier, generateDidKeyKeypair, keypairFromPrivateKeyHex, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
-import { freePort, isolate, testCallerKeys } from '@svc/testing'
+import { isolate, reservePort, testCallerKeys } from '@svc/testing'
 import type { Environment } from '@svc/vocabulary'
 
 export interface TestStack {
@@ -108,7 +108,9 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const relay = { redisUrl: iso.redisUrl, redisPrefix: iso.redisPrefix, intervalMs: opts.relayIntervalMs ?? 200 }
   // The adapter's two hosts get their ports first: the subgraphs hand out URLs on them (checkout, dashboard).
   // So does the gateway's: the apps and payments subgraphs read other domains through it.
-  const [apiPort, checkoutPort, gatewayPort] = [await freePort(), await freePort(), await freePort()]
+  // Each is held until its server listens, so no server started meanwhile on port 0 is given it.
+  const [api, checkoutHost, gatewayHost] = [await reservePort(), await reservePort(), await reservePort()]
+  const [apiPort, checkoutPort, gatewayPort] = [api.port, checkoutHost.port, gatewayHost.port]
   const gatewayUrl = `http://127.0.0.1:${gatewayPort}/graphql`
   const checkoutUrl = `http://127.0.0.1:${checkoutPort}`
   const apps = await startAppsService({
@@ -159,16 +161,19 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     graphiql: false,
     logger,
   })
+  await gatewayHost.release()
   await gateway.listen({ host: '127.0.0.1', port: gatewayPort })
   const redis = new Redis(iso.redisUrl, { lazyConnect: false })
   const gatewayClient = createGatewayClient({ url: gatewayUrl, signer: { issuer: 'xrpc-adapter', key: secrets.callerKeys['xrpc-adapter'] } })
   const serviceAuth = createServiceAuthVerifier({ serviceDid, plcUrl: 'http://127.0.0.1:1', redis, replayKeyPrefix: `${iso.redisPrefix}jti:` })
   const dashboardSessions = createDashboardSessions({ redis, prefix: `${iso.redisPrefix}dash:` })
   const deps = { logger, gateway: gatewayClient, serviceAuth, methods: opts.methods, dashboardSessions, checkoutUrl }
-  const api = await buildApiServer(deps)
+  const apiServer = await buildApiServer(deps)
   const checkout = await buildCheckoutServer(deps)
-  await api.listen({ host: '127.0.0.1', port: apiPort })
+  await checkoutHost.release()
   await checkout.listen({ host: '127.0.0.1', port: checkoutPort })
+  await api.release()
+  await apiServer.listen({ host: '127.0.0.1', port: apiPort })
   const { conn, models } = await connectApps(iso.mongoUrl)
   const actorsDb = await connectActors(iso.mongoUrl)
   const paymentsDb = await connectPayments(iso.mongoUrl)
@@ -264,7 +269,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
       }),
     async stop() {
       await Promise.allSettled(workers.map((w) => w.stop()))
-      await Promise.allSettled([api.close(), checkout.close()])
+      await Promise.allSettled([apiServer.close(), checkout.close()])
       await gatewayClient.close()
       await gateway.close()
       await apps.stop()

@@ -26,6 +26,21 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
   })
 }
 
+/**
+ * A free port held open until `release()`, for a server that must listen on a port known before it starts (its URL is
+ * given to others first): while held, no other server of the run (one listening on port 0) can be given it.
+ */
+export async function reservePort(host = '127.0.0.1'): Promise<{ port: number; release(): Promise<void> }> {
+  const srv = createServer()
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', reject)
+    srv.listen(0, host, () => resolve())
+  })
+  const addr = srv.address()
+  if (typeof addr !== 'object' || !addr) throw new Error('no port')
+  return { port: addr.port, release: () => new Promise<void>((resolve) => srv.close(() => resolve())) }
+}
+
 export async function waitForPort(port: number, host = '127.0.0.1', timeoutMs = 20000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   for (;;) {

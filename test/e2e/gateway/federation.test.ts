@@ -11,7 +11,7 @@ import type { FastifyInstance } from 'fastify'
 import { startActorsService } from '@svc/actors'
 import { connectApps, registerApp, startAppsService, type AppsModels } from '@svc/apps'
 import { startSubgraph, type RunningSubgraph, type SubgraphContext } from '@svc/subgraph-server'
-import { freePort, isolate, testCallerKeys } from '@svc/testing'
+import { isolate, reservePort, testCallerKeys } from '@svc/testing'
 import { buildGateway } from '@svc/gateway'
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
@@ -69,7 +69,9 @@ async function asOperator(query: string): Promise<{ status: number; body: { data
 
 beforeAll(async () => {
   const iso = isolate('gateway_federation')
-  const gatewayPort = await freePort()
+  // held until the gateway listens, so no subgraph started meanwhile on port 0 is given it
+  const gatewayHost = await reservePort()
+  const gatewayPort = gatewayHost.port
   apps = await startAppsService({
     mongoUrl: iso.mongoUrl,
     callerKeys: secrets.callerKeys,
@@ -102,6 +104,7 @@ beforeAll(async () => {
     logger,
     retryServicesCount: 1,
   })
+  await gatewayHost.release()
   await gateway.listen({ host: '127.0.0.1', port: gatewayPort })
   gatewayUrl = `http://127.0.0.1:${(gateway.server.address() as { port: number }).port}/graphql`
   ;({ conn, models } = await connectApps(iso.mongoUrl))

@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify'
 import { startActorsService, type ActorsModels } from '@svc/actors'
 import { startAppsService, type AppsModels } from '@svc/apps'
 import type { RunningSubgraph } from '@svc/subgraph-server'
-import { freePort, isolate, testCallerKeys } from '@svc/testing'
+import { isolate, reservePort, testCallerKeys } from '@svc/testing'
 import { buildGateway } from '@svc/gateway'
 
 export const testLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
@@ -39,7 +39,9 @@ export async function startGatewayWithApps(label: string, extra: { name: string;
   const iso = isolate(label)
   const secrets = newSecrets()
   // the gateway's port first: the apps subgraph reads the actors domain through it
-  const gatewayPort = await freePort()
+  // held until the gateway listens, so no subgraph started meanwhile on port 0 is given it
+  const gatewayHost = await reservePort()
+  const gatewayPort = gatewayHost.port
   const apps = await startAppsService({
     mongoUrl: iso.mongoUrl,
     callerKeys: secrets.callerKeys,
@@ -58,6 +60,7 @@ export async function startGatewayWithApps(label: string, extra: { name: string;
     logger: testLogger,
     retryServicesCount: 1,
   })
+  await gatewayHost.release()
   await gateway.listen({ host: '127.0.0.1', port: gatewayPort })
   const baseUrl = `http://127.0.0.1:${gatewayPort}`
   return {
