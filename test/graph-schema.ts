@@ -18,7 +18,8 @@ import { testCallerKeys } from '@svc/testing'
 
 export const GRAPH_SCHEMA_PATH = resolve(__dirname, '..', 'gateway', 'schema.graphql')
 
-const SUBGRAPHS = [
+/** The domain subgraphs and their SDL, in the gateway's order. */
+export const SUBGRAPHS = [
   { name: 'apps', typeDefs: appsTypeDefs },
   { name: 'actors', typeDefs: actorsTypeDefs },
   { name: 'payments', typeDefs: paymentsTypeDefs },

@@ -73,6 +73,25 @@ class Generator {
     return typeName(refNsid, refDef)
   }
 
+  private refDef(ref: string, nsid: string): { def: Def; nsid: string } {
+    this.resolveRef(ref, nsid)
+    const [refNsid, refDef] = ref.startsWith('#') ? [nsid, ref.slice(1)] : ref.includes('#') ? (ref.split('#', 2) as [string, string]) : [ref, 'main']
+    return { def: this.docs.get(refNsid)!.defs[refDef] as Def, nsid: refNsid }
+  }
+
+  /** The keys an object accepts, nested through refs to objects; `true` marks any other value. */
+  keyShape(def: Def, nsid: string, depth = 0): string {
+    if (depth > 8) throw new Error(`${nsid}: input objects nest too deep for a key shape`)
+    if (def.type === 'ref') {
+      const target = this.refDef(String(def.ref), nsid)
+      return this.keyShape(target.def, target.nsid, depth + 1)
+    }
+    if (def.type !== 'object') return 'true'
+    const props = Object.entries((def.properties ?? {}) as Record<string, Def>)
+    const entries = props.map(([name, prop]) => `${IDENT_RE.test(name) ? name : literal(name)}: ${this.keyShape(prop, nsid, depth + 1)}`)
+    return `{ ${entries.join(', ')} }`
+  }
+
   /** The TypeScript type expression of a schema node. */
   type(def: Def, nsid: string, indent: string): string {
     switch (def.type) {
@@ -147,6 +166,7 @@ class Generator {
     }
     const out: string[] = []
     const methods: { nsid: string; type: string; description: unknown; names: [string, string, string] }[] = []
+    const inputKeys: string[] = []
     for (const doc of docs) {
       const main = doc.defs.main as Def | undefined
       out.push(`// ${doc.id}\n`)
@@ -163,6 +183,7 @@ class Generator {
           output ? this.declaration(names[2], output.schema ?? { type: 'unknown' }, doc.id) : `/** ${doc.id} has no output body. */\nexport type ${names[2]} = undefined\n`,
         )
         methods.push({ nsid: doc.id, type: String(main.type), description: main.description, names })
+        if (input?.schema?.type === 'object' || input?.schema?.type === 'ref') inputKeys.push(`  '${doc.id}': ${this.keyShape(input.schema, doc.id)},`)
       }
       for (const [defName, def] of Object.entries(doc.defs).sort(([a], [b]) => a.localeCompare(b))) {
         if (defName === 'main') {
@@ -199,7 +220,13 @@ class Generator {
       '/** Query (GET) or procedure (POST), per active method. */\n' +
       'export const METHOD_TYPES: { readonly [N in MethodNsid]: Methods[N][\'type\'] } = {\n' +
       methods.map((m) => `  '${m.nsid}': '${m.type}',`).join('\n') +
-      '\n}\n'
+      '\n}\n\n' +
+      '/** The keys a body may carry, nested; `true` marks a leaf. */\n' +
+      'export type KeyShape = { readonly [key: string]: true | KeyShape }\n\n' +
+      '/** The keys each method\'s input body declares (refs to objects followed), for methods that refuse any other key. */\n' +
+      'export const INPUT_KEYS = {\n' +
+      inputKeys.join('\n') +
+      '\n} as const satisfies { readonly [N in MethodNsid]?: KeyShape }\n'
 
     return header + out.join('') + map
   }

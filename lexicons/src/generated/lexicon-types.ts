@@ -799,3 +799,23 @@ export const METHOD_TYPES: { readonly [N in MethodNsid]: Methods[N]['type'] } = 
   'tickets.svc.createTicketHold': 'procedure',
   'tickets.svc.getTicketAvailability': 'query',
 }
+
+/** The keys a body may carry, nested; `true` marks a leaf. */
+export type KeyShape = { readonly [key: string]: true | KeyShape }
+
+/** The keys each method's input body declares (refs to objects followed), for methods that refuse any other key. */
+export const INPUT_KEYS = {
+  'money.svc.app.requestRecipientApproval': { recipientDid: true, environment: true, paymentTypes: true, feeShareBps: true, publicRecords: { enabled: true, defaults: { attestation: true } }, requestReason: true, setupReturnUrl: true },
+  'money.svc.app.updateConfig': { environment: true, modules: { tickets: true }, ticketing: { qrPasses: true, walletPasses: true }, ticketFee: { passToBuyer: true }, webhookUrl: true, appUrl: true, eventChannel: true, receiverUrl: true, webhookPaused: true },
+  'money.svc.billing.requestVendorMigrationBatch': { creatorDid: true, environment: true, csvText: true, requestedCutoverAt: true, metadata: true },
+  'money.svc.catalog.registerAppLink': { environment: true, recordUri: true, fulfillmentUrl: true, label: true },
+  'money.svc.event.receiveEvent': { id: true, type: true, createdAt: true, apiVersion: true, environment: true, data: true },
+  'money.svc.payment.cancelSubscription': { subscriptionId: true },
+  'money.svc.payment.declineRecord': { environment: true, paymentUri: true, reason: true },
+  'money.svc.payment.registerCreatorProof': { environment: true, paymentUri: true, recipientDid: true, proofUri: true, proofCid: true },
+  'network.svc.payment.initiate': { product: true },
+  'tickets.svc.checkInTicket': { ticketToken: true, checkInListId: true, idempotencyKey: true },
+  'tickets.svc.claimFreeTicket': { environment: true, eventUri: true, ticketTypeId: true, buyerDid: true, buyerAssertionJwt: true, idempotencyKey: true },
+  'tickets.svc.configureTicketTiers': { environment: true, eventUri: true, organizerDid: true, organizerAssertionJwt: true, tiers: true, holdDurationSeconds: true },
+  'tickets.svc.createTicketHold': { environment: true, eventUri: true, buyerDid: true, buyerAssertionJwt: true, appOrderId: true, items: true },
+} as const satisfies { readonly [N in MethodNsid]?: KeyShape }

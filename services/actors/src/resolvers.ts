@@ -6,6 +6,7 @@ import { parseEnvironment, SERVICE_PRINCIPALS, type Environment } from '@svc/voc
 import type { ActorsDomain } from './domain/context'
 import { findActor, getPayoutStatus, lookupActor } from './domain/queries'
 import { completeTestPayoutOnboarding } from './domain/test-payout-onboarding'
+import type { AppAccessPayoutStatusArgs, AppAccessProfileArgs, QueryActorArgs } from './generated/graph-types'
 
 export interface ActorsContext extends SubgraphContext {
   domain: ActorsDomain
@@ -53,7 +54,7 @@ function allowReference(ctx: ActorsContext, environment: Environment): void {
 
 export const resolvers: GraphQLResolverMap<ActorsContext> = {
   Query: {
-    actor: (_: unknown, args: { did: string; environment: string }, ctx: ActorsContext) => {
+    actor: (_: unknown, args: QueryActorArgs, ctx: ActorsContext) => {
       if (ctx.principal.kind !== 'operator' && !isActorReader(ctx.principal)) {
         throw new ContractError('NotAllowed', 'this operation is for operators and the domains that read actors')
       }
@@ -82,11 +83,11 @@ export const resolvers: GraphQLResolverMap<ActorsContext> = {
       appDid: ref.appDid,
       environment: parseEnvironment(ref.environment),
     }),
-    payoutStatus: (access: AppAccess, args: { actor?: string | null }, ctx: ActorsContext) => {
+    payoutStatus: (access: AppAccess, args: AppAccessPayoutStatusArgs, ctx: ActorsContext) => {
       allow(ctx, access)
       return getPayoutStatus(ctx.domain, access.environment, args.actor)
     },
-    profile: (access: AppAccess, args: { actor: string }, ctx: ActorsContext) => {
+    profile: (access: AppAccess, args: AppAccessProfileArgs, ctx: ActorsContext) => {
       allow(ctx, access)
       return findActor(ctx.domain, access.environment, args.actor)
     },

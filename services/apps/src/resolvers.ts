@@ -4,6 +4,26 @@ import type { SubgraphContext } from '@svc/subgraph-server'
 import type { Principal } from '@svc/internal-context'
 import { parseEnvironment, SERVICE_PRINCIPALS, type Environment } from '@svc/vocabulary'
 import type { ServingApps } from './domain/context'
+import type {
+  AppAccessRecipientApprovalArgs,
+  MutationAcceptRecipientApprovalArgs,
+  MutationBlockRecipientApprovalArgs,
+  MutationDeclineRecipientApprovalArgs,
+  MutationRecordDeveloperRequestArgs,
+  MutationRequestRecipientApprovalArgs,
+  MutationRevokeRecipientApprovalArgs,
+  MutationUnblockRecipientApprovalArgs,
+  MutationUpdateAppConfigArgs,
+  QueryAppAccessArgs,
+  QueryAppAccessForArgs,
+  QueryAppArgs,
+  QueryAppConfigArgs,
+  QueryDashboardApprovalArgs,
+  QueryDeveloperAccessArgs,
+  QueryDeveloperConfigArgs,
+  QueryEventEndpointArgs,
+  QueryRequestLogArgs,
+} from './generated/graph-types'
 import { resolveAppAccess } from './domain/app-access'
 import { toAppConfigView } from './domain/app-config-view'
 import { findAppEnvironment } from './domain/app-environment'
@@ -12,8 +32,8 @@ import { getDeveloperAccess } from './domain/developer-access'
 import { getDeveloperConfig } from './domain/developer-config'
 import { getEventEndpoint } from './domain/event-endpoint'
 import { getAppConfig } from './domain/get-app-config'
-import { listRequests, recordRequest, type RequestLogInput } from './domain/request-log'
-import { updateAppConfig, type UpdateAppConfigInput } from './domain/update-app-config'
+import { listRequests, recordRequest } from './domain/request-log'
+import { updateAppConfig } from './domain/update-app-config'
 import {
   acceptApproval,
   approvalUrls,
@@ -28,7 +48,6 @@ import {
   revokeApproval,
   unblockApproval,
   type DashboardActor,
-  type RecipientApprovalInput,
   type RecipientApprovalView,
 } from './domain/recipient-approvals'
 
@@ -89,50 +108,50 @@ function canSee(ctx: AppsContext, a: RecipientApprovalView): boolean {
 
 export const resolvers: GraphQLResolverMap<AppsContext> = {
   Query: {
-    appConfig: (_: unknown, args: { environment: string }, ctx: AppsContext) =>
+    appConfig: (_: unknown, args: QueryAppConfigArgs, ctx: AppsContext) =>
       getAppConfig(ctx.domain, require(ctx, 'app').appDid, args.environment),
-    appAccess: (_: unknown, args: { environment?: string | null }, ctx: AppsContext) =>
+    appAccess: (_: unknown, args: QueryAppAccessArgs, ctx: AppsContext) =>
       resolveAppAccess(ctx.domain, require(ctx, 'app').appDid, args.environment),
-    appAccessFor: (_: unknown, args: { appDid: string; environment?: string | null }, ctx: AppsContext) => {
+    appAccessFor: (_: unknown, args: QueryAppAccessForArgs, ctx: AppsContext) => {
       const p = require(ctx, 'service')
       if (!ACCESS_READERS.includes(p.name)) throw new ContractError('NotAllowed', 'appAccessFor is for the domains that serve an app')
       return resolveAppAccess(ctx.domain, args.appDid, args.environment)
     },
-    developerConfig: (_: unknown, args: { app?: string | null; environment?: string | null }, ctx: AppsContext) =>
+    developerConfig: (_: unknown, args: QueryDeveloperConfigArgs, ctx: AppsContext) =>
       getDeveloperConfig(ctx.domain, require(ctx, 'apiKey').keyHash, args.app, args.environment),
     developerAccess: (
       _: unknown,
-      args: { app?: string | null; environment?: string | null; permission: string; liveAllowed?: boolean | null },
+      args: QueryDeveloperAccessArgs,
       ctx: AppsContext,
     ) => getDeveloperAccess(ctx.domain, require(ctx, 'apiKey').keyHash, args),
-    eventEndpoint: async (_: unknown, args: { appDid: string; environment: string }, ctx: AppsContext) => {
+    eventEndpoint: async (_: unknown, args: QueryEventEndpointArgs, ctx: AppsContext) => {
       const p = require(ctx, 'service', 'operator')
       if (p.kind === 'service' && p.name !== SERVICE_PRINCIPALS.events) throw new ContractError('NotAllowed', 'eventEndpoint is for the events workers and operators')
       return getEventEndpoint(ctx.domain, args.appDid, parseEnvironment(args.environment))
     },
-    app: async (_: unknown, args: { did: string }, ctx: AppsContext) => {
+    app: async (_: unknown, args: QueryAppArgs, ctx: AppsContext) => {
       require(ctx, 'operator')
       return findApp(ctx.domain, args.did)
     },
-    requestLog: (_: unknown, args: { environment?: string | null; appDid?: string | null; limit?: number | null }, ctx: AppsContext) => {
+    requestLog: (_: unknown, args: QueryRequestLogArgs, ctx: AppsContext) => {
       require(ctx, 'operator')
       return listRequests(ctx.domain, args)
     },
     dashboardApprovals: (_: unknown, _args: unknown, ctx: AppsContext) => listDashboardApprovals(ctx.domain, dashboardActor(ctx)),
-    dashboardApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => getDashboardApproval(ctx.domain, dashboardActor(ctx), args.id),
+    dashboardApproval: (_: unknown, args: QueryDashboardApprovalArgs, ctx: AppsContext) => getDashboardApproval(ctx.domain, dashboardActor(ctx), args.id),
   },
   Mutation: {
-    requestRecipientApproval: (_: unknown, args: { input: RecipientApprovalInput }, ctx: AppsContext) =>
+    requestRecipientApproval: (_: unknown, args: MutationRequestRecipientApprovalArgs, ctx: AppsContext) =>
       requestRecipientApproval(ctx.domain, require(ctx, 'app').appDid, args.input),
-    acceptRecipientApproval: (_: unknown, args: { id: string; termsHash: string }, ctx: AppsContext) =>
+    acceptRecipientApproval: (_: unknown, args: MutationAcceptRecipientApprovalArgs, ctx: AppsContext) =>
       acceptApproval(ctx.domain, dashboardActor(ctx), args.id, args.termsHash),
-    declineRecipientApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => declineApproval(ctx.domain, dashboardActor(ctx), args.id),
-    revokeRecipientApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => revokeApproval(ctx.domain, dashboardActor(ctx), args.id),
-    blockRecipientApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => blockApproval(ctx.domain, dashboardActor(ctx), args.id),
-    unblockRecipientApproval: (_: unknown, args: { id: string }, ctx: AppsContext) => unblockApproval(ctx.domain, dashboardActor(ctx), args.id),
-    updateAppConfig: (_: unknown, args: { input: UpdateAppConfigInput }, ctx: AppsContext) =>
+    declineRecipientApproval: (_: unknown, args: MutationDeclineRecipientApprovalArgs, ctx: AppsContext) => declineApproval(ctx.domain, dashboardActor(ctx), args.id),
+    revokeRecipientApproval: (_: unknown, args: MutationRevokeRecipientApprovalArgs, ctx: AppsContext) => revokeApproval(ctx.domain, dashboardActor(ctx), args.id),
+    blockRecipientApproval: (_: unknown, args: MutationBlockRecipientApprovalArgs, ctx: AppsContext) => blockApproval(ctx.domain, dashboardActor(ctx), args.id),
+    unblockRecipientApproval: (_: unknown, args: MutationUnblockRecipientApprovalArgs, ctx: AppsContext) => unblockApproval(ctx.domain, dashboardActor(ctx), args.id),
+    updateAppConfig: (_: unknown, args: MutationUpdateAppConfigArgs, ctx: AppsContext) =>
       updateAppConfig(ctx.domain, require(ctx, 'app').appDid, args.input),
-    recordDeveloperRequest: async (_: unknown, args: { input: RequestLogInput }, ctx: AppsContext) => {
+    recordDeveloperRequest: async (_: unknown, args: MutationRecordDeveloperRequestArgs, ctx: AppsContext) => {
       require(ctx, 'service')
       await recordRequest(ctx.domain, args.input)
       return true
@@ -141,7 +160,7 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
   AppAccess: {
     // Only the gateway hands out AppAccess references, from appAccess above (already checked); the key is the entity.
     __resolveReference: (ref: { appDid: string; environment: string }) => ({ appDid: ref.appDid, environment: ref.environment }),
-    recipientApproval: (access: AppAccessRef, args: { recipientDid: string }, ctx: AppsContext) => {
+    recipientApproval: (access: AppAccessRef, args: AppAccessRecipientApprovalArgs, ctx: AppsContext) => {
       allowAccess(ctx, access)
       return findAppApproval(ctx.domain, access.appDid, parseEnvironment(access.environment), args.recipientDid)
     },

@@ -13,9 +13,18 @@ import { ContractError } from '@svc/errors'
 import type { Principal } from '@svc/internal-context'
 import type { SubgraphContext } from '@svc/subgraph-server'
 import type { EventsDomain } from './domain/context'
+import type {
+  MutationCreateTestDeliveryArgs,
+  MutationEnsureSigningSecretArgs,
+  MutationRedriveDeliveriesArgs,
+  MutationRotateSigningSecretArgs,
+  QueryDeliveriesArgs,
+  QueryDeliveryArgs,
+  SigningSecretIssued as SigningSecretIssuedView,
+} from './generated/graph-types'
 import { parseEnvironment, SERVICE_PRINCIPALS } from '@svc/vocabulary'
 import { attemptsOf, findDelivery, listDeliveries, toDeliveryViews, type DeliveryView } from './domain/deliveries-log'
-import { redriveDeliveries, type RedriveInput } from './domain/redrive'
+import { redriveDeliveries } from './domain/redrive'
 import { ensureSigningSecret, rotateSigningSecret, DEFAULT_OVERLAP_SECONDS, type SigningSecretIssued } from './domain/signing-secrets'
 import { createTestDelivery } from './domain/test-delivery'
 
@@ -42,38 +51,33 @@ function appDidArg(value: unknown): string {
   return value
 }
 
-function issuedView(s: SigningSecretIssued) {
+function issuedView(s: SigningSecretIssued): SigningSecretIssuedView {
   return { ...s, previousExpiresAt: s.previousExpiresAt ? s.previousExpiresAt.toISOString() : null }
-}
-
-interface AppEnvArgs {
-  appDid: string
-  environment: string
 }
 
 export const resolvers: GraphQLResolverMap<EventsContext> = {
   Query: {
-    deliveries: (_: unknown, args: AppEnvArgs & { status?: string | null; limit?: number | null }, ctx: EventsContext) => {
+    deliveries: (_: unknown, args: QueryDeliveriesArgs, ctx: EventsContext) => {
       adapterOrOperator(ctx)
       return listDeliveries(ctx.domain.models, { appDid: appDidArg(args.appDid), environment: args.environment, status: args.status, limit: args.limit })
     },
-    delivery: (_: unknown, args: { id: string }, ctx: EventsContext) => {
+    delivery: (_: unknown, args: QueryDeliveryArgs, ctx: EventsContext) => {
       operatorOnly(ctx)
       return findDelivery(ctx.domain.models, args.id)
     },
   },
   Mutation: {
-    createTestDelivery: async (_: unknown, args: AppEnvArgs, ctx: EventsContext) => {
+    createTestDelivery: async (_: unknown, args: MutationCreateTestDeliveryArgs, ctx: EventsContext) => {
       adapterOrOperator(ctx)
       const doc = await createTestDelivery(ctx.domain, appDidArg(args.appDid), parseEnvironment(args.environment))
       ctx.log.info({ deliveryId: doc._id, appDid: doc.appDid, environment: doc.environment }, 'test delivery queued')
       return toDeliveryViews([doc])[0]
     },
-    redriveDeliveries: (_: unknown, args: AppEnvArgs & { input: RedriveInput }, ctx: EventsContext) => {
+    redriveDeliveries: (_: unknown, args: MutationRedriveDeliveriesArgs, ctx: EventsContext) => {
       adapterOrOperator(ctx)
       return redriveDeliveries({ ...ctx.domain, logger: ctx.log }, appDidArg(args.appDid), args.environment, args.input)
     },
-    ensureSigningSecret: async (_: unknown, args: AppEnvArgs, ctx: EventsContext) => {
+    ensureSigningSecret: async (_: unknown, args: MutationEnsureSigningSecretArgs, ctx: EventsContext) => {
       const p = ctx.principal
       if (p.kind !== 'operator' && !(p.kind === 'service' && p.name === SERVICE_PRINCIPALS.apps)) {
         throw new ContractError('NotAllowed', 'ensureSigningSecret is for the apps domain (updateConfig) and operators')
@@ -83,7 +87,7 @@ export const resolvers: GraphQLResolverMap<EventsContext> = {
       if (issued.created) ctx.log.info({ appDid: args.appDid, environment: args.environment, generation: issued.generation }, 'signing secret created')
       return issuedView(issued)
     },
-    rotateSigningSecret: async (_: unknown, args: AppEnvArgs & { overlapSeconds?: number | null }, ctx: EventsContext) => {
+    rotateSigningSecret: async (_: unknown, args: MutationRotateSigningSecretArgs, ctx: EventsContext) => {
       const operator = operatorOnly(ctx)
       const { models, secretKey } = ctx.domain
       const issued = await rotateSigningSecret(

@@ -1,7 +1,17 @@
 import type { GraphQLResolverMap } from '@apollo/subgraph'
 import { ContractError } from '@svc/errors'
+import type {
+  MutationCancelCheckoutArgs,
+  MutationDeclinePaymentRecordArgs,
+  MutationInitiateCheckoutArgs,
+  MutationPayCheckoutArgs,
+  MutationRegisterAppLinkArgs,
+  MutationRegisterCreatorProofArgs,
+  QueryCheckoutArgs,
+  QueryPaymentRecordArgs,
+  QueryPaymentStatusArgs,
+} from './generated/graph-types'
 import type { SubgraphContext } from '@svc/subgraph-server'
-import type { CardInput } from './domain/card'
 import { cancelCheckout } from './domain/cancel-checkout'
 import { getCheckout } from './domain/checkout-view'
 import type { ServingPayments } from './domain/context'
@@ -9,8 +19,8 @@ import { initiateCheckout } from './domain/initiate-checkout'
 import { payCheckout } from './domain/pay-checkout'
 import { getPaymentStatus } from './domain/payment-status'
 import { findPaymentRecord } from './domain/payment-records'
-import { declinePaymentRecord, registerCreatorProof, type DeclineRecordInput, type RegisterCreatorProofInput } from './domain/proofs'
-import { registerAppLink, type RegisterAppLinkInput } from './domain/app-links'
+import { declinePaymentRecord, registerCreatorProof } from './domain/proofs'
+import { registerAppLink } from './domain/app-links'
 import { SERVICE_PRINCIPALS } from '@svc/vocabulary'
 
 export interface PaymentsContext extends SubgraphContext {
@@ -44,33 +54,33 @@ function operatorOnly(ctx: PaymentsContext): void {
 
 export const resolvers: GraphQLResolverMap<PaymentsContext> = {
   Query: {
-    paymentStatus: (_: unknown, args: { token: string }, ctx: PaymentsContext) =>
+    paymentStatus: (_: unknown, args: QueryPaymentStatusArgs, ctx: PaymentsContext) =>
       getPaymentStatus(ctx.domain, { token: args.token, appDid: appOrOperator(ctx) }),
-    checkout: (_: unknown, args: { browserToken: string }, ctx: PaymentsContext) => {
+    checkout: (_: unknown, args: QueryCheckoutArgs, ctx: PaymentsContext) => {
       checkoutPage(ctx, { operatorMayRead: true })
       return getCheckout(ctx.domain, args.browserToken)
     },
-    paymentRecord: (_: unknown, args: { uri: string; environment: string }, ctx: PaymentsContext) => {
+    paymentRecord: (_: unknown, args: QueryPaymentRecordArgs, ctx: PaymentsContext) => {
       operatorOnly(ctx)
       return findPaymentRecord(ctx.domain, args.uri, args.environment)
     },
   },
   Mutation: {
-    initiateCheckout: (_: unknown, args: { product: string }, ctx: PaymentsContext) =>
+    initiateCheckout: (_: unknown, args: MutationInitiateCheckoutArgs, ctx: PaymentsContext) =>
       initiateCheckout(ctx.domain, { appDid: appOnly(ctx), product: args.product }),
-    payCheckout: (_: unknown, args: { browserToken: string; card: CardInput }, ctx: PaymentsContext) => {
+    payCheckout: (_: unknown, args: MutationPayCheckoutArgs, ctx: PaymentsContext) => {
       checkoutPage(ctx, { operatorMayRead: false })
       return payCheckout(ctx.domain, args.browserToken, args.card)
     },
-    cancelCheckout: (_: unknown, args: { browserToken: string }, ctx: PaymentsContext) => {
+    cancelCheckout: (_: unknown, args: MutationCancelCheckoutArgs, ctx: PaymentsContext) => {
       checkoutPage(ctx, { operatorMayRead: false })
       return cancelCheckout(ctx.domain, args.browserToken)
     },
-    registerCreatorProof: (_: unknown, args: { input: RegisterCreatorProofInput }, ctx: PaymentsContext) =>
+    registerCreatorProof: (_: unknown, args: MutationRegisterCreatorProofArgs, ctx: PaymentsContext) =>
       registerCreatorProof(ctx.domain, { appDid: appOnly(ctx), input: args.input }),
-    declinePaymentRecord: (_: unknown, args: { input: DeclineRecordInput }, ctx: PaymentsContext) =>
+    declinePaymentRecord: (_: unknown, args: MutationDeclinePaymentRecordArgs, ctx: PaymentsContext) =>
       declinePaymentRecord(ctx.domain, { appDid: appOnly(ctx), input: args.input }),
-    registerAppLink: (_: unknown, args: { input: RegisterAppLinkInput }, ctx: PaymentsContext) =>
+    registerAppLink: (_: unknown, args: MutationRegisterAppLinkArgs, ctx: PaymentsContext) =>
       registerAppLink(ctx.domain, { appDid: appOnly(ctx), input: args.input }),
   },
 }

@@ -1,4 +1,5 @@
 import { graphql } from '@svc/graph'
+import { INPUT_KEYS } from '@svc/lexicons/types'
 import { APP_ACCESS_ERRORS } from './app-access'
 import { assertOnlyKeys } from './strict-body'
 import { renameErrors, type HandlerContext } from './types'
@@ -7,22 +8,12 @@ const REQUEST_RECIPIENT_APPROVAL = graphql(`mutation RequestRecipientApproval($i
   requestRecipientApproval(input: $input) { id status dashboardUrl onboardingUrl paymentTypes feeShareBps }
 }`)
 
-const FIELDS = {
-  recipientDid: true,
-  environment: true,
-  paymentTypes: true,
-  feeShareBps: true,
-  publicRecords: { enabled: true, defaults: { attestation: true } },
-  requestReason: true,
-  setupReturnUrl: true,
-} as const
-
 /**
  * The apps domain resolves the environment, reads whether the recipient is a known actor there (the actors domain's
  * fact), then creates or updates the one request of this app, recipient and environment.
  */
 export async function requestRecipientApproval({ input, graph }: HandlerContext<'money.svc.app.requestRecipientApproval'>) {
-  assertOnlyKeys(input, FIELDS, (field) => `${field} is not a field of an approval request`)
+  assertOnlyKeys(input, INPUT_KEYS['money.svc.app.requestRecipientApproval'], (field) => `${field} is not a field of an approval request`)
   const { requestRecipientApproval: a } = await graph(REQUEST_RECIPIENT_APPROVAL, { input }).catch(
     renameErrors({ ...APP_ACCESS_ERRORS, ActorNotFound: 'RecipientNotFound' }),
   )

@@ -4,6 +4,7 @@
  * the call that created the first secret gets it back, as `webhook.signingSecret`; every other response has none.
  */
 import { graphql } from '@svc/graph'
+import { INPUT_KEYS } from '@svc/lexicons/types'
 import { appConfigOutput, webhookOutput } from './app-config-output'
 import { assertOnlyKeys } from './strict-body'
 import type { HandlerContext } from './types'
@@ -12,21 +13,10 @@ const UPDATE_CONFIG = graphql(`mutation UpdateConfig($input: UpdateAppConfigInpu
   updateAppConfig(input: $input) { config { ...AppConfigFields } signingSecret }
 }`)
 
-const UPDATABLE = {
-  environment: true,
-  modules: { tickets: true },
-  ticketing: { qrPasses: true, walletPasses: true },
-  ticketFee: { passToBuyer: true },
-  webhookUrl: true,
-  appUrl: true,
-  eventChannel: true,
-  receiverUrl: true,
-  webhookPaused: true,
-} as const
 const PLATFORM_OWNED = new Set(['ticketFee.bps', 'ticketFee.flatAmount', 'ticketFee.flatCurrency', 'feeShareBps'])
 
 export async function updateConfig({ input, graph }: HandlerContext<'money.svc.app.updateConfig'>) {
-  assertOnlyKeys(input, UPDATABLE, (field) =>
+  assertOnlyKeys(input, INPUT_KEYS['money.svc.app.updateConfig'], (field) =>
     PLATFORM_OWNED.has(field) ? `${field} is platform-owned and cannot be updated` : `${field} is not an updatable configuration field`,
   )
   const { updateAppConfig } = await graph(UPDATE_CONFIG, { input })

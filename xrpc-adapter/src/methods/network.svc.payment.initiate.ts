@@ -2,6 +2,7 @@ import { graphql } from '@svc/graph'
 import { APP_ACCESS_ERRORS } from './app-access'
 import { assertOnlyKeys } from './strict-body'
 import { renameErrors, type HandlerContext } from './types'
+import { INPUT_KEYS } from '@svc/lexicons/types'
 
 const INITIATE = graphql(`mutation Initiate($product: String!) { initiateCheckout(product: $product) { token url } }`)
 
@@ -11,7 +12,7 @@ const INITIATE = graphql(`mutation Initiate($product: String!) { initiateCheckou
  * AppUnauthorized, RecipientNotPayable) and the order-id idempotency.
  */
 export async function initiate({ input, graph }: HandlerContext<'network.svc.payment.initiate'>) {
-  assertOnlyKeys(input, { product: true }, (field) => `the body carries product only; ${field} is not accepted`)
+  assertOnlyKeys(input, INPUT_KEYS['network.svc.payment.initiate'], (field) => `the body carries product only; ${field} is not accepted`)
   // An app configured for test and live must name the environment in the product: that is the product's fault.
   const { initiateCheckout: c } = await graph(INITIATE, { product: input.product }).catch(
     renameErrors({ ...APP_ACCESS_ERRORS, InvalidRequest: 'InvalidProduct' }),

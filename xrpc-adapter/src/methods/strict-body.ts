@@ -1,9 +1,10 @@
 import { ContractError } from '@svc/errors'
+import type { KeyShape } from '@svc/lexicons/types'
 
-/** The keys a body may carry, nested; `true` marks a leaf. */
-export type KeyShape = { [key: string]: true | KeyShape }
-
-/** Lexicon objects tolerate unknown properties; where the contract says "nothing else is accepted", this refuses them. */
+/**
+ * Lexicon objects tolerate unknown properties; where the contract says "nothing else is accepted", this refuses them.
+ * The shape is the lexicon's own (INPUT_KEYS, generated from the method's input schema).
+ */
 export function assertOnlyKeys(value: unknown, shape: KeyShape, refusal: (path: string) => string, path = ''): void {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return
   for (const [key, child] of Object.entries(value)) {

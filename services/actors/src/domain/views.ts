@@ -2,6 +2,7 @@
 import { ContractError } from '@svc/errors'
 import type { Environment } from '@svc/vocabulary'
 import { PAYOUT_STATUSES, type ActorDoc, type ActorKind, type PayoutStatus } from '../models'
+import type { ActorProfile, PayoutStatus as PayoutStatusType } from '../generated/graph-types'
 
 /** The one rule: an actor can receive payments now exactly when its payout account is `ready`. */
 export function isPayable(status: string): boolean {
@@ -13,22 +14,15 @@ export function parsePayoutStatus(value: unknown): PayoutStatus {
   throw new ContractError('InvalidRequest', `payout status must be one of ${PAYOUT_STATUSES.join(', ')}`)
 }
 
-export interface PayoutStatusView {
-  actor: string
-  payable: boolean
-  status: PayoutStatus
-}
+/** The SDL's PayoutStatus, its status narrowed to the model's values. */
+export type PayoutStatusView = Omit<PayoutStatusType, 'status'> & { status: PayoutStatus }
 
-export interface ActorView {
-  did: string
+/** The SDL's ActorProfile with its values narrowed, and when the payout status last changed (operators' CLI). */
+export type ActorView = Omit<ActorProfile, 'environment' | 'kind' | 'payoutStatus'> & {
   environment: Environment
   kind: ActorKind
-  displayName: string | null
-  paymentTypes: string[]
-  payable: boolean
   payoutStatus: PayoutStatus
   payoutUpdatedAt: string
-  createdAt: string
 }
 
 type StoredActor = ActorDoc & { createdAt?: Date; updatedAt?: Date }

@@ -3,11 +3,10 @@ import { ContractError } from '@svc/errors'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
 import type { AppsDomain } from './context'
 import { findAppEnvironment } from './app-environment'
+import type { AppAccess } from '../generated/graph-types'
 
-export interface AppAccessView {
-  appDid: string
-  environment: Environment
-}
+/** The SDL's AppAccess without its resolved fields (recipientApproval, config, the other subgraphs' extensions), its environment parsed. */
+export type AppAccessView = Pick<AppAccess, 'appDid'> & { environment: Environment }
 
 /**
  * The environment an app call acts in: the one given (it must be configured for the app), or, when absent,

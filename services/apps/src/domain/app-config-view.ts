@@ -1,20 +1,10 @@
 /** The app's configuration of one environment as money.svc.app.getConfig / updateConfig return it. */
 import type { AppEnvironmentDoc } from '../models'
 import type { Environment } from '@svc/vocabulary'
-import { channelOf, eventEndpointOf, type EventChannel } from './event-endpoint'
+import { channelOf, eventEndpointOf } from './event-endpoint'
+import type { AppEnvironmentConfig as AppConfigView } from '../generated/graph-types'
 
-export interface AppConfigView {
-  appDid: string
-  environment: Environment
-  status: string
-  appUrl: string
-  feeShareBps: number
-  webhook: { configured: boolean; url: string | null; paused: boolean; channel: EventChannel; receiverUrl: string | null }
-  modules: { payments: boolean; products: boolean; tickets: boolean }
-  ticketing: { qrPasses: boolean; walletPasses: boolean }
-  ticketFee: { bps: number; flatAmount: number; flatCurrency: string; passToBuyer: boolean }
-  updatedAt: string
-}
+export type { AppConfigView }
 
 export function toAppConfigView(doc: AppEnvironmentDoc & { updatedAt?: Date }): AppConfigView {
   return {

@@ -15,15 +15,11 @@ import type { AppEnvironmentDoc } from '../models'
 import { API_KEY_PERMISSIONS } from '../models'
 import type { AppsDomain } from './context'
 import { findActiveKey, isPermission } from './api-keys'
-import { eventEndpointOf, type EventChannel } from './event-endpoint'
+import { eventEndpointOf } from './event-endpoint'
+import type { DeveloperAccess as DeveloperAccessView } from '../generated/graph-types'
 
 /** What a developer utility route may act on: the checked app environment, the key's display prefix, where events go. */
-export interface DeveloperAccessView {
-  appDid: string
-  environment: Environment
-  keyPrefix: string
-  webhook: { configured: boolean; paused: boolean; channel: EventChannel }
-}
+export type { DeveloperAccessView }
 
 export interface AuthorizeOptions {
   /** false for routes that mutate: a live key, or environment=live, is LiveDeveloperActionUnsupported (after the binding) */

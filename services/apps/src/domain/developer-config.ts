@@ -1,16 +1,10 @@
 /** GET {checkout_url}/api/app/developer/config: the developer configuration, after the key's checks (developer-access.ts). */
 import type { Environment } from '@svc/vocabulary'
 import type { AppsDomain } from './context'
-import type { EventChannel } from './event-endpoint'
 import { authorizeApiKey, findDeveloperConfig, webhookState } from './developer-access'
+import type { DeveloperConfig as DeveloperConfigView } from '../generated/graph-types'
 
-export interface DeveloperConfigView {
-  appDid: string
-  environment: Environment
-  status: string
-  webhook: { configured: boolean; paused: boolean; channel: EventChannel }
-  modules: { payments: boolean; products: boolean; tickets: boolean }
-}
+export type { DeveloperConfigView }
 
 export async function getDeveloperConfig(
   d: Pick<AppsDomain, 'models'>,

@@ -3,6 +3,7 @@ import type { AppEnvironmentDoc } from '../models'
 import type { Environment } from '@svc/vocabulary'
 import type { AppsDomain } from './context'
 import { findAppEnvironment } from './app-environment'
+import type { EventEndpoint as EventEndpointView } from '../generated/graph-types'
 
 export type EventChannel = 'webhook' | 'xrpc'
 
@@ -13,15 +14,7 @@ export function channelOf(doc: Pick<AppEnvironmentDoc, 'webhook'>): EventChannel
 }
 
 /** Where the events of an app environment go (the events workers read it through the gateway before each attempt). */
-export interface EventEndpointView {
-  appDid: string
-  environment: Environment
-  channel: EventChannel
-  /** the chosen channel's URL: the webhook URL, or the XRPC receiver's origin; null when not configured */
-  url: string | null
-  configured: boolean
-  paused: boolean
-}
+export type { EventEndpointView }
 
 export function eventEndpointOf(doc: Pick<AppEnvironmentDoc, 'appDid' | 'environment' | 'webhook'>): EventEndpointView {
   const channel = channelOf(doc)

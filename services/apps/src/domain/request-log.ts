@@ -1,18 +1,9 @@
 /** The per-environment log of developer utility calls (one entry per request id). */
 import { isDuplicateKeyError } from '../models'
 import type { AppsDomain } from './context'
+import type { DeveloperRequestInput as RequestLogInput } from '../generated/graph-types'
 
-export interface RequestLogInput {
-  requestId: string
-  environment?: string | null
-  appDid?: string | null
-  method: string
-  path: string
-  status: number
-  errorCode?: string | null
-  keyPrefix?: string | null
-  durationMs: number
-}
+export type { RequestLogInput }
 
 export const REQUEST_LOG_MAX_LIMIT = 200
 

@@ -12,21 +12,10 @@ import { findAppEnvironment } from './app-environment'
 import { toAppConfigView, type AppConfigView } from './app-config-view'
 import { EVENT_CHANNELS, type EventChannel } from './event-endpoint'
 import { ensureSigningSecretOf } from './signing-secrets'
+import type { AppConfigUpdate, UpdateAppConfigInput } from '../generated/graph-types'
 
-export interface UpdateAppConfigInput {
-  environment: string
-  modules?: { tickets?: boolean | null } | null
-  ticketing?: { qrPasses?: boolean | null; walletPasses?: boolean | null } | null
-  ticketFee?: { passToBuyer?: boolean | null } | null
-  webhookUrl?: string | null
-  appUrl?: string | null
-  /** docs/events.md, "Channels": webhook (default) or xrpc */
-  eventChannel?: string | null
-  /** the origin of the app's XRPC service (xrpc channel); the webhookUrl policy */
-  receiverUrl?: string | null
-  /** true holds every delivery of the app environment; false releases them */
-  webhookPaused?: boolean | null
-}
+
+export type { UpdateAppConfigInput }
 
 function parseEventChannel(value: unknown): EventChannel {
   if ((EVENT_CHANNELS as readonly unknown[]).includes(value)) return value as EventChannel
@@ -55,11 +44,7 @@ function sameUrl(a: string, b: string): boolean {
   }
 }
 
-export interface AppConfigUpdate {
-  config: AppConfigView
-  /** the environment's first signing secret, only in the update that created it */
-  signingSecret: string | null
-}
+export type { AppConfigUpdate }
 
 /**
  * Saves the update (last write wins), then, when the result leaves a channel configured and the events domain has not
@@ -73,7 +58,7 @@ export async function updateAppConfig(
 ): Promise<AppConfigUpdate> {
   const saved = await saveAppConfig(d, appDid, input)
   const needsSecret = saved.view.webhook.configured && !saved.signingSecretEnsured
-  const signingSecret = needsSecret ? await ensureSigningSecretOf(d, appDid, saved.view.environment) : null
+  const signingSecret = needsSecret ? await ensureSigningSecretOf(d, appDid, parseEnvironment(saved.view.environment)) : null
   return { config: saved.view, signingSecret }
 }
 

@@ -6,22 +6,12 @@
 import { ContractError } from '@svc/errors'
 import { DELIVERY_STATUSES, type AttemptDoc, type DeliveryDoc, type DeliveryStatus, type EventsModels } from '../models'
 import { parseEnvironment } from '@svc/vocabulary'
+import type { Delivery, DeliveryAttempt as AttemptView } from '../generated/graph-types'
 
 export const DEFAULT_LIST_LIMIT = 20
 export const MAX_LIST_LIMIT = 100
 
-export interface AttemptView {
-  number: number
-  run: number
-  channel: string | null
-  attemptedAt: string
-  durationMs: number | null
-  statusCode: number | null
-  outcome: string
-  error: string | null
-  responseExcerpt: string | null
-  nextAttemptAt: string | null
-}
+export type { AttemptView }
 
 /** The attempts of the deliveries read together: loaded once, on the first delivery whose attempts are asked for. */
 export interface AttemptsBatch {
@@ -29,22 +19,9 @@ export interface AttemptsBatch {
   loaded?: Promise<Map<string, AttemptView[]>>
 }
 
-export interface DeliveryView {
-  id: string
-  eventType: string
-  status: string
-  attemptCount: number
-  appDid: string
-  environment: string
-  eventId: string | null
-  createdAt: string
-  lastAttemptAt: string | null
-  nextAttemptAt: string | null
-  lastStatusCode: number | null
-  lastError: string | null
-  deliveredAt: string | null
-  failedAt: string | null
-  /** the serialized envelope; the resolver shows it to operators only */
+/** The SDL's Delivery as its resolvers receive it: `attempts` is read per page (attemptsOf), `body` shown to operators only. */
+export type DeliveryView = Omit<Delivery, 'attempts' | 'body'> & {
+  /** the serialized envelope */
   body: string
   batch: AttemptsBatch
 }

@@ -22,6 +22,7 @@ import type { EventsDomain } from './context'
 import { enqueueDelivery } from './deliveries'
 import { DELIVERY_ID_RE } from './envelope'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
+import type { RedriveInput } from '../generated/graph-types'
 
 export const REDRIVE_CLAIM_TTL_SECONDS = 7 * 24 * 3600
 export const DEFAULT_REDRIVE_LIMIT = 100
@@ -38,12 +39,7 @@ const ACTIVE_WAIT_MS = 10_000
 const BATCH_CONCURRENCY = 10
 const PROGRESS_EVERY = 100
 
-export interface RedriveInput {
-  deliveryId?: string | null
-  status?: string | null
-  since?: string | null
-  limit?: number | null
-}
+export type { RedriveInput }
 
 export type RedriveRequest = { kind: 'one'; deliveryId: string } | { kind: 'batch'; since: Date | null; limit: number }
 

@@ -9,23 +9,9 @@ import { ContractError } from '@svc/errors'
 import { isDuplicateKeyError, type AppLinkDoc } from '../models'
 import { graphemeLength, hasControlCharacters, parseRecordUri } from '@svc/vocabulary'
 import type { ServingPayments } from './context'
+import type { AppLink as AppLinkView, RegisterAppLinkInput } from '../generated/graph-types'
 
-export interface RegisterAppLinkInput {
-  /** the app's only configured environment when absent */
-  environment?: string | null
-  recordUri: string
-  fulfillmentUrl: string
-  label?: string | null
-}
-
-export interface AppLinkView {
-  id: string
-  recordUri: string
-  fulfillmentUrl: string
-  label: string | null
-  environment: string
-  createdAt: string
-}
+export type { AppLinkView, RegisterAppLinkInput }
 
 /** Record collections a fulfillment link can name: catalog products and tiers, and ticketed events. */
 export const CATALOG_COLLECTIONS = ['money.svc.catalog.product', 'money.svc.catalog.tier', 'tickets.svc.event'] as const

@@ -5,14 +5,9 @@
 import { ContractError } from '@svc/errors'
 import type { Card } from '../processors'
 import { hasControlCharacters } from '@svc/vocabulary'
+import type { CardInput } from '../generated/graph-types'
 
-export interface CardInput {
-  number: string
-  expMonth: number
-  expYear: number
-  cvc: string
-  name?: string | null
-}
+export type { CardInput }
 
 export function luhnValid(digits: string): boolean {
   let sum = 0

@@ -1,41 +1,17 @@
 /**
- * The hosted checkout page's view of a checkout, and how the page's calls find it: by the hash of its browser token,
+ * The hosted checkout page's view of a checkout (its shape is the SDL's CheckoutView), and how the page's calls find it: by the hash of its browser token,
  * expired or finished first when due (settleOnRead).
  */
 import { ContractError } from '@svc/errors'
-import type { Environment } from '@svc/vocabulary'
-import type { CheckoutDoc, CheckoutStatus, FailureReason } from '../models'
+import type { CheckoutView, PaymentRef } from '../generated/graph-types'
+import type { CheckoutDoc } from '../models'
 import type { PaymentsDomain } from './context'
 import { settleOnRead } from './settlement'
 import { hashToken, tokenEnvironment } from './tokens'
 
 export type StoredCheckout = CheckoutDoc & { _id: string }
 
-export interface PaymentRef {
-  uri: string
-  cid: string
-}
-
-export interface CheckoutView {
-  id: string
-  environment: Environment
-  status: CheckoutStatus
-  failureReason: FailureReason | null
-  failureMessage: string | null
-  recipientDid: string
-  recipientName: string | null
-  paymentType: string
-  description: string
-  currency: string
-  amount: number
-  serviceFee: number
-  buyerFee: number
-  total: number
-  returnUrl: string
-  cancelUrl: string
-  expiresAt: string
-  ref: PaymentRef | null
-}
+export type { CheckoutView, PaymentRef }
 
 export function refString(ref: { uri?: string | null; cid?: string | null } | null | undefined): PaymentRef | null {
   return ref?.uri && ref.cid ? { uri: ref.uri, cid: ref.cid } : null
@@ -44,9 +20,9 @@ export function refString(ref: { uri?: string | null; cid?: string | null } | nu
 export function toCheckoutView(c: StoredCheckout): CheckoutView {
   return {
     id: c._id,
-    environment: c.environment as Environment,
-    status: c.status as CheckoutStatus,
-    failureReason: (c.failureReason ?? null) as FailureReason | null,
+    environment: c.environment,
+    status: c.status,
+    failureReason: c.failureReason ?? null,
     failureMessage: c.failureMessage ?? null,
     recipientDid: c.recipientDid,
     recipientName: c.recipientName ?? null,

@@ -19,17 +19,12 @@ import type { StoredCheckout } from './checkout-view'
 import { nowOf, type PaymentsDomain, type ServingPayments } from './context'
 import { computeCharges } from './fees'
 import { deriveToken, hashToken, newNonce } from './tokens'
+import type { CheckoutStarted } from '../generated/graph-types'
 
 /** Payment types a hosted checkout takes today; subscription and ticket come with the billing and tickets domains. */
 export const ONE_TIME_PAYMENT_TYPES: ReadonlySet<string> = new Set(['tip', 'shop'])
 
-export interface CheckoutStarted {
-  /** the app's status token */
-  token: string
-  /** the buyer's page: `${checkoutUrl}/checkout/<browser token>` */
-  url: string
-  checkoutId: string
-}
+export type { CheckoutStarted }
 
 type TokenSource = Pick<StoredCheckout, '_id' | 'environment' | 'nonce'>
 

@@ -9,6 +9,7 @@ import { ContractError } from '@svc/errors'
 import { isDuplicateKeyError, type CheckoutDoc, type PaymentRecordDoc, type SettlementDoc } from '../models'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
 import type { PaymentsDomain } from './context'
+import type { PaymentRecord as PaymentRecordView, ProofSlot as ProofSlotView } from '../generated/graph-types'
 
 export const PAYMENT_RECORD_COLLECTION = 'money.svc.payment.record'
 
@@ -95,21 +96,7 @@ export async function storePaymentRecord(d: PaymentsDomain, checkout: StoredChec
   return { uri: existing.uri, cid: existing.cid }
 }
 
-/** The proof slot as the operator view shows it. */
-export interface ProofSlotView {
-  status: 'pending' | 'registered' | 'declined'
-  proofUri: string | null
-  proofCid: string | null
-  at: string | null
-}
-
-export interface PaymentRecordView extends Omit<PaymentRecordValue, '$type'> {
-  uri: string
-  cid: string
-  checkoutId: string
-  recordType: string
-  proof: ProofSlotView
-}
+export type { PaymentRecordView, ProofSlotView }
 
 type StoredRecord = PaymentRecordDoc & { _id: unknown }
 

@@ -1,16 +1,13 @@
 /** network.svc.payment.status: the app's poll of a checkout by its status token. */
 import { ContractError } from '@svc/errors'
-import type { CheckoutStatus } from '../models'
 import { appUnauthorized } from './checkout-errors'
-import { refString, type PaymentRef, type StoredCheckout } from './checkout-view'
+import { refString, type StoredCheckout } from './checkout-view'
 import type { PaymentsDomain } from './context'
 import { settleOnRead } from './settlement'
 import { hashToken, tokenEnvironment } from './tokens'
+import type { PaymentStatus as PaymentStatusView } from '../generated/graph-types'
 
-export interface PaymentStatusView {
-  status: CheckoutStatus
-  ref: PaymentRef | null
-}
+export type { PaymentStatusView }
 
 const STATUS_FIELDS = { _id: 1, appDid: 1, environment: 1, status: 1, expiresAt: 1, ref: 1 } as const
 
@@ -29,5 +26,5 @@ export async function getPaymentStatus(d: PaymentsDomain, input: { token: string
   if (!found) throw new ContractError('NotFound', 'no payment for this token')
   if (input.appDid !== null && found.appDid !== input.appDid) appUnauthorized('this payment belongs to another app')
   const doc = await settleOnRead(d, found, load)
-  return { status: doc.status as CheckoutStatus, ref: refString(doc.ref) }
+  return { status: doc.status, ref: refString(doc.ref) }
 }

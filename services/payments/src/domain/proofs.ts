@@ -9,36 +9,9 @@ import { ContractError } from '@svc/errors'
 import { isDuplicateKeyError, type ProofSlotDoc } from '../models'
 import { graphemeLength, hasControlCharacters, parseRecordUri, type Environment } from '@svc/vocabulary'
 import { nowOf, type PaymentsDomain, type ServingPayments } from './context'
+import type { CreatorProof as CreatorProofView, DeclinedRecord as DeclinedRecordView, DeclineRecordInput, RegisterCreatorProofInput } from '../generated/graph-types'
 
-export interface CreatorProofView {
-  paymentUri: string
-  proofUri: string
-  proofCid: string
-  status: 'registered'
-  registeredAt: string
-}
-
-export interface DeclinedRecordView {
-  paymentUri: string
-  status: 'declined'
-  declinedAt: string
-}
-
-export interface RegisterCreatorProofInput {
-  /** the app's only configured environment when absent */
-  environment?: string | null
-  paymentUri: string
-  recipientDid: string
-  proofUri: string
-  proofCid: string
-}
-
-export interface DeclineRecordInput {
-  /** the app's only configured environment when absent */
-  environment?: string | null
-  paymentUri: string
-  reason?: string | null
-}
+export type { CreatorProofView, DeclinedRecordView, DeclineRecordInput, RegisterCreatorProofInput }
 
 const MAX_REASON_GRAPHEMES = 300
 const MAX_REASON_LENGTH = 3000

@@ -8,22 +8,14 @@ import { findAppEnvironment } from '../app-environment'
 import { invalid } from './errors'
 import { newApprovalId } from './ids'
 import { effectiveStatus, MAX_ATTEMPTS, requestAgain } from './state'
-import { parseFeeShare, parsePaymentTypes, parsePublicRecords, storedTermsOf, type ApprovalTerms, type RequestedPublicRecords } from './terms'
+import { parseFeeShare, parsePaymentTypes, parsePublicRecords, storedTermsOf, type ApprovalTerms } from './terms'
 import { toApprovalView, type RecipientApprovalView } from './views'
+import type { RecipientApprovalInput } from '../../generated/graph-types'
 
 export const REQUEST_REASON_MAX_CHARACTERS = 500
 export const SETUP_RETURN_URL_MAX_LENGTH = 2048
 
-export interface RecipientApprovalInput {
-  /** the app's only configured environment when absent */
-  environment?: string | null
-  recipientDid: string
-  paymentTypes: string[]
-  feeShareBps?: number | null
-  publicRecords?: RequestedPublicRecords
-  requestReason?: string | null
-  setupReturnUrl?: string | null
-}
+export type { RecipientApprovalInput }
 
 function parseRequestReason(value: unknown): string | null {
   if (value === undefined || value === null) return null

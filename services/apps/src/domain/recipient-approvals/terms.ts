@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto'
 import { APPROVAL_PAYMENT_TYPES, ATTESTATION_VISIBILITIES } from '../../models'
 import { invalid } from './errors'
+import type { PublicRecordsInput } from '../../generated/graph-types'
 
 export type PaymentType = (typeof APPROVAL_PAYMENT_TYPES)[number]
 export type AttestationVisibility = (typeof ATTESTATION_VISIBILITIES)[number]
@@ -25,7 +26,6 @@ export interface StoredTerms {
 }
 
 /** publicRecords as the app sends it. */
-export type RequestedPublicRecords = { enabled?: boolean | null; defaults?: { attestation?: string | null } | null } | null | undefined
 
 /** JSON with object keys sorted at every level and no whitespace. */
 export function canonicalJson(value: unknown): string {
@@ -77,7 +77,7 @@ export function parseFeeShare(value: unknown): number | null {
   return value
 }
 
-export function parsePublicRecords(value: RequestedPublicRecords): ApprovalTerms['publicRecords'] {
+export function parsePublicRecords(value: PublicRecordsInput | null | undefined): ApprovalTerms['publicRecords'] {
   if (value !== undefined && value !== null && (typeof value !== 'object' || Array.isArray(value))) invalid('publicRecords must be an object')
   const enabled = value?.enabled ?? false
   if (typeof enabled !== 'boolean') invalid('publicRecords.enabled must be a boolean')

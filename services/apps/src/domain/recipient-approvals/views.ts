@@ -2,23 +2,16 @@
 import type { ApprovalStatus } from '../../models'
 import type { Environment } from '@svc/vocabulary'
 import { effectiveStatus, type StoredApproval } from './state'
+import type { RecipientApproval } from '../../generated/graph-types'
 
-export interface RecipientApprovalView {
-  id: string
-  appDid: string
-  recipientDid: string
+/** The SDL's RecipientApproval without the fields its resolvers add, and the revision the decisions check. */
+export type RecipientApprovalView = Omit<
+  RecipientApproval,
+  'app' | 'appOrigin' | 'dashboardUrl' | 'onboardingUrl' | 'recipient' | 'paymentSetup' | 'environment' | 'status'
+> & {
   environment: Environment
   status: ApprovalStatus
-  paymentTypes: string[]
-  feeShareBps: number
-  publicRecords: { enabled: boolean; defaults: { attestation: string } }
-  requestReason: string | null
-  setupReturnUrl: string | null
-  termsHash: string
   revision: number
-  approvedAt: string | null
-  createdAt: string
-  updatedAt: string
 }
 
 export function publicRecordsOf(doc: StoredApproval): RecipientApprovalView['publicRecords'] {
