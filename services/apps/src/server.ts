@@ -4,7 +4,9 @@ import { createGatewayClient } from '@svc/gateway-client'
 import type { CallerKeys } from '@svc/internal-context'
 import { startOutboxRelay } from '@svc/outbox'
 import { connectDomain, startDomainSubgraph } from '@svc/subgraph-server'
+import type { ActorFacts } from './domain/actor-facts'
 import type { AppsDomain } from './domain/context'
+import type { SigningSecrets } from './domain/signing-secrets'
 import { createGraphFacts, createGraphSigningSecrets } from './graph-facts'
 import { createAppsModels, type AppsModels } from './models'
 import { resolvers, type AppsContext } from './resolvers'
@@ -44,17 +46,19 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
     typeDefs,
     resolvers,
     createModels: createAppsModels,
-    extendContext: (base, models): AppsContext => ({
-      ...base,
-      domain: {
+    extendContext: (base, models): AppsContext => {
+      let facts: ActorFacts | undefined
+      let signingSecrets: SigningSecrets | undefined
+      // made on first use: only the use cases that reach other domains need them
+      const domain = {
         ...settings,
         models,
         logger: base.log,
-        facts: createGraphFacts(gateway, base.requestId),
-        signingSecrets: createGraphSigningSecrets(gateway, base.requestId),
-      },
-      memo: new Map(),
-    }),
+        get facts() { return (facts ??= createGraphFacts(gateway, base.requestId)) },
+        get signingSecrets() { return (signingSecrets ??= createGraphSigningSecrets(gateway, base.requestId)) },
+      }
+      return { ...base, domain, memo: new Map() }
+    },
   })
   const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'apps', logger: opts.logger }) : null
   return {

@@ -4,6 +4,7 @@ import { createGatewayClient } from '@svc/gateway-client'
 import type { CallerKeys } from '@svc/internal-context'
 import { startOutboxRelay } from '@svc/outbox'
 import { startDomainSubgraph } from '@svc/subgraph-server'
+import type { AppFacts } from './domain/app-facts'
 import type { PaymentsDomain } from './domain/context'
 import { createGraphFacts } from './graph-facts'
 import { createPaymentsModels, type PaymentsModels } from './models'
@@ -58,10 +59,12 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
     typeDefs,
     resolvers,
     createModels: createPaymentsModels,
-    extendContext: (base, models): PaymentsContext => ({
-      ...base,
-      domain: { ...settings, models, logger: base.log, facts: createGraphFacts(gateway, base.requestId) },
-    }),
+    extendContext: (base, models): PaymentsContext => {
+      let facts: AppFacts | undefined
+      // made on first use: only the use cases that read other domains need it
+      const domain = { ...settings, models, logger: base.log, get facts() { return (facts ??= createGraphFacts(gateway, base.requestId)) } }
+      return { ...base, domain }
+    },
   })
 
   const domain: PaymentsDomain = { ...settings, models: running.models }

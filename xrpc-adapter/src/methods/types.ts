@@ -49,10 +49,6 @@ export function xrpcMethod<N extends MethodNsid>(nsid: N, opts: { auth: AuthVeri
   return { nsid, ...opts }
 }
 
-export function isPlanned(route: MethodRoute): route is PlannedMethod {
-  return 'planned' in route
-}
-
 /** For `.catch(...)` on a graph call: a domain error the method's contract calls differently leaves under that name. */
 export function renameErrors(names: Partial<Record<ErrorCode, ErrorCode>>): (err: unknown) => never {
   return (err) => {
