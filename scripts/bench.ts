@@ -131,9 +131,10 @@ async function main() {
   let ferret: RunningFerretDb | undefined
   let mongoBase = process.env.MONGO_URL
   if (!mongoBase) {
-    ferret = await startFerretDb()
+    ferret = await startFerretDb({ databasePrefix: 'svc_bench_', announce: true })
     mongoBase = ferret.url
   }
+  const backend = ferret ? `FerretDB ${ferret.backend === 'postgresql' ? 'on PostgreSQL' : 'on SQLite'}` : `MONGO_URL (${new URL(mongoBase).host})`
   const mongoUrl = new URL(mongoBase)
   mongoUrl.pathname = `/bench_${randomBytes(3).toString('hex')}`
   const host = '127.0.0.1'
@@ -368,7 +369,7 @@ async function main() {
         ]
       : []
     const [configFull, configSub, , statusFullRow, statusSubRow, initiateRow] = rows as [Measured, Measured, Measured, Measured, Measured, Measured]
-    console.log(`\n${new Date().toISOString()}`)
+    console.log(`\n${new Date().toISOString()}, database: ${backend}`)
     console.log('| path | connections | requests | req/s | p50 ms | p99 ms | non-2xx | errors |')
     console.log('|---|---|---|---|---|---|---|---|')
     for (const r of [...rows, ...deliveryRows]) console.log(`| ${r.name} | ${r.connections} | ${r.requests} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.non2xx} | ${r.errors} |`)
@@ -393,7 +394,7 @@ async function main() {
     mkdirSync(join(ROOT, 'bench-results'), { recursive: true })
     writeFileSync(
       join(ROOT, 'bench-results', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), connections: CONNECTIONS, initiateConnections: INITIATE_CONNECTIONS, rows: [...rows, ...deliveryRows], ratio, statusRatio, deliveries }, null, 2),
+      JSON.stringify({ at: new Date().toISOString(), backend, connections: CONNECTIONS, initiateConnections: INITIATE_CONNECTIONS, rows: [...rows, ...deliveryRows], ratio, statusRatio, deliveries }, null, 2),
     )
     const failing = rows.filter((r) => r.fullPath && (r.non2xx || r.errors))
     if (!initiateRow.non2xx && !initiateRow.errors && created !== initiateRow.requests) {

@@ -1,6 +1,6 @@
 /**
- * `npm run dev`: the whole service on this machine. Starts FerretDB (SQLite, data in .data/ferretdb)
- * unless MONGO_URL is set, uses the machine's Redis (scripts/setup.sh starts one if none answers)
+ * `npm run dev`: the whole service on this machine. Starts FerretDB unless MONGO_URL is set: its data in the
+ * PostgreSQL database `svc_dev` of the machine's PostgreSQL (PG_URL), or in .data/ferretdb on SQLite when none answers; uses the machine's Redis (scripts/setup.sh starts one if none answers)
  * unless REDIS_URL is set, then every component (scripts/lib/components.ts: the subgraphs, the gateway, the XRPC
  * adapter, the events workers and the operators' board); Ctrl-C stops everything.
  */
@@ -22,8 +22,8 @@ async function main() {
   let ferret: RunningFerretDb | undefined
   if (!process.env.MONGO_URL) {
     const port = Number(new URL(config.mongoUrl).port)
-    ferret = await startFerretDb({ dataDir: join(ROOT, '.data', 'ferretdb'), port, temporary: false })
-    console.log(`dev: FerretDB ${ferret.url} (data in .data/ferretdb)`)
+    ferret = await startFerretDb({ dataDir: join(ROOT, '.data', 'ferretdb'), port, temporary: false, pgDatabase: 'svc_dev', announce: true })
+    console.log(`dev: FerretDB ${ferret.url} (${ferret.backend === 'postgresql' ? `data in PostgreSQL database ${ferret.pgDatabase}` : 'data in .data/ferretdb'})`)
   }
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true })
   await redis.connect()

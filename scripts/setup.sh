@@ -3,6 +3,8 @@
 #   - node_modules (npm ci) when missing,
 #   - FerretDB 1.24.2 built with Go into a cache folder outside the repo, once per machine,
 #   - a reachable Redis (the machine's, or a local redis-server started on 127.0.0.1:6379),
+#   - a PostgreSQL on 127.0.0.1:5432 for FerretDB's data (the machine's; else Debian's postgresql, installed and
+#     started when this runs as root with apt-get, loopback connections trusted; else FerretDB falls back to SQLite),
 #   - with --with-browser (the test command): Debian's Chromium for the browser tests, installed with apt-get
 #     when missing (CHROMIUM_PATH, default /usr/bin/chromium).
 # Idempotent and quiet when everything is already there.
@@ -78,6 +80,32 @@ if [ -z "${REDIS_URL:-}" ]; then
     redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --maxmemory-policy noeviction >/dev/null
     for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/6379) 2>/dev/null && break; sleep 0.1; done
   fi
+fi
+
+pg_answers() { (exec 3<>/dev/tcp/127.0.0.1/5432) 2>/dev/null; }
+if [ -z "${MONGO_URL:-}" ] && [ -z "${PG_URL:-}" ] && [ "${FERRETDB_BACKEND:-}" != sqlite ] && ! pg_answers; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    installed=0
+    if [ -z "$(ls /etc/postgresql 2>/dev/null)" ]; then
+      echo "setup: installing Debian's postgresql for FerretDB's data (once per machine)"
+      export DEBIAN_FRONTEND=noninteractive
+      if apt-get install -y --no-install-recommends postgresql >/dev/null 2>&1 \
+        || { apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends postgresql >/dev/null 2>&1; }; then
+        installed=1
+      fi
+    fi
+    version=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -1)
+    if [ -n "$version" ]; then
+      if [ "$installed" = 1 ]; then
+        # the cluster this script just made: trust loopback TCP, as the tests and the dev command connect (PG_URL)
+        sed -i '1i host all all 127.0.0.1/32 trust' "/etc/postgresql/$version/main/pg_hba.conf"
+      fi
+      echo "setup: starting PostgreSQL $version on 127.0.0.1:5432"
+      pg_ctlcluster "$version" main start >/dev/null 2>&1 || pg_ctlcluster "$version" main reload >/dev/null 2>&1 || true
+      for _ in $(seq 100); do pg_answers && break; sleep 0.1; done
+    fi
+  fi
+  pg_answers || echo "setup: no PostgreSQL on 127.0.0.1:5432 (set PG_URL, or install postgresql): FerretDB will keep its data in SQLite, several times slower (docs/performance.md)"
 fi
 
 CHROMIUM_PATH="${CHROMIUM_PATH:-/usr/bin/chromium}"

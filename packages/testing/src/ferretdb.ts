@@ -1,5 +1,7 @@
 /**
- * Starts a FerretDB 1.24.2 (MongoDB wire protocol over SQLite) for tests, benchmarks and the dev command.
+ * Starts a FerretDB 1.24.2 (the MongoDB wire protocol) for tests, benchmarks and the dev command, on the machine's
+ * PostgreSQL when one answers (PG_URL, default postgres://postgres@127.0.0.1:5432/postgres) and on SQLite otherwise
+ * (docs/performance.md: PostgreSQL is several times faster for this service's writes and filtered reads).
  * The binary is built once per machine by scripts/setup.sh into a cache folder outside the repo.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -7,6 +9,8 @@ import { mkdtempSync, existsSync, mkdirSync, rmSync } from 'node:fs'
 import { createConnection, createServer } from 'node:net'
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
 
 export const FERRETDB_VERSION = 'v1.24.2'
 
@@ -55,27 +59,157 @@ export async function waitForPort(port: number, host = '127.0.0.1', timeoutMs = 
   }
 }
 
+/** The PostgreSQL FerretDB stores its data in, when one answers; any database of it serves to create FerretDB's own. */
+export const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
+
+export type FerretBackend = 'postgresql' | 'sqlite'
+
+/** The admin URL to use (PG_URL or the default), or null when no PostgreSQL answers there (or FERRETDB_BACKEND=sqlite). */
+export async function postgresForFerret(env: Record<string, string | undefined> = process.env): Promise<string | null> {
+  if (env.FERRETDB_BACKEND === 'sqlite') return null
+  const url = env.PG_URL ?? DEFAULT_PG_URL
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 })
+  try {
+    await client.connect()
+    await client.query('SELECT 1')
+    return url
+  } catch (err) {
+    if (env.FERRETDB_BACKEND === 'postgresql') throw new Error(`FERRETDB_BACKEND=postgresql but no PostgreSQL answers at ${redactUrl(url)}: ${String(err)}`)
+    return null
+  } finally {
+    await client.end().catch(() => undefined)
+  }
+}
+
+function redactUrl(url: string): string {
+  const u = new URL(url)
+  if (u.password) u.password = '***'
+  return u.toString()
+}
+
+/** `url` with its database replaced. */
+function withDatabase(url: string, database: string): string {
+  const u = new URL(url)
+  u.pathname = `/${database}`
+  return u.toString()
+}
+
+async function adminQuery(adminUrl: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 })
+  await client.connect()
+  try {
+    await client.query(sql)
+  } finally {
+    await client.end().catch(() => undefined)
+  }
+}
+
+const DATABASE_NAME_RE = /^[a-z_][a-z0-9_]{0,62}$/
+
+/** Creates the PostgreSQL database unless it exists. */
+async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
+  if (!DATABASE_NAME_RE.test(database)) throw new Error(`not a database name for FerretDB: ${database}`)
+  try {
+    await adminQuery(adminUrl, `CREATE DATABASE "${database}"`)
+  } catch (err) {
+    if ((err as { code?: string }).code !== '42P04') throw err // duplicate_database: kept from an earlier run
+  }
+}
+
+export async function dropDatabase(adminUrl: string, database: string): Promise<void> {
+  if (!DATABASE_NAME_RE.test(database)) throw new Error(`not a database name for FerretDB: ${database}`)
+  await adminQuery(adminUrl, `DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`)
+}
+
+/**
+ * Drops the databases that runs killed before their teardown left: `<prefix><pid>_…` of a process that is gone.
+ * Only names this module makes are touched.
+ */
+export async function dropAbandonedDatabases(adminUrl: string, prefix: string): Promise<string[]> {
+  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 })
+  await client.connect()
+  let names: string[]
+  try {
+    const res = await client.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${prefix}%`])
+    names = res.rows.map((r) => r.datname)
+  } finally {
+    await client.end().catch(() => undefined)
+  }
+  const dropped: string[] = []
+  for (const name of names) {
+    const pid = Number(/^(\d+)_[0-9a-f]{8}$/.exec(name.slice(prefix.length))?.[1] ?? NaN)
+    if (!Number.isInteger(pid) || processAlive(pid)) continue
+    await dropDatabase(adminUrl, name)
+    dropped.push(name)
+  }
+  return dropped
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as { code?: string }).code === 'EPERM'
+  }
+}
+
 export interface RunningFerretDb {
   url: string
   port: number
+  /** FerretDB's state folder (and, on SQLite, its data) */
   dataDir: string
+  backend: FerretBackend
+  /** the PostgreSQL database holding the data (postgresql backend) */
+  pgDatabase: string | null
   process: ChildProcess
-  /** SIGTERM for a data folder that is kept; SIGKILL is fine for a temporary one */
+  /** SIGTERM for data that is kept; SIGKILL is fine for temporary data (its folder or database is removed) */
   stop(signal?: NodeJS.Signals): Promise<void>
 }
 
-export async function startFerretDb(opts: { dataDir?: string; port?: number; temporary?: boolean; logFile?: string } = {}): Promise<RunningFerretDb> {
+export interface FerretDbOptions {
+  /** FerretDB's state folder (on SQLite also its data); temporary when absent */
+  dataDir?: string
+  port?: number
+  /** remove the data on stop (default: when no dataDir is given) */
+  temporary?: boolean
+  /**
+   * The PostgreSQL database to keep the data in (postgresql backend); default a new one per start,
+   * `<databasePrefix><pid>_<random>`, dropped on stop when temporary
+   */
+  pgDatabase?: string
+  /** default `svc_ferret_` */
+  databasePrefix?: string
+  /** say which backend was chosen, and why, on stdout (the dev command and the bench) */
+  announce?: boolean
+}
+
+export async function startFerretDb(opts: FerretDbOptions = {}): Promise<RunningFerretDb> {
   const bin = ferretDbBinary()
   if (!existsSync(bin)) throw new Error(`FerretDB binary missing at ${bin}: run \`bash scripts/setup.sh\` first`)
   const temporary = opts.temporary ?? !opts.dataDir
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-ferretdb-'))
   mkdirSync(dataDir, { recursive: true })
   const port = opts.port ?? (await freePort())
+  const adminUrl = await postgresForFerret()
+  const prefix = opts.databasePrefix ?? 'svc_ferret_'
+  const pgDatabase = adminUrl ? (opts.pgDatabase ?? `${prefix}${process.pid}_${randomBytes(4).toString('hex')}`) : null
+  if (adminUrl && pgDatabase) {
+    if (!opts.pgDatabase) await dropAbandonedDatabases(adminUrl, prefix)
+    await ensureDatabase(adminUrl, pgDatabase)
+    if (opts.announce) process.stdout.write(`FerretDB on PostgreSQL ${redactUrl(withDatabase(adminUrl, pgDatabase))}\n`)
+  } else {
+    // one line, always: the SQLite backend is much slower, and whoever reads figures should know it was used
+    process.stdout.write(
+      `FerretDB on SQLite in ${dataDir}: ${process.env.FERRETDB_BACKEND === 'sqlite' ? 'FERRETDB_BACKEND=sqlite' : `no PostgreSQL answers at ${redactUrl(process.env.PG_URL ?? DEFAULT_PG_URL)} (set PG_URL)`}\n`,
+    )
+  }
+  const backendArgs =
+    adminUrl && pgDatabase ? ['--handler=postgresql', `--postgresql-url=${withDatabase(adminUrl, pgDatabase)}`] : ['--handler=sqlite', `--sqlite-url=file:${dataDir}/`]
   const child = spawn(
     bin,
     [
-      '--handler=sqlite',
-      `--sqlite-url=file:${dataDir}/`,
+      ...backendArgs,
       `--listen-addr=127.0.0.1:${port}`,
       `--state-dir=${dataDir}`,
       '--debug-addr=-',
@@ -91,6 +225,8 @@ export async function startFerretDb(opts: { dataDir?: string; port?: number; tem
     url: `mongodb://127.0.0.1:${port}/`,
     port,
     dataDir,
+    backend: pgDatabase ? 'postgresql' : 'sqlite',
+    pgDatabase,
     process: child,
     async stop(signal: NodeJS.Signals = 'SIGTERM') {
       if (!exited) {
@@ -101,7 +237,10 @@ export async function startFerretDb(opts: { dataDir?: string; port?: number; tem
         clearTimeout(timer)
         if (!exited) child.kill('SIGKILL')
       }
-      if (temporary) rmSync(dataDir, { recursive: true, force: true })
+      if (temporary) {
+        rmSync(dataDir, { recursive: true, force: true })
+        if (adminUrl && pgDatabase) await dropDatabase(adminUrl, pgDatabase)
+      }
     },
   }
 }
