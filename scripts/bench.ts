@@ -31,7 +31,7 @@ import { connectApps, registerApp } from '@svc/apps'
 import { CONTEXT_HEADER, signContext } from '@svc/internal-context'
 import { generateDidKeyKeypair, mintServiceJwt, type DidKeyKeypair } from '@svc/service-auth'
 import { buildProduct } from '@svc/sdk'
-import { freePort, startFerretDb, type RunningFerretDb } from '@svc/testing'
+import { ferretDbCommandCounts, freePort, startFerretDb, type RunningFerretDb } from '@svc/testing'
 import { ROOT, serviceComponents, startComponents } from './lib/components'
 import { measureDeliveries, type DeliveryBenchResult, type DeliveryRun } from './lib/delivery-bench'
 
@@ -131,7 +131,7 @@ async function main() {
   let ferret: RunningFerretDb | undefined
   let mongoBase = process.env.MONGO_URL
   if (!mongoBase) {
-    ferret = await startFerretDb({ databasePrefix: 'svc_bench_', announce: true })
+    ferret = await startFerretDb({ databasePrefix: 'svc_bench_', announce: true, metrics: true })
     mongoBase = ferret.url
   }
   const backend = ferret ? `FerretDB ${ferret.backend === 'postgresql' ? 'on PostgreSQL' : 'on SQLite'}` : `MONGO_URL (${new URL(mongoBase).host})`
@@ -341,6 +341,7 @@ async function main() {
 
     // ---- webhook deliveries: outbox → relay → workers → receiver ----
     let deliveries: DeliveryBenchResult | null = null
+    const metricsUrl = ferret?.metricsUrl
     try {
       deliveries = await measureDeliveries({
         mongoUrl: mongoBase,
@@ -348,6 +349,7 @@ async function main() {
         events: DELIVERIES,
         latencyEvents: LATENCY_EVENTS,
         log: (line) => process.stdout.write(line),
+        commandCounts: metricsUrl ? () => ferretDbCommandCounts(metricsUrl) : undefined,
       })
     } catch (err) {
       console.error('bench: the delivery rows failed:', err)
@@ -384,6 +386,11 @@ async function main() {
         `deliveries: ${throughput.events - throughput.missing}/${throughput.events} delivered in ${throughput.seconds} s (${throughput.deliveriesPerSecond}/s, ` +
           `worker concurrency ${delivery.concurrency}, ${throughput.duplicates + latency.duplicates} repeats); one at a time: p50 ${latency.p50} ms, p99 ${latency.p99} ms from state change to receipt`,
       )
+      const describe = (c: { total: number; byCommand: Record<string, number> }) =>
+        `${c.total} (${Object.entries(c.byCommand).sort(([, a], [, b]) => b - a).map(([k, v]) => `${k} ${v}`).join(', ')})`
+      if (deliveries.commands) {
+        console.log(`database commands per delivery, the outbox insert included: ${describe(deliveries.commands.throughput)} under load; ${describe(deliveries.commands.latency)} one at a time`)
+      } else console.log('database commands per delivery: not counted (MONGO_URL: only the FerretDB the bench starts is counted)')
       for (const run of [throughput, latency]) {
         if (run.missing || run.errors) {
           console.error(`bench: deliveries: ${run.missing} of ${run.events} not received, ${run.errors} without an id, a signature or an envelope`)

@@ -35,9 +35,18 @@ export interface DeliveryRun {
   errors: number
 }
 
+/** The database commands of a run, per delivery, counted by the database server (FerretDB's metrics). */
+export interface CommandsPerDelivery {
+  /** every data command of the run divided by its deliveries, the outbox event's insert included */
+  total: number
+  byCommand: Record<string, number>
+}
+
 export interface DeliveryBenchResult {
   throughput: DeliveryRun
   latency: DeliveryRun
+  /** null when the database's commands cannot be counted (MONGO_URL) */
+  commands: { throughput: CommandsPerDelivery; latency: CommandsPerDelivery } | null
   /** the delivery settings the workers ran with */
   delivery: DeliverySettings
 }
@@ -142,7 +151,29 @@ const event = (stack: TestStack, appDid: string, key: string, occurredAt?: Date)
  * Runs both measurements on a stack of their own. `mongoUrl` and `redisUrl` are the servers the stack isolates its
  * database and key prefix on (the stack's isolation reads them as the jest global setup sets them).
  */
-export async function measureDeliveries(opts: { mongoUrl: string; redisUrl: string; events: number; latencyEvents: number; writers?: number; log?: (line: string) => void }): Promise<DeliveryBenchResult> {
+function perDelivery(before: Record<string, number>, after: Record<string, number>, deliveries: number): CommandsPerDelivery {
+  const byCommand: Record<string, number> = {}
+  let total = 0
+  for (const [command, n] of Object.entries(after)) {
+    const diff = n - (before[command] ?? 0)
+    if (diff <= 0) continue
+    byCommand[command] = +(diff / deliveries).toFixed(2)
+    total += diff
+  }
+  return { total: +(total / deliveries).toFixed(2), byCommand }
+}
+
+export async function measureDeliveries(opts: {
+  mongoUrl: string
+  redisUrl: string
+  events: number
+  latencyEvents: number
+  writers?: number
+  log?: (line: string) => void
+  /** the database server's command counts so far (FerretDB's metrics), to count commands per delivery */
+  commandCounts?: () => Promise<Record<string, number>>
+}): Promise<DeliveryBenchResult> {
+  const counted = opts.commandCounts ?? (async () => null)
   const log = opts.log ?? (() => undefined)
   const writers = opts.writers ?? 50
   process.env.SVC_TEST_MONGO_URL = opts.mongoUrl
@@ -171,6 +202,7 @@ export async function measureDeliveries(opts: { mongoUrl: string; redisUrl: stri
     log(`bench: writing ${opts.events} outbox events (${writers} writers) and waiting for their deliveries… `)
     const keys = Array.from({ length: opts.events }, (_, i) => `bench:${runId}:t:${i}`)
     let before = receiver.counts()
+    let commandsBefore = await counted()
     const started = Date.now()
     let next = 0
     await Promise.all(
@@ -183,11 +215,14 @@ export async function measureDeliveries(opts: { mongoUrl: string; redisUrl: stri
     const deadline = Date.now() + Math.max(120_000, opts.events * 200)
     for (const id of ids) await receiver.arrival(id, Math.max(0, deadline - Date.now()))
     const throughput = summarize(receiver, ids, writers, started, before)
+    let commandsAfter = await counted()
+    const throughputCommands = commandsBefore && commandsAfter ? perDelivery(commandsBefore, commandsAfter, opts.events) : null
     log(`done (${throughput.seconds} s)\n`)
 
     // ---- latency: one at a time ----
     log(`bench: ${opts.latencyEvents} events one at a time… `)
     before = receiver.counts()
+    commandsBefore = await counted()
     const latencyKeys = Array.from({ length: opts.latencyEvents }, (_, i) => `bench:${runId}:l:${i}`)
     const latencyStarted = Date.now()
     for (const key of latencyKeys) {
@@ -195,8 +230,11 @@ export async function measureDeliveries(opts: { mongoUrl: string; redisUrl: stri
       await receiver.arrival(deliveryIdOf(key), 10_000)
     }
     const latency = summarize(receiver, latencyKeys.map(deliveryIdOf), 1, latencyStarted, before)
+    commandsAfter = await counted()
+    const latencyCommands = commandsBefore && commandsAfter ? perDelivery(commandsBefore, commandsAfter, opts.latencyEvents) : null
     log(`done (${latency.seconds} s)\n`)
-    return { throughput, latency, delivery }
+    const commands = throughputCommands && latencyCommands ? { throughput: throughputCommands, latency: latencyCommands } : null
+    return { throughput, latency, commands, delivery }
   } finally {
     await receiver.close()
     await stack.stop()

@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, existsSync, mkdirSync, rmSync } from 'node:fs'
 import { createConnection, createServer } from 'node:net'
+import { createInterface } from 'node:readline'
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
@@ -162,6 +163,8 @@ export interface RunningFerretDb {
   backend: FerretBackend
   /** the PostgreSQL database holding the data (postgresql backend) */
   pgDatabase: string | null
+  /** FerretDB's Prometheus metrics (with `metrics: true`): its commands counted by name (ferretDbCommandCounts) */
+  metricsUrl: string | null
   process: ChildProcess
   /** SIGTERM for data that is kept; SIGKILL is fine for temporary data (its folder or database is removed) */
   stop(signal?: NodeJS.Signals): Promise<void>
@@ -182,6 +185,8 @@ export interface FerretDbOptions {
   databasePrefix?: string
   /** say which backend was chosen, and why, on stdout (the dev command and the bench) */
   announce?: boolean
+  /** serve FerretDB's metrics on a free loopback port (`metricsUrl`) */
+  metrics?: boolean
 }
 
 export async function startFerretDb(opts: FerretDbOptions = {}): Promise<RunningFerretDb> {
@@ -206,18 +211,24 @@ export async function startFerretDb(opts: FerretDbOptions = {}): Promise<Running
   }
   const backendArgs =
     adminUrl && pgDatabase ? ['--handler=postgresql', `--postgresql-url=${withDatabase(adminUrl, pgDatabase)}`] : ['--handler=sqlite', `--sqlite-url=file:${dataDir}/`]
+  const metricsPort = opts.metrics ? await freePort() : null
   const child = spawn(
     bin,
     [
       ...backendArgs,
       `--listen-addr=127.0.0.1:${port}`,
       `--state-dir=${dataDir}`,
-      '--debug-addr=-',
+      metricsPort ? `--debug-addr=127.0.0.1:${metricsPort}` : '--debug-addr=-',
       '--telemetry=disable',
       '--log-level=error',
     ],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
+    { stdio: ['ignore', 'ignore', 'pipe'] },
   )
+  // On PostgreSQL FerretDB logs every unique-index refusal at ERROR, with the document; the service relies on those
+  // refusals (its idempotency and capacity rules), so they are expected and not shown. Anything else is.
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    if (!line.includes('"Code":"23505"')) process.stderr.write(`${line}\n`)
+  })
   let exited = false
   child.once('exit', () => (exited = true))
   await waitForPort(port)
@@ -227,6 +238,7 @@ export async function startFerretDb(opts: FerretDbOptions = {}): Promise<Running
     dataDir,
     backend: pgDatabase ? 'postgresql' : 'sqlite',
     pgDatabase,
+    metricsUrl: metricsPort ? `http://127.0.0.1:${metricsPort}/debug/metrics` : null,
     process: child,
     async stop(signal: NodeJS.Signals = 'SIGTERM') {
       if (!exited) {
@@ -243,4 +255,18 @@ export async function startFerretDb(opts: FerretDbOptions = {}): Promise<Running
       }
     },
   }
+}
+
+/** Connection upkeep the drivers send on their own (handshakes, heartbeats, sessions): not the service's work. */
+const UPKEEP_COMMANDS = new Set(['hello', 'ismaster', 'isMaster', 'ping', 'endSessions', 'saslStart', 'saslContinue', 'buildInfo', 'getParameter', 'unknown'])
+
+/** The data commands FerretDB has answered since it started, by command name (find, insert, update, …). */
+export async function ferretDbCommandCounts(metricsUrl: string): Promise<Record<string, number>> {
+  const text = await (await fetch(metricsUrl)).text()
+  const counts: Record<string, number> = {}
+  for (const m of text.matchAll(/^ferretdb_client_requests_total\{command="([^"]+)",opcode="[^"]+"\} (\d+)$/gm)) {
+    const command = m[1]!
+    if (!UPKEEP_COMMANDS.has(command)) counts[command] = (counts[command] ?? 0) + Number(m[2])
+  }
+  return counts
 }
