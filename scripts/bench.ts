@@ -20,7 +20,9 @@
  * (a wrong body counts as an error). Results go to stdout and bench-results/latest.json.
  * BENCH_REQUESTS (full-path lookups; default 20000), BENCH_INITIATE_REQUESTS (default: BENCH_REQUESTS, at most 5000),
  * BENCH_SECONDS (direct runs; default 10), BENCH_DELIVERIES (the throughput run's events; default 2000) and
- * BENCH_LATENCY_EVENTS (the one-at-a-time run's; default 200) tune the size.
+ * BENCH_LATENCY_EVENTS (the one-at-a-time run's; default 200) tune the size. Then the growth rows
+ * (scripts/lib/growth-bench.ts): payment.status and the delivery log, one request at a time, with 1,000, 10,000 and
+ * 100,000 documents in their collections (BENCH_GROWTH_SIZES).
  */
 import autocannon from 'autocannon'
 import Redis from 'ioredis'
@@ -34,6 +36,7 @@ import { buildProduct } from '@svc/sdk'
 import { ferretDbCommandCounts, freePort, startFerretDb, type RunningFerretDb } from '@svc/testing'
 import { ROOT, serviceComponents, startComponents } from './lib/components'
 import { measureDeliveries, type DeliveryBenchResult, type DeliveryRun } from './lib/delivery-bench'
+import { measureGrowth, type GrowthRow } from './lib/growth-bench'
 
 const CONNECTIONS = 50
 const INITIATE_CONNECTIONS = 20
@@ -46,6 +49,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const INITIATE_REQUESTS = Number(process.env.BENCH_INITIATE_REQUESTS ?? Math.min(FULL_PATH_REQUESTS, 5000))
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 2000)
 const LATENCY_EVENTS = Number(process.env.BENCH_LATENCY_EVENTS ?? 200)
+/** the collection sizes of the growth rows */
+const GROWTH_SIZES = (process.env.BENCH_GROWTH_SIZES ?? '1000,10000,100000').split(',').map(Number).filter((n) => n > 0)
 /** The service refuses service JWTs living longer than 300 s; every batch is minted right before its run. */
 const JWT_LIFETIME_SECONDS = 290
 
@@ -356,6 +361,15 @@ async function main() {
       process.exitCode = 1
     }
 
+    // ---- growth: status and the delivery log as their collections grow ----
+    let growth: GrowthRow[] | null = null
+    try {
+      growth = await measureGrowth({ mongoUrl: mongoBase, redisUrl, sizes: GROWTH_SIZES, log: (line) => process.stdout.write(line) })
+    } catch (err) {
+      console.error('bench: the growth rows failed:', err)
+      process.exitCode = 1
+    }
+
     const rows = [
       summarize('getConfig, full path (adapter → gateway → subgraph → FerretDB)', true, CONNECTIONS, fullPath),
       summarize('appConfig, apps subgraph directly', false, CONNECTIONS, direct),
@@ -380,6 +394,11 @@ async function main() {
     console.log(`\ngetConfig full path / subgraph: throughput ${ratio.throughput}x, p50 latency ${ratio.p50}x, p99 latency ${ratio.p99}x`)
     console.log(`status    full path / subgraph: throughput ${statusRatio.throughput}x, p50 latency ${statusRatio.p50}x, p99 latency ${statusRatio.p99}x`)
     console.log(`initiate: ${created} checkouts stored for ${initiateRow.requests} requests`)
+    if (growth) {
+      console.log('\n| documents in the collection | payment.status p50 ms | p99 ms | delivery log (20 newest of the app\'s 1%) p50 ms | p99 ms |')
+      console.log('|---|---|---|---|---|')
+      for (const g of growth) console.log(`| ${g.documents} | ${g.status.p50} | ${g.status.p99} | ${g.deliveryLog.p50} | ${g.deliveryLog.p99} |`)
+    }
     if (deliveries) {
       const { throughput, latency, delivery } = deliveries
       console.log(
@@ -401,7 +420,7 @@ async function main() {
     mkdirSync(join(ROOT, 'bench-results'), { recursive: true })
     writeFileSync(
       join(ROOT, 'bench-results', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), backend, connections: CONNECTIONS, initiateConnections: INITIATE_CONNECTIONS, rows: [...rows, ...deliveryRows], ratio, statusRatio, deliveries }, null, 2),
+      JSON.stringify({ at: new Date().toISOString(), backend, connections: CONNECTIONS, initiateConnections: INITIATE_CONNECTIONS, rows: [...rows, ...deliveryRows], ratio, statusRatio, deliveries, growth }, null, 2),
     )
     const failing = rows.filter((r) => r.fullPath && (r.non2xx || r.errors))
     if (!initiateRow.non2xx && !initiateRow.errors && created !== initiateRow.requests) {
