@@ -6,9 +6,10 @@
  *   2. an attempt still `sending` belongs to a worker that died mid-attempt → `interrupted`;
  *   3. read the app environment's endpoint through the gateway; paused → `held`, the job goes back to delayed
  *      without consuming an attempt, and nothing is logged as an attempt;
- *   4. write the attempt (`sending`, the next free number of the unique (deliveryId, number) index), bump the
- *      delivery's attemptCount, then send on the channel;
- *   5. 2xx → delivered. Anything else → the attempt failed; the next wait comes from the schedule (lengthened by a
+ *   4. write the attempt (`sending`, the next free number of the unique (deliveryId, number) index), then send on
+ *      the channel;
+ *   5. the outcome is one write to the attempt and one to the delivery (its status, attemptCount and lastAttemptAt
+ *      together). 2xx → delivered. Anything else → the attempt failed; the next wait comes from the schedule (lengthened by a
  *      Retry-After up to the next step) and is handed to BullMQ through the thrown AttemptFailedError (the workers'
  *      backoffStrategy reads it), or, after the run's last attempt, the delivery is `failed`.
  *
@@ -93,10 +94,10 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   const log = deps.logger
 
   /**
-   * Attempt `number` of the delivery, if a worker that died left it `sending`, becomes `interrupted`. Only two numbers
-   * can be such an attempt: the last one counted (the worker died while sending) and a number taken but not yet
-   * counted (it died between the two writes of openAttempt), which the next openAttempt runs into. Both are looked
-   * up by id, never by scanning the log.
+   * Attempt `number` of the delivery, if a worker that died left it `sending`, becomes `interrupted`. The delivery
+   * counts an attempt only with its outcome, so a dead worker's attempt is the number the next openAttempt runs into
+   * (the unique index refuses it): it is looked up by id there, never by scanning the log. The last one counted is
+   * checked too, for deliveries counted the earlier way (the count written when the attempt opened).
    */
   async function markInterrupted(deliveryId: string, number: number): Promise<void> {
     if (number < 1) return
@@ -107,7 +108,10 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     log.warn({ deliveryId, number }, 'delivery attempt interrupted by a worker that stopped')
   }
 
-  /** Writes the attempt before anything is sent: the next free number (a duplicate means a dead worker's attempt took it). */
+  /**
+   * Writes the attempt before anything is sent: the next free number (a duplicate means a dead worker's attempt took
+   * it). The delivery's count is written with the outcome, not here: one write fewer per attempt.
+   */
   async function openAttempt(d: DeliveryDoc, channel: Channel | null, url: string | null) {
     const attemptedAt = new Date()
     for (let number = d.attemptCount + 1, tries = 0; tries < 100; number++, tries++) {
@@ -123,7 +127,6 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
           attemptedAt,
           outcome: 'sending',
         })
-        await models.Delivery.updateOne({ _id: d._id }, { $set: { attemptCount: number, lastAttemptAt: attemptedAt } })
         return { id: doc._id, number, attemptedAt }
       } catch (err) {
         if (!isDuplicateKeyError(err)) throw err
@@ -210,7 +213,17 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       )
       await models.Delivery.updateOne(
         { _id: d._id },
-        { $set: { status: 'delivered', deliveredAt: finishedAt, lastStatusCode: result.statusCode, lastError: null, nextAttemptAt: null } },
+        {
+          $set: {
+            status: 'delivered',
+            attemptCount: attempt.number,
+            lastAttemptAt: attempt.attemptedAt,
+            deliveredAt: finishedAt,
+            lastStatusCode: result.statusCode,
+            lastError: null,
+            nextAttemptAt: null,
+          },
+        },
       )
       log.info({ ...logged, outcome: 'delivered' }, 'delivery attempt')
       await boardLog(job, `attempt ${attempt.number} (${channel}): delivered, HTTP ${result.statusCode} in ${result.durationMs} ms`)
@@ -235,7 +248,10 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       },
     )
     const status = nextAttemptAt === null ? { status: 'failed', failedAt: finishedAt } : { status: 'pending' }
-    await models.Delivery.updateOne({ _id: d._id }, { $set: { ...status, nextAttemptAt, lastStatusCode: result.statusCode, lastError: result.error } })
+    await models.Delivery.updateOne(
+      { _id: d._id },
+      { $set: { ...status, attemptCount: attempt.number, lastAttemptAt: attempt.attemptedAt, nextAttemptAt, lastStatusCode: result.statusCode, lastError: result.error } },
+    )
     log.info({ ...logged, outcome: 'failed', error: result.error, nextAttemptAt, final: nextAttemptAt === null }, 'delivery attempt')
     const next = nextAttemptAt === null ? 'no attempts left in this run: failed, waiting for a redrive' : `next attempt at ${nextAttemptAt.toISOString()}`
     await boardLog(job, `attempt ${attempt.number} (${channel ?? 'no channel'}): ${result.error ?? 'not delivered'} after ${result.durationMs} ms; ${next}`)
