@@ -118,7 +118,9 @@ export async function startComponents(
     // In order, each once the previous is ready: the gateway composes the subgraphs' schemas when it starts, and
     // the workers look app endpoints up through the gateway.
     for (const c of components) {
-      const child = spawn(TSX, [join(ROOT, c.entry)], { env: { ...process.env, ...env }, stdio: ['ignore', opts.stdio ?? 'inherit', 'inherit'] })
+      // CPU_PROFILE_DIR: each component's processes write V8 CPU profiles to <dir>/<component>/ when they stop (--cpu-prof)
+      const profile = process.env.CPU_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.CPU_PROFILE_DIR, c.name)}`] : []
+      const child = spawn(TSX, [...profile, join(ROOT, c.entry)], { env: { ...process.env, ...env }, stdio: ['ignore', opts.stdio ?? 'inherit', 'inherit'] })
       let ready = false
       child.once('exit', (code) => {
         // before it is ready, the wait below reports the exit

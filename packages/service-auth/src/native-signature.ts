@@ -22,7 +22,8 @@ interface NativeKey {
 const MAX_CACHED_KEYS = 10_000
 const keys = new Map<string, NativeKey>()
 
-function nativeKey(didKey: string): NativeKey {
+/** The did:key's Node key, parsed once per key (cached): throws for a key that is not a usable P-256 or secp256k1 did:key. */
+export function nativeKey(didKey: string): NativeKey {
   const cached = keys.get(didKey)
   if (cached) return cached
   const parsed = parseDidKey(didKey)

@@ -6,8 +6,7 @@
  *
  * Every refusal is a ContractError (401). Tokens are never logged nor echoed in messages.
  */
-import { parseDidKey } from '@atproto/crypto'
-import { verifySignatureNatively } from './native-signature'
+import { nativeKey, verifySignatureNatively } from './native-signature'
 import { DidResolver, DidWebResolver, MemoryCache } from '@atproto/identity'
 import { AuthRequiredError, verifyJwt } from '@atproto/xrpc-server'
 import { ContractError, type ErrorCode } from '@svc/errors'
@@ -170,7 +169,7 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
     let key: string
     try {
       key = await resolver.resolveAtprotoKey(iss, forceRefresh && mayForceRefresh(iss))
-      parseDidKey(key)
+      nativeKey(key) // a usable key, parsed once per key (not on every request: point decompression is costly)
     } catch {
       fail('UnresolvableIssuer', 'could not resolve the signing key of the jwt issuer')
     }
