@@ -69,16 +69,12 @@ export type FerretBackend = 'postgresql' | 'sqlite'
 export async function postgresForFerret(env: Record<string, string | undefined> = process.env): Promise<string | null> {
   if (env.FERRETDB_BACKEND === 'sqlite') return null
   const url = env.PG_URL ?? DEFAULT_PG_URL
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 })
   try {
-    await client.connect()
-    await client.query('SELECT 1')
+    await adminQuery(url, 'SELECT 1', [], 2000)
     return url
   } catch (err) {
     if (env.FERRETDB_BACKEND === 'postgresql') throw new Error(`FERRETDB_BACKEND=postgresql but no PostgreSQL answers at ${redactUrl(url)}: ${String(err)}`)
     return null
-  } finally {
-    await client.end().catch(() => undefined)
   }
 }
 
@@ -95,11 +91,12 @@ function withDatabase(url: string, database: string): string {
   return u.toString()
 }
 
-async function adminQuery(adminUrl: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 })
+/** One statement on its own connection (these run a few times per start, never per request). */
+async function adminQuery<R extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = [], timeoutMs = 5000): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs })
   await client.connect()
   try {
-    await client.query(sql)
+    return (await client.query<R>(sql, params)).rows
   } finally {
     await client.end().catch(() => undefined)
   }
@@ -172,17 +169,9 @@ export async function dropDatabase(adminUrl: string, database: string): Promise<
  * Only names this module makes are touched.
  */
 export async function dropAbandonedDatabases(adminUrl: string, prefix: string): Promise<string[]> {
-  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 })
-  await client.connect()
-  let names: string[]
-  try {
-    const res = await client.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${prefix}%`])
-    names = res.rows.map((r) => r.datname)
-  } finally {
-    await client.end().catch(() => undefined)
-  }
+  const rows = await adminQuery<{ datname: string }>(adminUrl, 'SELECT datname FROM pg_database WHERE datname LIKE $1', [`${prefix}%`])
   const dropped: string[] = []
-  for (const name of names) {
+  for (const { datname: name } of rows) {
     const pid = Number(/^(\d+)_[0-9a-f]{8}$/.exec(name.slice(prefix.length))?.[1] ?? NaN)
     if (!Number.isInteger(pid) || processAlive(pid)) continue
     await dropDatabase(adminUrl, name)
