@@ -3,7 +3,7 @@ export * from './models'
 export { typeDefs } from './schema'
 export { resolvers, type EventsContext } from './resolvers'
 export type { EventsDomain } from './domain/context'
-export { createDelivery, enqueueDelivery, DELIVERY_JOB_OPTIONS, type NewDelivery } from './domain/deliveries'
+export { createDelivery, deliveryJob, enqueueDelivery, DELIVERY_JOB_OPTIONS, type NewDelivery } from './domain/deliveries'
 export {
   ensureSigningSecret,
   rotateSigningSecret,
@@ -20,3 +20,4 @@ export { MAX_ATTEMPTS, DELAYS_MS, JITTER, nextDelayMs, scheduleSpanMs, type Sche
 export { ALL_QUEUES, WEBHOOK_DELIVERIES_QUEUE, DOMAIN_EVENTS_QUEUE, DELIVERY_BACKOFF, queuePrefix, type DeliveryJob } from './queues'
 export { startEventWorkers, type EventWorkersOptions, type RunningEventWorkers } from './workers'
 export { REDRIVE_CLAIM_TTL_SECONDS, REDRIVE_SETTLE_MS, STALE_CLAIM_MS, redriveClaimKey } from './domain/redrive'
+export { foldLegacyAttempts } from './models/legacy-attempts'

@@ -9,9 +9,33 @@ export const WEBHOOK_DELIVERIES_QUEUE = 'webhook-deliveries'
 /** Every queue the operators' board shows. */
 export const ALL_QUEUES = [DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE] as const
 
-/** The payload of a `webhook-deliveries` job: the delivery document holds everything else. */
+/** An attempt whose outcome is not in the delivery's log yet: the one being sent, or one whose worker died. */
+export interface UnrecordedAttempt {
+  number: number
+  /** ISO 8601 */
+  attemptedAt: string
+  channel: 'webhook' | 'xrpc' | null
+  url: string | null
+}
+
+/**
+ * The payload of a `webhook-deliveries` job: what an attempt sends, so the worker sends without reading the delivery
+ * (docs/events.md, "Crash safety"). A job of an earlier version carries only `deliveryId`; the worker then reads the
+ * delivery.
+ */
 export interface DeliveryJob {
   deliveryId: string
+  appDid?: string
+  environment?: 'test' | 'live'
+  /** the serialized envelope */
+  body?: string
+  run?: number
+  /** the number of the next attempt */
+  next?: number
+  /** the attempt a worker is sending (written to the job before it sends; cleared with a failed attempt's outcome) */
+  inFlight?: UnrecordedAttempt | null
+  /** attempts of workers that died, not yet written to the delivery's log (with the next outcome) */
+  interrupted?: UnrecordedAttempt[]
 }
 
 /** The backoff type of delivery jobs; the workers' backoffStrategy implements the schedule. */

@@ -23,7 +23,7 @@ import type {
   SigningSecretIssued as SigningSecretIssuedView,
 } from './generated/graph-types'
 import { parseEnvironment, SERVICE_PRINCIPALS } from '@svc/vocabulary'
-import { attemptsOf, findDelivery, listDeliveries, toDeliveryViews, type DeliveryView } from './domain/deliveries-log'
+import { findDelivery, listDeliveries, toDeliveryViews, type DeliveryView } from './domain/deliveries-log'
 import { redriveDeliveries } from './domain/redrive'
 import { ensureSigningSecret, rotateSigningSecret, DEFAULT_OVERLAP_SECONDS, type SigningSecretIssued } from './domain/signing-secrets'
 import { createTestDelivery } from './domain/test-delivery'
@@ -107,6 +107,5 @@ export const resolvers: GraphQLResolverMap<EventsContext> = {
       return typeof ref.id === 'string' ? findDelivery(ctx.domain.models, ref.id) : null
     },
     body: (d: DeliveryView, _: unknown, ctx: EventsContext) => (ctx.principal.kind === 'operator' ? d.body : null),
-    attempts: (d: DeliveryView, _: unknown, ctx: EventsContext) => attemptsOf(ctx.domain.models, d),
   },
 }

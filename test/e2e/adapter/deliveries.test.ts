@@ -8,7 +8,7 @@ import type { Queue } from 'bullmq'
 import type { DeliveryJob } from '@svc/events'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { bearer, expectError, expectOk, updateConfig } from './helpers'
-import { ALL_PERMISSIONS, closeQueue, deliveriesQueue, insertDelivery, listDeliveries, snapshot, testEvent } from './events-helpers'
+import { ALL_PERMISSIONS, closeQueue, deliveriesQueue, insertDelivery, listDeliveries, pushAttempt, snapshot, testEvent } from './events-helpers'
 
 let stack: TestStack
 let queue: Queue<DeliveryJob>
@@ -102,14 +102,11 @@ describe('listing', () => {
 
   it('the attempt log, sorted by number, with every field', async () => {
     const { app, key } = await newApp()
-    const [first, second] = await seed(app.did, 2, ['failed'])
+    const [first, second] = (await seed(app.did, 2, ['failed'])) as [string, string]
     const base = Date.parse('2026-06-01T12:00:00.000Z')
     // written out of order: the listing sorts by number
     for (const number of [3, 1, 2]) {
-      await stack.events.Attempt.create({
-        deliveryId: first,
-        appDid: app.did,
-        environment: 'test',
+      await pushAttempt(stack, first, {
         number,
         run: 1,
         channel: 'webhook',
@@ -123,8 +120,8 @@ describe('listing', () => {
         nextAttemptAt: number === 3 ? null : new Date(base + number * 1000 + 5000),
       })
     }
-    await stack.events.Attempt.create({
-      deliveryId: second, appDid: app.did, environment: 'test', number: 1, run: 1, channel: null, attemptedAt: new Date(base), outcome: 'interrupted', error: 'the worker stopped during this attempt',
+    await pushAttempt(stack, second, {
+      number: 1, run: 1, channel: null, url: null, attemptedAt: new Date(base), durationMs: null, statusCode: null, outcome: 'interrupted', error: 'the worker stopped during this attempt', responseExcerpt: null, nextAttemptAt: null,
     })
     const body = expectOk(await listDeliveries(stack, { app: app.did }, bearer(key)))
     const byId = new Map(body.deliveries.map((d: { id: string }) => [d.id, d]))

@@ -52,7 +52,8 @@ async function expectRequeued(deliveryId: string, run: number): Promise<void> {
   const job = await queue.getJob(deliveryId)
   expect(await job!.getState()).toBe('waiting')
   expect(job!.attemptsMade).toBe(0)
-  expect(job!.data).toEqual({ deliveryId })
+  // the job carries the new run: what to send and the number of its first attempt
+  expect(job!.data).toEqual({ deliveryId, appDid: doc!.appDid, environment: doc!.environment, body: doc!.body, run, next: doc!.attemptCount + 1, inFlight: null, interrupted: [] })
 }
 
 describe('one delivery', () => {

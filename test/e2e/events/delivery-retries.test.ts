@@ -3,7 +3,7 @@
  * says otherwise): the whole 14-attempt run against a receiver that always fails, Retry-After within its cap,
  * timeouts, redirects, the connect-time address check, paused (held) deliveries and apps without a channel.
  */
-import { createDelivery, enqueueDelivery, ensureSigningSecret, newDeliveryId, scheduleSpanMs, startEventWorkers, type RunningEventWorkers } from '@svc/events'
+import { createDelivery, DELIVERY_JOB_OPTIONS, deliveryJob, ensureSigningSecret, newDeliveryId, scheduleSpanMs, startEventWorkers, type RunningEventWorkers } from '@svc/events'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import pino from 'pino'
 import type { DeliverySettings } from '@svc/config'
@@ -227,10 +227,10 @@ describe('retries', () => {
     expect(requestsFor(receiver, id)).toHaveLength(1)
   })
 
-  it('a worker that died between writing its attempt and counting it: the next marks that attempt interrupted and sends the next number', async () => {
+  it('a job that names an attempt in flight (its worker died): the next pick-up logs that attempt interrupted and sends the next number', async () => {
     const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
     const id = newDeliveryId()
-    await createDelivery(stack.events, {
+    const delivery = await createDelivery(stack.events, {
       id,
       appDid: app.did,
       environment: 'test',
@@ -240,17 +240,38 @@ describe('retries', () => {
       createdAt: new Date(),
       data: { test: true },
     })
-    // what the dead worker left: attempt 1 written as `sending`, the delivery's attemptCount still 0
-    await stack.events.Attempt.create({ deliveryId: id, appDid: app.did, environment: 'test', number: 1, run: 1, channel: 'webhook', attemptedAt: new Date(), outcome: 'sending' })
-    await enqueueDelivery(queues.deliveries, id)
+    // what the dead worker left: attempt 1 named in the job, nothing in the delivery's log, its attemptCount still 0
+    const sentAt = new Date(Date.now() - 60_000)
+    const inFlight = { number: 1, attemptedAt: sentAt.toISOString(), channel: 'webhook' as const, url: `${receiver.url}/hook` }
+    await queues.deliveries.add('deliver', { ...deliveryJob(delivery), inFlight }, { ...DELIVERY_JOB_OPTIONS, jobId: id })
     const delivered = await waitForStatus(stack, id, 'delivered')
     expect(delivered.attemptCount).toBe(2)
     const attempts = await attemptsOf(stack, id)
-    expect(attempts.map((a) => [a._id, a.number, a.outcome, a.error])).toEqual([
-      [`${id}.1`, 1, 'interrupted', 'the worker stopped during this attempt'],
-      [`${id}.2`, 2, 'delivered', null],
+    expect(attempts.map((a) => [a.number, a.outcome, a.error, a.statusCode])).toEqual([
+      [1, 'interrupted', 'the worker stopped during this attempt', null],
+      [2, 'delivered', null, 200],
     ])
+    expect(attempts[0]).toMatchObject({ attemptedAt: sentAt, channel: 'webhook', url: `${receiver.url}/hook`, run: 1 })
     expect(requestsFor(receiver, id)).toHaveLength(1)
+  })
+
+  it('a job whose worker died after the outcome was written: the next pick-up sends nothing again', async () => {
+    const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
+    const id = newDeliveryId()
+    const delivery = await createDelivery(stack.events, {
+      id, appDid: app.did, environment: 'test', eventId: null, eventType: 'app.webhook.test', source: 'test', createdAt: new Date(), data: { test: true },
+    })
+    // the outcome is in the delivery; the job still names the attempt (the worker died before BullMQ completed it)
+    const attemptedAt = new Date()
+    await stack.events.Delivery.updateOne({ _id: id }, {
+      $set: { status: 'delivered', attemptCount: 1, deliveredAt: attemptedAt, lastAttemptAt: attemptedAt },
+      $push: { attempts: { number: 1, run: 1, channel: 'webhook', url: null, attemptedAt, durationMs: 2, statusCode: 200, outcome: 'delivered', error: null, responseExcerpt: 'ok', nextAttemptAt: null } },
+    })
+    const inFlight = { number: 1, attemptedAt: attemptedAt.toISOString(), channel: 'webhook' as const, url: null }
+    await queues.deliveries.add('deliver', { ...deliveryJob(delivery), inFlight }, { ...DELIVERY_JOB_OPTIONS, jobId: id })
+    await waitFor(async () => (await queues.deliveries.getJob(id))?.returnvalue === 'already-delivered', 'the job to complete as already delivered')
+    expect((await attemptsOf(stack, id)).map((a) => a.outcome)).toEqual(['delivered'])
+    expect(requestsFor(receiver, id)).toHaveLength(0)
   })
 
   it('holds a delivery while the webhook is paused (no attempt, nothing sent) and sends it once unpaused', async () => {

@@ -93,7 +93,7 @@ describe('list-deliveries', () => {
       await stack.events.Delivery.collection.updateOne({ _id: id as never }, { $set: { createdAt: new Date(Date.parse('2026-03-01T00:00:00Z') + i * 1000), status: i === 1 ? 'failed' : 'pending' } })
       ids.push(id)
     }
-    await stack.events.Attempt.create({ deliveryId: ids[1], appDid: app, environment: 'test', number: 1, run: 1, attemptedAt: new Date(), outcome: 'failed', statusCode: 500, error: 'HTTP 500' })
+    await stack.events.Delivery.updateOne({ _id: ids[1] }, { $push: { attempts: { number: 1, run: 1, attemptedAt: new Date(), outcome: 'failed', statusCode: 500, error: 'HTTP 500' } } })
 
     const text = await operator('list-deliveries', '--app', app, '--env', 'test')
     expect(text.code).toBe(0)

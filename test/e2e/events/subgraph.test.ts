@@ -134,26 +134,26 @@ describe('deliveries', () => {
     expect(codeOf(r)).toBe('InvalidRequest')
   })
 
-  it("reads a page's attempts with one query, each delivery's sorted by number", async () => {
+  it("a page and its attempts are one read of the deliveries (the log is in each delivery), each delivery's attempts sorted by number", async () => {
     const app = 'did:web:attempts.example.com'
     const ids = await Promise.all([0, 1, 2].map((i) => insert(app, 'test', 'failed', new Date(Date.now() - i * 1000))))
     for (const id of ids) {
       for (const number of [2, 3, 1]) {
-        await stack.events.Attempt.create({ deliveryId: id, appDid: app, environment: 'test', number, run: 1, channel: 'webhook', attemptedAt: new Date(), outcome: 'failed', statusCode: 500 })
+        const attempt = { number, run: 1, channel: 'webhook', url: null, attemptedAt: new Date(), durationMs: 3, statusCode: 500, outcome: 'failed', error: 'HTTP 500', responseExcerpt: null, nextAttemptAt: null }
+        await stack.events.Delivery.updateOne({ _id: id }, { $push: { attempts: attempt } })
       }
     }
-    const finds: string[] = []
-    mongoose.set('debug', (collection: string, method: string) => {
-      if (collection === 'delivery_attempts') finds.push(method)
-    })
+    const reads: string[] = []
+    mongoose.set('debug', (collection: string, method: string) => void reads.push(`${collection}.${method}`))
     try {
       const r = await gql(ADAPTER, LIST, { appDid: app, environment: 'test' })
       expect(r.errors).toBeUndefined()
+      expect(r.data.deliveries).toHaveLength(3)
       for (const d of r.data.deliveries) expect(d.attempts.map((a: { number: number }) => a.number)).toEqual([1, 2, 3])
     } finally {
       mongoose.set('debug', false)
     }
-    expect(finds).toEqual(['find'])
+    expect(reads).toEqual(['deliveries.find'])
   })
 })
 

@@ -11,7 +11,7 @@ import { loadConfig } from '@svc/config'
 import { requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
 import { createEventsModels, DELIVERY_STATUSES, type EventsModels } from '../models'
 import { parseEnvironment } from '@svc/vocabulary'
-import { attemptsOf, listDeliveries, MAX_LIST_LIMIT, type AttemptView, type DeliveryView } from '../domain/deliveries-log'
+import { listDeliveries, MAX_LIST_LIMIT, type DeliveryView } from '../domain/deliveries-log'
 import { MAX_OVERLAP_SECONDS, rotateSigningSecret } from '../domain/signing-secrets'
 
 const USAGE = `usage: npm run operator:events -- <command> [options]
@@ -72,7 +72,7 @@ function limitOf(raw: string | undefined): number | undefined {
   return Number(raw)
 }
 
-type ListedDelivery = Omit<DeliveryView, 'batch' | 'body'> & { attempts: AttemptView[] }
+type ListedDelivery = Omit<DeliveryView, 'body'>
 
 function describe(d: ListedDelivery): string {
   const when = [
@@ -91,13 +91,7 @@ async function listCommand(values: { app?: string; env?: string; status?: string
   const environment = requiredOption(values, 'env')
   const rows = await withEvents(async (models): Promise<ListedDelivery[]> => {
     const views = await listDeliveries(models, { appDid, environment, status: values.status, limit: limitOf(values.limit) })
-    return Promise.all(
-      views.map(async (view) => {
-        const attempts = await attemptsOf(models, view)
-        const { batch: _batch, body: _body, ...rest } = view
-        return { ...rest, attempts }
-      }),
-    )
+    return views.map(({ body: _body, ...rest }) => rest)
   })
   if (values.json) return JSON.stringify(rows, null, 2)
   if (rows.length === 0) return `no deliveries for ${appDid} in ${environment}${values.status ? ` with status ${values.status}` : ''}`

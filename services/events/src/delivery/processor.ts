@@ -1,22 +1,23 @@
 /**
  * One `webhook-deliveries` job = one attempt to deliver (docs/events.md: "Delivery states", "Attempt log",
- * "Crash safety"):
+ * "Crash safety"). On the happy path an attempt costs the database one write:
  *
- *   1. load the delivery; delivered already (or gone) → done, nothing sent;
- *   2. an attempt still `sending` belongs to a worker that died mid-attempt → `interrupted`;
- *   3. read the app environment's endpoint through the gateway; paused → `held`, the job goes back to delayed
+ *   1. the job says what to send (the envelope, the app environment, the run and the attempt's number): nothing is
+ *      read. Only a job whose last worker died mid-attempt (the job still names an attempt in flight), or a job of an
+ *      earlier version, reads the delivery: delivered already (or gone) → done, nothing sent; an attempt in flight
+ *      that the delivery has not counted is logged `interrupted` with the next outcome;
+ *   2. read the app environment's endpoint through the gateway; paused → `held`, the job goes back to delayed
  *      without consuming an attempt, and nothing is logged as an attempt;
- *   4. write the attempt (`sending`, the next free number of the unique (deliveryId, number) index), then send on
- *      the channel;
- *   5. the outcome is one write to the attempt and one to the delivery (its status, attemptCount and lastAttemptAt
- *      together). 2xx → delivered. Anything else → the attempt failed; the next wait comes from the schedule (lengthened by a
- *      Retry-After up to the next step) and is handed to BullMQ through the thrown AttemptFailedError (the workers'
- *      backoffStrategy reads it), or, after the run's last attempt, the delivery is `failed`.
+ *   3. name the attempt in the job (Redis) before anything is sent, then send on the channel;
+ *   4. the outcome is one write to the delivery: its status, attemptCount and lastAttemptAt, with the attempt
+ *      appended to its log. 2xx → delivered. Anything else → the attempt failed; the next wait comes from the
+ *      schedule (lengthened by a Retry-After up to the next step) and is handed to BullMQ through the thrown
+ *      AttemptFailedError (the workers' backoffStrategy reads it), or, after the run's last attempt, the delivery is
+ *      `failed`.
  *
- * A dead worker's attempt is found by its id (`<deliveryId>.<number>`): the last one counted, or the number the next
- * openAttempt runs into. The worker holding the job's lock is the delivery's only writer while it runs (a redrive
- * waits for an active job to finish), so every write names the delivery and its attempts by `_id` alone: on FerretDB
- * only such filters are answered without decoding the whole collection (docs/events.md, "Performance on FerretDB").
+ * The worker holding the job's lock is the delivery's only writer while it runs (a redrive waits for an active job
+ * to finish), so every write names the delivery by `_id` alone: on FerretDB only such filters are answered from an
+ * index (docs/events.md, "Performance on FerretDB").
  */
 import { DelayedError, type Job } from 'bullmq'
 import type { Logger } from 'pino'
@@ -25,8 +26,8 @@ import type { DeliverySettings } from '@svc/config'
 import type { MintServiceJwtParams } from '@svc/service-auth'
 import { MAX_ATTEMPTS, nextDelayMs } from '../domain/schedule'
 import { activeSigningSecrets } from '../domain/signing-secrets'
-import { attemptId, isDuplicateKeyError, type Channel, type DeliveryDoc, type EventsModels } from '../models'
-import type { DeliveryJob } from '../queues'
+import { ATTEMPT_LOG_LIMIT, type AttemptDoc, type Channel, type DeliveryDoc, type EventsModels } from '../models'
+import type { DeliveryJob, UnrecordedAttempt } from '../queues'
 import { receiveEventUrl, webhookRequest, xrpcRequest } from './channels'
 import type { EndpointClient } from './endpoint'
 import { parseRetryAfter } from './retry-after'
@@ -89,78 +90,106 @@ function boardLog(job: Job<DeliveryJob>, line: string): Promise<unknown> {
   return job.log(line).catch(() => undefined)
 }
 
+/** What one pick-up of a job attempts. */
+interface Attempting {
+  id: string
+  appDid: string
+  environment: Environment
+  body: string
+  run: number
+  /** this attempt's number */
+  number: number
+  /** earlier attempts whose workers died, to be logged `interrupted` with this attempt's outcome */
+  interrupted: UnrecordedAttempt[]
+}
+
+/** The job's data for the attempt after `a` (or `a` itself again, when `next` is its number). */
+function jobData(a: Attempting, next: number, inFlight: UnrecordedAttempt | null, interrupted: UnrecordedAttempt[]): DeliveryJob {
+  return { deliveryId: a.id, appDid: a.appDid, environment: a.environment, body: a.body, run: a.run, next, inFlight, interrupted }
+}
+
+function interruptedEntry(a: UnrecordedAttempt, run: number): AttemptDoc {
+  return {
+    number: a.number,
+    run,
+    channel: a.channel,
+    url: a.url,
+    attemptedAt: new Date(a.attemptedAt),
+    durationMs: null,
+    statusCode: null,
+    outcome: 'interrupted',
+    error: INTERRUPTED_ERROR,
+    responseExcerpt: null,
+    nextAttemptAt: null,
+  }
+}
+
+/** Appends entries to the log; MongoDB keeps the newest ATTEMPT_LOG_LIMIT (FerretDB 1.x ignores $slice). */
+const appendAttempts = (entries: AttemptDoc[]) => ({ attempts: { $each: entries, $slice: -ATTEMPT_LOG_LIMIT } })
+
+/**
+ * The attempts a job names that its delivery has not logged (a worker died with them in flight), as log entries;
+ * `attemptCount` is what the delivery has counted.
+ */
+function unrecorded(data: DeliveryJob, attemptCount: number): UnrecordedAttempt[] {
+  const named = [...(data.interrupted ?? []), ...(data.inFlight ? [data.inFlight] : [])]
+  return named.filter((a) => a.number > attemptCount).sort((x, y) => x.number - y.number)
+}
+
 export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   const { models, delivery: settings } = deps
   const log = deps.logger
 
   /**
-   * Attempt `number` of the delivery, if a worker that died left it `sending`, becomes `interrupted`. The delivery
-   * counts an attempt only with its outcome, so a dead worker's attempt is the number the next openAttempt runs into
-   * (the unique index refuses it): it is looked up by id there, never by scanning the log. The last one counted is
-   * checked too, for deliveries counted the earlier way (the count written when the attempt opened).
+   * What this pick-up attempts: from the job alone, or, when the job names an attempt in flight (its worker died
+   * before it learned the outcome, or before it wrote it) or is of an earlier version, from the delivery.
    */
-  async function markInterrupted(deliveryId: string, number: number): Promise<void> {
-    if (number < 1) return
-    const _id = attemptId(deliveryId, number)
-    const attempt = await models.Attempt.findById(_id, { outcome: 1 }).lean()
-    if (attempt?.outcome !== 'sending') return
-    await models.Attempt.updateOne({ _id }, { $set: { outcome: 'interrupted', error: INTERRUPTED_ERROR } })
-    log.warn({ deliveryId, number }, 'delivery attempt interrupted by a worker that stopped')
-  }
-
-  /**
-   * Writes the attempt before anything is sent: the next free number (a duplicate means a dead worker's attempt took
-   * it). The delivery's count is written with the outcome, not here: one write fewer per attempt.
-   */
-  async function openAttempt(d: DeliveryDoc, channel: Channel | null, url: string | null) {
-    const attemptedAt = new Date()
-    for (let number = d.attemptCount + 1, tries = 0; tries < 100; number++, tries++) {
-      try {
-        const doc = await models.Attempt.create({
-          deliveryId: d._id,
-          appDid: d.appDid,
-          environment: d.environment,
-          number,
-          run: d.run,
-          channel,
-          url,
-          attemptedAt,
-          outcome: 'sending',
-        })
-        return { id: doc._id, number, attemptedAt }
-      } catch (err) {
-        if (!isDuplicateKeyError(err)) throw err
-        await markInterrupted(d._id, number)
-      }
+  async function resume(job: Job<DeliveryJob>): Promise<Attempting | 'gone' | 'already-delivered'> {
+    const data = job.data
+    if (!data.inFlight && data.body !== undefined && data.appDid && data.environment && data.run && data.next) {
+      return { id: data.deliveryId, appDid: data.appDid, environment: data.environment, body: data.body, run: data.run, number: data.next, interrupted: data.interrupted ?? [] }
     }
-    throw new Error(`delivery ${d._id}: no free attempt number`)
+    const d = (await models.Delivery.findById(data.deliveryId, { attempts: 0 }).lean()) as DeliveryDoc | null
+    if (!d) return 'gone'
+    if (d.status === 'delivered') return 'already-delivered'
+    const interrupted = unrecorded(data, d.attemptCount ?? 0)
+    for (const a of interrupted) log.warn({ deliveryId: d._id, number: a.number }, 'delivery attempt interrupted by a worker that stopped')
+    const last = interrupted.at(-1)?.number ?? d.attemptCount ?? 0
+    return { id: d._id, appDid: d.appDid, environment: d.environment as Environment, body: d.body, run: d.run ?? 1, number: last + 1, interrupted }
   }
 
-  async function hold(job: Job<DeliveryJob>, token: string | undefined, d: DeliveryDoc): Promise<never> {
+  /** Paused: `held` (with the log of attempts that died), the job back to delayed; nothing sent, nothing counted. */
+  async function hold(job: Job<DeliveryJob>, token: string | undefined, a: Attempting): Promise<never> {
     const nextAttemptAt = new Date(Date.now() + settings.holdRecheckMs)
-    await models.Delivery.updateOne({ _id: d._id }, { $set: { status: 'held', nextAttemptAt } })
-    log.debug({ deliveryId: d._id, nextAttemptAt }, 'delivery held: the webhook is paused')
+    const dead = a.interrupted.map((i) => interruptedEntry(i, a.run))
+    const counted = dead.length > 0 ? { attemptCount: a.number - 1 } : {}
+    await models.Delivery.updateOne(
+      { _id: a.id },
+      dead.length > 0 ? { $set: { status: 'held', nextAttemptAt, ...counted }, $push: appendAttempts(dead) } : { $set: { status: 'held', nextAttemptAt } },
+    )
+    if (dead.length > 0 || job.data.next !== a.number) await job.updateData(jobData(a, a.number, null, []))
+    log.debug({ deliveryId: a.id, nextAttemptAt }, 'delivery held: the webhook is paused')
     if (!token) throw new Error('a held delivery needs the job token')
     await job.moveToDelayed(nextAttemptAt.getTime(), token)
     throw new DelayedError()
   }
 
   /** The channel's request; a problem on our side (no secret, one that does not decrypt) fails the attempt unsent. */
-  async function prepare(d: DeliveryDoc, channel: Channel, url: string): Promise<Prepared> {
-    const target = { id: d._id, appDid: d.appDid, body: d.body }
+  async function prepare(a: Attempting, channel: Channel, url: string): Promise<Prepared> {
+    const target = { id: a.id, appDid: a.appDid, body: a.body }
     if (channel === 'xrpc') {
       try {
         return { request: await xrpcRequest(url, target, deps.service) }
       } catch (err) {
-        log.error({ deliveryId: d._id, err: { message: (err as Error).message } }, 'could not sign the service-auth token')
+        log.error({ deliveryId: a.id, err: { message: (err as Error).message } }, 'could not sign the service-auth token')
         return { error: 'could not sign the service-auth token' }
       }
     }
     let secrets: string[]
     try {
-      secrets = await activeSigningSecrets(models, deps.secretKey, d.appDid, d.environment as Environment)
+      secrets = await activeSigningSecrets(models, deps.secretKey, a.appDid, a.environment)
     } catch (err) {
-      log.error({ deliveryId: d._id, err: { message: (err as Error).message } }, 'could not read the signing secrets (WEBHOOK_SECRET_KEY changed?)')
+      log.error({ deliveryId: a.id, err: { message: (err as Error).message } }, 'could not read the signing secrets (WEBHOOK_SECRET_KEY changed?)')
       return { error: 'could not read the signing secrets' }
     }
     if (secrets.length === 0) return { error: 'no signing secret for this app environment' }
@@ -168,17 +197,15 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   }
 
   return async function processDelivery(job: Job<DeliveryJob>, token?: string): Promise<ProcessOutcome> {
-    const deliveryId = job.data.deliveryId
-    const d = (await models.Delivery.findById(deliveryId).lean()) as DeliveryDoc | null
-    if (!d) {
-      log.warn({ deliveryId }, 'delivery job without a delivery: nothing sent')
+    const a = await resume(job)
+    if (a === 'gone') {
+      log.warn({ deliveryId: job.data.deliveryId }, 'delivery job without a delivery: nothing sent')
       return 'gone'
     }
-    if (d.status === 'delivered') return 'already-delivered'
-    await markInterrupted(d._id, d.attemptCount)
+    if (a === 'already-delivered') return a
 
-    const lookup = await deps.endpoints.lookup(d.appDid, d.environment, `${d._id}.${d.attemptCount + 1}`)
-    if (lookup.kind === 'found' && lookup.endpoint.paused) return hold(job, token, d)
+    const lookup = await deps.endpoints.lookup(a.appDid, a.environment, `${a.id}.${a.number}`)
+    if (lookup.kind === 'found' && lookup.endpoint.paused) return hold(job, token, a)
 
     // Where this attempt goes, or why it cannot go anywhere (still a failed attempt, retried on the schedule).
     let channel: Channel | null = null
@@ -193,68 +220,73 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       else if ((target = httpUrl(raw)) === null) failure = 'the configured URL is not a valid http(s) URL'
     }
 
-    const attempt = await openAttempt(d, channel, target !== null && channel === 'xrpc' ? receiveEventUrl(target) : target)
+    // The attempt is named in the job before anything is sent: a worker that dies from here on leaves it there.
+    const attemptedAt = new Date()
+    const url = target !== null && channel === 'xrpc' ? receiveEventUrl(target) : target
+    const inFlight: UnrecordedAttempt = { number: a.number, attemptedAt: attemptedAt.toISOString(), channel, url }
+    await job.updateData(jobData(a, a.number, inFlight, a.interrupted))
+
     let result: AttemptResult
     if (failure === null && channel !== null && target !== null) {
-      const prepared = await prepare(d, channel, target)
+      const prepared = await prepare(a, channel, target)
       result = 'error' in prepared
         ? { statusCode: null, durationMs: 0, error: prepared.error, responseExcerpt: null, retryAfter: null }
-        : await sendAttempt(deps.agents[d.environment as Environment], prepared.request, settings.timeoutMs)
+        : await sendAttempt(deps.agents[a.environment], prepared.request, settings.timeoutMs)
     } else {
       result = { statusCode: null, durationMs: 0, error: failure ?? NOT_CONFIGURED_ERROR, responseExcerpt: null, retryAfter: null }
     }
 
     const finishedAt = new Date()
-    const logged = { deliveryId: d._id, appDid: d.appDid, environment: d.environment, number: attempt.number, channel, statusCode: result.statusCode, durationMs: result.durationMs }
-    if (isDelivered(result)) {
-      await models.Attempt.updateOne(
-        { _id: attempt.id },
-        { $set: { outcome: 'delivered', statusCode: result.statusCode, durationMs: result.durationMs, responseExcerpt: result.responseExcerpt, error: null, nextAttemptAt: null } },
-      )
-      await models.Delivery.updateOne(
-        { _id: d._id },
-        {
-          $set: {
-            status: 'delivered',
-            attemptCount: attempt.number,
-            lastAttemptAt: attempt.attemptedAt,
-            deliveredAt: finishedAt,
-            lastStatusCode: result.statusCode,
-            lastError: null,
-            nextAttemptAt: null,
-          },
-        },
-      )
-      log.info({ ...logged, outcome: 'delivered' }, 'delivery attempt')
-      await boardLog(job, `attempt ${attempt.number} (${channel}): delivered, HTTP ${result.statusCode} in ${result.durationMs} ms`)
-      return 'delivered'
-    }
-
+    const delivered = isDelivered(result)
     const attemptsInRun = job.attemptsMade + 1
     const last = attemptsInRun >= (job.opts.attempts ?? MAX_ATTEMPTS)
-    const delayMs = last ? null : nextDelayMs(attemptsInRun, { scale: settings.scheduleScale }, parseRetryAfter(result.retryAfter ?? undefined, finishedAt.getTime()))
+    const delayMs = delivered || last ? null : nextDelayMs(attemptsInRun, { scale: settings.scheduleScale }, parseRetryAfter(result.retryAfter ?? undefined, finishedAt.getTime()))
     const nextAttemptAt = delayMs === null ? null : new Date(finishedAt.getTime() + delayMs)
-    await models.Attempt.updateOne(
-      { _id: attempt.id },
+    const entry: AttemptDoc = {
+      number: a.number,
+      run: a.run,
+      channel,
+      url,
+      attemptedAt,
+      durationMs: result.durationMs,
+      statusCode: result.statusCode,
+      outcome: delivered ? 'delivered' : 'failed',
+      error: delivered ? null : result.error,
+      responseExcerpt: result.responseExcerpt,
+      nextAttemptAt,
+    }
+    const status = delivered ? { status: 'delivered', deliveredAt: finishedAt } : nextAttemptAt === null ? { status: 'failed', failedAt: finishedAt } : { status: 'pending' }
+    await models.Delivery.updateOne(
+      { _id: a.id },
       {
-        $set: {
-          outcome: 'failed',
-          statusCode: result.statusCode,
-          durationMs: result.durationMs,
-          responseExcerpt: result.responseExcerpt,
-          error: result.error,
-          nextAttemptAt,
-        },
+        $set: { ...status, attemptCount: a.number, lastAttemptAt: attemptedAt, nextAttemptAt, lastStatusCode: result.statusCode, lastError: entry.error },
+        $push: appendAttempts([...a.interrupted.map((i) => interruptedEntry(i, a.run)), entry]),
       },
     )
-    const status = nextAttemptAt === null ? { status: 'failed', failedAt: finishedAt } : { status: 'pending' }
-    await models.Delivery.updateOne(
-      { _id: d._id },
-      { $set: { ...status, attemptCount: attempt.number, lastAttemptAt: attempt.attemptedAt, nextAttemptAt, lastStatusCode: result.statusCode, lastError: result.error } },
-    )
+
+    const logged = { deliveryId: a.id, appDid: a.appDid, environment: a.environment, number: a.number, channel, statusCode: result.statusCode, durationMs: result.durationMs }
+    if (delivered) {
+      log.info({ ...logged, outcome: 'delivered' }, 'delivery attempt')
+      await boardLog(job, `attempt ${a.number} (${channel}): delivered, HTTP ${result.statusCode} in ${result.durationMs} ms`)
+      return 'delivered'
+    }
+    // the outcome is written: the job names the next attempt and none in flight
+    await job.updateData(jobData(a, a.number + 1, null, []))
     log.info({ ...logged, outcome: 'failed', error: result.error, nextAttemptAt, final: nextAttemptAt === null }, 'delivery attempt')
     const next = nextAttemptAt === null ? 'no attempts left in this run: failed, waiting for a redrive' : `next attempt at ${nextAttemptAt.toISOString()}`
-    await boardLog(job, `attempt ${attempt.number} (${channel ?? 'no channel'}): ${result.error ?? 'not delivered'} after ${result.durationMs} ms; ${next}`)
-    throw new AttemptFailedError(`attempt ${attempt.number} failed: ${result.error ?? 'not delivered'}`, delayMs)
+    await boardLog(job, `attempt ${a.number} (${channel ?? 'no channel'}): ${result.error ?? 'not delivered'} after ${result.durationMs} ms; ${next}`)
+    throw new AttemptFailedError(`attempt ${a.number} failed: ${result.error ?? 'not delivered'}`, delayMs)
   }
+}
+
+/**
+ * A job that failed for good outside an attempt (stalled too often, an error on its last try): the delivery is
+ * `failed` unless settled, with the attempts its dead workers left in flight logged `interrupted`.
+ */
+export async function settleAbandonedJob(models: EventsModels, job: Job<DeliveryJob>, error: string): Promise<void> {
+  const d = (await models.Delivery.findById(job.data.deliveryId, { attempts: 0 }).lean()) as DeliveryDoc | null
+  if (!d || d.status === 'delivered' || d.status === 'failed') return
+  const dead = unrecorded(job.data, d.attemptCount ?? 0).map((a) => interruptedEntry(a, d.run ?? 1))
+  const $set = { status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: error, ...(dead.length > 0 ? { attemptCount: dead.at(-1)!.number } : {}) }
+  await models.Delivery.updateOne({ _id: d._id }, dead.length > 0 ? { $set, $push: appendAttempts(dead) } : { $set })
 }

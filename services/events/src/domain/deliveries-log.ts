@@ -1,7 +1,6 @@
 /**
  * The delivery log (docs/events.md, "Delivery states" and "Attempt log"): an app environment's deliveries, newest
- * first, with their attempts. Every read filters on app DID and environment. The attempts of a listed page are read
- * with one query for all its deliveries (a shared batch), sorted by attempt number.
+ * first, each with its attempts (kept in the delivery's own document). Every read filters on app DID and environment.
  */
 import { ContractError } from '@svc/errors'
 import { DELIVERY_STATUSES, type AttemptDoc, type DeliveryDoc, type DeliveryStatus, type EventsModels } from '../models'
@@ -13,17 +12,10 @@ export const MAX_LIST_LIMIT = 100
 
 export type { AttemptView }
 
-/** The attempts of the deliveries read together: loaded once, on the first delivery whose attempts are asked for. */
-export interface AttemptsBatch {
-  ids: string[]
-  loaded?: Promise<Map<string, AttemptView[]>>
-}
-
-/** The SDL's Delivery as its resolvers receive it: `attempts` is read per page (attemptsOf), `body` shown to operators only. */
-export type DeliveryView = Omit<Delivery, 'attempts' | 'body'> & {
+/** The SDL's Delivery as its resolvers receive it (`body` is shown to operators only). */
+export type DeliveryView = Omit<Delivery, 'body'> & {
   /** the serialized envelope */
   body: string
-  batch: AttemptsBatch
 }
 
 const iso = (d: Date | null | undefined): string | null => (d instanceof Date ? d.toISOString() : null)
@@ -57,9 +49,7 @@ export function toAttemptView(a: AttemptDoc): AttemptView {
   }
 }
 
-/** Views of deliveries read together; they share one attempts batch. */
 export function toDeliveryViews(docs: DeliveryDoc[]): DeliveryView[] {
-  const batch: AttemptsBatch = { ids: docs.map((d) => d._id) }
   return docs.map((d) => ({
     id: d._id,
     eventType: d.eventType,
@@ -76,27 +66,8 @@ export function toDeliveryViews(docs: DeliveryDoc[]): DeliveryView[] {
     deliveredAt: iso(d.deliveredAt),
     failedAt: iso(d.failedAt),
     body: d.body,
-    batch,
+    attempts: [...(d.attempts ?? [])].sort((x, y) => x.number - y.number).map(toAttemptView),
   }))
-}
-
-/** The attempts of one delivery of a batch; the first call reads those of the whole batch in one query. */
-export function attemptsOf(models: EventsModels, view: DeliveryView): Promise<AttemptView[]> {
-  const batch = view.batch
-  batch.loaded ??= (async () => {
-    const docs: AttemptDoc[] = await models.Attempt.find({ deliveryId: { $in: batch.ids } })
-      .sort({ deliveryId: 1, number: 1 })
-      .lean()
-    const byDelivery = new Map<string, AttemptView[]>()
-    for (const doc of docs) {
-      const list = byDelivery.get(doc.deliveryId) ?? []
-      list.push(toAttemptView(doc))
-      byDelivery.set(doc.deliveryId, list)
-    }
-    for (const list of byDelivery.values()) list.sort((a, b) => a.number - b.number)
-    return byDelivery
-  })()
-  return batch.loaded.then((m) => m.get(view.id) ?? [])
 }
 
 export interface ListDeliveriesArgs {

@@ -1,6 +1,7 @@
 /**
  * Creating and queueing deliveries: one document per delivery id (`_id`, so a repeat is a no-op) and one BullMQ job
- * per delivery (job id = delivery id, so a repeat while the job exists is a no-op).
+ * per delivery (job id = delivery id, so a repeat while the job exists is a no-op). The job carries what its attempts
+ * send (deliveryJob), so the worker does not read the delivery back.
  */
 import type { JobsOptions, Queue } from 'bullmq'
 import { isDuplicateKeyError, type DeliveryDoc, type DeliverySource, type EventsModels } from '../models'
@@ -51,6 +52,7 @@ export async function createDelivery(models: EventsModels, input: NewDelivery): 
       status: 'pending',
       attemptCount: 0,
       run: 1,
+      attempts: [],
     })
     return created.toObject() as DeliveryDoc
   } catch (err) {
@@ -62,7 +64,21 @@ export async function createDelivery(models: EventsModels, input: NewDelivery): 
   return stored as DeliveryDoc
 }
 
+/** The job of the delivery's current run, from its stored document. */
+export function deliveryJob(d: Pick<DeliveryDoc, '_id' | 'appDid' | 'environment' | 'body' | 'run' | 'attemptCount'>): DeliveryJob {
+  return {
+    deliveryId: d._id,
+    appDid: d.appDid,
+    environment: d.environment as Environment,
+    body: d.body,
+    run: d.run ?? 1,
+    next: (d.attemptCount ?? 0) + 1,
+    inFlight: null,
+    interrupted: [],
+  }
+}
+
 /** Adds the delivery's job; a job with that id already on the queue (waiting, delayed, active or finished) makes this a no-op. */
-export async function enqueueDelivery(queue: Queue<DeliveryJob>, deliveryId: string): Promise<void> {
-  await queue.add('deliver', { deliveryId }, { ...DELIVERY_JOB_OPTIONS, jobId: deliveryId })
+export async function enqueueDelivery(queue: Queue<DeliveryJob>, d: DeliveryDoc): Promise<void> {
+  await queue.add('deliver', deliveryJob(d), { ...DELIVERY_JOB_OPTIONS, jobId: d._id })
 }

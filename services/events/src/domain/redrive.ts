@@ -19,7 +19,7 @@ import { ContractError } from '@svc/errors'
 import type { DeliveryDoc } from '../models'
 import type { DeliveryJob } from '../queues'
 import type { EventsDomain } from './context'
-import { enqueueDelivery } from './deliveries'
+import { deliveryJob, enqueueDelivery } from './deliveries'
 import { DELIVERY_ID_RE } from './envelope'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
 import type { RedriveInput } from '../generated/graph-types'
@@ -94,7 +94,7 @@ async function claimRun(domain: Domain, doc: DeliveryDoc): Promise<boolean> {
   if ((await domain.redis.set(key, stamp, 'EX', REDRIVE_CLAIM_TTL_SECONDS, 'NX')) === 'OK') return true
   const held = await domain.redis.get(key)
   if (held === null || Date.now() - Number(held) < STALE_CLAIM_MS) return false
-  const fresh = (await domain.models.Delivery.findById(doc._id).lean()) as DeliveryDoc | null
+  const fresh = (await domain.models.Delivery.findById(doc._id, { attempts: 0 }).lean()) as DeliveryDoc | null
   if (!fresh || (fresh.run ?? 1) !== run || !redrivable(fresh)) return false
   const took = await domain.redis.eval(TAKE_OVER, 1, key, held, `${Date.now()}`, String(REDRIVE_CLAIM_TTL_SECONDS))
   if (took === 1) domain.logger.warn({ deliveryId: doc._id, run }, 'redrive: took over an abandoned claim')
@@ -103,18 +103,23 @@ async function claimRun(domain: Domain, doc: DeliveryDoc): Promise<boolean> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-/** Puts the delivery's job back: retry of the finished job (attempts reset), or a new job when it is gone. */
-async function requeueJob(domain: Domain, deliveryId: string): Promise<void> {
+/**
+ * Puts the delivery's job back for its new run (`d`, as just written): retry of the finished job (attempts reset, its
+ * data the new run's), or a new job when it is gone.
+ */
+async function requeueJob(domain: Domain, d: DeliveryDoc): Promise<void> {
+  const deliveryId = d._id
   const deadline = Date.now() + ACTIVE_WAIT_MS
   for (;;) {
     const job = (await domain.deliveries.getJob(deliveryId)) as Job<DeliveryJob> | undefined
     if (!job) {
-      await enqueueDelivery(domain.deliveries, deliveryId)
+      await enqueueDelivery(domain.deliveries, d)
       return
     }
     const state = await job.getState()
     if (state === 'failed' || state === 'completed') {
       try {
+        await job.updateData(deliveryJob(d))
         await job.retry(state, { resetAttemptsMade: true, resetAttemptsStarted: true })
         return
       } catch (err) {
@@ -129,7 +134,11 @@ async function requeueJob(domain: Domain, deliveryId: string): Promise<void> {
       await sleep(10)
       continue
     }
-    if (state !== 'active') return // waiting, delayed, prioritized: it will run, now with the new run
+    if (state !== 'active') {
+      // waiting, delayed, prioritized: it will run, now as the new run
+      await job.updateData(deliveryJob(d))
+      return
+    }
     // The worker wrote the outcome and is moving the job out of active: wait for it to land.
     if (Date.now() > deadline) {
       domain.logger.warn({ deliveryId }, 'redrive: the job stayed active; left as is')
@@ -152,7 +161,7 @@ async function redriveOne(domain: Domain, doc: DeliveryDoc, now: Date): Promise<
     { _id: doc._id, appDid: doc.appDid, environment: doc.environment },
     { $set: { status: 'pending', run: run + 1, nextAttemptAt: now, failedAt: null } },
   )
-  await requeueJob(domain, doc._id)
+  await requeueJob(domain, { ...doc, run: run + 1 })
   domain.logger.info({ deliveryId: doc._id, run: run + 1 }, 'redrive: delivery queued')
   return 1
 }
@@ -169,7 +178,7 @@ export async function redriveDeliveries(
   const request = parseRedriveInput(input)
   if (request.kind === 'one') {
     const doc = DELIVERY_ID_RE.test(request.deliveryId)
-      ? ((await domain.models.Delivery.findOne({ _id: request.deliveryId, appDid, environment }).lean()) as DeliveryDoc | null)
+      ? ((await domain.models.Delivery.findOne({ _id: request.deliveryId, appDid, environment }, { attempts: 0 }).lean()) as DeliveryDoc | null)
       : null
     if (!doc) {
       const named = DELIVERY_ID_RE.test(request.deliveryId) ? request.deliveryId : 'with that id'
@@ -180,7 +189,7 @@ export async function redriveDeliveries(
 
   const filter: Record<string, unknown> = { appDid, environment, status: 'failed' }
   if (request.since) filter.createdAt = { $gte: request.since }
-  const docs = (await domain.models.Delivery.find(filter).sort({ createdAt: 1, _id: 1 }).limit(request.limit).lean()) as DeliveryDoc[]
+  const docs = (await domain.models.Delivery.find(filter, { attempts: 0 }).sort({ createdAt: 1, _id: 1 }).limit(request.limit).lean()) as DeliveryDoc[]
   let queued = 0
   let done = 0
   let next = 0

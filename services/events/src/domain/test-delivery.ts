@@ -29,7 +29,7 @@ export async function createTestDelivery(
     data: { test: true, message: TEST_EVENT_MESSAGE, requestedAt: now.toISOString() },
   })
   try {
-    await enqueueDelivery(domain.deliveries, delivery._id)
+    await enqueueDelivery(domain.deliveries, delivery)
   } catch (err) {
     // Not queued: remove it, so the log never shows a test delivery that nothing will send; the caller may retry.
     await domain.models.Delivery.deleteOne({ _id: delivery._id }).catch(() => undefined)

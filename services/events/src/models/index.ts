@@ -6,8 +6,10 @@
  * rests on unique indexes and on atomic Redis/BullMQ operations:
  *
  *   deliveries         `_id` = delivery id; derived from the domain event id   one delivery per event
- *   delivery_attempts  `_id` = <deliveryId>.<number>, unique (deliveryId, number)   one log entry per attempt number
  *   signing_secrets    unique (appDid, environment, generation)               one secret per generation
+ *
+ * A delivery carries its attempt log (`attempts`): its worker, the only writer while it holds the job, appends each
+ * attempt with its outcome in the same write as the delivery's state.
  */
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
 import { connectDomain } from '@svc/subgraph-server'
@@ -25,9 +27,34 @@ export type DeliverySource = (typeof DELIVERY_SOURCES)[number]
 export const CHANNELS = ['webhook', 'xrpc'] as const
 export type Channel = (typeof CHANNELS)[number]
 
-/** How an attempt ended; `sending` while it runs (a worker that died leaves it, the next pick-up marks it interrupted). */
-export const ATTEMPT_OUTCOMES = ['sending', 'delivered', 'failed', 'interrupted'] as const
+/** How an attempt ended; `interrupted`: its worker died before it learned the answer (the next pick-up records it). */
+export const ATTEMPT_OUTCOMES = ['delivered', 'failed', 'interrupted'] as const
 export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number]
+
+/** One entry of a delivery's attempt log (docs/events.md, "Attempt log"). */
+const attemptSchema = new Schema(
+  {
+    /** 1, 2, … across the delivery's runs */
+    number: { type: Number, required: true },
+    run: { type: Number, required: true },
+    /** null when no channel was configured */
+    channel: { type: String, default: null },
+    /** where it was sent (no credentials: webhook URLs carry none) */
+    url: { type: String, default: null },
+    attemptedAt: { type: Date, required: true },
+    durationMs: { type: Number, default: null },
+    statusCode: { type: Number, default: null },
+    outcome: { type: String, required: true, enum: ATTEMPT_OUTCOMES },
+    error: { type: String, default: null },
+    /** the first 500 characters of the answer's body */
+    responseExcerpt: { type: String, default: null },
+    nextAttemptAt: { type: Date, default: null },
+  },
+  { _id: false },
+)
+
+/** The attempt log a delivery keeps (the oldest entries beyond it are dropped on MongoDB; FerretDB 1.x keeps them). */
+export const ATTEMPT_LOG_LIMIT = 100
 
 const deliverySchema = new Schema(
   {
@@ -52,50 +79,14 @@ const deliverySchema = new Schema(
     lastError: { type: String, default: null },
     deliveredAt: { type: Date, default: null },
     failedAt: { type: Date, default: null },
+    /** the attempt log, oldest first */
+    attempts: { type: [attemptSchema], default: [] },
   },
   { timestamps: true, collection: 'deliveries', versionKey: false },
 )
 deliverySchema.index({ appDid: 1, environment: 1, createdAt: -1 })
 deliverySchema.index({ appDid: 1, environment: 1, status: 1, createdAt: -1 })
 
-/**
- * An attempt's `_id`: `<deliveryId>.<number>`. The processor finds a dead worker's attempt by id alone: on FerretDB
- * only `_id` filters avoid a scan of the whole log, and such a scan inside a write serializes every delivery.
- */
-export function attemptId(deliveryId: string, number: number): string {
-  return `${deliveryId}.${number}`
-}
-
-const attemptSchema = new Schema(
-  {
-    _id: {
-      type: String,
-      default(this: { deliveryId: string; number: number }) {
-        return attemptId(this.deliveryId, this.number)
-      },
-    },
-    deliveryId: { type: String, required: true },
-    appDid: { type: String, required: true },
-    environment: { type: String, required: true, enum: ENVIRONMENTS },
-    /** 1, 2, … across the delivery's runs */
-    number: { type: Number, required: true },
-    run: { type: Number, required: true },
-    /** null when no channel was configured */
-    channel: { type: String, default: null },
-    /** where it was sent (no credentials: webhook URLs carry none) */
-    url: { type: String, default: null },
-    attemptedAt: { type: Date, required: true },
-    durationMs: { type: Number, default: null },
-    statusCode: { type: Number, default: null },
-    outcome: { type: String, required: true, enum: ATTEMPT_OUTCOMES },
-    error: { type: String, default: null },
-    /** the first 500 characters of the answer's body */
-    responseExcerpt: { type: String, default: null },
-    nextAttemptAt: { type: Date, default: null },
-  },
-  { collection: 'delivery_attempts', versionKey: false },
-)
-attemptSchema.index({ deliveryId: 1, number: 1 }, { unique: true })
 
 const signingSecretSchema = new Schema(
   {
@@ -116,23 +107,21 @@ const signingSecretSchema = new Schema(
 )
 signingSecretSchema.index({ appDid: 1, environment: 1, generation: 1 }, { unique: true })
 
-export type DeliveryDoc = InferSchemaType<typeof deliverySchema> & { _id: string; createdAt: Date; updatedAt: Date }
-export type AttemptDoc = InferSchemaType<typeof attemptSchema> & { _id: string }
+export type DeliveryDoc = Omit<InferSchemaType<typeof deliverySchema>, 'attempts'> & { _id: string; createdAt: Date; updatedAt: Date; attempts?: AttemptDoc[] }
+export type AttemptDoc = InferSchemaType<typeof attemptSchema>
 export type SigningSecretDoc = InferSchemaType<typeof signingSecretSchema>
 
 export interface EventsModels {
   Delivery: Model<DeliveryDoc>
-  Attempt: Model<AttemptDoc>
   SigningSecret: Model<SigningSecretDoc>
 }
 
 export async function createEventsModels(conn: Connection): Promise<EventsModels> {
   const models: EventsModels = {
     Delivery: conn.model<DeliveryDoc>('Delivery', deliverySchema),
-    Attempt: conn.model<AttemptDoc>('DeliveryAttempt', attemptSchema),
     SigningSecret: conn.model<SigningSecretDoc>('SigningSecret', signingSecretSchema),
   }
-  await Promise.all([models.Delivery.init(), models.Attempt.init(), models.SigningSecret.init()])
+  await Promise.all([models.Delivery.init(), models.SigningSecret.init()])
   return models
 }
 

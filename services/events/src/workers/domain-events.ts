@@ -28,7 +28,7 @@ export function createDomainEventProcessor(deps: { models: EventsModels; deliver
       data: event.data,
     })
     // A delivery already settled needs no job; one still open is (re)queued, a no-op while its job exists.
-    if (delivery.status === 'pending' || delivery.status === 'held') await enqueueDelivery(deps.deliveries, id)
+    if (delivery.status === 'pending' || delivery.status === 'held') await enqueueDelivery(deps.deliveries, delivery)
     deps.logger.info({ eventId: event.eventId, eventType: event.type, deliveryId: id, appDid: event.appDid, environment: event.environment }, 'domain event → delivery')
     return id
   }

@@ -4,7 +4,7 @@
  *
  * Delivery jobs hold a lock of `delivery.lockMs`; a worker that dies mid-attempt loses it, and the stalled check
  * (every lockMs, up to 5 times per job) hands the job to another worker, which marks the dead attempt `interrupted`
- * and sends again with the same delivery id (docs/events.md, "Crash safety").
+ * in the delivery's log and sends again with the same delivery id (docs/events.md, "Crash safety").
  */
 import { Queue, Worker, type Job } from 'bullmq'
 import Redis from 'ioredis'
@@ -13,9 +13,10 @@ import type { DeliverySettings } from '@svc/config'
 import type { DomainEventJob } from '@svc/outbox'
 import { keypairFromPrivateKeyHex } from '@svc/service-auth'
 import { createEndpointClient } from '../delivery/endpoint'
-import { AttemptFailedError, createDeliveryProcessor, deliveryBackoff } from '../delivery/processor'
+import { AttemptFailedError, createDeliveryProcessor, deliveryBackoff, settleAbandonedJob } from '../delivery/processor'
 import { createGuardedAgent } from '../delivery/transport'
 import { connectEvents } from '../models'
+import { foldLegacyAttempts } from '../models/legacy-attempts'
 import { DOMAIN_EVENTS_QUEUE, queuePrefix, WEBHOOK_DELIVERIES_QUEUE, type DeliveryJob } from '../queues'
 import { createDomainEventProcessor } from './domain-events'
 
@@ -49,6 +50,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   const log = opts.logger
   const service = { did: opts.serviceDid, keypair: await keypairFromPrivateKeyHex(opts.serviceSigningKey, 'ES256K') }
   const { conn, models } = await connectEvents(opts.mongoUrl)
+  await foldLegacyAttempts(conn, models, log)
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
   const prefix = queuePrefix(opts.redisPrefix)
   const deliveries = new Queue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, { connection: redis, prefix })
@@ -84,10 +86,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   sender.on('failed', (job: Job<DeliveryJob> | undefined, err: Error) => {
     if (!job || err instanceof AttemptFailedError) return
     if (job.attemptsMade < (job.opts.attempts ?? 1) && !/stalled/i.test(err.message)) return
-    void models.Delivery.updateOne(
-      { _id: job.data.deliveryId, status: { $nin: ['delivered', 'failed'] } },
-      { $set: { status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: err.message } },
-    ).catch((e: unknown) => deliveryLog.error({ err: e, deliveryId: job.data.deliveryId }, 'could not mark the delivery failed'))
+    void settleAbandonedJob(models, job, err.message).catch((e: unknown) => deliveryLog.error({ err: e, deliveryId: job.data.deliveryId }, 'could not mark the delivery failed'))
     deliveryLog.error({ deliveryId: job.data.deliveryId, err }, 'delivery job failed outside an attempt')
   })
   for (const worker of [domainEvents, sender]) {

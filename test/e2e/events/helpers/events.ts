@@ -103,7 +103,7 @@ export async function publishDomainEvent(
 /** A test-style delivery (createDelivery + enqueueDelivery), as the test-event utility makes one. */
 export async function queueTestDelivery(stack: TestStack, queues: StackQueues, appDid: string, environment: 'test' | 'live' = 'test', type = 'app.webhook.test'): Promise<string> {
   const id = newDeliveryId()
-  await createDelivery(stack.events, {
+  const delivery = await createDelivery(stack.events, {
     id,
     appDid,
     environment,
@@ -113,7 +113,7 @@ export async function queueTestDelivery(stack: TestStack, queues: StackQueues, a
     createdAt: new Date(),
     data: { test: true, message: 'hello from the delivery tests', requestedAt: new Date().toISOString() },
   })
-  await enqueueDelivery(queues.deliveries, id)
+  await enqueueDelivery(queues.deliveries, delivery)
   return id
 }
 
@@ -143,5 +143,6 @@ export async function waitForStatus(stack: TestStack, id: string, statuses: stri
 
 /** The delivery's attempt log, by number. */
 export async function attemptsOf(stack: TestStack, deliveryId: string): Promise<AttemptDoc[]> {
-  return (await stack.events.Attempt.find({ deliveryId }).sort({ number: 1 }).lean()) as AttemptDoc[]
+  const d = await getDelivery(stack, deliveryId)
+  return [...(d?.attempts ?? [])].sort((a, b) => a.number - b.number)
 }
