@@ -28,7 +28,12 @@ export interface OutboxEvent {
   /** the fact this event reports, unique per event; the id is derived from it */
   key: string
   occurredAt: Date
-  /** set by the relay once the event is on the queue */
+  /**
+   * false until the relay has put the event on the queue. The relay finds and marks events by it: FerretDB pushes an
+   * equality on a boolean down to its index, and not `relayedAt: null`.
+   */
+  relayed: boolean
+  /** set by the relay with `relayed` */
   relayedAt: Date | null
 }
 
@@ -41,11 +46,12 @@ const outboxSchema = new Schema<OutboxEvent>(
     data: { type: Schema.Types.Mixed, required: true },
     key: { type: String, required: true },
     occurredAt: { type: Date, required: true },
+    relayed: { type: Boolean, required: true, default: false },
     relayedAt: { type: Date, default: null },
   },
   { versionKey: false, minimize: false },
 )
-outboxSchema.index({ relayedAt: 1, occurredAt: 1 })
+outboxSchema.index({ relayed: 1, occurredAt: 1 })
 
 export type OutboxModel = Model<OutboxEvent>
 
@@ -80,12 +86,14 @@ export interface NewOutboxEvent {
  */
 export async function writeOutboxEvent(model: OutboxModel, event: NewOutboxEvent): Promise<string> {
   const _id = outboxEventId(event.key)
+  const written: OutboxEvent = { _id, ...event, occurredAt: event.occurredAt ?? new Date(), relayed: false, relayedAt: null }
   try {
-    await model.create({ _id, ...event, occurredAt: event.occurredAt ?? new Date(), relayedAt: null })
+    await model.create(written)
   } catch (err) {
     if ((err as { code?: number }).code !== 11000) throw err
     return _id
   }
-  outboxWrites.emit(OUTBOX_WRITTEN, outboxNamespace(model), _id)
+  // the relay publishes the event as written, without reading it back
+  outboxWrites.emit(OUTBOX_WRITTEN, outboxNamespace(model), _id, written)
   return _id
 }

@@ -5,10 +5,12 @@
  * BullMQ ignores (the job id exists) and the events domain could not turn into a second delivery anyway (the
  * delivery id derives from the event id): nothing is lost, nothing is doubled.
  *
- * A write in the same process wakes the relay at once (outboxWrites) and names its event, which the next pass relays
- * by id: reading and marking an event by `_id` alone is what FerretDB answers without decoding the whole outbox. A
- * poll scans for unrelayed events (writes of other processes, a failed pass): every `intervalMs` while it finds some
- * or a pass failed, backing off to `maxIntervalMs` while it finds none. One pass runs at a time.
+ * A write in the same process wakes the relay at once (outboxWrites) and hands it the event, which the next pass
+ * publishes without reading it back. Those events are marked relayed together: when `batchSize` of them wait, before
+ * a scan, when the relay stops, or `markDelayMs` after the first (one update for many; a crash before it only
+ * re-adds them). A poll scans for unrelayed events (writes of other processes, a failed pass): every `intervalMs`
+ * while it finds some or a pass failed, backing off to `maxIntervalMs` while it finds none. One pass runs at a time.
+ * Finding and marking filter on `relayed: false` or on `_id`, which FerretDB answers from an index.
  */
 import { once } from 'node:events'
 import { Queue, type JobsOptions } from 'bullmq'
@@ -22,6 +24,8 @@ export const DEFAULT_RELAY_INTERVAL_MS = 500
 /** the longest wait between two polls that found nothing */
 export const DEFAULT_RELAY_MAX_INTERVAL_MS = 8000
 export const DEFAULT_RELAY_BATCH_SIZE = 100
+/** how long a published event of this process waits to be marked with others */
+export const DEFAULT_RELAY_MARK_DELAY_MS = 250
 
 /** The options of every `domain-events` job (its id is the event id). */
 export const DOMAIN_EVENT_JOB_OPTIONS = {
@@ -45,6 +49,8 @@ export interface OutboxRelayOptions {
   maxIntervalMs?: number
   /** events per pass step (default 100) */
   batchSize?: number
+  /** the longest a published event waits to be marked relayed with others (default 250 ms) */
+  markDelayMs?: number
   /**
    * Runs after a batch is on the queue and before it is marked relayed; a throw leaves the batch unmarked (as a
    * crash there would). For tests of the crash window.
@@ -72,8 +78,6 @@ export function domainEventJob(source: EventSource, event: Pick<OutboxEvent, '_i
   }
 }
 
-/** Up to this many events are marked relayed one by one (by `_id`); more with one update. */
-const MARK_ONE_BY_ONE = 8
 /** While passes keep failing, their errors are logged at most this often. */
 const ERROR_LOG_INTERVAL_MS = 30_000
 /** A pass waits this long for Redis to (re)connect before it fails (stop() cuts the wait short). */
@@ -106,6 +110,7 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   const intervalMs = opts.intervalMs ?? DEFAULT_RELAY_INTERVAL_MS
   const maxIntervalMs = Math.max(intervalMs, opts.maxIntervalMs ?? DEFAULT_RELAY_MAX_INTERVAL_MS)
   const batchSize = opts.batchSize ?? DEFAULT_RELAY_BATCH_SIZE
+  const markDelayMs = opts.markDelayMs ?? DEFAULT_RELAY_MARK_DELAY_MS
   if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error('outbox relay: batchSize must be a positive integer')
   if (!(intervalMs > 0)) throw new Error('outbox relay: intervalMs must be positive')
   const log = opts.logger.child({ component: 'outbox-relay', source: opts.source })
@@ -126,8 +131,8 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     log.warn({ err }, 'outbox relay: queue connection error')
   })
 
-  /** Publishes events, then marks them relayed. */
-  const publishAndMark = async (batch: OutboxEvent[]): Promise<void> => {
+  /** Publishes events (their marks are the caller's). */
+  const publish = async (batch: OutboxEvent[]): Promise<void> => {
     // BullMQ waits for a connection forever: wait a bounded time here instead, so a pass (and stop) always ends
     if (redis.status !== 'ready') await bounded(once(redis, 'ready'), CONNECT_WAIT_MS, 'connecting to Redis', interrupts)
     if (publishing) throw new Error('the previous publish to domain-events has not answered yet')
@@ -144,44 +149,86 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     )
     publishing = settled
     await bounded(add, PUBLISH_TIMEOUT_MS, 'publishing to domain-events')
-    const ids = batch.map((event) => event._id)
+  }
+
+  /**
+   * Marks published events relayed: one by `_id`, more with one update narrowed by `relayed: false` (both answered
+   * from an index on FerretDB and MongoDB). A repeat only moves relayedAt (the event is on the queue either way).
+   */
+  const mark = async (ids: string[]): Promise<void> => {
+    if (ids.length === 0) return
     await opts.beforeMark?.(ids)
-    // A repeat only moves relayedAt (the event is on the queue either way). FerretDB answers a filter of `_id` alone
-    // from its index and decodes the whole outbox for any other: a few events are marked one by one, a batch with one
-    // pass (docs/events.md, "Performance on FerretDB"). On MongoDB both use the _id index.
-    const $set = { relayedAt: new Date() }
-    if (ids.length <= MARK_ONE_BY_ONE) for (const _id of ids) await opts.model.updateOne({ _id }, { $set })
-    else await opts.model.updateMany({ _id: { $in: ids } }, { $set })
+    const $set = { relayed: true, relayedAt: new Date() }
+    if (ids.length === 1) await opts.model.updateOne({ _id: ids[0] }, { $set })
+    else await opts.model.updateMany({ relayed: false, _id: { $in: ids } }, { $set })
+  }
+
+  /** published events of this process not marked yet, in the order they were published */
+  let unmarked: string[] = []
+  let markTimer: NodeJS.Timeout | undefined
+  let markDue = false
+  const flushMarks = async (): Promise<void> => {
+    clearTimeout(markTimer)
+    markTimer = undefined
+    markDue = false
+    const ids = unmarked
+    unmarked = []
+    // a failed mark leaves the events unrelayed in the outbox: the next scan publishes them again (a no-op) and marks them
+    await mark(ids)
   }
 
   /** One batch of the scan: the oldest unrelayed events, published, then marked. Returns how many it relayed. */
   const relayBatch = async (): Promise<number> => {
     const batch = await opts.model
-      .find({ relayedAt: null })
+      .find({ relayed: false })
       .sort({ occurredAt: 1, _id: 1 })
       .limit(batchSize)
       .lean<OutboxEvent[]>()
     if (batch.length === 0) return 0
-    await publishAndMark(batch)
+    await publish(batch)
+    await mark(batch.map((event) => event._id))
     return batch.length
   }
 
-  /** The events written in this process, read by `_id`; those not relayed yet are published and marked. */
-  const relayWritten = async (ids: string[]): Promise<number> => {
-    let relayed = 0
-    for (let i = 0; i < ids.length; i += batchSize) {
-      const found = await Promise.all(ids.slice(i, i + batchSize).map((id) => opts.model.findById(id).lean<OutboxEvent>()))
-      const batch = found.filter((event): event is OutboxEvent => event !== null && event.relayedAt === null)
-      if (batch.length === 0) continue
-      batch.sort((a, b) => a.occurredAt.getTime() - b.occurredAt.getTime() || a._id.localeCompare(b._id))
-      await publishAndMark(batch)
-      relayed += batch.length
+  /**
+   * The events written in this process, published as they were handed over (read by `_id` when only the id was);
+   * their marks wait to be written together.
+   */
+  const relayWritten = async (written: Map<string, OutboxEvent | null>): Promise<number> => {
+    const events = await Promise.all(
+      [...written].map(([id, event]) => event ?? opts.model.findById(id).lean<OutboxEvent>().then((e) => (e && !e.relayed ? e : null))),
+    )
+    const pending = events.filter((event): event is OutboxEvent => event !== null)
+    pending.sort((a, b) => a.occurredAt.getTime() - b.occurredAt.getTime() || a._id.localeCompare(b._id))
+    for (let i = 0; i < pending.length; i += batchSize) {
+      const batch = pending.slice(i, i + batchSize)
+      await publish(batch)
+      unmarked.push(...batch.map((event) => event._id))
+      if (unmarked.length >= batchSize) await flushMarks()
     }
-    return relayed
+    if (unmarked.length > 0 && !markTimer && !stopped) {
+      markTimer = setTimeout(() => {
+        markDue = true
+        wake()
+      }, markDelayMs)
+      markTimer.unref()
+    }
+    return pending.length
+  }
+
+  /** Once per start: events written before `relayed` existed get it from relayedAt. */
+  let upgraded = false
+  const upgradeOutbox = async (): Promise<void> => {
+    if (upgraded) return
+    await opts.model.updateMany({ relayed: { $exists: false }, relayedAt: null }, { $set: { relayed: false } })
+    await opts.model.updateMany({ relayed: { $exists: false } }, { $set: { relayed: true } })
+    upgraded = true
   }
 
   /** Batches until one comes back short: everything unrelayed when the pass started is on the queue. */
   const relayAll = async (): Promise<number> => {
+    await upgradeOutbox()
+    await flushMarks()
     let total = 0
     for (;;) {
       const relayed = await relayBatch()
@@ -204,8 +251,8 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   let passQueued = false
   let failingSince: number | null = null
   let lastErrorLog = 0
-  /** events written in this process since the last pass took them */
-  const written = new Set<string>()
+  /** events written in this process since the last pass took them (null: only the id was handed over) */
+  let written = new Map<string, OutboxEvent | null>()
   /** the next pass scans (the first one does: events an earlier process left) */
   let scanDue = true
   let pollDelay = intervalMs
@@ -227,13 +274,14 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     void exclusive(async () => {
       passQueued = false
       if (stopped) return
-      const ids = [...written]
-      written.clear()
+      const taken = written
+      written = new Map()
       const scan = scanDue
       scanDue = false
       try {
-        let relayed = ids.length > 0 ? await relayWritten(ids) : 0
+        let relayed = taken.size > 0 ? await relayWritten(taken) : 0
         if (relayed > 0) log.info({ relayed }, 'outbox events relayed')
+        if (markDue || (stopped && unmarked.length > 0)) await flushMarks()
         if (scan) {
           relayed = await relayAll()
           // polls that find nothing back off; one that found something (another process writes) keeps the pace
@@ -257,9 +305,9 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     })
   }
 
-  const onWrite = (outbox: string, eventId?: string) => {
+  const onWrite = (outbox: string, eventId?: string, event?: OutboxEvent) => {
     if (outbox !== namespace) return
-    if (typeof eventId === 'string') written.add(eventId)
+    if (typeof eventId === 'string') written.set(eventId, event ?? written.get(eventId) ?? null)
     else scanDue = true
     wake()
   }
@@ -276,6 +324,8 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
       // a pass waiting for Redis to come back gives up; one that is publishing or marking finishes
       for (const interrupt of [...interrupts]) interrupt()
       await chain
+      // what this process published is marked before it goes (a failure only means a repeat publish at the next start)
+      await flushMarks().catch((err: unknown) => log.warn({ err }, 'outbox relay: could not mark the last events relayed'))
       await bounded(queue.close(), CLOSE_TIMEOUT_MS, 'closing the queue').catch(() => undefined)
       redis.disconnect()
     },

@@ -6,7 +6,7 @@
 import { EventEmitter } from 'node:events'
 import type { Connection } from 'mongoose'
 
-/** Emits `written` with the outbox's namespace (see outboxNamespace) and the event id after each successful insert. */
+/** Emits `written` with the outbox's namespace (see outboxNamespace), the event id and the event after each successful insert. */
 export const outboxWrites = new EventEmitter()
 // every relay in the process listens (tests run several)
 outboxWrites.setMaxListeners(0)

@@ -126,7 +126,8 @@ test('a written event is on domain-events at once (woken by the write, not the p
 test('polling relays writes it was not told about (another process), oldest first, batch by batch', async () => {
   const { queue, relay, jobCount } = fixture()
   const base = Date.parse('2026-06-01T00:00:00Z')
-  // written straight to the collection (as another process would: no wake-up here), newest first
+  // written straight to the collection (as another process would: no wake-up here), newest first; as a writer of the
+  // earlier version wrote them, without `relayed` (the relay's start gives it to them)
   const docs = [4, 3, 2, 1, 0].map((i) => ({
     _id: outboxEventId(`raw:${i}`),
     type: 'payment.completed',
@@ -150,7 +151,7 @@ test("this process's writes are relayed by their ids, not by a scan: an unannoun
   const { relay, jobCount } = fixture()
   const r = relay() // polls every minute: only the start scans
   expect(await r.drain()).toBe(0) // runs after the start's scan
-  const raw = { _id: outboxEventId('raw:unannounced'), ...event('raw:unannounced'), occurredAt: new Date(Date.now() - 1000), relayedAt: null }
+  const raw = { _id: outboxEventId('raw:unannounced'), ...event('raw:unannounced'), occurredAt: new Date(Date.now() - 1000), relayed: false, relayedAt: null }
   await model.collection.insertOne(raw as never)
   const id = await writeOutboxEvent(model, event('payment.completed:announced'))
   await waitFor(async () => (await model.findById(id).lean())?.relayedAt instanceof Date)
