@@ -71,6 +71,11 @@ const schema = z
     DELIVERY_HOLD_RECHECK_MS: z.coerce.number().int().min(10).max(3_600_000).default(60_000),
     /** a delivery job's lock; a worker that dies holding it gives the job back after about this long */
     DELIVERY_LOCK_MS: z.coerce.number().int().min(500).max(600_000).default(30_000),
+    /**
+     * how long a delivery worker keeps an app environment's endpoint and signing secrets (0: read before every
+     * attempt); a pause, a new URL or a rotation reaches deliveries within this time
+     */
+    DELIVERY_APP_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
     /** parallel deliveries per worker process */
     DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(20),
     /**
@@ -153,6 +158,8 @@ export interface DeliverySettings {
   holdRecheckMs: number
   lockMs: number
   concurrency: number
+  /** DELIVERY_APP_CACHE_MS */
+  appCacheMs: number
 }
 
 export class ConfigError extends Error {}
@@ -207,6 +214,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       holdRecheckMs: e.DELIVERY_HOLD_RECHECK_MS,
       lockMs: e.DELIVERY_LOCK_MS,
       concurrency: e.DELIVERY_CONCURRENCY,
+      appCacheMs: e.DELIVERY_APP_CACHE_MS,
     },
     checkoutExpirySeconds: e.CHECKOUT_EXPIRY_SECONDS,
     liveProcessor: e.LIVE_PROCESSOR,

@@ -274,6 +274,23 @@ describe('retries', () => {
     expect(requestsFor(receiver, id)).toHaveLength(0)
   })
 
+  it('with DELIVERY_APP_CACHE_MS, an app environment\'s endpoint is read once per period: a pause reaches deliveries when it ends', async () => {
+    const appCacheMs = 5000
+    await withWorkers(() => customWorkers({ delivery: { appCacheMs } }), async () => {
+      const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
+      const first = await waitForStatus(stack, await queueTestDelivery(stack, queues, app.did), 'delivered')
+      // paused in the apps database: the workers still hold the endpoint they read for the first delivery
+      await configureChannel(stack, app.did, { url: `${receiver.url}/hook`, paused: true })
+      const second = await queueTestDelivery(stack, queues, app.did)
+      expect((await waitForStatus(stack, second, ['delivered', 'held'])).status).toBe('delivered')
+      // the endpoint was read before the first attempt: once its period is over, the pause holds the next delivery
+      await new Promise((r) => setTimeout(r, first.lastAttemptAt!.getTime() + appCacheMs + 50 - Date.now()))
+      const third = await queueTestDelivery(stack, queues, app.did)
+      expect((await waitForStatus(stack, third, 'held')).attemptCount).toBe(0)
+      expect(requestsFor(receiver, third)).toHaveLength(0)
+    })
+  })
+
   it('holds a delivery while the webhook is paused (no attempt, nothing sent) and sends it once unpaused', async () => {
     const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }), undefined, true)
     const id = await queueTestDelivery(stack, queues, app.did)

@@ -25,10 +25,10 @@ import type { Agent } from 'undici'
 import type { DeliverySettings } from '@svc/config'
 import type { MintServiceJwtParams } from '@svc/service-auth'
 import { MAX_ATTEMPTS, nextDelayMs } from '../domain/schedule'
-import { activeSigningSecrets } from '../domain/signing-secrets'
 import { ATTEMPT_LOG_LIMIT, type AttemptDoc, type Channel, type DeliveryDoc, type EventsModels } from '../models'
 import type { DeliveryJob, UnrecordedAttempt } from '../queues'
 import { receiveEventUrl, webhookRequest, xrpcRequest } from './channels'
+import type { SigningSecretsReader } from './app-environment-cache'
 import type { EndpointClient } from './endpoint'
 import { parseRetryAfter } from './retry-after'
 import { isDelivered, sendAttempt, type AttemptResult, type OutgoingRequest } from './transport'
@@ -63,8 +63,8 @@ export interface DeliveryProcessorDeps {
   models: EventsModels
   logger: Logger
   delivery: DeliverySettings
-  /** WEBHOOK_SECRET_KEY */
-  secretKey: string
+  /** the app environment's signing secrets that sign now, newest first */
+  signingSecrets: SigningSecretsReader
   /** the XRPC channel's issuer */
   service: { did: string; keypair: MintServiceJwtParams['keypair'] }
   endpoints: EndpointClient
@@ -187,7 +187,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     }
     let secrets: string[]
     try {
-      secrets = await activeSigningSecrets(models, deps.secretKey, a.appDid, a.environment)
+      secrets = await deps.signingSecrets(a.appDid, a.environment)
     } catch (err) {
       log.error({ deliveryId: a.id, err: { message: (err as Error).message } }, 'could not read the signing secrets (WEBHOOK_SECRET_KEY changed?)')
       return { error: 'could not read the signing secrets' }

@@ -12,9 +12,11 @@ import type { Logger } from 'pino'
 import type { DeliverySettings } from '@svc/config'
 import type { DomainEventJob } from '@svc/outbox'
 import { keypairFromPrivateKeyHex } from '@svc/service-auth'
+import { cachedEndpoints, cachedSigningSecrets } from '../delivery/app-environment-cache'
 import { createEndpointClient } from '../delivery/endpoint'
 import { AttemptFailedError, createDeliveryProcessor, deliveryBackoff, settleAbandonedJob } from '../delivery/processor'
 import { createGuardedAgent } from '../delivery/transport'
+import { activeSigningSecrets } from '../domain/signing-secrets'
 import { connectEvents } from '../models'
 import { foldLegacyAttempts } from '../models/legacy-attempts'
 import { DOMAIN_EVENTS_QUEUE, queuePrefix, WEBHOOK_DELIVERIES_QUEUE, type DeliveryJob } from '../queues'
@@ -54,7 +56,8 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
   const prefix = queuePrefix(opts.redisPrefix)
   const deliveries = new Queue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, { connection: redis, prefix })
-  const endpoints = createEndpointClient({ url: opts.gateway.url, key: opts.gateway.key })
+  const endpoints = cachedEndpoints(createEndpointClient({ url: opts.gateway.url, key: opts.gateway.key }), opts.delivery.appCacheMs)
+  const signingSecrets = cachedSigningSecrets((appDid, environment) => activeSigningSecrets(models, opts.secretKey, appDid, environment), opts.delivery.appCacheMs)
   const agents = {
     test: createGuardedAgent({ environment: 'test', allowLoopbackInTest: opts.allowLoopbackWebhooks }, opts.delivery.timeoutMs),
     live: createGuardedAgent({ environment: 'live', allowLoopbackInTest: false }, opts.delivery.timeoutMs),
@@ -69,7 +72,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   const deliveryLog = log.child({ worker: WEBHOOK_DELIVERIES_QUEUE })
   const sender = new Worker<DeliveryJob, string>(
     WEBHOOK_DELIVERIES_QUEUE,
-    createDeliveryProcessor({ models, logger: deliveryLog, delivery: opts.delivery, secretKey: opts.secretKey, service, endpoints, agents }),
+    createDeliveryProcessor({ models, logger: deliveryLog, delivery: opts.delivery, signingSecrets, service, endpoints, agents }),
     {
       connection: redis,
       prefix,
@@ -92,7 +95,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   for (const worker of [domainEvents, sender]) {
     worker.on('error', (err) => log.error({ err, queue: worker.name }, 'worker error'))
   }
-  log.info({ concurrency: opts.delivery.concurrency, lockMs: opts.delivery.lockMs, scheduleScale: opts.delivery.scheduleScale }, 'events workers started')
+  log.info({ concurrency: opts.delivery.concurrency, lockMs: opts.delivery.lockMs, scheduleScale: opts.delivery.scheduleScale, appCacheMs: opts.delivery.appCacheMs }, 'events workers started')
 
   let stopping: Promise<void> | undefined
   return {
