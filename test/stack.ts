@@ -90,7 +90,7 @@ export interface StackOptions {
 }
 
 /** appCacheMs 0: tests change an app's channel and secrets directly and expect the next attempt to see it */
-export const TEST_DELIVERY: DeliverySettings = { timeoutMs: 2000, scheduleScale: 1 / 50_000, holdRecheckMs: 200, lockMs: 1000, concurrency: 10, appCacheMs: 0 }
+export const TEST_DELIVERY: DeliverySettings = { timeoutMs: 2000, scheduleScale: 1 / 50_000, holdRecheckMs: 200, lockMs: 1000, concurrency: 10, appCacheMs: 0, reconcileMs: 60_000 }
 
 export async function startStack(label: string, opts: StackOptions = {}): Promise<TestStack> {
   const iso = isolate(label)
@@ -236,6 +236,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
         DELIVERY_LOCK_MS: String(d.lockMs),
         DELIVERY_CONCURRENCY: String(d.concurrency),
         DELIVERY_APP_CACHE_MS: String(d.appCacheMs),
+        DELIVERY_RECONCILE_MS: String(d.reconcileMs),
       }
     },
     redis,

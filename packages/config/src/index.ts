@@ -76,6 +76,8 @@ const schema = z
      * attempt); a pause, a new URL or a rotation reaches deliveries within this time
      */
     DELIVERY_APP_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
+    /** how often the events workers look for open deliveries whose job Redis lost (and at start, and on reconnect) */
+    DELIVERY_RECONCILE_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
     /** parallel deliveries per worker process */
     DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(20),
     /**
@@ -160,6 +162,8 @@ export interface DeliverySettings {
   concurrency: number
   /** DELIVERY_APP_CACHE_MS */
   appCacheMs: number
+  /** DELIVERY_RECONCILE_MS */
+  reconcileMs: number
 }
 
 export class ConfigError extends Error {}
@@ -215,6 +219,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       lockMs: e.DELIVERY_LOCK_MS,
       concurrency: e.DELIVERY_CONCURRENCY,
       appCacheMs: e.DELIVERY_APP_CACHE_MS,
+      reconcileMs: e.DELIVERY_RECONCILE_MS,
     },
     checkoutExpirySeconds: e.CHECKOUT_EXPIRY_SECONDS,
     liveProcessor: e.LIVE_PROCESSOR,

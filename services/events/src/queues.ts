@@ -5,9 +5,11 @@
 import { DOMAIN_EVENTS_QUEUE, queuePrefix } from '@svc/outbox'
 
 export const WEBHOOK_DELIVERIES_QUEUE = 'webhook-deliveries'
+/** the events workers' own upkeep: `reconcile-deliveries` (workers/reconciler.ts) */
+export const EVENTS_MAINTENANCE_QUEUE = 'events-maintenance'
 
 /** Every queue the operators' board shows. */
-export const ALL_QUEUES = [DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE] as const
+export const ALL_QUEUES = [DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE, EVENTS_MAINTENANCE_QUEUE] as const
 
 /** An attempt whose outcome is not in the delivery's log yet: the one being sent, or one whose worker died. */
 export interface UnrecordedAttempt {
@@ -32,6 +34,8 @@ export interface DeliveryJob {
   run?: number
   /** the number of the next attempt */
   next?: number
+  /** attempts of this run made before the job was (re)created by the reconciler: the schedule continues after them */
+  attemptsBefore?: number
   /** the attempt a worker is sending (written to the job before it sends; cleared with a failed attempt's outcome) */
   inFlight?: UnrecordedAttempt | null
   /** attempts of workers that died, not yet written to the delivery's log (with the next outcome) */

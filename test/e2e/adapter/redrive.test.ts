@@ -93,6 +93,19 @@ describe('one delivery', () => {
     expect(await stack.events.Delivery.findById(deliveryId).lean()).toMatchObject({ status: 'held', run: 1 })
   })
 
+  it('a pending delivery whose job Redis lost is queued again, where its run stands: queued 1, then 0 while the job exists (also under 10 parallel calls)', async () => {
+    const dev = await newApp()
+    const { deliveryId } = expectOk(await testEvent(stack, { app: dev.app.did }, bearer(dev.key)))
+    await (await queue.getJob(deliveryId))!.remove()
+    const results = await Promise.all(Array.from({ length: 10 }, () => redrive(stack, { app: dev.app.did }, { deliveryId }, bearer(dev.key))))
+    expect(results.map(queuedOf).reduce((a, b) => a + b, 0)).toBe(1)
+    expect(await stack.events.Delivery.findById(deliveryId).lean()).toMatchObject({ status: 'pending', run: 1 })
+    const job = await queue.getJob(deliveryId)
+    expect(await job!.getState()).toBe('waiting')
+    expect(job!.data).toMatchObject({ deliveryId, run: 1, next: 1 })
+    expect(queuedOf(await redrive(stack, { app: dev.app.did }, { deliveryId }, bearer(dev.key)))).toBe(0)
+  })
+
   it('a redriven delivery that failed again can be redriven again (a new run, a new claim), once the first settled', async () => {
     const dev = await newApp()
     const id = await finished(dev)

@@ -104,8 +104,8 @@ interface Attempting {
 }
 
 /** The job's data for the attempt after `a` (or `a` itself again, when `next` is its number). */
-function jobData(a: Attempting, next: number, inFlight: UnrecordedAttempt | null, interrupted: UnrecordedAttempt[]): DeliveryJob {
-  return { deliveryId: a.id, appDid: a.appDid, environment: a.environment, body: a.body, run: a.run, next, inFlight, interrupted }
+function jobData(a: Attempting, next: number, inFlight: UnrecordedAttempt | null, interrupted: UnrecordedAttempt[], attemptsBefore?: number): DeliveryJob {
+  return { deliveryId: a.id, appDid: a.appDid, environment: a.environment, body: a.body, run: a.run, next, inFlight, interrupted, ...(attemptsBefore ? { attemptsBefore } : {}) }
 }
 
 function interruptedEntry(a: UnrecordedAttempt, run: number): AttemptDoc {
@@ -167,7 +167,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       { _id: a.id },
       dead.length > 0 ? { $set: { status: 'held', nextAttemptAt, ...counted }, $push: appendAttempts(dead) } : { $set: { status: 'held', nextAttemptAt } },
     )
-    if (dead.length > 0 || job.data.next !== a.number) await job.updateData(jobData(a, a.number, null, []))
+    if (dead.length > 0 || job.data.next !== a.number) await job.updateData(jobData(a, a.number, null, [], job.data.attemptsBefore))
     log.debug({ deliveryId: a.id, nextAttemptAt }, 'delivery held: the webhook is paused')
     if (!token) throw new Error('a held delivery needs the job token')
     await job.moveToDelayed(nextAttemptAt.getTime(), token)
@@ -224,7 +224,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const attemptedAt = new Date()
     const url = target !== null && channel === 'xrpc' ? receiveEventUrl(target) : target
     const inFlight: UnrecordedAttempt = { number: a.number, attemptedAt: attemptedAt.toISOString(), channel, url }
-    await job.updateData(jobData(a, a.number, inFlight, a.interrupted))
+    await job.updateData(jobData(a, a.number, inFlight, a.interrupted, job.data.attemptsBefore))
 
     let result: AttemptResult
     if (failure === null && channel !== null && target !== null) {
@@ -238,8 +238,8 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
 
     const finishedAt = new Date()
     const delivered = isDelivered(result)
-    const attemptsInRun = job.attemptsMade + 1
-    const last = attemptsInRun >= (job.opts.attempts ?? MAX_ATTEMPTS)
+    const attemptsInRun = (job.data.attemptsBefore ?? 0) + job.attemptsMade + 1
+    const last = job.attemptsMade + 1 >= (job.opts.attempts ?? MAX_ATTEMPTS)
     const delayMs = delivered || last ? null : nextDelayMs(attemptsInRun, { scale: settings.scheduleScale }, parseRetryAfter(result.retryAfter ?? undefined, finishedAt.getTime()))
     const nextAttemptAt = delayMs === null ? null : new Date(finishedAt.getTime() + delayMs)
     const entry: AttemptDoc = {
@@ -271,7 +271,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       return 'delivered'
     }
     // the outcome is written: the job names the next attempt and none in flight
-    await job.updateData(jobData(a, a.number + 1, null, []))
+    await job.updateData(jobData(a, a.number + 1, null, [], job.data.attemptsBefore))
     log.info({ ...logged, outcome: 'failed', error: result.error, nextAttemptAt, final: nextAttemptAt === null }, 'delivery attempt')
     const next = nextAttemptAt === null ? 'no attempts left in this run: failed, waiting for a redrive' : `next attempt at ${nextAttemptAt.toISOString()}`
     await boardLog(job, `attempt ${a.number} (${channel ?? 'no channel'}): ${result.error ?? 'not delivered'} after ${result.durationMs} ms; ${next}`)

@@ -64,8 +64,8 @@ export async function createDelivery(models: EventsModels, input: NewDelivery): 
   return stored as DeliveryDoc
 }
 
-/** The job of the delivery's current run, from its stored document. */
-export function deliveryJob(d: Pick<DeliveryDoc, '_id' | 'appDid' | 'environment' | 'body' | 'run' | 'attemptCount'>): DeliveryJob {
+/** The job of the delivery's current run, from its stored document (`attemptsBefore`: attempts of the run already made). */
+export function deliveryJob(d: Pick<DeliveryDoc, '_id' | 'appDid' | 'environment' | 'body' | 'run' | 'attemptCount'>, attemptsBefore = 0): DeliveryJob {
   return {
     deliveryId: d._id,
     appDid: d.appDid,
@@ -75,10 +75,22 @@ export function deliveryJob(d: Pick<DeliveryDoc, '_id' | 'appDid' | 'environment
     next: (d.attemptCount ?? 0) + 1,
     inFlight: null,
     interrupted: [],
+    ...(attemptsBefore > 0 ? { attemptsBefore } : {}),
   }
 }
 
 /** Adds the delivery's job; a job with that id already on the queue (waiting, delayed, active or finished) makes this a no-op. */
 export async function enqueueDelivery(queue: Queue<DeliveryJob>, d: DeliveryDoc): Promise<void> {
   await queue.add('deliver', deliveryJob(d), { ...DELIVERY_JOB_OPTIONS, jobId: d._id })
+}
+
+/**
+ * Adds the job of a delivery whose job is gone (Redis lost it) for the rest of its run: the attempts left of the
+ * schedule, the first at the delivery's nextAttemptAt. A no-op when the job exists.
+ */
+export async function requeueLostDelivery(queue: Queue<DeliveryJob>, d: DeliveryDoc, now: Date): Promise<void> {
+  const run = d.run ?? 1
+  const made = Math.min((d.attempts ?? []).filter((a) => a.run === run).length, MAX_ATTEMPTS - 1)
+  const delay = Math.max(0, (d.nextAttemptAt?.getTime() ?? now.getTime()) - now.getTime())
+  await queue.add('deliver', deliveryJob(d, made), { ...DELIVERY_JOB_OPTIONS, attempts: MAX_ATTEMPTS - made, delay, jobId: d._id })
 }

@@ -19,7 +19,7 @@ import { ContractError } from '@svc/errors'
 import type { DeliveryDoc } from '../models'
 import type { DeliveryJob } from '../queues'
 import type { EventsDomain } from './context'
-import { deliveryJob, enqueueDelivery } from './deliveries'
+import { deliveryJob, enqueueDelivery, requeueLostDelivery } from './deliveries'
 import { DELIVERY_ID_RE } from './envelope'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
 import type { RedriveInput } from '../generated/graph-types'
@@ -37,6 +37,8 @@ export const REDRIVE_SETTLE_MS = 10_000
 /** how long a redrive waits for a job that is still finishing its last attempt (active) before giving up on it */
 const ACTIVE_WAIT_MS = 10_000
 const BATCH_CONCURRENCY = 10
+/** how long the claim of requeueing a lost job stands (the job exists by then) */
+const LOST_CLAIM_TTL_SECONDS = 60
 const PROGRESS_EVERY = 100
 
 export type { RedriveInput }
@@ -148,9 +150,25 @@ async function requeueJob(domain: Domain, d: DeliveryDoc): Promise<void> {
   }
 }
 
+/**
+ * A `pending` or `held` delivery keeps its job; one whose job Redis lost is queued again where its run stands (as
+ * the reconciler does), 1; otherwise 0.
+ */
+async function requeueIfLost(domain: Domain, doc: DeliveryDoc, now: Date): Promise<number> {
+  if (await domain.deliveries.getJob(doc._id)) return 0
+  // parallel calls: one queues it (the add is a no-op by job id for the others, which must answer 0)
+  const claim = `${redriveClaimKey(domain.redisPrefix, doc._id, doc.run ?? 1)}:lost:${doc.attemptCount ?? 0}`
+  if ((await domain.redis.set(claim, String(Date.now()), 'EX', LOST_CLAIM_TTL_SECONDS, 'NX')) !== 'OK') return 0
+  const full = (await domain.models.Delivery.findById(doc._id).lean()) as DeliveryDoc | null
+  if (!full || redrivable(full)) return 0
+  await requeueLostDelivery(domain.deliveries, full, now)
+  domain.logger.warn({ deliveryId: doc._id }, 'redrive: the open delivery had no job; queued again')
+  return 1
+}
+
 /** Redrives one delivery document of the caller's app environment; 1 when this call queued it, else 0. */
 async function redriveOne(domain: Domain, doc: DeliveryDoc, now: Date): Promise<number> {
-  if (!redrivable(doc)) return 0 // pending or held: already queued
+  if (!redrivable(doc)) return requeueIfLost(domain, doc, now) // pending or held: queued, unless Redis lost the job
   const run = doc.run ?? 1
   if (run > 1) {
     const previous = await domain.redis.get(redriveClaimKey(domain.redisPrefix, doc._id, run - 1))

@@ -21,6 +21,7 @@ import { connectEvents } from '../models'
 import { foldLegacyAttempts } from '../models/legacy-attempts'
 import { DOMAIN_EVENTS_QUEUE, queuePrefix, WEBHOOK_DELIVERIES_QUEUE, type DeliveryJob } from '../queues'
 import { createDomainEventProcessor } from './domain-events'
+import { startReconciler } from './reconciler'
 
 export interface EventWorkersOptions {
   mongoUrl: string
@@ -57,7 +58,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   const prefix = queuePrefix(opts.redisPrefix)
   const deliveries = new Queue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, { connection: redis, prefix })
   const endpoints = cachedEndpoints(createEndpointClient({ url: opts.gateway.url, key: opts.gateway.key }), opts.delivery.appCacheMs)
-  const signingSecrets = cachedSigningSecrets((appDid, environment) => activeSigningSecrets(models, opts.secretKey, appDid, environment), opts.delivery.appCacheMs)
+  const signingSecrets = cachedSigningSecrets(activeSigningSecrets.bind(null, models, opts.secretKey), opts.delivery.appCacheMs)
   const agents = {
     test: createGuardedAgent({ environment: 'test', allowLoopbackInTest: opts.allowLoopbackWebhooks }, opts.delivery.timeoutMs),
     live: createGuardedAgent({ environment: 'live', allowLoopbackInTest: false }, opts.delivery.timeoutMs),
@@ -92,16 +93,17 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
     void settleAbandonedJob(models, job, err.message).catch((e: unknown) => deliveryLog.error({ err: e, deliveryId: job.data.deliveryId }, 'could not mark the delivery failed'))
     deliveryLog.error({ deliveryId: job.data.deliveryId, err }, 'delivery job failed outside an attempt')
   })
+  const reconciler = startReconciler({ models, deliveries, redis, prefix, periodMs: opts.delivery.reconcileMs, logger: log })
   for (const worker of [domainEvents, sender]) {
     worker.on('error', (err) => log.error({ err, queue: worker.name }, 'worker error'))
   }
-  log.info({ concurrency: opts.delivery.concurrency, lockMs: opts.delivery.lockMs, scheduleScale: opts.delivery.scheduleScale, appCacheMs: opts.delivery.appCacheMs }, 'events workers started')
+  log.info({ concurrency: opts.delivery.concurrency, lockMs: opts.delivery.lockMs, scheduleScale: opts.delivery.scheduleScale, appCacheMs: opts.delivery.appCacheMs, reconcileMs: opts.delivery.reconcileMs }, 'events workers started')
 
   let stopping: Promise<void> | undefined
   return {
     stop() {
       stopping ??= (async () => {
-        await Promise.allSettled([domainEvents.close(), sender.close()])
+        await Promise.allSettled([domainEvents.close(), sender.close(), reconciler.stop()])
         await deliveries.close().catch(() => undefined)
         await Promise.allSettled([endpoints.close(), agents.test.close(), agents.live.close()])
         await redis.quit().catch(() => redis.disconnect())

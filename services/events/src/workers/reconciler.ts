@@ -1,0 +1,68 @@
+/**
+ * Runs `reconcile-deliveries` (domain/reconcile.ts) on the `events-maintenance` queue, where operators see every run
+ * and its counts on the board: once when the workers start, once whenever their Redis connection comes back (a
+ * restart may have lost every job), and every `periodMs`. Each worker process adds the periodic job with the period
+ * as its job id, so however many workers run, each period reconciles once; the adds come from a timer in the process,
+ * not from a schedule kept in Redis, so losing Redis's data does not stop them.
+ */
+import { Queue, Worker } from 'bullmq'
+import type Redis from 'ioredis'
+import type { Logger } from 'pino'
+import { reconcileDeliveries, type ReconcileResult } from '../domain/reconcile'
+import type { EventsModels } from '../models'
+import { EVENTS_MAINTENANCE_QUEUE, type DeliveryJob } from '../queues'
+
+export const RECONCILE_JOB = 'reconcile-deliveries'
+
+export interface Reconciler {
+  stop(): Promise<void>
+}
+
+export function startReconciler(opts: {
+  models: EventsModels
+  deliveries: Queue<DeliveryJob>
+  redis: Redis
+  prefix: string
+  periodMs: number
+  logger: Logger
+}): Reconciler {
+  const log = opts.logger.child({ worker: EVENTS_MAINTENANCE_QUEUE })
+  const queue = new Queue(EVENTS_MAINTENANCE_QUEUE, { connection: opts.redis, prefix: opts.prefix })
+  const worker = new Worker<unknown, ReconcileResult>(
+    EVENTS_MAINTENANCE_QUEUE,
+    async (job) => {
+      const result = await reconcileDeliveries(opts.models, opts.deliveries, log)
+      await job.log(`checked ${result.checked} open deliveries, queued ${result.requeued} again`).catch(() => undefined)
+      return result
+    },
+    { connection: opts.redis, prefix: opts.prefix, concurrency: 1 },
+  )
+  worker.on('error', (err) => log.error({ err }, 'reconciler worker error'))
+
+  const add = (jobId: string) =>
+    queue
+      .add(RECONCILE_JOB, {}, { jobId, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } })
+      .catch((err: unknown) => log.warn({ err, jobId }, 'could not add the reconcile job; the next period will'))
+  const periodic = () => void add(`${RECONCILE_JOB}-${Math.floor(Date.now() / opts.periodMs)}`)
+  const once = (why: string) => void add(`${RECONCILE_JOB}-${why}-${Date.now()}-${process.pid}`)
+
+  once('start')
+  const timer = setInterval(periodic, opts.periodMs)
+  timer.unref()
+  // 'ready' after the first connection: Redis came back, maybe without its data
+  let connected = opts.redis.status === 'ready'
+  const onReady = () => {
+    if (connected) once('reconnect')
+    connected = true
+  }
+  opts.redis.on('ready', onReady)
+
+  return {
+    async stop() {
+      clearInterval(timer)
+      opts.redis.off('ready', onReady)
+      await worker.close()
+      await queue.close()
+    },
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * The database is the record of what is due (docs/events.md, "What is due"): open deliveries whose job Redis lost
+ * are queued again by the workers' reconciler (at start, on reconnect, every DELIVERY_RECONCILE_MS), continuing
+ * their run; a delivery whose job exists is not doubled, a settled one is left alone.
+ */
+import { Queue } from 'bullmq'
+import Redis from 'ioredis'
+import { createDelivery, enqueueDelivery, ensureSigningSecret, EVENTS_MAINTENANCE_QUEUE, newDeliveryId, queuePrefix, type DeliveryDoc, type RunningEventWorkers } from '@svc/events'
+import { startStack, type TestApp, type TestStack } from '../../stack'
+import { startReceiver, type Receiver } from './helpers/receiver'
+import { attemptsOf, configureChannel, getDelivery, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
+
+let stack: TestStack
+let queues: StackQueues
+const receivers: Receiver[] = []
+let workers: RunningEventWorkers | undefined
+
+beforeAll(async () => {
+  stack = await startStack('reconcile', { allowLoopbackWebhooks: true, workers: false })
+  queues = stackQueues(stack)
+})
+afterAll(async () => {
+  await workers?.stop()
+  await queues?.close()
+  await stack?.stop()
+  await Promise.all(receivers.map((r) => r.close()))
+})
+
+async function appWithReceiver(answer: Parameters<typeof startReceiver>[0]): Promise<{ app: TestApp; receiver: Receiver }> {
+  const receiver = await startReceiver(answer)
+  receivers.push(receiver)
+  const app = await stack.newApp()
+  await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, app.did, 'test')
+  await configureChannel(stack, app.did, { url: `${receiver.url}/hook` })
+  return { app, receiver }
+}
+
+const newDelivery = (appDid: string) =>
+  createDelivery(stack.events, { id: newDeliveryId(), appDid, environment: 'test', eventId: null, eventType: 'app.webhook.test', source: 'test', createdAt: new Date(), data: { test: true } })
+
+const requestsFor = (receiver: Receiver, id: string) => receiver.requests.filter((r) => r.headers['webhook-id'] === id)
+
+it('at start: open deliveries without a job are queued again (the run continues), one with a job is not doubled, a settled one stays', async () => {
+  const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
+  const neverSent = await newDelivery(app.did)
+  // two attempts of run 1 failed; Redis lost the job before the third
+  const retrying = await newDelivery(app.did)
+  const failedAt = new Date(Date.now() - 60_000)
+  const failedAttempt = (number: number) => ({ number, run: 1, channel: 'webhook', url: null, attemptedAt: failedAt, durationMs: 3, statusCode: 500, outcome: 'failed', error: 'HTTP 500', responseExcerpt: null, nextAttemptAt: failedAt })
+  await stack.events.Delivery.updateOne({ _id: retrying._id }, { $set: { attemptCount: 2, lastAttemptAt: failedAt, nextAttemptAt: failedAt }, $push: { attempts: { $each: [failedAttempt(1), failedAttempt(2)] } } })
+  const queued = await newDelivery(app.did)
+  await enqueueDelivery(queues.deliveries, queued)
+  const settled = await newDelivery(app.did)
+  await stack.events.Delivery.updateOne({ _id: settled._id }, { $set: { status: 'delivered', attemptCount: 1, deliveredAt: new Date() } })
+
+  workers = await stack.startWorkers()
+  for (const d of [neverSent, retrying, queued]) await waitForStatus(stack, d._id, 'delivered')
+
+  expect((await attemptsOf(stack, retrying._id)).map((a) => [a.number, a.run, a.outcome])).toEqual([[1, 1, 'failed'], [2, 1, 'failed'], [3, 1, 'delivered']])
+  // the job took up the run where it stood: 12 attempts were left of its 14
+  const job = await queues.deliveries.getJob(retrying._id)
+  expect(job!.opts.attempts).toBe(12)
+  expect(job!.data).toMatchObject({ next: 3, run: 1, attemptsBefore: 2 })
+  for (const d of [neverSent, retrying, queued]) expect(requestsFor(receiver, d._id)).toHaveLength(1)
+  expect(requestsFor(receiver, settled._id)).toHaveLength(0)
+  expect((await getDelivery(stack, settled._id))!.attemptCount).toBe(1)
+
+  // the run is on the maintenance queue, with its counts, for the operators' board
+  const maintenance = new Queue(EVENTS_MAINTENANCE_QUEUE, { connection: stack.redis, prefix: queuePrefix(stack.redisPrefix) })
+  try {
+    const runs = await maintenance.getJobs(['completed'])
+    expect(runs.map((r) => r.returnvalue)).toContainEqual({ checked: 3, requeued: 2 })
+  } finally {
+    await maintenance.close()
+  }
+  await workers.stop()
+  workers = undefined
+})
+
+it('Redis loses every job while deliveries wait for their retry: all are delivered once the receiver is back, none twice, the logs consistent', async () => {
+  let up = false
+  const { app, receiver } = await appWithReceiver(() => (up ? { status: 200, body: 'ok' } : { status: 503, body: 'down' }))
+  // retries 5 ms, 30 ms, 120 ms, 600 ms, 1.8 s, … apart; a reconcile every 300 ms
+  workers = await stack.startWorkers({ scheduleScale: 1 / 1000, reconcileMs: 300 })
+  const ids = await Promise.all(Array.from({ length: 10 }, () => queueTestDelivery(stack, queues, app.did)))
+  await waitFor(async () => {
+    const docs = await Promise.all(ids.map((id) => getDelivery(stack, id)))
+    return docs.every((d) => d!.status === 'pending' && d!.attemptCount >= 4)
+  }, 'every delivery to have failed 4 attempts', 30_000)
+
+  // what a Redis restart without persistence leaves: none of this stack's keys (jobs, locks, queues)
+  const wipe = new Redis(stack.redisUrl)
+  try {
+    const keys = await wipe.keys(`${stack.redisPrefix}*`)
+    if (keys.length > 0) await wipe.del(...keys)
+  } finally {
+    wipe.disconnect()
+  }
+  up = true
+
+  const delivered = (await Promise.all(ids.map((id) => waitForStatus(stack, id, 'delivered', 30_000)))) as DeliveryDoc[]
+  for (const d of delivered) {
+    const attempts = await attemptsOf(stack, d._id)
+    // every attempt logged once, numbered without gaps, only the last delivered; exactly one request was answered 200
+    expect(attempts.map((a) => a.number)).toEqual(Array.from({ length: attempts.length }, (_, i) => i + 1))
+    expect(attempts.filter((a) => a.outcome === 'delivered')).toHaveLength(1)
+    expect(attempts.at(-1)!.outcome).toBe('delivered')
+    expect(d.attemptCount).toBe(attempts.length)
+    expect(requestsFor(receiver, d._id).length).toBeGreaterThanOrEqual(attempts.filter((a) => a.outcome !== 'interrupted').length)
+  }
+  await workers.stop()
+  workers = undefined
+})
