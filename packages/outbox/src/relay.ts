@@ -11,6 +11,10 @@
  * re-adds them). A poll scans for unrelayed events (writes of other processes, a failed pass): every `intervalMs`
  * while it finds some or a pass failed, backing off to `maxIntervalMs` while it finds none. One pass runs at a time.
  * Finding and marking filter on `relayed: false` or on `_id`, which FerretDB answers from an index.
+ *
+ * Redis may lose its data (a restart without persistence) with domain events still queued. Each relay keeps a key in
+ * Redis; a scan that finds it missing (lost, or the first start) relays again the events relayed in the last
+ * `replayWindowMs`: those already turned into deliveries are a no-op (the delivery id derives from the event id).
  */
 import { once } from 'node:events'
 import { Queue, type JobsOptions } from 'bullmq'
@@ -26,6 +30,13 @@ export const DEFAULT_RELAY_MAX_INTERVAL_MS = 8000
 export const DEFAULT_RELAY_BATCH_SIZE = 100
 /** how long a published event of this process waits to be marked with others */
 export const DEFAULT_RELAY_MARK_DELAY_MS = 250
+/** after Redis lost its data, the events relayed this long before are relayed again */
+export const DEFAULT_RELAY_REPLAY_WINDOW_MS = 24 * 3600_000
+
+/** The relay's key in Redis: present while Redis keeps what the relay published. */
+export function relayAliveKey(redisPrefix: string, source: EventSource): string {
+  return `${redisPrefix}outbox-relay:${source}`
+}
 
 /** The options of every `domain-events` job (its id is the event id). */
 export const DOMAIN_EVENT_JOB_OPTIONS = {
@@ -51,6 +62,8 @@ export interface OutboxRelayOptions {
   batchSize?: number
   /** the longest a published event waits to be marked relayed with others (default 250 ms) */
   markDelayMs?: number
+  /** after Redis lost its data, events relayed this long before are relayed again (default 24 h) */
+  replayWindowMs?: number
   /**
    * Runs after a batch is on the queue and before it is marked relayed; a throw leaves the batch unmarked (as a
    * crash there would). For tests of the crash window.
@@ -111,6 +124,8 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   const maxIntervalMs = Math.max(intervalMs, opts.maxIntervalMs ?? DEFAULT_RELAY_MAX_INTERVAL_MS)
   const batchSize = opts.batchSize ?? DEFAULT_RELAY_BATCH_SIZE
   const markDelayMs = opts.markDelayMs ?? DEFAULT_RELAY_MARK_DELAY_MS
+  const replayWindowMs = opts.replayWindowMs ?? DEFAULT_RELAY_REPLAY_WINDOW_MS
+  const aliveKey = relayAliveKey(opts.redisPrefix, opts.source)
   if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error('outbox relay: batchSize must be a positive integer')
   if (!(intervalMs > 0)) throw new Error('outbox relay: intervalMs must be positive')
   const log = opts.logger.child({ component: 'outbox-relay', source: opts.source })
@@ -225,10 +240,23 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     upgraded = true
   }
 
+  /**
+   * The relay's key missing means Redis lost its data (or this is the first start): domain events published before
+   * may be gone with it, so those relayed within the replay window become unrelayed again, for this scan.
+   */
+  const replayIfRedisLost = async (): Promise<void> => {
+    if (redis.status !== 'ready') await bounded(once(redis, 'ready'), CONNECT_WAIT_MS, 'connecting to Redis', interrupts)
+    if ((await redis.set(aliveKey, new Date().toISOString(), 'NX')) !== 'OK') return
+    const since = new Date(Date.now() - replayWindowMs)
+    const res = await opts.model.updateMany({ relayed: true, relayedAt: { $gte: since } }, { $set: { relayed: false } })
+    if (res.modifiedCount > 0) log.warn({ events: res.modifiedCount, since }, 'outbox relay: Redis lost its data (or first start); relaying recent events again')
+  }
+
   /** Batches until one comes back short: everything unrelayed when the pass started is on the queue. */
   const relayAll = async (): Promise<number> => {
     await upgradeOutbox()
     await flushMarks()
+    await replayIfRedisLost()
     let total = 0
     for (;;) {
       const relayed = await relayBatch()

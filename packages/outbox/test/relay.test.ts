@@ -63,7 +63,7 @@ function fixture() {
     return r
   }
   const jobCount = async () => Object.values(await queue.getJobCounts()).reduce((a, b) => a + b, 0)
-  return { queue, relay, jobCount }
+  return { queue, relay, jobCount, redisPrefix }
 }
 
 const event = (key: string, o: { type?: string; occurredAt?: Date; environment?: 'test' | 'live' } = {}) => ({
@@ -281,4 +281,29 @@ test('Redis unreachable: a pass fails (the events stay unrelayed, for the next p
   await unreachable.stop()
   expect(Date.now() - stopping).toBeLessThan(2000)
   expect(lines.some((l) => l.msg === 'outbox relay pass failed; retrying at the next pass')).toBe(true)
+})
+
+test('Redis loses its data: the next scan relays again the events relayed within the replay window (older ones stay), each once', async () => {
+  const { queue, relay, jobCount, redisPrefix } = fixture()
+  const r = relay()
+  const ids = [await writeOutboxEvent(model, event('lost:1')), await writeOutboxEvent(model, event('lost:2'))]
+  await waitFor(allRelayed)
+  expect(await jobCount()).toBe(2)
+  // relayed three days ago, long processed: outside the default window of 24 h
+  const threeDaysAgo = new Date(Date.now() - 3 * 24 * 3600_000)
+  await model.collection.insertOne({ _id: outboxEventId('old'), ...event('old'), occurredAt: threeDaysAgo, relayed: true, relayedAt: threeDaysAgo } as never)
+
+  // a Redis restart without persistence: the queued domain events are gone, and the relay's key with them
+  const keys = await redis.keys(`${redisPrefix}*`)
+  await redis.del(...keys)
+  expect(await jobCount()).toBe(0)
+
+  expect(await r.drain()).toBe(2)
+  expect(await jobCount()).toBe(2)
+  for (const id of ids) expect((await queue.getJob(id))?.data.eventId).toBe(id)
+  expect(await unrelayed()).toBe(0)
+  // Redis kept its data since: nothing is relayed again
+  expect(await r.drain()).toBe(0)
+  expect(await jobCount()).toBe(2)
+  expect((await model.findById(outboxEventId('old')).lean())?.relayedAt).toEqual(threeDaysAgo)
 })
