@@ -174,6 +174,8 @@ export async function measureDeliveries(opts: {
   commandCounts?: () => Promise<Record<string, number>>
 }): Promise<DeliveryBenchResult> {
   const counted = opts.commandCounts ?? (async () => null)
+  // the writes that follow an arrival (the attempt's outcome, the relay's marks within 250 ms) are counted too
+  const settled = () => new Promise((r) => setTimeout(r, 1000))
   const log = opts.log ?? (() => undefined)
   const writers = opts.writers ?? 50
   process.env.SVC_TEST_MONGO_URL = opts.mongoUrl
@@ -215,6 +217,7 @@ export async function measureDeliveries(opts: {
     const deadline = Date.now() + Math.max(120_000, opts.events * 200)
     for (const id of ids) await receiver.arrival(id, Math.max(0, deadline - Date.now()))
     const throughput = summarize(receiver, ids, writers, started, before)
+    await settled()
     let commandsAfter = await counted()
     const throughputCommands = commandsBefore && commandsAfter ? perDelivery(commandsBefore, commandsAfter, opts.events) : null
     log(`done (${throughput.seconds} s)\n`)
@@ -230,6 +233,7 @@ export async function measureDeliveries(opts: {
       await receiver.arrival(deliveryIdOf(key), 10_000)
     }
     const latency = summarize(receiver, latencyKeys.map(deliveryIdOf), 1, latencyStarted, before)
+    await settled()
     commandsAfter = await counted()
     const latencyCommands = commandsBefore && commandsAfter ? perDelivery(commandsBefore, commandsAfter, opts.latencyEvents) : null
     log(`done (${latency.seconds} s)\n`)
