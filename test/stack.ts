@@ -99,6 +99,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     callerKeys: testCallerKeys(),
     operatorToken: randomBytes(32).toString('hex'),
     paymentTokens: randomBytes(32).toString('hex'),
+    previousPaymentTokens: null,
     webhookSecretKey: randomBytes(32).toString('hex'),
     serviceSigningKey: randomBytes(32).toString('hex'),
   }

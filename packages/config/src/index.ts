@@ -49,6 +49,8 @@ const schema = z
     EVENTS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4204/graphql'),
     /** derives the checkout status and browser tokens (HMAC); only their hashes are stored */
     PAYMENT_TOKEN_SECRET: z.string().min(32).default(`${DEV_SECRET}-payment-tokens`),
+    /** the payment token secret before the last rotation, while checkouts started under it may be initiated again */
+    PAYMENT_TOKEN_SECRET_PREVIOUS: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(32).optional()),
     /** an abandoned hosted checkout fails as expired after this many seconds (Stripe's default: 24 h) */
     CHECKOUT_EXPIRY_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(24 * 3600),
     /** the live payment processor; none is built in, so live checkouts are refused until one is configured */
@@ -101,6 +103,9 @@ const schema = z
       const same = credentials.slice(0, i).find((other) => env[other] === env[key])
       if (same) ctx.addIssue({ code: 'custom', path: [key], message: `must differ from ${same}` })
     }
+    if (env.PAYMENT_TOKEN_SECRET_PREVIOUS === env.PAYMENT_TOKEN_SECRET) {
+      ctx.addIssue({ code: 'custom', path: ['PAYMENT_TOKEN_SECRET_PREVIOUS'], message: 'must differ from PAYMENT_TOKEN_SECRET (it is the one before the rotation)' })
+    }
     if (env.NODE_ENV !== 'production') return
     for (const key of [...CONTEXT_KEYS, 'OPERATOR_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY'] as const) {
       if (env[key].startsWith(DEV_SECRET)) ctx.addIssue({ code: 'custom', path: [key], message: 'must be set in production' })
@@ -142,6 +147,8 @@ export interface Config {
     callerKeys: CallerKeys
     operatorToken: string
     paymentTokens: string
+    /** PAYMENT_TOKEN_SECRET_PREVIOUS, or null */
+    previousPaymentTokens: string | null
     webhookSecretKey: string
     serviceSigningKey: string
   }
@@ -209,6 +216,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       },
       operatorToken: e.OPERATOR_TOKEN,
       paymentTokens: e.PAYMENT_TOKEN_SECRET,
+      previousPaymentTokens: e.PAYMENT_TOKEN_SECRET_PREVIOUS ?? null,
       webhookSecretKey: e.WEBHOOK_SECRET_KEY,
       serviceSigningKey: e.SERVICE_SIGNING_KEY,
     },

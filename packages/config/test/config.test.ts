@@ -31,3 +31,14 @@ describe('internal callers\' keys', () => {
     expect(loadConfig({ ...production, EVENTS_CONTEXT_KEY: token('e') }).secrets.callerKeys.events).toBe(token('e'))
   })
 })
+
+describe('payment token secret rotation', () => {
+  it('takes the secret before the rotation as PAYMENT_TOKEN_SECRET_PREVIOUS, which must differ from the current one', () => {
+    expect(loadConfig({}).secrets.previousPaymentTokens).toBeNull()
+    expect(loadConfig({ PAYMENT_TOKEN_SECRET: token('n'), PAYMENT_TOKEN_SECRET_PREVIOUS: token('o') }).secrets).toMatchObject({ paymentTokens: token('n'), previousPaymentTokens: token('o') })
+    expect(() => loadConfig({ PAYMENT_TOKEN_SECRET: token('n'), PAYMENT_TOKEN_SECRET_PREVIOUS: token('n') })).toThrow(/PAYMENT_TOKEN_SECRET_PREVIOUS.*must differ/s)
+    expect(() => loadConfig({ PAYMENT_TOKEN_SECRET_PREVIOUS: 'short' })).toThrow(/PAYMENT_TOKEN_SECRET_PREVIOUS/)
+    // docker-compose passes it empty when no rotation is under way
+    expect(loadConfig({ PAYMENT_TOKEN_SECRET_PREVIOUS: '' }).secrets.previousPaymentTokens).toBeNull()
+  })
+})

@@ -13,6 +13,7 @@ runProcess('payments', async (config, logger) => {
     serviceDid: config.serviceDid,
     checkoutUrl: config.checkoutUrl,
     tokenSecret: config.secrets.paymentTokens,
+    previousTokenSecret: config.secrets.previousPaymentTokens,
     checkoutExpirySeconds: config.checkoutExpirySeconds,
     liveProcessor: config.liveProcessor,
     relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix },

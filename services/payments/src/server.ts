@@ -27,6 +27,8 @@ export interface PaymentsServiceOptions {
   checkoutUrl: string
   /** HMAC secret deriving the status and browser tokens */
   tokenSecret: string
+  /** the secret before the last rotation (PAYMENT_TOKEN_SECRET_PREVIOUS) */
+  previousTokenSecret?: string | null
   /** an abandoned checkout expires as failed (expired) after this many seconds */
   checkoutExpirySeconds: number
   /** live initiate → ProcessorNotConfigured */
@@ -45,6 +47,7 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
     serviceDid: opts.serviceDid,
     checkoutUrl: opts.checkoutUrl.replace(/\/+$/, ''),
     tokenSecret: opts.tokenSecret,
+    previousTokenSecret: opts.previousTokenSecret ?? null,
     checkoutExpirySeconds: opts.checkoutExpirySeconds,
     logger: opts.logger,
   }

@@ -244,3 +244,18 @@ test('a repeat after the token secret changed fails loudly instead of handing ou
   // the token issued before keeps working
   expect((await getPaymentStatus(rotated, { token: first.token, appDid: APP })).status).toBe('pending')
 })
+
+test('during a rotation (the earlier secret as previousTokenSecret) a repeat gets the tokens it got before; new checkouts use the new secret', async () => {
+  const creator = newDid()
+  const product = productOf(creator)
+  const first = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product })
+  const rotating = { ...t.domain, tokenSecret: 'the-new-secret-of-at-least-32-characters', previousTokenSecret: t.domain.tokenSecret }
+  expect(await initiateCheckout(serving(rotating, { checkout: authorizationFor(creator) }), { appDid: APP, product })).toEqual(first)
+  expect((await getPaymentStatus(rotating, { token: first.token, appDid: APP })).status).toBe('pending')
+
+  const fresh = productOf(creator)
+  const second = await initiateCheckout(serving(rotating, { checkout: authorizationFor(creator) }), { appDid: APP, product: fresh })
+  // made with the new secret: once the previous one is dropped, its repeat still gets the same tokens
+  const rotated = { ...t.domain, tokenSecret: rotating.tokenSecret, previousTokenSecret: null }
+  expect(await initiateCheckout(serving(rotated, { checkout: authorizationFor(creator) }), { appDid: APP, product: fresh })).toEqual(second)
+})

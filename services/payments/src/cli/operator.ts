@@ -48,6 +48,7 @@ function withPayments<T>(fn: (d: PaymentsDomain) => Promise<T>): Promise<T> {
       serviceDid: config.serviceDid,
       checkoutUrl: config.checkoutUrl,
       tokenSecret: config.secrets.paymentTokens,
+      previousTokenSecret: config.secrets.previousPaymentTokens,
       checkoutExpirySeconds: config.checkoutExpirySeconds,
       logger,
     }),

@@ -13,6 +13,11 @@ export interface PaymentsDomain {
   checkoutUrl: string
   /** derives the status and browser tokens (HMAC-SHA256) */
   tokenSecret: string
+  /**
+   * PAYMENT_TOKEN_SECRET_PREVIOUS during a rotation: a repeated initiate of a checkout started under it derives the
+   * same tokens again (docs/decisions.md, "Rotating the payment token secret")
+   */
+  previousTokenSecret?: string | null
   /** an abandoned checkout fails as `expired` this long after initiation */
   checkoutExpirySeconds: number
   logger?: Logger

@@ -28,17 +28,31 @@ export type { CheckoutStarted }
 
 type TokenSource = Pick<StoredCheckout, '_id' | 'environment' | 'nonce'>
 
-function tokensOf(d: PaymentsDomain, checkout: TokenSource): { statusToken: string; browserToken: string } {
+function tokensOf(secret: string, checkout: TokenSource): { statusToken: string; browserToken: string } {
   const env = checkout.environment as Environment
   return {
-    statusToken: deriveToken(d.tokenSecret, 'status', env, checkout._id, checkout.nonce),
-    browserToken: deriveToken(d.tokenSecret, 'browser', env, checkout._id, checkout.nonce),
+    statusToken: deriveToken(secret, 'status', env, checkout._id, checkout.nonce),
+    browserToken: deriveToken(secret, 'browser', env, checkout._id, checkout.nonce),
   }
 }
 
-function started(d: PaymentsDomain, checkout: TokenSource): CheckoutStarted {
-  const { statusToken, browserToken } = tokensOf(d, checkout)
+function started(d: PaymentsDomain, checkout: TokenSource, secret = d.tokenSecret): CheckoutStarted {
+  const { statusToken, browserToken } = tokensOf(secret, checkout)
   return { token: statusToken, url: `${d.checkoutUrl.replace(/\/+$/, '')}/checkout/${browserToken}`, checkoutId: checkout._id }
+}
+
+/**
+ * The tokens of a stored checkout again: derived with the secret that made them, the current one or, during a
+ * rotation, the previous one (the stored hash tells which).
+ */
+function startedAgain(d: PaymentsDomain, checkout: TokenSource & { statusTokenHash: string }): CheckoutStarted {
+  for (const secret of [d.tokenSecret, d.previousTokenSecret]) {
+    if (!secret) continue
+    const again = started(d, checkout, secret)
+    if (hashToken(again.token) === checkout.statusTokenHash) return again
+  }
+  // neither secret made them: handing out tokens that do not work would be worse than failing
+  throw new Error(`checkout ${checkout._id}: the payment token secret changed since it started (and the earlier one is not PAYMENT_TOKEN_SECRET_PREVIOUS)`)
 }
 
 /**
@@ -96,7 +110,7 @@ export async function initiateCheckout(d: ServingPayments, input: { appDid: stri
     const now = nowOf(d)
     const _id = `chk_${randomBytes(12).toString('hex')}`
     const nonce = newNonce()
-    const tokens = tokensOf(d, { _id, environment, nonce })
+    const tokens = tokensOf(d.tokenSecret, { _id, environment, nonce })
     try {
       await d.models.Checkout.create({
         _id,
@@ -154,11 +168,6 @@ export async function initiateCheckout(d: ServingPayments, input: { appDid: stri
         `appOrderId ${product.appOrderId} was already used for a different product; use a new appOrderId for each purchase attempt`,
       )
     }
-    const again = started(d, existing as TokenSource)
-    if (hashToken(again.token) !== existing.statusTokenHash) {
-      // the token secret changed since this checkout started: its tokens cannot be derived again
-      throw new Error(`checkout ${existing._id}: the payment token secret changed since it started`)
-    }
-    return again
+    return startedAgain(d, existing as TokenSource & { statusTokenHash: string })
   }
 }
