@@ -5,7 +5,7 @@
 import pino, { type Logger } from 'pino'
 import { z } from 'zod'
 import { isDid } from '@svc/vocabulary'
-import type { CallerKeys } from '@svc/internal-context'
+import type { CallerKeys, Issuer } from '@svc/internal-context'
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
@@ -19,6 +19,15 @@ const DEV_SECRET = 'development-only-secret-do-not-use-in-production'
 const DEV_SIGNING_KEY = 'c554a65626316040506b30d0daaaabc6ab78480c5ca0afb1366f4166ed32304e'
 
 const CONTEXT_KEYS = ['GATEWAY_CONTEXT_KEY', 'ADAPTER_CONTEXT_KEY', 'EVENTS_CONTEXT_KEY', 'PAYMENTS_CONTEXT_KEY', 'APPS_CONTEXT_KEY'] as const
+
+/** A secret set only during a rotation (docker-compose passes it empty otherwise). */
+const optionalSecret = z.preprocess((v) => (v === '' ? undefined : v), z.string().min(32).optional())
+
+/** The callers' keys, with the keys before a rotation where some are set. */
+function withPrevious(current: Readonly<Record<Issuer, string>>, previous: Record<Issuer, string | undefined>): CallerKeys {
+  const set = Object.fromEntries(Object.entries(previous).filter(([, v]) => v !== undefined)) as Partial<Record<Issuer, string>>
+  return Object.keys(set).length > 0 ? { ...current, previous: set } : current
+}
 
 const schema = z
   .object({
@@ -50,7 +59,7 @@ const schema = z
     /** derives the checkout status and browser tokens (HMAC); only their hashes are stored */
     PAYMENT_TOKEN_SECRET: z.string().min(32).default(`${DEV_SECRET}-payment-tokens`),
     /** the payment token secret before the last rotation, while checkouts started under it may be initiated again */
-    PAYMENT_TOKEN_SECRET_PREVIOUS: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(32).optional()),
+    PAYMENT_TOKEN_SECRET_PREVIOUS: optionalSecret,
     /** an abandoned hosted checkout fails as expired after this many seconds (Stripe's default: 24 h) */
     CHECKOUT_EXPIRY_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(24 * 3600),
     /** the live payment processor; none is built in, so live checkouts are refused until one is configured */
@@ -91,15 +100,22 @@ const schema = z
     EVENTS_CONTEXT_KEY: z.string().min(32).default(`${DEV_SECRET}-events`),
     PAYMENTS_CONTEXT_KEY: z.string().min(32).default(`${DEV_SECRET}-payments`),
     APPS_CONTEXT_KEY: z.string().min(32).default(`${DEV_SECRET}-apps`),
+    /** during a rotation of a context key: the key before it, which the gateway and subgraphs still accept */
+    GATEWAY_CONTEXT_KEY_PREVIOUS: optionalSecret,
+    ADAPTER_CONTEXT_KEY_PREVIOUS: optionalSecret,
+    EVENTS_CONTEXT_KEY_PREVIOUS: optionalSecret,
+    PAYMENTS_CONTEXT_KEY_PREVIOUS: optionalSecret,
+    APPS_CONTEXT_KEY_PREVIOUS: optionalSecret,
     OPERATOR_TOKEN: z.string().min(32).default(`${DEV_SECRET}-operator`),
     GRAPHIQL: bool.optional(),
     DEV_ALLOW_LOOPBACK_WEBHOOKS: bool.default(false),
     ALLOW_INSECURE_DID_WEB: bool.default(false),
   })
   .superRefine((env, ctx) => {
-    // each caller is known by its key alone, so no two may share one
-    const credentials = [...CONTEXT_KEYS, 'OPERATOR_TOKEN'] as const
+    // each caller is known by its key alone, so no two may share one (a key before a rotation included)
+    const credentials = [...CONTEXT_KEYS, ...CONTEXT_KEYS.map((k) => `${k}_PREVIOUS` as const), 'OPERATOR_TOKEN'] as const
     for (const [i, key] of credentials.entries()) {
+      if (env[key] === undefined) continue
       const same = credentials.slice(0, i).find((other) => env[other] === env[key])
       if (same) ctx.addIssue({ code: 'custom', path: [key], message: `must differ from ${same}` })
     }
@@ -207,13 +223,22 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     gatewayUrl: e.GATEWAY_URL,
     subgraphs: { apps: e.APPS_SUBGRAPH_URL, actors: e.ACTORS_SUBGRAPH_URL, payments: e.PAYMENTS_SUBGRAPH_URL, events: e.EVENTS_SUBGRAPH_URL },
     secrets: {
-      callerKeys: {
-        gateway: e.GATEWAY_CONTEXT_KEY,
-        'xrpc-adapter': e.ADAPTER_CONTEXT_KEY,
-        events: e.EVENTS_CONTEXT_KEY,
-        payments: e.PAYMENTS_CONTEXT_KEY,
-        apps: e.APPS_CONTEXT_KEY,
-      },
+      callerKeys: withPrevious(
+        {
+          gateway: e.GATEWAY_CONTEXT_KEY,
+          'xrpc-adapter': e.ADAPTER_CONTEXT_KEY,
+          events: e.EVENTS_CONTEXT_KEY,
+          payments: e.PAYMENTS_CONTEXT_KEY,
+          apps: e.APPS_CONTEXT_KEY,
+        },
+        {
+          gateway: e.GATEWAY_CONTEXT_KEY_PREVIOUS,
+          'xrpc-adapter': e.ADAPTER_CONTEXT_KEY_PREVIOUS,
+          events: e.EVENTS_CONTEXT_KEY_PREVIOUS,
+          payments: e.PAYMENTS_CONTEXT_KEY_PREVIOUS,
+          apps: e.APPS_CONTEXT_KEY_PREVIOUS,
+        },
+      ),
       operatorToken: e.OPERATOR_TOKEN,
       paymentTokens: e.PAYMENT_TOKEN_SECRET,
       previousPaymentTokens: e.PAYMENT_TOKEN_SECRET_PREVIOUS ?? null,

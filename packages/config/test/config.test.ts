@@ -42,3 +42,14 @@ describe('payment token secret rotation', () => {
     expect(loadConfig({ PAYMENT_TOKEN_SECRET_PREVIOUS: '' }).secrets.previousPaymentTokens).toBeNull()
   })
 })
+
+describe('context key rotation', () => {
+  it('adds the keys before a rotation as callerKeys.previous; each must differ from every other credential', () => {
+    expect(loadConfig({}).secrets.callerKeys.previous).toBeUndefined()
+    const keys = loadConfig({ ADAPTER_CONTEXT_KEY: token('n'), ADAPTER_CONTEXT_KEY_PREVIOUS: token('o'), EVENTS_CONTEXT_KEY_PREVIOUS: '' }).secrets.callerKeys
+    expect(keys['xrpc-adapter']).toBe(token('n'))
+    expect(keys.previous).toEqual({ 'xrpc-adapter': token('o') })
+    expect(() => loadConfig({ ADAPTER_CONTEXT_KEY: token('n'), ADAPTER_CONTEXT_KEY_PREVIOUS: token('n') })).toThrow(/ADAPTER_CONTEXT_KEY_PREVIOUS.*must differ from ADAPTER_CONTEXT_KEY/s)
+    expect(() => loadConfig({ EVENTS_CONTEXT_KEY: token('e'), APPS_CONTEXT_KEY_PREVIOUS: token('e') })).toThrow(/APPS_CONTEXT_KEY_PREVIOUS.*must differ from EVENTS_CONTEXT_KEY/s)
+  })
+})

@@ -32,8 +32,11 @@ export type Principal =
 /** The processes that sign contexts, each with its own key. */
 export const ISSUERS = ['gateway', 'xrpc-adapter', 'events', 'payments', 'apps'] as const
 export type Issuer = (typeof ISSUERS)[number]
-/** Every issuer's key: the gateway and every subgraph hold them to verify; a process signs with its own only. */
-export type CallerKeys = Readonly<Record<Issuer, string>>
+/**
+ * Every issuer's key: the gateway and every subgraph hold them to verify; a process signs with its own only. During
+ * a rotation an issuer's key before it (`previous`) still verifies (docs/architecture.md, "Rotating a context key").
+ */
+export type CallerKeys = Readonly<Record<Issuer, string>> & { readonly previous?: Readonly<Partial<Record<Issuer, string>>> }
 /** What a process signs with. */
 export interface ContextSigner {
   issuer: Issuer
@@ -115,9 +118,13 @@ export function verifyContext(
   const [issuer, body, sig, extra] = header.split('.')
   if (!issuer || !body || !sig || extra !== undefined) return { ok: false, reason: 'malformed' }
   if (!isIssuer(issuer)) return { ok: false, reason: 'unknown-issuer' }
-  const expected = mac(keys[issuer], `${issuer}.${body}`)
   const given = Buffer.from(sig, 'base64url')
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad-signature' }
+  const signedBy = (key: string | undefined) => {
+    if (!key) return false
+    const expected = mac(key, `${issuer}.${body}`)
+    return given.length === expected.length && timingSafeEqual(given, expected)
+  }
+  if (!signedBy(keys[issuer]) && !signedBy(keys.previous?.[issuer])) return { ok: false, reason: 'bad-signature' }
   let payload: Record<string, unknown>
   try {
     payload = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as Record<string, unknown>

@@ -164,3 +164,22 @@ describe('missing and malformed', () => {
     expect(verifyContext(KEYS, signRaw(raw), NOW)).toEqual({ ok: false, reason: 'malformed' })
   })
 })
+
+describe('rotating a key', () => {
+  const NEW = 'n'.repeat(48)
+  const rotating: CallerKeys = { ...KEYS, 'xrpc-adapter': NEW, previous: { 'xrpc-adapter': SECRET } }
+
+  it('verifies contexts signed with the issuer\'s current key and with its key before the rotation', () => {
+    const byNew = signContext({ issuer: 'xrpc-adapter', key: NEW }, { principal, requestId: 'r1' }, NOW)
+    const byOld = signContext(ADAPTER, { principal, requestId: 'r2' }, NOW)
+    expect(verifyContext(rotating, byNew, NOW)).toMatchObject({ ok: true, context: { issuer: 'xrpc-adapter', requestId: 'r1' } })
+    expect(verifyContext(rotating, byOld, NOW)).toMatchObject({ ok: true, context: { issuer: 'xrpc-adapter', requestId: 'r2' } })
+    // once the rotation is over (no previous key) the old one is refused
+    expect(verifyContext({ ...KEYS, 'xrpc-adapter': NEW }, byOld, NOW)).toEqual({ ok: false, reason: 'bad-signature' })
+  })
+
+  it("another issuer's previous key does not verify this issuer's contexts", () => {
+    const keys: CallerKeys = { ...KEYS, 'xrpc-adapter': NEW, previous: { events: SECRET } }
+    expect(verifyContext(keys, signContext(ADAPTER, { principal, requestId: 'r3' }, NOW), NOW)).toEqual({ ok: false, reason: 'bad-signature' })
+  })
+})

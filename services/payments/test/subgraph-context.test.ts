@@ -167,3 +167,35 @@ test("an app's initiate when the facts it decides on cannot be read (no gateway 
   expect(codeOf(res)).toBe('ServiceUnavailable')
   expect(await payments.models.Checkout.countDocuments({ recipientDid: creator })).toBe(0)
 })
+
+test('mid-rotation (a previous gateway key configured): contexts signed with the old or the new key pass, any other key is refused', async () => {
+  const newGatewayKey = randomBytes(32).toString('hex')
+  const rotating = { ...keys, gateway: newGatewayKey, previous: { gateway: keys.gateway } }
+  const rotated = await startPaymentsService({
+    mongoUrl: isolate('payments_subgraph_context_rotation').mongoUrl,
+    callerKeys: rotating,
+    gatewayUrl: 'http://127.0.0.1:1/graphql',
+    host: '127.0.0.1',
+    port: 0,
+    logger: pino({ level: 'silent' }),
+    serviceDid: 'did:web:svc.test',
+    checkoutUrl: CHECKOUT_URL,
+    tokenSecret: TOKEN_SECRET,
+    checkoutExpirySeconds: 3600,
+    liveProcessor: 'none',
+    sweepIntervalMs: 0,
+  })
+  try {
+    const call = async (context: string) => {
+      const res = await fetch(rotated.url, { method: 'POST', headers: { 'content-type': 'application/json', [CONTEXT_HEADER]: context }, body: JSON.stringify({ query: '{ _service { sdl } }' }) })
+      return res.status
+    }
+    const operatorBy = (k: typeof keys) => signedContext(k, { kind: 'operator', id: 'ops' })
+    expect(await call(operatorBy(keys))).toBe(200)
+    expect(await call(operatorBy({ ...keys, gateway: newGatewayKey }))).toBe(200)
+    expect(await call(operatorBy({ ...keys, gateway: randomBytes(32).toString('hex') }))).toBe(401)
+  } finally {
+    await rotated.models.Checkout.db.dropDatabase().catch(() => undefined)
+    await rotated.stop()
+  }
+})
