@@ -49,6 +49,8 @@ export const typeDefs = gql`
     ok: Boolean!
     "deliveries put back on the queue by this call"
     queued: Int!
+    "why a redrive of one delivery queued nothing (null when it queued it, and for a batch)"
+    reason: String
   }
 
   "A signing secret as issued: the secret itself only in the response that created it."

@@ -76,6 +76,10 @@ describe('one delivery', () => {
     const queued = results.map(queuedOf)
     expect(queued.reduce((a, b) => a + b, 0)).toBe(1)
     expect(queued.filter((n) => n === 0)).toHaveLength(19)
+    // each call that queued nothing says why: another took this run, or (having read it after) the run is that new one
+    for (const r of results.filter((res) => queuedOf(res) === 0)) {
+      expect(['another redrive of this delivery queued it', 'already queued: the delivery is pending or held and its next attempt is scheduled']).toContain(r.body.reason)
+    }
     await expectRequeued(id, 2)
     const waiting = await queue.getJobs(['waiting'])
     expect(waiting.filter((j) => j.id === id)).toHaveLength(1)
@@ -85,11 +89,13 @@ describe('one delivery', () => {
   it('a pending (already queued) or held delivery is not queued again: queued 0, nothing changes', async () => {
     const dev = await newApp()
     const { deliveryId } = expectOk(await testEvent(stack, { app: dev.app.did }, bearer(dev.key)))
-    expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId }, bearer(dev.key)))).toEqual({ ok: true, queued: 0 })
+    // a redrive of one delivery that queues nothing says why
+    const alreadyQueued = { ok: true, queued: 0, reason: 'already queued: the delivery is pending or held and its next attempt is scheduled' }
+    expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId }, bearer(dev.key)))).toEqual(alreadyQueued)
     expect(await stack.events.Delivery.findById(deliveryId).lean()).toMatchObject({ status: 'pending', run: 1 })
     expect(await jobState(queue, deliveryId)).toBe('waiting')
     await stack.events.Delivery.updateOne({ _id: deliveryId }, { $set: { status: 'held' } })
-    expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId }, bearer(dev.key)))).toEqual({ ok: true, queued: 0 })
+    expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId }, bearer(dev.key)))).toEqual(alreadyQueued)
     expect(await stack.events.Delivery.findById(deliveryId).lean()).toMatchObject({ status: 'held', run: 1 })
   })
 

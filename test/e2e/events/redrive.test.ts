@@ -10,7 +10,7 @@ import { UnrecoverableError, Worker, type Job } from 'bullmq'
 import Redis from 'ioredis'
 import { startStack, type TestStack } from '../../stack'
 import { DELIVERY_JOB_OPTIONS, queuePrefix, WEBHOOK_DELIVERIES_QUEUE, type DeliveryJob } from '@svc/events'
-import { REDRIVE_CLAIM_TTL_SECONDS, REDRIVE_SETTLE_MS, redriveClaimKey, STALE_CLAIM_MS } from '@svc/events'
+import { NOT_QUEUED, REDRIVE_CLAIM_TTL_SECONDS, REDRIVE_SETTLE_MS, redriveClaimKey, STALE_CLAIM_MS } from '@svc/events'
 import { queueTestDelivery, stackQueues, type StackQueues } from './helpers/events'
 
 let stack: TestStack
@@ -25,9 +25,9 @@ afterAll(async () => {
   await stack?.stop()
 })
 
-const REDRIVE = `mutation R($a: ID!, $e: String!, $input: RedriveInput!) { redriveDeliveries(appDid: $a, environment: $e, input: $input) { ok queued } }`
+const REDRIVE = `mutation R($a: ID!, $e: String!, $input: RedriveInput!) { redriveDeliveries(appDid: $a, environment: $e, input: $input) { ok queued reason } }`
 
-async function redrive(appDid: string, input: Record<string, unknown>, environment = 'test'): Promise<{ queued?: number; code?: string }> {
+async function redrive(appDid: string, input: Record<string, unknown>, environment = 'test'): Promise<{ queued?: number; reason?: string; code?: string }> {
   const res = await fetch(stack.gatewayUrl, {
     method: 'POST',
     headers: {
@@ -36,9 +36,10 @@ async function redrive(appDid: string, input: Record<string, unknown>, environme
     },
     body: JSON.stringify({ query: REDRIVE, variables: { a: appDid, e: environment, input } }),
   })
-  const body = (await res.json()) as { data?: { redriveDeliveries: { queued: number } }; errors?: { extensions?: { code?: string } }[] }
+  const body = (await res.json()) as { data?: { redriveDeliveries: { queued: number; reason: string | null } }; errors?: { extensions?: { code?: string } }[] }
   if (body.errors) return { code: body.errors[0]?.extensions?.code }
-  return { queued: body.data!.redriveDeliveries.queued }
+  const { queued, reason } = body.data!.redriveDeliveries
+  return reason === null ? { queued } : { queued, reason }
 }
 
 /** Moves the delivery's job to failed or completed (as the workers leave it) and writes the matching state. */
@@ -128,7 +129,7 @@ describe('the claim', () => {
     const id = await queueTestDelivery(stack, queues, app)
     await finish(id, 'failed')
     await stack.redis.set(redriveClaimKey(stack.redisPrefix, id, 1), String(Date.now()), 'EX', 60)
-    expect(await redrive(app, { deliveryId: id })).toEqual({ queued: 0 })
+    expect(await redrive(app, { deliveryId: id })).toEqual({ queued: 0, reason: NOT_QUEUED.parallel })
     expect(await stack.events.Delivery.findById(id).lean()).toMatchObject({ status: 'failed', run: 1 })
     expect(await state(id)).toBe('failed')
   })
@@ -150,7 +151,7 @@ describe('the claim', () => {
     await finish(id, 'failed')
     expect(await redrive(app, { deliveryId: id })).toEqual({ queued: 1 })
     await finish(id, 'delivered') // the new run delivered at once
-    expect(await redrive(app, { deliveryId: id })).toEqual({ queued: 0 })
+    expect(await redrive(app, { deliveryId: id })).toEqual({ queued: 0, reason: NOT_QUEUED.settling })
     expect(await state(id)).toBe('completed')
     await stack.redis.set(redriveClaimKey(stack.redisPrefix, id, 1), String(Date.now() - REDRIVE_SETTLE_MS - 1000), 'KEEPTTL')
     expect(await redrive(app, { deliveryId: id })).toEqual({ queued: 1 })
@@ -170,9 +171,9 @@ describe('the claim', () => {
   it('pending and held deliveries are already queued: queued 0, no claim taken', async () => {
     const app = newApp()
     const id = await queueTestDelivery(stack, queues, app)
-    expect(await redrive(app, { deliveryId: id })).toEqual({ queued: 0 })
+    expect(await redrive(app, { deliveryId: id })).toEqual({ queued: 0, reason: NOT_QUEUED.open })
     await stack.events.Delivery.updateOne({ _id: id }, { $set: { status: 'held' } })
-    expect(await redrive(app, { deliveryId: id })).toEqual({ queued: 0 })
+    expect(await redrive(app, { deliveryId: id })).toEqual({ queued: 0, reason: NOT_QUEUED.open })
     expect(await stack.redis.exists(redriveClaimKey(stack.redisPrefix, id, 1))).toBe(0)
   })
 })

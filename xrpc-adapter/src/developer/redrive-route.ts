@@ -27,7 +27,7 @@ const EXAMPLE = '{"deliveryId": "whd_…"} or {"status": "failed", "since": "202
 const FIELDS = ['deliveryId', 'status', 'since', 'limit'] as const
 
 const REDRIVE = graphql(`mutation Redrive($appDid: ID!, $environment: String!, $input: RedriveInput!) {
-  redriveDeliveries(appDid: $appDid, environment: $environment, input: $input) { ok queued }
+  redriveDeliveries(appDid: $appDid, environment: $environment, input: $input) { ok queued reason }
 }`)
 
 function optionalString(body: Record<string, unknown>, name: string): string | null {
@@ -75,6 +75,7 @@ export async function redriveRoute(app: FastifyInstance, opts: { gateway: Gatewa
       { appDid: access.appDid, environment: access.environment, input },
       asAdapter(request),
     )
-    return { ok: true, queued: data.redriveDeliveries.queued }
+    const { queued, reason } = data.redriveDeliveries
+    return reason ? { ok: true, queued, reason } : { ok: true, queued }
   })
 }

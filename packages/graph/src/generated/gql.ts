@@ -41,7 +41,7 @@ type Documents = {
     "query DeveloperAccess($app: String, $environment: String, $permission: String!, $liveAllowed: Boolean) {\n  developerAccess(app: $app, environment: $environment, permission: $permission, liveAllowed: $liveAllowed) {\n    appDid environment keyPrefix webhook { configured paused channel }\n  }\n}": typeof types.DeveloperAccessDocument,
     "query DeveloperConfig($app: String, $environment: String) {\n  developerConfig(app: $app, environment: $environment) {\n    appDid environment status webhook { configured paused } modules { payments products tickets }\n  }\n}": typeof types.DeveloperConfigDocument,
     "query Deliveries($appDid: ID!, $environment: String!, $status: String, $limit: Int) {\n  deliveries(appDid: $appDid, environment: $environment, status: $status, limit: $limit) {\n    id eventType status attemptCount environment createdAt lastAttemptAt nextAttemptAt deliveredAt failedAt\n    attempts { number attemptedAt channel statusCode durationMs error responseExcerpt outcome nextAttemptAt }\n  }\n}": typeof types.DeliveriesDocument,
-    "mutation Redrive($appDid: ID!, $environment: String!, $input: RedriveInput!) {\n  redriveDeliveries(appDid: $appDid, environment: $environment, input: $input) { ok queued }\n}": typeof types.RedriveDocument,
+    "mutation Redrive($appDid: ID!, $environment: String!, $input: RedriveInput!) {\n  redriveDeliveries(appDid: $appDid, environment: $environment, input: $input) { ok queued reason }\n}": typeof types.RedriveDocument,
     "mutation Record($input: DeveloperRequestInput!) { recordDeveloperRequest(input: $input) }": typeof types.RecordDocument,
     "mutation CreateTestDelivery($appDid: ID!, $environment: String!) {\n  createTestDelivery(appDid: $appDid, environment: $environment) { id environment }\n}": typeof types.CreateTestDeliveryDocument,
     "fragment AppConfigFields on AppEnvironmentConfig {\n  appDid environment appUrl feeShareBps\n  webhook { configured url paused channel receiverUrl }\n  modules { tickets }\n  ticketing { qrPasses walletPasses }\n  ticketFee { bps flatAmount flatCurrency passToBuyer }\n}": typeof types.AppConfigFieldsFragmentDoc,
@@ -83,7 +83,7 @@ const documents: Documents = {
     "query DeveloperAccess($app: String, $environment: String, $permission: String!, $liveAllowed: Boolean) {\n  developerAccess(app: $app, environment: $environment, permission: $permission, liveAllowed: $liveAllowed) {\n    appDid environment keyPrefix webhook { configured paused channel }\n  }\n}": types.DeveloperAccessDocument,
     "query DeveloperConfig($app: String, $environment: String) {\n  developerConfig(app: $app, environment: $environment) {\n    appDid environment status webhook { configured paused } modules { payments products tickets }\n  }\n}": types.DeveloperConfigDocument,
     "query Deliveries($appDid: ID!, $environment: String!, $status: String, $limit: Int) {\n  deliveries(appDid: $appDid, environment: $environment, status: $status, limit: $limit) {\n    id eventType status attemptCount environment createdAt lastAttemptAt nextAttemptAt deliveredAt failedAt\n    attempts { number attemptedAt channel statusCode durationMs error responseExcerpt outcome nextAttemptAt }\n  }\n}": types.DeliveriesDocument,
-    "mutation Redrive($appDid: ID!, $environment: String!, $input: RedriveInput!) {\n  redriveDeliveries(appDid: $appDid, environment: $environment, input: $input) { ok queued }\n}": types.RedriveDocument,
+    "mutation Redrive($appDid: ID!, $environment: String!, $input: RedriveInput!) {\n  redriveDeliveries(appDid: $appDid, environment: $environment, input: $input) { ok queued reason }\n}": types.RedriveDocument,
     "mutation Record($input: DeveloperRequestInput!) { recordDeveloperRequest(input: $input) }": types.RecordDocument,
     "mutation CreateTestDelivery($appDid: ID!, $environment: String!) {\n  createTestDelivery(appDid: $appDid, environment: $environment) { id environment }\n}": types.CreateTestDeliveryDocument,
     "fragment AppConfigFields on AppEnvironmentConfig {\n  appDid environment appUrl feeShareBps\n  webhook { configured url paused channel receiverUrl }\n  modules { tickets }\n  ticketing { qrPasses walletPasses }\n  ticketFee { bps flatAmount flatCurrency passToBuyer }\n}": types.AppConfigFieldsFragmentDoc,
@@ -203,7 +203,7 @@ export function graphql(source: "query Deliveries($appDid: ID!, $environment: St
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "mutation Redrive($appDid: ID!, $environment: String!, $input: RedriveInput!) {\n  redriveDeliveries(appDid: $appDid, environment: $environment, input: $input) { ok queued }\n}"): typeof import('./graphql').RedriveDocument;
+export function graphql(source: "mutation Redrive($appDid: ID!, $environment: String!, $input: RedriveInput!) {\n  redriveDeliveries(appDid: $appDid, environment: $environment, input: $input) { ok queued reason }\n}"): typeof import('./graphql').RedriveDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

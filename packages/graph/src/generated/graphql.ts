@@ -693,6 +693,8 @@ export type RedriveResult = {
   ok: Scalars['Boolean']['output'];
   /** deliveries put back on the queue by this call */
   queued: Scalars['Int']['output'];
+  /** why a redrive of one delivery queued nothing (null when it queued it, and for a batch) */
+  reason: Maybe<Scalars['String']['output']>;
 };
 
 export type RegisterAppLinkInput = {
@@ -967,7 +969,7 @@ export type RedriveMutationVariables = Exact<{
 }>;
 
 
-export type RedriveMutation = { __typename?: 'Mutation', redriveDeliveries: { __typename?: 'RedriveResult', ok: boolean, queued: number } };
+export type RedriveMutation = { __typename?: 'Mutation', redriveDeliveries: { __typename?: 'RedriveResult', ok: boolean, queued: number, reason: string | null } };
 
 export type RecordMutationVariables = Exact<{
   input: DeveloperRequestInput;
@@ -1670,6 +1672,7 @@ export const RedriveDocument = new TypedDocumentString(`
   redriveDeliveries(appDid: $appDid, environment: $environment, input: $input) {
     ok
     queued
+    reason
   }
 }
     `) as unknown as TypedDocumentString<RedriveMutation, RedriveMutationVariables>;

@@ -150,38 +150,48 @@ async function requeueJob(domain: Domain, d: DeliveryDoc): Promise<void> {
   }
 }
 
+/** Why a redrive of one delivery queued nothing (docs/events.md, "Developer utility routes"). */
+export const NOT_QUEUED = {
+  open: 'already queued: the delivery is pending or held and its next attempt is scheduled',
+  settling: `redriven less than ${REDRIVE_SETTLE_MS / 1000} s ago: its new run has started; list the deliveries before redriving again`,
+  parallel: 'another redrive of this delivery queued it',
+} as const
+
+type Outcome = { queued: 0; reason: string } | { queued: 1 }
+const notQueued = (reason: string): Outcome => ({ queued: 0, reason })
+
 /**
  * A `pending` or `held` delivery keeps its job; one whose job Redis lost is queued again where its run stands (as
- * the reconciler does), 1; otherwise 0.
+ * the reconciler does).
  */
-async function requeueIfLost(domain: Domain, doc: DeliveryDoc, now: Date): Promise<number> {
-  if (await domain.deliveries.getJob(doc._id)) return 0
+async function requeueIfLost(domain: Domain, doc: DeliveryDoc, now: Date): Promise<Outcome> {
+  if (await domain.deliveries.getJob(doc._id)) return notQueued(NOT_QUEUED.open)
   // parallel calls: one queues it (the add is a no-op by job id for the others, which must answer 0)
   const claim = `${redriveClaimKey(domain.redisPrefix, doc._id, doc.run ?? 1)}:lost:${doc.attemptCount ?? 0}`
-  if ((await domain.redis.set(claim, String(Date.now()), 'EX', LOST_CLAIM_TTL_SECONDS, 'NX')) !== 'OK') return 0
+  if ((await domain.redis.set(claim, String(Date.now()), 'EX', LOST_CLAIM_TTL_SECONDS, 'NX')) !== 'OK') return notQueued(NOT_QUEUED.parallel)
   const full = (await domain.models.Delivery.findById(doc._id).lean()) as DeliveryDoc | null
-  if (!full || redrivable(full)) return 0
+  if (!full || redrivable(full)) return notQueued(NOT_QUEUED.parallel)
   await requeueLostDelivery(domain.deliveries, full, now)
   domain.logger.warn({ deliveryId: doc._id }, 'redrive: the open delivery had no job; queued again')
-  return 1
+  return { queued: 1 }
 }
 
-/** Redrives one delivery document of the caller's app environment; 1 when this call queued it, else 0. */
-async function redriveOne(domain: Domain, doc: DeliveryDoc, now: Date): Promise<number> {
+/** Redrives one delivery document of the caller's app environment: queued 1 by this call, or 0 and why not. */
+async function redriveOne(domain: Domain, doc: DeliveryDoc, now: Date): Promise<Outcome> {
   if (!redrivable(doc)) return requeueIfLost(domain, doc, now) // pending or held: queued, unless Redis lost the job
   const run = doc.run ?? 1
   if (run > 1) {
     const previous = await domain.redis.get(redriveClaimKey(domain.redisPrefix, doc._id, run - 1))
-    if (previous !== null && Date.now() - Number(previous) < REDRIVE_SETTLE_MS) return 0 // this run is a redrive of moments ago
+    if (previous !== null && Date.now() - Number(previous) < REDRIVE_SETTLE_MS) return notQueued(NOT_QUEUED.settling) // this run is a redrive of moments ago
   }
-  if (!(await claimRun(domain, doc))) return 0
+  if (!(await claimRun(domain, doc))) return notQueued(NOT_QUEUED.parallel)
   await domain.models.Delivery.updateOne(
     { _id: doc._id, appDid: doc.appDid, environment: doc.environment },
     { $set: { status: 'pending', run: run + 1, nextAttemptAt: now, failedAt: null } },
   )
   await requeueJob(domain, { ...doc, run: run + 1 })
   domain.logger.info({ deliveryId: doc._id, run: run + 1 }, 'redrive: delivery queued')
-  return 1
+  return { queued: 1 }
 }
 
 /** The redrive of the app environment's deliveries described by `input`; how many this call put back on the queue. */
@@ -191,7 +201,7 @@ export async function redriveDeliveries(
   environmentRaw: unknown,
   input: RedriveInput | null | undefined,
   now: Date = new Date(),
-): Promise<{ ok: true; queued: number }> {
+): Promise<{ ok: true; queued: number; reason?: string }> {
   const environment: Environment = parseEnvironment(environmentRaw)
   const request = parseRedriveInput(input)
   if (request.kind === 'one') {
@@ -202,7 +212,7 @@ export async function redriveDeliveries(
       const named = DELIVERY_ID_RE.test(request.deliveryId) ? request.deliveryId : 'with that id'
       throw new ContractError('DeliveryNotFound', `no delivery ${named} in this app's ${environment} environment`)
     }
-    return { ok: true, queued: await redriveOne(domain, doc, now) }
+    return { ok: true, ...(await redriveOne(domain, doc, now)) }
   }
 
   const filter: Record<string, unknown> = { appDid, environment, status: 'failed' }
@@ -214,7 +224,7 @@ export async function redriveDeliveries(
   const worker = async () => {
     while (next < docs.length) {
       const doc = docs[next++]!
-      const n = await redriveOne(domain, doc, now) // awaited first: `queued += await …` would read queued before the await
+      const { queued: n } = await redriveOne(domain, doc, now) // awaited first: `queued += await …` would read queued before the await
       queued += n
       done++
       if (done % PROGRESS_EVERY === 0) domain.logger.info({ appDid, environment, done, of: docs.length, queued }, 'redrive: batch progress')

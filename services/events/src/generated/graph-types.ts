@@ -65,6 +65,8 @@ export type RedriveResult = {
   ok: Scalars['Boolean']['output'];
   /** deliveries put back on the queue by this call */
   queued: Scalars['Int']['output'];
+  /** why a redrive of one delivery queued nothing (null when it queued it, and for a batch) */
+  reason: Maybe<Scalars['String']['output']>;
 };
 
 /** A signing secret as issued: the secret itself only in the response that created it. */
