@@ -60,10 +60,11 @@ function seedCheckout(creator: string) {
   return initiateCheckout(serving(domain, { checkout: facts }), { appDid: APP, product: productOf(creator) })
 }
 
-beforeAll(async () => {
-  payments = await startPaymentsService({
-    mongoUrl: isolate('payments_subgraph_context').mongoUrl,
-    callerKeys: keys,
+/** A payments subgraph of its own database, verifying contexts with `callerKeys`. */
+const startSubgraph = (database: string, callerKeys: typeof keys) =>
+  startPaymentsService({
+    mongoUrl: isolate(database).mongoUrl,
+    callerKeys,
     // nothing listens there: these tests reach no operation that reads another domain
     gatewayUrl: 'http://127.0.0.1:1/graphql',
     host: '127.0.0.1',
@@ -76,6 +77,9 @@ beforeAll(async () => {
     liveProcessor: 'none',
     sweepIntervalMs: 0,
   })
+
+beforeAll(async () => {
+  payments = await startSubgraph('payments_subgraph_context', keys)
 })
 
 afterAll(async () => {
@@ -171,20 +175,7 @@ test("an app's initiate when the facts it decides on cannot be read (no gateway 
 test('mid-rotation (a previous gateway key configured): contexts signed with the old or the new key pass, any other key is refused', async () => {
   const newGatewayKey = randomBytes(32).toString('hex')
   const rotating = { ...keys, gateway: newGatewayKey, previous: { gateway: keys.gateway } }
-  const rotated = await startPaymentsService({
-    mongoUrl: isolate('payments_subgraph_context_rotation').mongoUrl,
-    callerKeys: rotating,
-    gatewayUrl: 'http://127.0.0.1:1/graphql',
-    host: '127.0.0.1',
-    port: 0,
-    logger: pino({ level: 'silent' }),
-    serviceDid: 'did:web:svc.test',
-    checkoutUrl: CHECKOUT_URL,
-    tokenSecret: TOKEN_SECRET,
-    checkoutExpirySeconds: 3600,
-    liveProcessor: 'none',
-    sweepIntervalMs: 0,
-  })
+  const rotated = await startSubgraph('payments_subgraph_context_rotation', rotating)
   try {
     const call = async (context: string) => {
       const res = await fetch(rotated.url, { method: 'POST', headers: { 'content-type': 'application/json', [CONTEXT_HEADER]: context }, body: JSON.stringify({ query: '{ _service { sdl } }' }) })
