@@ -101,11 +101,14 @@ interface Attempting {
   number: number
   /** earlier attempts whose workers died, to be logged `interrupted` with this attempt's outcome */
   interrupted: UnrecordedAttempt[]
+  /** attempts of the run made before the job was re-created (the reconciler's) */
+  attemptsBefore: number
 }
 
 /** The job's data for the attempt after `a` (or `a` itself again, when `next` is its number). */
-function jobData(a: Attempting, next: number, inFlight: UnrecordedAttempt | null, interrupted: UnrecordedAttempt[], attemptsBefore?: number): DeliveryJob {
-  return { deliveryId: a.id, appDid: a.appDid, environment: a.environment, body: a.body, run: a.run, next, inFlight, interrupted, ...(attemptsBefore ? { attemptsBefore } : {}) }
+function jobData(a: Attempting, next: number, inFlight: UnrecordedAttempt | null, interrupted: UnrecordedAttempt[]): DeliveryJob {
+  const { id: deliveryId, appDid, environment, body, run, attemptsBefore } = a
+  return { deliveryId, appDid, environment, body, run, next, inFlight, interrupted, ...(attemptsBefore > 0 ? { attemptsBefore } : {}) }
 }
 
 function interruptedEntry(a: UnrecordedAttempt, run: number): AttemptDoc {
@@ -124,8 +127,13 @@ function interruptedEntry(a: UnrecordedAttempt, run: number): AttemptDoc {
   }
 }
 
-/** Appends entries to the log; MongoDB keeps the newest ATTEMPT_LOG_LIMIT (FerretDB 1.x ignores $slice). */
-const appendAttempts = (entries: AttemptDoc[]) => ({ attempts: { $each: entries, $slice: -ATTEMPT_LOG_LIMIT } })
+/**
+ * The delivery's update: `$set`, and `entries` appended to its log when there are any (MongoDB keeps the newest
+ * ATTEMPT_LOG_LIMIT; FerretDB 1.x ignores $slice).
+ */
+function withAttempts($set: Record<string, unknown>, entries: AttemptDoc[]) {
+  return entries.length > 0 ? { $set, $push: { attempts: { $each: entries, $slice: -ATTEMPT_LOG_LIMIT } } } : { $set }
+}
 
 /**
  * The attempts a job names that its delivery has not logged (a worker died with them in flight), as log entries;
@@ -146,8 +154,9 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
    */
   async function resume(job: Job<DeliveryJob>): Promise<Attempting | 'gone' | 'already-delivered'> {
     const data = job.data
+    const attemptsBefore = data.attemptsBefore ?? 0
     if (!data.inFlight && data.body !== undefined && data.appDid && data.environment && data.run && data.next) {
-      return { id: data.deliveryId, appDid: data.appDid, environment: data.environment, body: data.body, run: data.run, number: data.next, interrupted: data.interrupted ?? [] }
+      return { id: data.deliveryId, appDid: data.appDid, environment: data.environment, body: data.body, run: data.run, number: data.next, interrupted: data.interrupted ?? [], attemptsBefore }
     }
     const d = (await models.Delivery.findById(data.deliveryId, { attempts: 0 }).lean()) as DeliveryDoc | null
     if (!d) return 'gone'
@@ -155,7 +164,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const interrupted = unrecorded(data, d.attemptCount ?? 0)
     for (const a of interrupted) log.warn({ deliveryId: d._id, number: a.number }, 'delivery attempt interrupted by a worker that stopped')
     const last = interrupted.at(-1)?.number ?? d.attemptCount ?? 0
-    return { id: d._id, appDid: d.appDid, environment: d.environment as Environment, body: d.body, run: d.run ?? 1, number: last + 1, interrupted }
+    return { id: d._id, appDid: d.appDid, environment: d.environment as Environment, body: d.body, run: d.run ?? 1, number: last + 1, interrupted, attemptsBefore }
   }
 
   /** Paused: `held` (with the log of attempts that died), the job back to delayed; nothing sent, nothing counted. */
@@ -163,11 +172,8 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const nextAttemptAt = new Date(Date.now() + settings.holdRecheckMs)
     const dead = a.interrupted.map((i) => interruptedEntry(i, a.run))
     const counted = dead.length > 0 ? { attemptCount: a.number - 1 } : {}
-    await models.Delivery.updateOne(
-      { _id: a.id },
-      dead.length > 0 ? { $set: { status: 'held', nextAttemptAt, ...counted }, $push: appendAttempts(dead) } : { $set: { status: 'held', nextAttemptAt } },
-    )
-    if (dead.length > 0 || job.data.next !== a.number) await job.updateData(jobData(a, a.number, null, [], job.data.attemptsBefore))
+    await models.Delivery.updateOne({ _id: a.id }, withAttempts({ status: 'held', nextAttemptAt, ...counted }, dead))
+    if (dead.length > 0 || job.data.next !== a.number) await job.updateData(jobData(a, a.number, null, []))
     log.debug({ deliveryId: a.id, nextAttemptAt }, 'delivery held: the webhook is paused')
     if (!token) throw new Error('a held delivery needs the job token')
     await job.moveToDelayed(nextAttemptAt.getTime(), token)
@@ -224,7 +230,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const attemptedAt = new Date()
     const url = target !== null && channel === 'xrpc' ? receiveEventUrl(target) : target
     const inFlight: UnrecordedAttempt = { number: a.number, attemptedAt: attemptedAt.toISOString(), channel, url }
-    await job.updateData(jobData(a, a.number, inFlight, a.interrupted, job.data.attemptsBefore))
+    await job.updateData(jobData(a, a.number, inFlight, a.interrupted))
 
     let result: AttemptResult
     if (failure === null && channel !== null && target !== null) {
@@ -238,7 +244,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
 
     const finishedAt = new Date()
     const delivered = isDelivered(result)
-    const attemptsInRun = (job.data.attemptsBefore ?? 0) + job.attemptsMade + 1
+    const attemptsInRun = a.attemptsBefore + job.attemptsMade + 1
     const last = job.attemptsMade + 1 >= (job.opts.attempts ?? MAX_ATTEMPTS)
     const delayMs = delivered || last ? null : nextDelayMs(attemptsInRun, { scale: settings.scheduleScale }, parseRetryAfter(result.retryAfter ?? undefined, finishedAt.getTime()))
     const nextAttemptAt = delayMs === null ? null : new Date(finishedAt.getTime() + delayMs)
@@ -258,10 +264,10 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const status = delivered ? { status: 'delivered', deliveredAt: finishedAt } : nextAttemptAt === null ? { status: 'failed', failedAt: finishedAt } : { status: 'pending' }
     await models.Delivery.updateOne(
       { _id: a.id },
-      {
-        $set: { ...status, attemptCount: a.number, lastAttemptAt: attemptedAt, nextAttemptAt, lastStatusCode: result.statusCode, lastError: entry.error },
-        $push: appendAttempts([...a.interrupted.map((i) => interruptedEntry(i, a.run)), entry]),
-      },
+      withAttempts(
+        { ...status, attemptCount: a.number, lastAttemptAt: attemptedAt, nextAttemptAt, lastStatusCode: result.statusCode, lastError: entry.error },
+        [...a.interrupted.map((i) => interruptedEntry(i, a.run)), entry],
+      ),
     )
 
     const logged = { deliveryId: a.id, appDid: a.appDid, environment: a.environment, number: a.number, channel, statusCode: result.statusCode, durationMs: result.durationMs }
@@ -271,7 +277,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       return 'delivered'
     }
     // the outcome is written: the job names the next attempt and none in flight
-    await job.updateData(jobData(a, a.number + 1, null, [], job.data.attemptsBefore))
+    await job.updateData(jobData(a, a.number + 1, null, []))
     log.info({ ...logged, outcome: 'failed', error: result.error, nextAttemptAt, final: nextAttemptAt === null }, 'delivery attempt')
     const next = nextAttemptAt === null ? 'no attempts left in this run: failed, waiting for a redrive' : `next attempt at ${nextAttemptAt.toISOString()}`
     await boardLog(job, `attempt ${a.number} (${channel ?? 'no channel'}): ${result.error ?? 'not delivered'} after ${result.durationMs} ms; ${next}`)
@@ -287,6 +293,6 @@ export async function settleAbandonedJob(models: EventsModels, job: Job<Delivery
   const d = (await models.Delivery.findById(job.data.deliveryId, { attempts: 0 }).lean()) as DeliveryDoc | null
   if (!d || d.status === 'delivered' || d.status === 'failed') return
   const dead = unrecorded(job.data, d.attemptCount ?? 0).map((a) => interruptedEntry(a, d.run ?? 1))
-  const $set = { status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: error, ...(dead.length > 0 ? { attemptCount: dead.at(-1)!.number } : {}) }
-  await models.Delivery.updateOne({ _id: d._id }, dead.length > 0 ? { $set, $push: appendAttempts(dead) } : { $set })
+  const counted = dead.length > 0 ? { attemptCount: dead.at(-1)!.number } : {}
+  await models.Delivery.updateOne({ _id: d._id }, withAttempts({ status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: error, ...counted }, dead))
 }

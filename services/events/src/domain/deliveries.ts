@@ -85,12 +85,16 @@ export async function enqueueDelivery(queue: Queue<DeliveryJob>, d: DeliveryDoc)
 }
 
 /**
- * Adds the job of a delivery whose job is gone (Redis lost it) for the rest of its run: the attempts left of the
- * schedule, the first at the delivery's nextAttemptAt. A no-op when the job exists.
+ * Adds the job of an open delivery whose job is gone (Redis lost it) for the rest of its run: the attempts left of
+ * the schedule, the first at the delivery's nextAttemptAt. Reads the delivery (its log tells the attempts the run
+ * made); false when it is gone or settled. A no-op on the queue when the job exists.
  */
-export async function requeueLostDelivery(queue: Queue<DeliveryJob>, d: DeliveryDoc, now: Date): Promise<void> {
+export async function requeueLostDelivery(models: EventsModels, queue: Queue<DeliveryJob>, deliveryId: string, now: Date): Promise<boolean> {
+  const d = (await models.Delivery.findById(deliveryId).lean()) as DeliveryDoc | null
+  if (!d || (d.status !== 'pending' && d.status !== 'held')) return false
   const run = d.run ?? 1
   const made = Math.min((d.attempts ?? []).filter((a) => a.run === run).length, MAX_ATTEMPTS - 1)
   const delay = Math.max(0, (d.nextAttemptAt?.getTime() ?? now.getTime()) - now.getTime())
   await queue.add('deliver', deliveryJob(d, made), { ...DELIVERY_JOB_OPTIONS, attempts: MAX_ATTEMPTS - made, delay, jobId: d._id })
+  return true
 }

@@ -25,11 +25,12 @@ export async function reconcileDeliveries(models: EventsModels, queue: Queue<Del
   let checked = 0
   let requeued = 0
   for (const status of OPEN) {
-    const open = (await models.Delivery.find({ status }).lean()) as DeliveryDoc[]
+    // only what names the delivery: the few whose job is missing are read in full by requeueLostDelivery
+    const open = (await models.Delivery.find({ status }, { _id: 1, status: 1, attemptCount: 1, nextAttemptAt: 1 }).lean()) as DeliveryDoc[]
     for (const d of open) {
       checked++
       if (await queue.getJob(d._id)) continue
-      await requeueLostDelivery(queue, d, now)
+      if (!(await requeueLostDelivery(models, queue, d._id, now))) continue // settled meanwhile
       requeued++
       log.warn({ deliveryId: d._id, status: d.status, attemptCount: d.attemptCount, nextAttemptAt: d.nextAttemptAt }, 'reconcile: the delivery had no job; queued again')
     }

@@ -169,9 +169,7 @@ async function requeueIfLost(domain: Domain, doc: DeliveryDoc, now: Date): Promi
   // parallel calls: one queues it (the add is a no-op by job id for the others, which must answer 0)
   const claim = `${redriveClaimKey(domain.redisPrefix, doc._id, doc.run ?? 1)}:lost:${doc.attemptCount ?? 0}`
   if ((await domain.redis.set(claim, String(Date.now()), 'EX', LOST_CLAIM_TTL_SECONDS, 'NX')) !== 'OK') return notQueued(NOT_QUEUED.parallel)
-  const full = (await domain.models.Delivery.findById(doc._id).lean()) as DeliveryDoc | null
-  if (!full || redrivable(full)) return notQueued(NOT_QUEUED.parallel)
-  await requeueLostDelivery(domain.deliveries, full, now)
+  if (!(await requeueLostDelivery(domain.models, domain.deliveries, doc._id, now))) return notQueued(NOT_QUEUED.parallel)
   domain.logger.warn({ deliveryId: doc._id }, 'redrive: the open delivery had no job; queued again')
   return { queued: 1 }
 }
