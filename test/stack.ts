@@ -10,7 +10,7 @@ import { connectActors, startActorsService, upsertActor, type ActorsModels, type
 import { connectApps, registerApp, issueApiKey, startAppsService, type AppsModels } from '@svc/apps'
 import { connectPayments, startPaymentsService, type PaymentsModels } from '@svc/payments'
 import { connectEvents, startEventsService, startEventWorkers, type EventsModels, type RunningEventWorkers } from '@svc/events'
-import type { Config, DeliverySettings } from '@svc/config'
+import type { AdapterLimits, Config, DeliverySettings } from '@svc/config'
 import { buildGateway } from '@svc/gateway'
 import { buildApiServer, buildCheckoutServer } from '@svc/xrpc-adapter'
 import { createGatewayClient } from '@svc/gateway-client'
@@ -87,6 +87,15 @@ export interface StackOptions {
   serviceDidFromSigningKey?: boolean
   /** how often the outbox relays poll (they are also woken by writes in their own process) */
   relayIntervalMs?: number
+  /** the adapter's rate limits and card-testing counts over the test defaults (high enough for every other test) */
+  limits?: Partial<AdapterLimits>
+}
+
+export const TEST_LIMITS: AdapterLimits = {
+  xrpc: { max: 100_000, windowMs: 60_000 },
+  utility: { max: 100_000, windowMs: 60_000 },
+  payAttemptsPerCheckout: 5,
+  payAttemptsPerAddress: { max: 100_000, windowMs: 3_600_000 },
 }
 
 /** appCacheMs 0: tests change an app's channel and secrets directly and expect the next attempt to see it */
@@ -169,7 +178,8 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const gatewayClient = createGatewayClient({ url: gatewayUrl, signer: { issuer: 'xrpc-adapter', key: secrets.callerKeys['xrpc-adapter'] } })
   const serviceAuth = createServiceAuthVerifier({ serviceDid, plcUrl: 'http://127.0.0.1:1', redis, replayKeyPrefix: `${iso.redisPrefix}jti:` })
   const dashboardSessions = createDashboardSessions({ redis, prefix: `${iso.redisPrefix}dash:` })
-  const deps = { logger, gateway: gatewayClient, serviceAuth, methods: opts.methods, dashboardSessions, checkoutUrl }
+  const limits: AdapterLimits = { ...TEST_LIMITS, ...opts.limits }
+  const deps = { logger, gateway: gatewayClient, serviceAuth, methods: opts.methods, dashboardSessions, checkoutUrl, redis, redisPrefix: iso.redisPrefix, limits }
   const apiServer = await buildApiServer(deps)
   const checkout = await buildCheckoutServer(deps)
   await checkoutHost.release()

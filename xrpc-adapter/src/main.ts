@@ -22,6 +22,9 @@ runProcess('xrpc-adapter', async (config, logger) => {
     serviceAuth,
     dashboardSessions,
     checkoutUrl: config.checkoutUrl,
+    redis,
+    redisPrefix: config.redisPrefix,
+    limits: config.limits,
     serviceIdentity: { did: config.serviceDid, signingKeyHex: config.secrets.serviceSigningKey },
   }
   const api = await buildApiServer(deps)

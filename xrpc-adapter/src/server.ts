@@ -6,7 +6,9 @@
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import { randomUUID } from 'node:crypto'
+import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
+import type { AdapterLimits } from '@svc/config'
 import type { DashboardSessions } from '@svc/dashboard-session'
 import type { ServiceAuthVerifier } from '@svc/service-auth'
 import { appServiceAuth } from './auth/service-auth'
@@ -22,6 +24,8 @@ import type { GatewayClient } from '@svc/gateway-client'
 import { methodTable, type AuthVerifiers, type MethodTable } from './methods'
 import { errorsPlugin } from './plugins/errors'
 import { xrpcPlugin } from './plugins/xrpc'
+import { createCounter, createLimiter, registerRateLimitStore } from './plugins/rate-limit'
+import { apiKeyHashForLimit } from './auth/api-key'
 
 export const REQUEST_ID_RESPONSE_HEADER = 'Svc-Request-Id'
 
@@ -38,6 +42,10 @@ export interface AdapterDeps {
   checkoutUrl: string
   /** SERVICE_DID and SERVICE_SIGNING_KEY: a did:web's document is served on {base_url} */
   serviceIdentity?: ServiceIdentity
+  /** rate limits and card-testing counters are kept here, under `redisPrefix` */
+  redis: Redis
+  redisPrefix: string
+  limits: AdapterLimits
 }
 
 /**
@@ -73,9 +81,11 @@ export async function buildApiServer(deps: AdapterDeps): Promise<FastifyInstance
   await app.register(errorsPlugin)
   app.get('/xrpc/_health', async () => ({ version: '2026-06' }))
   await app.register(didDocumentRoute, { identity: deps.serviceIdentity })
+  await registerRateLimitStore(app, deps.redis, deps.redisPrefix)
   await app.register(xrpcPlugin, {
     methods: (deps.methods ?? methodTable)({ app: appServiceAuth(deps.serviceAuth) }),
     gateway: deps.gateway,
+    limit: createLimiter(app, 'xrpc', deps.limits.xrpc),
   })
   return app
 }
@@ -85,11 +95,25 @@ export async function buildCheckoutServer(deps: AdapterDeps): Promise<FastifyIns
   await app.register(errorsPlugin)
   await app.register(requestLogPlugin, { gateway: deps.gateway })
   app.get('/health', async () => ({ ok: true }))
+  await registerRateLimitStore(app, deps.redis, deps.redisPrefix)
+  const utilityLimit = createLimiter(app, 'utility', deps.limits.utility)
+  app.addHook('onRequest', async (request, reply) => {
+    // the utility routes, per presented API key; a request without one is refused by its route
+    const keyHash = request.url.startsWith('/api/') ? apiKeyHashForLimit(request.headers.authorization) : null
+    if (keyHash) await utilityLimit(request, reply, keyHash)
+  })
   await app.register(developerConfigRoute, { gateway: deps.gateway })
   await app.register(testEventRoute, { gateway: deps.gateway })
   await app.register(deliveriesRoute, { gateway: deps.gateway })
   await app.register(redriveRoute, { gateway: deps.gateway })
-  await app.register(checkoutPagesPlugin, { gateway: deps.gateway })
+  await app.register(checkoutPagesPlugin, {
+    gateway: deps.gateway,
+    payAttempts: {
+      // a checkout lives at most 7 days (CHECKOUT_EXPIRY_SECONDS), so its count never ends before it does
+      perCheckout: createCounter(app, 'pay-checkout', { max: deps.limits.payAttemptsPerCheckout, windowMs: 7 * 24 * 3_600_000 }),
+      perAddress: createCounter(app, 'pay-address', deps.limits.payAttemptsPerAddress),
+    },
+  })
   await app.register(dashboardPlugin, {
     gateway: deps.gateway,
     sessions: deps.dashboardSessions,

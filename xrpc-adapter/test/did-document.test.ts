@@ -25,6 +25,9 @@ async function apiServer(identity?: ServiceIdentity): Promise<FastifyInstance> {
     dashboardSessions: {} as DashboardSessions,
     checkoutUrl: 'http://127.0.0.1:1',
     serviceIdentity: identity,
+    redis: new Redis({ lazyConnect: true }),
+    redisPrefix: 'did-document-test:',
+    limits: { xrpc: { max: 0, windowMs: 60_000 }, utility: { max: 0, windowMs: 60_000 }, payAttemptsPerCheckout: 5, payAttemptsPerAddress: { max: 0, windowMs: 60_000 } },
   })
   servers.push(app)
   return app

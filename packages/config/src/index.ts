@@ -106,6 +106,17 @@ const schema = z
     EVENTS_CONTEXT_KEY_PREVIOUS: optionalSecret,
     PAYMENTS_CONTEXT_KEY_PREVIOUS: optionalSecret,
     APPS_CONTEXT_KEY_PREVIOUS: optionalSecret,
+    /** requests per app and environment on /xrpc in each window (0: no limit); Stripe allows 100 per second in live mode */
+    XRPC_RATE_LIMIT_MAX: z.coerce.number().int().min(0).default(6000),
+    XRPC_RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
+    /** requests per API key on the developer utility routes in each window (0: no limit) */
+    UTILITY_RATE_LIMIT_MAX: z.coerce.number().int().min(0).default(600),
+    UTILITY_RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
+    /** card testing: pay-form submissions one checkout accepts before it is locked (failed, too_many_attempts) */
+    PAY_ATTEMPTS_PER_CHECKOUT: z.coerce.number().int().min(1).max(100).default(5),
+    /** card testing: pay-form submissions from one client address in each window before the checkouts it pays are locked */
+    PAY_ATTEMPTS_PER_ADDRESS: z.coerce.number().int().min(1).default(20),
+    PAY_ATTEMPTS_WINDOW_MS: z.coerce.number().int().min(1000).max(7 * 24 * 3_600_000).default(3_600_000),
     OPERATOR_TOKEN: z.string().min(32).default(`${DEV_SECRET}-operator`),
     GRAPHIQL: bool.optional(),
     DEV_ALLOW_LOOPBACK_WEBHOOKS: bool.default(false),
@@ -169,6 +180,7 @@ export interface Config {
     serviceSigningKey: string
   }
   delivery: DeliverySettings
+  limits: AdapterLimits
   checkoutExpirySeconds: number
   liveProcessor: 'none'
   graphiql: boolean
@@ -187,6 +199,24 @@ export interface DeliverySettings {
   appCacheMs: number
   /** DELIVERY_RECONCILE_MS */
   reconcileMs: number
+}
+
+/** `max` requests per `windowMs` under one key; max 0 turns the limit off. */
+export interface RateLimit {
+  max: number
+  windowMs: number
+}
+
+/** What the adapter limits (docs/operations.md, "Rate limits"). */
+export interface AdapterLimits {
+  /** per app and environment on /xrpc */
+  xrpc: RateLimit
+  /** per API key on the developer utility routes */
+  utility: RateLimit
+  /** pay-form submissions per checkout before it is locked */
+  payAttemptsPerCheckout: number
+  /** pay-form submissions per client address per window before the checkouts it pays are locked */
+  payAttemptsPerAddress: RateLimit
 }
 
 export class ConfigError extends Error {}
@@ -253,6 +283,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       concurrency: e.DELIVERY_CONCURRENCY,
       appCacheMs: e.DELIVERY_APP_CACHE_MS,
       reconcileMs: e.DELIVERY_RECONCILE_MS,
+    },
+    limits: {
+      xrpc: { max: e.XRPC_RATE_LIMIT_MAX, windowMs: e.XRPC_RATE_LIMIT_WINDOW_MS },
+      utility: { max: e.UTILITY_RATE_LIMIT_MAX, windowMs: e.UTILITY_RATE_LIMIT_WINDOW_MS },
+      payAttemptsPerCheckout: e.PAY_ATTEMPTS_PER_CHECKOUT,
+      payAttemptsPerAddress: { max: e.PAY_ATTEMPTS_PER_ADDRESS, windowMs: e.PAY_ATTEMPTS_WINDOW_MS },
     },
     checkoutExpirySeconds: e.CHECKOUT_EXPIRY_SECONDS,
     liveProcessor: e.LIVE_PROCESSOR,

@@ -10,7 +10,7 @@ export { initiateCheckout, type CheckoutStarted } from './domain/initiate-checko
 export { getPaymentStatus, type PaymentStatusView } from './domain/payment-status'
 export { getCheckout, toCheckoutView, type CheckoutView, type PaymentRef } from './domain/checkout-view'
 export { payCheckout } from './domain/pay-checkout'
-export { cancelCheckout } from './domain/cancel-checkout'
+export { cancelCheckout, lockCheckout } from './domain/close-checkout'
 export { finishSettlement, recoverCheckout, STALE_PAYMENT_CLAIM_MS } from './domain/settlement'
 export { sweepCheckouts, type SweepResult } from './domain/sweep-checkouts'
 export { computeCharges, basisPoints, type Charges, type ServiceFeeRate } from './domain/fees'

@@ -2,6 +2,7 @@ import type { GraphQLResolverMap } from '@apollo/subgraph'
 import { ContractError } from '@svc/errors'
 import type {
   MutationCancelCheckoutArgs,
+  MutationLockCheckoutArgs,
   MutationDeclinePaymentRecordArgs,
   MutationInitiateCheckoutArgs,
   MutationPayCheckoutArgs,
@@ -12,7 +13,7 @@ import type {
   QueryPaymentStatusArgs,
 } from './generated/graph-types'
 import type { SubgraphContext } from '@svc/subgraph-server'
-import { cancelCheckout } from './domain/cancel-checkout'
+import { cancelCheckout, lockCheckout } from './domain/close-checkout'
 import { getCheckout } from './domain/checkout-view'
 import type { ServingPayments } from './domain/context'
 import { initiateCheckout } from './domain/initiate-checkout'
@@ -75,6 +76,10 @@ export const resolvers: GraphQLResolverMap<PaymentsContext> = {
     cancelCheckout: (_: unknown, args: MutationCancelCheckoutArgs, ctx: PaymentsContext) => {
       checkoutPage(ctx, { operatorMayRead: false })
       return cancelCheckout(ctx.domain, args.browserToken)
+    },
+    lockCheckout: (_: unknown, args: MutationLockCheckoutArgs, ctx: PaymentsContext) => {
+      checkoutPage(ctx, { operatorMayRead: false })
+      return lockCheckout(ctx.domain, args.browserToken)
     },
     registerCreatorProof: (_: unknown, args: MutationRegisterCreatorProofArgs, ctx: PaymentsContext) =>
       registerCreatorProof(ctx.domain, { appDid: appOnly(ctx), input: args.input }),

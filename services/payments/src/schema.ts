@@ -165,6 +165,8 @@ export const typeDefs = gql`
     payCheckout(browserToken: String!, card: CardInput!): CheckoutView!
     "the hosted checkout page: the buyer cancels"
     cancelCheckout(browserToken: String!): CheckoutView!
+    "the hosted checkout page: too many pay attempts (card testing); the checkout fails as too_many_attempts"
+    lockCheckout(browserToken: String!): CheckoutView!
     "app: register the creator's proof of a payment (the recipient must have delegated it to the app)"
     registerCreatorProof(input: RegisterCreatorProofInput!): CreatorProof!
     "app: decline the creator-proof slot of a payment"

@@ -32,3 +32,9 @@ export function apiKeyForLog(authorization: string | undefined): { environment: 
   const environment = token ? apiEnvironment(token) : null
   return token && environment ? { environment, keyPrefix: apiKeyDisplayPrefix(token) } : null
 }
+
+/** The hash of a well-formed restricted API key in the header, which the utility routes' rate limit counts under. */
+export function apiKeyHashForLimit(authorization: string | undefined): string | null {
+  const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1]
+  return token && apiEnvironment(token) ? hashApiKey(token) : null
+}

@@ -2,7 +2,8 @@
  * The hosted checkout pages on {checkout_url} (server-rendered HTML, plain forms, no JavaScript):
  *
  *   GET  /checkout/:token          the payment page of a pending checkout, else the page of its state
- *   POST /checkout/:token/pay      card form → payCheckout; completed → 303 to the app's returnUrl (?svc_checkout=completed)
+ *   POST /checkout/:token/pay      card form → payCheckout; completed → 303 to the app's returnUrl (?svc_checkout=completed);
+ *                                  past the card-testing limits → lockCheckout (failed, too_many_attempts), 429
  *   POST /checkout/:token/cancel   cancelCheckout → 303 to the app's cancelUrl (?svc_checkout=canceled)
  *
  * Every call goes through the gateway as the principal `{ kind: 'service', name: 'checkout' }` with the request id.
@@ -10,6 +11,7 @@
  * invalid-link page, and never sent as a referrer (Referrer-Policy: no-referrer on every response of this scope).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { createHash } from 'node:crypto'
 import formbody from '@fastify/formbody'
 import { ContractError } from '@svc/errors'
 import type { GatewayClient } from '@svc/gateway-client'
@@ -18,9 +20,12 @@ import { SECURITY_HEADERS, sendPage } from '../pages/html'
 import { readCardForm, scrubCardData, type CardInput } from './card-form'
 import { checkoutFormPage, checkoutStatePage, errorPage, invalidLinkPage, withCheckoutParam, type CheckoutView } from './views'
 import { SERVICE_PRINCIPALS } from '@svc/vocabulary'
+import type { Counter } from '../plugins/rate-limit'
 
 export interface CheckoutPagesOptions {
   gateway: GatewayClient
+  /** card testing (docs/operations.md): pay-form submissions counted per checkout and per client address */
+  payAttempts: { perCheckout: Counter; perAddress: Counter }
 }
 
 /** `cko_test_` / `cko_live_` + 43 base64url characters (32 random bytes). */
@@ -32,6 +37,7 @@ const CHECKOUT_QUERY = graphql(`query CheckoutPage($browserToken: String!) { che
 const PAY_MUTATION = graphql(
   `mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }`,
 )
+const LOCK_MUTATION = graphql(`mutation LockCheckout($browserToken: String!) { lockCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }`)
 const CANCEL_MUTATION = graphql(`mutation CancelCheckout($browserToken: String!) { cancelCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }`)
 
 /** The codes that mean "no such checkout" (unknown or malformed token): the invalid-link page, never a 500. */
@@ -123,6 +129,21 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
     return sendPage(reply, checkoutStatePage(await loadView(request, token), token, { status: 409 }))
   }
 
+  /**
+   * Card testing: every pay-form submission counts, for its checkout and for the client address; past either limit
+   * the checkout is locked instead of charged. The token is a capability, so its count is kept under its hash.
+   */
+  async function tooManyAttempts(request: FastifyRequest, token: string): Promise<boolean> {
+    const checkoutKey = createHash('sha256').update(token).digest('base64url')
+    const [perCheckout, perAddress] = await Promise.all([
+      opts.payAttempts.perCheckout(request, checkoutKey),
+      opts.payAttempts.perAddress(request, request.ip),
+    ])
+    if (!perCheckout?.exceeded && !perAddress?.exceeded) return false
+    request.log.warn({ perCheckout: Boolean(perCheckout?.exceeded), perAddress: Boolean(perAddress?.exceeded) }, 'too many pay attempts: the checkout is locked')
+    return true
+  }
+
   const routeOptions = { logSerializers: checkoutLogSerializers }
 
   app.get<TokenParams>('/checkout/:token', routeOptions, async (request, reply) => {
@@ -135,6 +156,16 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
   app.post<TokenParams>('/checkout/:token/pay', { ...routeOptions, bodyLimit: 16 * 1024 }, async (request, reply) => {
     const { token } = request.params
     if (!BROWSER_TOKEN_RE.test(token)) return sendPage(reply, invalidLinkPage())
+    if (await tooManyAttempts(request, token)) {
+      let locked: CheckoutView
+      try {
+        locked = (await gateway.query(LOCK_MUTATION, { browserToken: token }, as(request))).lockCheckout
+      } catch (err) {
+        if (isCode(err, 'CheckoutClosed')) return closed(request, reply, token)
+        throw err
+      }
+      return sendPage(reply, checkoutStatePage(locked, token, { status: 429 }))
+    }
     const form = readCardForm(request.body)
     if (!form.ok) return refusedForm(request, reply, token, form.message, form.nameOnCard)
     const card: CardInput = form.card

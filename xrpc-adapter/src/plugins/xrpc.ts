@@ -5,15 +5,29 @@
  * its own checks, one gateway operation, the answer mapped; the domain that serves it gathers every fact it decides
  * on and makes every change it needs); the output checked against the lexicon.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ContractError } from '@svc/errors'
 import { lexicons, RETIRED_NSIDS } from '@svc/lexicons'
 import type { GatewayClient, GatewayDocument } from '@svc/gateway-client'
 import type { HandlerContext, MethodTable } from '../methods'
+import type { Limiter } from './rate-limit'
 
 export interface XrpcPluginOptions {
   methods: MethodTable
   gateway: GatewayClient
+  /** the per app and environment rate limit, checked once the app is verified */
+  limit: Limiter
+}
+
+/**
+ * The environment a call acts in, for its rate limit: its `environment` parameter or field, else the environment
+ * of the checkout status token it carries (`pst_test_…`), else none.
+ */
+export function callEnvironment(params: Record<string, unknown>, input: Record<string, unknown>): string {
+  const named = params.environment ?? input.environment
+  if (typeof named === 'string') return named
+  const token = params.token ?? input.token
+  return (typeof token === 'string' && /^[a-z]+_(test|live)_/.exec(token)?.[1]) || 'none'
 }
 
 function lexiconMethod(nsid: string) {
@@ -69,7 +83,7 @@ function validation<T>(fn: () => T): T {
 }
 
 export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) {
-  const handle = async (request: FastifyRequest<{ Params: { nsid: string } }>) => {
+  const handle = async (request: FastifyRequest<{ Params: { nsid: string } }>, reply: FastifyReply) => {
     const { nsid } = request.params
     const def = lexiconMethod(nsid)
     if (!def) throw new ContractError('MethodNotImplemented', `method not implemented: ${nsid}`)
@@ -98,6 +112,7 @@ export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) 
 
     const caller = await route.auth(request.headers.authorization, nsid)
     request.log = request.log.child({ appDid: caller.appDid, nsid })
+    await opts.limit(request, reply, `${caller.appDid}:${callEnvironment(params, input)}`)
     const as = { principal: caller, requestId: request.id, log: request.log }
     // the lexicon checks above are what make params and input the method's generated types
     const ctx = {

@@ -25,6 +25,7 @@ type Documents = {
     "query PaymentsProofDelegation($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment recipientApproval(recipientDid: $recipient) { status publicRecords { enabled } } }\n}": typeof types.PaymentsProofDelegationDocument,
     "query CheckoutPage($browserToken: String!) { checkout(browserToken: $browserToken) { ...CheckoutViewFields } }": typeof types.CheckoutPageDocument,
     "mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }": typeof types.PayCheckoutDocument,
+    "mutation LockCheckout($browserToken: String!) { lockCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": typeof types.LockCheckoutDocument,
     "mutation CancelCheckout($browserToken: String!) { cancelCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": typeof types.CancelCheckoutDocument,
     "fragment CheckoutViewFields on CheckoutView {\n  id environment status failureReason failureMessage recipientDid recipientName paymentType description currency\n  amount serviceFee buyerFee total returnUrl cancelUrl expiresAt\n}": typeof types.CheckoutViewFieldsFragmentDoc,
     "fragment DashboardActorFields on ActorProfile { did environment displayName payable payoutStatus }": typeof types.DashboardActorFieldsFragmentDoc,
@@ -67,6 +68,7 @@ const documents: Documents = {
     "query PaymentsProofDelegation($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment recipientApproval(recipientDid: $recipient) { status publicRecords { enabled } } }\n}": types.PaymentsProofDelegationDocument,
     "query CheckoutPage($browserToken: String!) { checkout(browserToken: $browserToken) { ...CheckoutViewFields } }": types.CheckoutPageDocument,
     "mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }": types.PayCheckoutDocument,
+    "mutation LockCheckout($browserToken: String!) { lockCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": types.LockCheckoutDocument,
     "mutation CancelCheckout($browserToken: String!) { cancelCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": types.CancelCheckoutDocument,
     "fragment CheckoutViewFields on CheckoutView {\n  id environment status failureReason failureMessage recipientDid recipientName paymentType description currency\n  amount serviceFee buyerFee total returnUrl cancelUrl expiresAt\n}": types.CheckoutViewFieldsFragmentDoc,
     "fragment DashboardActorFields on ActorProfile { did environment displayName payable payoutStatus }": types.DashboardActorFieldsFragmentDoc,
@@ -136,6 +138,10 @@ export function graphql(source: "query CheckoutPage($browserToken: String!) { ch
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }"): typeof import('./graphql').PayCheckoutDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation LockCheckout($browserToken: String!) { lockCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }"): typeof import('./graphql').LockCheckoutDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

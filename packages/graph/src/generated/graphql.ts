@@ -309,6 +309,8 @@ export type Mutation = {
   ensureSigningSecret: SigningSecretIssued;
   /** app: start a hosted checkout (idempotent by app order id) */
   initiateCheckout: CheckoutStarted;
+  /** the hosted checkout page: too many pay attempts (card testing); the checkout fails as too_many_attempts */
+  lockCheckout: CheckoutView;
   /** the hosted checkout page: pay with a card */
   payCheckout: CheckoutView;
   /** the XRPC adapter records a developer utility call */
@@ -372,6 +374,11 @@ export type MutationEnsureSigningSecretArgs = {
 
 export type MutationInitiateCheckoutArgs = {
   product: Scalars['String']['input'];
+};
+
+
+export type MutationLockCheckoutArgs = {
+  browserToken: Scalars['String']['input'];
 };
 
 
@@ -866,6 +873,13 @@ export type PayCheckoutMutationVariables = Exact<{
 
 export type PayCheckoutMutation = { __typename?: 'Mutation', payCheckout: { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string } };
 
+export type LockCheckoutMutationVariables = Exact<{
+  browserToken: Scalars['String']['input'];
+}>;
+
+
+export type LockCheckoutMutation = { __typename?: 'Mutation', lockCheckout: { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string } };
+
 export type CancelCheckoutMutationVariables = Exact<{
   browserToken: Scalars['String']['input'];
 }>;
@@ -1322,6 +1336,31 @@ export const PayCheckoutDocument = new TypedDocumentString(`
   cancelUrl
   expiresAt
 }`) as unknown as TypedDocumentString<PayCheckoutMutation, PayCheckoutMutationVariables>;
+export const LockCheckoutDocument = new TypedDocumentString(`
+    mutation LockCheckout($browserToken: String!) {
+  lockCheckout(browserToken: $browserToken) {
+    ...CheckoutViewFields
+  }
+}
+    fragment CheckoutViewFields on CheckoutView {
+  id
+  environment
+  status
+  failureReason
+  failureMessage
+  recipientDid
+  recipientName
+  paymentType
+  description
+  currency
+  amount
+  serviceFee
+  buyerFee
+  total
+  returnUrl
+  cancelUrl
+  expiresAt
+}`) as unknown as TypedDocumentString<LockCheckoutMutation, LockCheckoutMutationVariables>;
 export const CancelCheckoutDocument = new TypedDocumentString(`
     mutation CancelCheckout($browserToken: String!) {
   cancelCheckout(browserToken: $browserToken) {

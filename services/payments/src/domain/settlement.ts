@@ -23,6 +23,7 @@ export const STALE_PAYMENT_CLAIM_MS = 10 * 60 * 1000
 export const FAILURE_MESSAGES = {
   expired: 'This checkout expired before it was paid. No payment was made.',
   canceled: 'The checkout was canceled. No payment was made.',
+  too_many_attempts: 'Too many payment attempts were made. This checkout is closed and no payment was made.',
   processorUnreachable: 'The payment could not be processed. No payment was made.',
   unconfirmed: 'The payment could not be confirmed. No payment was made.',
 } as const

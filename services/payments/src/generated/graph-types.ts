@@ -189,6 +189,8 @@ export type Mutation = {
   payCheckout: CheckoutView;
   /** the hosted checkout page: the buyer cancels */
   cancelCheckout: CheckoutView;
+  /** the hosted checkout page: too many pay attempts (card testing); the checkout fails as too_many_attempts */
+  lockCheckout: CheckoutView;
   /** app: register the creator's proof of a payment (the recipient must have delegated it to the app) */
   registerCreatorProof: CreatorProof;
   /** app: decline the creator-proof slot of a payment */
@@ -210,6 +212,11 @@ export type MutationPayCheckoutArgs = {
 
 
 export type MutationCancelCheckoutArgs = {
+  browserToken: Scalars['String']['input'];
+};
+
+
+export type MutationLockCheckoutArgs = {
   browserToken: Scalars['String']['input'];
 };
 

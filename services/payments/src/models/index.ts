@@ -24,11 +24,11 @@ export const CHECKOUT_STATUSES = ['pending', 'processing', 'completed', 'failed'
 export type CheckoutStatus = (typeof CHECKOUT_STATUSES)[number]
 
 /** Why a checkout failed. */
-export const FAILURE_REASONS = ['declined', 'expired', 'canceled', 'processor_error'] as const
+export const FAILURE_REASONS = ['declined', 'expired', 'canceled', 'processor_error', 'too_many_attempts'] as const
 export type FailureReason = (typeof FAILURE_REASONS)[number]
 
 /** Who won a checkout's settlement claim. */
-export const SETTLEMENT_CLAIMS = ['payment', 'cancel', 'expiry'] as const
+export const SETTLEMENT_CLAIMS = ['payment', 'cancel', 'expiry', 'lock'] as const
 export type SettlementClaim = (typeof SETTLEMENT_CLAIMS)[number]
 
 const refSchema = new Schema({ uri: { type: String, required: true }, cid: { type: String, required: true } }, { _id: false })

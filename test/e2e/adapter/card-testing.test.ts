@@ -1,0 +1,95 @@
+/**
+ * Card testing on the hosted checkout, through the whole stack with Redis: pay-form submissions are counted per
+ * checkout and per client address; past either limit the checkout is locked instead of charged (`failed`,
+ * too_many_attempts, a 429 page), the app's status poll sees it failed, and later submissions find it closed.
+ */
+import { startStack, type TestApp, type TestStack } from '../../stack'
+import { expectOk, httpRequest, type HttpResult } from './helpers'
+import { initiate, paymentStatus, product } from './payment-helpers'
+
+const PER_CHECKOUT = 3
+const PER_ADDRESS = 5
+
+let stack: TestStack
+let app: TestApp
+
+beforeAll(async () => {
+  stack = await startStack('card-testing', {
+    limits: { payAttemptsPerCheckout: PER_CHECKOUT, payAttemptsPerAddress: { max: PER_ADDRESS, windowMs: 60_000 } },
+  })
+})
+afterAll(async () => {
+  await stack.stop()
+})
+beforeEach(async () => {
+  app = await stack.newApp()
+  // every test starts with the loopback address's count at zero (@fastify/rate-limit puts its own infix before the name)
+  const keys = await stack.redis.keys(`${stack.redisPrefix}ratelimit:*pay-address:*`)
+  if (keys.length > 0) await stack.redis.del(...keys)
+})
+
+const expYear = String(new Date().getUTCFullYear() + 2)
+const VALID = '4242424242424242'
+const NOT_A_CARD = '4242424242424241'
+
+async function newCheckout() {
+  const body = expectOk(await initiate(stack, app, product(app.did, { amount: 1500, description: 'Poster' })))
+  return { statusToken: body.token as string, url: body.url as string }
+}
+
+function pay(url: string, number: string): Promise<HttpResult> {
+  return httpRequest(`${url}/pay`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ number, expMonth: '12', expYear, cvc: '123', name: 'Bea Buyer' }).toString(),
+    redirect: 'manual',
+  })
+}
+
+async function expectLocked(checkout: { statusToken: string; url: string }) {
+  expect(expectOk(await paymentStatus(stack, app, checkout.statusToken))).toEqual({ status: 'failed' })
+  const stored = await stack.payments.Checkout.findOne({ appDid: app.did, status: 'failed', failureReason: 'too_many_attempts' }).lean()
+  expect(stored).not.toBeNull()
+  const settlement = await stack.payments.Settlement.findById(stored!._id).lean()
+  expect(settlement).toMatchObject({ by: 'lock', processor: null, outcome: { ok: false, reason: 'too_many_attempts' } })
+}
+
+it('a checkout takes a few refused card forms, then is locked instead of charged; the app sees it failed', async () => {
+  const checkout = await newCheckout()
+  for (let i = 0; i < PER_CHECKOUT; i++) {
+    const refused = await pay(checkout.url, NOT_A_CARD)
+    expect(refused.status).toBe(400)
+    expect(refused.text).toContain('Your card number is invalid.')
+  }
+  // the next submission is locked even with a card that would succeed
+  const locked = await pay(checkout.url, VALID)
+  expect(locked.status).toBe(429)
+  expect(locked.text).toContain('Too many payment attempts were made. This checkout is closed and no payment was made.')
+  await expectLocked(checkout)
+  // later submissions find it closed
+  expect((await pay(checkout.url, VALID)).status).toBe(409)
+})
+
+it('one client address paying many checkouts is stopped: the checkout it pays past the limit is locked', async () => {
+  for (let i = 0; i < PER_ADDRESS; i++) {
+    const declined = await pay((await newCheckout()).url, '4000000000000002')
+    expect(declined.status).toBe(200)
+    expect(declined.text).toContain('Payment declined')
+  }
+  const next = await newCheckout()
+  expect((await pay(next.url, VALID)).status).toBe(429)
+  await expectLocked(next)
+})
+
+it('concurrent submissions on one checkout charge it at most once and never past the limit', async () => {
+  const checkout = await newCheckout()
+  const results = await Promise.all(Array.from({ length: PER_CHECKOUT + 3 }, () => pay(checkout.url, VALID)))
+  const statuses = results.map((r) => r.status)
+  // whichever closes it first (a payment: 303, or the lock: 429), the others find it closed (409)
+  expect(statuses.every((s) => [303, 409, 429].includes(s))).toBe(true)
+  const closers = statuses.filter((s) => s !== 409)
+  expect(closers).toHaveLength(1)
+  if (closers[0] === 303) expect(expectOk(await paymentStatus(stack, app, checkout.statusToken)).status).toBe('completed')
+  else await expectLocked(checkout)
+  expect(await stack.payments.Settlement.countDocuments({ appDid: app.did })).toBe(1)
+})
