@@ -11,6 +11,7 @@ import { connectApps, registerApp, issueApiKey, startAppsService, type AppsModel
 import { connectPayments, startPaymentsService, type PaymentsModels } from '@svc/payments'
 import { connectEvents, startEventsService, startEventWorkers, type EventsModels, type RunningEventWorkers } from '@svc/events'
 import type { AdapterLimits, Config, DeliverySettings } from '@svc/config'
+import { createMetrics } from '@svc/operations'
 import { buildGateway } from '@svc/gateway'
 import { buildApiServer, buildCheckoutServer } from '@svc/xrpc-adapter'
 import { createGatewayClient } from '@svc/gateway-client'
@@ -126,6 +127,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const checkoutUrl = `http://127.0.0.1:${checkoutPort}`
   const apps = await startAppsService({
     mongoUrl: iso.mongoUrl,
+    operatorToken: secrets.operatorToken,
     callerKeys: secrets.callerKeys,
     gatewayUrl,
     host: '127.0.0.1',
@@ -135,9 +137,10 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     dashboardUrl: `${checkoutUrl}/dashboard`,
     relay,
   })
-  const actors = await startActorsService({ mongoUrl: iso.mongoUrl, callerKeys: secrets.callerKeys, host: '127.0.0.1', port: 0, logger })
+  const actors = await startActorsService({ mongoUrl: iso.mongoUrl, callerKeys: secrets.callerKeys, host: '127.0.0.1', port: 0, logger, operatorToken: secrets.operatorToken })
   const payments = await startPaymentsService({
     mongoUrl: iso.mongoUrl,
+    operatorToken: secrets.operatorToken,
     callerKeys: secrets.callerKeys,
     gatewayUrl,
     host: '127.0.0.1',
@@ -153,6 +156,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   })
   const events = await startEventsService({
     mongoUrl: iso.mongoUrl,
+    operatorToken: secrets.operatorToken,
     callerKeys: secrets.callerKeys,
     host: '127.0.0.1',
     port: 0,
@@ -179,7 +183,19 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const serviceAuth = createServiceAuthVerifier({ serviceDid, plcUrl: 'http://127.0.0.1:1', redis, replayKeyPrefix: `${iso.redisPrefix}jti:` })
   const dashboardSessions = createDashboardSessions({ redis, prefix: `${iso.redisPrefix}dash:` })
   const limits: AdapterLimits = { ...TEST_LIMITS, ...opts.limits }
-  const deps = { logger, gateway: gatewayClient, serviceAuth, methods: opts.methods, dashboardSessions, checkoutUrl, redis, redisPrefix: iso.redisPrefix, limits }
+  const deps = {
+    logger,
+    gateway: gatewayClient,
+    serviceAuth,
+    methods: opts.methods,
+    dashboardSessions,
+    checkoutUrl,
+    redis,
+    redisPrefix: iso.redisPrefix,
+    limits,
+    metrics: createMetrics('xrpc-adapter'),
+    operatorToken: secrets.operatorToken,
+  }
   const apiServer = await buildApiServer(deps)
   const checkout = await buildCheckoutServer(deps)
   await checkoutHost.release()
@@ -248,6 +264,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
         DELIVERY_CONCURRENCY: String(d.concurrency),
         DELIVERY_APP_CACHE_MS: String(d.appCacheMs),
         DELIVERY_RECONCILE_MS: String(d.reconcileMs),
+        WORKERS_PORT: '0',
       }
     },
     redis,

@@ -8,6 +8,7 @@ import mercuriusGateway from '@mercuriusjs/gateway'
 import type { Logger } from 'pino'
 import { randomUUID } from 'node:crypto'
 import { CONTEXT_HEADER, REQUEST_ID_HEADER, signContext, type CallerKeys } from '@svc/internal-context'
+import { createMetrics, operationsRoutes, type ProcessMetrics } from '@svc/operations'
 import { authenticate, type Authenticated } from './principal'
 
 declare module 'fastify' {
@@ -23,6 +24,8 @@ export interface GatewayOptions {
   logger: Logger
   /** retries while subgraphs start (the dev command starts everything at once) */
   retryServicesCount?: number
+  /** the process's metrics (docs/operations.md); a registry of its own when not given */
+  metrics?: ProcessMetrics
 }
 
 const GRAPHQL_PATH = '/graphql'
@@ -39,6 +42,9 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   })
 
   app.get('/health', async () => ({ ok: true, services: opts.services.map((s) => s.name) }))
+  // ready once the schema is composed (buildGateway resolves after that); a subgraph that is down fails only the
+  // requests that need it, so it does not take the gateway out of the balancer
+  await app.register(operationsRoutes, { metrics: opts.metrics ?? createMetrics('gateway'), operatorToken: opts.secrets.operatorToken, readiness: {} })
 
   app.addHook('onRequest', async (request, reply) => {
     // Decided on the route matched, not the raw URL or method: mercurius also serves GET /graphql?query=…,

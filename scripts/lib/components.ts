@@ -162,12 +162,12 @@ export function serviceComponents(
   const at = (port: number, path: string) => `http://${cfg.host}:${port}${path}`
   const workerQueues = [DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE]
   const all: Component[] = [
-    { name: 'apps', entry: 'services/apps/src/main.ts', readyUrl: at(cfg.ports.appsSubgraph, '/graphql') },
-    { name: 'actors', entry: 'services/actors/src/main.ts', readyUrl: at(cfg.ports.actorsSubgraph, '/graphql') },
-    { name: 'payments', entry: 'services/payments/src/main.ts', readyUrl: at(cfg.ports.paymentsSubgraph, '/graphql') },
-    { name: 'events', entry: 'services/events/src/main.ts', readyUrl: at(cfg.ports.eventsSubgraph, '/graphql') },
-    { name: 'gateway', entry: 'gateway/src/main.ts', readyUrl: at(cfg.ports.gateway, '/health') },
-    { name: 'xrpc-adapter', entry: 'xrpc-adapter/src/main.ts', readyUrl: at(cfg.ports.checkout, '/health') },
+    { name: 'apps', entry: 'services/apps/src/main.ts', readyUrl: at(cfg.ports.appsSubgraph, '/readyz') },
+    { name: 'actors', entry: 'services/actors/src/main.ts', readyUrl: at(cfg.ports.actorsSubgraph, '/readyz') },
+    { name: 'payments', entry: 'services/payments/src/main.ts', readyUrl: at(cfg.ports.paymentsSubgraph, '/readyz') },
+    { name: 'events', entry: 'services/events/src/main.ts', readyUrl: at(cfg.ports.eventsSubgraph, '/readyz') },
+    { name: 'gateway', entry: 'gateway/src/main.ts', readyUrl: at(cfg.ports.gateway, '/readyz') },
+    { name: 'xrpc-adapter', entry: 'xrpc-adapter/src/main.ts', readyUrl: at(cfg.ports.checkout, '/readyz') },
     {
       name: 'workers',
       entry: 'services/events/src/workers/main.ts',

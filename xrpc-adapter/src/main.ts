@@ -3,6 +3,7 @@ import { runProcess } from '@svc/config'
 import { createDashboardSessions } from '@svc/dashboard-session'
 import { createServiceAuthVerifier } from '@svc/service-auth'
 import { createGatewayClient } from '@svc/gateway-client'
+import { createMetrics } from '@svc/operations'
 import { buildApiServer, buildCheckoutServer } from './server'
 
 runProcess('xrpc-adapter', async (config, logger) => {
@@ -25,6 +26,14 @@ runProcess('xrpc-adapter', async (config, logger) => {
     redis,
     redisPrefix: config.redisPrefix,
     limits: config.limits,
+    metrics: createMetrics('xrpc-adapter'),
+    operatorToken: config.secrets.operatorToken,
+    readiness: {
+      gateway: async () => {
+        const res = await fetch(new URL('/livez', config.gatewayUrl))
+        if (!res.ok) throw new Error(`gateway answered ${res.status}`)
+      },
+    },
     serviceIdentity: { did: config.serviceDid, signingKeyHex: config.secrets.serviceSigningKey },
   }
   const api = await buildApiServer(deps)

@@ -4,11 +4,13 @@
  * {checkout_url} with the developer utility routes (restricted API keys only), the hosted checkout pages
  * (/checkout/<browser token>) and the creators' dashboard (/dashboard, session cookie only). Both put `Svc-Request-Id` on every response and log with that id.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify'
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import type { AdapterLimits } from '@svc/config'
+import { operationsRoutes, type ProcessMetrics, type ReadinessCheck } from '@svc/operations'
+import { lexicons } from '@svc/lexicons'
 import type { DashboardSessions } from '@svc/dashboard-session'
 import type { ServiceAuthVerifier } from '@svc/service-auth'
 import { appServiceAuth } from './auth/service-auth'
@@ -46,6 +48,32 @@ export interface AdapterDeps {
   redis: Redis
   redisPrefix: string
   limits: AdapterLimits
+  /** the process's metrics, shared by both hosts (docs/operations.md) */
+  metrics: ProcessMetrics
+  /** OPERATOR_TOKEN: what `/metrics` asks for */
+  operatorToken: string
+  /** what `/readyz` asks besides Redis (main.ts: the gateway) */
+  readiness?: Record<string, ReadinessCheck>
+}
+
+/** Requests are counted per NSID on /xrpc (a name the lexicons know; anything else as `unknown-nsid`). */
+function xrpcRouteLabel(request: FastifyRequest): string | undefined {
+  if (request.routeOptions.url !== '/xrpc/:nsid') return undefined
+  const nsid = (request.params as { nsid?: string }).nsid ?? ''
+  try {
+    return lexicons.getDef(nsid) ? nsid : 'unknown-nsid'
+  } catch {
+    return 'unknown-nsid'
+  }
+}
+
+async function registerOperations(app: FastifyInstance, deps: AdapterDeps): Promise<void> {
+  await app.register(operationsRoutes, {
+    metrics: deps.metrics,
+    operatorToken: deps.operatorToken,
+    readiness: { redis: () => deps.redis.ping(), ...deps.readiness },
+    routeLabel: xrpcRouteLabel,
+  })
 }
 
 /**
@@ -79,6 +107,7 @@ function baseServer(deps: AdapterDeps, name: string): FastifyInstance {
 export async function buildApiServer(deps: AdapterDeps): Promise<FastifyInstance> {
   const app = baseServer(deps, 'api')
   await app.register(errorsPlugin)
+  await registerOperations(app, deps)
   app.get('/xrpc/_health', async () => ({ version: '2026-06' }))
   await app.register(didDocumentRoute, { identity: deps.serviceIdentity })
   await registerRateLimitStore(app, deps.redis, deps.redisPrefix)
@@ -93,6 +122,7 @@ export async function buildApiServer(deps: AdapterDeps): Promise<FastifyInstance
 export async function buildCheckoutServer(deps: AdapterDeps): Promise<FastifyInstance> {
   const app = baseServer(deps, 'checkout')
   await app.register(errorsPlugin)
+  await registerOperations(app, deps)
   await app.register(requestLogPlugin, { gateway: deps.gateway })
   app.get('/health', async () => ({ ok: true }))
   await registerRateLimitStore(app, deps.redis, deps.redisPrefix)

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import Redis from 'ioredis'
 import pino from 'pino'
+import { createMetrics } from '@svc/operations'
 import type { DashboardSessions } from '@svc/dashboard-session'
 import { createServiceAuthVerifier, keypairFromPrivateKeyHex, mintServiceJwt, type ServiceAuthVerifier } from '@svc/service-auth'
 import { freePort, isolate } from '@svc/testing'
@@ -27,6 +28,8 @@ async function apiServer(identity?: ServiceIdentity): Promise<FastifyInstance> {
     serviceIdentity: identity,
     redis: new Redis({ lazyConnect: true }),
     redisPrefix: 'did-document-test:',
+    metrics: createMetrics('xrpc-adapter'),
+    operatorToken: 'unused',
     limits: { xrpc: { max: 0, windowMs: 60_000 }, utility: { max: 0, windowMs: 60_000 }, payAttemptsPerCheckout: 5, payAttemptsPerAddress: { max: 0, windowMs: 60_000 } },
   })
   servers.push(app)

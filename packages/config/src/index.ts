@@ -51,6 +51,10 @@ const schema = z
     EVENTS_SUBGRAPH_PORT: port.default(4204),
     /** the operators' BullMQ board */
     BOARD_PORT: port.default(4300),
+    /** the events workers' operations routes (/livez, /readyz, /metrics) */
+    WORKERS_PORT: port.default(4301),
+    /** how long a process may take to finish its requests and jobs once told to stop, before it exits anyway */
+    SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
     GATEWAY_URL: z.string().url().default('http://127.0.0.1:4100/graphql'),
     APPS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4201/graphql'),
     ACTORS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4202/graphql'),
@@ -166,7 +170,9 @@ export interface Config {
     paymentsSubgraph: number
     eventsSubgraph: number
     board: number
+    workers: number
   }
+  shutdownTimeoutMs: number
   gatewayUrl: string
   subgraphs: { apps: string; actors: string; payments: string; events: string }
   secrets: {
@@ -249,7 +255,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       paymentsSubgraph: e.PAYMENTS_SUBGRAPH_PORT,
       eventsSubgraph: e.EVENTS_SUBGRAPH_PORT,
       board: e.BOARD_PORT,
+      workers: e.WORKERS_PORT,
     },
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     gatewayUrl: e.GATEWAY_URL,
     subgraphs: { apps: e.APPS_SUBGRAPH_URL, actors: e.ACTORS_SUBGRAPH_URL, payments: e.PAYMENTS_SUBGRAPH_URL, events: e.EVENTS_SUBGRAPH_URL },
     secrets: {
@@ -323,12 +331,40 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>, name: string) {
  * A process's entry point: the configuration read once, a pino logger named for the process, `start`, and the
  * stop it returns run on SIGINT or SIGTERM. A configuration or start failure is printed and exits 1.
  */
+/**
+ * Runs a process: `start` returns its stop, which stops taking work, finishes what is in flight (requests, jobs)
+ * and closes its connections. On SIGTERM or SIGINT the process stops and exits 0; one that has not stopped within
+ * SHUTDOWN_TIMEOUT_MS exits 1, saying so.
+ */
 export function runProcess(name: string, start: (config: Config, logger: Logger) => Promise<() => Promise<unknown>>): void {
   const run = async () => {
     const config = loadConfig()
-    const stop = await start(config, pino(loggerOptions(config, name)))
+    const logger = pino(loggerOptions(config, name))
+    const stop = await start(config, logger)
+    let stopping = false
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-      process.once(signal, () => void stop().finally(() => process.exit(0)))
+      // every signal is handled: a second one (a process group signalled, and tsx relaying it) must not end the
+      // stop halfway; SHUTDOWN_TIMEOUT_MS bounds it
+      process.on(signal, () => {
+        if (stopping) return
+        stopping = true
+        logger.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'stopping: no new work, finishing what is in flight')
+        const timer = setTimeout(() => {
+          logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'did not stop in time: exiting with work unfinished')
+          process.exit(1)
+        }, config.shutdownTimeoutMs)
+        timer.unref()
+        void stop().then(
+          () => {
+            logger.info('stopped')
+            process.exit(0)
+          },
+          (err: unknown) => {
+            logger.error({ err }, 'stop failed')
+            process.exit(1)
+          },
+        )
+      })
     }
   }
   run().catch((err: unknown) => {

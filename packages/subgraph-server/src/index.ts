@@ -1,11 +1,15 @@
 /**
  * What every domain subgraph shares: an Apollo Server over a Federation v1 subgraph schema that
  * refuses any request without a valid gateway-signed context, a request-scoped pino logger, and
- * error formatting that keeps contract error codes and hides everything else.
+ * error formatting that keeps contract error codes and hides everything else. It is served by Fastify
+ * (@as-integrations/fastify) on `/graphql`, beside the operations routes every process has (`/livez`, `/readyz`,
+ * `/metrics`: docs/operations.md).
  */
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server'
 import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled'
-import { startStandaloneServer } from '@apollo/server/standalone'
+import fastifyApollo from '@as-integrations/fastify'
+import Fastify from 'fastify'
+import type { AddressInfo } from 'node:net'
 import { unwrapResolverError } from '@apollo/server/errors'
 import { buildSubgraphSchema } from '@apollo/subgraph'
 import type { GraphQLResolverMap } from '@apollo/subgraph'
@@ -14,6 +18,7 @@ import mongoose, { type Connection } from 'mongoose'
 import pino, { type Logger } from 'pino'
 import { ContractError, contractExtensions } from '@svc/errors'
 import { CONTEXT_HEADER, verifyContext, type CallerKeys, type Principal } from '@svc/internal-context'
+import { createMetrics, observeDatabaseCommands, operationsRoutes, type ProcessMetrics, type ReadinessCheck } from '@svc/operations'
 
 export interface SubgraphContext {
   principal: Principal
@@ -29,6 +34,8 @@ export interface SubgraphOptions<TContext extends SubgraphContext> {
   logger: Logger
   /** extra per-request context on top of principal, requestId and log */
   extendContext?: (base: SubgraphContext) => TContext | Promise<TContext>
+  /** OPERATOR_TOKEN, which `/metrics` asks for (without it `/metrics` answers no one) */
+  operatorToken?: string
 }
 
 export interface RunningSubgraph {
@@ -86,17 +93,39 @@ export function buildSubgraphServer<TContext extends SubgraphContext>(opts: Subg
 }
 
 export async function startSubgraph<TContext extends SubgraphContext>(
-  opts: SubgraphOptions<TContext> & { host: string; port: number },
+  opts: SubgraphOptions<TContext> & { host: string; port: number; metrics?: ProcessMetrics; readiness?: Record<string, ReadinessCheck> },
 ): Promise<RunningSubgraph> {
   const { server, context } = buildSubgraphServer(opts)
-  const { url } = await startStandaloneServer(server, { listen: { host: opts.host, port: opts.port }, context })
+  // no request lines here (the adapter and the gateway log each request, with its id); resolvers log through the
+  // request context's logger
+  const app = Fastify({ bodyLimit: 1024 * 1024 })
+  await server.start()
+  await app.register(operationsRoutes, {
+    metrics: opts.metrics ?? createMetrics(`subgraph-${opts.name}`),
+    operatorToken: opts.operatorToken ?? '',
+    readiness: opts.readiness ?? {},
+  })
+  await app.register(fastifyApollo(server), { path: '/graphql', context: (request) => context({ req: request }) })
+  await app.listen({ host: opts.host, port: opts.port })
+  const { port } = app.server.address() as AddressInfo
+  const url = `http://${opts.host}:${port}/graphql`
   opts.logger.info({ url }, `subgraph ${opts.name} listening`)
-  return { url, stop: () => server.stop() }
+  return {
+    url,
+    async stop() {
+      await app.close()
+      await server.stop()
+    },
+  }
 }
 
 /** A domain's own database connection and its models (each subgraph owns its collections). */
-export async function connectDomain<M>(mongoUrl: string, createModels: (conn: Connection) => Promise<M>): Promise<{ conn: Connection; models: M }> {
-  const conn = await mongoose.createConnection(mongoUrl, { serverSelectionTimeoutMS: 10000 }).asPromise()
+export async function connectDomain<M>(
+  mongoUrl: string,
+  createModels: (conn: Connection) => Promise<M>,
+  opts: { monitorCommands?: boolean } = {},
+): Promise<{ conn: Connection; models: M }> {
+  const conn = await mongoose.createConnection(mongoUrl, { serverSelectionTimeoutMS: 10000, monitorCommands: opts.monitorCommands ?? false }).asPromise()
   return { conn, models: await createModels(conn) }
 }
 
@@ -123,8 +152,15 @@ export interface DomainSubgraphOptions<M, TContext extends SubgraphContext> exte
 export async function startDomainSubgraph<M, TContext extends SubgraphContext>(
   opts: DomainSubgraphOptions<M, TContext>,
 ): Promise<RunningSubgraph & { models: M }> {
-  const { conn, models } = await connectDomain(opts.mongoUrl, opts.createModels)
-  const running = await startSubgraph<TContext>({ ...opts, extendContext: (base) => opts.extendContext(base, models) })
+  const { conn, models } = await connectDomain(opts.mongoUrl, opts.createModels, { monitorCommands: true })
+  const metrics = createMetrics(`subgraph-${opts.name}`)
+  observeDatabaseCommands(metrics, conn.getClient())
+  const running = await startSubgraph<TContext>({
+    ...opts,
+    extendContext: (base) => opts.extendContext(base, models),
+    metrics,
+    readiness: { database: () => conn.db!.admin().ping() },
+  })
   return {
     url: running.url,
     models,

@@ -9,6 +9,7 @@ runProcess('actors', async (config, logger) => {
     host: config.host,
     port: config.ports.actorsSubgraph,
     logger,
+    operatorToken: config.secrets.operatorToken,
   })
   return service.stop
 })

@@ -12,6 +12,8 @@ export interface ActorsServiceOptions {
   host: string
   port: number
   logger: Logger
+  /** OPERATOR_TOKEN: what the subgraph's `/metrics` asks for */
+  operatorToken?: string
 }
 
 export const connectActors = (mongoUrl: string) => connectDomain(mongoUrl, createActorsModels)

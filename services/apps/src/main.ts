@@ -10,6 +10,7 @@ runProcess('apps', async (config, logger) => {
     host: config.host,
     port: config.ports.appsSubgraph,
     logger,
+    operatorToken: config.secrets.operatorToken,
     allowLoopbackWebhooksInTest: config.devAllowLoopbackWebhooks,
     dashboardUrl: config.dashboardUrl,
     relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix },

@@ -20,6 +20,8 @@ export interface AppsServiceOptions {
   host: string
   port: number
   logger: Logger
+  /** OPERATOR_TOKEN: what the subgraph's `/metrics` asks for */
+  operatorToken?: string
   allowLoopbackWebhooksInTest: boolean
   /** base URL of the creator dashboard (config.dashboardUrl); approval requests link to its pages */
   dashboardUrl: string
@@ -42,6 +44,7 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
     host: opts.host,
     port: opts.port,
     logger: opts.logger,
+    operatorToken: opts.operatorToken,
     name: 'apps',
     typeDefs,
     resolvers,

@@ -9,6 +9,7 @@ runProcess('events', async (config, logger) => {
     host: config.host,
     port: config.ports.eventsSubgraph,
     logger,
+    operatorToken: config.secrets.operatorToken,
     redisUrl: config.redisUrl,
     redisPrefix: config.redisPrefix,
     secretKey: config.secrets.webhookSecretKey,

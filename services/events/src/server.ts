@@ -16,6 +16,8 @@ export interface EventsServiceOptions {
   host: string
   port: number
   logger: Logger
+  /** OPERATOR_TOKEN: what the subgraph's `/metrics` asks for */
+  operatorToken?: string
   redisUrl: string
   redisPrefix: string
   /** WEBHOOK_SECRET_KEY */
@@ -33,6 +35,7 @@ export async function startEventsService(opts: EventsServiceOptions): Promise<{ 
     host: opts.host,
     port: opts.port,
     logger: opts.logger,
+    operatorToken: opts.operatorToken,
     name: 'events',
     typeDefs,
     resolvers,

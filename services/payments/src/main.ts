@@ -10,6 +10,7 @@ runProcess('payments', async (config, logger) => {
     host: config.host,
     port: config.ports.paymentsSubgraph,
     logger,
+    operatorToken: config.secrets.operatorToken,
     serviceDid: config.serviceDid,
     checkoutUrl: config.checkoutUrl,
     tokenSecret: config.secrets.paymentTokens,

@@ -21,6 +21,8 @@ export interface PaymentsServiceOptions {
   host: string
   port: number
   logger: Logger
+  /** OPERATOR_TOKEN: what the subgraph's `/metrics` asks for */
+  operatorToken?: string
   /** payment record AT-URIs: at://<serviceDid>/money.svc.payment.record/<tid> */
   serviceDid: string
   /** browser URL = `${checkoutUrl}/checkout/${browserToken}` */
@@ -58,6 +60,7 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
     host: opts.host,
     port: opts.port,
     logger: opts.logger,
+    operatorToken: opts.operatorToken,
     name: 'payments',
     typeDefs,
     resolvers,

@@ -126,6 +126,6 @@ export async function createEventsModels(conn: Connection): Promise<EventsModels
 }
 
 /** The events domain's own connection and models: the subgraph, the workers and one-off programs use it. */
-export const connectEvents = (mongoUrl: string) => connectDomain(mongoUrl, createEventsModels)
+export const connectEvents = (mongoUrl: string, opts: { monitorCommands?: boolean } = {}) => connectDomain(mongoUrl, createEventsModels, opts)
 
 export { isDuplicateKeyError } from '@svc/subgraph-server'

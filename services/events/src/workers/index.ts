@@ -11,6 +11,7 @@ import Redis from 'ioredis'
 import type { Logger } from 'pino'
 import type { DeliverySettings } from '@svc/config'
 import type { DomainEventJob } from '@svc/outbox'
+import { collectedGauge, counter, observeDatabaseCommands, type ProcessMetrics } from '@svc/operations'
 import { keypairFromPrivateKeyHex } from '@svc/service-auth'
 import { cachedEndpoints, cachedSigningSecrets } from '../delivery/app-environment-cache'
 import { createEndpointClient } from '../delivery/endpoint'
@@ -19,7 +20,7 @@ import { createGuardedAgent } from '../delivery/transport'
 import { activeSigningSecrets } from '../domain/signing-secrets'
 import { connectEvents } from '../models'
 import { foldLegacyAttempts } from '../models/legacy-attempts'
-import { DOMAIN_EVENTS_QUEUE, queuePrefix, WEBHOOK_DELIVERIES_QUEUE, type DeliveryJob } from '../queues'
+import { ALL_QUEUES, DOMAIN_EVENTS_QUEUE, queuePrefix, WEBHOOK_DELIVERIES_QUEUE, type DeliveryJob } from '../queues'
 import { createDomainEventProcessor } from './domain-events'
 import { startReconciler } from './reconciler'
 
@@ -40,11 +41,18 @@ export interface EventWorkersOptions {
   delivery: DeliverySettings
   /** DEV_ALLOW_LOOPBACK_WEBHOOKS: loopback receivers in test */
   allowLoopbackWebhooks: boolean
+  /** the process's metrics: queue depth, delivery job outcomes, database commands (docs/operations.md) */
+  metrics?: ProcessMetrics
 }
 
 export interface RunningEventWorkers {
   stop(): Promise<void>
+  /** what the process's readiness asks: the database and Redis answer */
+  ready(): Promise<void>
 }
+
+/** The job states a queue's depth is reported in. */
+const QUEUE_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'failed'] as const
 
 /** A job the stalled check gave up on (or that failed outside an attempt) must not stay `pending` in the log. */
 const STALLED_MAX = 5
@@ -52,7 +60,7 @@ const STALLED_MAX = 5
 export async function startEventWorkers(opts: EventWorkersOptions): Promise<RunningEventWorkers> {
   const log = opts.logger
   const service = { did: opts.serviceDid, keypair: await keypairFromPrivateKeyHex(opts.serviceSigningKey, 'ES256K') }
-  const { conn, models } = await connectEvents(opts.mongoUrl)
+  const { conn, models } = await connectEvents(opts.mongoUrl, { monitorCommands: Boolean(opts.metrics) })
   await foldLegacyAttempts(conn, models, log)
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
   const prefix = queuePrefix(opts.redisPrefix)
@@ -93,6 +101,24 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
     void settleAbandonedJob(models, job, err.message).catch((e: unknown) => deliveryLog.error({ err: e, deliveryId: job.data.deliveryId }, 'could not mark the delivery failed'))
     deliveryLog.error({ deliveryId: job.data.deliveryId, err }, 'delivery job failed outside an attempt')
   })
+  const queues = opts.metrics ? ALL_QUEUES.map((name) => (name === WEBHOOK_DELIVERIES_QUEUE ? deliveries : new Queue(name, { connection: redis, prefix }))) : []
+  if (opts.metrics) {
+    const metrics = opts.metrics
+    observeDatabaseCommands(metrics, conn.getClient())
+    collectedGauge(metrics, 'svc_queue_jobs', 'jobs in each queue, by state', ['queue', 'state'] as const, async (gauge) => {
+      for (const queue of queues) {
+        const counts = await queue.getJobCounts(...QUEUE_STATES)
+        for (const state of QUEUE_STATES) gauge.set({ queue: queue.name, state }, counts[state] ?? 0)
+      }
+    })
+    // an attempt is one of delivered / retrying / failed; the other outcomes are pick-ups that sent nothing
+    const outcomes = counter(metrics, 'svc_delivery_jobs_total', 'delivery job pick-ups, by outcome', ['outcome'] as const)
+    sender.on('completed', (_job, result: string) => outcomes.inc({ outcome: result }))
+    sender.on('failed', (job: Job<DeliveryJob> | undefined, err: Error) => {
+      const last = !job || job.attemptsMade >= (job.opts.attempts ?? 1)
+      outcomes.inc({ outcome: err instanceof AttemptFailedError ? (last ? 'failed' : 'retrying') : 'error' })
+    })
+  }
   const reconciler = startReconciler({ models, deliveries, redis, prefix, periodMs: opts.delivery.reconcileMs, logger: log })
   for (const worker of [domainEvents, sender]) {
     worker.on('error', (err) => log.error({ err, queue: worker.name }, 'worker error'))
@@ -101,10 +127,13 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
 
   let stopping: Promise<void> | undefined
   return {
+    async ready() {
+      await Promise.all([conn.db!.admin().ping(), redis.ping()])
+    },
     stop() {
       stopping ??= (async () => {
         await Promise.allSettled([domainEvents.close(), sender.close(), reconciler.stop()])
-        await deliveries.close().catch(() => undefined)
+        await Promise.allSettled([...new Set([deliveries, ...queues])].map((q) => q.close()))
         await Promise.allSettled([endpoints.close(), agents.test.close(), agents.live.close()])
         await redis.quit().catch(() => redis.disconnect())
         await conn.close()

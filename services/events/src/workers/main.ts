@@ -1,8 +1,14 @@
-/** The events workers' process (`npm run workers -w @svc/events`): consumes `domain-events` and `webhook-deliveries`. */
+/**
+ * The events workers' process (`npm run workers -w @svc/events`): consumes `domain-events` and `webhook-deliveries`,
+ * and serves its operations routes on WORKERS_PORT (/livez, /readyz, /metrics: docs/operations.md).
+ */
+import Fastify from 'fastify'
 import { runProcess } from '@svc/config'
+import { createMetrics, operationsRoutes } from '@svc/operations'
 import { startEventWorkers } from './index'
 
 runProcess('events-workers', async (config, logger) => {
+  const metrics = createMetrics('events-workers')
   const workers = await startEventWorkers({
     mongoUrl: config.mongoUrl,
     redisUrl: config.redisUrl,
@@ -14,6 +20,14 @@ runProcess('events-workers', async (config, logger) => {
     secretKey: config.secrets.webhookSecretKey,
     delivery: config.delivery,
     allowLoopbackWebhooks: config.devAllowLoopbackWebhooks,
+    metrics,
   })
-  return workers.stop
+  const operations = Fastify()
+  await operations.register(operationsRoutes, { metrics, operatorToken: config.secrets.operatorToken, readiness: { 'database and redis': workers.ready } })
+  await operations.listen({ host: config.host, port: config.ports.workers })
+  return async () => {
+    // readiness answers 503 first, then the workers finish their jobs
+    await operations.close()
+    await workers.stop()
+  }
 })

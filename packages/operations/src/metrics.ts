@@ -1,0 +1,73 @@
+/**
+ * Each process's Prometheus registry (prom-client): the process's own figures (memory, CPU, event-loop lag), the
+ * duration of every HTTP request it serves by route and status, and the figures a process adds (database commands,
+ * queue depth, delivery outcomes). Every series carries `process`.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+
+export interface ProcessMetrics {
+  registry: Registry
+  /** `svc_http_request_duration_seconds{method, route, status}`: route is the NSID on /xrpc, else the route's pattern */
+  httpDuration: Histogram<'method' | 'route' | 'status'>
+}
+
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+export function createMetrics(processName: string): ProcessMetrics {
+  const registry = new Registry()
+  registry.setDefaultLabels({ process: processName })
+  collectDefaultMetrics({ register: registry })
+  const httpDuration = new Histogram({
+    name: 'svc_http_request_duration_seconds',
+    help: 'HTTP requests served, by method, route (the NSID on /xrpc) and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: SECONDS,
+    registers: [registry],
+  })
+  return { registry, httpDuration }
+}
+
+/** A histogram of seconds on the registry (one per name: a second call returns the first). */
+export function secondsHistogram<L extends string>(metrics: ProcessMetrics, name: string, help: string, labelNames: readonly L[]): Histogram<L> {
+  const existing = metrics.registry.getSingleMetric(name)
+  if (existing) return existing as Histogram<L>
+  return new Histogram({ name, help, labelNames, buckets: SECONDS, registers: [metrics.registry] })
+}
+
+/** A counter on the registry (one per name). */
+export function counter<L extends string>(metrics: ProcessMetrics, name: string, help: string, labelNames: readonly L[]): Counter<L> {
+  const existing = metrics.registry.getSingleMetric(name)
+  if (existing) return existing as Counter<L>
+  return new Counter({ name, help, labelNames, registers: [metrics.registry] })
+}
+
+/** A gauge read when the registry is scraped (`collect` sets its values). */
+export function collectedGauge<L extends string>(
+  metrics: ProcessMetrics,
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+  collect: (gauge: Gauge<L>) => Promise<void>,
+): Gauge<L> {
+  return new Gauge({
+    name,
+    help,
+    labelNames,
+    registers: [metrics.registry],
+    async collect() {
+      await collect(this)
+    },
+  })
+}
+
+/** What a MongoDB driver client emits with `monitorCommands: true` (mongoose: `connection.getClient()`). */
+export interface CommandMonitor {
+  on(event: 'commandSucceeded' | 'commandFailed', listener: (event: { commandName: string; duration: number }) => void): unknown
+}
+
+/** `svc_db_command_duration_seconds{command, outcome}` from the driver's command monitoring. */
+export function observeDatabaseCommands(metrics: ProcessMetrics, client: CommandMonitor): void {
+  const duration = secondsHistogram(metrics, 'svc_db_command_duration_seconds', 'database commands, by command and outcome', ['command', 'outcome'] as const)
+  client.on('commandSucceeded', (e) => duration.observe({ command: e.commandName, outcome: 'ok' }, e.duration / 1000))
+  client.on('commandFailed', (e) => duration.observe({ command: e.commandName, outcome: 'error' }, e.duration / 1000))
+}

@@ -1,0 +1,89 @@
+/**
+ * The operations routes every process serves (docs/operations.md):
+ *
+ *   GET /livez     200 while the process runs (a liveness probe restarts it otherwise)
+ *   GET /readyz    200 when every dependency it needs answers, else 503 naming which did not; 503 once it is
+ *                  shutting down, so a balancer stops sending it work before it closes
+ *   GET /metrics   Prometheus text, only with `Authorization: Bearer <OPERATOR_TOKEN>` (else 401)
+ *
+ * and counts the duration of every other request it serves.
+ */
+import { timingSafeEqual } from 'node:crypto'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { ProcessMetrics } from './metrics'
+
+/** A dependency check: resolves when the dependency answers. */
+export type ReadinessCheck = () => Promise<unknown>
+
+export interface OperationsOptions {
+  metrics: ProcessMetrics
+  operatorToken: string
+  /** the dependencies that must answer for the process to take work (database, Redis, the gateway, …) */
+  readiness: Record<string, ReadinessCheck>
+  /** the label a request is counted under (default: its route pattern; unmatched: `unmatched`) */
+  routeLabel?: (request: FastifyRequest) => string | undefined
+  /** how long one check may take before it counts as failed (default 2 s) */
+  checkTimeoutMs?: number
+}
+
+const OPERATIONS_PATHS = new Set(['/livez', '/readyz', '/metrics'])
+
+function sameSecret(presented: string, expected: string): boolean {
+  const a = Buffer.from(presented)
+  const b = Buffer.from(expected)
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+async function check(fn: ReadinessCheck, timeoutMs: number): Promise<string> {
+  let timer: NodeJS.Timeout | undefined
+  try {
+    await Promise.race([
+      fn(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
+      }),
+    ])
+    return 'ok'
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err)
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+export const operationsRoutes = fp(
+  async (app: FastifyInstance, opts: OperationsOptions) => {
+    let closing = false
+    app.addHook('preClose', async () => {
+      closing = true
+    })
+
+    app.get('/livez', async () => ({ ok: true }))
+
+    app.get('/readyz', async (_request, reply) => {
+      if (closing) return reply.code(503).send({ ok: false, closing: true })
+      const names = Object.keys(opts.readiness)
+      const results = await Promise.all(names.map((name) => check(opts.readiness[name]!, opts.checkTimeoutMs ?? 2000)))
+      const checks = Object.fromEntries(names.map((name, i) => [name, results[i]]))
+      const ok = results.every((r) => r === 'ok')
+      return reply.code(ok ? 200 : 503).send({ ok, checks })
+    })
+
+    app.get('/metrics', async (request, reply) => {
+      const token = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1]
+      if (!token || !sameSecret(token, opts.operatorToken)) {
+        return reply.code(401).send({ error: 'Unauthorized', message: 'metrics need the operator token: Authorization: Bearer <OPERATOR_TOKEN>' })
+      }
+      return reply.type(opts.metrics.registry.contentType).send(await opts.metrics.registry.metrics())
+    })
+
+    app.addHook('onResponse', async (request, reply) => {
+      const pattern = request.routeOptions.url
+      if (pattern && OPERATIONS_PATHS.has(pattern)) return
+      const route = opts.routeLabel?.(request) ?? pattern ?? 'unmatched'
+      opts.metrics.httpDuration.observe({ method: request.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000)
+    })
+  },
+  { name: 'svc-operations', fastify: '5.x' },
+)
