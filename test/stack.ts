@@ -100,7 +100,7 @@ export const TEST_LIMITS: AdapterLimits = {
 }
 
 /** appCacheMs 0: tests change an app's channel and secrets directly and expect the next attempt to see it */
-export const TEST_DELIVERY: DeliverySettings = { timeoutMs: 2000, scheduleScale: 1 / 50_000, holdRecheckMs: 200, lockMs: 1000, concurrency: 10, appCacheMs: 0, reconcileMs: 60_000 }
+export const TEST_DELIVERY: DeliverySettings = { timeoutMs: 2000, scheduleScale: 1 / 50_000, holdRecheckMs: 200, lockMs: 1000, concurrency: 10, appCacheMs: 0, reconcileMs: 60_000, disableAfterMs: 5 * 24 * 3_600_000 }
 
 export async function startStack(label: string, opts: StackOptions = {}): Promise<TestStack> {
   const iso = isolate(label)
@@ -128,6 +128,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const apps = await startAppsService({
     mongoUrl: iso.mongoUrl,
     operatorToken: secrets.operatorToken,
+    databaseCommandMetrics: true,
     callerKeys: secrets.callerKeys,
     gatewayUrl,
     host: '127.0.0.1',
@@ -137,10 +138,11 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     dashboardUrl: `${checkoutUrl}/dashboard`,
     relay,
   })
-  const actors = await startActorsService({ mongoUrl: iso.mongoUrl, callerKeys: secrets.callerKeys, host: '127.0.0.1', port: 0, logger, operatorToken: secrets.operatorToken })
+  const actors = await startActorsService({ mongoUrl: iso.mongoUrl, callerKeys: secrets.callerKeys, host: '127.0.0.1', port: 0, logger, operatorToken: secrets.operatorToken, databaseCommandMetrics: true })
   const payments = await startPaymentsService({
     mongoUrl: iso.mongoUrl,
     operatorToken: secrets.operatorToken,
+    databaseCommandMetrics: true,
     callerKeys: secrets.callerKeys,
     gatewayUrl,
     host: '127.0.0.1',
@@ -157,6 +159,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const events = await startEventsService({
     mongoUrl: iso.mongoUrl,
     operatorToken: secrets.operatorToken,
+    databaseCommandMetrics: true,
     callerKeys: secrets.callerKeys,
     host: '127.0.0.1',
     port: 0,
@@ -195,6 +198,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     limits,
     metrics: createMetrics('xrpc-adapter'),
     operatorToken: secrets.operatorToken,
+    databaseCommandMetrics: true,
   }
   const apiServer = await buildApiServer(deps)
   const checkout = await buildCheckoutServer(deps)
@@ -264,6 +268,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
         DELIVERY_CONCURRENCY: String(d.concurrency),
         DELIVERY_APP_CACHE_MS: String(d.appCacheMs),
         DELIVERY_RECONCILE_MS: String(d.reconcileMs),
+        DELIVERY_DISABLE_AFTER_MS: String(d.disableAfterMs),
         WORKERS_PORT: '0',
       }
     },

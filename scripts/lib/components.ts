@@ -35,13 +35,14 @@ export interface RunningComponents {
 async function answers(url: string): Promise<boolean> {
   try {
     const graphql = url.endsWith('/graphql')
-    await fetch(url, {
+    const res = await fetch(url, {
       method: graphql ? 'POST' : 'GET',
       headers: graphql ? { 'content-type': 'application/json' } : {},
       body: graphql ? '{"query":"{__typename}"}' : undefined,
       signal: AbortSignal.timeout(1000),
     })
-    return true
+    // a readiness route answers 503 until its dependencies answer; anything else is up once it answers at all
+    return url.endsWith('/readyz') ? res.ok : true
   } catch {
     return false
   }

@@ -36,6 +36,8 @@ export interface SubgraphOptions<TContext extends SubgraphContext> {
   extendContext?: (base: SubgraphContext) => TContext | Promise<TContext>
   /** OPERATOR_TOKEN, which `/metrics` asks for (without it `/metrics` answers no one) */
   operatorToken?: string
+  /** DB_COMMAND_METRICS: time every database command for `/metrics` (the driver's command monitoring: it costs) */
+  databaseCommandMetrics?: boolean
 }
 
 export interface RunningSubgraph {
@@ -152,9 +154,10 @@ export interface DomainSubgraphOptions<M, TContext extends SubgraphContext> exte
 export async function startDomainSubgraph<M, TContext extends SubgraphContext>(
   opts: DomainSubgraphOptions<M, TContext>,
 ): Promise<RunningSubgraph & { models: M }> {
-  const { conn, models } = await connectDomain(opts.mongoUrl, opts.createModels, { monitorCommands: true })
+  const databaseCommandMetrics = opts.databaseCommandMetrics ?? false
+  const { conn, models } = await connectDomain(opts.mongoUrl, opts.createModels, { monitorCommands: databaseCommandMetrics })
   const metrics = createMetrics(`subgraph-${opts.name}`)
-  observeDatabaseCommands(metrics, conn.getClient())
+  if (databaseCommandMetrics) observeDatabaseCommands(metrics, conn.getClient())
   const running = await startSubgraph<TContext>({
     ...opts,
     extendContext: (base) => opts.extendContext(base, models),

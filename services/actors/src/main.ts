@@ -10,6 +10,7 @@ runProcess('actors', async (config, logger) => {
     port: config.ports.actorsSubgraph,
     logger,
     operatorToken: config.secrets.operatorToken,
+    databaseCommandMetrics: config.databaseCommandMetrics,
   })
   return service.stop
 })

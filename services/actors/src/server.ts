@@ -14,6 +14,8 @@ export interface ActorsServiceOptions {
   logger: Logger
   /** OPERATOR_TOKEN: what the subgraph's `/metrics` asks for */
   operatorToken?: string
+  /** DB_COMMAND_METRICS */
+  databaseCommandMetrics?: boolean
 }
 
 export const connectActors = (mongoUrl: string) => connectDomain(mongoUrl, createActorsModels)

@@ -11,6 +11,7 @@ runProcess('apps', async (config, logger) => {
     port: config.ports.appsSubgraph,
     logger,
     operatorToken: config.secrets.operatorToken,
+    databaseCommandMetrics: config.databaseCommandMetrics,
     allowLoopbackWebhooksInTest: config.devAllowLoopbackWebhooks,
     dashboardUrl: config.dashboardUrl,
     relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix },

@@ -22,6 +22,7 @@ import type {
   QueryDeveloperAccessArgs,
   QueryDeveloperConfigArgs,
   QueryEventEndpointArgs,
+  MutationDisableEventEndpointArgs,
   QueryRequestLogArgs,
 } from './generated/graph-types'
 import { resolveAppAccess } from './domain/app-access'
@@ -30,7 +31,7 @@ import { findAppEnvironment } from './domain/app-environment'
 import { findApp, listAppEnvironments } from './domain/apps'
 import { getDeveloperAccess } from './domain/developer-access'
 import { getDeveloperConfig } from './domain/developer-config'
-import { getEventEndpoint } from './domain/event-endpoint'
+import { disableEventEndpoint, getEventEndpoint } from './domain/event-endpoint'
 import { getAppConfig } from './domain/get-app-config'
 import { listRequests, recordRequest } from './domain/request-log'
 import { updateAppConfig } from './domain/update-app-config'
@@ -141,6 +142,11 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
     dashboardApproval: (_: unknown, args: QueryDashboardApprovalArgs, ctx: AppsContext) => getDashboardApproval(ctx.domain, dashboardActor(ctx), args.id),
   },
   Mutation: {
+    disableEventEndpoint: (_: unknown, args: MutationDisableEventEndpointArgs, ctx: AppsContext) => {
+      const p = require(ctx, 'service')
+      if (p.name !== SERVICE_PRINCIPALS.events) throw new ContractError('NotAllowed', 'disableEventEndpoint is for the events workers')
+      return disableEventEndpoint(ctx.domain, args.appDid, parseEnvironment(args.environment), args.reason)
+    },
     requestRecipientApproval: (_: unknown, args: MutationRequestRecipientApprovalArgs, ctx: AppsContext) =>
       requestRecipientApproval(ctx.domain, require(ctx, 'app').appDid, args.input),
     acceptRecipientApproval: (_: unknown, args: MutationAcceptRecipientApprovalArgs, ctx: AppsContext) =>

@@ -141,6 +141,16 @@ export const typeDefs = gql`
     paused: Boolean!
     "webhook | xrpc"
     channel: String!
+    "set when the events workers disabled the endpoint (it answered 410, or failed every attempt for days); unpausing or a new URL clears it"
+    disabled: EndpointDisabled
+  }
+
+  "Why and when an event endpoint was disabled (docs/events.md, Endpoint health)."
+  type EndpointDisabled {
+    "gone | failing"
+    reason: String!
+    "ISO 8601"
+    at: String!
   }
 
   "What a developer utility route may act on, after the API key's checks (the precheck of test-event, deliveries, redrive)."
@@ -261,6 +271,8 @@ export const typeDefs = gql`
     updateAppConfig(input: UpdateAppConfigInput!): AppConfigUpdate!
     "the XRPC adapter records a developer utility call"
     recordDeveloperRequest(input: DeveloperRequestInput!): Boolean!
+    "the events workers disable an app environment's event endpoint (reason gone | failing): paused, with the reason; idempotent"
+    disableEventEndpoint(appDid: ID!, environment: String!, reason: String!): EventEndpoint!
     "the calling app asks a creator to approve its terms (app service-auth); idempotent by app, recipient and environment"
     requestRecipientApproval(input: RecipientApprovalInput!): RecipientApproval!
     "dashboard: the signed-in creator accepts the terms it was shown (termsHash)"

@@ -22,6 +22,8 @@ export interface AppsServiceOptions {
   logger: Logger
   /** OPERATOR_TOKEN: what the subgraph's `/metrics` asks for */
   operatorToken?: string
+  /** DB_COMMAND_METRICS */
+  databaseCommandMetrics?: boolean
   allowLoopbackWebhooksInTest: boolean
   /** base URL of the creator dashboard (config.dashboardUrl); approval requests link to its pages */
   dashboardUrl: string
@@ -45,6 +47,7 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
     port: opts.port,
     logger: opts.logger,
     operatorToken: opts.operatorToken,
+    databaseCommandMetrics: opts.databaseCommandMetrics,
     name: 'apps',
     typeDefs,
     resolvers,

@@ -10,6 +10,7 @@ runProcess('events', async (config, logger) => {
     port: config.ports.eventsSubgraph,
     logger,
     operatorToken: config.secrets.operatorToken,
+    databaseCommandMetrics: config.databaseCommandMetrics,
     redisUrl: config.redisUrl,
     redisPrefix: config.redisPrefix,
     secretKey: config.secrets.webhookSecretKey,

@@ -18,6 +18,8 @@ export interface EventsServiceOptions {
   logger: Logger
   /** OPERATOR_TOKEN: what the subgraph's `/metrics` asks for */
   operatorToken?: string
+  /** DB_COMMAND_METRICS */
+  databaseCommandMetrics?: boolean
   redisUrl: string
   redisPrefix: string
   /** WEBHOOK_SECRET_KEY */
@@ -36,6 +38,7 @@ export async function startEventsService(opts: EventsServiceOptions): Promise<{ 
     port: opts.port,
     logger: opts.logger,
     operatorToken: opts.operatorToken,
+    databaseCommandMetrics: opts.databaseCommandMetrics,
     name: 'events',
     typeDefs,
     resolvers,

@@ -13,6 +13,7 @@ function countingClient(answers: EndpointLookup[]): EndpointClient & { calls: st
       await new Promise((r) => setTimeout(r, 20))
       return answers[Math.min(calls.length - 1, answers.length - 1)]!
     },
+    disable: async () => undefined,
     close: async () => undefined,
   }
 }

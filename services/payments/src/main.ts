@@ -11,6 +11,7 @@ runProcess('payments', async (config, logger) => {
     port: config.ports.paymentsSubgraph,
     logger,
     operatorToken: config.secrets.operatorToken,
+    databaseCommandMetrics: config.databaseCommandMetrics,
     serviceDid: config.serviceDid,
     checkoutUrl: config.checkoutUrl,
     tokenSecret: config.secrets.paymentTokens,

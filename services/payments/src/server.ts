@@ -23,6 +23,8 @@ export interface PaymentsServiceOptions {
   logger: Logger
   /** OPERATOR_TOKEN: what the subgraph's `/metrics` asks for */
   operatorToken?: string
+  /** DB_COMMAND_METRICS */
+  databaseCommandMetrics?: boolean
   /** payment record AT-URIs: at://<serviceDid>/money.svc.payment.record/<tid> */
   serviceDid: string
   /** browser URL = `${checkoutUrl}/checkout/${browserToken}` */
@@ -61,6 +63,7 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
     port: opts.port,
     logger: opts.logger,
     operatorToken: opts.operatorToken,
+    databaseCommandMetrics: opts.databaseCommandMetrics,
     name: 'payments',
     typeDefs,
     resolvers,

@@ -34,7 +34,7 @@ function devConfig(appDid: string, environment: 'test' | 'live', over: { tickets
     appDid,
     environment,
     status: 'active',
-    webhook: { configured: over.configured ?? false, paused: false },
+    webhook: { configured: over.configured ?? false, paused: false, disabled: null },
     modules: { payments: true, products: false, tickets: over.tickets ?? false },
   }
 }

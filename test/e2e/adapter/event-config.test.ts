@@ -64,7 +64,7 @@ describe('channels round-trip through getConfig', () => {
     const key = await app.apiKey('test')
     expectOk(await updateConfig(stack, app, { environment: 'test', eventChannel: 'xrpc', receiverUrl: 'https://93.184.216.34', webhookPaused: true }))
     const res = await httpRequest(`${stack.checkoutUrl}/api/app/developer/config?app=${encodeURIComponent(app.did)}`, { headers: bearer(key) })
-    expect(expectOk(res).webhook).toEqual({ configured: true, paused: true })
+    expect(expectOk(res).webhook).toEqual({ configured: true, paused: true, disabled: null })
   })
 
   it('test and live are separate', async () => {

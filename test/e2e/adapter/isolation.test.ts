@@ -34,7 +34,7 @@ const devView = (appDid: string, environment: string, tickets: boolean, configur
   appDid,
   environment,
   status: 'active',
-  webhook: { configured, paused: false },
+  webhook: { configured, paused: false, disabled: null },
   modules: { payments: true, products: false, tickets },
 })
 

@@ -7,7 +7,7 @@ import { presentedApiKey } from '../auth/api-key'
 
 const OPERATION = graphql(`query DeveloperConfig($app: String, $environment: String) {
   developerConfig(app: $app, environment: $environment) {
-    appDid environment status webhook { configured paused } modules { payments products tickets }
+    appDid environment status webhook { configured paused disabled { reason at } } modules { payments products tickets }
   }
 }`)
 

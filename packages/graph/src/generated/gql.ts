@@ -19,6 +19,7 @@ type Documents = {
     "mutation AppsEnsureSigningSecret($appDid: ID!, $environment: String!) {\n  ensureSigningSecret(appDid: $appDid, environment: $environment) { secret }\n}": typeof types.AppsEnsureSigningSecretDocument,
     "query AppsActorFacts($did: ID!, $environment: String!) { actor(did: $did, environment: $environment) { did payoutStatus } }": typeof types.AppsActorFactsDocument,
     "query EventEndpoint($appDid: ID!, $environment: String!) {\n  eventEndpoint(appDid: $appDid, environment: $environment) { channel url configured paused }\n}": typeof types.EventEndpointDocument,
+    "mutation DisableEventEndpoint($appDid: ID!, $environment: String!, $reason: String!) {\n  disableEventEndpoint(appDid: $appDid, environment: $environment, reason: $reason) { paused }\n}": typeof types.DisableEventEndpointDocument,
     "query PaymentsAppEnvironment($appDid: ID!, $environment: String) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment }\n}": typeof types.PaymentsAppEnvironmentDocument,
     "query PaymentsCheckoutFacts($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) {\n    environment\n    config { ticketFee { bps flatAmount flatCurrency passToBuyer } }\n    recipientApproval(recipientDid: $recipient) {\n      id status paymentTypes feeShareBps recipient { did displayName payable payoutStatus }\n    }\n  }\n}": typeof types.PaymentsCheckoutFactsDocument,
     "query PaymentsAppLinkFacts($appDid: ID!, $environment: String, $repo: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { appUrl } repo: profile(actor: $repo) { did } }\n}": typeof types.PaymentsAppLinkFactsDocument,
@@ -40,7 +41,7 @@ type Documents = {
     "mutation Unblock($id: ID!) { unblockRecipientApproval(id: $id) { ...ApprovalDetailFields } }": typeof types.UnblockDocument,
     "mutation CompleteTestPayoutOnboarding { completeTestPayoutOnboarding { did payoutStatus payable } }": typeof types.CompleteTestPayoutOnboardingDocument,
     "query DeveloperAccess($app: String, $environment: String, $permission: String!, $liveAllowed: Boolean) {\n  developerAccess(app: $app, environment: $environment, permission: $permission, liveAllowed: $liveAllowed) {\n    appDid environment keyPrefix webhook { configured paused channel }\n  }\n}": typeof types.DeveloperAccessDocument,
-    "query DeveloperConfig($app: String, $environment: String) {\n  developerConfig(app: $app, environment: $environment) {\n    appDid environment status webhook { configured paused } modules { payments products tickets }\n  }\n}": typeof types.DeveloperConfigDocument,
+    "query DeveloperConfig($app: String, $environment: String) {\n  developerConfig(app: $app, environment: $environment) {\n    appDid environment status webhook { configured paused disabled { reason at } } modules { payments products tickets }\n  }\n}": typeof types.DeveloperConfigDocument,
     "query Deliveries($appDid: ID!, $environment: String!, $status: String, $limit: Int) {\n  deliveries(appDid: $appDid, environment: $environment, status: $status, limit: $limit) {\n    id eventType status attemptCount environment createdAt lastAttemptAt nextAttemptAt deliveredAt failedAt\n    attempts { number attemptedAt channel statusCode durationMs error responseExcerpt outcome nextAttemptAt }\n  }\n}": typeof types.DeliveriesDocument,
     "mutation Redrive($appDid: ID!, $environment: String!, $input: RedriveInput!) {\n  redriveDeliveries(appDid: $appDid, environment: $environment, input: $input) { ok queued reason }\n}": typeof types.RedriveDocument,
     "mutation Record($input: DeveloperRequestInput!) { recordDeveloperRequest(input: $input) }": typeof types.RecordDocument,
@@ -62,6 +63,7 @@ const documents: Documents = {
     "mutation AppsEnsureSigningSecret($appDid: ID!, $environment: String!) {\n  ensureSigningSecret(appDid: $appDid, environment: $environment) { secret }\n}": types.AppsEnsureSigningSecretDocument,
     "query AppsActorFacts($did: ID!, $environment: String!) { actor(did: $did, environment: $environment) { did payoutStatus } }": types.AppsActorFactsDocument,
     "query EventEndpoint($appDid: ID!, $environment: String!) {\n  eventEndpoint(appDid: $appDid, environment: $environment) { channel url configured paused }\n}": types.EventEndpointDocument,
+    "mutation DisableEventEndpoint($appDid: ID!, $environment: String!, $reason: String!) {\n  disableEventEndpoint(appDid: $appDid, environment: $environment, reason: $reason) { paused }\n}": types.DisableEventEndpointDocument,
     "query PaymentsAppEnvironment($appDid: ID!, $environment: String) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment }\n}": types.PaymentsAppEnvironmentDocument,
     "query PaymentsCheckoutFacts($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) {\n    environment\n    config { ticketFee { bps flatAmount flatCurrency passToBuyer } }\n    recipientApproval(recipientDid: $recipient) {\n      id status paymentTypes feeShareBps recipient { did displayName payable payoutStatus }\n    }\n  }\n}": types.PaymentsCheckoutFactsDocument,
     "query PaymentsAppLinkFacts($appDid: ID!, $environment: String, $repo: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { appUrl } repo: profile(actor: $repo) { did } }\n}": types.PaymentsAppLinkFactsDocument,
@@ -83,7 +85,7 @@ const documents: Documents = {
     "mutation Unblock($id: ID!) { unblockRecipientApproval(id: $id) { ...ApprovalDetailFields } }": types.UnblockDocument,
     "mutation CompleteTestPayoutOnboarding { completeTestPayoutOnboarding { did payoutStatus payable } }": types.CompleteTestPayoutOnboardingDocument,
     "query DeveloperAccess($app: String, $environment: String, $permission: String!, $liveAllowed: Boolean) {\n  developerAccess(app: $app, environment: $environment, permission: $permission, liveAllowed: $liveAllowed) {\n    appDid environment keyPrefix webhook { configured paused channel }\n  }\n}": types.DeveloperAccessDocument,
-    "query DeveloperConfig($app: String, $environment: String) {\n  developerConfig(app: $app, environment: $environment) {\n    appDid environment status webhook { configured paused } modules { payments products tickets }\n  }\n}": types.DeveloperConfigDocument,
+    "query DeveloperConfig($app: String, $environment: String) {\n  developerConfig(app: $app, environment: $environment) {\n    appDid environment status webhook { configured paused disabled { reason at } } modules { payments products tickets }\n  }\n}": types.DeveloperConfigDocument,
     "query Deliveries($appDid: ID!, $environment: String!, $status: String, $limit: Int) {\n  deliveries(appDid: $appDid, environment: $environment, status: $status, limit: $limit) {\n    id eventType status attemptCount environment createdAt lastAttemptAt nextAttemptAt deliveredAt failedAt\n    attempts { number attemptedAt channel statusCode durationMs error responseExcerpt outcome nextAttemptAt }\n  }\n}": types.DeliveriesDocument,
     "mutation Redrive($appDid: ID!, $environment: String!, $input: RedriveInput!) {\n  redriveDeliveries(appDid: $appDid, environment: $environment, input: $input) { ok queued reason }\n}": types.RedriveDocument,
     "mutation Record($input: DeveloperRequestInput!) { recordDeveloperRequest(input: $input) }": types.RecordDocument,
@@ -114,6 +116,10 @@ export function graphql(source: "query AppsActorFacts($did: ID!, $environment: S
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "query EventEndpoint($appDid: ID!, $environment: String!) {\n  eventEndpoint(appDid: $appDid, environment: $environment) { channel url configured paused }\n}"): typeof import('./graphql').EventEndpointDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation DisableEventEndpoint($appDid: ID!, $environment: String!, $reason: String!) {\n  disableEventEndpoint(appDid: $appDid, environment: $environment, reason: $reason) { paused }\n}"): typeof import('./graphql').DisableEventEndpointDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -201,7 +207,7 @@ export function graphql(source: "query DeveloperAccess($app: String, $environmen
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "query DeveloperConfig($app: String, $environment: String) {\n  developerConfig(app: $app, environment: $environment) {\n    appDid environment status webhook { configured paused } modules { payments products tickets }\n  }\n}"): typeof import('./graphql').DeveloperConfigDocument;
+export function graphql(source: "query DeveloperConfig($app: String, $environment: String) {\n  developerConfig(app: $app, environment: $environment) {\n    appDid environment status webhook { configured paused disabled { reason at } } modules { payments products tickets }\n  }\n}"): typeof import('./graphql').DeveloperConfigDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

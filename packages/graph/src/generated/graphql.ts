@@ -269,7 +269,18 @@ export type DeveloperWebhookState = {
   channel: Scalars['String']['output'];
   /** the chosen channel has its URL */
   configured: Scalars['Boolean']['output'];
+  /** set when the events workers disabled the endpoint (it answered 410, or failed every attempt for days); unpausing or a new URL clears it */
+  disabled: Maybe<EndpointDisabled>;
   paused: Scalars['Boolean']['output'];
+};
+
+/** Why and when an event endpoint was disabled (docs/events.md, Endpoint health). */
+export type EndpointDisabled = {
+  __typename?: 'EndpointDisabled';
+  /** ISO 8601 */
+  at: Scalars['String']['output'];
+  /** gone | failing */
+  reason: Scalars['String']['output'];
 };
 
 /** Where an app environment's events go: read by the events workers before each attempt. */
@@ -305,6 +316,8 @@ export type Mutation = {
   declinePaymentRecord: DeclinedRecord;
   /** dashboard: pending → declined */
   declineRecipientApproval: RecipientApproval;
+  /** the events workers disable an app environment's event endpoint (reason gone | failing): paused, with the reason; idempotent */
+  disableEventEndpoint: EventEndpoint;
   /** creates the app environment's first signing secret unless it has one (the apps domain, in updateAppConfig; operators) */
   ensureSigningSecret: SigningSecretIssued;
   /** app: start a hosted checkout (idempotent by app order id) */
@@ -363,6 +376,13 @@ export type MutationDeclinePaymentRecordArgs = {
 
 export type MutationDeclineRecipientApprovalArgs = {
   id: Scalars['ID']['input'];
+};
+
+
+export type MutationDisableEventEndpointArgs = {
+  appDid: Scalars['ID']['input'];
+  environment: Scalars['String']['input'];
+  reason: Scalars['String']['input'];
 };
 
 
@@ -823,6 +843,15 @@ export type EventEndpointQueryVariables = Exact<{
 
 export type EventEndpointQuery = { __typename?: 'Query', eventEndpoint: { __typename?: 'EventEndpoint', channel: string, url: string | null, configured: boolean, paused: boolean } };
 
+export type DisableEventEndpointMutationVariables = Exact<{
+  appDid: Scalars['ID']['input'];
+  environment: Scalars['String']['input'];
+  reason: Scalars['String']['input'];
+}>;
+
+
+export type DisableEventEndpointMutation = { __typename?: 'Mutation', disableEventEndpoint: { __typename?: 'EventEndpoint', paused: boolean } };
+
 export type PaymentsAppEnvironmentQueryVariables = Exact<{
   appDid: Scalars['ID']['input'];
   environment?: InputMaybe<Scalars['String']['input']>;
@@ -964,7 +993,7 @@ export type DeveloperConfigQueryVariables = Exact<{
 }>;
 
 
-export type DeveloperConfigQuery = { __typename?: 'Query', developerConfig: { __typename?: 'DeveloperConfig', appDid: string, environment: string, status: string, webhook: { __typename?: 'DeveloperWebhookState', configured: boolean, paused: boolean }, modules: { __typename?: 'AppModules', payments: boolean, products: boolean, tickets: boolean } } };
+export type DeveloperConfigQuery = { __typename?: 'Query', developerConfig: { __typename?: 'DeveloperConfig', appDid: string, environment: string, status: string, webhook: { __typename?: 'DeveloperWebhookState', configured: boolean, paused: boolean, disabled: { __typename?: 'EndpointDisabled', reason: string, at: string } | null }, modules: { __typename?: 'AppModules', payments: boolean, products: boolean, tickets: boolean } } };
 
 export type DeliveriesQueryVariables = Exact<{
   appDid: Scalars['ID']['input'];
@@ -1226,6 +1255,17 @@ export const EventEndpointDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<EventEndpointQuery, EventEndpointQueryVariables>;
+export const DisableEventEndpointDocument = new TypedDocumentString(`
+    mutation DisableEventEndpoint($appDid: ID!, $environment: String!, $reason: String!) {
+  disableEventEndpoint(
+    appDid: $appDid
+    environment: $environment
+    reason: $reason
+  ) {
+    paused
+  }
+}
+    `) as unknown as TypedDocumentString<DisableEventEndpointMutation, DisableEventEndpointMutationVariables>;
 export const PaymentsAppEnvironmentDocument = new TypedDocumentString(`
     query PaymentsAppEnvironment($appDid: ID!, $environment: String) {
   appAccessFor(appDid: $appDid, environment: $environment) {
@@ -1665,6 +1705,10 @@ export const DeveloperConfigDocument = new TypedDocumentString(`
     webhook {
       configured
       paused
+      disabled {
+        reason
+        at
+      }
     }
     modules {
       payments

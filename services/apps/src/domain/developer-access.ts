@@ -57,7 +57,8 @@ export async function findDeveloperConfig(d: Pick<AppsDomain, 'models'>, appDid:
 
 export function webhookState(config: AppEnvironmentDoc): DeveloperAccessView['webhook'] {
   const endpoint = eventEndpointOf(config)
-  return { configured: endpoint.configured, paused: endpoint.paused, channel: endpoint.channel }
+  const disabled = config.webhook?.disabledReason ? { reason: config.webhook.disabledReason, at: (config.webhook.disabledAt ?? new Date(0)).toISOString() } : null
+  return { configured: endpoint.configured, paused: endpoint.paused, channel: endpoint.channel, disabled }
 }
 
 /** The precheck of a developer utility route: the key's checks for `permission`, then the configuration. */

@@ -1,4 +1,5 @@
 /** Where the events of an app environment go (docs/events.md, "Channels"): the channel, its URL, paused. */
+import { ContractError } from '@svc/errors'
 import type { AppEnvironmentDoc } from '../models'
 import type { Environment } from '@svc/vocabulary'
 import type { AppsDomain } from './context'
@@ -20,6 +21,33 @@ export function eventEndpointOf(doc: Pick<AppEnvironmentDoc, 'appDid' | 'environ
   const channel = channelOf(doc)
   const url = (channel === 'xrpc' ? doc.webhook?.receiverUrl : doc.webhook?.url) ?? null
   return { appDid: doc.appDid, environment: doc.environment as Environment, channel, url, configured: url !== null, paused: Boolean(doc.webhook?.paused) }
+}
+
+/** Why the events workers disable an endpoint (docs/events.md, "Endpoint health"). */
+export const DISABLE_REASONS = ['gone', 'failing'] as const
+export type DisableReason = (typeof DISABLE_REASONS)[number]
+
+/**
+ * The events workers disable an app environment's endpoint: paused (its deliveries are held, not failed, so
+ * unpausing sends them), with the reason and time. Idempotent: an endpoint already disabled keeps its first reason.
+ */
+export async function disableEventEndpoint(
+  d: Pick<AppsDomain, 'models' | 'logger'>,
+  appDid: string,
+  environment: Environment,
+  reason: string,
+): Promise<EventEndpointView> {
+  if (!(DISABLE_REASONS as readonly string[]).includes(reason)) throw new ContractError('InvalidRequest', `reason must be one of ${DISABLE_REASONS.join(', ')}`)
+  const current = await findAppEnvironment(d, appDid, environment)
+  if (current.webhook?.disabledReason) return eventEndpointOf(current)
+  const updated = await d.models.AppEnvironment.findOneAndUpdate(
+    { appDid, environment },
+    { $set: { 'webhook.paused': true, 'webhook.disabledReason': reason, 'webhook.disabledAt': new Date() } },
+    { returnDocument: 'after', lean: true },
+  )
+  if (!updated) throw new ContractError('AppEnvironmentNotConfigured', `app ${appDid} has no ${environment} configuration`)
+  d.logger?.warn({ appDid, environment, reason, channel: channelOf(updated) }, 'event endpoint disabled: its deliveries are held until the app unpauses it')
+  return eventEndpointOf(updated)
 }
 
 /** The event endpoint of a configured app environment (AppNotRegistered / AppEnvironmentNotConfigured otherwise). */

@@ -74,6 +74,8 @@ async function saveAppConfig(
   const set: Record<string, unknown> = {}
   if (input.eventChannel != null) set['webhook.channel'] = parseEventChannel(input.eventChannel)
   if (input.webhookPaused != null) set['webhook.paused'] = input.webhookPaused === true
+  // unpausing re-enables an endpoint the events workers disabled (its held deliveries are then sent)
+  if (input.webhookPaused === false) Object.assign(set, { 'webhook.disabledReason': null, 'webhook.disabledAt': null })
   if (input.modules?.tickets != null) set['modules.tickets'] = input.modules.tickets
   if (input.ticketing?.qrPasses != null) set['ticketing.qrPasses'] = input.ticketing.qrPasses
   if (input.ticketing?.walletPasses != null) set['ticketing.walletPasses'] = input.ticketing.walletPasses

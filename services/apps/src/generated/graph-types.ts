@@ -154,6 +154,16 @@ export type DeveloperWebhookState = {
   paused: Scalars['Boolean']['output'];
   /** webhook | xrpc */
   channel: Scalars['String']['output'];
+  /** set when the events workers disabled the endpoint (it answered 410, or failed every attempt for days); unpausing or a new URL clears it */
+  disabled: Maybe<EndpointDisabled>;
+};
+
+/** Why and when an event endpoint was disabled (docs/events.md, Endpoint health). */
+export type EndpointDisabled = {
+  /** gone | failing */
+  reason: Scalars['String']['output'];
+  /** ISO 8601 */
+  at: Scalars['String']['output'];
 };
 
 /** What a developer utility route may act on, after the API key's checks (the precheck of test-event, deliveries, redrive). */
@@ -341,6 +351,8 @@ export type Mutation = {
   updateAppConfig: AppConfigUpdate;
   /** the XRPC adapter records a developer utility call */
   recordDeveloperRequest: Scalars['Boolean']['output'];
+  /** the events workers disable an app environment's event endpoint (reason gone | failing): paused, with the reason; idempotent */
+  disableEventEndpoint: EventEndpoint;
   /** the calling app asks a creator to approve its terms (app service-auth); idempotent by app, recipient and environment */
   requestRecipientApproval: RecipientApproval;
   /** dashboard: the signed-in creator accepts the terms it was shown (termsHash) */
@@ -363,6 +375,13 @@ export type MutationUpdateAppConfigArgs = {
 
 export type MutationRecordDeveloperRequestArgs = {
   input: DeveloperRequestInput;
+};
+
+
+export type MutationDisableEventEndpointArgs = {
+  appDid: Scalars['ID']['input'];
+  environment: Scalars['String']['input'];
+  reason: Scalars['String']['input'];
 };
 
 

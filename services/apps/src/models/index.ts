@@ -39,6 +39,13 @@ const appEnvironmentSchema = new Schema(
       receiverUrl: { type: String, default: null },
       /** the events domain has this environment's signing secret (domain/signing-secrets.ts) */
       signingSecretEnsured: { type: Boolean, default: false },
+      /**
+       * set with paused when the events workers disabled the endpoint (docs/events.md, "Endpoint health"):
+       * `gone` (it answered 410) or `failing` (every attempt failed for DELIVERY_DISABLE_AFTER_MS); cleared when the
+       * app unpauses it or sets a new URL
+       */
+      disabledReason: { type: String, enum: ['gone', 'failing', null], default: null },
+      disabledAt: { type: Date, default: null },
     },
     modules: {
       payments: { type: Boolean, default: true },

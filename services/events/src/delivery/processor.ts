@@ -29,6 +29,7 @@ import { ATTEMPT_LOG_LIMIT, type AttemptDoc, type Channel, type DeliveryDoc, typ
 import type { DeliveryJob, UnrecordedAttempt } from '../queues'
 import { receiveEventUrl, webhookRequest, xrpcRequest } from './channels'
 import type { SigningSecretsReader } from './app-environment-cache'
+import type { EndpointHealth } from './endpoint-health'
 import type { EndpointClient } from './endpoint'
 import { parseRetryAfter } from './retry-after'
 import { isDelivered, sendAttempt, type AttemptResult, type OutgoingRequest } from './transport'
@@ -70,6 +71,8 @@ export interface DeliveryProcessorDeps {
   endpoints: EndpointClient
   /** one guarded agent per environment (transport.ts) */
   agents: Record<Environment, Agent>
+  /** when to disable an endpoint (410, or failing for days) */
+  health: EndpointHealth
 }
 
 export type ProcessOutcome = 'delivered' | 'already-delivered' | 'gone'
@@ -202,6 +205,18 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     return { request: webhookRequest(url, target, secrets) }
   }
 
+  /** The endpoint's health after an attempt that reached it; disabling it holds its next attempts. Never fails the job. */
+  async function recordHealth(a: Attempting, delivered: boolean, statusCode: number | null): Promise<void> {
+    try {
+      const reason = await deps.health.record(a.appDid, a.environment, { delivered, statusCode })
+      if (!reason) return
+      await deps.endpoints.disable(a.appDid, a.environment, reason)
+      log.warn({ appDid: a.appDid, environment: a.environment, reason, deliveryId: a.id }, 'event endpoint disabled: its deliveries are held until the app unpauses it')
+    } catch (err) {
+      log.error({ appDid: a.appDid, environment: a.environment, err: { message: (err as Error).message } }, 'could not record the endpoint health')
+    }
+  }
+
   return async function processDelivery(job: Job<DeliveryJob>, token?: string): Promise<ProcessOutcome> {
     const a = await resume(job)
     if (a === 'gone') {
@@ -233,8 +248,11 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     await job.updateData(jobData(a, a.number, inFlight, a.interrupted))
 
     let result: AttemptResult
+    /** the attempt reached for the endpoint: its outcome counts for the endpoint's health */
+    let sent = false
     if (failure === null && channel !== null && target !== null) {
       const prepared = await prepare(a, channel, target)
+      sent = !('error' in prepared)
       result = 'error' in prepared
         ? { statusCode: null, durationMs: 0, error: prepared.error, responseExcerpt: null, retryAfter: null }
         : await sendAttempt(deps.agents[a.environment], prepared.request, settings.timeoutMs)
@@ -271,6 +289,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     )
 
     const logged = { deliveryId: a.id, appDid: a.appDid, environment: a.environment, number: a.number, channel, statusCode: result.statusCode, durationMs: result.durationMs }
+    if (sent) await recordHealth(a, delivered, result.statusCode)
     if (delivered) {
       log.info({ ...logged, outcome: 'delivered' }, 'delivery attempt')
       await boardLog(job, `attempt ${a.number} (${channel}): delivered, HTTP ${result.statusCode} in ${result.durationMs} ms`)

@@ -15,6 +15,7 @@ import { collectedGauge, counter, observeDatabaseCommands, type ProcessMetrics }
 import { keypairFromPrivateKeyHex } from '@svc/service-auth'
 import { cachedEndpoints, cachedSigningSecrets } from '../delivery/app-environment-cache'
 import { createEndpointClient } from '../delivery/endpoint'
+import { createEndpointHealth } from '../delivery/endpoint-health'
 import { AttemptFailedError, createDeliveryProcessor, deliveryBackoff, settleAbandonedJob } from '../delivery/processor'
 import { createGuardedAgent } from '../delivery/transport'
 import { activeSigningSecrets } from '../domain/signing-secrets'
@@ -41,8 +42,10 @@ export interface EventWorkersOptions {
   delivery: DeliverySettings
   /** DEV_ALLOW_LOOPBACK_WEBHOOKS: loopback receivers in test */
   allowLoopbackWebhooks: boolean
-  /** the process's metrics: queue depth, delivery job outcomes, database commands (docs/operations.md) */
+  /** the process's metrics: queue depth, delivery job outcomes (docs/operations.md) */
   metrics?: ProcessMetrics
+  /** DB_COMMAND_METRICS: database commands timed in the metrics too */
+  databaseCommandMetrics?: boolean
 }
 
 export interface RunningEventWorkers {
@@ -60,7 +63,7 @@ const STALLED_MAX = 5
 export async function startEventWorkers(opts: EventWorkersOptions): Promise<RunningEventWorkers> {
   const log = opts.logger
   const service = { did: opts.serviceDid, keypair: await keypairFromPrivateKeyHex(opts.serviceSigningKey, 'ES256K') }
-  const { conn, models } = await connectEvents(opts.mongoUrl, { monitorCommands: Boolean(opts.metrics) })
+  const { conn, models } = await connectEvents(opts.mongoUrl, { monitorCommands: Boolean(opts.metrics && opts.databaseCommandMetrics) })
   await foldLegacyAttempts(conn, models, log)
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
   const prefix = queuePrefix(opts.redisPrefix)
@@ -79,9 +82,10 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   )
 
   const deliveryLog = log.child({ worker: WEBHOOK_DELIVERIES_QUEUE })
+  const health = createEndpointHealth(redis, opts.redisPrefix, opts.delivery.disableAfterMs)
   const sender = new Worker<DeliveryJob, string>(
     WEBHOOK_DELIVERIES_QUEUE,
-    createDeliveryProcessor({ models, logger: deliveryLog, delivery: opts.delivery, signingSecrets, service, endpoints, agents }),
+    createDeliveryProcessor({ models, logger: deliveryLog, delivery: opts.delivery, signingSecrets, service, endpoints, agents, health }),
     {
       connection: redis,
       prefix,
@@ -104,7 +108,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   const queues = opts.metrics ? ALL_QUEUES.map((name) => (name === WEBHOOK_DELIVERIES_QUEUE ? deliveries : new Queue(name, { connection: redis, prefix }))) : []
   if (opts.metrics) {
     const metrics = opts.metrics
-    observeDatabaseCommands(metrics, conn.getClient())
+    if (opts.databaseCommandMetrics) observeDatabaseCommands(metrics, conn.getClient())
     collectedGauge(metrics, 'svc_queue_jobs', 'jobs in each queue, by state', ['queue', 'state'] as const, async (gauge) => {
       for (const queue of queues) {
         const counts = await queue.getJobCounts(...QUEUE_STATES)
@@ -123,7 +127,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   for (const worker of [domainEvents, sender]) {
     worker.on('error', (err) => log.error({ err, queue: worker.name }, 'worker error'))
   }
-  log.info({ concurrency: opts.delivery.concurrency, lockMs: opts.delivery.lockMs, scheduleScale: opts.delivery.scheduleScale, appCacheMs: opts.delivery.appCacheMs, reconcileMs: opts.delivery.reconcileMs }, 'events workers started')
+  log.info({ concurrency: opts.delivery.concurrency, lockMs: opts.delivery.lockMs, scheduleScale: opts.delivery.scheduleScale, appCacheMs: opts.delivery.appCacheMs, reconcileMs: opts.delivery.reconcileMs, disableAfterMs: opts.delivery.disableAfterMs }, 'events workers started')
 
   let stopping: Promise<void> | undefined
   return {

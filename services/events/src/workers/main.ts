@@ -21,6 +21,7 @@ runProcess('events-workers', async (config, logger) => {
     delivery: config.delivery,
     allowLoopbackWebhooks: config.devAllowLoopbackWebhooks,
     metrics,
+    databaseCommandMetrics: config.databaseCommandMetrics,
   })
   const operations = Fastify()
   await operations.register(operationsRoutes, { metrics, operatorToken: config.secrets.operatorToken, readiness: { 'database and redis': workers.ready } })

@@ -1,0 +1,41 @@
+/** The endpoint health clock (delivery/endpoint-health.ts) on a real Redis, with the time given. */
+import Redis from 'ioredis'
+import { isolate } from '@svc/testing/src/isolation'
+import { createEndpointHealth } from '../src/delivery/endpoint-health'
+
+const iso = isolate('events_endpoint_health')
+let redis: Redis
+
+beforeAll(() => {
+  redis = new Redis(iso.redisUrl)
+})
+afterAll(async () => {
+  const keys = await redis.keys(`${iso.redisPrefix}*`)
+  if (keys.length > 0) await redis.del(...keys)
+  await redis.quit()
+})
+
+const failed = { delivered: false, statusCode: 500 }
+const delivered = { delivered: true, statusCode: 200 }
+
+it('disables after every attempt failed for the period, counted from the first failure since the last success', async () => {
+  const health = createEndpointHealth(redis, iso.redisPrefix, 1000)
+  const t0 = 1_000_000
+  expect(await health.record('did:web:a.example', 'test', failed, t0)).toBeNull()
+  expect(await health.record('did:web:a.example', 'test', failed, t0 + 999)).toBeNull()
+  // another app environment has a clock of its own
+  expect(await health.record('did:web:a.example', 'live', failed, t0 + 1000)).toBeNull()
+  expect(await health.record('did:web:a.example', 'test', failed, t0 + 1000)).toBe('failing')
+
+  // a success starts it again
+  expect(await health.record('did:web:a.example', 'test', delivered, t0 + 1001)).toBeNull()
+  expect(await health.record('did:web:a.example', 'test', failed, t0 + 1500)).toBeNull()
+  expect(await health.record('did:web:a.example', 'test', failed, t0 + 2499)).toBeNull()
+  expect(await health.record('did:web:a.example', 'test', failed, t0 + 2500)).toBe('failing')
+})
+
+it('410 Gone disables at once; other 4xx count as failures', async () => {
+  const health = createEndpointHealth(redis, iso.redisPrefix, 60_000)
+  expect(await health.record('did:web:b.example', 'test', { delivered: false, statusCode: 404 }, 1)).toBeNull()
+  expect(await health.record('did:web:b.example', 'test', { delivered: false, statusCode: 410 }, 2)).toBe('gone')
+})
