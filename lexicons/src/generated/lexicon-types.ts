@@ -199,7 +199,7 @@ export interface MoneySvcAppRequestRecipientApprovalPublicRecords {
 // money.svc.app.updateConfig
 /** Query parameters of money.svc.app.updateConfig. */
 export type MoneySvcAppUpdateConfigParams = Record<string, never>
-/** Desired configuration; only the fields below are accepted, anything else (including platform-owned fee fields) is refused with InvalidRequest. eventChannel, receiverUrl and webhookPaused are this implementation's own fields. */
+/** Desired configuration; only the fields below are accepted, anything else (including platform-owned fee fields) is refused with InvalidRequest. eventChannel, receiverUrl, webhookPaused and removeWebhookUrl are this implementation's own fields. */
 export interface MoneySvcAppUpdateConfigInput {
   /** Environment whose configuration is updated. */
   environment: 'test' | 'live' | (string & {})
@@ -219,6 +219,8 @@ export interface MoneySvcAppUpdateConfigInput {
   receiverUrl?: string
   /** True holds every delivery of this app environment (not sent, no attempt counted); false releases them. */
   webhookPaused?: boolean
+  /** True removes the webhook URL: the webhook channel is then not configured (its deliveries fail as not configured and can be redriven once a URL is set again). Refused with InvalidRequest together with webhookUrl. */
+  removeWebhookUrl?: boolean
 }
 /** Configuration after the update. */
 export interface MoneySvcAppUpdateConfigOutput {
@@ -806,7 +808,7 @@ export type KeyShape = { readonly [key: string]: true | KeyShape }
 /** The keys each method's input body declares (refs to objects followed), for methods that refuse any other key. */
 export const INPUT_KEYS = {
   'money.svc.app.requestRecipientApproval': { recipientDid: true, environment: true, paymentTypes: true, feeShareBps: true, publicRecords: { enabled: true, defaults: { attestation: true } }, requestReason: true, setupReturnUrl: true },
-  'money.svc.app.updateConfig': { environment: true, modules: { tickets: true }, ticketing: { qrPasses: true, walletPasses: true }, ticketFee: { passToBuyer: true }, webhookUrl: true, appUrl: true, eventChannel: true, receiverUrl: true, webhookPaused: true },
+  'money.svc.app.updateConfig': { environment: true, modules: { tickets: true }, ticketing: { qrPasses: true, walletPasses: true }, ticketFee: { passToBuyer: true }, webhookUrl: true, appUrl: true, eventChannel: true, receiverUrl: true, webhookPaused: true, removeWebhookUrl: true },
   'money.svc.billing.requestVendorMigrationBatch': { creatorDid: true, environment: true, csvText: true, requestedCutoverAt: true, metadata: true },
   'money.svc.catalog.registerAppLink': { environment: true, recordUri: true, fulfillmentUrl: true, label: true },
   'money.svc.event.receiveEvent': { id: true, type: true, createdAt: true, apiVersion: true, environment: true, data: true },

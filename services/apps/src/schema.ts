@@ -209,6 +209,8 @@ export const typeDefs = gql`
     receiverUrl: String
     "true holds every delivery of this app environment; false releases them"
     webhookPaused: Boolean
+    "true removes the webhook URL (refused together with webhookUrl)"
+    removeWebhookUrl: Boolean
   }
 
   input DeveloperRequestInput {

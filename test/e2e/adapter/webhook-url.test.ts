@@ -133,3 +133,21 @@ describe('with the development setting (allowLoopbackWebhooks)', () => {
     await expectRefused(stack, app, 'test', 'http://127.0.0.1:3000/webhooks/svc')
   })
 })
+
+describe('removing the webhook URL', () => {
+  it('removeWebhookUrl takes the URL away (not configured); with webhookUrl in the same call it is refused and nothing changes', async () => {
+    const app = await stack.newApp()
+    await expectAccepted(stack, app, 'test', 'https://93.184.216.34/hook')
+
+    const both = await updateConfig(stack, app, { environment: 'test', webhookUrl: 'https://93.184.216.34/other', removeWebhookUrl: true })
+    expectError(both, 400, 'InvalidRequest', /either webhookUrl or removeWebhookUrl/)
+    expect(expectOk(await getConfig(stack, app, 'test')).webhook).toMatchObject({ configured: true, url: 'https://93.184.216.34/hook' })
+
+    const removed = expectOk(await updateConfig(stack, app, { environment: 'test', removeWebhookUrl: true }))
+    expect(removed.webhook).toMatchObject({ configured: false, paused: false })
+    expect(expectOk(await getConfig(stack, app, 'test'))).toEqual(freshConfig(app.did, 'test'))
+    // false (or absent) leaves the URL as it is
+    await expectAccepted(stack, app, 'test', 'https://93.184.216.34/again')
+    expect(expectOk(await updateConfig(stack, app, { environment: 'test', removeWebhookUrl: false })).webhook).toMatchObject({ configured: true })
+  })
+})

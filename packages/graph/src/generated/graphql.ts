@@ -799,6 +799,8 @@ export type UpdateAppConfigInput = {
   modules?: InputMaybe<ModulesInput>;
   /** the origin of the app's XRPC service for the xrpc channel (the webhookUrl policy) */
   receiverUrl?: InputMaybe<Scalars['String']['input']>;
+  /** true removes the webhook URL (refused together with webhookUrl) */
+  removeWebhookUrl?: InputMaybe<Scalars['Boolean']['input']>;
   ticketFee?: InputMaybe<TicketFeeInput>;
   ticketing?: InputMaybe<TicketingInput>;
   /** true holds every delivery of this app environment; false releases them */

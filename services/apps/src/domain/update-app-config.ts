@@ -86,6 +86,10 @@ async function saveAppConfig(
       'appUrl is the registered app origin and is changed only through registration; send the registered value or omit it',
     )
   }
+  if (input.removeWebhookUrl === true) {
+    if (input.webhookUrl != null) throw new ContractError('InvalidRequest', 'send either webhookUrl or removeWebhookUrl, not both')
+    set['webhook.url'] = null
+  }
   if (input.webhookUrl != null) {
     set['webhook.url'] = await assertWebhookUrlAllowed(input.webhookUrl, {
       environment,

@@ -222,6 +222,8 @@ export type UpdateAppConfigInput = {
   receiverUrl?: InputMaybe<Scalars['String']['input']>;
   /** true holds every delivery of this app environment; false releases them */
   webhookPaused?: InputMaybe<Scalars['Boolean']['input']>;
+  /** true removes the webhook URL (refused together with webhookUrl) */
+  removeWebhookUrl?: InputMaybe<Scalars['Boolean']['input']>;
 };
 
 export type DeveloperRequestInput = {
