@@ -33,8 +33,8 @@ import { connectApps, registerApp } from '@svc/apps'
 import { CONTEXT_HEADER, signContext } from '@svc/internal-context'
 import { generateDidKeyKeypair, mintServiceJwt, type DidKeyKeypair } from '@svc/service-auth'
 import { buildProduct } from '@svc/sdk'
-import { ferretDbCommandCounts, freePort, startFerretDb, type RunningFerretDb } from '@svc/testing'
-import { ROOT, serviceComponents, startComponents } from './lib/components'
+import { ferretDbCommandCounts, startFerretDb, type RunningFerretDb } from '@svc/testing'
+import { componentEnv, freeComponentPorts, ROOT, serviceComponents, startComponents } from './lib/components'
 import { measureDeliveries, type DeliveryBenchResult, type DeliveryRun } from './lib/delivery-bench'
 import { measureGrowth, type GrowthRow } from './lib/growth-bench'
 
@@ -143,16 +143,7 @@ async function main() {
   const mongoUrl = new URL(mongoBase)
   mongoUrl.pathname = `/bench_${randomBytes(3).toString('hex')}`
   const host = '127.0.0.1'
-  const ports = {
-    api: await freePort(),
-    checkout: await freePort(),
-    gateway: await freePort(),
-    appsSubgraph: await freePort(),
-    actorsSubgraph: await freePort(),
-    paymentsSubgraph: await freePort(),
-    eventsSubgraph: await freePort(),
-    board: await freePort(),
-  }
+  const ports = await freeComponentPorts()
   const adapterKey = randomBytes(32).toString('hex')
   const adapter = { issuer: 'xrpc-adapter', key: adapterKey } as const
   const serviceDid = 'did:web:svc.bench'
@@ -161,26 +152,7 @@ async function main() {
   const env = {
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
-    MONGO_URL: mongoUrl.toString(),
-    REDIS_URL: redisUrl,
-    REDIS_PREFIX: redisPrefix,
-    SERVICE_DID: serviceDid,
-    HOST: host,
-    API_PORT: String(ports.api),
-    CHECKOUT_PORT: String(ports.checkout),
-    BASE_URL: `http://${host}:${ports.api}`,
-    CHECKOUT_URL: `http://${host}:${ports.checkout}`,
-    DASHBOARD_URL: `http://${host}:${ports.checkout}/dashboard`,
-    GATEWAY_PORT: String(ports.gateway),
-    APPS_SUBGRAPH_PORT: String(ports.appsSubgraph),
-    GATEWAY_URL: `http://${host}:${ports.gateway}/graphql`,
-    APPS_SUBGRAPH_URL: `http://${host}:${ports.appsSubgraph}/graphql`,
-    ACTORS_SUBGRAPH_PORT: String(ports.actorsSubgraph),
-    ACTORS_SUBGRAPH_URL: `http://${host}:${ports.actorsSubgraph}/graphql`,
-    PAYMENTS_SUBGRAPH_PORT: String(ports.paymentsSubgraph),
-    PAYMENTS_SUBGRAPH_URL: `http://${host}:${ports.paymentsSubgraph}/graphql`,
-    EVENTS_SUBGRAPH_PORT: String(ports.eventsSubgraph),
-    EVENTS_SUBGRAPH_URL: `http://${host}:${ports.eventsSubgraph}/graphql`,
+    ...componentEnv({ host, ports, mongoUrl: mongoUrl.toString(), redisUrl, redisPrefix, serviceDid }),
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
     SERVICE_SIGNING_KEY: randomBytes(32).toString('hex'),
     PAYMENT_TOKEN_SECRET: randomBytes(32).toString('hex'),

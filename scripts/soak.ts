@@ -16,8 +16,8 @@ import type { AddressInfo } from 'node:net'
 import { connectApps, issueApiKey, registerApp } from '@svc/apps'
 import { buildProduct } from '@svc/sdk'
 import { generateDidKeyKeypair, mintServiceJwt } from '@svc/service-auth'
-import { freePort, startFerretDb, type RunningFerretDb } from '@svc/testing'
-import { serviceComponents, startComponents } from './lib/components'
+import { startFerretDb, type RunningFerretDb } from '@svc/testing'
+import { componentEnv, freeComponentPorts, serviceComponents, startComponents } from './lib/components'
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 15)
 const SAMPLE_SECONDS = Number(process.env.SOAK_SAMPLE_SECONDS ?? 30)
@@ -60,17 +60,7 @@ async function main() {
   const mongoUrl = new URL(mongoBase)
   mongoUrl.pathname = `/soak_${randomBytes(3).toString('hex')}`
   const host = '127.0.0.1'
-  const ports = {
-    api: await freePort(),
-    checkout: await freePort(),
-    gateway: await freePort(),
-    appsSubgraph: await freePort(),
-    actorsSubgraph: await freePort(),
-    paymentsSubgraph: await freePort(),
-    eventsSubgraph: await freePort(),
-    board: await freePort(),
-    workers: await freePort(),
-  }
+  const ports = await freeComponentPorts()
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0'
   const redisPrefix = `svcsoak:${randomBytes(3).toString('hex')}:`
   const serviceDid = 'did:web:svc.soak'
@@ -78,27 +68,7 @@ async function main() {
   const env: Record<string, string> = {
     NODE_ENV: 'development',
     LOG_LEVEL: 'warn',
-    MONGO_URL: mongoUrl.toString(),
-    REDIS_URL: redisUrl,
-    REDIS_PREFIX: redisPrefix,
-    SERVICE_DID: serviceDid,
-    HOST: host,
-    API_PORT: String(ports.api),
-    CHECKOUT_PORT: String(ports.checkout),
-    BASE_URL: `http://${host}:${ports.api}`,
-    CHECKOUT_URL: `http://${host}:${ports.checkout}`,
-    DASHBOARD_URL: `http://${host}:${ports.checkout}/dashboard`,
-    GATEWAY_PORT: String(ports.gateway),
-    GATEWAY_URL: `http://${host}:${ports.gateway}/graphql`,
-    APPS_SUBGRAPH_PORT: String(ports.appsSubgraph),
-    APPS_SUBGRAPH_URL: `http://${host}:${ports.appsSubgraph}/graphql`,
-    ACTORS_SUBGRAPH_PORT: String(ports.actorsSubgraph),
-    ACTORS_SUBGRAPH_URL: `http://${host}:${ports.actorsSubgraph}/graphql`,
-    PAYMENTS_SUBGRAPH_PORT: String(ports.paymentsSubgraph),
-    PAYMENTS_SUBGRAPH_URL: `http://${host}:${ports.paymentsSubgraph}/graphql`,
-    EVENTS_SUBGRAPH_PORT: String(ports.eventsSubgraph),
-    EVENTS_SUBGRAPH_URL: `http://${host}:${ports.eventsSubgraph}/graphql`,
-    WORKERS_PORT: String(ports.workers),
+    ...componentEnv({ host, ports, mongoUrl: mongoUrl.toString(), redisUrl, redisPrefix, serviceDid }),
     OPERATOR_TOKEN: operatorToken,
     DEV_ALLOW_LOOPBACK_WEBHOOKS: 'true',
     // one app makes every request: its limits are checked but never reached

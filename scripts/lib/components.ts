@@ -1,13 +1,14 @@
 /**
  * Starts the deployable components as child processes (each its own `tsx src/main.ts`), waits until
  * each is ready (answers HTTP, or for the workers: consumes its queues), and stops them all. Shared by the dev
- * command and the benchmark.
+ * command, the benchmark and the soak.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { Queue } from 'bullmq'
 import Redis from 'ioredis'
 import { DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE, queuePrefix } from '@svc/events'
+import { freePort } from '@svc/testing'
 
 export const ROOT = join(__dirname, '..', '..')
 const TSX = join(ROOT, 'node_modules', '.bin', 'tsx')
@@ -178,4 +179,51 @@ export function serviceComponents(
     { name: 'board', entry: 'services/events/src/board/main.ts', readyUrl: at(cfg.ports.board, '/health') },
   ]
   return opts.only ? all.filter((c) => opts.only?.includes(c.name)) : all
+}
+
+/** The ports of every component, each a free one on this machine (the bench and the soak run beside anything). */
+export async function freeComponentPorts() {
+  return {
+    api: await freePort(),
+    checkout: await freePort(),
+    gateway: await freePort(),
+    appsSubgraph: await freePort(),
+    actorsSubgraph: await freePort(),
+    paymentsSubgraph: await freePort(),
+    eventsSubgraph: await freePort(),
+    board: await freePort(),
+    workers: await freePort(),
+  }
+}
+
+export type ComponentPorts = Awaited<ReturnType<typeof freeComponentPorts>>
+
+/** The environment that puts every component on its port and its neighbours' URLs (the rest is the caller's). */
+export function componentEnv(cfg: { host: string; ports: ComponentPorts; mongoUrl: string; redisUrl: string; redisPrefix: string; serviceDid: string }): Record<string, string> {
+  const { host, ports } = cfg
+  const at = (port: number, path = '') => `http://${host}:${port}${path}`
+  return {
+    MONGO_URL: cfg.mongoUrl,
+    REDIS_URL: cfg.redisUrl,
+    REDIS_PREFIX: cfg.redisPrefix,
+    SERVICE_DID: cfg.serviceDid,
+    HOST: host,
+    API_PORT: String(ports.api),
+    CHECKOUT_PORT: String(ports.checkout),
+    BASE_URL: at(ports.api),
+    CHECKOUT_URL: at(ports.checkout),
+    DASHBOARD_URL: at(ports.checkout, '/dashboard'),
+    GATEWAY_PORT: String(ports.gateway),
+    GATEWAY_URL: at(ports.gateway, '/graphql'),
+    APPS_SUBGRAPH_PORT: String(ports.appsSubgraph),
+    APPS_SUBGRAPH_URL: at(ports.appsSubgraph, '/graphql'),
+    ACTORS_SUBGRAPH_PORT: String(ports.actorsSubgraph),
+    ACTORS_SUBGRAPH_URL: at(ports.actorsSubgraph, '/graphql'),
+    PAYMENTS_SUBGRAPH_PORT: String(ports.paymentsSubgraph),
+    PAYMENTS_SUBGRAPH_URL: at(ports.paymentsSubgraph, '/graphql'),
+    EVENTS_SUBGRAPH_PORT: String(ports.eventsSubgraph),
+    EVENTS_SUBGRAPH_URL: at(ports.eventsSubgraph, '/graphql'),
+    BOARD_PORT: String(ports.board),
+    WORKERS_PORT: String(ports.workers),
+  }
 }
