@@ -4,6 +4,7 @@
  * command, the benchmark and the soak.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { closeSync, openSync } from 'node:fs'
 import { join } from 'node:path'
 import { Queue } from 'bullmq'
 import Redis from 'ioredis'
@@ -11,7 +12,7 @@ import { DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE, queuePrefix } from '@svc
 import { freePort } from '@svc/testing'
 
 export const ROOT = join(__dirname, '..', '..')
-const TSX = join(ROOT, 'node_modules', '.bin', 'tsx')
+export const TSX = join(ROOT, 'node_modules', '.bin', 'tsx')
 
 export interface Component {
   name: ComponentName
@@ -98,7 +99,12 @@ async function waitUntilReady(c: Component, child: ChildProcess, timeoutMs = 600
 export async function startComponents(
   components: Component[],
   env: Record<string, string | undefined>,
-  opts: { stdio?: 'inherit' | 'ignore'; onUnexpectedExit?: (name: string, code: number | null) => void } = {},
+  opts: {
+    stdio?: 'inherit' | 'ignore'
+    /** each component's output (stdout and stderr) appended to <logDir>/<name>.log instead */
+    logDir?: string
+    onUnexpectedExit?: (name: string, code: number | null) => void
+  } = {},
 ): Promise<RunningComponents> {
   const children = new Map<string, ChildProcess>()
   let stopping = false
@@ -122,7 +128,10 @@ export async function startComponents(
     for (const c of components) {
       // CPU_PROFILE_DIR: each component's processes write V8 CPU profiles to <dir>/<component>/ when they stop (--cpu-prof)
       const profile = process.env.CPU_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.CPU_PROFILE_DIR, c.name)}`] : []
-      const child = spawn(TSX, [...profile, join(ROOT, c.entry)], { env: { ...process.env, ...env }, stdio: ['ignore', opts.stdio ?? 'inherit', 'inherit'] })
+      const log = opts.logDir ? openSync(join(opts.logDir, `${c.name}.log`), 'a') : null
+      const stdio = log === null ? (['ignore', opts.stdio ?? 'inherit', 'inherit'] as const) : (['ignore', log, log] as const)
+      const child = spawn(TSX, [...profile, join(ROOT, c.entry)], { env: { ...process.env, ...env }, stdio: [...stdio] })
+      if (log !== null) closeSync(log) // the child has its own copy
       let ready = false
       child.once('exit', (code) => {
         // before it is ready, the wait below reports the exit

@@ -45,7 +45,32 @@ export interface RunningSubgraph {
   stop(): Promise<void>
 }
 
-/** Keeps ContractError codes for the adapter; hides unexpected errors behind InternalServerError. */
+/**
+ * The MongoDB driver's (and mongoose's) errors for a database that cannot be reached: the request may succeed when
+ * retried, so it is answered 503 ServiceUnavailable, not 500 (by name: mongoose wraps the driver's selection error).
+ */
+const DATABASE_UNREACHABLE = new Set([
+  'MongoNetworkError',
+  'MongoNetworkTimeoutError',
+  'MongoServerSelectionError',
+  'MongooseServerSelectionError',
+  'MongoNotConnectedError',
+  'MongoPoolClearedError',
+  'PoolClearedOnNetworkError',
+  'MongoWaitQueueTimeoutError',
+  'MongoTopologyClosedError',
+])
+
+export function isDatabaseUnreachable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false
+  // a model's operation waits for a lost connection to come back, then fails this way (bufferTimeoutMS, 10 s)
+  return DATABASE_UNREACHABLE.has(err.name) || (err.name === 'MongooseError' && /buffering timed out/.test(err.message))
+}
+
+/**
+ * Keeps ContractError codes for the adapter; a database that cannot be reached is ServiceUnavailable; hides other
+ * unexpected errors behind InternalServerError.
+ */
 export function formatSubgraphError(log: Logger) {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
     const original = unwrapResolverError(error)
@@ -57,6 +82,10 @@ export function formatSubgraphError(log: Logger) {
       return { message: formatted.message, extensions: { ...contractExtensions('InvalidRequest'), graphqlCode: code } }
     }
     if (code === 'UNAUTHENTICATED' || code === 'BAD_REQUEST') return formatted
+    if (isDatabaseUnreachable(original)) {
+      log.warn({ err: original }, 'the database cannot be reached')
+      return { message: 'the service is briefly unavailable; retry with backoff', path: formatted.path, extensions: contractExtensions('ServiceUnavailable') }
+    }
     log.error({ err: original }, 'unexpected resolver error')
     return { message: 'internal error', path: formatted.path, extensions: contractExtensions('InternalServerError') }
   }

@@ -1,0 +1,48 @@
+/**
+ * How a subgraph answers a resolver's error: a database that cannot be reached is 503 ServiceUnavailable (retry), any
+ * other unexpected error a masked 500. The database errors are the driver's own, from a real FerretDB stopped mid-way.
+ */
+import mongoose from 'mongoose'
+import pino from 'pino'
+import { ContractError } from '@svc/errors'
+import { startFerretDb } from '@svc/testing'
+import { formatSubgraphError, isDatabaseUnreachable } from '../src'
+
+const format = formatSubgraphError(pino({ level: 'silent' }))
+const formatted = { message: 'raw', path: ['checkout'] }
+
+it('a database that stopped answering is ServiceUnavailable, for reads and writes', async () => {
+  const ferret = await startFerretDb()
+  const conn = await mongoose.createConnection(`${ferret.url}format_error`, { serverSelectionTimeoutMS: 1000 }).asPromise()
+  try {
+    await conn.collection('things').insertOne({ n: 1 })
+    await ferret.stop('SIGKILL')
+    const errors = await Promise.all([
+      conn.collection('things').findOne({ n: 1 }).catch((err: unknown) => err),
+      conn.collection('things').insertOne({ n: 2 }).catch((err: unknown) => err),
+    ])
+    for (const err of errors) {
+      expect(isDatabaseUnreachable(err)).toBe(true)
+      expect(format(formatted, err)).toEqual({
+        message: 'the service is briefly unavailable; retry with backoff',
+        path: ['checkout'],
+        extensions: { code: 'ServiceUnavailable', http: { status: 503 } },
+      })
+    }
+  } finally {
+    await conn.close(true)
+    await ferret.stop()
+  }
+})
+
+it("a model's operation that waited in vain for the connection to come back is ServiceUnavailable too", () => {
+  const timedOut = new mongoose.Error('Operation `checkouts.findOne()` buffering timed out after 10000ms')
+  expect(format(formatted, timedOut)).toMatchObject({ extensions: { code: 'ServiceUnavailable' } })
+  expect(isDatabaseUnreachable(new mongoose.Error('Cast to ObjectId failed'))).toBe(false)
+})
+
+it('a contract error keeps its code; anything else is a masked InternalServerError', () => {
+  expect(format(formatted, new ContractError('CheckoutClosed', 'closed'))).toMatchObject({ message: 'closed', extensions: { code: 'CheckoutClosed' } })
+  expect(isDatabaseUnreachable(new TypeError('x is undefined'))).toBe(false)
+  expect(format(formatted, new TypeError('x is undefined'))).toEqual({ message: 'internal error', path: ['checkout'], extensions: { code: 'InternalServerError', http: { status: 500 } } })
+})

@@ -1,0 +1,42 @@
+/**
+ * `npm run faults`: the fault-injection run (scripts/lib/faults.ts; docs/operations.md, "Fault injection") with
+ * FAULTS_OUTAGE_SECONDS (120) standing for the receiver's three days down, FAULTS_RATE (10) events per second and
+ * FAULTS_WORKER_KILLS (100) worker processes killed, one every FAULTS_KILL_INTERVAL_MS (1500). Prints the counts and
+ * exits 1 when an acknowledged event was lost or a delivery's log is inconsistent.
+ */
+import { runFaults } from './lib/faults'
+
+async function main() {
+  const report = await runFaults({
+    outageSeconds: Number(process.env.FAULTS_OUTAGE_SECONDS ?? 120),
+    rate: Number(process.env.FAULTS_RATE ?? 10),
+    workerKills: Number(process.env.FAULTS_WORKER_KILLS ?? 100),
+    killIntervalMs: Number(process.env.FAULTS_KILL_INTERVAL_MS ?? 1500),
+    log: (line) => process.stdout.write(line),
+  })
+  const { faults, produced, refused, deliveries, outbox } = report
+  const lost = report.missing.length + deliveries.notReceived.length + outbox.withoutDelivery.length
+  console.log('')
+  console.log(`| | |`)
+  console.log(`|---|---|`)
+  console.log(`| backend | FerretDB on ${report.backend}, scale ${report.scale.toExponential(2)}, ${report.seconds} s |`)
+  console.log(`| faults | ${faults.workerKills} worker kills, ${faults.redisRestarts} Redis restart losing its data, ${faults.databaseRestarts} FerretDB kill and restart, receiver down ${faults.receiverDownSeconds} s (3 scaled days) |`)
+  console.log(`| produced (acknowledged) | ${produced.testEvents} test events, ${produced.payments} payments |`)
+  console.log(`| refused during faults | ${refused.testEvents} test events, ${refused.payments} payments; answers ${JSON.stringify(report.refusedAnswers)} |`)
+  console.log(`| delivered | ${report.delivered} of ${produced.testEvents + produced.payments}; lost ${report.missing.length} |`)
+  console.log(`| duplicates (at least once) | ${report.duplicates} |`)
+  console.log(`| arrivals of unacknowledged events | ${report.unacknowledgedArrivals} |`)
+  console.log(`| redriven after the outage | ${report.redriven} |`)
+  console.log(`| deliveries in the database | ${deliveries.total} ${JSON.stringify(deliveries.byStatus)}, ${deliveries.attempts} attempts of which ${deliveries.interruptedAttempts} interrupted by a kill; not received ${deliveries.notReceived.length}; inconsistent logs ${deliveries.inconsistent.length} |`)
+  console.log(`| payment outbox events | ${outbox.events}; without a delivery ${outbox.withoutDelivery.length} |`)
+  if (lost > 0 || deliveries.inconsistent.length > 0) {
+    console.log(`\nFAILED: ${JSON.stringify({ missing: report.missing.slice(0, 20), notReceived: deliveries.notReceived.slice(0, 20), withoutDelivery: outbox.withoutDelivery.slice(0, 20), inconsistent: deliveries.inconsistent.slice(0, 20) })}`)
+    console.log(`the processes' output: ${report.logDir}`)
+    process.exit(1)
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err)
+  process.exit(1)
+})

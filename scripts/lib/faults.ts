@@ -1,0 +1,495 @@
+/**
+ * The fault-injection run (docs/operations.md, "Fault injection"): the service as deployed, each component its own
+ * process (the four subgraphs, the gateway, the XRPC adapter, two events worker processes), on a FerretDB and a Redis
+ * of the run's own. While an app produces events through the real HTTP stack (test events through the utility route,
+ * payments initiated over XRPC and paid on the hosted checkout), the run
+ *   - keeps the app's webhook receiver down (connections refused) for three scaled days, the retry schedule's span;
+ *   - SIGKILLs a worker process every `killIntervalMs` (its whole process group) and starts a new one at once;
+ *   - restarts Redis without persistence (every job, lock and counter is lost) at 40% of the outage;
+ *   - kills FerretDB and starts it again on the same data at 70% of the outage.
+ * Time is scaled: DELIVERY_SCHEDULE_SCALE makes the schedule's 72 hours last `outageSeconds`, and the endpoint-health
+ * window (5 days) is scaled the same way, so the endpoint stays enabled.
+ *
+ * After the outage the receiver answers (after `receiverDelayMs`, so kills land during attempts). Deliveries still
+ * `failed` once everything else arrived (those whose 14 attempts all fell in the outage) are redriven the way an
+ * operator would after an outage longer than the schedule: the utility route's batch form. Then it counts, on both
+ * sides: every event the service acknowledged must have arrived (loss is a failure; a repeat is allowed, delivery is
+ * at least once, and is counted), every payment outbox event must have a delivery, every delivery must be
+ * `delivered` with a consistent attempt log.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import mongoose from 'mongoose'
+import { connectApps, issueApiKey, registerApp } from '@svc/apps'
+import { DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE, deliveryIdForEvent } from '@svc/events'
+import { outboxCollection } from '@svc/outbox'
+import { buildProduct } from '@svc/sdk'
+import { generateDidKeyKeypair, mintServiceJwt } from '@svc/service-auth'
+import { dropDatabase, freePort, postgresForFerret, reservePort, startFerretDb, waitForPort, type RunningFerretDb } from '@svc/testing'
+import { ROOT, TSX, bullWorkersConsume, componentEnv, freeComponentPorts, serviceComponents, startComponents } from './components'
+
+/** The retry schedule's span that the outage stands for: three days. */
+const OUTAGE_SCALED_MS = 3 * 24 * 3600_000
+/** The endpoint-health window (DELIVERY_DISABLE_AFTER_MS's default): five days. */
+const DISABLE_AFTER_SCALED_MS = 5 * 24 * 3600_000
+/** The schedule's longest wait (22 h): after the outage, every pending delivery has its next attempt within it. */
+const LONGEST_WAIT_SCALED_MS = 22 * 3600_000
+
+export interface FaultOptions {
+  /** real seconds standing for the three days the receiver is down (sets the time scale) */
+  outageSeconds: number
+  /** events produced per second, half test events, half payments */
+  rate: number
+  /** worker processes killed in all */
+  workerKills: number
+  /** between two kills */
+  killIntervalMs: number
+  /** the receiver answers after this long (default 20 ms) */
+  receiverDelayMs?: number
+  /** each process's output goes to <logDir>/<name>.log (default: a temporary folder, kept when the run fails) */
+  logDir?: string
+  log?: (line: string) => void
+}
+
+export interface InconsistentDelivery {
+  id: string
+  why: string
+}
+
+export interface FaultReport {
+  backend: 'postgresql' | 'sqlite'
+  /** DELIVERY_SCHEDULE_SCALE */
+  scale: number
+  seconds: number
+  faults: { workerKills: number; redisRestarts: number; databaseRestarts: number; receiverDownSeconds: number }
+  /** events the service acknowledged (a test event's delivery id, a paid checkout's answer) */
+  produced: { testEvents: number; payments: number }
+  /** requests that failed while a fault was on (nothing was promised for them) */
+  refused: { testEvents: number; payments: number }
+  /** the answers of those requests: HTTP status (of the failing step), or `network` */
+  refusedAnswers: Record<string, number>
+  /** acknowledged events that arrived at the receiver */
+  delivered: number
+  /** acknowledged events that never arrived: must be empty */
+  missing: string[]
+  /** arrivals of a delivery id already received (at least once allows them) */
+  duplicates: number
+  /** arrivals for an event whose request failed during a fault (it was made, its answer was lost) */
+  unacknowledgedArrivals: number
+  /** failed deliveries put back by the operator's redrive after the outage */
+  redriven: number
+  /** the database's side */
+  /** attempts: in all, and those logged `interrupted` (a worker died during them) */
+  deliveries: { total: number; byStatus: Record<string, number>; attempts: number; interruptedAttempts: number; notReceived: string[]; inconsistent: InconsistentDelivery[] }
+  outbox: { events: number; withoutDelivery: string[] }
+  /** where each process's output is */
+  logDir: string
+}
+
+interface Arrival {
+  id: string
+  type: string
+  appOrderId: string | null
+}
+
+/** The app's webhook receiver: refuses connections until `up()`, then records every arrival and answers 200. */
+async function startReceiver(delayMs: number) {
+  const host = '127.0.0.1'
+  // the port is known before anything listens on it (the webhook URL is configured while it is down)
+  const reserved = await reservePort(host)
+  await reserved.release()
+  const arrivals: Arrival[] = []
+  const counts = new Map<string, number>()
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const id = String(req.headers['webhook-id'] ?? '')
+      let type = ''
+      let appOrderId: string | null = null
+      try {
+        const envelope = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { type: string; data?: { appOrderId?: string } }
+        type = envelope.type
+        appOrderId = envelope.data?.appOrderId ?? null
+      } catch {
+        // an unreadable body is an arrival without a type: it matches nothing produced
+      }
+      arrivals.push({ id, type, appOrderId })
+      counts.set(id, (counts.get(id) ?? 0) + 1)
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
+      }, delayMs)
+    })
+  })
+  return {
+    url: `http://${host}:${reserved.port}/webhooks`,
+    arrivals,
+    counts,
+    up: () => new Promise<void>((resolve, reject) => (server.once('error', reject), server.listen(reserved.port, host, () => resolve()))),
+    close: () => new Promise<void>((resolve) => (server.listening ? (server.closeAllConnections(), server.close(() => resolve())) : resolve())),
+  }
+}
+
+/** A Redis of the run's own that keeps nothing on disk: a restart loses every key. */
+async function startRedis(port: number, dir: string): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
+  const bin = process.env.REDIS_SERVER_BIN ?? 'redis-server'
+  const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'warning'], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
+  const failed = new Promise<never>((_, reject) => child.once('error', (err) => reject(new Error(`${bin} did not start (REDIS_SERVER_BIN names another): ${err.message}`))))
+  await Promise.race([waitForPort(port), failed])
+  return {
+    child,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve()
+        child.once('exit', () => resolve())
+        child.kill('SIGKILL')
+      }),
+  }
+}
+
+class HttpStatus extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+async function waitUntil(done: () => boolean, deadline: number): Promise<boolean> {
+  while (!done()) {
+    if (Date.now() > deadline) return false
+    await sleep(200)
+  }
+  return true
+}
+
+/** The attempt log of a finished delivery, checked against its state; null when consistent. */
+export function attemptLogProblem(d: { status: string; attemptCount: number; deliveredAt: Date | null; attempts?: { number: number; outcome: string; run: number }[] }): string | null {
+  const attempts = d.attempts ?? []
+  if (d.status !== 'delivered') return `status ${d.status}`
+  if (!d.deliveredAt) return 'delivered without deliveredAt'
+  if (attempts.length !== d.attemptCount) return `attemptCount ${d.attemptCount} but ${attempts.length} attempts logged`
+  const numbers = attempts.map((a) => a.number)
+  if (numbers.some((n, i) => n !== i + 1)) return `attempt numbers ${numbers.join(',')}`
+  if (attempts.some((a, i) => i > 0 && a.run < attempts[i - 1]!.run)) return 'runs out of order'
+  const delivered = attempts.filter((a) => a.outcome === 'delivered').length
+  if (delivered !== 1 || attempts.at(-1)?.outcome !== 'delivered') return `${delivered} delivered attempts, the last ${attempts.at(-1)?.outcome ?? 'missing'}`
+  return null
+}
+
+export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
+  const started = Date.now()
+  const log = (line: string) => opts.log?.(`[${((Date.now() - started) / 1000).toFixed(1)} s] ${line}`)
+  const scale = (opts.outageSeconds * 1000) / OUTAGE_SCALED_MS
+  const host = '127.0.0.1'
+  const logDir = opts.logDir ?? mkdtempSync(join(tmpdir(), 'svc-faults-'))
+  const runId = randomBytes(4).toString('hex')
+
+  // the database: restartable on the same port and data
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-faults-db-'))
+  const adminUrl = await postgresForFerret()
+  const pgDatabase = adminUrl ? `svc_faults_${process.pid}_${runId}` : undefined
+  const ferretPort = await freePort()
+  const startDatabase = () => startFerretDb({ port: ferretPort, dataDir, pgDatabase, temporary: false })
+  let ferret: RunningFerretDb = await startDatabase()
+  const mongoUrl = `mongodb://${host}:${ferretPort}/faults_${runId}`
+
+  const redisDir = mkdtempSync(join(tmpdir(), 'svc-faults-redis-'))
+  const redisPort = await freePort()
+  let redis = await startRedis(redisPort, redisDir)
+  const redisUrl = `redis://${host}:${redisPort}/0`
+  const redisPrefix = `svcfaults:${runId}:`
+
+  const receiver = await startReceiver(opts.receiverDelayMs ?? 20)
+  const ports = await freeComponentPorts()
+  const serviceDid = 'did:web:svc.faults'
+  const env: Record<string, string> = {
+    NODE_ENV: 'development',
+    NODE_OPTIONS: '', // not a test runner's flags
+    LOG_LEVEL: 'warn',
+    ...componentEnv({ host, ports, mongoUrl, redisUrl, redisPrefix, serviceDid }),
+    OPERATOR_TOKEN: randomBytes(32).toString('hex'),
+    DEV_ALLOW_LOOPBACK_WEBHOOKS: 'true',
+    DELIVERY_SCHEDULE_SCALE: String(scale),
+    DELIVERY_DISABLE_AFTER_MS: String(Math.max(1000, Math.round(DISABLE_AFTER_SCALED_MS * scale))),
+    // a killed worker's job comes back after about this long
+    DELIVERY_LOCK_MS: '1000',
+    DELIVERY_RECONCILE_MS: '1000',
+    DELIVERY_TIMEOUT_MS: '2000',
+    // one app and one client address make every request: the limits are checked, never reached
+    XRPC_RATE_LIMIT_MAX: '1000000000',
+    UTILITY_RATE_LIMIT_MAX: '1000000000',
+    PAY_ATTEMPTS_PER_ADDRESS: '1000000000',
+  }
+  log(`faults: logs in ${logDir}; FerretDB on ${ferret.backend}; scale ${scale.toExponential(2)} (3 days = ${opts.outageSeconds} s)\n`)
+  const components = serviceComponents({ host, ports, redisUrl, redisPrefix }, { only: ['apps', 'actors', 'payments', 'events', 'gateway', 'xrpc-adapter'] })
+  const running = await startComponents(components, env, { logDir })
+  log('faults: the subgraphs, the gateway and the adapter are up\n')
+
+  // two worker processes, each in its own process group (tsx and the node process it runs), killed as a group
+  const workers: ChildProcess[] = []
+  const spawnWorker = async (slot: number): Promise<ChildProcess> => {
+    const out = openSync(join(logDir, `workers-${slot}.log`), 'a')
+    const child = spawn(TSX, [join(ROOT, 'services/events/src/workers/main.ts')], {
+      env: { ...process.env, ...env, WORKERS_PORT: String(await freePort()) },
+      stdio: ['ignore', out, out],
+      detached: true,
+    })
+    closeSync(out)
+    return child
+  }
+  const killWorker = (child: ChildProcess) =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve()
+      child.once('exit', () => resolve())
+      try {
+        process.kill(-child.pid!, 'SIGKILL')
+      } catch {
+        resolve() // already gone
+      }
+    })
+
+  const faults = { workerKills: 0, redisRestarts: 0, databaseRestarts: 0, receiverDownSeconds: opts.outageSeconds }
+  const produced = { testEvents: new Set<string>(), payments: new Set<string>() }
+  const refused = { testEvents: 0, payments: 0 }
+  const refusedAnswers: Record<string, number> = {}
+  const refuse = (kind: keyof typeof refused, err: unknown) => {
+    refused[kind]++
+    const answer = err instanceof HttpStatus ? String(err.status) : 'network'
+    refusedAnswers[answer] = (refusedAnswers[answer] ?? 0) + 1
+  }
+  let redriven = 0
+  let conn: mongoose.Connection | undefined
+  try {
+    workers.push(await spawnWorker(0), await spawnWorker(1))
+    const consuming = bullWorkersConsume(redisUrl, redisPrefix, [DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE])
+    if (!(await waitUntilAsync(consuming, Date.now() + 60_000))) throw new Error(`the workers did not start within 60 s (see ${logDir})`)
+
+    // the app: registered by the operator, its webhook configured over XRPC, an API key for the utility routes
+    const app = await generateDidKeyKeypair('ES256K')
+    const apps = await connectApps(mongoUrl)
+    let apiKey: string
+    try {
+      await registerApp({ models: apps.models }, { did: app.did, environment: 'test', appUrl: 'https://faults.example', feeShareBps: 100 })
+      apiKey = (await issueApiKey({ models: apps.models }, { appDid: app.did, environment: 'test', permissions: ['webhook.test.write', 'webhook.deliveries.redrive'] })).key
+    } finally {
+      await apps.conn.close()
+    }
+    const xrpc = async (nsid: string, body: unknown) => {
+      const jwt = await mintServiceJwt({ keypair: app.keypair, iss: app.did, aud: serviceDid, lxm: nsid, expiresInSeconds: 60 })
+      const res = await fetch(`http://${host}:${ports.api}/xrpc/${nsid}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(10_000),
+      })
+      const text = await res.text()
+      if (!res.ok) throw new HttpStatus(res.status, `${nsid} answered ${res.status} ${text}`)
+      return JSON.parse(text) as Record<string, unknown>
+    }
+    await xrpc('money.svc.app.updateConfig', { environment: 'test', webhookUrl: receiver.url })
+    const utility = (path: string, body?: unknown) =>
+      fetch(`http://${host}:${ports.checkout}${path}${path.includes('?') ? '&' : '?'}app=${encodeURIComponent(app.did)}&environment=test`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(10_000),
+      })
+
+    let order = 0
+    const produceOne = async (i: number) => {
+      if (i % 2 === 0) {
+        try {
+          const res = await utility('/api/app/developer/test-event')
+          const answer = (await res.json()) as { deliveryId?: string }
+          if (!res.ok || !answer.deliveryId) throw new HttpStatus(res.status, 'test event refused')
+          produced.testEvents.add(answer.deliveryId)
+        } catch (err) {
+          refuse('testEvents', err)
+        }
+        return
+      }
+      const appOrderId = `faults-${runId}-${order++}`
+      try {
+        const product = buildProduct({
+          recipientDid: app.did,
+          paymentType: 'shop',
+          amount: 1200,
+          currency: 'usd',
+          appOrderId,
+          description: 'Fault-injection poster',
+          returnUrl: 'https://faults.example/thanks',
+          cancelUrl: 'https://faults.example/cancel',
+          environment: 'test',
+        })
+        const { url } = (await xrpc('network.svc.payment.initiate', { product })) as { url: string }
+        const paid = await fetch(`${url}/pay`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ number: '4242 4242 4242 4242', expiry: '12/40', cvc: '123', name: 'Faye Faults' }).toString(),
+          redirect: 'manual',
+          signal: AbortSignal.timeout(10_000),
+        })
+        await paid.arrayBuffer()
+        if (paid.status >= 400) throw new HttpStatus(paid.status, 'payment refused')
+        produced.payments.add(appOrderId)
+      } catch (err) {
+        refuse('payments', err)
+      }
+    }
+
+    // ---- the faults, on a timeline from t0 ----
+    const t0 = Date.now()
+    const outageMs = opts.outageSeconds * 1000
+    const productionEnd = t0 + outageMs * 1.2
+    const timeline: Promise<void>[] = []
+    const at = (ms: number, what: () => Promise<void>) => timeline.push(sleep(Math.max(0, t0 + ms - Date.now())).then(what))
+    at(outageMs * 0.4, async () => {
+      log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: Redis restarted, its data lost\n`)
+      await redis.stop()
+      redis = await startRedis(redisPort, redisDir)
+      faults.redisRestarts++
+    })
+    at(outageMs * 0.7, async () => {
+      log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: FerretDB killed, started again after 2 s\n`)
+      await ferret.stop('SIGKILL')
+      await sleep(2000)
+      ferret = await startDatabase()
+      faults.databaseRestarts++
+    })
+    at(outageMs, async () => {
+      log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: the receiver answers\n`)
+      await receiver.up()
+    })
+
+    let producing = true
+    const producer = (async () => {
+      let sent = 0
+      const inFlight = new Set<Promise<void>>()
+      while (Date.now() < productionEnd) {
+        const due = Math.floor(((Date.now() - t0) / 1000) * opts.rate)
+        while (sent < due && inFlight.size < 50) {
+          const p = produceOne(sent++).finally(() => inFlight.delete(p))
+          inFlight.add(p)
+        }
+        await sleep(20)
+      }
+      await Promise.all(inFlight)
+      producing = false
+    })()
+
+    const arrived = () => {
+      const ids = new Set(receiver.arrivals.map((a) => a.id))
+      const orders = new Set(receiver.arrivals.filter((a) => a.type === 'payment.completed').map((a) => a.appOrderId))
+      return [...produced.testEvents].every((id) => ids.has(id)) && [...produced.payments].every((o) => orders.has(o))
+    }
+    const killer = (async () => {
+      while (faults.workerKills < opts.workerKills && (producing || !arrived())) {
+        await sleep(opts.killIntervalMs)
+        const slot = faults.workerKills % workers.length
+        await killWorker(workers[slot]!)
+        faults.workerKills++
+        workers[slot] = await spawnWorker(slot)
+      }
+    })()
+
+    await producer
+    await Promise.all(timeline)
+    log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: produced ${produced.testEvents.size} test events and ${produced.payments.size} payments (${refused.testEvents + refused.payments} requests refused during faults); waiting for their arrival\n`)
+    // Every pending delivery has its next attempt within the schedule's longest wait after the outage. The wait ends
+    // early once all arrived, or once no delivery is open any more (what has not arrived failed: it is redriven below).
+    const db = (conn = await mongoose.createConnection(mongoUrl).asPromise())
+    const noneOpen = async () => (await db.collection('deliveries').countDocuments({ status: { $in: ['pending', 'held'] } }).catch(() => 1)) === 0
+    const longestWaitMs = LONGEST_WAIT_SCALED_MS * scale * 1.1
+    const deadline = Date.now() + longestWaitMs + 30_000
+    while (!arrived() && !(await noneOpen()) && Date.now() < deadline) await sleep(500)
+    log(`faults: ${arrived() ? 'all arrived' : 'some have not arrived'}; ${faults.workerKills} workers killed so far\n`)
+    await killer
+    // an outage longer than the schedule leaves the first deliveries failed: the operator redrives them
+    const res = await utility('/api/webhooks/atm', { status: 'failed', limit: 1000 })
+    const answer = (await res.json()) as { queued?: number }
+    if (!res.ok) throw new Error(`the redrive answered ${res.status} ${JSON.stringify(answer)}`)
+    redriven = answer.queued ?? 0
+    if (redriven > 0) log(`faults: ${redriven} deliveries failed after 14 attempts in the outage; redriven\n`)
+    await waitUntil(arrived, Date.now() + 30_000)
+    // the outcomes of the last attempts are written after their arrival
+    await sleep(2000)
+
+    // ---- the counts ----
+    const ids = new Set(receiver.arrivals.map((a) => a.id))
+    const paidOrders = new Set(receiver.arrivals.filter((a) => a.type === 'payment.completed').map((a) => a.appOrderId))
+    const missing = [...[...produced.testEvents].filter((id) => !ids.has(id)), ...[...produced.payments].filter((o) => !paidOrders.has(o)).map((o) => `payment ${o}`)]
+    const duplicates = [...receiver.counts.values()].reduce((a, n) => a + n - 1, 0)
+    const acknowledged = (a: Arrival) => produced.testEvents.has(a.id) || (a.type === 'payment.completed' && produced.payments.has(a.appOrderId ?? ''))
+    const acknowledgedArrivals = receiver.arrivals.filter(acknowledged)
+    const unacknowledgedArrivals = new Set(receiver.arrivals.filter((a) => !acknowledged(a)).map((a) => a.id)).size
+
+    const deliveries = await db.collection('deliveries').find({}).toArray()
+    const byStatus: Record<string, number> = {}
+    const inconsistent: InconsistentDelivery[] = []
+    const notReceived: string[] = []
+    let attempts = 0
+    let interruptedAttempts = 0
+    for (const d of deliveries) {
+      const attemptLog = (d.attempts ?? []) as { outcome: string }[]
+      attempts += attemptLog.length
+      interruptedAttempts += attemptLog.filter((a) => a.outcome === 'interrupted').length
+      const id = String(d._id)
+      byStatus[d.status as string] = (byStatus[d.status as string] ?? 0) + 1
+      const problem = attemptLogProblem(d as unknown as Parameters<typeof attemptLogProblem>[0])
+      if (problem) inconsistent.push({ id, why: problem })
+      if (!ids.has(id)) notReceived.push(id)
+    }
+    const deliveryIds = new Set(deliveries.map((d) => String(d._id)))
+    const events = await db.collection(outboxCollection('payments')).find({}, { projection: { _id: 1 } }).toArray()
+    const withoutDelivery = events.map((e) => String(e._id)).filter((id) => !deliveryIds.has(deliveryIdForEvent(id)))
+    const report: FaultReport = {
+      backend: ferret.backend,
+      scale,
+      seconds: Math.round((Date.now() - started) / 1000),
+      faults,
+      produced: { testEvents: produced.testEvents.size, payments: produced.payments.size },
+      refused,
+      refusedAnswers,
+      delivered: new Set(acknowledgedArrivals.map((a) => (a.type === 'payment.completed' ? `payment ${a.appOrderId}` : a.id))).size,
+      missing,
+      duplicates,
+      unacknowledgedArrivals,
+      redriven,
+      deliveries: { total: deliveries.length, byStatus, attempts, interruptedAttempts, notReceived, inconsistent },
+      outbox: { events: events.length, withoutDelivery },
+      logDir,
+    }
+    // a temporary log folder is kept only when the run lost or left something inconsistent
+    const clean = missing.length + notReceived.length + withoutDelivery.length + inconsistent.length === 0
+    if (clean && !opts.logDir) rmSync(logDir, { recursive: true, force: true })
+    return report
+  } finally {
+    await conn?.close()
+    await Promise.all(workers.map(killWorker))
+    await running.stop()
+    await receiver.close()
+    await redis.stop()
+    rmSync(redisDir, { recursive: true, force: true })
+    await ferret.stop()
+    rmSync(dataDir, { recursive: true, force: true })
+    if (adminUrl && pgDatabase) await dropDatabase(adminUrl, pgDatabase)
+  }
+}
+
+async function waitUntilAsync(done: () => Promise<boolean>, deadline: number): Promise<boolean> {
+  while (!(await done())) {
+    if (Date.now() > deadline) return false
+    await sleep(200)
+  }
+  return true
+}

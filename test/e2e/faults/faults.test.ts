@@ -1,0 +1,59 @@
+/**
+ * The fault-injection suite (scripts/lib/faults.ts; docs/operations.md, "Fault injection"), time-scaled for CI: every
+ * component its own process on a FerretDB and a Redis of the run's own; while an app produces test events and paid
+ * checkouts through the real HTTP stack, worker processes are SIGKILLed over and over, Redis restarts losing all of
+ * its data, FerretDB is killed and restarted, and the receiver is down for three scaled days. Every event the service
+ * acknowledged must arrive (repeats are allowed and reported), every payment event must have a delivery, and every
+ * delivery must end `delivered` with a consistent attempt log. `npm run faults` runs the same with 100 kills.
+ */
+import { attemptLogProblem, runFaults, type FaultReport } from '../../../scripts/lib/faults'
+
+jest.setTimeout(600_000)
+
+describe('the attempt log check', () => {
+  const attempt = (number: number, outcome: string, run = 1) => ({ number, outcome, run })
+  const delivered = { status: 'delivered', deliveredAt: new Date() }
+  it('accepts a log that ends in its one delivered attempt, numbered from 1', () => {
+    expect(attemptLogProblem({ ...delivered, attemptCount: 3, attempts: [attempt(1, 'failed'), attempt(2, 'interrupted'), attempt(3, 'delivered', 2)] })).toBeNull()
+  })
+  it('names what is wrong', () => {
+    expect(attemptLogProblem({ status: 'pending', attemptCount: 0, deliveredAt: null, attempts: [] })).toBe('status pending')
+    expect(attemptLogProblem({ ...delivered, attemptCount: 2, attempts: [attempt(1, 'delivered')] })).toBe('attemptCount 2 but 1 attempts logged')
+    expect(attemptLogProblem({ ...delivered, attemptCount: 2, attempts: [attempt(1, 'failed'), attempt(3, 'delivered')] })).toBe('attempt numbers 1,3')
+    expect(attemptLogProblem({ ...delivered, attemptCount: 2, attempts: [attempt(1, 'delivered'), attempt(2, 'delivered')] })).toBe('2 delivered attempts, the last delivered')
+    expect(attemptLogProblem({ ...delivered, attemptCount: 2, attempts: [attempt(1, 'failed', 2), attempt(2, 'delivered', 1)] })).toBe('runs out of order')
+  })
+})
+
+describe('faults injected while deliveries flow', () => {
+  let report: FaultReport
+  beforeAll(async () => {
+    report = await runFaults({ outageSeconds: 40, rate: 4, workerKills: 24, killIntervalMs: 2000, log: (line) => process.stdout.write(line) })
+    console.info(JSON.stringify({ ...report, missing: report.missing.length, deliveries: { ...report.deliveries, notReceived: report.deliveries.notReceived.length } }))
+  })
+
+  it('injected every fault', () => {
+    expect(report.faults).toMatchObject({ workerKills: 24, redisRestarts: 1, databaseRestarts: 1 })
+    // kills landed during attempts: the next pick-up logged them interrupted
+    expect(report.deliveries.interruptedAttempts).toBeGreaterThan(0)
+  })
+
+  it('the service acknowledged events of both kinds, and refused others only as unavailable (never a 500)', () => {
+    expect(report.produced.testEvents).toBeGreaterThan(50)
+    expect(report.produced.payments).toBeGreaterThan(50)
+    expect(Object.keys(report.refusedAnswers).filter((answer) => answer !== '503' && answer !== 'network')).toEqual([])
+  })
+
+  it('lost nothing: every acknowledged event arrived', () => {
+    expect(report.missing).toEqual([])
+    expect(report.delivered).toBe(report.produced.testEvents + report.produced.payments)
+  })
+
+  it('every payment event has a delivery, and every delivery arrived, delivered, with a consistent log', () => {
+    expect(report.outbox.events).toBeGreaterThanOrEqual(report.produced.payments)
+    expect(report.outbox.withoutDelivery).toEqual([])
+    expect(report.deliveries.notReceived).toEqual([])
+    expect(report.deliveries.inconsistent).toEqual([])
+    expect(report.deliveries.byStatus).toEqual({ delivered: report.deliveries.total })
+  })
+})
