@@ -1,17 +1,19 @@
 /**
  * `npm run faults`: the fault-injection run (scripts/lib/faults.ts; docs/operations.md, "Fault injection") with
- * FAULTS_OUTAGE_SECONDS (120) standing for the receiver's three days down, FAULTS_RATE (10) events per second and
- * FAULTS_WORKER_KILLS (100) worker processes killed, one every FAULTS_KILL_INTERVAL_MS (1500). Prints the counts and
+ * FAULTS_OUTAGE_SECONDS (240) standing for the receiver's three days down, FAULTS_RATE (5) events per second and
+ * FAULTS_WORKER_KILLS (100) worker processes killed, one every FAULTS_KILL_INTERVAL_MS (1000) once the other is ready;
+ * FAULTS_LOG_DIR keeps every process's output there (by default a temporary folder, removed after a clean run). Prints the counts and
  * exits 1 when an acknowledged event was lost or a delivery's log is inconsistent.
  */
 import { runFaults } from './lib/faults'
 
 async function main() {
   const report = await runFaults({
-    outageSeconds: Number(process.env.FAULTS_OUTAGE_SECONDS ?? 120),
-    rate: Number(process.env.FAULTS_RATE ?? 10),
+    outageSeconds: Number(process.env.FAULTS_OUTAGE_SECONDS ?? 240),
+    rate: Number(process.env.FAULTS_RATE ?? 5),
     workerKills: Number(process.env.FAULTS_WORKER_KILLS ?? 100),
-    killIntervalMs: Number(process.env.FAULTS_KILL_INTERVAL_MS ?? 1500),
+    killIntervalMs: Number(process.env.FAULTS_KILL_INTERVAL_MS ?? 1000),
+    logDir: process.env.FAULTS_LOG_DIR,
     log: (line) => process.stdout.write(line),
   })
   const { faults, produced, refused, deliveries, outbox } = report

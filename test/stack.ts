@@ -10,7 +10,7 @@ import { connectActors, startActorsService, upsertActor, type ActorsModels, type
 import { connectApps, registerApp, issueApiKey, startAppsService, type AppsModels } from '@svc/apps'
 import { connectPayments, startPaymentsService, type PaymentsModels } from '@svc/payments'
 import { connectEvents, startEventsService, startEventWorkers, type EventsModels, type RunningEventWorkers } from '@svc/events'
-import type { AdapterLimits, Config, DeliverySettings } from '@svc/config'
+import type { AdapterLimits, Config, DeliverySettings, TrustProxy } from '@svc/config'
 import { createMetrics } from '@svc/operations'
 import { buildGateway } from '@svc/gateway'
 import { buildApiServer, buildCheckoutServer } from '@svc/xrpc-adapter'
@@ -90,6 +90,8 @@ export interface StackOptions {
   relayIntervalMs?: number
   /** the adapter's rate limits and card-testing counts over the test defaults (high enough for every other test) */
   limits?: Partial<AdapterLimits>
+  /** the adapter's TRUST_PROXY (default none) */
+  trustProxy?: TrustProxy
 }
 
 export const TEST_LIMITS: AdapterLimits = {
@@ -196,6 +198,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     redis,
     redisPrefix: iso.redisPrefix,
     limits,
+    trustProxy: opts.trustProxy,
     metrics: createMetrics('xrpc-adapter'),
     operatorToken: secrets.operatorToken,
     databaseCommandMetrics: true,

@@ -4,7 +4,8 @@
  * of the run's own. While an app produces events through the real HTTP stack (test events through the utility route,
  * payments initiated over XRPC and paid on the hosted checkout), the run
  *   - keeps the app's webhook receiver down (connections refused) for three scaled days, the retry schedule's span;
- *   - SIGKILLs a worker process every `killIntervalMs` (its whole process group) and starts a new one at once;
+ *   - SIGKILLs a worker process (its whole process group) every `killIntervalMs` once the other one is ready, and
+ *     starts a new one at once;
  *   - restarts Redis without persistence (every job, lock and counter is lost) at 40% of the outage;
  *   - kills FerretDB and starts it again on the same data at 70% of the outage.
  * Time is scaled: DELIVERY_SCHEDULE_SCALE makes the schedule's 72 hours last `outageSeconds`, and the endpoint-health
@@ -89,6 +90,18 @@ export interface FaultReport {
   /** where each process's output is */
   logDir: string
 }
+
+interface Worker {
+  child: ChildProcess
+  /** its /readyz (WORKERS_PORT) */
+  readyUrl: string
+}
+
+const answersOk = (url: string) =>
+  fetch(url, { signal: AbortSignal.timeout(2000) }).then(
+    (res) => res.ok,
+    () => false,
+  )
 
 interface Arrival {
   id: string
@@ -194,82 +207,98 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
   const logDir = opts.logDir ?? mkdtempSync(join(tmpdir(), 'svc-faults-'))
   const runId = randomBytes(4).toString('hex')
 
-  // the database: restartable on the same port and data
-  const dataDir = mkdtempSync(join(tmpdir(), 'svc-faults-db-'))
-  const adminUrl = await postgresForFerret()
-  const pgDatabase = adminUrl ? `svc_faults_${process.pid}_${runId}` : undefined
-  const ferretPort = await freePort()
-  const startDatabase = () => startFerretDb({ port: ferretPort, dataDir, pgDatabase, temporary: false })
-  let ferret: RunningFerretDb = await startDatabase()
-  const mongoUrl = `mongodb://${host}:${ferretPort}/faults_${runId}`
-
-  const redisDir = mkdtempSync(join(tmpdir(), 'svc-faults-redis-'))
-  const redisPort = await freePort()
-  let redis = await startRedis(redisPort, redisDir)
-  const redisUrl = `redis://${host}:${redisPort}/0`
-  const redisPrefix = `svcfaults:${runId}:`
-
-  const receiver = await startReceiver(opts.receiverDelayMs ?? 20)
-  const ports = await freeComponentPorts()
-  const serviceDid = 'did:web:svc.faults'
-  const env: Record<string, string> = {
-    NODE_ENV: 'development',
-    NODE_OPTIONS: '', // not a test runner's flags
-    LOG_LEVEL: 'warn',
-    ...componentEnv({ host, ports, mongoUrl, redisUrl, redisPrefix, serviceDid }),
-    OPERATOR_TOKEN: randomBytes(32).toString('hex'),
-    DEV_ALLOW_LOOPBACK_WEBHOOKS: 'true',
-    DELIVERY_SCHEDULE_SCALE: String(scale),
-    DELIVERY_DISABLE_AFTER_MS: String(Math.max(1000, Math.round(DISABLE_AFTER_SCALED_MS * scale))),
-    // a killed worker's job comes back after about this long
-    DELIVERY_LOCK_MS: '1000',
-    DELIVERY_RECONCILE_MS: '1000',
-    DELIVERY_TIMEOUT_MS: '2000',
-    // one app and one client address make every request: the limits are checked, never reached
-    XRPC_RATE_LIMIT_MAX: '1000000000',
-    UTILITY_RATE_LIMIT_MAX: '1000000000',
-    PAY_ATTEMPTS_PER_ADDRESS: '1000000000',
-  }
-  log(`faults: logs in ${logDir}; FerretDB on ${ferret.backend}; scale ${scale.toExponential(2)} (3 days = ${opts.outageSeconds} s)\n`)
-  const components = serviceComponents({ host, ports, redisUrl, redisPrefix }, { only: ['apps', 'actors', 'payments', 'events', 'gateway', 'xrpc-adapter'] })
-  const running = await startComponents(components, env, { logDir })
-  log('faults: the subgraphs, the gateway and the adapter are up\n')
-
-  // two worker processes, each in its own process group (tsx and the node process it runs), killed as a group
-  const workers: ChildProcess[] = []
-  const spawnWorker = async (slot: number): Promise<ChildProcess> => {
-    const out = openSync(join(logDir, `workers-${slot}.log`), 'a')
-    const child = spawn(TSX, [join(ROOT, 'services/events/src/workers/main.ts')], {
-      env: { ...process.env, ...env, WORKERS_PORT: String(await freePort()) },
-      stdio: ['ignore', out, out],
-      detached: true,
-    })
-    closeSync(out)
-    return child
-  }
-  const killWorker = (child: ChildProcess) =>
-    new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve()
-      child.once('exit', () => resolve())
-      try {
-        process.kill(-child.pid!, 'SIGKILL')
-      } catch {
-        resolve() // already gone
-      }
-    })
-
-  const faults = { workerKills: 0, redisRestarts: 0, databaseRestarts: 0, receiverDownSeconds: opts.outageSeconds }
-  const produced = { testEvents: new Set<string>(), payments: new Set<string>() }
-  const refused = { testEvents: 0, payments: 0 }
-  const refusedAnswers: Record<string, number> = {}
-  const refuse = (kind: keyof typeof refused, err: unknown) => {
-    refused[kind]++
-    const answer = err instanceof HttpStatus ? String(err.status) : 'network'
-    refusedAnswers[answer] = (refusedAnswers[answer] ?? 0) + 1
-  }
-  let redriven = 0
-  let conn: mongoose.Connection | undefined
+  // what was started, stopped in reverse order whatever happens
+  const teardown: (() => Promise<void>)[] = []
   try {
+    // the database: restartable on the same port and data
+    const dataDir = mkdtempSync(join(tmpdir(), 'svc-faults-db-'))
+    const adminUrl = await postgresForFerret()
+    const pgDatabase = adminUrl ? `svc_faults_${process.pid}_${runId}` : undefined
+    const ferretPort = await freePort()
+    const startDatabase = () => startFerretDb({ port: ferretPort, dataDir, pgDatabase, temporary: false })
+    let ferret: RunningFerretDb = await startDatabase()
+    teardown.push(async () => {
+      await ferret.stop()
+      rmSync(dataDir, { recursive: true, force: true })
+      if (adminUrl && pgDatabase) await dropDatabase(adminUrl, pgDatabase)
+    })
+    const mongoUrl = `mongodb://${host}:${ferretPort}/faults_${runId}`
+
+    const redisDir = mkdtempSync(join(tmpdir(), 'svc-faults-redis-'))
+    const redisPort = await freePort()
+    let redis = await startRedis(redisPort, redisDir)
+    teardown.push(async () => {
+      await redis.stop()
+      rmSync(redisDir, { recursive: true, force: true })
+    })
+    const redisUrl = `redis://${host}:${redisPort}/0`
+    const redisPrefix = `svcfaults:${runId}:`
+
+    const receiver = await startReceiver(opts.receiverDelayMs ?? 20)
+    teardown.push(() => receiver.close())
+    const ports = await freeComponentPorts()
+    const serviceDid = 'did:web:svc.faults'
+    const env: Record<string, string> = {
+      NODE_ENV: 'development',
+      NODE_OPTIONS: '', // not a test runner's flags
+      LOG_LEVEL: 'warn',
+      ...componentEnv({ host, ports, mongoUrl, redisUrl, redisPrefix, serviceDid }),
+      OPERATOR_TOKEN: randomBytes(32).toString('hex'),
+      DEV_ALLOW_LOOPBACK_WEBHOOKS: 'true',
+      DELIVERY_SCHEDULE_SCALE: String(scale),
+      DELIVERY_DISABLE_AFTER_MS: String(Math.max(1000, Math.round(DISABLE_AFTER_SCALED_MS * scale))),
+      // a killed worker's job comes back after about this long
+      DELIVERY_LOCK_MS: '1000',
+      DELIVERY_RECONCILE_MS: '1000',
+      DELIVERY_TIMEOUT_MS: '2000',
+      // one app and one client address make every request: the limits are checked, never reached
+      XRPC_RATE_LIMIT_MAX: '1000000000',
+      UTILITY_RATE_LIMIT_MAX: '1000000000',
+      PAY_ATTEMPTS_PER_ADDRESS: '1000000000',
+    }
+    log(`faults: logs in ${logDir}; FerretDB on ${ferret.backend}; scale ${scale.toExponential(2)} (3 days = ${opts.outageSeconds} s)\n`)
+    const components = serviceComponents({ host, ports, redisUrl, redisPrefix }, { only: ['apps', 'actors', 'payments', 'events', 'gateway', 'xrpc-adapter'] })
+    const running = await startComponents(components, env, { logDir })
+    teardown.push(() => running.stop())
+    log('faults: the subgraphs, the gateway and the adapter are up\n')
+
+    // two worker processes, each in its own process group (tsx and the node process it runs), killed as a group
+    const workers: Worker[] = []
+    teardown.push(async () => void (await Promise.all(workers.map((w) => killWorker(w.child)))))
+    const spawnWorker = async (slot: number): Promise<Worker> => {
+      const out = openSync(join(logDir, `workers-${slot}.log`), 'a')
+      const port = await freePort()
+      const child = spawn(TSX, [join(ROOT, 'services/events/src/workers/main.ts')], {
+        env: { ...process.env, ...env, WORKERS_PORT: String(port) },
+        stdio: ['ignore', out, out],
+        detached: true,
+      })
+      closeSync(out)
+      return { child, readyUrl: `http://${host}:${port}/readyz` }
+    }
+    const killWorker = (child: ChildProcess) =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve()
+        child.once('exit', () => resolve())
+        try {
+          process.kill(-child.pid!, 'SIGKILL')
+        } catch {
+          resolve() // already gone
+        }
+      })
+
+    const faults = { workerKills: 0, redisRestarts: 0, databaseRestarts: 0, receiverDownSeconds: opts.outageSeconds }
+    const produced = { testEvents: new Set<string>(), payments: new Set<string>() }
+    const refused = { testEvents: 0, payments: 0 }
+    const refusedAnswers: Record<string, number> = {}
+    const refuse = (kind: keyof typeof refused, err: unknown) => {
+      refused[kind]++
+      const answer = err instanceof HttpStatus ? String(err.status) : 'network'
+      refusedAnswers[answer] = (refusedAnswers[answer] ?? 0) + 1
+    }
+    let redriven = 0
+    let conn: mongoose.Connection | undefined
+    teardown.push(async () => void (await conn?.close()))
     workers.push(await spawnWorker(0), await spawnWorker(1))
     const consuming = bullWorkersConsume(redisUrl, redisPrefix, [DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE])
     if (!(await waitUntilAsync(consuming, Date.now() + 60_000))) throw new Error(`the workers did not start within 60 s (see ${logDir})`)
@@ -392,15 +421,22 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       const orders = new Set(receiver.arrivals.filter((a) => a.type === 'payment.completed').map((a) => a.appOrderId))
       return [...produced.testEvents].every((id) => ids.has(id)) && [...produced.payments].every((o) => orders.has(o))
     }
+    // A kill waits for the other worker to be ready, so one is always at work and every kill lands in a working
+    // process (without it, kills faster than a worker starts would only keep the workers down).
     const killer = (async () => {
       while (faults.workerKills < opts.workerKills && (producing || !arrived())) {
         await sleep(opts.killIntervalMs)
         const slot = faults.workerKills % workers.length
-        await killWorker(workers[slot]!)
+        const other = workers[(slot + 1) % workers.length]!
+        if (!(await waitUntilAsync(() => answersOk(other.readyUrl), Date.now() + 60_000))) throw new Error(`a worker was not ready within 60 s (see ${logDir})`)
+        await killWorker(workers[slot]!.child)
         faults.workerKills++
         workers[slot] = await spawnWorker(slot)
       }
-    })()
+    })().then(
+      () => null,
+      (err: unknown) => err,
+    )
 
     await producer
     await Promise.all(timeline)
@@ -413,7 +449,8 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     const deadline = Date.now() + longestWaitMs + 30_000
     while (!arrived() && !(await noneOpen()) && Date.now() < deadline) await sleep(500)
     log(`faults: ${arrived() ? 'all arrived' : 'some have not arrived'}; ${faults.workerKills} workers killed so far\n`)
-    await killer
+    const killFailed = await killer
+    if (killFailed) throw killFailed
     // an outage longer than the schedule leaves the first deliveries failed: the operator redrives them
     const res = await utility('/api/webhooks/atm', { status: 'failed', limit: 1000 })
     const answer = (await res.json()) as { queued?: number }
@@ -474,15 +511,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     if (clean && !opts.logDir) rmSync(logDir, { recursive: true, force: true })
     return report
   } finally {
-    await conn?.close()
-    await Promise.all(workers.map(killWorker))
-    await running.stop()
-    await receiver.close()
-    await redis.stop()
-    rmSync(redisDir, { recursive: true, force: true })
-    await ferret.stop()
-    rmSync(dataDir, { recursive: true, force: true })
-    if (adminUrl && pgDatabase) await dropDatabase(adminUrl, pgDatabase)
+    for (const step of teardown.reverse()) await step().catch((err: unknown) => log(`faults: teardown: ${String(err)}\n`))
   }
 }
 

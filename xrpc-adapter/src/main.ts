@@ -26,6 +26,7 @@ runProcess('xrpc-adapter', async (config, logger) => {
     redis,
     redisPrefix: config.redisPrefix,
     limits: config.limits,
+    trustProxy: config.trustProxy,
     metrics: createMetrics('xrpc-adapter'),
     operatorToken: config.secrets.operatorToken,
     readiness: {

@@ -8,7 +8,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequ
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
-import type { AdapterLimits } from '@svc/config'
+import type { AdapterLimits, TrustProxy } from '@svc/config'
 import { operationsRoutes, type ProcessMetrics, type ReadinessCheck } from '@svc/operations'
 import { lexicons } from '@svc/lexicons'
 import type { DashboardSessions } from '@svc/dashboard-session'
@@ -48,6 +48,8 @@ export interface AdapterDeps {
   redis: Redis
   redisPrefix: string
   limits: AdapterLimits
+  /** the proxies trusted to name the client (X-Forwarded-For): TRUST_PROXY; default none */
+  trustProxy?: TrustProxy
   /** the process's metrics, shared by both hosts (docs/operations.md) */
   metrics: ProcessMetrics
   /** OPERATOR_TOKEN: what `/metrics` asks for */
@@ -97,6 +99,7 @@ function baseServer(deps: AdapterDeps, name: string): FastifyInstance {
     genReqId: () => `req_${randomUUID().replace(/-/g, '')}`,
     bodyLimit: deps.bodyLimit ?? 256 * 1024,
     routerOptions: { ignoreTrailingSlash: true },
+    trustProxy: deps.trustProxy ?? false,
   })
   app.addHook('onRequest', async (request, reply) => {
     reply.header(REQUEST_ID_RESPONSE_HEADER, request.id)

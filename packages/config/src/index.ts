@@ -125,6 +125,15 @@ const schema = z
     /** card testing: pay-form submissions from one client address in each window before the checkouts it pays are locked */
     PAY_ATTEMPTS_PER_ADDRESS: z.coerce.number().int().min(1).default(20),
     PAY_ATTEMPTS_WINDOW_MS: z.coerce.number().int().min(1000).max(7 * 24 * 3_600_000).default(3_600_000),
+    /**
+     * Which proxies in front of the adapter are trusted to name the client (X-Forwarded-For), for the per-address
+     * card-testing count and the logs: `true` (all) or a comma-separated list of addresses or CIDRs. Unset: none, the
+     * connection's address is the client's. (A number of hops is refused: Fastify 5 trusts no one for it.)
+     */
+    TRUST_PROXY: z
+      .string()
+      .regex(/^(?!\s*\d+\s*$)/, 'a number of hops is not supported: list the proxies (addresses or CIDRs) or say true')
+      .optional(),
     OPERATOR_TOKEN: z.string().min(32).default(`${DEV_SECRET}-operator`),
     GRAPHIQL: bool.optional(),
     DEV_ALLOW_LOOPBACK_WEBHOOKS: bool.default(false),
@@ -192,6 +201,8 @@ export interface Config {
   }
   delivery: DeliverySettings
   limits: AdapterLimits
+  /** TRUST_PROXY, as Fastify's `trustProxy` takes it */
+  trustProxy: TrustProxy
   checkoutExpirySeconds: number
   liveProcessor: 'none'
   graphiql: boolean
@@ -221,6 +232,20 @@ export interface RateLimit {
 }
 
 /** What the adapter limits (docs/operations.md, "Rate limits"). */
+/** Fastify's `trustProxy`: none (false), all (true), or the proxies' addresses or CIDRs. */
+export type TrustProxy = boolean | string[]
+
+/** TRUST_PROXY's value: unset, empty or `false` trusts none. */
+export function parseTrustProxy(value: string | undefined): TrustProxy {
+  const v = value?.trim() ?? ''
+  if (v === '' || v === 'false') return false
+  if (v === 'true') return true
+  return v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+}
+
 export interface AdapterLimits {
   /** per app and environment on /xrpc */
   xrpc: RateLimit
@@ -307,6 +332,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       payAttemptsPerCheckout: e.PAY_ATTEMPTS_PER_CHECKOUT,
       payAttemptsPerAddress: { max: e.PAY_ATTEMPTS_PER_ADDRESS, windowMs: e.PAY_ATTEMPTS_WINDOW_MS },
     },
+    trustProxy: parseTrustProxy(e.TRUST_PROXY),
     checkoutExpirySeconds: e.CHECKOUT_EXPIRY_SECONDS,
     liveProcessor: e.LIVE_PROCESSOR,
     graphiql: e.GRAPHIQL ?? e.NODE_ENV === 'development',

@@ -1,4 +1,4 @@
-import { loadConfig } from '../src'
+import { loadConfig, parseTrustProxy } from '../src'
 
 const token = (c: string) => c.repeat(40)
 
@@ -51,5 +51,20 @@ describe('context key rotation', () => {
     expect(keys.previous).toEqual({ 'xrpc-adapter': token('o') })
     expect(() => loadConfig({ ADAPTER_CONTEXT_KEY: token('n'), ADAPTER_CONTEXT_KEY_PREVIOUS: token('n') })).toThrow(/ADAPTER_CONTEXT_KEY_PREVIOUS.*must differ from ADAPTER_CONTEXT_KEY/s)
     expect(() => loadConfig({ EVENTS_CONTEXT_KEY: token('e'), APPS_CONTEXT_KEY_PREVIOUS: token('e') })).toThrow(/APPS_CONTEXT_KEY_PREVIOUS.*must differ from EVENTS_CONTEXT_KEY/s)
+  })
+})
+
+describe('TRUST_PROXY', () => {
+  it('trusts no proxy unless told', () => {
+    expect(loadConfig({}).trustProxy).toBe(false)
+    expect(parseTrustProxy('')).toBe(false)
+    expect(parseTrustProxy('false')).toBe(false)
+  })
+  it('takes all, or a list of addresses and CIDRs', () => {
+    expect(parseTrustProxy('true')).toBe(true)
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).trustProxy).toEqual(['10.0.0.0/8', '127.0.0.1'])
+  })
+  it('refuses a number of hops at start (Fastify 5 would trust no one for it)', () => {
+    expect(() => loadConfig({ TRUST_PROXY: '2' })).toThrow(/TRUST_PROXY.*number of hops/s)
   })
 })

@@ -16,6 +16,7 @@ export {
   type SigningSecretIssued,
 } from './domain/signing-secrets'
 export { API_VERSION, DELIVERY_ID_RE, TEST_EVENT_TYPE, deliveryIdForEvent, newDeliveryId, serializeEnvelope, type Envelope } from './domain/envelope'
+export { ENDED_JOB_GRACE_MS, reconcileDeliveries, type ReconcileResult } from './domain/reconcile'
 export { MAX_ATTEMPTS, DELAYS_MS, JITTER, nextDelayMs, scheduleSpanMs, type ScheduleOptions } from './domain/schedule'
 export { ALL_QUEUES, WEBHOOK_DELIVERIES_QUEUE, DOMAIN_EVENTS_QUEUE, EVENTS_MAINTENANCE_QUEUE, DELIVERY_BACKOFF, queuePrefix, type DeliveryJob } from './queues'
 export { startEventWorkers, type EventWorkersOptions, type RunningEventWorkers } from './workers'

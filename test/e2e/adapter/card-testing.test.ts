@@ -16,6 +16,8 @@ let app: TestApp
 beforeAll(async () => {
   stack = await startStack('card-testing', {
     limits: { payAttemptsPerCheckout: PER_CHECKOUT, payAttemptsPerAddress: { max: PER_ADDRESS, windowMs: 60_000 } },
+    // a proxy on loopback (TRUST_PROXY=127.0.0.1) names the client; without the header the connection's address counts
+    trustProxy: ['127.0.0.1'],
   })
 })
 afterAll(async () => {
@@ -37,10 +39,10 @@ async function newCheckout() {
   return { statusToken: body.token as string, url: body.url as string }
 }
 
-function pay(url: string, number: string): Promise<HttpResult> {
+function pay(url: string, number: string, forwardedFor?: string): Promise<HttpResult> {
   return httpRequest(`${url}/pay`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(forwardedFor ? { 'x-forwarded-for': forwardedFor } : {}) },
     body: new URLSearchParams({ number, expMonth: '12', expYear, cvc: '123', name: 'Bea Buyer' }).toString(),
     redirect: 'manual',
   })
@@ -79,6 +81,18 @@ it('one client address paying many checkouts is stopped: the checkout it pays pa
   const next = await newCheckout()
   expect((await pay(next.url, VALID)).status).toBe(429)
   await expectLocked(next)
+})
+
+it('behind a trusted proxy each client address is counted on its own (X-Forwarded-For)', async () => {
+  // a client the proxy names reaches the limit alone …
+  for (let i = 0; i < PER_ADDRESS; i++) expect((await pay((await newCheckout()).url, '4000000000000002', '203.0.113.7')).status).toBe(200)
+  // … while another client behind the same proxy still pays
+  expect((await pay((await newCheckout()).url, VALID, '198.51.100.20')).status).toBe(303)
+  const next = await newCheckout()
+  expect((await pay(next.url, VALID, '203.0.113.7')).status).toBe(429)
+  await expectLocked(next)
+  // the proxy's own address (the connection's) was never counted
+  expect((await pay((await newCheckout()).url, VALID)).status).toBe(303)
 })
 
 it('concurrent submissions on one checkout charge it at most once and never past the limit', async () => {

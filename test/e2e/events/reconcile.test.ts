@@ -3,12 +3,27 @@
  * are queued again by the workers' reconciler (at start, on reconnect, every DELIVERY_RECONCILE_MS), continuing
  * their run; a delivery whose job exists is not doubled, a settled one is left alone.
  */
-import { Queue } from 'bullmq'
+import { Queue, Worker } from 'bullmq'
 import Redis from 'ioredis'
-import { createDelivery, enqueueDelivery, ensureSigningSecret, EVENTS_MAINTENANCE_QUEUE, newDeliveryId, queuePrefix, type DeliveryDoc, type RunningEventWorkers } from '@svc/events'
+import pino from 'pino'
+import {
+  createDelivery,
+  DELIVERY_JOB_OPTIONS,
+  deliveryJob,
+  ENDED_JOB_GRACE_MS,
+  enqueueDelivery,
+  ensureSigningSecret,
+  EVENTS_MAINTENANCE_QUEUE,
+  newDeliveryId,
+  queuePrefix,
+  reconcileDeliveries,
+  WEBHOOK_DELIVERIES_QUEUE,
+  type DeliveryDoc,
+  type RunningEventWorkers,
+} from '@svc/events'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { startReceiver, type Receiver } from './helpers/receiver'
-import { attemptsOf, configureChannel, getDelivery, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
+import { attemptsOf, configureChannel, getDelivery, publishDomainEvent, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
 
 let stack: TestStack
 let queues: StackQueues
@@ -69,7 +84,7 @@ it('at start: open deliveries without a job are queued again (the run continues)
   const maintenance = new Queue(EVENTS_MAINTENANCE_QUEUE, { connection: stack.redis, prefix: queuePrefix(stack.redisPrefix) })
   try {
     const runs = await maintenance.getJobs(['completed'])
-    expect(runs.map((r) => r.returnvalue)).toContainEqual({ checked: 3, requeued: 2 })
+    expect(runs.map((r) => r.returnvalue)).toContainEqual({ checked: 3, requeued: 2, domainEventsRetried: 0 })
   } finally {
     await maintenance.close()
   }
@@ -108,6 +123,58 @@ it('Redis loses every job while deliveries wait for their retry: all are deliver
     expect(d.attemptCount).toBe(attempts.length)
     expect(requestsFor(receiver, d._id).length).toBeGreaterThanOrEqual(attempts.filter((a) => a.outcome !== 'interrupted').length)
   }
+  await workers.stop()
+  workers = undefined
+})
+
+it('a domain event whose job failed for good is retried by the reconciler until it becomes its delivery', async () => {
+  const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
+  // a job with a single try that fails (as one that stalled in dying workers too often has none left)
+  const { deliveryId, job } = await publishDomainEvent(queues, { appDid: app.did, occurredAt: 'not a time' })
+  const broken = (await queues.domainEvents.getJob(job.eventId))!
+  workers = await stack.startWorkers({ reconcileMs: 300 })
+  await waitFor(async () => (await queues.domainEvents.getJob(job.eventId))?.failedReason != null, 'the job to fail')
+  expect(await getDelivery(stack, deliveryId)).toBeNull()
+
+  // what made it fail passes (here: the data is mended); the reconciler's next run puts it back on the queue
+  await broken.updateData({ ...job, occurredAt: new Date().toISOString() })
+  await waitForStatus(stack, deliveryId, 'delivered')
+  expect(requestsFor(receiver, deliveryId)).toHaveLength(1)
+  expect(await queues.domainEvents.getFailedCount()).toBe(0)
+  await workers.stop()
+  workers = undefined
+})
+
+it('a delivery left open by a job that failed for good (its outcome could not be written) is queued again once the grace is past', async () => {
+  const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
+  const open = await newDelivery(app.did)
+  // its last try, picked up by a worker that failed outside the attempt and could not mark the delivery failed
+  await queues.deliveries.add('deliver', deliveryJob(open, 0), { ...DELIVERY_JOB_OPTIONS, attempts: 1, jobId: open._id })
+  const connection = new Redis(stack.redisUrl, { maxRetriesPerRequest: null })
+  const failing = new Worker(
+    WEBHOOK_DELIVERIES_QUEUE,
+    async () => {
+      throw new Error('the database cannot be reached')
+    },
+    { connection, prefix: queuePrefix(stack.redisPrefix) },
+  )
+  try {
+    await waitFor(async () => (await queues.deliveries.getJob(open._id))?.finishedOn != null, 'the job to fail for good', 30_000)
+  } finally {
+    await failing.close()
+    connection.disconnect()
+  }
+  expect(await (await queues.deliveries.getJob(open._id))!.getState()).toBe('failed')
+  expect((await getDelivery(stack, open._id))!.status).toBe('pending')
+
+  // within the grace the ended job still counts (its worker may be settling it) …
+  const log = pino({ level: 'silent' })
+  expect(await reconcileDeliveries(stack.events, queues.deliveries, log)).toMatchObject({ requeued: 0 })
+  // … past it, the delivery's document decides: its job is added again and it is delivered
+  expect(await reconcileDeliveries(stack.events, queues.deliveries, log, new Date(Date.now() + ENDED_JOB_GRACE_MS + 1000))).toMatchObject({ requeued: 1 })
+  workers = await stack.startWorkers()
+  await waitForStatus(stack, open._id, 'delivered')
+  expect(requestsFor(receiver, open._id)).toHaveLength(1)
   await workers.stop()
   workers = undefined
 })

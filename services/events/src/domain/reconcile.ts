@@ -3,7 +3,8 @@
  * must have its job on `webhook-deliveries`; Redis may have lost it (restarted without persistence, flushed, failed
  * over). This finds every such delivery whose job is missing and adds it again for the rest of its run, its next
  * attempt at the delivery's nextAttemptAt (at once when that has passed). The job id is the delivery id, so a job
- * that exists is never doubled, and reconcilers running at once in several processes add each job once.
+ * that exists is never doubled, and reconcilers running at once in several processes add each job once. A job that
+ * ended while its delivery stayed open (its outcome could not be written) counts as missing.
  */
 import type { Queue } from 'bullmq'
 import type { Logger } from 'pino'
@@ -21,6 +22,13 @@ export interface ReconcileResult {
 /** Open deliveries are read by status, one equality each (what FerretDB answers from an index). */
 const OPEN = ['pending', 'held'] as const
 
+/**
+ * A job that ended (failed for good, or completed) while its delivery is still open: its worker could not record the
+ * outcome (the database was away, or it died between the two). Past this grace, during which the worker's own
+ * `failed` handler settles it, the job counts as missing.
+ */
+export const ENDED_JOB_GRACE_MS = 5000
+
 export async function reconcileDeliveries(models: EventsModels, queue: Queue<DeliveryJob>, log: Logger, now = new Date()): Promise<ReconcileResult> {
   let checked = 0
   let requeued = 0
@@ -29,7 +37,15 @@ export async function reconcileDeliveries(models: EventsModels, queue: Queue<Del
     const open = (await models.Delivery.find({ status }, { _id: 1, status: 1, attemptCount: 1, nextAttemptAt: 1 }).lean()) as DeliveryDoc[]
     for (const d of open) {
       checked++
-      if (await queue.getJob(d._id)) continue
+      const job = await queue.getJob(d._id)
+      if (job) {
+        const state = await job.getState()
+        if ((state !== 'failed' && state !== 'completed') || (job.finishedOn ?? now.getTime()) > now.getTime() - ENDED_JOB_GRACE_MS) continue
+        // the delivery's document decides what is left of its run; the ended job would block the new one's id
+        // (a reconciler of another process may have replaced it meanwhile: a locked job is not removed, and the add
+        // below is then a no-op)
+        await job.remove().catch(() => undefined)
+      }
       if (!(await requeueLostDelivery(models, queue, d._id, now))) continue // settled meanwhile
       requeued++
       log.warn({ deliveryId: d._id, status: d.status, attemptCount: d.attemptCount, nextAttemptAt: d.nextAttemptAt }, 'reconcile: the delivery had no job; queued again')

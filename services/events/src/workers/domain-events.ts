@@ -33,3 +33,27 @@ export function createDomainEventProcessor(deps: { models: EventsModels; deliver
     return id
   }
 }
+
+/** At most this many failed domain events are retried per reconcile run. */
+export const DOMAIN_EVENT_RETRY_BATCH = 1000
+
+/**
+ * A domain event whose job failed for good (it stalled in dying workers too often, or used its tries while the
+ * database was away) would never become a delivery: its outbox had marked it relayed. The reconciler puts such jobs
+ * back on the queue (the processor is idempotent). One that keeps failing is retried every run, each time with a
+ * warning naming it, so an operator sees it (and it stays visible on the board).
+ */
+export async function retryFailedDomainEvents(queue: Queue<DomainEventJob>, log: Logger): Promise<number> {
+  let retried = 0
+  for (const job of await queue.getFailed(0, DOMAIN_EVENT_RETRY_BATCH - 1)) {
+    try {
+      await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true })
+      retried++
+      log.warn({ eventId: job.data.eventId, failedReason: job.failedReason }, 'reconcile: a failed domain event was queued again')
+    } catch (err) {
+      // retried meanwhile by another worker's reconciler, or removed
+      log.debug({ err, jobId: job.id }, 'reconcile: a failed domain event could not be retried')
+    }
+  }
+  return retried
+}

@@ -78,7 +78,9 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   const domainEvents = new Worker<DomainEventJob, string>(
     DOMAIN_EVENTS_QUEUE,
     createDomainEventProcessor({ models, deliveries, logger: log.child({ worker: DOMAIN_EVENTS_QUEUE }) }),
-    { connection: redis, prefix, concurrency: opts.delivery.concurrency },
+    // a dead worker's job comes back as soon as a delivery's would; the processor is idempotent, so picking a job up
+    // again is harmless (one that still fails for good is retried by the reconciler)
+    { connection: redis, prefix, concurrency: opts.delivery.concurrency, lockDuration: opts.delivery.lockMs, stalledInterval: opts.delivery.lockMs, maxStalledCount: STALLED_MAX },
   )
 
   const deliveryLog = log.child({ worker: WEBHOOK_DELIVERIES_QUEUE })
@@ -123,7 +125,8 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
       outcomes.inc({ outcome: err instanceof AttemptFailedError ? (last ? 'failed' : 'retrying') : 'error' })
     })
   }
-  const reconciler = startReconciler({ models, deliveries, redis, prefix, periodMs: opts.delivery.reconcileMs, logger: log })
+  const domainEventsQueue = new Queue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, { connection: redis, prefix })
+  const reconciler = startReconciler({ models, deliveries, domainEvents: domainEventsQueue, redis, prefix, periodMs: opts.delivery.reconcileMs, logger: log })
   for (const worker of [domainEvents, sender]) {
     worker.on('error', (err) => log.error({ err, queue: worker.name }, 'worker error'))
   }
@@ -137,7 +140,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
     stop() {
       stopping ??= (async () => {
         await Promise.allSettled([domainEvents.close(), sender.close(), reconciler.stop()])
-        await Promise.allSettled([...new Set([deliveries, ...queues])].map((q) => q.close()))
+        await Promise.allSettled([...new Set([deliveries, domainEventsQueue, ...queues])].map((q) => q.close()))
         await Promise.allSettled([endpoints.close(), agents.test.close(), agents.live.close()])
         await redis.quit().catch(() => redis.disconnect())
         await conn.close()

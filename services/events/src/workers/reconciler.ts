@@ -1,5 +1,6 @@
 /**
- * Runs `reconcile-deliveries` (domain/reconcile.ts) on the `events-maintenance` queue, where operators see every run
+ * Runs `reconcile-deliveries` (domain/reconcile.ts, then the failed domain events: domain-events.ts) on the
+ * `events-maintenance` queue, where operators see every run
  * and its counts on the board: once when the workers start, once whenever their Redis connection comes back (a
  * restart may have lost every job), and every `periodMs`. Each worker process adds the periodic job with the period
  * as its job id, so however many workers run, each period reconciles once; the adds come from a timer in the process,
@@ -10,7 +11,9 @@ import type Redis from 'ioredis'
 import type { Logger } from 'pino'
 import { reconcileDeliveries, type ReconcileResult } from '../domain/reconcile'
 import type { EventsModels } from '../models'
+import type { DomainEventJob } from '@svc/outbox'
 import { EVENTS_MAINTENANCE_QUEUE, type DeliveryJob } from '../queues'
+import { retryFailedDomainEvents } from './domain-events'
 
 export const RECONCILE_JOB = 'reconcile-deliveries'
 
@@ -21,6 +24,7 @@ export interface Reconciler {
 export function startReconciler(opts: {
   models: EventsModels
   deliveries: Queue<DeliveryJob>
+  domainEvents: Queue<DomainEventJob>
   redis: Redis
   prefix: string
   periodMs: number
@@ -28,12 +32,13 @@ export function startReconciler(opts: {
 }): Reconciler {
   const log = opts.logger.child({ worker: EVENTS_MAINTENANCE_QUEUE })
   const queue = new Queue(EVENTS_MAINTENANCE_QUEUE, { connection: opts.redis, prefix: opts.prefix })
-  const worker = new Worker<unknown, ReconcileResult>(
+  const worker = new Worker<unknown, ReconcileResult & { domainEventsRetried: number }>(
     EVENTS_MAINTENANCE_QUEUE,
     async (job) => {
       const result = await reconcileDeliveries(opts.models, opts.deliveries, log)
-      await job.log(`checked ${result.checked} open deliveries, queued ${result.requeued} again`).catch(() => undefined)
-      return result
+      const domainEventsRetried = await retryFailedDomainEvents(opts.domainEvents, log)
+      await job.log(`checked ${result.checked} open deliveries, queued ${result.requeued} again; retried ${domainEventsRetried} failed domain events`).catch(() => undefined)
+      return { ...result, domainEventsRetried }
     },
     { connection: opts.redis, prefix: opts.prefix, concurrency: 1 },
   )
