@@ -8,7 +8,8 @@
  * machine): 75% network.svc.payment.status, 10% getConfig, 5% payment.initiate (a new checkout each), 10% test events
  * through the utility route (each a delivery to a webhook receiver on loopback). Every answer is checked; errors and
  * deliveries not received are counted. Prints one line per sample, then each process's first and last sample and
- * the heap's slope.
+ * the heap's slope. With HEAP_SNAPSHOT_DIR, every process writes a heap snapshot there once warm and at the end, and
+ * the live heap each one holds after a full collection is printed (docs/performance.md).
  */
 import { randomBytes } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
@@ -17,11 +18,14 @@ import { connectApps, issueApiKey, registerApp } from '@svc/apps'
 import { buildProduct } from '@svc/sdk'
 import { generateDidKeyKeypair, mintServiceJwt } from '@svc/service-auth'
 import { startFerretDb, type RunningFerretDb } from '@svc/testing'
-import { componentEnv, freeComponentPorts, serviceComponents, startComponents } from './lib/components'
+import { join } from 'node:path'
+import { componentEnv, freeComponentPorts, heapSnapshot, serviceComponents, startComponents, type ComponentName } from './lib/components'
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 15)
 const SAMPLE_SECONDS = Number(process.env.SOAK_SAMPLE_SECONDS ?? 30)
 const RATE = Number(process.env.SOAK_RATE ?? 180)
+/** with it, every process writes a heap snapshot there once warm and once at the end (components.ts, heapSnapshot) */
+const HEAP_SNAPSHOT_DIR = process.env.HEAP_SNAPSHOT_DIR
 
 const GET_CONFIG = 'money.svc.app.getConfig'
 const UPDATE_CONFIG = 'money.svc.app.updateConfig'
@@ -83,6 +87,15 @@ async function main() {
     gateway: ports.gateway,
     'xrpc-adapter': ports.api,
     'events-workers': ports.workers,
+  }
+  const componentOf: Record<keyof typeof processes, ComponentName> = {
+    'subgraph-apps': 'apps',
+    'subgraph-actors': 'actors',
+    'subgraph-payments': 'payments',
+    'subgraph-events': 'events',
+    gateway: 'gateway',
+    'xrpc-adapter': 'xrpc-adapter',
+    'events-workers': 'workers',
   }
 
   // the webhook receiver: counts deliveries by id
@@ -177,6 +190,18 @@ async function main() {
       console.log(`soak: ${atSeconds} s, ${counts.status + counts.getConfig + counts.initiate + counts.testEvent} requests, ${counts.errors} errors; RSS/heap MB: ${line}`)
     }
 
+    /** process → live heap after a full collection (MB), once warm and at the end */
+    const live: Record<string, number[]> = {}
+    const snapshots = async () => {
+      if (!HEAP_SNAPSHOT_DIR) return
+      for (const name of Object.keys(processes) as (keyof typeof processes)[]) {
+        const component = componentOf[name]
+        const { liveBytes } = await heapSnapshot(running.children.get(component)!, join(HEAP_SNAPSHOT_DIR, component))
+        ;(live[name] ??= []).push(+(liveBytes / 2 ** 20).toFixed(1))
+      }
+      console.log(`soak: live heap after a full collection, MB: ${Object.entries(live).map(([n, v]) => `${n} ${v.at(-1)}`).join(', ')}`)
+    }
+
     console.log(`soak: ${MINUTES} min at ${RATE} requests/s, a memory sample every ${SAMPLE_SECONDS} s`)
     const started = Date.now()
     const end = started + MINUTES * 60_000
@@ -187,6 +212,8 @@ async function main() {
       if (Date.now() >= nextSample) {
         await sample(Math.round((Date.now() - started) / 1000))
         nextSample += SAMPLE_SECONDS * 1000
+        // warm: the second sample
+        if (samples.length === 2) await snapshots()
       }
       // keep to the rate: send what is due by now, then wait a little
       const due = Math.floor(((Date.now() - started) / 1000) * RATE)
@@ -198,6 +225,7 @@ async function main() {
     }
     await Promise.all(inFlight)
     await sample(Math.round((Date.now() - started) / 1000))
+    await snapshots()
     // the deliveries of the last seconds arrive
     const deadline = Date.now() + 30_000
     while (deliveryIds.some((id) => !received.has(id)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
@@ -214,6 +242,10 @@ async function main() {
       const last = warm.at(-1)!
       const perSecond = slope(warm.map((s) => s.atSeconds), warm.map((s) => s.heap[name]!))
       console.log(`| ${name} | ${first.rss[name]} → ${last.rss[name]} | ${first.heap[name]} → ${last.heap[name]} | ${(perSecond * 600).toFixed(1)} |`)
+    }
+    if (HEAP_SNAPSHOT_DIR) {
+      console.log(`\nlive heap after a full collection (heap snapshots in ${HEAP_SNAPSHOT_DIR}), MB, warm → end:`)
+      for (const [name, v] of Object.entries(live)) console.log(`- ${name}: ${v.join(' → ')}`)
     }
   } finally {
     await conn.close()

@@ -3,8 +3,8 @@
  * each is ready (answers HTTP, or for the workers: consumes its queues), and stops them all. Shared by the dev
  * command, the benchmark and the soak.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, openSync } from 'node:fs'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Queue } from 'bullmq'
 import Redis from 'ioredis'
@@ -127,7 +127,10 @@ export async function startComponents(
     // the workers look app endpoints up through the gateway.
     for (const c of components) {
       // CPU_PROFILE_DIR: each component's processes write V8 CPU profiles to <dir>/<component>/ when they stop (--cpu-prof)
+      if (process.env.HEAP_SNAPSHOT_DIR) mkdirSync(join(process.env.HEAP_SNAPSHOT_DIR, c.name), { recursive: true })
       const profile = process.env.CPU_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.CPU_PROFILE_DIR, c.name)}`] : []
+      // HEAP_SNAPSHOT_DIR: a SIGUSR2 to a component's node process writes a heap snapshot to <dir>/<component>/ (heapSnapshot)
+      if (process.env.HEAP_SNAPSHOT_DIR) profile.push('--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${join(process.env.HEAP_SNAPSHOT_DIR, c.name)}`)
       const log = opts.logDir ? openSync(join(opts.logDir, `${c.name}.log`), 'a') : null
       const stdio = log === null ? (['ignore', opts.stdio ?? 'inherit', 'inherit'] as const) : (['ignore', log, log] as const)
       const child = spawn(TSX, [...profile, join(ROOT, c.entry)], { env: { ...process.env, ...env }, stdio: [...stdio] })
@@ -235,4 +238,43 @@ export function componentEnv(cfg: { host: string; ports: ComponentPorts; mongoUr
     BOARD_PORT: String(ports.board),
     WORKERS_PORT: String(ports.workers),
   }
+}
+
+/**
+ * Makes a component started with HEAP_SNAPSHOT_DIR write a heap snapshot (V8 collects all garbage first) and returns
+ * the live heap it found, in bytes: the sum of every object's own size. The signal goes to the node process that tsx
+ * runs the component in (tsx's own process is its parent).
+ */
+export async function heapSnapshot(child: ChildProcess, dir: string, timeoutMs = 60_000): Promise<{ file: string; liveBytes: number }> {
+  const before = new Set(existsSync(dir) ? readdirSync(dir) : [])
+  const pids = execFileSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' }).split('\n').filter(Boolean)
+  if (pids.length === 0) throw new Error(`no node process under ${child.pid}`)
+  for (const pid of pids) process.kill(Number(pid), 'SIGUSR2')
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const file = readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !before.has(f))
+    if (file) {
+      // the process collects garbage before it writes: the file is complete once it has grown and stopped growing
+      const path = join(dir, file)
+      let size = -1
+      while (statSync(path).size === 0 || statSync(path).size !== size) {
+        if (Date.now() > deadline) throw new Error(`the heap snapshot ${path} was not complete after ${timeoutMs / 1000} s`)
+        size = statSync(path).size
+        await new Promise((r) => setTimeout(r, 1000))
+      }
+      return { file: path, liveBytes: liveBytes(path) }
+    }
+    if (Date.now() > deadline) throw new Error(`no heap snapshot in ${dir} after ${timeoutMs / 1000} s`)
+    await new Promise((r) => setTimeout(r, 200))
+  }
+}
+
+/** The sum of the self sizes of a heap snapshot's nodes. */
+function liveBytes(path: string): number {
+  const snapshot = JSON.parse(readFileSync(path, 'utf8')) as { snapshot: { meta: { node_fields: string[] } }; nodes: number[] }
+  const fields = snapshot.snapshot.meta.node_fields
+  const selfSize = fields.indexOf('self_size')
+  let total = 0
+  for (let i = selfSize; i < snapshot.nodes.length; i += fields.length) total += snapshot.nodes[i]!
+  return total
 }
