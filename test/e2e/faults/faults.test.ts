@@ -28,12 +28,12 @@ describe('the attempt log check', () => {
 describe('faults injected while deliveries flow', () => {
   let report: FaultReport
   beforeAll(async () => {
-    report = await runFaults({ outageSeconds: 40, rate: 4, workerKills: 24, killIntervalMs: 2000, log: (line) => process.stdout.write(line) })
+    report = await runFaults({ outageSeconds: 40, rate: 4, workerKills: 12, killIntervalMs: 2000, log: (line) => process.stdout.write(line) })
     console.info(JSON.stringify({ ...report, missing: report.missing.length, deliveries: { ...report.deliveries, notReceived: report.deliveries.notReceived.length } }))
   })
 
   it('injected every fault', () => {
-    expect(report.faults).toMatchObject({ workerKills: 24, redisRestarts: 1, databaseRestarts: 1 })
+    expect(report.faults).toMatchObject({ workerKills: 12, redisRestarts: 1, databaseRestarts: 1 })
     // kills landed during attempts: the next pick-up logged them interrupted
     expect(report.deliveries.interruptedAttempts).toBeGreaterThan(0)
   })
