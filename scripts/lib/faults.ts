@@ -31,7 +31,7 @@ import { outboxCollection } from '@svc/outbox'
 import { buildProduct } from '@svc/sdk'
 import { generateDidKeyKeypair, mintServiceJwt } from '@svc/service-auth'
 import { dropDatabase, freePort, postgresForFerret, reservePort, startFerretDb, waitForPort, type RunningFerretDb } from '@svc/testing'
-import { ROOT, TSX, bullWorkersConsume, componentEnv, freeComponentPorts, serviceComponents, startComponents } from './components'
+import { ROOT, TSX, bullWorkersConsume, componentEnv, freeComponentPorts, serviceComponents, startComponents, waitUntilAnswers } from './components'
 
 /** The retry schedule's span that the outage stands for: three days. */
 const OUTAGE_SCALED_MS = 3 * 24 * 3600_000
@@ -96,12 +96,6 @@ interface Worker {
   /** its /readyz (WORKERS_PORT) */
   readyUrl: string
 }
-
-const answersOk = (url: string) =>
-  fetch(url, { signal: AbortSignal.timeout(2000) }).then(
-    (res) => res.ok,
-    () => false,
-  )
 
 interface Arrival {
   id: string
@@ -177,8 +171,9 @@ class HttpStatus extends Error {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-async function waitUntil(done: () => boolean, deadline: number): Promise<boolean> {
-  while (!done()) {
+/** Polls `done` until it holds (true) or the deadline passes (false). */
+async function waitUntil(done: () => boolean | Promise<boolean>, deadline: number): Promise<boolean> {
+  while (!(await done())) {
     if (Date.now() > deadline) return false
     await sleep(200)
   }
@@ -301,7 +296,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     teardown.push(async () => void (await conn?.close()))
     workers.push(await spawnWorker(0), await spawnWorker(1))
     const consuming = bullWorkersConsume(redisUrl, redisPrefix, [DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE])
-    if (!(await waitUntilAsync(consuming, Date.now() + 60_000))) throw new Error(`the workers did not start within 60 s (see ${logDir})`)
+    if (!(await waitUntil(consuming, Date.now() + 60_000))) throw new Error(`the workers did not start within 60 s (see ${logDir})`)
 
     // the app: registered by the operator, its webhook configured over XRPC, an API key for the utility routes
     const app = await generateDidKeyKeypair('ES256K')
@@ -427,7 +422,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
         await sleep(opts.killIntervalMs)
         const slot = faults.workerKills % workers.length
         const other = workers[(slot + 1) % workers.length]!
-        if (!(await waitUntilAsync(() => answersOk(other.readyUrl), Date.now() + 60_000))) throw new Error(`a worker was not ready within 60 s (see ${logDir})`)
+        await waitUntilAnswers(other.readyUrl, 60_000)
         await killWorker(workers[slot]!.child)
         faults.workerKills++
         workers[slot] = await spawnWorker(slot)
@@ -446,7 +441,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     const noneOpen = async () => (await db.collection('deliveries').countDocuments({ status: { $in: ['pending', 'held'] } }).catch(() => 1)) === 0
     const longestWaitMs = LONGEST_WAIT_SCALED_MS * scale * 1.1
     const deadline = Date.now() + longestWaitMs + 30_000
-    while (!arrived() && !(await noneOpen()) && Date.now() < deadline) await sleep(500)
+    await waitUntil(async () => arrived() || (await noneOpen()), deadline)
     log(`faults: ${arrived() ? 'all arrived' : 'some have not arrived'}; ${faults.workerKills} workers killed so far\n`)
     const killFailed = await killer
     if (killFailed) throw killFailed
@@ -512,12 +507,4 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
   } finally {
     for (const step of teardown.reverse()) await step().catch((err: unknown) => log(`faults: teardown: ${String(err)}\n`))
   }
-}
-
-async function waitUntilAsync(done: () => Promise<boolean>, deadline: number): Promise<boolean> {
-  while (!(await done())) {
-    if (Date.now() > deadline) return false
-    await sleep(200)
-  }
-  return true
 }
