@@ -161,13 +161,14 @@ async function main() {
     EVENTS_CONTEXT_KEY: randomBytes(32).toString('hex'),
     PAYMENTS_CONTEXT_KEY: randomBytes(32).toString('hex'),
     APPS_CONTEXT_KEY: randomBytes(32).toString('hex'),
+    TICKETS_CONTEXT_KEY: randomBytes(32).toString('hex'),
     OPERATOR_TOKEN: randomBytes(32).toString('hex'),
     // one app makes every request: the limit is checked on each (its cost is measured) but never reached
     XRPC_RATE_LIMIT_MAX: '1000000000',
   }
   // the request paths need the subgraphs (the gateway composes all four), the gateway and the adapter; the
   // delivery rows run on a stack of their own (below)
-  const components = serviceComponents({ host, ports, redisUrl, redisPrefix }, { only: ['apps', 'actors', 'payments', 'events', 'gateway', 'xrpc-adapter'] })
+  const components = serviceComponents({ host, ports, redisUrl, redisPrefix }, { only: ['apps', 'actors', 'payments', 'events', 'tickets', 'gateway', 'xrpc-adapter'] })
   const running = await startComponents(components, env, { stdio: 'ignore' })
   const { conn, models } = await connectApps(mongoUrl.toString())
   try {

@@ -63,6 +63,7 @@ dev: the service is up (Ctrl-C stops everything)
   actors subgraph   ${config.subgraphs.actors}  (internal, likewise)
   payments subgraph ${config.subgraphs.payments}  (internal, likewise)
   events subgraph   ${config.subgraphs.events}  (internal, likewise: deliveries, signing secrets)
+  tickets subgraph  ${config.subgraphs.tickets}  (internal, likewise: tiers, capacity, tickets)
   events workers    relay → domain-events → webhook-deliveries → your webhook or XRPC receiver (docs/events.md)
   operators' board  http://${config.host}:${config.ports.board}/board   (user: any, password: OPERATOR_TOKEN; dev default in packages/config)
 Next: npm run operator -- quickstart

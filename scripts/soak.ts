@@ -111,7 +111,7 @@ async function main() {
   await new Promise<void>((r) => receiver.listen(0, host, r))
   const receiverUrl = `http://${host}:${(receiver.address() as AddressInfo).port}/hook`
 
-  const components = serviceComponents({ host, ports, redisUrl, redisPrefix }, { only: ['apps', 'actors', 'payments', 'events', 'gateway', 'xrpc-adapter', 'workers'] })
+  const components = serviceComponents({ host, ports, redisUrl, redisPrefix }, { only: ['apps', 'actors', 'payments', 'events', 'tickets', 'gateway', 'xrpc-adapter', 'workers'] })
   const running = await startComponents(components, env, { stdio: 'ignore' })
   const { conn, models } = await connectApps(mongoUrl.toString())
   const counts = { status: 0, getConfig: 0, initiate: 0, testEvent: 0, errors: 0 }

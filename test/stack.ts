@@ -1,5 +1,5 @@
 /**
- * The whole service in one test process, on loopback ports: the apps, actors and payments subgraphs on the test
+ * The whole service in one test process, on loopback ports: the apps, actors, payments, events and tickets subgraphs on the test
  * FerretDB (one database of the stack's own), the mercurius gateway composing both, and the XRPC adapter's two hosts, with Redis under the test
  * file's own key prefix. Real HTTP between every piece.
  */
@@ -10,6 +10,7 @@ import { connectActors, startActorsService, upsertActor, type ActorsModels, type
 import { connectApps, registerApp, issueApiKey, startAppsService, type AppsModels } from '@svc/apps'
 import { connectPayments, startPaymentsService, type PaymentsModels } from '@svc/payments'
 import { connectEvents, startEventsService, startEventWorkers, type EventsModels, type RunningEventWorkers } from '@svc/events'
+import { connectTickets, startTicketsService, type TicketsModels } from '@svc/tickets'
 import type { AdapterLimits, Config, DeliverySettings, TrustProxy } from '@svc/config'
 import { createMetrics } from '@svc/operations'
 import { buildGateway } from '@svc/gateway'
@@ -30,6 +31,7 @@ export interface TestStack {
   actorsSubgraphUrl: string
   paymentsSubgraphUrl: string
   eventsSubgraphUrl: string
+  ticketsSubgraphUrl: string
   serviceDid: string
   secrets: Config['secrets']
   models: AppsModels
@@ -39,6 +41,8 @@ export interface TestStack {
   payments: PaymentsModels
   /** the events subgraph's models, on the same database */
   events: EventsModels
+  /** the tickets subgraph's models, on the same database */
+  tickets: TicketsModels
   /** the delivery settings the stack's workers use (StackOptions.delivery over test defaults) */
   delivery: DeliverySettings
   /** starts (more) event workers in this process; the stack stops them */
@@ -170,12 +174,23 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     redisPrefix: iso.redisPrefix,
     secretKey: secrets.webhookSecretKey,
   })
+  const tickets = await startTicketsService({
+    mongoUrl: iso.mongoUrl,
+    operatorToken: secrets.operatorToken,
+    databaseCommandMetrics: true,
+    callerKeys: secrets.callerKeys,
+    gatewayUrl,
+    host: '127.0.0.1',
+    port: 0,
+    logger,
+  })
   const gateway = await buildGateway({
     services: [
       { name: 'apps', url: apps.url },
       { name: 'actors', url: actors.url },
       { name: 'payments', url: payments.url },
       { name: 'events', url: events.url },
+      { name: 'tickets', url: tickets.url },
     ],
     secrets,
     graphiql: false,
@@ -213,6 +228,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const actorsDb = await connectActors(iso.mongoUrl)
   const paymentsDb = await connectPayments(iso.mongoUrl)
   const eventsDb = await connectEvents(iso.mongoUrl)
+  const ticketsDb = await connectTickets(iso.mongoUrl)
   const allowLoopbackWebhooks = opts.allowLoopbackWebhooks ?? false
   const workers: RunningEventWorkers[] = []
   const startWorkers = async (overrides: Partial<DeliverySettings> = {}) => {
@@ -242,12 +258,14 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     actorsSubgraphUrl: actors.url,
     paymentsSubgraphUrl: payments.url,
     eventsSubgraphUrl: events.url,
+    ticketsSubgraphUrl: tickets.url,
     serviceDid,
     secrets,
     models,
     actors: actorsDb.models,
     payments: paymentsDb.models,
     events: eventsDb.models,
+    tickets: ticketsDb.models,
     delivery,
     startWorkers,
     workerEnv: (overrides = {}) => {
@@ -315,7 +333,9 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
       await actors.stop()
       await payments.stop()
       await events.stop()
+      await tickets.stop()
       await eventsDb.conn.close()
+      await ticketsDb.conn.close()
       await actorsDb.conn.close()
       await paymentsDb.conn.close()
       await conn.dropDatabase().catch(() => undefined)

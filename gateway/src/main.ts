@@ -8,6 +8,7 @@ runProcess('gateway', async (config, logger) => {
       { name: 'actors', url: config.subgraphs.actors },
       { name: 'payments', url: config.subgraphs.payments },
       { name: 'events', url: config.subgraphs.events },
+      { name: 'tickets', url: config.subgraphs.tickets },
     ],
     secrets: config.secrets,
     graphiql: config.graphiql,

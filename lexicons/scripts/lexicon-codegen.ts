@@ -80,15 +80,19 @@ class Generator {
   }
 
   /** The keys an object accepts, nested through refs to objects; `true` marks any other value. */
-  keyShape(def: Def, nsid: string, depth = 0): string {
+  keyShape(def: Def, nsid: string, depth = 0, expanding: ReadonlySet<unknown> = new Set()): string {
     if (depth > 8) throw new Error(`${nsid}: input objects nest too deep for a key shape`)
     if (def.type === 'ref') {
       const target = this.refDef(String(def.ref), nsid)
-      return this.keyShape(target.def, target.nsid, depth + 1)
+      // a def that contains itself (through an array) is not checked below its first level
+      if (expanding.has(target.def)) return 'true'
+      return this.keyShape(target.def, target.nsid, depth + 1, new Set([...expanding, target.def]))
     }
+    // an array of objects: each element has the shape of its items
+    if (def.type === 'array' && def.items) return this.keyShape(def.items as Def, nsid, depth + 1, expanding)
     if (def.type !== 'object') return 'true'
     const props = Object.entries((def.properties ?? {}) as Record<string, Def>)
-    const entries = props.map(([name, prop]) => `${IDENT_RE.test(name) ? name : literal(name)}: ${this.keyShape(prop, nsid, depth + 1)}`)
+    const entries = props.map(([name, prop]) => `${IDENT_RE.test(name) ? name : literal(name)}: ${this.keyShape(prop, nsid, depth + 1, expanding)}`)
     return `{ ${entries.join(', ')} }`
   }
 
@@ -221,7 +225,7 @@ class Generator {
       'export const METHOD_TYPES: { readonly [N in MethodNsid]: Methods[N][\'type\'] } = {\n' +
       methods.map((m) => `  '${m.nsid}': '${m.type}',`).join('\n') +
       '\n}\n\n' +
-      '/** The keys a body may carry, nested; `true` marks a leaf. */\n' +
+      '/** The keys a body may carry, nested (an array\'s shape is its elements\'); `true` marks a leaf. */\n' +
       'export type KeyShape = { readonly [key: string]: true | KeyShape }\n\n' +
       '/** The keys each method\'s input body declares (refs to objects followed), for methods that refuse any other key. */\n' +
       'export const INPUT_KEYS = {\n' +

@@ -26,7 +26,7 @@ export interface Component {
 }
 
 /** Every component of the service, in start order. */
-export const COMPONENT_NAMES = ['apps', 'actors', 'payments', 'events', 'gateway', 'xrpc-adapter', 'workers', 'board'] as const
+export const COMPONENT_NAMES = ['apps', 'actors', 'payments', 'events', 'tickets', 'gateway', 'xrpc-adapter', 'workers', 'board'] as const
 export type ComponentName = (typeof COMPONENT_NAMES)[number]
 
 export interface RunningComponents {
@@ -165,6 +165,7 @@ export function serviceComponents(
       actorsSubgraph: number
       paymentsSubgraph: number
       eventsSubgraph: number
+      ticketsSubgraph: number
       gateway: number
       api: number
       checkout: number
@@ -180,6 +181,7 @@ export function serviceComponents(
     { name: 'actors', entry: 'services/actors/src/main.ts', readyUrl: at(cfg.ports.actorsSubgraph, '/readyz') },
     { name: 'payments', entry: 'services/payments/src/main.ts', readyUrl: at(cfg.ports.paymentsSubgraph, '/readyz') },
     { name: 'events', entry: 'services/events/src/main.ts', readyUrl: at(cfg.ports.eventsSubgraph, '/readyz') },
+    { name: 'tickets', entry: 'services/tickets/src/main.ts', readyUrl: at(cfg.ports.ticketsSubgraph, '/readyz') },
     { name: 'gateway', entry: 'gateway/src/main.ts', readyUrl: at(cfg.ports.gateway, '/readyz') },
     { name: 'xrpc-adapter', entry: 'xrpc-adapter/src/main.ts', readyUrl: at(cfg.ports.checkout, '/readyz') },
     {
@@ -203,6 +205,7 @@ export async function freeComponentPorts() {
     actorsSubgraph: await freePort(),
     paymentsSubgraph: await freePort(),
     eventsSubgraph: await freePort(),
+    ticketsSubgraph: await freePort(),
     board: await freePort(),
     workers: await freePort(),
   }
@@ -235,6 +238,8 @@ export function componentEnv(cfg: { host: string; ports: ComponentPorts; mongoUr
     PAYMENTS_SUBGRAPH_URL: at(ports.paymentsSubgraph, '/graphql'),
     EVENTS_SUBGRAPH_PORT: String(ports.eventsSubgraph),
     EVENTS_SUBGRAPH_URL: at(ports.eventsSubgraph, '/graphql'),
+    TICKETS_SUBGRAPH_PORT: String(ports.ticketsSubgraph),
+    TICKETS_SUBGRAPH_URL: at(ports.ticketsSubgraph, '/graphql'),
     BOARD_PORT: String(ports.board),
     WORKERS_PORT: String(ports.workers),
   }

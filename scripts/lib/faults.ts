@@ -252,7 +252,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       PAY_ATTEMPTS_PER_ADDRESS: '1000000000',
     }
     log(`faults: logs in ${logDir}; FerretDB on ${ferret.backend}; scale ${scale.toExponential(2)} (3 days = ${opts.outageSeconds} s)\n`)
-    const components = serviceComponents({ host, ports, redisUrl, redisPrefix }, { only: ['apps', 'actors', 'payments', 'events', 'gateway', 'xrpc-adapter'] })
+    const components = serviceComponents({ host, ports, redisUrl, redisPrefix }, { only: ['apps', 'actors', 'payments', 'events', 'tickets', 'gateway', 'xrpc-adapter'] })
     const running = await startComponents(components, env, { logDir })
     teardown.push(() => running.stop())
     log('faults: the subgraphs, the gateway and the adapter are up\n')

@@ -13,6 +13,7 @@ import { operationsRoutes, type ProcessMetrics, type ReadinessCheck } from '@svc
 import { lexicons } from '@svc/lexicons'
 import type { DashboardSessions } from '@svc/dashboard-session'
 import type { ServiceAuthVerifier } from '@svc/service-auth'
+import { assertionVerifier } from './auth/assertion'
 import { appServiceAuth } from './auth/service-auth'
 import { checkoutPagesPlugin } from './checkout/plugin'
 import { dashboardPlugin } from './dashboard/plugin'
@@ -118,6 +119,7 @@ export async function buildApiServer(deps: AdapterDeps): Promise<FastifyInstance
     methods: (deps.methods ?? methodTable)({ app: appServiceAuth(deps.serviceAuth) }),
     gateway: deps.gateway,
     limit: createLimiter(app, 'xrpc', deps.limits.xrpc),
+    assertions: assertionVerifier(deps.serviceAuth),
   })
   return app
 }

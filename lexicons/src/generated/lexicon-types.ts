@@ -643,6 +643,8 @@ export interface TicketsSvcConfigureTicketTiersTier {
   priceAmount: number
   /** Lowercase currency code. */
   currency: string
+  /** Most tickets of the tier one buyer may hold or own at once. */
+  perBuyerLimit: number
   /** Start of the sale window. */
   salesStartAt?: string
   /** End of the sale window. */
@@ -660,6 +662,8 @@ export interface TicketsSvcConfigureTicketTiersTierInput {
   currency: string
   /** Total tickets of the tier (private). */
   capacity: number
+  /** Most tickets of the tier one buyer may hold or own at once (default 1 for a free tier, 10 for a paid one). */
+  perBuyerLimit?: number
   /** Start of the sale window; open from creation when absent. */
   salesStartAt?: string
   /** End of the sale window; open-ended when absent. */
@@ -802,7 +806,7 @@ export const METHOD_TYPES: { readonly [N in MethodNsid]: Methods[N]['type'] } = 
   'tickets.svc.getTicketAvailability': 'query',
 }
 
-/** The keys a body may carry, nested; `true` marks a leaf. */
+/** The keys a body may carry, nested (an array's shape is its elements'); `true` marks a leaf. */
 export type KeyShape = { readonly [key: string]: true | KeyShape }
 
 /** The keys each method's input body declares (refs to objects followed), for methods that refuse any other key. */
@@ -818,6 +822,6 @@ export const INPUT_KEYS = {
   'network.svc.payment.initiate': { product: true },
   'tickets.svc.checkInTicket': { ticketToken: true, checkInListId: true, idempotencyKey: true },
   'tickets.svc.claimFreeTicket': { environment: true, eventUri: true, ticketTypeId: true, buyerDid: true, buyerAssertionJwt: true, idempotencyKey: true },
-  'tickets.svc.configureTicketTiers': { environment: true, eventUri: true, organizerDid: true, organizerAssertionJwt: true, tiers: true, holdDurationSeconds: true },
-  'tickets.svc.createTicketHold': { environment: true, eventUri: true, buyerDid: true, buyerAssertionJwt: true, appOrderId: true, items: true },
+  'tickets.svc.configureTicketTiers': { environment: true, eventUri: true, organizerDid: true, organizerAssertionJwt: true, tiers: { ticketTypeId: true, name: true, priceAmount: true, currency: true, capacity: true, perBuyerLimit: true, salesStartAt: true, salesEndAt: true }, holdDurationSeconds: true },
+  'tickets.svc.createTicketHold': { environment: true, eventUri: true, buyerDid: true, buyerAssertionJwt: true, appOrderId: true, items: { ticketTypeId: true, quantity: true } },
 } as const satisfies { readonly [N in MethodNsid]?: KeyShape }

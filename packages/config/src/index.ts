@@ -49,6 +49,7 @@ const schema = z
     ACTORS_SUBGRAPH_PORT: port.default(4202),
     PAYMENTS_SUBGRAPH_PORT: port.default(4203),
     EVENTS_SUBGRAPH_PORT: port.default(4204),
+    TICKETS_SUBGRAPH_PORT: port.default(4205),
     /** the operators' BullMQ board */
     BOARD_PORT: port.default(4300),
     /** the events workers' operations routes (/livez, /readyz, /metrics) */
@@ -62,6 +63,7 @@ const schema = z
     ACTORS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4202/graphql'),
     PAYMENTS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4203/graphql'),
     EVENTS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4204/graphql'),
+    TICKETS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4205/graphql'),
     /** derives the checkout status and browser tokens (HMAC); only their hashes are stored */
     PAYMENT_TOKEN_SECRET: z.string().min(32).default(`${DEV_SECRET}-payment-tokens`),
     /** the payment token secret before the last rotation, while checkouts started under it may be initiated again */
@@ -108,12 +110,14 @@ const schema = z
     EVENTS_CONTEXT_KEY: z.string().min(32).default(`${DEV_SECRET}-events`),
     PAYMENTS_CONTEXT_KEY: z.string().min(32).default(`${DEV_SECRET}-payments`),
     APPS_CONTEXT_KEY: z.string().min(32).default(`${DEV_SECRET}-apps`),
+    TICKETS_CONTEXT_KEY: z.string().min(32).default(`${DEV_SECRET}-tickets`),
     /** during a rotation of a context key: the key before it, which the gateway and subgraphs still accept */
     GATEWAY_CONTEXT_KEY_PREVIOUS: optionalSecret,
     ADAPTER_CONTEXT_KEY_PREVIOUS: optionalSecret,
     EVENTS_CONTEXT_KEY_PREVIOUS: optionalSecret,
     PAYMENTS_CONTEXT_KEY_PREVIOUS: optionalSecret,
     APPS_CONTEXT_KEY_PREVIOUS: optionalSecret,
+    TICKETS_CONTEXT_KEY_PREVIOUS: optionalSecret,
     /** requests per app and environment on /xrpc in each window (0: no limit); Stripe allows 100 per second in live mode */
     XRPC_RATE_LIMIT_MAX: z.coerce.number().int().min(0).default(6000),
     XRPC_RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
@@ -182,13 +186,14 @@ export interface Config {
     actorsSubgraph: number
     paymentsSubgraph: number
     eventsSubgraph: number
+    ticketsSubgraph: number
     board: number
     workers: number
   }
   shutdownTimeoutMs: number
   databaseCommandMetrics: boolean
   gatewayUrl: string
-  subgraphs: { apps: string; actors: string; payments: string; events: string }
+  subgraphs: { apps: string; actors: string; payments: string; events: string; tickets: string }
   secrets: {
     /** every issuer's internal-context key; a process signs with its own (`callerKeys[issuer]`) */
     callerKeys: CallerKeys
@@ -286,13 +291,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       actorsSubgraph: e.ACTORS_SUBGRAPH_PORT,
       paymentsSubgraph: e.PAYMENTS_SUBGRAPH_PORT,
       eventsSubgraph: e.EVENTS_SUBGRAPH_PORT,
+      ticketsSubgraph: e.TICKETS_SUBGRAPH_PORT,
       board: e.BOARD_PORT,
       workers: e.WORKERS_PORT,
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     databaseCommandMetrics: e.DB_COMMAND_METRICS,
     gatewayUrl: e.GATEWAY_URL,
-    subgraphs: { apps: e.APPS_SUBGRAPH_URL, actors: e.ACTORS_SUBGRAPH_URL, payments: e.PAYMENTS_SUBGRAPH_URL, events: e.EVENTS_SUBGRAPH_URL },
+    subgraphs: { apps: e.APPS_SUBGRAPH_URL, actors: e.ACTORS_SUBGRAPH_URL, payments: e.PAYMENTS_SUBGRAPH_URL, events: e.EVENTS_SUBGRAPH_URL, tickets: e.TICKETS_SUBGRAPH_URL },
     secrets: {
       callerKeys: withPrevious(
         {
@@ -301,6 +307,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           events: e.EVENTS_CONTEXT_KEY,
           payments: e.PAYMENTS_CONTEXT_KEY,
           apps: e.APPS_CONTEXT_KEY,
+          tickets: e.TICKETS_CONTEXT_KEY,
         },
         {
           gateway: e.GATEWAY_CONTEXT_KEY_PREVIOUS,
@@ -308,6 +315,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           events: e.EVENTS_CONTEXT_KEY_PREVIOUS,
           payments: e.PAYMENTS_CONTEXT_KEY_PREVIOUS,
           apps: e.APPS_CONTEXT_KEY_PREVIOUS,
+          tickets: e.TICKETS_CONTEXT_KEY_PREVIOUS,
         },
       ),
       operatorToken: e.OPERATOR_TOKEN,

@@ -4,8 +4,8 @@ const token = (c: string) => c.repeat(40)
 
 describe('internal callers\' keys', () => {
   it('gives every calling process a key of its own', () => {
-    const config = loadConfig({ EVENTS_CONTEXT_KEY: token('e'), ADAPTER_CONTEXT_KEY: token('a'), PAYMENTS_CONTEXT_KEY: token('p'), APPS_CONTEXT_KEY: token('q'), GATEWAY_CONTEXT_KEY: token('g') })
-    expect(config.secrets.callerKeys).toEqual({ gateway: token('g'), 'xrpc-adapter': token('a'), events: token('e'), payments: token('p'), apps: token('q') })
+    const config = loadConfig({ EVENTS_CONTEXT_KEY: token('e'), ADAPTER_CONTEXT_KEY: token('a'), PAYMENTS_CONTEXT_KEY: token('p'), APPS_CONTEXT_KEY: token('q'), TICKETS_CONTEXT_KEY: token('t'), GATEWAY_CONTEXT_KEY: token('g') })
+    expect(config.secrets.callerKeys).toEqual({ gateway: token('g'), 'xrpc-adapter': token('a'), events: token('e'), payments: token('p'), apps: token('q'), tickets: token('t') })
     const defaults = Object.values(loadConfig({}).secrets.callerKeys)
     expect(new Set(defaults).size).toBe(defaults.length)
   })
@@ -22,6 +22,7 @@ describe('internal callers\' keys', () => {
       ADAPTER_CONTEXT_KEY: token('a'),
       PAYMENTS_CONTEXT_KEY: token('p'),
       APPS_CONTEXT_KEY: token('q'),
+      TICKETS_CONTEXT_KEY: token('t'),
       OPERATOR_TOKEN: token('o'),
       PAYMENT_TOKEN_SECRET: token('p'),
       WEBHOOK_SECRET_KEY: token('w'),

@@ -42,6 +42,7 @@ export const ERROR_STATUS = {
   ScannerNotAuthorized: 403,
   LiveDeveloperActionUnsupported: 403,
   RecipientAppApprovalBlocked: 403,
+  TicketsModuleDisabled: 403,
   ProcessorNotConfigured: 403,
   // 404: unknown resource
   NotFound: 404,

@@ -16,7 +16,7 @@ let url: string
 let answer: (seen: Seen) => { status?: number; body: string; delayMs?: number }
 const seen: Seen[] = []
 const clients: GatewayClient[] = []
-const keys: CallerKeys = { gateway: 'g'.repeat(40), 'xrpc-adapter': 'a'.repeat(40), events: 'e'.repeat(40), payments: 'p'.repeat(40), apps: 'q'.repeat(40) }
+const keys: CallerKeys = { gateway: 'g'.repeat(40), 'xrpc-adapter': 'a'.repeat(40), events: 'e'.repeat(40), payments: 'p'.repeat(40), apps: 'q'.repeat(40), tickets: 't'.repeat(40) }
 const client = (opts: { timeoutMs?: number; url?: string } = {}) => {
   const c = createGatewayClient({ url: opts.url ?? url, signer: { issuer: 'events', key: keys.events }, ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}) })
   clients.push(c)

@@ -30,7 +30,7 @@ export type Principal =
   | { kind: 'gateway' }
 
 /** The processes that sign contexts, each with its own key. */
-export const ISSUERS = ['gateway', 'xrpc-adapter', 'events', 'payments', 'apps'] as const
+export const ISSUERS = ['gateway', 'xrpc-adapter', 'events', 'payments', 'apps', 'tickets'] as const
 export type Issuer = (typeof ISSUERS)[number]
 /**
  * Every issuer's key: the gateway and every subgraph hold them to verify; a process signs with its own only. During
@@ -64,6 +64,7 @@ export function mayAssert(issuer: Issuer, principal: Principal): boolean {
     case 'events':
     case 'payments':
     case 'apps':
+    case 'tickets':
       return principal.kind === 'service' && principal.name === SERVICE_PRINCIPALS[issuer]
   }
 }

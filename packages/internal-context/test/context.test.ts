@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto'
 import { signContext, verifyContext, type CallerKeys, type ContextSigner, type Principal } from '../src'
 
-const KEYS: CallerKeys = { gateway: 'g'.repeat(48), 'xrpc-adapter': 'a'.repeat(48), events: 'e'.repeat(48), payments: 'p'.repeat(48), apps: 'q'.repeat(48) }
+const KEYS: CallerKeys = { gateway: 'g'.repeat(48), 'xrpc-adapter': 'a'.repeat(48), events: 'e'.repeat(48), payments: 'p'.repeat(48), apps: 'q'.repeat(48), tickets: 't'.repeat(48) }
 const SECRET = KEYS['xrpc-adapter']
 const ADAPTER: ContextSigner = { issuer: 'xrpc-adapter', key: SECRET }
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0)

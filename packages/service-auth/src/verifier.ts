@@ -25,8 +25,12 @@ export interface VerifiedServiceAuth {
 }
 
 export interface ServiceAuthVerifier {
-  /** `authorization`: the raw header value; `nsid`: the method being served. Throws ContractError. */
-  verify(authorization: string | undefined, nsid: string): Promise<VerifiedServiceAuth>
+  /**
+   * `authorization`: the raw header value; `nsid`: the method being served. Throws ContractError. With
+   * `replayScope`, a `jti` seen before is accepted again for the same scope only (a buyer's assertion sent again
+   * with the retry of one idempotent request); without it, a `jti` is single-use.
+   */
+  verify(authorization: string | undefined, nsid: string, opts?: { replayScope?: string }): Promise<VerifiedServiceAuth>
 }
 
 export interface ServiceAuthVerifierOptions {
@@ -176,7 +180,7 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
     return key
   }
 
-  async function verify(authorization: string | undefined, nsid: string): Promise<VerifiedServiceAuth> {
+  async function verify(authorization: string | undefined, nsid: string, opts: { replayScope?: string } = {}): Promise<VerifiedServiceAuth> {
     const jwt = extractJwt(authorization)
     const [headerPart, payloadPart] = jwt.split('.') as [string, string, string]
 
@@ -217,8 +221,9 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
     // Only a validly signed token reaches here, so garbage cannot burn a jti.
     // The key outlives exp by the skew: a verifier whose clock is behind still sees it.
     const replayKey = `${replayKeyPrefix}${iss}:${jti}`
-    const set = await redis.set(replayKey, '1', 'EXAT', Math.ceil(exp) + skew, 'NX')
-    if (set !== 'OK') fail('JwtReplayed', 'jwt jti has already been used')
+    const scope = opts.replayScope === undefined ? '1' : `scope:${opts.replayScope}`
+    const set = await redis.set(replayKey, scope, 'EXAT', Math.ceil(exp) + skew, 'NX')
+    if (set !== 'OK' && (opts.replayScope === undefined || (await redis.get(replayKey)) !== scope)) fail('JwtReplayed', 'jwt jti has already been used')
 
     return { iss, aud, lxm: nsid, jti, exp, iat }
   }

@@ -260,6 +260,15 @@ describe('replay', () => {
     expect(rejected).toHaveLength(9)
     for (const r of rejected) expect(r.reason).toMatchObject({ name: 'ContractError', code: 'JwtReplayed' })
   })
+
+  it('with a replay scope: the same token again for the same scope passes, for another scope or none → JwtReplayed', async () => {
+    const { did, keypair } = await generateDidKeyKeypair('ES256K')
+    const token = await mintServiceJwt({ keypair, iss: did, aud: SERVICE_DID, lxm: NSID })
+    const results = await Promise.all(Array.from({ length: 5 }, () => verifier.verify(`Bearer ${token}`, NSID, { replayScope: 'order-1' })))
+    expect(results.map((r) => r.iss)).toEqual(Array(5).fill(did))
+    await expectCode(verifier.verify(`Bearer ${token}`, NSID, { replayScope: 'order-2' }), 'JwtReplayed', token)
+    await expectCode(verifier.verify(`Bearer ${token}`, NSID), 'JwtReplayed', token)
+  })
 })
 
 describe('issuer resolution', () => {

@@ -13,6 +13,8 @@ export const SERVICE_PRINCIPALS = {
   payments: 'payments',
   /** the apps domain reading other domains' facts (a recipient is a known actor) and asking events for a signing secret */
   apps: 'apps',
+  /** the tickets domain reading the facts it decides on (the app's environment and its tickets module) */
+  tickets: 'tickets',
 } as const
 
 export type ServicePrincipalName = (typeof SERVICE_PRINCIPALS)[keyof typeof SERVICE_PRINCIPALS]

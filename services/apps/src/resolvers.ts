@@ -86,8 +86,8 @@ interface AppAccessRef {
   environment: Environment
 }
 
-/** The domains that read an app's access for the app they serve (appAccessFor): payments. */
-const ACCESS_READERS: readonly string[] = [SERVICE_PRINCIPALS.payments]
+/** The domains that read an app's access for the app they serve (appAccessFor): payments and tickets. */
+const ACCESS_READERS: readonly string[] = [SERVICE_PRINCIPALS.payments, SERVICE_PRINCIPALS.tickets]
 
 /** AppAccess fields read for the app the access belongs to (appAccess checked it), the domains serving it, and operators. */
 function allowAccess(ctx: AppsContext, access: AppAccessRef): void {

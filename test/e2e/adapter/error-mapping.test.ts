@@ -52,6 +52,7 @@ test('the shipped getConfig renames nothing: an unknown app is AppNotRegistered'
       input: {},
       caller: { kind: 'app', appDid: 'did:web:x.example.com' },
       graph: () => Promise.reject(Object.assign(new Error('app did:web:x.example.com is not registered'), { code: 'AppNotRegistered' })),
+      assertion: () => Promise.resolve(),
     })
     .catch((e: unknown) => e)
   expect(err).toMatchObject({ code: 'AppNotRegistered' })

@@ -16,6 +16,9 @@ import { declineRecord } from './money.svc.payment.declineRecord'
 import { registerCreatorProof } from './money.svc.payment.registerCreatorProof'
 import { initiate } from './network.svc.payment.initiate'
 import { status } from './network.svc.payment.status'
+import { claimFreeTicket } from './tickets.svc.claimFreeTicket'
+import { configureTicketTiers } from './tickets.svc.configureTicketTiers'
+import { getTicketAvailability } from './tickets.svc.getTicketAvailability'
 import { xrpcMethod, type AuthVerifiers, type MethodRoute, type MethodTable } from './types'
 
 const planned = (nsid: MethodNsid, planned: string): MethodRoute => ({ nsid, planned })
@@ -36,11 +39,11 @@ export function methodTable(auth: AuthVerifiers): MethodTable {
     planned('money.svc.payment.listSubscriptions', 'billing subgraph'),
     planned('money.svc.payment.cancelSubscription', 'billing subgraph'),
     planned('money.svc.billing.requestVendorMigrationBatch', 'billing subgraph'),
-    planned('tickets.svc.getTicketAvailability', 'tickets subgraph'),
-    planned('tickets.svc.createTicketHold', 'tickets subgraph'),
-    planned('tickets.svc.claimFreeTicket', 'tickets subgraph'),
-    planned('tickets.svc.checkInTicket', 'tickets subgraph'),
-    planned('tickets.svc.configureTicketTiers', 'tickets subgraph'),
+    xrpcMethod('tickets.svc.configureTicketTiers', { auth: auth.app, handler: configureTicketTiers }),
+    xrpcMethod('tickets.svc.getTicketAvailability', { auth: auth.app, handler: getTicketAvailability }),
+    xrpcMethod('tickets.svc.claimFreeTicket', { auth: auth.app, handler: claimFreeTicket }),
+    planned('tickets.svc.createTicketHold', 'tickets subgraph: holds and paid tickets'),
+    planned('tickets.svc.checkInTicket', 'tickets subgraph: check-in'),
     // hosted by apps, called by this service (events issue); never served here
     planned('money.svc.event.receiveEvent', 'hosted by the app; this service calls it'),
   ]

@@ -6,7 +6,11 @@ import type { KeyShape } from '@svc/lexicons/types'
  * The shape is the lexicon's own (INPUT_KEYS, generated from the method's input schema).
  */
 export function assertOnlyKeys(value: unknown, shape: KeyShape, refusal: (path: string) => string, path = ''): void {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => assertOnlyKeys(item, shape, refusal, `${path}[${i}]`))
+    return
+  }
+  if (typeof value !== 'object' || value === null) return
   for (const [key, child] of Object.entries(value)) {
     const at = path ? `${path}.${key}` : key
     const allowed = shape[key]

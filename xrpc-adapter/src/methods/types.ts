@@ -1,6 +1,7 @@
 import { ContractError, type ErrorCode } from '@svc/errors'
 import type { GatewayDocument } from '@svc/gateway-client'
 import type { MethodNsid, Methods } from '@svc/lexicons/types'
+import type { AssertionCheck } from '../auth/assertion'
 import type { AppCaller, AuthVerifier } from '../auth/service-auth'
 
 /**
@@ -15,6 +16,8 @@ export interface HandlerContext<N extends MethodNsid> {
   input: Methods[N]['input'] extends undefined ? Record<string, never> : NonNullable<Methods[N]['input']>
   caller: AppCaller
   graph<TResult, TVariables>(document: GatewayDocument<TResult, TVariables>, variables: TVariables): Promise<TResult>
+  /** verifies a buyer's or organizer's assertion carried in the body, for this method (auth/assertion.ts) */
+  assertion(jwt: string | undefined, check: Omit<AssertionCheck, 'nsid'>): Promise<void>
 }
 
 /** One handler per NSID, a plain function: read the call, ask the graph, answer the lexicon's output. */

@@ -6,10 +6,11 @@
  * on and makes every change it needs); the output checked against the lexicon.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { ContractError } from '@svc/errors'
+import { ContractError, type ErrorCode } from '@svc/errors'
 import { lexicons, RETIRED_NSIDS } from '@svc/lexicons'
 import type { GatewayClient, GatewayDocument } from '@svc/gateway-client'
 import type { HandlerContext, MethodTable } from '../methods'
+import type { AssertionVerifier } from '../auth/assertion'
 import type { Limiter } from './rate-limit'
 
 export interface XrpcPluginOptions {
@@ -17,6 +18,8 @@ export interface XrpcPluginOptions {
   gateway: GatewayClient
   /** the per app and environment rate limit, checked once the app is verified */
   limit: Limiter
+  /** buyer and organizer assertions, for the handlers that take one */
+  assertions: AssertionVerifier
 }
 
 /**
@@ -121,6 +124,7 @@ export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) 
       input,
       caller,
       graph: <TResult, TVariables>(document: GatewayDocument<TResult, TVariables>, variables: TVariables) => opts.gateway.query(document, variables, as),
+      assertion: (jwt: string | undefined, check: { iss: string; code: ErrorCode; replayScope?: string }) => opts.assertions(jwt, { ...check, nsid }),
     } as unknown as HandlerContext<typeof route.nsid>
     const output: unknown = await route.handler(ctx)
     try {

@@ -24,6 +24,7 @@ type Documents = {
     "query PaymentsCheckoutFacts($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) {\n    environment\n    config { ticketFee { bps flatAmount flatCurrency passToBuyer } }\n    recipientApproval(recipientDid: $recipient) {\n      id status paymentTypes feeShareBps recipient { did displayName payable payoutStatus }\n    }\n  }\n}": typeof types.PaymentsCheckoutFactsDocument,
     "query PaymentsAppLinkFacts($appDid: ID!, $environment: String, $repo: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { appUrl } repo: profile(actor: $repo) { did } }\n}": typeof types.PaymentsAppLinkFactsDocument,
     "query PaymentsProofDelegation($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment recipientApproval(recipientDid: $recipient) { status publicRecords { enabled } } }\n}": typeof types.PaymentsProofDelegationDocument,
+    "query TicketsAppAccess($appDid: ID!, $environment: String) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { modules { tickets } } }\n}": typeof types.TicketsAppAccessDocument,
     "query CheckoutPage($browserToken: String!) { checkout(browserToken: $browserToken) { ...CheckoutViewFields } }": typeof types.CheckoutPageDocument,
     "mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }": typeof types.PayCheckoutDocument,
     "mutation LockCheckout($browserToken: String!) { lockCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": typeof types.LockCheckoutDocument,
@@ -58,6 +59,9 @@ type Documents = {
     "mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {\n  registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }\n}": typeof types.RegisterCreatorProofDocument,
     "mutation Initiate($product: String!) { initiateCheckout(product: $product) { token url } }": typeof types.InitiateDocument,
     "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }": typeof types.PaymentStatusDocument,
+    "mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status } }": typeof types.ClaimFreeTicketDocument,
+    "mutation ConfigureTicketTiers($input: ConfigureTicketTiersInput!) {\n  configureTicketTiers(input: $input) {\n    eventUri holdDurationSeconds\n    tiers { ticketTypeId name priceAmount currency capacity perBuyerLimit salesStartAt salesEndAt }\n  }\n}": typeof types.ConfigureTicketTiersDocument,
+    "query TicketAvailability($environment: String, $eventUri: String!) {\n  ticketAvailability(environment: $environment, eventUri: $eventUri) { eventUri items { ticketTypeId available } }\n}": typeof types.TicketAvailabilityDocument,
 };
 const documents: Documents = {
     "mutation AppsEnsureSigningSecret($appDid: ID!, $environment: String!) {\n  ensureSigningSecret(appDid: $appDid, environment: $environment) { secret }\n}": types.AppsEnsureSigningSecretDocument,
@@ -68,6 +72,7 @@ const documents: Documents = {
     "query PaymentsCheckoutFacts($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) {\n    environment\n    config { ticketFee { bps flatAmount flatCurrency passToBuyer } }\n    recipientApproval(recipientDid: $recipient) {\n      id status paymentTypes feeShareBps recipient { did displayName payable payoutStatus }\n    }\n  }\n}": types.PaymentsCheckoutFactsDocument,
     "query PaymentsAppLinkFacts($appDid: ID!, $environment: String, $repo: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { appUrl } repo: profile(actor: $repo) { did } }\n}": types.PaymentsAppLinkFactsDocument,
     "query PaymentsProofDelegation($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment recipientApproval(recipientDid: $recipient) { status publicRecords { enabled } } }\n}": types.PaymentsProofDelegationDocument,
+    "query TicketsAppAccess($appDid: ID!, $environment: String) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { modules { tickets } } }\n}": types.TicketsAppAccessDocument,
     "query CheckoutPage($browserToken: String!) { checkout(browserToken: $browserToken) { ...CheckoutViewFields } }": types.CheckoutPageDocument,
     "mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }": types.PayCheckoutDocument,
     "mutation LockCheckout($browserToken: String!) { lockCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": types.LockCheckoutDocument,
@@ -102,6 +107,9 @@ const documents: Documents = {
     "mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {\n  registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }\n}": types.RegisterCreatorProofDocument,
     "mutation Initiate($product: String!) { initiateCheckout(product: $product) { token url } }": types.InitiateDocument,
     "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }": types.PaymentStatusDocument,
+    "mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status } }": types.ClaimFreeTicketDocument,
+    "mutation ConfigureTicketTiers($input: ConfigureTicketTiersInput!) {\n  configureTicketTiers(input: $input) {\n    eventUri holdDurationSeconds\n    tiers { ticketTypeId name priceAmount currency capacity perBuyerLimit salesStartAt salesEndAt }\n  }\n}": types.ConfigureTicketTiersDocument,
+    "query TicketAvailability($environment: String, $eventUri: String!) {\n  ticketAvailability(environment: $environment, eventUri: $eventUri) { eventUri items { ticketTypeId available } }\n}": types.TicketAvailabilityDocument,
 };
 
 /**
@@ -136,6 +144,10 @@ export function graphql(source: "query PaymentsAppLinkFacts($appDid: ID!, $envir
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "query PaymentsProofDelegation($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment recipientApproval(recipientDid: $recipient) { status publicRecords { enabled } } }\n}"): typeof import('./graphql').PaymentsProofDelegationDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query TicketsAppAccess($appDid: ID!, $environment: String) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { modules { tickets } } }\n}"): typeof import('./graphql').TicketsAppAccessDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -272,6 +284,18 @@ export function graphql(source: "mutation Initiate($product: String!) { initiate
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }"): typeof import('./graphql').PaymentStatusDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status } }"): typeof import('./graphql').ClaimFreeTicketDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation ConfigureTicketTiers($input: ConfigureTicketTiersInput!) {\n  configureTicketTiers(input: $input) {\n    eventUri holdDurationSeconds\n    tiers { ticketTypeId name priceAmount currency capacity perBuyerLimit salesStartAt salesEndAt }\n  }\n}"): typeof import('./graphql').ConfigureTicketTiersDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query TicketAvailability($environment: String, $eventUri: String!) {\n  ticketAvailability(environment: $environment, eventUri: $eventUri) { eventUri items { ticketTypeId available } }\n}"): typeof import('./graphql').TicketAvailabilityDocument;
 
 
 export function graphql(source: string) {

@@ -162,6 +162,25 @@ export type CheckoutView = {
   total: Scalars['Int']['output'];
 };
 
+export type ClaimFreeTicketInput = {
+  /** the buyer whose assertion the adapter verified */
+  buyerDid: Scalars['String']['input'];
+  environment?: InputMaybe<Scalars['String']['input']>;
+  eventUri: Scalars['String']['input'];
+  /** the app's claim key, scoped by the service to app, environment, event, tier and buyer */
+  idempotencyKey: Scalars['String']['input'];
+  ticketTypeId: Scalars['String']['input'];
+};
+
+export type ConfigureTicketTiersInput = {
+  environment?: InputMaybe<Scalars['String']['input']>;
+  eventUri: Scalars['String']['input'];
+  holdDurationSeconds?: InputMaybe<Scalars['Int']['input']>;
+  /** the organizer whose assertion the adapter verified; must be the authority of eventUri */
+  organizerDid: Scalars['String']['input'];
+  tiers: Array<TierInput>;
+};
+
 export type CreatorProof = {
   __typename?: 'CreatorProof';
   paymentUri: Scalars['String']['output'];
@@ -308,8 +327,12 @@ export type Mutation = {
   blockRecipientApproval: RecipientApproval;
   /** the hosted checkout page: the buyer cancels */
   cancelCheckout: CheckoutView;
+  /** apps, with a buyer's assertion: claim a free ticket (TicketHoldUnavailable, DuplicateClaim, TicketsModuleDisabled, AppUnauthorized) */
+  claimFreeTicket: Ticket;
   /** dashboard, test environment only: the signed-in creator completes payout onboarding (payout status ready) */
   completeTestPayoutOnboarding: ActorProfile;
+  /** apps, with an organizer's assertion: create or update an event's tiers (OrganizerAssertionInvalid, AppUnauthorized, TicketsModuleDisabled, InvalidRequest) */
+  configureTicketTiers: TicketedEvent;
   /** a new app.webhook.test delivery, queued at once (the adapter's test-event route) */
   createTestDelivery: Delivery;
   /** app: decline the creator-proof slot of a payment */
@@ -360,6 +383,16 @@ export type MutationBlockRecipientApprovalArgs = {
 
 export type MutationCancelCheckoutArgs = {
   browserToken: Scalars['String']['input'];
+};
+
+
+export type MutationClaimFreeTicketArgs = {
+  input: ClaimFreeTicketInput;
+};
+
+
+export type MutationConfigureTicketTiersArgs = {
+  input: ConfigureTicketTiersInput;
 };
 
 
@@ -571,6 +604,8 @@ export type Query = {
   paymentStatus: PaymentStatus;
   /** operators: the developer request log of an environment, newest first */
   requestLog: Array<RequestLogEntry>;
+  /** apps: each tier's availability (EventRequired, TicketsModuleDisabled, AppUnauthorized) */
+  ticketAvailability: TicketAvailability;
 };
 
 
@@ -659,6 +694,12 @@ export type QueryRequestLogArgs = {
   appDid?: InputMaybe<Scalars['String']['input']>;
   environment?: InputMaybe<Scalars['String']['input']>;
   limit?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+export type QueryTicketAvailabilityArgs = {
+  environment?: InputMaybe<Scalars['String']['input']>;
+  eventUri: Scalars['String']['input'];
 };
 
 /** An app's request that a creator (the recipient) approve its terms in one environment; one per app, recipient and environment. */
@@ -768,6 +809,22 @@ export type SigningSecretIssued = {
   secret: Maybe<Scalars['String']['output']>;
 };
 
+/** issued | checked-in | voided */
+export type Ticket = {
+  __typename?: 'Ticket';
+  buyerDid: Scalars['String']['output'];
+  eventUri: Scalars['String']['output'];
+  id: Scalars['ID']['output'];
+  status: Scalars['String']['output'];
+  ticketTypeId: Scalars['ID']['output'];
+};
+
+export type TicketAvailability = {
+  __typename?: 'TicketAvailability';
+  eventUri: Scalars['String']['output'];
+  items: Array<TierAvailability>;
+};
+
 export type TicketFee = {
   __typename?: 'TicketFee';
   bps: Scalars['Int']['output'];
@@ -780,6 +837,32 @@ export type TicketFeeInput = {
   passToBuyer?: InputMaybe<Scalars['Boolean']['input']>;
 };
 
+/** a tier of a ticketed event, as its app sees it */
+export type TicketTier = {
+  __typename?: 'TicketTier';
+  /** total tickets of the tier (private to the app and the organizer) */
+  capacity: Scalars['Int']['output'];
+  /** lowercase currency code */
+  currency: Scalars['String']['output'];
+  name: Scalars['String']['output'];
+  /** most tickets of the tier one buyer may hold or own at once */
+  perBuyerLimit: Scalars['Int']['output'];
+  /** price per ticket in integer minor units; 0 is a free tier */
+  priceAmount: Scalars['Int']['output'];
+  salesEndAt: Maybe<Scalars['String']['output']>;
+  salesStartAt: Maybe<Scalars['String']['output']>;
+  ticketTypeId: Scalars['ID']['output'];
+};
+
+/** an event's ticketing, as configured by its organizer through an app */
+export type TicketedEvent = {
+  __typename?: 'TicketedEvent';
+  environment: Scalars['String']['output'];
+  eventUri: Scalars['String']['output'];
+  holdDurationSeconds: Scalars['Int']['output'];
+  tiers: Array<TicketTier>;
+};
+
 export type TicketingInput = {
   qrPasses?: InputMaybe<Scalars['Boolean']['input']>;
   walletPasses?: InputMaybe<Scalars['Boolean']['input']>;
@@ -789,6 +872,26 @@ export type TicketingOptions = {
   __typename?: 'TicketingOptions';
   qrPasses: Scalars['Boolean']['output'];
   walletPasses: Scalars['Boolean']['output'];
+};
+
+export type TierAvailability = {
+  __typename?: 'TierAvailability';
+  /** capacity minus active holds minus issued tickets; 0 outside the sale window */
+  available: Scalars['Int']['output'];
+  ticketTypeId: Scalars['ID']['output'];
+};
+
+export type TierInput = {
+  capacity: Scalars['Int']['input'];
+  currency: Scalars['String']['input'];
+  name: Scalars['String']['input'];
+  /** default 1 for a free tier, 10 for a paid one */
+  perBuyerLimit?: InputMaybe<Scalars['Int']['input']>;
+  priceAmount: Scalars['Int']['input'];
+  salesEndAt?: InputMaybe<Scalars['String']['input']>;
+  salesStartAt?: InputMaybe<Scalars['String']['input']>;
+  /** an existing tier to update; absent: a new tier */
+  ticketTypeId?: InputMaybe<Scalars['ID']['input']>;
 };
 
 export type UpdateAppConfigInput = {
@@ -888,6 +991,14 @@ export type PaymentsProofDelegationQueryVariables = Exact<{
 
 
 export type PaymentsProofDelegationQuery = { __typename?: 'Query', appAccessFor: { __typename?: 'AppAccess', environment: string, recipientApproval: { __typename?: 'RecipientApproval', status: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean } } | null } };
+
+export type TicketsAppAccessQueryVariables = Exact<{
+  appDid: Scalars['ID']['input'];
+  environment?: InputMaybe<Scalars['String']['input']>;
+}>;
+
+
+export type TicketsAppAccessQuery = { __typename?: 'Query', appAccessFor: { __typename?: 'AppAccess', environment: string, config: { __typename?: 'AppEnvironmentConfig', modules: { __typename?: 'AppModules', tickets: boolean } } } };
 
 export type CheckoutPageQueryVariables = Exact<{
   browserToken: Scalars['String']['input'];
@@ -1113,6 +1224,28 @@ export type PaymentStatusQueryVariables = Exact<{
 
 export type PaymentStatusQuery = { __typename?: 'Query', paymentStatus: { __typename?: 'PaymentStatus', status: string, ref: { __typename?: 'PaymentRef', uri: string, cid: string } | null } };
 
+export type ClaimFreeTicketMutationVariables = Exact<{
+  input: ClaimFreeTicketInput;
+}>;
+
+
+export type ClaimFreeTicketMutation = { __typename?: 'Mutation', claimFreeTicket: { __typename?: 'Ticket', id: string, status: string } };
+
+export type ConfigureTicketTiersMutationVariables = Exact<{
+  input: ConfigureTicketTiersInput;
+}>;
+
+
+export type ConfigureTicketTiersMutation = { __typename?: 'Mutation', configureTicketTiers: { __typename?: 'TicketedEvent', eventUri: string, holdDurationSeconds: number, tiers: Array<{ __typename?: 'TicketTier', ticketTypeId: string, name: string, priceAmount: number, currency: string, capacity: number, perBuyerLimit: number, salesStartAt: string | null, salesEndAt: string | null }> } };
+
+export type TicketAvailabilityQueryVariables = Exact<{
+  environment?: InputMaybe<Scalars['String']['input']>;
+  eventUri: Scalars['String']['input'];
+}>;
+
+
+export type TicketAvailabilityQuery = { __typename?: 'Query', ticketAvailability: { __typename?: 'TicketAvailability', eventUri: string, items: Array<{ __typename?: 'TierAvailability', ticketTypeId: string, available: number }> } };
+
 export class TypedDocumentString<TResult, TVariables>
   extends String
   implements DocumentTypeDecoration<TResult, TVariables>
@@ -1328,6 +1461,18 @@ export const PaymentsProofDelegationDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<PaymentsProofDelegationQuery, PaymentsProofDelegationQueryVariables>;
+export const TicketsAppAccessDocument = new TypedDocumentString(`
+    query TicketsAppAccess($appDid: ID!, $environment: String) {
+  appAccessFor(appDid: $appDid, environment: $environment) {
+    environment
+    config {
+      modules {
+        tickets
+      }
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<TicketsAppAccessQuery, TicketsAppAccessQueryVariables>;
 export const CheckoutPageDocument = new TypedDocumentString(`
     query CheckoutPage($browserToken: String!) {
   checkout(browserToken: $browserToken) {
@@ -1944,3 +2089,40 @@ export const PaymentStatusDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<PaymentStatusQuery, PaymentStatusQueryVariables>;
+export const ClaimFreeTicketDocument = new TypedDocumentString(`
+    mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) {
+  claimFreeTicket(input: $input) {
+    id
+    status
+  }
+}
+    `) as unknown as TypedDocumentString<ClaimFreeTicketMutation, ClaimFreeTicketMutationVariables>;
+export const ConfigureTicketTiersDocument = new TypedDocumentString(`
+    mutation ConfigureTicketTiers($input: ConfigureTicketTiersInput!) {
+  configureTicketTiers(input: $input) {
+    eventUri
+    holdDurationSeconds
+    tiers {
+      ticketTypeId
+      name
+      priceAmount
+      currency
+      capacity
+      perBuyerLimit
+      salesStartAt
+      salesEndAt
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<ConfigureTicketTiersMutation, ConfigureTicketTiersMutationVariables>;
+export const TicketAvailabilityDocument = new TypedDocumentString(`
+    query TicketAvailability($environment: String, $eventUri: String!) {
+  ticketAvailability(environment: $environment, eventUri: $eventUri) {
+    eventUri
+    items {
+      ticketTypeId
+      available
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<TicketAvailabilityQuery, TicketAvailabilityQueryVariables>;

@@ -1,0 +1,199 @@
+/**
+ * Capacity as units under a unique index (docs/tickets.md, "Capacity"). A tier's seats are the units
+ * `<tierId>#0` … `<tierId>#<seatRange - 1>`; a buyer's shares of it are `<tierId>@<buyerDid>#0` … `#<perBuyerLimit - 1>`.
+ * A reservation (a hold, a free claim's attempt, the organizer's block) takes units by inserting one document per
+ * unit: the unique index on `unit` refuses a second taker, on FerretDB as on MongoDB, so no seat is ever taken twice.
+ * Nothing decides by reading and then writing: reads only choose which units to try.
+ *
+ * A reservation ends once, by the insert of its outcome (`reservation_outcomes`, `_id` = the reservation): `kept`
+ * (its units stay, for a ticket) or `released` (its units are deleted). Whoever inserts first decides; a unit's `_id`
+ * carries its reservation, so deleting a released reservation's units by `_id` can never remove another's.
+ */
+import { randomBytes } from 'node:crypto'
+import { isDuplicateKeyError, type CapacityUnitDoc } from '../models'
+import { nowOf, type TicketsDomain } from './context'
+
+export const seatUnit = (tierId: string, n: number): string => `${tierId}#${n}`
+export const buyerUnit = (tierId: string, buyerDid: string, k: number): string => `${tierId}@${buyerDid}#${k}`
+const unitId = (reservationId: string, unit: string): string => `${reservationId}/${unit}`
+
+/** Kept units never expire. */
+export const KEPT_UNTIL = new Date('9999-12-31T00:00:00Z')
+
+/** What one reservation asks of one tier. */
+export interface UnitRequest {
+  tierId: string
+  seatRange: number
+  quantity: number
+  /** the buyer's shares are taken too when given */
+  buyer?: { did: string; perBuyerLimit: number }
+}
+
+export interface Reservation {
+  id: string
+  expiresAt: Date
+  buyerDid?: string | null
+  ticketId?: string | null
+}
+
+export type ReserveResult = { ok: true } | { ok: false; lacking: 'seat' | 'buyer'; tierId: string }
+
+type TakenUnit = Pick<CapacityUnitDoc, 'unit' | 'reservationId' | 'expiresAt'>
+
+/** Inserts one unit; false when another reservation holds it. */
+async function take(d: TicketsDomain, r: Reservation, req: UnitRequest, unit: string, kind: 'seat' | 'buyer'): Promise<boolean> {
+  try {
+    await d.models.CapacityUnit.create({
+      _id: unitId(r.id, unit),
+      unit,
+      kind,
+      tierId: req.tierId,
+      reservationId: r.id,
+      buyerDid: r.buyerDid ?? null,
+      ticketId: r.ticketId ?? null,
+      expiresAt: r.expiresAt,
+      createdAt: nowOf(d),
+    })
+    return true
+  } catch (err) {
+    if (isDuplicateKeyError(err)) return false
+    throw err
+  }
+}
+
+/**
+ * Releases every reservation among `units` whose time has passed without being kept (lazily, on the read that finds
+ * it), and returns the units still taken.
+ */
+export async function releaseLapsed(d: TicketsDomain, units: TakenUnit[]): Promise<TakenUnit[]> {
+  const now = nowOf(d).getTime()
+  const lapsed = new Set(units.filter((u) => u.expiresAt.getTime() <= now).map((u) => u.reservationId))
+  if (lapsed.size === 0) return units
+  const released = new Set<string>()
+  for (const id of lapsed) if (await releaseReservation(d, id)) released.add(id)
+  return units.filter((u) => !released.has(u.reservationId))
+}
+
+/** The seats of a tier taken now (lapsed reservations released first). */
+export async function takenSeats(d: TicketsDomain, tierId: string): Promise<TakenUnit[]> {
+  const units = await d.models.CapacityUnit.find({ tierId, kind: 'seat' }, { unit: 1, reservationId: 1, expiresAt: 1 }).lean()
+  return releaseLapsed(d, units)
+}
+
+function shuffle<T>(items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = randomBytes(4).readUInt32BE(0) % (i + 1)
+    ;[items[i], items[j]] = [items[j]!, items[i]!]
+  }
+  return items
+}
+
+async function freeSeats(d: TicketsDomain, req: Pick<UnitRequest, 'tierId' | 'seatRange'>): Promise<string[]> {
+  const taken = new Set((await takenSeats(d, req.tierId)).map((u) => u.unit))
+  return Array.from({ length: req.seatRange }, (_, n) => seatUnit(req.tierId, n)).filter((u) => !taken.has(u))
+}
+
+/** Takes `count` seats of the tier; returns the units taken (fewer when the tier has no more). */
+async function takeSeats(d: TicketsDomain, r: Reservation, req: UnitRequest, count: number): Promise<string[]> {
+  const got: string[] = []
+  // two rounds: a seat chosen from a read can be taken meanwhile by a concurrent reservation
+  for (let round = 0; round < 2 && got.length < count; round++) {
+    const free = await freeSeats(d, req)
+    if (free.length === 0) break
+    for (const unit of shuffle(free)) {
+      if (got.length === count) break
+      if (await take(d, r, req, unit, 'seat')) got.push(unit)
+    }
+  }
+  return got
+}
+
+/** Takes the buyer's `count` shares of the tier; returns the units taken. */
+async function takeShares(d: TicketsDomain, r: Reservation, req: UnitRequest & { buyer: NonNullable<UnitRequest['buyer']> }, count: number): Promise<string[]> {
+  const got: string[] = []
+  for (let round = 0; round < 2 && got.length < count; round++) {
+    if (round > 0) {
+      // a share still held by a lapsed hold is freed, then tried again
+      const held = await d.models.CapacityUnit.find({ tierId: req.tierId, kind: 'buyer', buyerDid: req.buyer.did }, { unit: 1, reservationId: 1, expiresAt: 1 }).lean()
+      if ((await releaseLapsed(d, held)).length === held.length) break
+    }
+    for (let k = 0; k < req.buyer.perBuyerLimit && got.length < count; k++) {
+      const unit = buyerUnit(req.tierId, req.buyer.did, k)
+      if (!got.includes(unit) && (await take(d, r, req, unit, 'buyer'))) got.push(unit)
+    }
+  }
+  return got
+}
+
+/**
+ * Takes every unit the requests ask for under one reservation, or none: on a shortage the units already taken are
+ * deleted again (by `_id`: only this reservation's) and the result names what was lacking.
+ */
+export async function reserve(d: TicketsDomain, r: Reservation, requests: UnitRequest[]): Promise<ReserveResult> {
+  const taken: string[] = []
+  const undo = async () => {
+    if (taken.length) await d.models.CapacityUnit.deleteMany({ _id: { $in: taken.map((u) => unitId(r.id, u)) } })
+  }
+  try {
+    // a tier with too few free seats is refused before anything is taken (the common answer once sold out)
+    for (const req of requests) {
+      if ((await freeSeats(d, req)).length < req.quantity) return { ok: false, lacking: 'seat', tierId: req.tierId }
+    }
+    for (const req of requests) {
+      if (req.buyer) {
+        const shares = await takeShares(d, r, { ...req, buyer: req.buyer }, req.quantity)
+        taken.push(...shares)
+        if (shares.length < req.quantity) {
+          await undo()
+          return { ok: false, lacking: 'buyer', tierId: req.tierId }
+        }
+      }
+      const seats = await takeSeats(d, r, req, req.quantity)
+      taken.push(...seats)
+      if (seats.length < req.quantity) {
+        await undo()
+        return { ok: false, lacking: 'seat', tierId: req.tierId }
+      }
+    }
+    return { ok: true }
+  } catch (err) {
+    await undo().catch(() => undefined)
+    throw err
+  }
+}
+
+/** Inserts the reservation's outcome; returns the outcome that stands (this one, or the one inserted first). */
+async function decide(d: TicketsDomain, reservationId: string, outcome: 'kept' | 'released'): Promise<'kept' | 'released'> {
+  try {
+    await d.models.ReservationOutcome.create({ _id: reservationId, outcome, at: nowOf(d) })
+    return outcome
+  } catch (err) {
+    if (!isDuplicateKeyError(err)) throw err
+    const existing = await d.models.ReservationOutcome.findById(reservationId).lean()
+    return existing?.outcome === 'kept' ? 'kept' : 'released'
+  }
+}
+
+/** Keeps a reservation's units for good; false when it was released first (its units are gone). */
+export async function keepReservation(d: TicketsDomain, reservationId: string): Promise<boolean> {
+  if ((await decide(d, reservationId, 'kept')) !== 'kept') return false
+  await d.models.CapacityUnit.updateMany({ reservationId }, { $set: { expiresAt: KEPT_UNTIL } })
+  return true
+}
+
+/** Releases a reservation and deletes its units; false when it was kept (its units then stop expiring). */
+export async function releaseReservation(d: TicketsDomain, reservationId: string): Promise<boolean> {
+  if ((await decide(d, reservationId, 'released')) !== 'released') {
+    await d.models.CapacityUnit.updateMany({ reservationId }, { $set: { expiresAt: KEPT_UNTIL } })
+    return false
+  }
+  const units = await d.models.CapacityUnit.find({ reservationId }, { _id: 1 }).lean()
+  if (units.length) await d.models.CapacityUnit.deleteMany({ _id: { $in: units.map((u) => u._id) } })
+  return true
+}
+
+/** Deletes the units of a kept reservation that turned out not to be needed (a duplicate claim that lost). */
+export async function discardKept(d: TicketsDomain, reservationId: string): Promise<void> {
+  const units = await d.models.CapacityUnit.find({ reservationId }, { _id: 1 }).lean()
+  if (units.length) await d.models.CapacityUnit.deleteMany({ _id: { $in: units.map((u) => u._id) } })
+}

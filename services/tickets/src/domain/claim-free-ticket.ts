@@ -1,0 +1,103 @@
+/**
+ * tickets.svc.claimFreeTicket: a buyer (whose assertion the adapter verified) claims a ticket of a free tier.
+ *
+ * The claim's key is the app's `idempotencyKey`, scoped to app, environment, event, tier and buyer: the ticket's id
+ * derives from that scope, so a retry and every concurrent duplicate name the same ticket and get it. Capacity is
+ * taken as units (capacity.ts): one seat and one of the buyer's shares per attempt. Then, in this order, the attempt
+ * is kept (its units stop expiring) and the ticket inserted under its id; the insert is what makes duplicates
+ * converge. A claim that dies between the two leaves kept units with the ticket's id, which a retry adopts; one that
+ * dies before keeping leaves units that lapse after CLAIM_ATTEMPT_SECONDS.
+ *
+ * DuplicateClaim: the buyer already holds all the tier's shares (its per-buyer limit, 1 for a free tier unless the
+ * organizer set more) for other claim keys. TicketHoldUnavailable: no seat is left, or the tier is not on sale.
+ */
+import { randomBytes } from 'node:crypto'
+import { ContractError } from '@svc/errors'
+import { isDid } from '@svc/vocabulary'
+import { isDuplicateKeyError, type TicketDoc } from '../models'
+import { discardKept, keepReservation, reserve } from './capacity'
+import { onSale } from './availability'
+import { nowOf, type ServingTickets, type TicketsDomain } from './context'
+import { appEvent, ticketsEnvironment } from './event-access'
+import { claimTicketId } from './ids'
+import type { ClaimFreeTicketInput, Ticket } from '../generated/graph-types'
+
+/** An attempt's units lapse after this long unless it was kept (a claim takes milliseconds). */
+export const CLAIM_ATTEMPT_SECONDS = 60
+/** How long a duplicate waits for the attempt it found in flight. */
+const DUPLICATE_WAIT_MS = 10_000
+const DUPLICATE_POLL_MS = 50
+
+export const ticketView = (t: Pick<TicketDoc, '_id' | 'status' | 'tierId' | 'eventUri' | 'buyerDid'>): Ticket => ({
+  id: t._id,
+  status: t.status,
+  ticketTypeId: t.tierId,
+  eventUri: t.eventUri,
+  buyerDid: t.buyerDid,
+})
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Inserts the ticket of a kept attempt; a duplicate that inserted first wins. */
+async function issue(d: TicketsDomain, ticket: TicketDoc): Promise<{ ticket: TicketDoc; inserted: boolean }> {
+  try {
+    await d.models.Ticket.create(ticket)
+    return { ticket, inserted: true }
+  } catch (err) {
+    if (!isDuplicateKeyError(err)) throw err
+    return { ticket: (await d.models.Ticket.findById(ticket._id).lean())!, inserted: false }
+  }
+}
+
+export async function claimFreeTicket(d: ServingTickets, appDid: string, input: ClaimFreeTicketInput): Promise<Ticket> {
+  if (!isDid(input.buyerDid)) throw new ContractError('InvalidRequest', 'buyerDid must be a DID')
+  if (input.idempotencyKey === '' || input.idempotencyKey.length > 256) throw new ContractError('InvalidRequest', 'idempotencyKey must be 1 to 256 characters')
+  const environment = await ticketsEnvironment(d, appDid, input.environment ?? null)
+  const event = await appEvent(d, appDid, environment, input.eventUri)
+  const tier = event ? await d.models.Tier.findOne({ _id: input.ticketTypeId, eventKey: event._id }).lean() : null
+  if (!event || !tier) throw new ContractError('InvalidRequest', `ticketTypeId ${input.ticketTypeId} is not a tier of this event`)
+  if (tier.priceAmount !== 0) throw new ContractError('InvalidRequest', 'this tier is not free: hold its tickets with createTicketHold and pay at checkout')
+
+  const ticketId = claimTicketId({ appDid, environment, eventUri: input.eventUri, tierId: tier._id, buyerDid: input.buyerDid, idempotencyKey: input.idempotencyKey })
+  const deadline = Date.now() + DUPLICATE_WAIT_MS
+  for (;;) {
+    const existing = await d.models.Ticket.findById(ticketId).lean()
+    if (existing) return ticketView(existing)
+
+    const record = (reservationId: string): TicketDoc => ({
+      _id: ticketId,
+      appDid,
+      environment,
+      eventUri: input.eventUri,
+      tierId: tier._id,
+      buyerDid: input.buyerDid,
+      reservationId,
+      status: 'issued',
+      source: 'claim',
+      createdAt: nowOf(d),
+    })
+
+    // an earlier attempt kept its units and died before the ticket: adopt them
+    const orphan = await d.models.CapacityUnit.findOne({ ticketId, expiresAt: { $gt: nowOf(d) } }, { reservationId: 1 }).lean()
+    if (orphan && (await d.models.ReservationOutcome.findById(orphan.reservationId).lean())?.outcome === 'kept') {
+      return ticketView((await issue(d, record(orphan.reservationId))).ticket)
+    }
+
+    if (!onSale(tier, nowOf(d))) throw new ContractError('TicketHoldUnavailable', 'this tier is not on sale now')
+    const attempt = { id: `claim_${randomBytes(12).toString('hex')}`, expiresAt: new Date(nowOf(d).getTime() + CLAIM_ATTEMPT_SECONDS * 1000), buyerDid: input.buyerDid, ticketId }
+    const result = await reserve(d, attempt, [{ tierId: tier._id, seatRange: tier.seatRange, quantity: 1, buyer: { did: input.buyerDid, perBuyerLimit: tier.perBuyerLimit } }])
+    if (!result.ok && result.lacking === 'seat') throw new ContractError('TicketHoldUnavailable', 'no ticket of this tier is left')
+    if (!result.ok) {
+      // the buyer's shares are all held: by this very claim in flight (a duplicate: wait for its ticket), or by others
+      const inFlight = await d.models.CapacityUnit.findOne({ tierId: tier._id, kind: 'buyer', buyerDid: input.buyerDid, ticketId }, { _id: 1 }).lean()
+      if (!inFlight) throw new ContractError('DuplicateClaim', `the buyer already holds ${tier.perBuyerLimit} ticket(s) of this tier under other claim keys`)
+      if (Date.now() > deadline) throw new ContractError('ServiceUnavailable', 'the same claim is still in progress; retry')
+      await sleep(DUPLICATE_POLL_MS)
+      continue
+    }
+    if (!(await keepReservation(d, attempt.id))) continue // released as lapsed meanwhile: try again
+    const { ticket, inserted } = await issue(d, record(attempt.id))
+    if (!inserted && ticket.reservationId !== attempt.id) await discardKept(d, attempt.id)
+    return ticketView(ticket)
+  }
+}

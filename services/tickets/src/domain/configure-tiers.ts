@@ -1,0 +1,158 @@
+/**
+ * tickets.svc.configureTicketTiers: an organizer, through an app, creates or updates the tiers of an event.
+ *
+ * The adapter verified the organizer's assertion; here the organizer must be the authority of the event's AT-URI,
+ * the app must have the tickets module on, and the event must be the app's (the first app its organizer configured
+ * it through). Every tier is checked before anything is written. A capacity never falls below what is sold and held:
+ * lowering it takes free seats into the organizer's block (capacity.ts), and is refused when too few are free.
+ */
+import { ContractError } from '@svc/errors'
+import { hasControlCharacters, parseRecordUri } from '@svc/vocabulary'
+import { isDuplicateKeyError, type TicketedEventDoc, type TierDoc } from '../models'
+import { KEPT_UNTIL, reserve, takenSeats } from './capacity'
+import { nowOf, type ServingTickets, type TicketsDomain } from './context'
+import { eventKey, ticketsEnvironment } from './event-access'
+import { newTierId } from './ids'
+import type { ConfigureTicketTiersInput, TicketedEvent, TicketTier, TierInput } from '../generated/graph-types'
+
+export const DEFAULT_HOLD_SECONDS = 600
+export const MAX_TIERS_PER_EVENT = 50
+const MAX_PRICE = 99_999_999
+
+const invalid = (message: string): never => {
+  throw new ContractError('InvalidRequest', message)
+}
+
+export const blockReservation = (tierId: string): string => `block_${tierId}`
+
+function parseDate(value: string | null | undefined, field: string): Date | null {
+  if (value === undefined || value === null) return null
+  const date = new Date(value)
+  if (Number.isNaN(date.getTime())) invalid(`${field} must be a datetime`)
+  return date
+}
+
+interface CheckedTier {
+  ticketTypeId: string | null
+  name: string
+  priceAmount: number
+  currency: string
+  capacity: number
+  perBuyerLimit: number
+  salesStartAt: Date | null
+  salesEndAt: Date | null
+}
+
+function checkTier(t: TierInput, i: number): CheckedTier {
+  const at = `tiers[${i}]`
+  const name = t.name.trim()
+  if (name === '' || name.length > 1000 || hasControlCharacters(name)) invalid(`${at}.name must be 1 to 100 printable characters`)
+  if (!Number.isInteger(t.priceAmount) || t.priceAmount < 0 || t.priceAmount > MAX_PRICE) invalid(`${at}.priceAmount must be an integer from 0 to ${MAX_PRICE}`)
+  if (!/^[a-z]{3}$/.test(t.currency)) invalid(`${at}.currency must be a lowercase three-letter currency code`)
+  if (!Number.isInteger(t.capacity) || t.capacity < 0 || t.capacity > 100_000) invalid(`${at}.capacity must be an integer from 0 to 100000`)
+  const perBuyerLimit = t.perBuyerLimit ?? (t.priceAmount === 0 ? 1 : 10)
+  if (!Number.isInteger(perBuyerLimit) || perBuyerLimit < 1 || perBuyerLimit > 100) invalid(`${at}.perBuyerLimit must be an integer from 1 to 100`)
+  const salesStartAt = parseDate(t.salesStartAt, `${at}.salesStartAt`)
+  const salesEndAt = parseDate(t.salesEndAt, `${at}.salesEndAt`)
+  if (salesStartAt && salesEndAt && salesEndAt <= salesStartAt) invalid(`${at}.salesEndAt must be after salesStartAt`)
+  if (t.ticketTypeId !== undefined && t.ticketTypeId !== null && !/^tier_[0-9a-f]{24}$/.test(t.ticketTypeId)) invalid(`${at}.ticketTypeId is not a tier id`)
+  return { ticketTypeId: t.ticketTypeId ?? null, name, priceAmount: t.priceAmount, currency: t.currency, capacity: t.capacity, perBuyerLimit, salesStartAt, salesEndAt }
+}
+
+/** The organizer's block: seats kept out of sale so that the capacity is seatRange minus them. */
+async function blockedSeats(d: TicketsDomain, tierId: string): Promise<string[]> {
+  const units = await d.models.CapacityUnit.find({ reservationId: blockReservation(tierId) }, { _id: 1 }).lean()
+  return units.map((u) => u._id)
+}
+
+export async function tierCapacity(d: TicketsDomain, tier: Pick<TierDoc, '_id' | 'seatRange'>): Promise<number> {
+  return tier.seatRange - (await blockedSeats(d, tier._id)).length
+}
+
+/** Moves a tier's capacity to `capacity`: frees blocked seats or widens the range, or blocks free seats. */
+async function setCapacity(d: TicketsDomain, tier: TierDoc, capacity: number): Promise<void> {
+  const blocked = await blockedSeats(d, tier._id)
+  const current = tier.seatRange - blocked.length
+  if (capacity > current) {
+    const unblock = blocked.slice(0, capacity - current)
+    if (unblock.length) await d.models.CapacityUnit.deleteMany({ _id: { $in: unblock } })
+    const widen = capacity - current - unblock.length
+    if (widen > 0) await d.models.Tier.updateOne({ _id: tier._id }, { $set: { seatRange: tier.seatRange + widen } })
+  } else if (capacity < current) {
+    const result = await reserve(d, { id: blockReservation(tier._id), expiresAt: KEPT_UNTIL }, [{ tierId: tier._id, seatRange: tier.seatRange, quantity: current - capacity }])
+    if (!result.ok) invalid(`tier ${tier._id}: capacity ${capacity} is below the tickets already sold or held`)
+  }
+}
+
+export async function eventView(d: TicketsDomain, event: TicketedEventDoc): Promise<TicketedEvent> {
+  const tiers = await d.models.Tier.find({ eventKey: event._id }).sort({ position: 1 }).lean()
+  return {
+    eventUri: event.eventUri,
+    environment: event.environment,
+    holdDurationSeconds: event.holdDurationSeconds,
+    tiers: await Promise.all(tiers.map(async (t): Promise<TicketTier> => ({
+      ticketTypeId: t._id,
+      name: t.name,
+      priceAmount: t.priceAmount,
+      currency: t.currency,
+      capacity: await tierCapacity(d, t),
+      perBuyerLimit: t.perBuyerLimit,
+      salesStartAt: t.salesStartAt?.toISOString() ?? null,
+      salesEndAt: t.salesEndAt?.toISOString() ?? null,
+    }))),
+  }
+}
+
+export async function configureTicketTiers(d: ServingTickets, appDid: string, input: ConfigureTicketTiersInput): Promise<TicketedEvent> {
+  const record = parseRecordUri(input.eventUri)
+  if (!record) invalid('eventUri must be the AT-URI of a record (at://<did>/<collection>/<rkey>)')
+  if (record!.repo !== input.organizerDid) throw new ContractError('OrganizerAssertionInvalid', 'the organizer is not the authority of the event (at://<organizer DID>/…)')
+  const hold = input.holdDurationSeconds
+  if (hold !== undefined && hold !== null && (!Number.isInteger(hold) || hold < 60 || hold > 86_400)) invalid('holdDurationSeconds must be an integer from 60 to 86400')
+  if (input.tiers.length === 0 || input.tiers.length > MAX_TIERS_PER_EVENT) invalid(`tiers must hold 1 to ${MAX_TIERS_PER_EVENT} tiers`)
+  const tiers = input.tiers.map(checkTier)
+  const named = tiers.map((t) => t.ticketTypeId).filter((id): id is string => id !== null)
+  if (new Set(named).size !== named.length) invalid('a ticketTypeId appears twice')
+
+  const environment = await ticketsEnvironment(d, appDid, input.environment ?? null)
+  const key = eventKey(environment, input.eventUri)
+  const now = nowOf(d)
+  let event = await d.models.TicketedEvent.findById(key).lean()
+  if (event && event.appDid !== appDid) throw new ContractError('AppUnauthorized', 'this event is ticketed through another app')
+
+  // every named tier must be the event's, and a lower capacity must fit, before anything is written
+  const existing = new Map((event ? await d.models.Tier.find({ eventKey: key }).lean() : []).map((t) => [t._id, t]))
+  for (const t of tiers) {
+    if (t.ticketTypeId === null) continue
+    const tier = existing.get(t.ticketTypeId)
+    if (!tier) invalid(`ticketTypeId ${t.ticketTypeId} is not a tier of this event`)
+    const taken = (await takenSeats(d, tier!._id)).length - (await blockedSeats(d, tier!._id)).length
+    if (t.capacity < taken) invalid(`tier ${tier!._id}: capacity ${t.capacity} is below the ${taken} tickets already sold or held`)
+  }
+  if (existing.size + tiers.filter((t) => t.ticketTypeId === null).length > MAX_TIERS_PER_EVENT) invalid(`an event has at most ${MAX_TIERS_PER_EVENT} tiers`)
+
+  if (!event) {
+    try {
+      await d.models.TicketedEvent.create({ _id: key, appDid, environment, eventUri: input.eventUri, organizerDid: input.organizerDid, holdDurationSeconds: hold ?? DEFAULT_HOLD_SECONDS, createdAt: now, updatedAt: now })
+    } catch (err) {
+      if (!isDuplicateKeyError(err)) throw err
+    }
+    event = await d.models.TicketedEvent.findById(key).lean()
+    if (!event || event.appDid !== appDid) throw new ContractError('AppUnauthorized', 'this event is ticketed through another app')
+  } else if (hold !== undefined && hold !== null) {
+    await d.models.TicketedEvent.updateOne({ _id: key }, { $set: { holdDurationSeconds: hold, updatedAt: now } })
+  }
+
+  let position = existing.size
+  for (const t of tiers) {
+    const fields = { name: t.name, priceAmount: t.priceAmount, currency: t.currency, perBuyerLimit: t.perBuyerLimit, salesStartAt: t.salesStartAt, salesEndAt: t.salesEndAt, updatedAt: now }
+    if (t.ticketTypeId === null) {
+      await d.models.Tier.create({ _id: newTierId(), eventKey: key, appDid, environment, eventUri: input.eventUri, seatRange: t.capacity, position: position++, createdAt: now, ...fields })
+      continue
+    }
+    const tier = existing.get(t.ticketTypeId)!
+    await d.models.Tier.updateOne({ _id: tier._id }, { $set: fields })
+    await setCapacity(d, tier, t.capacity)
+  }
+  return eventView(d, (await d.models.TicketedEvent.findById(key).lean())!)
+}

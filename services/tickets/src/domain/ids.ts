@@ -1,0 +1,10 @@
+/** Ids of the tickets domain: a prefix and 24 hex characters. */
+import { createHash, randomBytes } from 'node:crypto'
+
+export const newTierId = (): string => `tier_${randomBytes(12).toString('hex')}`
+
+/** A free claim's ticket id derives from its whole scope, so every retry and duplicate names the same ticket. */
+export function claimTicketId(scope: { appDid: string; environment: string; eventUri: string; tierId: string; buyerDid: string; idempotencyKey: string }): string {
+  const parts = [scope.appDid, scope.environment, scope.eventUri, scope.tierId, scope.buyerDid, scope.idempotencyKey]
+  return `ticket_${createHash('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 24)}`
+}

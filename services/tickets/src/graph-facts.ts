@@ -1,0 +1,27 @@
+/**
+ * The tickets domain's reads of the apps domain (domain/app-facts.ts), through the gateway with this subgraph's own
+ * key, as the service `tickets`. Apps' contract errors (AppNotRegistered, AppEnvironmentNotConfigured) reach the
+ * caller unchanged.
+ */
+import type { GatewayClient } from '@svc/gateway-client'
+import { graphql } from '@svc/graph'
+import type { Principal } from '@svc/internal-context'
+import { parseEnvironment, SERVICE_PRINCIPALS } from '@svc/vocabulary'
+import type { AppFacts } from './domain/app-facts'
+
+const TICKETS: Principal = { kind: 'service', name: SERVICE_PRINCIPALS.tickets }
+
+const ACCESS = graphql(`query TicketsAppAccess($appDid: ID!, $environment: String) {
+  appAccessFor(appDid: $appDid, environment: $environment) { environment config { modules { tickets } } }
+}`)
+
+/** `requestId` ties the reads to the request being served (the logs of every hop carry it). */
+export function createGraphFacts(gateway: GatewayClient, requestId: string): AppFacts {
+  const as = { principal: TICKETS, requestId }
+  return {
+    async ticketsAccess(appDid, environment) {
+      const { appAccessFor: a } = await gateway.query(ACCESS, { appDid, environment }, as)
+      return { environment: parseEnvironment(a.environment), ticketsEnabled: a.config.modules.tickets }
+    },
+  }
+}

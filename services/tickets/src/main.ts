@@ -1,0 +1,17 @@
+/** The tickets subgraph's process. */
+import { runProcess } from '@svc/config'
+import { startTicketsService } from './server'
+
+runProcess('tickets', async (config, logger) => {
+  const service = await startTicketsService({
+    mongoUrl: config.mongoUrl,
+    callerKeys: config.secrets.callerKeys,
+    gatewayUrl: config.gatewayUrl,
+    host: config.host,
+    port: config.ports.ticketsSubgraph,
+    logger,
+    operatorToken: config.secrets.operatorToken,
+    databaseCommandMetrics: config.databaseCommandMetrics,
+  })
+  return service.stop
+})

@@ -1,0 +1,156 @@
+/**
+ * Collections owned by the tickets subgraph (docs/tickets.md). Every document carries `environment` and the app it
+ * belongs to; every read filters on them.
+ *
+ * FerretDB 1.x has no transactions and its filtered updates are not atomic (it reads, then writes), so every rule
+ * that must hold under concurrency is the insert of a document under a unique index:
+ *
+ *   ticketed_events        one per (environment, eventUri) (`_id`)   the app the organizer authorized owns the event
+ *   ticket_tiers           `_id` tier_…                              an event's tiers
+ *   capacity_units         one per unit (unique `unit`)              a seat `<tierId>#<n>` (n < capacity) and a buyer's
+ *                                                                    share `<tierId>@<buyerDid>#<k>` (k < perBuyerLimit),
+ *                                                                    each taken by one reservation (a hold or a ticket)
+ *   reservation_outcomes   one per reservation (`_id`)               its single terminal decision: kept or released
+ *   tickets                `_id` ticket_…                            issued tickets (a free claim's id derives from its key)
+ */
+import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
+import { ENVIRONMENTS } from '@svc/vocabulary'
+import { connectDomain } from '@svc/subgraph-server'
+
+const ticketedEventSchema = new Schema(
+  {
+    /** `<environment> <eventUri>` */
+    _id: { type: String, required: true },
+    appDid: { type: String, required: true },
+    environment: { type: String, required: true, enum: ENVIRONMENTS },
+    eventUri: { type: String, required: true },
+    organizerDid: { type: String, required: true },
+    holdDurationSeconds: { type: Number, required: true },
+    createdAt: { type: Date, required: true },
+    updatedAt: { type: Date, required: true },
+  },
+  { collection: 'ticketed_events', versionKey: false },
+)
+ticketedEventSchema.index({ appDid: 1, environment: 1 })
+
+const tierSchema = new Schema(
+  {
+    /** `tier_` + 24 hex characters */
+    _id: { type: String, required: true },
+    /** the ticketed event's `_id` */
+    eventKey: { type: String, required: true },
+    appDid: { type: String, required: true },
+    environment: { type: String, required: true, enum: ENVIRONMENTS },
+    eventUri: { type: String, required: true },
+    name: { type: String, required: true },
+    priceAmount: { type: Number, required: true },
+    currency: { type: String, required: true },
+    /**
+     * seats `<tierId>#0` … `#<seatRange - 1>`; the capacity is seatRange minus the seats the organizer's block holds
+     * (lowering the capacity takes free seats into the block, so it can never fall below what is sold and held)
+     */
+    seatRange: { type: Number, required: true },
+    perBuyerLimit: { type: Number, required: true },
+    salesStartAt: { type: Date, default: null },
+    salesEndAt: { type: Date, default: null },
+    /** order of creation, for listing */
+    position: { type: Number, required: true },
+    createdAt: { type: Date, required: true },
+    updatedAt: { type: Date, required: true },
+  },
+  { collection: 'ticket_tiers', versionKey: false },
+)
+tierSchema.index({ eventKey: 1 })
+
+export const UNIT_KINDS = ['seat', 'buyer'] as const
+
+const capacityUnitSchema = new Schema(
+  {
+    /** `<reservationId>/<unit>`: a delete by `_id` can only ever remove this reservation's unit */
+    _id: { type: String, required: true },
+    /** the unit taken; unique, so no unit is ever taken twice */
+    unit: { type: String, required: true },
+    kind: { type: String, required: true, enum: UNIT_KINDS },
+    tierId: { type: String, required: true },
+    /** the attempt that took it: a hold (`hold_…`), a free claim's attempt (`claim_…`) or the organizer's block (`block_…`) */
+    reservationId: { type: String, required: true },
+    /** the buyer a reservation is for (none for a block) */
+    buyerDid: { type: String, default: null },
+    /** the ticket a free claim's attempt is for */
+    ticketId: { type: String, default: null },
+    /** a reservation not kept by then is released (a hold's expiry; a claim that died before its ticket); far ahead once kept */
+    expiresAt: { type: Date, required: true },
+    createdAt: { type: Date, required: true },
+  },
+  { collection: 'capacity_units', versionKey: false },
+)
+capacityUnitSchema.index({ unit: 1 }, { unique: true })
+capacityUnitSchema.index({ tierId: 1 })
+capacityUnitSchema.index({ reservationId: 1 })
+capacityUnitSchema.index({ ticketId: 1 })
+
+export const RESERVATION_OUTCOMES = ['kept', 'released'] as const
+export type ReservationOutcome = (typeof RESERVATION_OUTCOMES)[number]
+
+const reservationOutcomeSchema = new Schema(
+  {
+    /** the reservation's id */
+    _id: { type: String, required: true },
+    outcome: { type: String, required: true, enum: RESERVATION_OUTCOMES },
+    at: { type: Date, required: true },
+  },
+  { collection: 'reservation_outcomes', versionKey: false },
+)
+
+export const TICKET_STATUSES = ['issued', 'checked-in', 'voided'] as const
+export type TicketStatus = (typeof TICKET_STATUSES)[number]
+
+const ticketSchema = new Schema(
+  {
+    /** `ticket_` + 24 hex characters */
+    _id: { type: String, required: true },
+    appDid: { type: String, required: true },
+    environment: { type: String, required: true, enum: ENVIRONMENTS },
+    eventUri: { type: String, required: true },
+    tierId: { type: String, required: true },
+    buyerDid: { type: String, required: true },
+    /** the reservation whose units the ticket keeps */
+    reservationId: { type: String, required: true },
+    status: { type: String, required: true, enum: TICKET_STATUSES },
+    /** `claim` (claimFreeTicket) */
+    source: { type: String, required: true },
+    createdAt: { type: Date, required: true },
+  },
+  { collection: 'tickets', versionKey: false },
+)
+ticketSchema.index({ tierId: 1 })
+
+export type TicketedEventDoc = InferSchemaType<typeof ticketedEventSchema>
+export type TierDoc = InferSchemaType<typeof tierSchema>
+export type CapacityUnitDoc = InferSchemaType<typeof capacityUnitSchema>
+export type ReservationOutcomeDoc = InferSchemaType<typeof reservationOutcomeSchema>
+export type TicketDoc = InferSchemaType<typeof ticketSchema>
+
+export interface TicketsModels {
+  TicketedEvent: Model<TicketedEventDoc>
+  Tier: Model<TierDoc>
+  CapacityUnit: Model<CapacityUnitDoc>
+  ReservationOutcome: Model<ReservationOutcomeDoc>
+  Ticket: Model<TicketDoc>
+}
+
+export async function createTicketsModels(conn: Connection): Promise<TicketsModels> {
+  const models: TicketsModels = {
+    TicketedEvent: conn.model<TicketedEventDoc>('TicketedEvent', ticketedEventSchema),
+    Tier: conn.model<TierDoc>('TicketTier', tierSchema),
+    CapacityUnit: conn.model<CapacityUnitDoc>('CapacityUnit', capacityUnitSchema),
+    ReservationOutcome: conn.model<ReservationOutcomeDoc>('ReservationOutcome', reservationOutcomeSchema),
+    Ticket: conn.model<TicketDoc>('Ticket', ticketSchema),
+  }
+  await Promise.all([models.TicketedEvent.init(), models.Tier.init(), models.CapacityUnit.init(), models.ReservationOutcome.init(), models.Ticket.init()])
+  return models
+}
+
+export const connectTickets = (mongoUrl: string) => connectDomain(mongoUrl, createTicketsModels)
+
+export { isDuplicateKeyError } from '@svc/subgraph-server'

@@ -1,0 +1,208 @@
+/**
+ * Tier setup, availability and free claims through the whole stack (adapter → gateway → tickets subgraph, which
+ * reads the app's environment and tickets module from the apps subgraph → FerretDB): every contract error of these
+ * methods, test/live and app isolation, idempotency under concurrent duplicates, and no oversell under a thousand
+ * concurrent claims.
+ */
+import { randomBytes } from 'node:crypto'
+import { startStack, type TestApp, type TestStack } from '../../stack'
+import { bearer, expectError, expectOk, xrpcPost } from '../adapter/helpers'
+import { availability, claim, claimAs, CLAIM, configure, CONFIGURE, enableTickets, eventUriOf, newSigner, setUpEvent, type Signer } from './helpers'
+
+let stack: TestStack
+let app: TestApp
+let organizer: Signer
+
+const FREE = { name: 'General admission', priceAmount: 0, currency: 'usd', capacity: 5 }
+const PAID = { name: 'VIP', priceAmount: 2500, currency: 'usd', capacity: 10 }
+
+beforeAll(async () => {
+  stack = await startStack('tickets')
+  app = await stack.newApp({ environments: ['test', 'live'] })
+  await enableTickets(stack, app, 'test')
+  organizer = await newSigner(stack)
+})
+afterAll(async () => {
+  await stack.stop()
+})
+
+describe('configureTicketTiers', () => {
+  it('creates tiers with their defaults and answers every tier of the event', async () => {
+    const eventUri = eventUriOf(organizer)
+    const body = await setUpEvent(stack, app, organizer, [FREE, { ...PAID, perBuyerLimit: 4, salesEndAt: '2099-01-01T00:00:00.000Z' }], { eventUri })
+    expect(body).toEqual({
+      eventUri,
+      holdDurationSeconds: 600,
+      tiers: [
+        { ticketTypeId: expect.stringMatching(/^tier_[0-9a-f]{24}$/), ...FREE, perBuyerLimit: 1 },
+        { ticketTypeId: expect.stringMatching(/^tier_[0-9a-f]{24}$/), ...PAID, perBuyerLimit: 4, salesEndAt: '2099-01-01T00:00:00.000Z' },
+      ],
+    })
+  })
+
+  it('updates a tier by ticketTypeId, adds new ones and leaves unlisted tiers unchanged', async () => {
+    const first = await setUpEvent(stack, app, organizer, [FREE, PAID])
+    const [free, paid] = first.tiers
+    const second = await setUpEvent(stack, app, organizer, [{ ...PAID, ticketTypeId: paid!.ticketTypeId, name: 'VIP+', capacity: 20 }, { ...FREE, name: 'Balcony' }], {
+      eventUri: first.eventUri,
+      holdDurationSeconds: 120,
+    })
+    expect(second.tiers.map((t: any) => [t.ticketTypeId, t.name, t.capacity])).toEqual([
+      [free!.ticketTypeId, 'General admission', 5],
+      [paid!.ticketTypeId, 'VIP+', 20],
+      [expect.stringMatching(/^tier_/), 'Balcony', 5],
+    ])
+    expect((second as any).holdDurationSeconds).toBe(120)
+  })
+
+  it('never lowers a capacity below what is claimed; lowering to exactly that, and raising again, work', async () => {
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ ...FREE, capacity: 10, perBuyerLimit: 1 }])
+    const tier = { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }
+    for (let i = 0; i < 3; i++) expectOk(await claimAs(stack, app, await newSigner(stack), tier))
+    const lower = async (capacity: number) =>
+      configure(stack, app, { environment: 'test', eventUri, organizerDid: organizer.did, organizerAssertionJwt: await organizer.assertion(CONFIGURE), tiers: [{ ...FREE, ticketTypeId: tier.ticketTypeId, capacity }] })
+    expectError(await lower(2), 400, 'InvalidRequest', /below the 3 tickets/)
+    expect(expectOk(await availability(stack, app, { eventUri })).items).toEqual([{ ticketTypeId: tier.ticketTypeId, available: 7 }])
+    expect(expectOk(await lower(3)).tiers[0].capacity).toBe(3)
+    expect(expectOk(await availability(stack, app, { eventUri })).items).toEqual([{ ticketTypeId: tier.ticketTypeId, available: 0 }])
+    expectError(await claimAs(stack, app, await newSigner(stack), tier), 409, 'TicketHoldUnavailable')
+    expect(expectOk(await lower(12)).tiers[0].capacity).toBe(12)
+    expect(expectOk(await availability(stack, app, { eventUri })).items).toEqual([{ ticketTypeId: tier.ticketTypeId, available: 9 }])
+  })
+
+  it('OrganizerAssertionInvalid: absent, signed by someone else, replayed, or an organizer who is not the event\'s authority', async () => {
+    const eventUri = eventUriOf(organizer)
+    const base = { environment: 'test', eventUri, organizerDid: organizer.did, tiers: [FREE] }
+    expectError(await configure(stack, app, base), 400, 'OrganizerAssertionInvalid')
+    const stranger = await newSigner(stack)
+    expectError(await configure(stack, app, { ...base, organizerAssertionJwt: await stranger.assertion(CONFIGURE) }), 400, 'OrganizerAssertionInvalid')
+    expectError(await configure(stack, app, { ...base, organizerAssertionJwt: await organizer.assertion(CLAIM) }), 400, 'OrganizerAssertionInvalid')
+    const once = await organizer.assertion(CONFIGURE)
+    expectOk(await configure(stack, app, { ...base, organizerAssertionJwt: once }))
+    expectError(await configure(stack, app, { ...base, organizerAssertionJwt: once }), 400, 'OrganizerAssertionInvalid', /JwtReplayed/)
+    // a valid assertion of an organizer who does not own the event
+    expectError(
+      await configure(stack, app, { ...base, eventUri: eventUriOf(stranger), organizerAssertionJwt: await organizer.assertion(CONFIGURE) }),
+      400,
+      'OrganizerAssertionInvalid',
+      /authority/,
+    )
+  })
+
+  it('refuses bad tiers and changes nothing', async () => {
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [FREE])
+    const send = async (tier: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+      configure(stack, app, { environment: 'test', eventUri, organizerDid: organizer.did, organizerAssertionJwt: await organizer.assertion(CONFIGURE), tiers: [tier], ...extra })
+    expectError(await send({ ...FREE, currency: 'USD' }), 400, 'InvalidRequest', /currency/)
+    expectError(await send({ ...FREE, salesStartAt: '2030-01-02T00:00:00Z', salesEndAt: '2030-01-01T00:00:00Z' }), 400, 'InvalidRequest', /salesEndAt/)
+    expectError(await send({ ...FREE, ticketTypeId: `tier_${'0'.repeat(24)}` }), 400, 'InvalidRequest', /not a tier of this event/)
+    expectError(await send({ ...FREE, capacity: -1 }), 400, 'InvalidRequest')
+    expectError(await send({ ...FREE, priceAmount: 5_000_000_000 }), 400, 'InvalidRequest', /priceAmount/)
+    expectError(await send({ ...FREE, seats: 3 }), 400, 'InvalidRequest', /seats/)
+    expectError(await send(FREE, { holdDurationSeconds: 10 }), 400, 'InvalidRequest')
+    expect(expectOk(await availability(stack, app, { eventUri })).items).toEqual([{ ticketTypeId: tiers[0]!.ticketTypeId, available: 5 }])
+  })
+
+  it('TicketsModuleDisabled with the module off; AppUnauthorized in an environment the app lacks and for another app\'s event', async () => {
+    const off = await stack.newApp()
+    const body = async (env: string, eventUri = eventUriOf(organizer)) => ({ environment: env, eventUri, organizerDid: organizer.did, organizerAssertionJwt: await organizer.assertion(CONFIGURE), tiers: [FREE] })
+    expectError(await configure(stack, off, await body('test')), 403, 'TicketsModuleDisabled')
+    expectError(await configure(stack, off, await body('live')), 403, 'AppUnauthorized')
+    const { eventUri } = await setUpEvent(stack, app, organizer, [FREE])
+    const other = await stack.newApp()
+    await enableTickets(stack, other)
+    expectError(await configure(stack, other, await body('test', eventUri)), 403, 'AppUnauthorized', /another app/)
+  })
+})
+
+describe('getTicketAvailability', () => {
+  it('EventRequired without eventUri; an event without tiers has no items', async () => {
+    expectError(await availability(stack, app, {}), 400, 'EventRequired')
+    const eventUri = eventUriOf(organizer)
+    expect(expectOk(await availability(stack, app, { eventUri }))).toEqual({ eventUri, items: [] })
+  })
+
+  it('is 0 outside the sale window', async () => {
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [
+      { ...FREE, salesStartAt: '2099-01-01T00:00:00Z' },
+      { ...FREE, salesEndAt: '2000-01-01T00:00:00Z' },
+      FREE,
+    ])
+    expect(expectOk(await availability(stack, app, { eventUri })).items.map((i: any) => i.available)).toEqual([0, 0, 5])
+    expectError(await claimAs(stack, app, await newSigner(stack), { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }), 409, 'TicketHoldUnavailable', /not on sale/)
+  })
+
+  it('test and live never meet; another app never sees the event; the module must be on', async () => {
+    const { eventUri } = await setUpEvent(stack, app, organizer, [FREE])
+    // live: the same event URI is another event there (no tiers), and the module is off in live
+    expectError(await availability(stack, app, { eventUri, environment: 'live' }), 403, 'TicketsModuleDisabled')
+    await enableTickets(stack, app, 'live')
+    expect(expectOk(await availability(stack, app, { eventUri, environment: 'live' })).items).toEqual([])
+    const other = await stack.newApp()
+    await enableTickets(stack, other)
+    expectError(await availability(stack, other, { eventUri }), 403, 'AppUnauthorized')
+    const unregistered = await stack.newApp({ environments: [] })
+    expectError(await availability(stack, unregistered, { eventUri }), 403, 'AppUnauthorized')
+  })
+})
+
+describe('claimFreeTicket', () => {
+  it('issues a ticket; a retry with the same key (and the same assertion) returns it; another key is DuplicateClaim', async () => {
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [FREE])
+    const tier = { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }
+    const buyer = await newSigner(stack)
+    const assertion = await buyer.assertion(CLAIM)
+    const first = expectOk(await claimAs(stack, app, buyer, tier, { idempotencyKey: 'k1', assertion }))
+    expect(first).toEqual({ ticket: { id: expect.stringMatching(/^ticket_[0-9a-f]{24}$/), status: 'issued' } })
+    expect(expectOk(await claimAs(stack, app, buyer, tier, { idempotencyKey: 'k1', assertion }))).toEqual(first)
+    expectError(await claimAs(stack, app, buyer, tier, { idempotencyKey: 'k2', assertion }), 400, 'BuyerAssertionInvalid', /JwtReplayed/)
+    expectError(await claimAs(stack, app, buyer, tier, { idempotencyKey: 'k2' }), 409, 'DuplicateClaim')
+    expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(4)
+  })
+
+  it('20 concurrent duplicates of one claim get one ticket and take one seat', async () => {
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [FREE])
+    const buyer = await newSigner(stack)
+    const assertion = await buyer.assertion(CLAIM)
+    const results = await Promise.all(Array.from({ length: 20 }, () => claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }, { idempotencyKey: 'same', assertion })))
+    const ids = new Set(results.map((r) => expectOk(r).ticket.id))
+    expect(ids.size).toBe(1)
+    expect(await stack.tickets.Ticket.countDocuments({ tierId: tiers[0]!.ticketTypeId })).toBe(1)
+    expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(4)
+  })
+
+  it('BuyerAssertionInvalid without an assertion or with another DID\'s; a paid tier is refused; the module must be on', async () => {
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [FREE, PAID])
+    const buyer = await newSigner(stack)
+    const free = { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }
+    expectError(await claim(stack, app, { environment: 'test', ...free, buyerDid: buyer.did, idempotencyKey: 'x' }), 400, 'BuyerAssertionInvalid')
+    const other = await newSigner(stack)
+    expectError(await claimAs(stack, app, buyer, free, { assertion: await other.assertion(CLAIM) }), 400, 'BuyerAssertionInvalid')
+    expectError(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[1]!.ticketTypeId }), 400, 'InvalidRequest', /not free/)
+    const off = await stack.newApp()
+    expectError(await claimAs(stack, off, buyer, free), 403, 'TicketsModuleDisabled')
+    expect(await stack.tickets.Ticket.countDocuments({ tierId: free.ticketTypeId })).toBe(0)
+  })
+
+  it('a thousand concurrent claims on a 100-seat tier: exactly 100 tickets, the rest TicketHoldUnavailable', async () => {
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ ...FREE, capacity: 100 }])
+    const tier = { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }
+    const buyers = await Promise.all(Array.from({ length: 1000 }, () => newSigner(stack)))
+    // every request is signed before the first is sent, so all of them are in flight together
+    const requests = await Promise.all(
+      buyers.map(async (b) => ({
+        headers: bearer(await app.jwt(CLAIM)),
+        body: { environment: 'test', ...tier, buyerDid: b.did, buyerAssertionJwt: await b.assertion(CLAIM), idempotencyKey: randomBytes(8).toString('hex') },
+      })),
+    )
+    const started = Date.now()
+    const results = await Promise.all(requests.map((r) => xrpcPost(stack, CLAIM, r.body, r.headers)))
+    console.info(`1,000 concurrent claims on 100 seats answered in ${Date.now() - started} ms`)
+    const byStatus = new Map<string, number>()
+    for (const r of results) byStatus.set(`${r.status} ${r.body?.error ?? r.body?.ticket?.status}`, (byStatus.get(`${r.status} ${r.body?.error ?? r.body?.ticket?.status}`) ?? 0) + 1)
+    expect(Object.fromEntries(byStatus)).toEqual({ '200 issued': 100, '409 TicketHoldUnavailable': 900 })
+    expect(await stack.tickets.Ticket.countDocuments({ tierId: tier.ticketTypeId })).toBe(100)
+    expect(await stack.tickets.CapacityUnit.countDocuments({ tierId: tier.ticketTypeId, kind: 'seat' })).toBe(100)
+    expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(0)
+  }, 180_000)
+})

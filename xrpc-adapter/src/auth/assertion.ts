@@ -1,0 +1,29 @@
+/**
+ * Buyer and organizer assertions: a JWT of the service-auth format carried in the body (`iss` = the person's DID,
+ * `aud` = this service, `lxm` = the method), verified like the app's own token. Every refusal, whatever its cause
+ * (absent, malformed, expired, wrong signer, replayed), is the method's own error code.
+ */
+import { ContractError, type ErrorCode } from '@svc/errors'
+import type { ServiceAuthVerifier } from '@svc/service-auth'
+
+export interface AssertionCheck {
+  nsid: string
+  /** the DID the assertion must be issued by */
+  iss: string
+  /** the contract's error for this method's assertion (BuyerAssertionInvalid, OrganizerAssertionInvalid) */
+  code: ErrorCode
+  /** an idempotent request's scope: its retry may carry the same assertion (its `jti` is then accepted again) */
+  replayScope?: string
+}
+
+export type AssertionVerifier = (jwt: string | undefined, check: AssertionCheck) => Promise<void>
+
+export function assertionVerifier(verifier: ServiceAuthVerifier): AssertionVerifier {
+  return async (jwt, { nsid, iss, code, replayScope }) => {
+    if (jwt === undefined || jwt === '') throw new ContractError(code, 'the assertion is required')
+    const verified = await verifier.verify(`Bearer ${jwt}`, nsid, { replayScope }).catch((err: unknown) => {
+      throw new ContractError(code, `the assertion is invalid (${err instanceof ContractError ? err.code : 'unverifiable'})`)
+    })
+    if (verified.iss !== iss) throw new ContractError(code, `the assertion is issued by another DID than ${iss}`)
+  }
+}
