@@ -22,7 +22,8 @@
  * BENCH_SECONDS (direct runs; default 10), BENCH_DELIVERIES (the throughput run's events; default 2000) and
  * BENCH_LATENCY_EVENTS (the one-at-a-time run's; default 200) tune the size. Then the growth rows
  * (scripts/lib/growth-bench.ts): payment.status and the delivery log, one request at a time, with 1,000, 10,000 and
- * 100,000 documents in their collections (BENCH_GROWTH_SIZES).
+ * 100,000 documents in their collections (BENCH_GROWTH_SIZES). Then the tickets row (scripts/lib/tickets-bench.ts):
+ * BENCH_CLAIM_BUYERS (default 1000) buyers claim a free 100-seat tier at once through the XRPC API.
  */
 import autocannon from 'autocannon'
 import Redis from 'ioredis'
@@ -37,6 +38,8 @@ import { ferretDbCommandCounts, startFerretDb, type RunningFerretDb } from '@svc
 import { componentEnv, freeComponentPorts, ROOT, serviceComponents, startComponents } from './lib/components'
 import { measureDeliveries, type DeliveryBenchResult, type DeliveryRun } from './lib/delivery-bench'
 import { measureGrowth, type GrowthRow } from './lib/growth-bench'
+import { measureScarceClaims, type ScarceClaimsResult } from './lib/tickets-bench'
+import { connectTickets } from '@svc/tickets'
 
 const CONNECTIONS = 50
 const INITIATE_CONNECTIONS = 20
@@ -50,6 +53,8 @@ const INITIATE_REQUESTS = Number(process.env.BENCH_INITIATE_REQUESTS ?? Math.min
 const DELIVERIES = Number(process.env.BENCH_DELIVERIES ?? 2000)
 const LATENCY_EVENTS = Number(process.env.BENCH_LATENCY_EVENTS ?? 200)
 /** the collection sizes of the growth rows */
+const CLAIM_BUYERS = Number(process.env.BENCH_CLAIM_BUYERS ?? 1000)
+const CLAIM_SEATS = 100
 const GROWTH_SIZES = (process.env.BENCH_GROWTH_SIZES ?? '1000,10000,100000').split(',').map(Number).filter((n) => n > 0)
 /** The service refuses service JWTs living longer than 300 s; every batch is minted right before its run. */
 const JWT_LIFETIME_SECONDS = 290
@@ -319,6 +324,30 @@ async function main() {
     // one checkout per app order id: every 2xx created its own
     const created = await conn.collection('checkouts').countDocuments({ appDid: app.did, appOrderId: { $regex: `^bench-${runId}-` } })
 
+    // ---- tickets: a crowd of buyers claims a scarce free tier at once ----
+    let claims: ScarceClaimsResult | null = null
+    const tickets = await connectTickets(mongoUrl.toString())
+    try {
+      process.stdout.write(`bench: ${CLAIM_BUYERS} concurrent claims on ${CLAIM_SEATS} seats… `)
+      const ticketsApp = await generateDidKeyKeypair('ES256K')
+      await registerApp({ models }, { did: ticketsApp.did, environment: 'test', appUrl: 'https://bench.example', feeShareBps: 100 })
+      claims = await measureScarceClaims({
+        api,
+        serviceDid,
+        app: ticketsApp,
+        buyers: CLAIM_BUYERS,
+        capacity: CLAIM_SEATS,
+        countSeats: (tierId) => tickets.models.CapacityUnit.countDocuments({ tierId, kind: 'seat' }),
+      })
+      process.stdout.write(`done (${claims.seconds} s)\n`)
+      if (claims.granted !== CLAIM_SEATS || claims.unexpected) process.exitCode = 1
+    } catch (err) {
+      console.error('bench: the tickets row failed:', err)
+      process.exitCode = 1
+    } finally {
+      await tickets.conn.close()
+    }
+
     // ---- webhook deliveries: outbox → relay → workers → receiver ----
     let deliveries: DeliveryBenchResult | null = null
     const metricsUrl = ferret?.metricsUrl
@@ -374,6 +403,12 @@ async function main() {
       console.log('|---|---|---|---|---|')
       for (const g of growth) console.log(`| ${g.documents} | ${g.status.p50} | ${g.status.p99} | ${g.deliveryLog.p50} | ${g.deliveryLog.p99} |`)
     }
+    if (claims) {
+      console.log(
+        `\ntickets: ${claims.buyers} concurrent free claims on ${claims.capacity} seats (full path): ${claims.granted} granted, ` +
+          `${claims.unexpected} unexpected answers, p50 ${claims.p50} ms, p99 ${claims.p99} ms, all answered in ${claims.seconds} s`,
+      )
+    }
     if (deliveries) {
       const { throughput, latency, delivery } = deliveries
       console.log(
@@ -395,7 +430,7 @@ async function main() {
     mkdirSync(join(ROOT, 'bench-results'), { recursive: true })
     writeFileSync(
       join(ROOT, 'bench-results', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), backend, connections: CONNECTIONS, initiateConnections: INITIATE_CONNECTIONS, rows: [...rows, ...deliveryRows], ratio, statusRatio, deliveries, growth }, null, 2),
+      JSON.stringify({ at: new Date().toISOString(), backend, connections: CONNECTIONS, initiateConnections: INITIATE_CONNECTIONS, rows: [...rows, ...deliveryRows], ratio, statusRatio, deliveries, growth, claims }, null, 2),
     )
     const failing = rows.filter((r) => r.fullPath && (r.non2xx || r.errors))
     if (!initiateRow.non2xx && !initiateRow.errors && created !== initiateRow.requests) {

@@ -83,6 +83,18 @@ export interface SvcClient {
   ): Out<'money.svc.payment.registerCreatorProof'>
   /** money.svc.payment.declineRecord: closes the pending creator-proof slot of a payment as declined. */
   declineRecord(input: Methods['money.svc.payment.declineRecord']['input'], options?: CallOptions): Out<'money.svc.payment.declineRecord'>
+  /**
+   * tickets.svc.configureTicketTiers: creates or updates an event's tiers. `organizerAssertionJwt` is minted by the
+   * organizer (mintAssertion with the organizer's key, `lxm` = this NSID); the organizer must own the event's AT-URI.
+   */
+  configureTicketTiers(input: Methods['tickets.svc.configureTicketTiers']['input'], options?: CallOptions): Out<'tickets.svc.configureTicketTiers'>
+  /** tickets.svc.getTicketAvailability: each tier's tickets available now; safe to poll. */
+  getTicketAvailability(params: Methods['tickets.svc.getTicketAvailability']['params'], options?: CallOptions): Out<'tickets.svc.getTicketAvailability'>
+  /**
+   * tickets.svc.claimFreeTicket: idempotent by `idempotencyKey` (with app, event, tier and buyer): a retry, even with
+   * the same buyer assertion, returns the same ticket.
+   */
+  claimFreeTicket(input: Methods['tickets.svc.claimFreeTicket']['input'], options?: CallOptions): Out<'tickets.svc.claimFreeTicket'>
   /** money.svc.catalog.registerAppLink: the app's private fulfillment URL for a catalog record (last write wins). */
   registerAppLink(input: Methods['money.svc.catalog.registerAppLink']['input'], options?: CallOptions): Out<'money.svc.catalog.registerAppLink'>
 }
@@ -198,5 +210,8 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
     registerCreatorProof: (input, o) => call('money.svc.payment.registerCreatorProof', input, o),
     declineRecord: (input, o) => call('money.svc.payment.declineRecord', input, o),
     registerAppLink: (input, o) => call('money.svc.catalog.registerAppLink', input, o),
+    configureTicketTiers: (input, o) => call('tickets.svc.configureTicketTiers', input, o),
+    getTicketAvailability: (params, o) => call('tickets.svc.getTicketAvailability', params, o),
+    claimFreeTicket: (input, o) => call('tickets.svc.claimFreeTicket', input, o),
   }
 }

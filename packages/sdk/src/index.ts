@@ -8,6 +8,7 @@
  *   const { token, url } = await initiateCheckout(client, buildProduct({ ... }))   // persist token, redirect to url
  *   const { status, ref } = await pollPaymentStatus(client, token, { timeoutMs: 15 * 60_000 })
  *   const onWebhook = createWebhookRequestHandler({ secret, store, handlers })   // receiving events (src/receiver)
+ *   await client.claimFreeTicket({ eventUri, ticketTypeId, buyerDid, idempotencyKey, buyerAssertionJwt })   // tickets
  */
 import { encodeProduct, type CheckoutProduct } from '@svc/checkout-product'
 
@@ -24,6 +25,7 @@ export {
   type SvcClientOptions,
 } from './client'
 export { isConnectionReady, type RecipientConnection } from './approvals'
+export { mintAssertion } from './tickets'
 export { PollTimeoutError, REQUEST_ID_HEADER, SvcError, isTransientError, isTransientStatus, parseRetryAfter } from './errors'
 export {
   TERMINAL_PAYMENT_STATUSES,

@@ -17,6 +17,7 @@ import {
   parseProduct,
   pollPaymentStatus,
   InvalidProductError,
+  mintAssertion,
   SvcError,
   type CheckoutProduct,
   type SvcClient,
@@ -452,5 +453,38 @@ describe('buildProduct and isConnectionReady', () => {
     }
     expect(isConnectionReady(null)).toBe(false)
     expect(isConnectionReady(undefined)).toBe(false)
+  })
+})
+
+describe('tickets through the SDK', () => {
+  it('an organizer sets up a free tier, the app reads availability and a buyer claims, idempotently', async () => {
+    const { client } = await newClient()
+    await client.updateConfig({ environment: 'test', modules: { tickets: true } })
+    const organizer = await generateDidKeyKeypair('ES256K')
+    const buyer = await generateDidKeyKeypair('ES256K')
+    const eventUri = `at://${organizer.did}/community.lexicon.calendar.event/${randomBytes(4).toString('hex')}`
+    const setup = await client.configureTicketTiers({
+      environment: 'test',
+      eventUri,
+      organizerDid: organizer.did,
+      organizerAssertionJwt: await mintAssertion({ keypair: organizer.keypair, did: organizer.did, serviceDid: stack.serviceDid, nsid: 'tickets.svc.configureTicketTiers' }),
+      tiers: [{ name: 'Free entry', priceAmount: 0, currency: 'eur', capacity: 2 }],
+    })
+    const ticketTypeId = setup.tiers[0]!.ticketTypeId
+    const claim = {
+      environment: 'test',
+      eventUri,
+      ticketTypeId,
+      buyerDid: buyer.did,
+      buyerAssertionJwt: await mintAssertion({ keypair: buyer.keypair, did: buyer.did, serviceDid: stack.serviceDid, nsid: 'tickets.svc.claimFreeTicket' }),
+      idempotencyKey: 'rsvp-1',
+    }
+    const first = await client.claimFreeTicket(claim)
+    expect(first.ticket.status).toBe('issued')
+    expect(await client.claimFreeTicket(claim)).toEqual(first)
+    expect(await client.getTicketAvailability({ environment: 'test', eventUri })).toEqual({ eventUri, items: [{ ticketTypeId, available: 1 }] })
+    const refused = await client.claimFreeTicket({ ...claim, idempotencyKey: 'rsvp-2', buyerAssertionJwt: await mintAssertion({ keypair: buyer.keypair, did: buyer.did, serviceDid: stack.serviceDid, nsid: 'tickets.svc.claimFreeTicket' }) }).catch((err: unknown) => err)
+    expect(refused).toBeInstanceOf(SvcError)
+    expect(refused).toMatchObject({ status: 409, error: 'DuplicateClaim' })
   })
 })
