@@ -66,8 +66,8 @@ describe('docker-compose.yml', () => {
     expect(compose.services.gateway?.environment?.EVENTS_SUBGRAPH_URL).toBe('http://events:4204/graphql')
     expect(compose.services.events?.environment?.EVENTS_SUBGRAPH_PORT).toBe('4204')
     expect(dependsOn('gateway')).toEqual(expect.arrayContaining(['apps', 'actors', 'payments', 'events']))
-    // the apps and payments outbox relays publish to Redis
-    for (const service of ['apps', 'payments', 'events']) expect(dependsOn(service)).toContain('redis')
+    // the apps, payments and tickets outbox relays publish to Redis
+    for (const service of ['apps', 'payments', 'tickets', 'events']) expect(dependsOn(service)).toContain('redis')
   })
 
   test('runs the events workers and the operators board from @svc/events scripts', () => {

@@ -183,6 +183,8 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     host: '127.0.0.1',
     port: 0,
     logger,
+    relay,
+    sweepIntervalMs: 0,
   })
   const gateway = await buildGateway({
     services: [

@@ -7,7 +7,7 @@ import type { Environment } from '@svc/vocabulary'
 export const DOMAIN_EVENTS_QUEUE = 'domain-events'
 
 /** The domains that write an outbox. */
-export type EventSource = 'apps' | 'payments'
+export type EventSource = 'apps' | 'payments' | 'tickets'
 
 /** The payload of a `domain-events` job (the job's name is the event type). */
 export interface DomainEventJob {

@@ -12,6 +12,7 @@ runProcess('tickets', async (config, logger) => {
     logger,
     operatorToken: config.secrets.operatorToken,
     databaseCommandMetrics: config.databaseCommandMetrics,
+    relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix },
   })
   return service.stop
 })

@@ -1,13 +1,18 @@
-/** The tickets subgraph: its models and GraphQL server, and its gateway client for the apps facts it decides on. */
+/**
+ * The tickets subgraph: its models and GraphQL server, its gateway client for the apps facts it decides on, the relay
+ * of its outbox and the sweep of unannounced tickets.
+ */
 import type { Logger } from 'pino'
 import { createGatewayClient } from '@svc/gateway-client'
 import type { CallerKeys } from '@svc/internal-context'
+import { startOutboxRelay } from '@svc/outbox'
 import { startDomainSubgraph } from '@svc/subgraph-server'
 import type { AppFacts } from './domain/app-facts'
 import { createGraphFacts } from './graph-facts'
 import { createTicketsModels, type TicketsModels } from './models'
 import { resolvers, type TicketsContext } from './resolvers'
 import { typeDefs } from './schema'
+import { DEFAULT_TICKETS_SWEEP_MS, startTicketsSweeper } from './sweeper'
 
 export interface TicketsServiceOptions {
   mongoUrl: string
@@ -21,6 +26,10 @@ export interface TicketsServiceOptions {
   operatorToken?: string
   /** DB_COMMAND_METRICS */
   databaseCommandMetrics?: boolean
+  /** relays the tickets outbox to the `domain-events` queue (docs/events.md); without it nothing leaves the outbox */
+  relay?: { redisUrl: string; redisPrefix: string; intervalMs?: number }
+  /** the sweep announcing tickets whose claim stopped before its event; default 60000; 0 disables */
+  sweepIntervalMs?: number
 }
 
 export async function startTicketsService(opts: TicketsServiceOptions): Promise<{ url: string; models: TicketsModels; stop(): Promise<void> }> {
@@ -44,10 +53,14 @@ export async function startTicketsService(opts: TicketsServiceOptions): Promise<
       return { ...base, domain }
     },
   })
+  const sweeper = startTicketsSweeper({ models: running.models, logger: opts.logger }, opts.sweepIntervalMs ?? DEFAULT_TICKETS_SWEEP_MS, opts.logger)
+  const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'tickets', logger: opts.logger }) : null
   return {
     url: running.url,
     models: running.models,
     async stop() {
+      await sweeper.stop()
+      await relay?.stop()
       await running.stop()
       await gateway.close()
     },

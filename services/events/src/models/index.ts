@@ -21,7 +21,7 @@ export const DELIVERY_STATUSES = ['pending', 'held', 'delivered', 'failed'] as c
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number]
 
 /** Where a delivery came from: a domain's outbox, or the test-event utility. */
-export const DELIVERY_SOURCES = ['apps', 'payments', 'test'] as const
+export const DELIVERY_SOURCES = ['apps', 'payments', 'tickets', 'test'] as const
 export type DeliverySource = (typeof DELIVERY_SOURCES)[number]
 
 export const CHANNELS = ['webhook', 'xrpc'] as const

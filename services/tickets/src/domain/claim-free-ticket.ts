@@ -6,7 +6,8 @@
  * taken as units (capacity.ts): one seat and one of the buyer's shares per attempt. Then, in this order, the attempt
  * is kept (its units stop expiring) and the ticket inserted under its id; the insert is what makes duplicates
  * converge. A claim that dies between the two leaves kept units with the ticket's id, which a retry adopts; one that
- * dies before keeping leaves units that lapse after CLAIM_ATTEMPT_SECONDS.
+ * dies before keeping leaves units that lapse after CLAIM_ATTEMPT_SECONDS. After the ticket, its `ticket.issued` event
+ * (announce.ts).
  *
  * DuplicateClaim: the buyer already holds all the tier's shares (its per-buyer limit, 1 for a free tier unless the
  * organizer set more) for other claim keys. TicketHoldUnavailable: no seat is left, or the tier is not on sale.
@@ -15,6 +16,7 @@ import { randomBytes } from 'node:crypto'
 import { ContractError } from '@svc/errors'
 import { isDid } from '@svc/vocabulary'
 import { isDuplicateKeyError, type TicketDoc } from '../models'
+import { announceIssued } from './announce'
 import { discardKept, keepReservation, reserve } from './capacity'
 import { onSale } from './availability'
 import { nowOf, type ServingTickets, type TicketsDomain } from './context'
@@ -38,15 +40,18 @@ export const ticketView = (t: Pick<TicketDoc, '_id' | 'status' | 'tierId' | 'eve
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Inserts the ticket of a kept attempt; a duplicate that inserted first wins. */
+/** Inserts the ticket of a kept attempt, then announces it (ticket.issued); a duplicate that inserted first wins. */
 async function issue(d: TicketsDomain, ticket: TicketDoc): Promise<{ ticket: TicketDoc; inserted: boolean }> {
+  let inserted = true
   try {
     await d.models.Ticket.create(ticket)
-    return { ticket, inserted: true }
   } catch (err) {
     if (!isDuplicateKeyError(err)) throw err
-    return { ticket: (await d.models.Ticket.findById(ticket._id).lean())!, inserted: false }
+    inserted = false
   }
+  const stored = inserted ? ticket : (await d.models.Ticket.findById(ticket._id).lean())!
+  if (!stored.announced) await announceIssued(d, stored)
+  return { ticket: stored, inserted }
 }
 
 export async function claimFreeTicket(d: ServingTickets, appDid: string, input: ClaimFreeTicketInput): Promise<Ticket> {
@@ -62,7 +67,11 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
   const deadline = Date.now() + DUPLICATE_WAIT_MS
   for (;;) {
     const existing = await d.models.Ticket.findById(ticketId).lean()
-    if (existing) return ticketView(existing)
+    if (existing) {
+      // a retry after a claim that stopped before its event writes it now
+      if (!existing.announced) await announceIssued(d, existing)
+      return ticketView(existing)
+    }
 
     const record = (reservationId: string): TicketDoc => ({
       _id: ticketId,
@@ -74,6 +83,7 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
       reservationId,
       status: 'issued',
       source: 'claim',
+      announced: false,
       createdAt: nowOf(d),
     })
 

@@ -12,9 +12,11 @@
  *                                                                    each taken by one reservation (a hold or a ticket)
  *   reservation_outcomes   one per reservation (`_id`)               its single terminal decision: kept or released
  *   tickets                `_id` ticket_…                            issued tickets (a free claim's id derives from its key)
+ *   tickets_outbox         one per event id (@svc/outbox)            ticket.issued events
  */
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
 import { ENVIRONMENTS } from '@svc/vocabulary'
+import { createOutboxModel, type OutboxModel } from '@svc/outbox'
 import { connectDomain } from '@svc/subgraph-server'
 
 const ticketedEventSchema = new Schema(
@@ -119,11 +121,14 @@ const ticketSchema = new Schema(
     status: { type: String, required: true, enum: TICKET_STATUSES },
     /** `claim` (claimFreeTicket) */
     source: { type: String, required: true },
+    /** its `ticket.issued` is in the outbox (the sweep announces tickets whose claim stopped before) */
+    announced: { type: Boolean, required: true, default: false },
     createdAt: { type: Date, required: true },
   },
   { collection: 'tickets', versionKey: false },
 )
 ticketSchema.index({ tierId: 1 })
+ticketSchema.index({ announced: 1 })
 
 export type TicketedEventDoc = InferSchemaType<typeof ticketedEventSchema>
 export type TierDoc = InferSchemaType<typeof tierSchema>
@@ -137,6 +142,7 @@ export interface TicketsModels {
   CapacityUnit: Model<CapacityUnitDoc>
   ReservationOutcome: Model<ReservationOutcomeDoc>
   Ticket: Model<TicketDoc>
+  Outbox: OutboxModel
 }
 
 export async function createTicketsModels(conn: Connection): Promise<TicketsModels> {
@@ -146,6 +152,7 @@ export async function createTicketsModels(conn: Connection): Promise<TicketsMode
     CapacityUnit: conn.model<CapacityUnitDoc>('CapacityUnit', capacityUnitSchema),
     ReservationOutcome: conn.model<ReservationOutcomeDoc>('ReservationOutcome', reservationOutcomeSchema),
     Ticket: conn.model<TicketDoc>('Ticket', ticketSchema),
+    Outbox: await createOutboxModel(conn, 'tickets'),
   }
   await Promise.all([models.TicketedEvent.init(), models.Tier.init(), models.CapacityUnit.init(), models.ReservationOutcome.init(), models.Ticket.init()])
   return models

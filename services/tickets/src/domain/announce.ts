@@ -1,0 +1,43 @@
+/**
+ * `ticket.issued` reaches the app through the tickets outbox (docs/events.md). The event's id derives from the
+ * ticket's, so writing it again is a no-op: a claim writes it right after inserting the ticket, every retry that
+ * finds the ticket writes it again, and the sweep writes it for a ticket whose claim died in between
+ * (`announced: false` for longer than ANNOUNCE_GRACE_MS).
+ */
+import { writeOutboxEvent } from '@svc/outbox'
+import type { Environment } from '@svc/vocabulary'
+import type { TicketDoc } from '../models'
+import { nowOf, type TicketsDomain } from './context'
+
+/** A claim announces its ticket within milliseconds; the sweep leaves younger tickets to it. */
+export const ANNOUNCE_GRACE_MS = 30_000
+
+export async function announceIssued(d: TicketsDomain, ticket: TicketDoc): Promise<void> {
+  await writeOutboxEvent(d.models.Outbox, {
+    type: 'ticket.issued',
+    key: `ticket.issued:${ticket._id}`,
+    environment: ticket.environment as Environment,
+    appDid: ticket.appDid,
+    occurredAt: ticket.createdAt,
+    data: {
+      ticketId: ticket._id,
+      status: 'issued',
+      ticketTypeId: ticket.tierId,
+      eventUri: ticket.eventUri,
+      buyerDid: ticket.buyerDid,
+      source: ticket.source,
+      issuedAt: ticket.createdAt.toISOString(),
+    },
+  })
+  if (!ticket.announced) await d.models.Ticket.updateOne({ _id: ticket._id }, { $set: { announced: true } })
+}
+
+/** Announces the tickets whose claim died before it did; returns how many. */
+export async function sweepUnannounced(d: TicketsDomain, limit = 100): Promise<number> {
+  const cutoff = new Date(nowOf(d).getTime() - ANNOUNCE_GRACE_MS)
+  // FerretDB pushes the boolean equality down; the age is checked here
+  const tickets = await d.models.Ticket.find({ announced: false }).limit(limit * 4).lean()
+  const due = tickets.filter((t) => t.createdAt <= cutoff).slice(0, limit)
+  for (const ticket of due) await announceIssued(d, ticket)
+  return due.length
+}
