@@ -34,6 +34,7 @@ export interface Reservation {
   expiresAt: Date
   buyerDid?: string | null
   ticketId?: string | null
+  orderKey?: string | null
 }
 
 export type ReserveResult = { ok: true } | { ok: false; lacking: 'seat' | 'buyer'; tierId: string }
@@ -51,6 +52,7 @@ async function take(d: TicketsDomain, r: Reservation, req: UnitRequest, unit: st
       reservationId: r.id,
       buyerDid: r.buyerDid ?? null,
       ticketId: r.ticketId ?? null,
+      orderKey: r.orderKey ?? null,
       expiresAt: r.expiresAt,
       createdAt: nowOf(d),
     })
@@ -67,11 +69,32 @@ async function take(d: TicketsDomain, r: Reservation, req: UnitRequest, unit: st
  */
 export async function releaseLapsed(d: TicketsDomain, units: TakenUnit[]): Promise<TakenUnit[]> {
   const now = nowOf(d).getTime()
-  const lapsed = new Set(units.filter((u) => u.expiresAt.getTime() <= now).map((u) => u.reservationId))
-  if (lapsed.size === 0) return units
+  const lapsed = [...new Set(units.filter((u) => u.expiresAt.getTime() <= now).map((u) => u.reservationId))]
+  if (lapsed.length === 0) return units
+  // one read of their outcomes: a crowd of readers meeting the same lapsed holds decides each once, not each reader
+  const decided = new Map((await d.models.ReservationOutcome.find({ _id: { $in: lapsed } }).lean()).map((o) => [o._id, o.outcome]))
   const released = new Set<string>()
-  for (const id of lapsed) if (await releaseReservation(d, id)) released.add(id)
+  await Promise.all(
+    lapsed.map(async (id) => {
+      const outcome = decided.get(id)
+      if (outcome === 'kept') return
+      // released by another reader (its units may still be in deletion): free for this read
+      if (outcome === 'released' || (await releaseShared(d, id))) released.add(id)
+    }),
+  )
   return units.filter((u) => !released.has(u.reservationId))
+}
+
+/** Releases in flight in this process: concurrent readers of the same lapsed reservation share one release. */
+const releasing = new Map<string, Promise<boolean>>()
+
+function releaseShared(d: TicketsDomain, reservationId: string): Promise<boolean> {
+  let release = releasing.get(reservationId)
+  if (!release) {
+    release = releaseReservation(d, reservationId).finally(() => releasing.delete(reservationId))
+    releasing.set(reservationId, release)
+  }
+  return release
 }
 
 /** The seats of a tier taken now (lapsed reservations released first). */
@@ -93,14 +116,19 @@ async function freeSeats(d: TicketsDomain, req: Pick<UnitRequest, 'tierId' | 'se
   return Array.from({ length: req.seatRange }, (_, n) => seatUnit(req.tierId, n)).filter((u) => !taken.has(u))
 }
 
+const SEAT_ROUNDS = 4
+const SEAT_TRIES_PER_ROUND = 6
+
 /** Takes `count` seats of the tier; returns the units taken (fewer when the tier has no more). */
-async function takeSeats(d: TicketsDomain, r: Reservation, req: UnitRequest, count: number): Promise<string[]> {
+async function takeSeats(d: TicketsDomain, r: Reservation, req: UnitRequest, count: number, firstRead: string[]): Promise<string[]> {
   const got: string[] = []
-  // two rounds: a seat chosen from a read can be taken meanwhile by a concurrent reservation
-  for (let round = 0; round < 2 && got.length < count; round++) {
-    const free = await freeSeats(d, req)
+  // A seat chosen from a read can be taken meanwhile by a concurrent reservation: each round tries a few of the free
+  // seats at random, then reads again. Bounded, so a crowd on the last seats costs reads, not a storm of inserts.
+  for (let round = 0; round < SEAT_ROUNDS && got.length < count; round++) {
+    const free = round === 0 ? firstRead : await freeSeats(d, req)
     if (free.length === 0) break
-    for (const unit of shuffle(free)) {
+    const tries = shuffle(free).slice(0, (count - got.length) * 2 + SEAT_TRIES_PER_ROUND)
+    for (const unit of tries) {
       if (got.length === count) break
       if (await take(d, r, req, unit, 'seat')) got.push(unit)
     }
@@ -136,8 +164,11 @@ export async function reserve(d: TicketsDomain, r: Reservation, requests: UnitRe
   }
   try {
     // a tier with too few free seats is refused before anything is taken (the common answer once sold out)
+    const firstReads = new Map<UnitRequest, string[]>()
     for (const req of requests) {
-      if ((await freeSeats(d, req)).length < req.quantity) return { ok: false, lacking: 'seat', tierId: req.tierId }
+      const free = await freeSeats(d, req)
+      if (free.length < req.quantity) return { ok: false, lacking: 'seat', tierId: req.tierId }
+      firstReads.set(req, free)
     }
     for (const req of requests) {
       if (req.buyer) {
@@ -148,7 +179,7 @@ export async function reserve(d: TicketsDomain, r: Reservation, requests: UnitRe
           return { ok: false, lacking: 'buyer', tierId: req.tierId }
         }
       }
-      const seats = await takeSeats(d, r, req, req.quantity)
+      const seats = await takeSeats(d, r, req, req.quantity, firstReads.get(req)!)
       taken.push(...seats)
       if (seats.length < req.quantity) {
         await undo()

@@ -11,6 +11,7 @@
  *                                                                    share `<tierId>@<buyerDid>#<k>` (k < perBuyerLimit),
  *                                                                    each taken by one reservation (a hold or a ticket)
  *   reservation_outcomes   one per reservation (`_id`)               its single terminal decision: kept or released
+ *   ticket_holds           `_id` hold_…, one per (appDid, environment, appOrderId)   holds of paid capacity
  *   tickets                `_id` ticket_…                            issued tickets (a free claim's id derives from its key)
  *   tickets_outbox         one per event id (@svc/outbox)            ticket.issued events
  */
@@ -80,6 +81,8 @@ const capacityUnitSchema = new Schema(
     buyerDid: { type: String, default: null },
     /** the ticket a free claim's attempt is for */
     ticketId: { type: String, default: null },
+    /** the order a hold is for (`<appDid> <environment> <appOrderId>`): concurrent duplicates find each other by it */
+    orderKey: { type: String, default: null },
     /** a reservation not kept by then is released (a hold's expiry; a claim that died before its ticket); far ahead once kept */
     expiresAt: { type: Date, required: true },
     createdAt: { type: Date, required: true },
@@ -90,6 +93,7 @@ capacityUnitSchema.index({ unit: 1 }, { unique: true })
 capacityUnitSchema.index({ tierId: 1 })
 capacityUnitSchema.index({ reservationId: 1 })
 capacityUnitSchema.index({ ticketId: 1 })
+capacityUnitSchema.index({ orderKey: 1 })
 
 export const RESERVATION_OUTCOMES = ['kept', 'released'] as const
 export type ReservationOutcome = (typeof RESERVATION_OUTCOMES)[number]
@@ -103,6 +107,30 @@ const reservationOutcomeSchema = new Schema(
   },
   { collection: 'reservation_outcomes', versionKey: false },
 )
+
+const holdItemSchema = new Schema({ ticketTypeId: { type: String, required: true }, quantity: { type: Number, required: true } }, { _id: false })
+
+const ticketHoldSchema = new Schema(
+  {
+    /** `hold_` + 24 hex characters; also the id of the reservation holding its units */
+    _id: { type: String, required: true },
+    appDid: { type: String, required: true },
+    environment: { type: String, required: true, enum: ENVIRONMENTS },
+    eventUri: { type: String, required: true },
+    appOrderId: { type: String, required: true },
+    buyerDid: { type: String, required: true },
+    items: { type: [holdItemSchema], required: true },
+    /** the items in canonical order (create-hold.ts, itemsKey): what a repeat of the order must ask for */
+    itemsKey: { type: String, required: true },
+    /** the sum of the items' prices, in minor units of `currency` */
+    amount: { type: Number, required: true },
+    currency: { type: String, required: true },
+    expiresAt: { type: Date, required: true },
+    createdAt: { type: Date, required: true },
+  },
+  { collection: 'ticket_holds', versionKey: false },
+)
+ticketHoldSchema.index({ appDid: 1, environment: 1, appOrderId: 1 }, { unique: true })
 
 export const TICKET_STATUSES = ['issued', 'checked-in', 'voided'] as const
 export type TicketStatus = (typeof TICKET_STATUSES)[number]
@@ -135,6 +163,7 @@ export type TierDoc = InferSchemaType<typeof tierSchema>
 export type CapacityUnitDoc = InferSchemaType<typeof capacityUnitSchema>
 export type ReservationOutcomeDoc = InferSchemaType<typeof reservationOutcomeSchema>
 export type TicketDoc = InferSchemaType<typeof ticketSchema>
+export type TicketHoldDoc = InferSchemaType<typeof ticketHoldSchema>
 
 export interface TicketsModels {
   TicketedEvent: Model<TicketedEventDoc>
@@ -142,6 +171,7 @@ export interface TicketsModels {
   CapacityUnit: Model<CapacityUnitDoc>
   ReservationOutcome: Model<ReservationOutcomeDoc>
   Ticket: Model<TicketDoc>
+  TicketHold: Model<TicketHoldDoc>
   Outbox: OutboxModel
 }
 
@@ -152,9 +182,10 @@ export async function createTicketsModels(conn: Connection): Promise<TicketsMode
     CapacityUnit: conn.model<CapacityUnitDoc>('CapacityUnit', capacityUnitSchema),
     ReservationOutcome: conn.model<ReservationOutcomeDoc>('ReservationOutcome', reservationOutcomeSchema),
     Ticket: conn.model<TicketDoc>('Ticket', ticketSchema),
+    TicketHold: conn.model<TicketHoldDoc>('TicketHold', ticketHoldSchema),
     Outbox: await createOutboxModel(conn, 'tickets'),
   }
-  await Promise.all([models.TicketedEvent.init(), models.Tier.init(), models.CapacityUnit.init(), models.ReservationOutcome.init(), models.Ticket.init()])
+  await Promise.all([models.TicketedEvent.init(), models.Tier.init(), models.CapacityUnit.init(), models.ReservationOutcome.init(), models.Ticket.init(), models.TicketHold.init()])
   return models
 }
 

@@ -1,0 +1,149 @@
+/**
+ * A ticket hold: paid capacity reserved for a buyer under an app order, every item or none, until `expiresAt`
+ * (docs/tickets.md, "Holds"). The domain use case behind tickets.svc.createTicketHold; the XRPC method is served
+ * once the hold's hosted checkout and the tickets it issues on payment land.
+ *
+ * Idempotency: one hold per (app, environment, appOrderId), held by a unique index. A repeat with the same buyer and
+ * the same items (tier ids and quantities, in any order) gets the same hold, whatever its state; a repeat with other
+ * items is refused. The capacity is taken first (capacity.ts, the hold's id as the reservation), then the hold is
+ * inserted: among concurrent duplicates the insert decides, and the losers release what they took.
+ */
+import { randomBytes } from 'node:crypto'
+import { ContractError } from '@svc/errors'
+import { isDid } from '@svc/vocabulary'
+import { isDuplicateKeyError, type TicketHoldDoc } from '../models'
+import { onSale } from './availability'
+import { releaseReservation, reserve } from './capacity'
+import { nowOf, type ServingTickets } from './context'
+import { appEvent, ticketsEnvironment } from './event-access'
+
+export const MAX_HOLD_ITEMS = 20
+export const MAX_HOLD_QUANTITY = 100
+
+export interface HoldRequest {
+  environment?: string | null
+  eventUri: string
+  buyerDid: string
+  appOrderId: string
+  items: { ticketTypeId: string; quantity: number }[]
+}
+
+export interface HoldView {
+  holdId: string
+  expiresAt: string
+  amount: number
+  currency: string
+  items: { ticketTypeId: string; quantity: number }[]
+}
+
+const invalid = (message: string): never => {
+  throw new ContractError('InvalidRequest', message)
+}
+
+/** The items as a canonical string: tier ids sorted, each with its quantity. */
+export const itemsKey = (items: HoldRequest['items']): string =>
+  [...items].sort((a, b) => a.ticketTypeId.localeCompare(b.ticketTypeId)).map((i) => `${i.ticketTypeId}x${i.quantity}`).join(',')
+
+export const holdView = (h: Pick<TicketHoldDoc, '_id' | 'expiresAt' | 'amount' | 'currency'> & { items: HoldRequest['items'] }): HoldView => ({
+  holdId: h._id,
+  expiresAt: h.expiresAt.toISOString(),
+  amount: h.amount,
+  currency: h.currency,
+  items: h.items.map((i) => ({ ticketTypeId: i.ticketTypeId, quantity: i.quantity })),
+})
+
+/** The existing hold of this order, if the repeat asks for the same thing; a different ask is refused. */
+function sameHold(existing: TicketHoldDoc, buyerDid: string, key: string): HoldView {
+  if (existing.buyerDid !== buyerDid || existing.itemsKey !== key) invalid(`appOrderId ${existing.appOrderId} was already used for another hold`)
+  return holdView(existing)
+}
+
+const DUPLICATE_WAIT_MS = 10_000
+const DUPLICATE_POLL_MS = 50
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+export async function createTicketHold(d: ServingTickets, appDid: string, input: HoldRequest): Promise<HoldView> {
+  if (!isDid(input.buyerDid)) invalid('buyerDid must be a DID')
+  if (input.appOrderId === '' || input.appOrderId.length > 256) invalid('appOrderId must be 1 to 256 characters')
+  if (input.items.length === 0 || input.items.length > MAX_HOLD_ITEMS) invalid(`items must hold 1 to ${MAX_HOLD_ITEMS} tiers`)
+  for (const [i, item] of input.items.entries()) {
+    if (!Number.isInteger(item.quantity) || item.quantity < 1 || item.quantity > MAX_HOLD_QUANTITY) invalid(`items[${i}].quantity must be an integer from 1 to ${MAX_HOLD_QUANTITY}`)
+  }
+  if (new Set(input.items.map((i) => i.ticketTypeId)).size !== input.items.length) invalid('a ticketTypeId appears twice in items')
+
+  const environment = await ticketsEnvironment(d, appDid, input.environment ?? null)
+  const deadline = Date.now() + DUPLICATE_WAIT_MS
+  for (;;) {
+    const held = await tryHold(d, appDid, environment, input)
+    if (held !== 'in flight') return held
+    // a duplicate of this order holds the capacity it needs and has not inserted its hold yet
+    if (Date.now() > deadline) throw new ContractError('ServiceUnavailable', 'the same hold is still being created; retry')
+    await sleep(DUPLICATE_POLL_MS)
+  }
+}
+
+async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 'live', input: HoldRequest): Promise<HoldView | 'in flight'> {
+  const key = itemsKey(input.items)
+  const orderKey = `${appDid} ${environment} ${input.appOrderId}`
+  const existing = await d.models.TicketHold.findOne({ appDid, environment, appOrderId: input.appOrderId }).lean()
+  if (existing) return sameHold(existing, input.buyerDid, key)
+
+  const event = await appEvent(d, appDid, environment, input.eventUri)
+  if (!event) invalid('this event has no tiers')
+  const tiers = await d.models.Tier.find({ eventKey: event!._id, _id: { $in: input.items.map((i) => i.ticketTypeId) } }).lean()
+  const byId = new Map(tiers.map((t) => [t._id, t]))
+  for (const item of input.items) {
+    const tier = byId.get(item.ticketTypeId)
+    if (!tier) invalid(`ticketTypeId ${item.ticketTypeId} is not a tier of this event`)
+    if (tier!.priceAmount === 0) invalid(`tier ${tier!._id} is free: claim its tickets with claimFreeTicket`)
+  }
+  const currencies = new Set(tiers.map((t) => t.currency))
+  if (currencies.size > 1) invalid('the items are priced in different currencies')
+  const now = nowOf(d)
+  for (const tier of tiers) if (!onSale(tier, now)) throw new ContractError('TicketHoldUnavailable', `tier ${tier._id} is not on sale now`)
+
+  const holdId = `hold_${randomBytes(12).toString('hex')}`
+  const expiresAt = new Date(now.getTime() + event!.holdDurationSeconds * 1000)
+  const result = await reserve(
+    d,
+    { id: holdId, expiresAt, buyerDid: input.buyerDid, orderKey },
+    input.items.map((item) => {
+      const tier = byId.get(item.ticketTypeId)!
+      return { tierId: tier._id, seatRange: tier.seatRange, quantity: item.quantity, buyer: { did: input.buyerDid, perBuyerLimit: tier.perBuyerLimit } }
+    }),
+  )
+  if (!result.ok) {
+    if (await d.models.CapacityUnit.exists({ orderKey })) return 'in flight'
+    const tier = byId.get(result.tierId)!
+    throw new ContractError(
+      'TicketHoldUnavailable',
+      result.lacking === 'seat' ? `not enough tickets of tier ${tier._id} are left` : `the buyer may hold at most ${tier.perBuyerLimit} tickets of tier ${tier._id}`,
+    )
+  }
+
+  const hold = {
+    _id: holdId,
+    appDid,
+    environment,
+    eventUri: input.eventUri,
+    appOrderId: input.appOrderId,
+    buyerDid: input.buyerDid,
+    items: input.items.map((i) => ({ ticketTypeId: i.ticketTypeId, quantity: i.quantity })),
+    itemsKey: key,
+    amount: input.items.reduce((sum, i) => sum + byId.get(i.ticketTypeId)!.priceAmount * i.quantity, 0),
+    currency: tiers[0]!.currency,
+    expiresAt,
+    createdAt: now,
+  } satisfies Omit<TicketHoldDoc, 'items'> & { items: HoldRequest['items'] }
+  try {
+    await d.models.TicketHold.create(hold)
+    return holdView(hold)
+  } catch (err) {
+    if (!isDuplicateKeyError(err)) throw err
+    // a concurrent duplicate inserted its hold first: this attempt's capacity goes back
+    await releaseReservation(d, holdId)
+    const winner = await d.models.TicketHold.findOne({ appDid, environment, appOrderId: input.appOrderId }).lean()
+    if (!winner) throw err
+    return sameHold(winner, input.buyerDid, key)
+  }
+}

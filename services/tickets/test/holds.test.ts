@@ -1,0 +1,131 @@
+/**
+ * Holds in the tickets domain, on its own database of the test FerretDB with a clock the test moves: all items or
+ * none, per-buyer limits, the order-id idempotency under concurrent duplicates, expiry returning the capacity exactly
+ * once, and no oversell when a thousand holds race for 100 seats while holds lapse and their seats are sold again.
+ * The app's facts (environment, tickets module) are the domain's port, answered here.
+ */
+import { randomBytes } from 'node:crypto'
+import type mongoose from 'mongoose'
+import { ContractError } from '@svc/errors'
+import { isolate } from '@svc/testing/src/isolation'
+import { availableSeats, configureTicketTiers, connectTickets, type ServingTickets, type TicketsModels } from '../src'
+import { createTicketHold, type HoldRequest } from '../src/domain/create-hold'
+
+const APP = 'did:web:app.example.com'
+const ORGANIZER = 'did:plc:organizer0000000000000000'
+let conn: mongoose.Connection
+let models: TicketsModels
+const clock = { now: new Date() }
+let d: ServingTickets
+
+beforeAll(async () => {
+  ;({ conn, models } = await connectTickets(isolate('tickets-holds').mongoUrl))
+  d = { models, now: () => clock.now, facts: { ticketsAccess: async () => ({ environment: 'test', ticketsEnabled: true }) } }
+})
+afterAll(async () => {
+  await conn.dropDatabase().catch(() => undefined)
+  await conn.close()
+})
+
+const buyer = () => `did:plc:${randomBytes(12).toString('hex')}`
+
+async function event(tiers: { capacity: number; priceAmount?: number; perBuyerLimit?: number; currency?: string }[], holdDurationSeconds = 600) {
+  const eventUri = `at://${ORGANIZER}/community.lexicon.calendar.event/${randomBytes(6).toString('hex')}`
+  const configured = await configureTicketTiers(d, APP, {
+    environment: 'test',
+    eventUri,
+    organizerDid: ORGANIZER,
+    holdDurationSeconds,
+    tiers: tiers.map((t, i) => ({ name: `Tier ${i}`, priceAmount: t.priceAmount ?? 2500, currency: t.currency ?? 'usd', capacity: t.capacity, perBuyerLimit: t.perBuyerLimit })),
+  })
+  return { eventUri, tierIds: configured.tiers.map((t) => t.ticketTypeId) }
+}
+
+const hold = (eventUri: string, items: HoldRequest['items'], over: Partial<HoldRequest> = {}) =>
+  createTicketHold(d, APP, { environment: 'test', eventUri, buyerDid: over.buyerDid ?? buyer(), appOrderId: over.appOrderId ?? randomBytes(6).toString('hex'), items, ...over })
+
+async function available(tierId: string): Promise<number> {
+  return availableSeats(d, (await models.Tier.findById(tierId).lean())!)
+}
+
+async function refusal(promise: Promise<unknown>): Promise<string> {
+  const err = await promise.then(() => null, (e: unknown) => e)
+  expect(err).toBeInstanceOf(ContractError)
+  return (err as ContractError).code
+}
+
+test('a hold takes every item or none, prices them, and answers its expiry', async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 5, priceAmount: 2500 }, { capacity: 1, priceAmount: 9900 }])
+  const [general, vip] = tierIds as [string, string]
+  const held = await hold(eventUri, [{ ticketTypeId: general, quantity: 2 }, { ticketTypeId: vip, quantity: 1 }])
+  expect(held).toEqual({ holdId: expect.stringMatching(/^hold_[0-9a-f]{24}$/), expiresAt: new Date(clock.now.getTime() + 600_000).toISOString(), amount: 2 * 2500 + 9900, currency: 'usd', items: [{ ticketTypeId: general, quantity: 2 }, { ticketTypeId: vip, quantity: 1 }] })
+  expect([await available(general), await available(vip)]).toEqual([3, 0])
+  // the VIP seat is gone: this hold is refused whole, and its general seats are not taken
+  expect(await refusal(hold(eventUri, [{ ticketTypeId: general, quantity: 1 }, { ticketTypeId: vip, quantity: 1 }]))).toBe('TicketHoldUnavailable')
+  expect([await available(general), await available(vip)]).toEqual([3, 0])
+})
+
+test('refuses free tiers, mixed currencies, unknown tiers and bad quantities, changing nothing', async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 5, priceAmount: 0 }, { capacity: 5, currency: 'eur' }, { capacity: 5 }])
+  const [free, euro, dollar] = tierIds as [string, string, string]
+  expect(await refusal(hold(eventUri, [{ ticketTypeId: free, quantity: 1 }]))).toBe('InvalidRequest')
+  expect(await refusal(hold(eventUri, [{ ticketTypeId: euro, quantity: 1 }, { ticketTypeId: dollar, quantity: 1 }]))).toBe('InvalidRequest')
+  expect(await refusal(hold(eventUri, [{ ticketTypeId: `tier_${'0'.repeat(24)}`, quantity: 1 }]))).toBe('InvalidRequest')
+  expect(await refusal(hold(eventUri, [{ ticketTypeId: dollar, quantity: 0 }]))).toBe('InvalidRequest')
+  expect(await refusal(hold(eventUri, [{ ticketTypeId: dollar, quantity: 1 }, { ticketTypeId: dollar, quantity: 1 }]))).toBe('InvalidRequest')
+  expect([await available(euro), await available(dollar)]).toEqual([5, 5])
+})
+
+test('a buyer holds at most the tier\'s per-buyer limit at once', async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 10, perBuyerLimit: 3 }])
+  const someone = buyer()
+  await hold(eventUri, [{ ticketTypeId: tierIds[0]!, quantity: 2 }], { buyerDid: someone })
+  expect(await refusal(hold(eventUri, [{ ticketTypeId: tierIds[0]!, quantity: 2 }], { buyerDid: someone }))).toBe('TicketHoldUnavailable')
+  await hold(eventUri, [{ ticketTypeId: tierIds[0]!, quantity: 1 }], { buyerDid: someone })
+  expect(await available(tierIds[0]!)).toBe(7)
+})
+
+test('one hold per app order: 20 concurrent duplicates get the same hold; other items under the same order are refused', async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 10, perBuyerLimit: 2 }])
+  const request = { buyerDid: buyer(), appOrderId: 'order-1' }
+  const items = [{ ticketTypeId: tierIds[0]!, quantity: 2 }]
+  const holds = await Promise.all(Array.from({ length: 20 }, () => hold(eventUri, items, request)))
+  expect(new Set(holds.map((h) => h.holdId)).size).toBe(1)
+  expect(await available(tierIds[0]!)).toBe(8)
+  expect(await models.TicketHold.countDocuments({ appOrderId: 'order-1' })).toBe(1)
+  expect(await refusal(hold(eventUri, [{ ticketTypeId: tierIds[0]!, quantity: 1 }], request))).toBe('InvalidRequest')
+  expect(await refusal(hold(eventUri, items, { ...request, buyerDid: buyer() }))).toBe('InvalidRequest')
+})
+
+test('a hold lapses at expiresAt: its seats return once and are sold again; the order still answers the lapsed hold', async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 2 }], 60)
+  const tier = tierIds[0]!
+  const first = await hold(eventUri, [{ ticketTypeId: tier, quantity: 2 }], { appOrderId: 'lapsing' })
+  expect(await refusal(hold(eventUri, [{ ticketTypeId: tier, quantity: 1 }]))).toBe('TicketHoldUnavailable')
+  clock.now = new Date(clock.now.getTime() + 61_000)
+  expect(await available(tier)).toBe(2)
+  expect(await models.ReservationOutcome.findById(first.holdId).lean()).toMatchObject({ outcome: 'released' })
+  await hold(eventUri, [{ ticketTypeId: tier, quantity: 2 }])
+  expect(await available(tier)).toBe(0)
+  expect((await hold(eventUri, [{ ticketTypeId: tier, quantity: 2 }], { appOrderId: 'lapsing', buyerDid: (await models.TicketHold.findById(first.holdId).lean())!.buyerDid })).holdId).toBe(first.holdId)
+})
+
+test('a thousand concurrent holds on 100 seats hold exactly 100, and seats that lapse mid-run are sold again, never twice', async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 100 }], 60)
+  const tier = tierIds[0]!
+  const attempt = () => hold(eventUri, [{ ticketTypeId: tier, quantity: 1 }]).then(() => 'held', (e: unknown) => (e instanceof ContractError ? e.code : String(e)))
+  let started = Date.now()
+  const first = await Promise.all(Array.from({ length: 500 }, attempt))
+  console.info(`500 concurrent holds on 100 free seats: ${Date.now() - started} ms`)
+  expect(first.filter((r) => r === 'held')).toHaveLength(100)
+  expect(first.filter((r) => r !== 'held').every((r) => r === 'TicketHoldUnavailable')).toBe(true)
+  // every hold lapses; the next 500 race for the seats they return
+  clock.now = new Date(clock.now.getTime() + 61_000)
+  started = Date.now()
+  const second = await Promise.all(Array.from({ length: 500 }, attempt))
+  console.info(`500 concurrent holds on 100 lapsed seats: ${Date.now() - started} ms`)
+  expect(second.filter((r) => r === 'held')).toHaveLength(100)
+  expect(await models.CapacityUnit.countDocuments({ tierId: tier, kind: 'seat' })).toBe(100)
+  expect(await models.ReservationOutcome.countDocuments({ outcome: 'released', _id: { $in: (await models.TicketHold.find({ eventUri }, { _id: 1 }).lean()).map((h) => h._id) } })).toBe(100)
+  expect(await available(tier)).toBe(0)
+}, 120_000)
