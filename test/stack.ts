@@ -14,7 +14,7 @@ import { connectTickets, startTicketsService, type TicketsModels } from '@svc/ti
 import type { AdapterLimits, Config, DeliverySettings, TrustProxy } from '@svc/config'
 import { createMetrics } from '@svc/operations'
 import { buildGateway } from '@svc/gateway'
-import { buildApiServer, buildCheckoutServer } from '@svc/xrpc-adapter'
+import { buildApiServer, buildCheckoutServer, LISTEN_BACKLOG } from '@svc/xrpc-adapter'
 import { createGatewayClient } from '@svc/gateway-client'
 import { createDashboardSessions, DASHBOARD_COOKIE, signInUrl } from '@svc/dashboard-session'
 import { createServiceAuthVerifier, generateDidKeyKeypair, keypairFromPrivateKeyHex, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
@@ -223,9 +223,9 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const apiServer = await buildApiServer(deps)
   const checkout = await buildCheckoutServer(deps)
   await checkoutHost.release()
-  await checkout.listen({ host: '127.0.0.1', port: checkoutPort })
+  await checkout.listen({ host: '127.0.0.1', port: checkoutPort, backlog: LISTEN_BACKLOG })
   await api.release()
-  await apiServer.listen({ host: '127.0.0.1', port: apiPort })
+  await apiServer.listen({ host: '127.0.0.1', port: apiPort, backlog: LISTEN_BACKLOG })
   const { conn, models } = await connectApps(iso.mongoUrl)
   const actorsDb = await connectActors(iso.mongoUrl)
   const paymentsDb = await connectPayments(iso.mongoUrl)

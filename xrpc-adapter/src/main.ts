@@ -4,7 +4,7 @@ import { createDashboardSessions } from '@svc/dashboard-session'
 import { createServiceAuthVerifier } from '@svc/service-auth'
 import { createGatewayClient } from '@svc/gateway-client'
 import { createMetrics } from '@svc/operations'
-import { buildApiServer, buildCheckoutServer } from './server'
+import { buildApiServer, buildCheckoutServer, LISTEN_BACKLOG } from './server'
 
 runProcess('xrpc-adapter', async (config, logger) => {
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 })
@@ -39,8 +39,8 @@ runProcess('xrpc-adapter', async (config, logger) => {
   }
   const api = await buildApiServer(deps)
   const checkout = await buildCheckoutServer(deps)
-  await api.listen({ host: config.host, port: config.ports.api })
-  await checkout.listen({ host: config.host, port: config.ports.checkout })
+  await api.listen({ host: config.host, port: config.ports.api, backlog: LISTEN_BACKLOG })
+  await checkout.listen({ host: config.host, port: config.ports.checkout, backlog: LISTEN_BACKLOG })
   return async () => {
     await Promise.allSettled([api.close(), checkout.close(), gateway.close()])
     await redis.quit()

@@ -32,6 +32,13 @@ import { apiKeyHashForLimit } from './auth/api-key'
 
 export const REQUEST_ID_RESPONSE_HEADER = 'Svc-Request-Id'
 
+/**
+ * The accept queue of both hosts: a crowd connecting at once (buyers at a ticket sale's opening) overflows Node's
+ * default of 511, and the kernel then drops or resets connections (seen as ECONNRESET at 1,000 concurrent claims).
+ * The kernel caps it at net.core.somaxconn.
+ */
+export const LISTEN_BACKLOG = 4096
+
 export interface AdapterDeps {
   logger: Logger
   gateway: GatewayClient

@@ -78,8 +78,11 @@ export async function releaseLapsed(d: TicketsDomain, units: TakenUnit[]): Promi
     lapsed.map(async (id) => {
       const outcome = decided.get(id)
       if (outcome === 'kept') return
-      // released by another reader (its units may still be in deletion): free for this read
-      if (outcome === 'released' || (await releaseShared(d, id))) released.add(id)
+      if (outcome === 'released') {
+        // released by another reader whose deletion is under way, or stopped: finishing it is safe (by `_id`)
+        await deleteUnitsOf(d, id)
+        released.add(id)
+      } else if (await releaseShared(d, id)) released.add(id)
     }),
   )
   return units.filter((u) => !released.has(u.reservationId))
@@ -218,13 +221,15 @@ export async function releaseReservation(d: TicketsDomain, reservationId: string
     await d.models.CapacityUnit.updateMany({ reservationId }, { $set: { expiresAt: KEPT_UNTIL } })
     return false
   }
-  const units = await d.models.CapacityUnit.find({ reservationId }, { _id: 1 }).lean()
-  if (units.length) await d.models.CapacityUnit.deleteMany({ _id: { $in: units.map((u) => u._id) } })
+  await deleteUnitsOf(d, reservationId)
   return true
 }
 
-/** Deletes the units of a kept reservation that turned out not to be needed (a duplicate claim that lost). */
-export async function discardKept(d: TicketsDomain, reservationId: string): Promise<void> {
+/**
+ * Deletes a reservation's units, by `_id` (which names the reservation, so no other reservation's unit can go): for
+ * a released reservation, or a kept one that turned out not to be needed (a duplicate claim that lost).
+ */
+export async function deleteUnitsOf(d: TicketsDomain, reservationId: string): Promise<void> {
   const units = await d.models.CapacityUnit.find({ reservationId }, { _id: 1 }).lean()
   if (units.length) await d.models.CapacityUnit.deleteMany({ _id: { $in: units.map((u) => u._id) } })
 }

@@ -17,7 +17,7 @@ import { ContractError } from '@svc/errors'
 import { isDid } from '@svc/vocabulary'
 import { isDuplicateKeyError, type TicketDoc } from '../models'
 import { announceIssued } from './announce'
-import { discardKept, keepReservation, reserve } from './capacity'
+import { deleteUnitsOf, keepReservation, reserve } from './capacity'
 import { onSale } from './availability'
 import { nowOf, type ServingTickets, type TicketsDomain } from './context'
 import { appEvent, ticketsEnvironment } from './event-access'
@@ -107,7 +107,7 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
     }
     if (!(await keepReservation(d, attempt.id))) continue // released as lapsed meanwhile: try again
     const { ticket, inserted } = await issue(d, record(attempt.id))
-    if (!inserted && ticket.reservationId !== attempt.id) await discardKept(d, attempt.id)
+    if (!inserted && ticket.reservationId !== attempt.id) await deleteUnitsOf(d, attempt.id)
     return ticketView(ticket)
   }
 }

@@ -73,16 +73,20 @@ export async function createTicketHold(d: ServingTickets, appDid: string, input:
 
   const environment = await ticketsEnvironment(d, appDid, input.environment ?? null)
   const deadline = Date.now() + DUPLICATE_WAIT_MS
-  for (;;) {
-    const held = await tryHold(d, appDid, environment, input)
-    if (held !== 'in flight') return held
-    // a duplicate of this order holds the capacity it needs and has not inserted its hold yet
+  for (let attempt = 0; ; attempt++) {
+    const held = await tryHold(d, appDid, environment, input, attempt < BUYER_CONTENTION_RETRIES)
+    if (typeof held !== 'string') return held
+    // a duplicate of this order holds the capacity it needs and has not inserted its hold yet; or duplicates took
+    // parts of the buyer's shares each and all let go: try again after a random pause
     if (Date.now() > deadline) throw new ContractError('ServiceUnavailable', 'the same hold is still being created; retry')
-    await sleep(DUPLICATE_POLL_MS)
+    await sleep(held === 'in flight' ? DUPLICATE_POLL_MS : 10 + Math.floor(Math.random() * 50))
   }
 }
 
-async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 'live', input: HoldRequest): Promise<HoldView | 'in flight'> {
+/** How often a hold refused only for the buyer's shares is tried again (its concurrent duplicates may have held them). */
+const BUYER_CONTENTION_RETRIES = 5
+
+async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 'live', input: HoldRequest, retryBuyer: boolean): Promise<HoldView | 'in flight' | 'contended'> {
   const key = itemsKey(input.items)
   const orderKey = `${appDid} ${environment} ${input.appOrderId}`
   const existing = await d.models.TicketHold.findOne({ appDid, environment, appOrderId: input.appOrderId }).lean()
@@ -114,6 +118,7 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
   )
   if (!result.ok) {
     if (await d.models.CapacityUnit.exists({ orderKey })) return 'in flight'
+    if (result.lacking === 'buyer' && retryBuyer) return 'contended'
     const tier = byId.get(result.tierId)!
     throw new ContractError(
       'TicketHoldUnavailable',
