@@ -3,13 +3,8 @@
  * developer runs it) against the whole stack in this process, playing the creator and the buyer by posting the
  * dashboard's and the checkout page's forms. It must end with a completed payment and its record.
  */
-import { execFile } from 'node:child_process'
-import { join } from 'node:path'
-import { promisify } from 'node:util'
 import { startStack, type TestStack } from '../../stack'
-
-const run = promisify(execFile)
-const ROOT = join(__dirname, '..', '..', '..')
+import { runExample } from './run-example'
 
 let stack: TestStack
 
@@ -21,18 +16,7 @@ afterAll(async () => {
 })
 
 test('npm run example:checkout -- --auto goes from the approval request to a completed payment', async () => {
-  const env = {
-    ...process.env,
-    NODE_ENV: 'test',
-    MONGO_URL: stack.mongoUrl,
-    REDIS_URL: stack.redisUrl,
-    REDIS_PREFIX: stack.redisPrefix,
-    BASE_URL: stack.apiUrl,
-    CHECKOUT_URL: stack.checkoutUrl,
-    DASHBOARD_URL: `${stack.checkoutUrl}/dashboard`,
-    SERVICE_DID: stack.serviceDid,
-  }
-  const { stdout } = await run(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'scripts', 'example-checkout.ts'), '--auto'], { env, timeout: 120_000 })
+  const stdout = await runExample(stack, 'example-checkout.ts', ['--auto'])
   expect(stdout).toMatch(/3\. approval request apr_\w+: pending/)
   expect(stdout).toContain('5. connection ready: approved, payment setup ready')
   expect(stdout).toMatch(/8\. payment completed: record at:\/\/did:web:svc\.test\/money\.svc\.payment\.record\/\w+/)

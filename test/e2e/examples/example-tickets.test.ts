@@ -2,13 +2,8 @@
  * The README's tickets walk-through is runnable: `npm run example:tickets` (its own process, as a developer runs it)
  * against the whole stack in this process. It must end with one issued ticket, returned again by the retry.
  */
-import { execFile } from 'node:child_process'
-import { join } from 'node:path'
-import { promisify } from 'node:util'
 import { startStack, type TestStack } from '../../stack'
-
-const run = promisify(execFile)
-const ROOT = join(__dirname, '..', '..', '..')
+import { runExample } from './run-example'
 
 let stack: TestStack
 
@@ -20,18 +15,7 @@ afterAll(async () => {
 })
 
 test('npm run example:tickets sets up a free tier and claims one ticket, idempotently', async () => {
-  const env = {
-    ...process.env,
-    NODE_ENV: 'test',
-    MONGO_URL: stack.mongoUrl,
-    REDIS_URL: stack.redisUrl,
-    REDIS_PREFIX: stack.redisPrefix,
-    BASE_URL: stack.apiUrl,
-    CHECKOUT_URL: stack.checkoutUrl,
-    DASHBOARD_URL: `${stack.checkoutUrl}/dashboard`,
-    SERVICE_DID: stack.serviceDid,
-  }
-  const { stdout } = await run(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'scripts', 'example-tickets.ts')], { env, timeout: 120_000 })
+  const stdout = await runExample(stack, 'example-tickets.ts')
   expect(stdout).toMatch(/3\. available: 2\n/)
   const id = /4\. the buyer claimed: ticket (ticket_[0-9a-f]{24}) issued/.exec(stdout)?.[1]
   expect(id).toBeDefined()

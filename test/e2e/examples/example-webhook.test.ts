@@ -4,13 +4,8 @@
  * loopback (test environment, DEV_ALLOW_LOOPBACK_WEBHOOKS). It must receive the test event verified, read it as
  * delivered in the log, and receive it again after a redrive.
  */
-import { execFile } from 'node:child_process'
-import { join } from 'node:path'
-import { promisify } from 'node:util'
 import { startStack, type TestStack } from '../../stack'
-
-const run = promisify(execFile)
-const ROOT = join(__dirname, '..', '..', '..')
+import { runExample } from './run-example'
 
 let stack: TestStack
 
@@ -22,17 +17,7 @@ afterAll(async () => {
 })
 
 test('npm run example:webhook configures a webhook, receives a verified test event, lists it and redrives it', async () => {
-  const env = {
-    ...process.env,
-    NODE_ENV: 'test',
-    MONGO_URL: stack.mongoUrl,
-    REDIS_URL: stack.redisUrl,
-    REDIS_PREFIX: stack.redisPrefix,
-    BASE_URL: stack.apiUrl,
-    CHECKOUT_URL: stack.checkoutUrl,
-    SERVICE_DID: stack.serviceDid,
-  }
-  const { stdout } = await run(join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'scripts', 'example-webhook.ts')], { env, timeout: 120_000 })
+  const stdout = await runExample(stack, 'example-webhook.ts')
   expect(stdout).toMatch(/3\. webhook configured: true; signing secret whsec_…\S{4} \(shown once: store it\)/)
   const deliveryId = /4\. test event queued: (whd_[0-9a-f]{32})/.exec(stdout)?.[1]
   expect(deliveryId).toBeDefined()

@@ -21,14 +21,12 @@ import { deleteUnitsOf, keepReservation, reserve } from './capacity'
 import { onSale } from './availability'
 import { nowOf, type ServingTickets, type TicketsDomain } from './context'
 import { appEvent, ticketsEnvironment } from './event-access'
+import { DUPLICATE_POLL_MS, DUPLICATE_WAIT_MS, sleep } from './duplicates'
 import { claimTicketId } from './ids'
 import type { ClaimFreeTicketInput, Ticket } from '../generated/graph-types'
 
 /** An attempt's units lapse after this long unless it was kept (a claim takes milliseconds). */
 export const CLAIM_ATTEMPT_SECONDS = 60
-/** How long a duplicate waits for the attempt it found in flight. */
-const DUPLICATE_WAIT_MS = 10_000
-const DUPLICATE_POLL_MS = 50
 
 export const ticketView = (t: Pick<TicketDoc, '_id' | 'status' | 'tierId' | 'eventUri' | 'buyerDid'>): Ticket => ({
   id: t._id,
@@ -37,8 +35,6 @@ export const ticketView = (t: Pick<TicketDoc, '_id' | 'status' | 'tierId' | 'eve
   eventUri: t.eventUri,
   buyerDid: t.buyerDid,
 })
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Inserts the ticket of a kept attempt, then announces it (ticket.issued); a duplicate that inserted first wins. */
 async function issue(d: TicketsDomain, ticket: TicketDoc): Promise<{ ticket: TicketDoc; inserted: boolean }> {

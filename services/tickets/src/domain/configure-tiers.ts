@@ -11,7 +11,7 @@ import { hasControlCharacters, parseRecordUri } from '@svc/vocabulary'
 import { isDuplicateKeyError, type TicketedEventDoc, type TierDoc } from '../models'
 import { KEPT_UNTIL, reserve, takenSeats } from './capacity'
 import { nowOf, type ServingTickets, type TicketsDomain } from './context'
-import { eventKey, ticketsEnvironment } from './event-access'
+import { eventKey, invalid, ticketsEnvironment } from './event-access'
 import { newTierId } from './ids'
 import type { ConfigureTicketTiersInput, TicketedEvent, TicketTier, TierInput } from '../generated/graph-types'
 
@@ -19,9 +19,6 @@ export const DEFAULT_HOLD_SECONDS = 600
 export const MAX_TIERS_PER_EVENT = 50
 const MAX_PRICE = 99_999_999
 
-const invalid = (message: string): never => {
-  throw new ContractError('InvalidRequest', message)
-}
 
 export const blockReservation = (tierId: string): string => `block_${tierId}`
 

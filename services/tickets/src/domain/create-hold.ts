@@ -15,7 +15,8 @@ import { isDuplicateKeyError, type TicketHoldDoc } from '../models'
 import { onSale } from './availability'
 import { releaseReservation, reserve } from './capacity'
 import { nowOf, type ServingTickets } from './context'
-import { appEvent, ticketsEnvironment } from './event-access'
+import { DUPLICATE_POLL_MS, DUPLICATE_WAIT_MS, sleep } from './duplicates'
+import { appEvent, invalid, ticketsEnvironment } from './event-access'
 
 export const MAX_HOLD_ITEMS = 20
 export const MAX_HOLD_QUANTITY = 100
@@ -36,9 +37,6 @@ export interface HoldView {
   items: { ticketTypeId: string; quantity: number }[]
 }
 
-const invalid = (message: string): never => {
-  throw new ContractError('InvalidRequest', message)
-}
 
 /** The items as a canonical string: tier ids sorted, each with its quantity. */
 export const itemsKey = (items: HoldRequest['items']): string =>
@@ -58,9 +56,6 @@ function sameHold(existing: TicketHoldDoc, buyerDid: string, key: string): HoldV
   return holdView(existing)
 }
 
-const DUPLICATE_WAIT_MS = 10_000
-const DUPLICATE_POLL_MS = 50
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 export async function createTicketHold(d: ServingTickets, appDid: string, input: HoldRequest): Promise<HoldView> {
   if (!isDid(input.buyerDid)) invalid('buyerDid must be a DID')

@@ -8,6 +8,11 @@ import type { Environment } from '@svc/vocabulary'
 import type { TicketedEventDoc } from '../models'
 import type { ServingTickets } from './context'
 
+/** Bad input: InvalidRequest with what was wrong. */
+export const invalid = (message: string): never => {
+  throw new ContractError('InvalidRequest', message)
+}
+
 export const eventKey = (environment: Environment, eventUri: string): string => `${environment} ${eventUri}`
 
 /** The environment the app acts in, with the tickets module on there (TicketsModuleDisabled otherwise). */
