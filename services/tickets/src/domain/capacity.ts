@@ -150,7 +150,13 @@ async function takeShares(d: TicketsDomain, r: Reservation, req: UnitRequest & {
     }
     for (let k = 0; k < req.buyer.perBuyerLimit && got.length < count; k++) {
       const unit = buyerUnit(req.tierId, req.buyer.did, k)
-      if (!got.includes(unit) && (await take(d, r, req, unit, 'buyer'))) got.push(unit)
+      if (got.includes(unit)) continue
+      if (await take(d, r, req, unit, 'buyer')) {
+        got.push(unit)
+        continue
+      }
+      // a twin of this order holds the share: stop here rather than split the buyer's shares with it
+      if (r.orderKey && (await d.models.CapacityUnit.exists({ unit, orderKey: r.orderKey }))) return got
     }
   }
   return got
