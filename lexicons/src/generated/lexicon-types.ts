@@ -685,6 +685,10 @@ export interface TicketsSvcCreateTicketHoldInput {
   buyerAssertionJwt?: string
   /** The app's order id; part of the idempotency scope, and the key to find an existing hold after no response. */
   appOrderId: string
+  /** Where the checkout sends the buyer after paying; absent: the checkout page itself, which shows the outcome. */
+  returnUrl?: string
+  /** Where the checkout sends the buyer after canceling; absent: the checkout page itself. */
+  cancelUrl?: string
   /** Tiers and quantities to hold. */
   items: Array<TicketsSvcCreateTicketHoldItem>
 }
@@ -823,5 +827,5 @@ export const INPUT_KEYS = {
   'tickets.svc.checkInTicket': { ticketToken: true, checkInListId: true, idempotencyKey: true },
   'tickets.svc.claimFreeTicket': { environment: true, eventUri: true, ticketTypeId: true, buyerDid: true, buyerAssertionJwt: true, idempotencyKey: true },
   'tickets.svc.configureTicketTiers': { environment: true, eventUri: true, organizerDid: true, organizerAssertionJwt: true, tiers: { ticketTypeId: true, name: true, priceAmount: true, currency: true, capacity: true, perBuyerLimit: true, salesStartAt: true, salesEndAt: true }, holdDurationSeconds: true },
-  'tickets.svc.createTicketHold': { environment: true, eventUri: true, buyerDid: true, buyerAssertionJwt: true, appOrderId: true, items: { ticketTypeId: true, quantity: true } },
+  'tickets.svc.createTicketHold': { environment: true, eventUri: true, buyerDid: true, buyerAssertionJwt: true, appOrderId: true, returnUrl: true, cancelUrl: true, items: { ticketTypeId: true, quantity: true } },
 } as const satisfies { readonly [N in MethodNsid]?: KeyShape }

@@ -41,6 +41,9 @@ function isHttpUrl(value: string): boolean {
   return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== '' && url.username === '' && url.password === ''
 }
 
+/** A return or cancel URL a checkout accepts: absolute http(s), no credentials or whitespace, at most MAX_URL_LENGTH. */
+export const isCheckoutUrl = (value: string): boolean => value.length <= MAX_URL_LENGTH && isHttpUrl(value)
+
 const httpUrl = (field: string) =>
   z
     .string()

@@ -14,7 +14,7 @@ export const codegenConfig: CodegenConfig = {
   schema: join(ROOT, 'gateway', 'schema.graphql'),
   documents: [
     join(ROOT, 'xrpc-adapter', 'src', '**', '*.ts'),
-    join(ROOT, 'services', '*', 'src', 'graph-facts.ts'),
+    join(ROOT, 'services', '*', 'src', 'graph-*.ts'),
     join(ROOT, 'services', 'events', 'src', 'delivery', 'endpoint.ts'),
   ],
   pluckConfig: { modules: [{ name: '@svc/graph', identifier: 'graphql' }], globalGqlIdentifierName: [] },

@@ -95,6 +95,11 @@ export interface SvcClient {
    * the same buyer assertion, returns the same ticket.
    */
   claimFreeTicket(input: Methods['tickets.svc.claimFreeTicket']['input'], options?: CallOptions): Out<'tickets.svc.claimFreeTicket'>
+  /**
+   * tickets.svc.createTicketHold: holds paid tickets and answers the hosted checkout URL to send the buyer to;
+   * idempotent by `appOrderId` (with the buyer and the items): after no answer, call it again to get the hold.
+   */
+  createTicketHold(input: Methods['tickets.svc.createTicketHold']['input'], options?: CallOptions): Out<'tickets.svc.createTicketHold'>
   /** money.svc.catalog.registerAppLink: the app's private fulfillment URL for a catalog record (last write wins). */
   registerAppLink(input: Methods['money.svc.catalog.registerAppLink']['input'], options?: CallOptions): Out<'money.svc.catalog.registerAppLink'>
 }
@@ -213,5 +218,6 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
     configureTicketTiers: (input, o) => call('tickets.svc.configureTicketTiers', input, o),
     getTicketAvailability: (params, o) => call('tickets.svc.getTicketAvailability', params, o),
     claimFreeTicket: (input, o) => call('tickets.svc.claimFreeTicket', input, o),
+    createTicketHold: (input, o) => call('tickets.svc.createTicketHold', input, o),
   }
 }

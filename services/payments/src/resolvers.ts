@@ -5,6 +5,7 @@ import type {
   MutationLockCheckoutArgs,
   MutationDeclinePaymentRecordArgs,
   MutationInitiateCheckoutArgs,
+  MutationStartTicketCheckoutArgs,
   MutationPayCheckoutArgs,
   MutationRegisterAppLinkArgs,
   MutationRegisterCreatorProofArgs,
@@ -17,6 +18,7 @@ import { cancelCheckout, lockCheckout } from './domain/close-checkout'
 import { getCheckout } from './domain/checkout-view'
 import type { ServingPayments } from './domain/context'
 import { initiateCheckout } from './domain/initiate-checkout'
+import { startTicketCheckout } from './domain/start-ticket-checkout'
 import { payCheckout } from './domain/pay-checkout'
 import { getPaymentStatus } from './domain/payment-status'
 import { findPaymentRecord } from './domain/payment-records'
@@ -69,6 +71,11 @@ export const resolvers: GraphQLResolverMap<PaymentsContext> = {
   Mutation: {
     initiateCheckout: (_: unknown, args: MutationInitiateCheckoutArgs, ctx: PaymentsContext) =>
       initiateCheckout(ctx.domain, { appDid: appOnly(ctx), product: args.product }),
+    startTicketCheckout: (_: unknown, args: MutationStartTicketCheckoutArgs, ctx: PaymentsContext) => {
+      const p = ctx.principal
+      if (p.kind !== 'service' || p.name !== SERVICE_PRINCIPALS.tickets) throw new ContractError('NotAllowed', 'this operation is for the tickets domain')
+      return startTicketCheckout(ctx.domain, args.input)
+    },
     payCheckout: (_: unknown, args: MutationPayCheckoutArgs, ctx: PaymentsContext) => {
       checkoutPage(ctx, { operatorMayRead: false })
       return payCheckout(ctx.domain, args.browserToken, args.card)

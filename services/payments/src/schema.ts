@@ -158,9 +158,30 @@ export const typeDefs = gql`
     paymentRecord(uri: String!, environment: String!): PaymentRecord
   }
 
+  "a ticket hold's checkout, as the tickets domain asks for it"
+  input StartTicketCheckoutInput {
+    appDid: ID!
+    environment: String!
+    "the hold (hold_…): the checkout's key, so a repeat gets the same checkout"
+    holdId: ID!
+    "the recipient: the event's organizer"
+    organizerDid: String!
+    description: String!
+    "the hold's price in integer minor units"
+    amount: Int!
+    currency: String!
+    "the hold's expiry: the checkout expires with it"
+    expiresAt: String!
+    "absent: the checkout page itself"
+    returnUrl: String
+    cancelUrl: String
+  }
+
   extend type Mutation {
     "app: start a hosted checkout (idempotent by app order id)"
     initiateCheckout(product: String!): CheckoutStarted!
+    "the tickets domain: start (or find again) a ticket hold's checkout"
+    startTicketCheckout(input: StartTicketCheckoutInput!): CheckoutStarted!
     "the hosted checkout page: pay with a card"
     payCheckout(browserToken: String!, card: CardInput!): CheckoutView!
     "the hosted checkout page: the buyer cancels"

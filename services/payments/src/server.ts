@@ -5,8 +5,9 @@ import type { CallerKeys } from '@svc/internal-context'
 import { startOutboxRelay } from '@svc/outbox'
 import { startDomainSubgraph } from '@svc/subgraph-server'
 import type { AppFacts } from './domain/app-facts'
-import type { PaymentsDomain } from './domain/context'
+import type { PaymentsDomain, TicketHolds } from './domain/context'
 import { createGraphFacts } from './graph-facts'
+import { createGraphHolds } from './graph-holds'
 import { createPaymentsModels, type PaymentsModels } from './models'
 import { createProcessorRegistry, type LiveProcessorSetting } from './processors'
 import { resolvers, type PaymentsContext } from './resolvers'
@@ -16,7 +17,7 @@ import { DEFAULT_SWEEP_INTERVAL_MS, startCheckoutSweeper } from './sweeper'
 export interface PaymentsServiceOptions {
   mongoUrl: string
   callerKeys: CallerKeys
-  /** the gateway, through which this domain reads the apps and actors facts it decides on (as the service payments) */
+  /** the gateway, through which this domain reads the apps and actors facts it decides on and a ticket checkout's hold (as the service payments) */
   gatewayUrl: string
   host: string
   port: number
@@ -46,6 +47,7 @@ export interface PaymentsServiceOptions {
 export async function startPaymentsService(opts: PaymentsServiceOptions): Promise<{ url: string; models: PaymentsModels; stop(): Promise<void> }> {
   if (typeof opts.tokenSecret !== 'string' || opts.tokenSecret.length < 32) throw new Error('payments: tokenSecret must be at least 32 characters')
   if (!Number.isInteger(opts.checkoutExpirySeconds) || opts.checkoutExpirySeconds < 1) throw new Error('payments: checkoutExpirySeconds must be a positive integer')
+  const gateway = createGatewayClient({ url: opts.gatewayUrl, signer: { issuer: 'payments', key: opts.callerKeys.payments }, connections: 32, timeoutMs: 10_000 })
   const settings: Omit<PaymentsDomain, 'models'> = {
     processors: createProcessorRegistry({ liveProcessor: opts.liveProcessor }),
     serviceDid: opts.serviceDid,
@@ -54,8 +56,8 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
     previousTokenSecret: opts.previousTokenSecret ?? null,
     checkoutExpirySeconds: opts.checkoutExpirySeconds,
     logger: opts.logger,
+    holds: createGraphHolds(gateway),
   }
-  const gateway = createGatewayClient({ url: opts.gatewayUrl, signer: { issuer: 'payments', key: opts.callerKeys.payments }, connections: 32, timeoutMs: 10_000 })
   const running = await startDomainSubgraph({
     mongoUrl: opts.mongoUrl,
     callerKeys: opts.callerKeys,
@@ -70,8 +72,19 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
     createModels: createPaymentsModels,
     extendContext: (base, models): PaymentsContext => {
       let facts: AppFacts | undefined
-      // made on first use: only the use cases that read other domains need it
-      const domain = { ...settings, models, logger: base.log, get facts() { return (facts ??= createGraphFacts(gateway, base.requestId)) } }
+      // made on first use: only the use cases that call other domains need them
+      let holds: TicketHolds | undefined
+      const domain = {
+        ...settings,
+        models,
+        logger: base.log,
+        get facts() {
+          return (facts ??= createGraphFacts(gateway, base.requestId))
+        },
+        get holds() {
+          return (holds ??= createGraphHolds(gateway, () => base.requestId))
+        },
+      }
       return { ...base, domain }
     },
   })

@@ -5,19 +5,36 @@ import type { ServingTickets } from './domain/context'
 import { getTicketAvailability } from './domain/availability'
 import { claimFreeTicket } from './domain/claim-free-ticket'
 import { configureTicketTiers } from './domain/configure-tiers'
-import type { MutationClaimFreeTicketArgs, MutationConfigureTicketTiersArgs, QueryTicketAvailabilityArgs } from './generated/graph-types'
+import { createTicketHold } from './domain/create-hold'
+import { secureHold, settleHold } from './domain/hold-payment'
+import { ticketView } from './domain/claim-free-ticket'
+import { SERVICE_PRINCIPALS } from '@svc/vocabulary'
+import type {
+  MutationClaimFreeTicketArgs,
+  MutationConfigureTicketTiersArgs,
+  MutationCreateTicketHoldArgs,
+  MutationSecureTicketHoldArgs,
+  MutationSettleTicketHoldArgs,
+  QueryTicketAvailabilityArgs,
+} from './generated/graph-types'
 
 export interface TicketsContext extends SubgraphContext {
   domain: ServingTickets
 }
 
 /**
- * Apps call every field (through the adapter, which verified the app and any buyer's or organizer's assertion);
- * the app is the principal's, never an argument.
+ * Apps call every field but the hold's payment (through the adapter, which verified the app and any buyer's or
+ * organizer's assertion); the app is the principal's, never an argument. Only the payments domain tells a hold
+ * about its payment.
  */
 function appDid(ctx: TicketsContext): string {
   if (ctx.principal.kind !== 'app') throw new ContractError('NotAllowed', 'this operation is for app callers')
   return ctx.principal.appDid
+}
+
+function paymentsOnly(ctx: TicketsContext): void {
+  const p = ctx.principal
+  if (p.kind !== 'service' || p.name !== SERVICE_PRINCIPALS.payments) throw new ContractError('NotAllowed', 'this operation is for the payments domain')
 }
 
 export const resolvers: GraphQLResolverMap<TicketsContext> = {
@@ -28,5 +45,14 @@ export const resolvers: GraphQLResolverMap<TicketsContext> = {
   Mutation: {
     configureTicketTiers: (_: unknown, args: MutationConfigureTicketTiersArgs, ctx: TicketsContext) => configureTicketTiers(ctx.domain, appDid(ctx), args.input),
     claimFreeTicket: (_: unknown, args: MutationClaimFreeTicketArgs, ctx: TicketsContext) => claimFreeTicket(ctx.domain, appDid(ctx), args.input),
+    createTicketHold: (_: unknown, args: MutationCreateTicketHoldArgs, ctx: TicketsContext) => createTicketHold(ctx.domain, appDid(ctx), args.input),
+    secureTicketHold: (_: unknown, args: MutationSecureTicketHoldArgs, ctx: TicketsContext) => {
+      paymentsOnly(ctx)
+      return secureHold(ctx.domain, args.holdId)
+    },
+    settleTicketHold: async (_: unknown, args: MutationSettleTicketHoldArgs, ctx: TicketsContext) => {
+      paymentsOnly(ctx)
+      return (await settleHold(ctx.domain, args.holdId, args.payment ?? null)).map(ticketView)
+    },
   },
 }

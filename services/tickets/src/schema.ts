@@ -2,7 +2,8 @@ import gql from 'graphql-tag'
 
 /**
  * Apollo Federation v1 SDL (composed by the mercurius gateway). The tickets domain serves apps (through the XRPC
- * adapter, as the app it verified); it reads the app's environment and tickets module from the apps domain itself.
+ * adapter, as the app it verified); it reads the app's environment and tickets module from the apps domain itself,
+ * starts a hold's checkout in the payments domain, and is told by payments when that checkout ends.
  */
 export const typeDefs = gql`
   "a tier of a ticketed event, as its app sees it"
@@ -81,6 +82,42 @@ export const typeDefs = gql`
     idempotencyKey: String!
   }
 
+  input HoldItemInput {
+    ticketTypeId: String!
+    quantity: Int!
+  }
+
+  input CreateTicketHoldInput {
+    environment: String
+    eventUri: String!
+    "the buyer (whose assertion, when the app sent one, the adapter verified)"
+    buyerDid: String!
+    "the app's order id: one hold per (app, environment, appOrderId)"
+    appOrderId: String!
+    items: [HoldItemInput!]!
+    "where the checkout sends the buyer after paying or canceling; the checkout page itself when absent"
+    returnUrl: String
+    cancelUrl: String
+  }
+
+  type HoldCheckout {
+    "the browser checkout URL (on the checkout host)"
+    url: String!
+  }
+
+  type TicketHold {
+    holdId: ID!
+    expiresAt: String!
+    checkout: HoldCheckout!
+  }
+
+  "a hold's payment, as the payments domain reports it"
+  input HoldPaymentInput {
+    checkoutId: ID!
+    "the payment record's AT-URI"
+    paymentUri: String!
+  }
+
   extend type Query {
     "apps: each tier's availability (EventRequired, TicketsModuleDisabled, AppUnauthorized)"
     ticketAvailability(environment: String, eventUri: String!): TicketAvailability!
@@ -91,5 +128,11 @@ export const typeDefs = gql`
     configureTicketTiers(input: ConfigureTicketTiersInput!): TicketedEvent!
     "apps, with a buyer's assertion: claim a free ticket (TicketHoldUnavailable, DuplicateClaim, TicketsModuleDisabled, AppUnauthorized)"
     claimFreeTicket(input: ClaimFreeTicketInput!): Ticket!
+    "apps, with an optional buyer's assertion: hold paid tickets and get their checkout (TicketHoldUnavailable, TicketsModuleDisabled, AppUnauthorized)"
+    createTicketHold(input: CreateTicketHoldInput!): TicketHold!
+    "the payments domain, right before it charges a hold's checkout: keeps the hold's seats; false when the hold lapsed"
+    secureTicketHold(holdId: ID!): Boolean!
+    "the payments domain, once a hold's checkout ended: paid issues its tickets, no payment returns its capacity"
+    settleTicketHold(holdId: ID!, payment: HoldPaymentInput): [Ticket!]!
   }
 `

@@ -8,7 +8,7 @@ import type { CallerKeys } from '@svc/internal-context'
 import { startOutboxRelay } from '@svc/outbox'
 import { startDomainSubgraph } from '@svc/subgraph-server'
 import type { AppFacts } from './domain/app-facts'
-import { createGraphFacts } from './graph-facts'
+import { createGraphCheckouts, createGraphFacts } from './graph-facts'
 import { createTicketsModels, type TicketsModels } from './models'
 import { resolvers, type TicketsContext } from './resolvers'
 import { typeDefs } from './schema'
@@ -17,7 +17,7 @@ import { DEFAULT_TICKETS_SWEEP_MS, startTicketsSweeper } from './sweeper'
 export interface TicketsServiceOptions {
   mongoUrl: string
   callerKeys: CallerKeys
-  /** the gateway, through which this domain reads the app's environment and modules (as the service tickets) */
+  /** the gateway, through which this domain reads the app's environment and modules and starts a hold's checkout (as the service tickets) */
   gatewayUrl: string
   host: string
   port: number
@@ -49,7 +49,14 @@ export async function startTicketsService(opts: TicketsServiceOptions): Promise<
     extendContext: (base, models): TicketsContext => {
       let facts: AppFacts | undefined
       // made on first use, like the payments subgraph's
-      const domain = { models, logger: base.log, get facts() { return (facts ??= createGraphFacts(gateway, base.requestId)) } }
+      const domain = {
+        models,
+        logger: base.log,
+        get facts() {
+          return (facts ??= createGraphFacts(gateway, base.requestId))
+        },
+        checkouts: createGraphCheckouts(gateway, base.requestId),
+      }
       return { ...base, domain }
     },
   })

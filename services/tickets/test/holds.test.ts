@@ -9,7 +9,7 @@ import type mongoose from 'mongoose'
 import { ContractError } from '@svc/errors'
 import { isolate } from '@svc/testing/src/isolation'
 import { availableSeats, configureTicketTiers, connectTickets, type ServingTickets, type TicketsModels } from '../src'
-import { createTicketHold, type HoldRequest } from '../src/domain/create-hold'
+import { holdTickets, type HoldRequest } from '../src/domain/create-hold'
 
 const APP = 'did:web:app.example.com'
 const ORGANIZER = 'did:plc:organizer0000000000000000'
@@ -20,7 +20,9 @@ let d: ServingTickets
 
 beforeAll(async () => {
   ;({ conn, models } = await connectTickets(isolate('tickets-holds').mongoUrl))
-  d = { models, now: () => clock.now, facts: { ticketsAccess: async () => ({ environment: 'test', ticketsEnabled: true }) } }
+  // holdTickets only reserves; the checkout (payments) is tested through the stack (test/e2e/tickets)
+  const checkouts = { start: () => Promise.reject(new Error('holdTickets starts no checkout')) }
+  d = { models, now: () => clock.now, facts: { ticketsAccess: async () => ({ environment: 'test', ticketsEnabled: true }) }, checkouts }
 })
 afterAll(async () => {
   await conn.dropDatabase().catch(() => undefined)
@@ -42,7 +44,7 @@ async function event(tiers: { capacity: number; priceAmount?: number; perBuyerLi
 }
 
 const hold = (eventUri: string, items: HoldRequest['items'], over: Partial<HoldRequest> = {}) =>
-  createTicketHold(d, APP, { environment: 'test', eventUri, buyerDid: over.buyerDid ?? buyer(), appOrderId: over.appOrderId ?? randomBytes(6).toString('hex'), items, ...over })
+  holdTickets(d, APP, { environment: 'test', eventUri, buyerDid: over.buyerDid ?? buyer(), appOrderId: over.appOrderId ?? randomBytes(6).toString('hex'), items, ...over })
 
 async function available(tierId: string): Promise<number> {
   return availableSeats(d, (await models.Tier.findById(tierId).lean())!)

@@ -56,10 +56,10 @@ describe('initiate', () => {
     expect(await checkouts().countDocuments({ appDid: app.did })).toBe(0)
   })
 
-  it('subscription and ticket products are refused until their domains exist (no renewal, no hold to honour)', async () => {
+  it('subscription products are refused until billing exists; ticket products come from a hold (tickets.svc.createTicketHold)', async () => {
     const app = await stack.newApp()
     expectError(await initiate(stack, app, product(app.did, { paymentType: 'subscription', cadence: 'month' })), 400, 'InvalidProduct', /not available yet/)
-    expectError(await initiate(stack, app, product(app.did, { paymentType: 'ticket', holdId: 'hold_abc' })), 400, 'InvalidProduct', /not available yet/)
+    expectError(await initiate(stack, app, product(app.did, { paymentType: 'ticket', holdId: 'hold_abc' })), 400, 'InvalidProduct', /createTicketHold/)
     expect(await checkouts().countDocuments({ appDid: app.did })).toBe(0)
   })
 

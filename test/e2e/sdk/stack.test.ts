@@ -487,4 +487,24 @@ describe('tickets through the SDK', () => {
     expect(refused).toBeInstanceOf(SvcError)
     expect(refused).toMatchObject({ status: 409, error: 'DuplicateClaim' })
   })
+
+  it('the app holds paid tickets and gets the checkout URL; a repeat of the order gets the same hold', async () => {
+    const { client } = await newClient()
+    await client.updateConfig({ environment: 'test', modules: { tickets: true } })
+    const organizer = await generateDidKeyKeypair('ES256K')
+    const eventUri = `at://${organizer.did}/community.lexicon.calendar.event/${randomBytes(4).toString('hex')}`
+    const setup = await client.configureTicketTiers({
+      environment: 'test',
+      eventUri,
+      organizerDid: organizer.did,
+      organizerAssertionJwt: await mintAssertion({ keypair: organizer.keypair, did: organizer.did, serviceDid: stack.serviceDid, nsid: 'tickets.svc.configureTicketTiers' }),
+      tiers: [{ name: 'Seat', priceAmount: 1500, currency: 'eur', capacity: 3 }],
+    })
+    const order = { environment: 'test', eventUri, buyerDid: 'did:plc:buyer0000000000000000000', appOrderId: 'cart-7', items: [{ ticketTypeId: setup.tiers[0]!.ticketTypeId, quantity: 2 }] }
+    const held = await client.createTicketHold(order)
+    expect(held.holdId).toMatch(/^hold_/)
+    expect(held.checkout.url.startsWith(`${stack.checkoutUrl}/checkout/`)).toBe(true)
+    expect(await client.createTicketHold(order)).toEqual(held)
+    expect(await client.getTicketAvailability({ environment: 'test', eventUri })).toEqual({ eventUri, items: [{ ticketTypeId: setup.tiers[0]!.ticketTypeId, available: 1 }] })
+  })
 })

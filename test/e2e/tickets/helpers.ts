@@ -70,3 +70,9 @@ export async function claimAs(
     idempotencyKey: opts.idempotencyKey ?? randomBytes(8).toString('hex'),
   })
 }
+
+export const HOLD = 'tickets.svc.createTicketHold'
+
+export async function hold(stack: TestStack, app: TestApp, body: Record<string, unknown>): Promise<HttpResult> {
+  return xrpcPost(stack, HOLD, { environment: 'test', appOrderId: randomBytes(8).toString('hex'), ...body }, bearer(await app.jwt(HOLD)))
+}

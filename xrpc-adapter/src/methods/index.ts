@@ -18,6 +18,7 @@ import { initiate } from './network.svc.payment.initiate'
 import { status } from './network.svc.payment.status'
 import { claimFreeTicket } from './tickets.svc.claimFreeTicket'
 import { configureTicketTiers } from './tickets.svc.configureTicketTiers'
+import { createTicketHold } from './tickets.svc.createTicketHold'
 import { getTicketAvailability } from './tickets.svc.getTicketAvailability'
 import { xrpcMethod, type AuthVerifiers, type MethodRoute, type MethodTable } from './types'
 
@@ -42,7 +43,7 @@ export function methodTable(auth: AuthVerifiers): MethodTable {
     xrpcMethod('tickets.svc.configureTicketTiers', { auth: auth.app, handler: configureTicketTiers }),
     xrpcMethod('tickets.svc.getTicketAvailability', { auth: auth.app, handler: getTicketAvailability }),
     xrpcMethod('tickets.svc.claimFreeTicket', { auth: auth.app, handler: claimFreeTicket }),
-    planned('tickets.svc.createTicketHold', 'tickets subgraph: holds and paid tickets'),
+    xrpcMethod('tickets.svc.createTicketHold', { auth: auth.app, handler: createTicketHold }),
     planned('tickets.svc.checkInTicket', 'tickets subgraph: check-in'),
     // hosted by apps, called by this service (events issue); never served here
     planned('money.svc.event.receiveEvent', 'hosted by the app; this service calls it'),

@@ -24,7 +24,10 @@ type Documents = {
     "query PaymentsCheckoutFacts($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) {\n    environment\n    config { ticketFee { bps flatAmount flatCurrency passToBuyer } }\n    recipientApproval(recipientDid: $recipient) {\n      id status paymentTypes feeShareBps recipient { did displayName payable payoutStatus }\n    }\n  }\n}": typeof types.PaymentsCheckoutFactsDocument,
     "query PaymentsAppLinkFacts($appDid: ID!, $environment: String, $repo: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { appUrl } repo: profile(actor: $repo) { did } }\n}": typeof types.PaymentsAppLinkFactsDocument,
     "query PaymentsProofDelegation($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment recipientApproval(recipientDid: $recipient) { status publicRecords { enabled } } }\n}": typeof types.PaymentsProofDelegationDocument,
+    "mutation PaymentsSecureTicketHold($holdId: ID!) { secureTicketHold(holdId: $holdId) }": typeof types.PaymentsSecureTicketHoldDocument,
+    "mutation PaymentsSettleTicketHold($holdId: ID!, $payment: HoldPaymentInput) { settleTicketHold(holdId: $holdId, payment: $payment) { id } }": typeof types.PaymentsSettleTicketHoldDocument,
     "query TicketsAppAccess($appDid: ID!, $environment: String) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { modules { tickets } } }\n}": typeof types.TicketsAppAccessDocument,
+    "mutation TicketsStartCheckout($input: StartTicketCheckoutInput!) {\n  startTicketCheckout(input: $input) { url }\n}": typeof types.TicketsStartCheckoutDocument,
     "query CheckoutPage($browserToken: String!) { checkout(browserToken: $browserToken) { ...CheckoutViewFields } }": typeof types.CheckoutPageDocument,
     "mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }": typeof types.PayCheckoutDocument,
     "mutation LockCheckout($browserToken: String!) { lockCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": typeof types.LockCheckoutDocument,
@@ -61,6 +64,7 @@ type Documents = {
     "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }": typeof types.PaymentStatusDocument,
     "mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status } }": typeof types.ClaimFreeTicketDocument,
     "mutation ConfigureTicketTiers($input: ConfigureTicketTiersInput!) {\n  configureTicketTiers(input: $input) {\n    eventUri holdDurationSeconds\n    tiers { ticketTypeId name priceAmount currency capacity perBuyerLimit salesStartAt salesEndAt }\n  }\n}": typeof types.ConfigureTicketTiersDocument,
+    "mutation CreateTicketHold($input: CreateTicketHoldInput!) { createTicketHold(input: $input) { holdId expiresAt checkout { url } } }": typeof types.CreateTicketHoldDocument,
     "query TicketAvailability($environment: String, $eventUri: String!) {\n  ticketAvailability(environment: $environment, eventUri: $eventUri) { eventUri items { ticketTypeId available } }\n}": typeof types.TicketAvailabilityDocument,
 };
 const documents: Documents = {
@@ -72,7 +76,10 @@ const documents: Documents = {
     "query PaymentsCheckoutFacts($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) {\n    environment\n    config { ticketFee { bps flatAmount flatCurrency passToBuyer } }\n    recipientApproval(recipientDid: $recipient) {\n      id status paymentTypes feeShareBps recipient { did displayName payable payoutStatus }\n    }\n  }\n}": types.PaymentsCheckoutFactsDocument,
     "query PaymentsAppLinkFacts($appDid: ID!, $environment: String, $repo: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { appUrl } repo: profile(actor: $repo) { did } }\n}": types.PaymentsAppLinkFactsDocument,
     "query PaymentsProofDelegation($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment recipientApproval(recipientDid: $recipient) { status publicRecords { enabled } } }\n}": types.PaymentsProofDelegationDocument,
+    "mutation PaymentsSecureTicketHold($holdId: ID!) { secureTicketHold(holdId: $holdId) }": types.PaymentsSecureTicketHoldDocument,
+    "mutation PaymentsSettleTicketHold($holdId: ID!, $payment: HoldPaymentInput) { settleTicketHold(holdId: $holdId, payment: $payment) { id } }": types.PaymentsSettleTicketHoldDocument,
     "query TicketsAppAccess($appDid: ID!, $environment: String) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { modules { tickets } } }\n}": types.TicketsAppAccessDocument,
+    "mutation TicketsStartCheckout($input: StartTicketCheckoutInput!) {\n  startTicketCheckout(input: $input) { url }\n}": types.TicketsStartCheckoutDocument,
     "query CheckoutPage($browserToken: String!) { checkout(browserToken: $browserToken) { ...CheckoutViewFields } }": types.CheckoutPageDocument,
     "mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }": types.PayCheckoutDocument,
     "mutation LockCheckout($browserToken: String!) { lockCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": types.LockCheckoutDocument,
@@ -109,6 +116,7 @@ const documents: Documents = {
     "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }": types.PaymentStatusDocument,
     "mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status } }": types.ClaimFreeTicketDocument,
     "mutation ConfigureTicketTiers($input: ConfigureTicketTiersInput!) {\n  configureTicketTiers(input: $input) {\n    eventUri holdDurationSeconds\n    tiers { ticketTypeId name priceAmount currency capacity perBuyerLimit salesStartAt salesEndAt }\n  }\n}": types.ConfigureTicketTiersDocument,
+    "mutation CreateTicketHold($input: CreateTicketHoldInput!) { createTicketHold(input: $input) { holdId expiresAt checkout { url } } }": types.CreateTicketHoldDocument,
     "query TicketAvailability($environment: String, $eventUri: String!) {\n  ticketAvailability(environment: $environment, eventUri: $eventUri) { eventUri items { ticketTypeId available } }\n}": types.TicketAvailabilityDocument,
 };
 
@@ -147,7 +155,19 @@ export function graphql(source: "query PaymentsProofDelegation($appDid: ID!, $en
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
+export function graphql(source: "mutation PaymentsSecureTicketHold($holdId: ID!) { secureTicketHold(holdId: $holdId) }"): typeof import('./graphql').PaymentsSecureTicketHoldDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation PaymentsSettleTicketHold($holdId: ID!, $payment: HoldPaymentInput) { settleTicketHold(holdId: $holdId, payment: $payment) { id } }"): typeof import('./graphql').PaymentsSettleTicketHoldDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
 export function graphql(source: "query TicketsAppAccess($appDid: ID!, $environment: String) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { modules { tickets } } }\n}"): typeof import('./graphql').TicketsAppAccessDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation TicketsStartCheckout($input: StartTicketCheckoutInput!) {\n  startTicketCheckout(input: $input) { url }\n}"): typeof import('./graphql').TicketsStartCheckoutDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -292,6 +312,10 @@ export function graphql(source: "mutation ClaimFreeTicket($input: ClaimFreeTicke
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "mutation ConfigureTicketTiers($input: ConfigureTicketTiersInput!) {\n  configureTicketTiers(input: $input) {\n    eventUri holdDurationSeconds\n    tiers { ticketTypeId name priceAmount currency capacity perBuyerLimit salesStartAt salesEndAt }\n  }\n}"): typeof import('./graphql').ConfigureTicketTiersDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation CreateTicketHold($input: CreateTicketHoldInput!) { createTicketHold(input: $input) { holdId expiresAt checkout { url } } }"): typeof import('./graphql').CreateTicketHoldDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

@@ -181,6 +181,19 @@ export type ConfigureTicketTiersInput = {
   tiers: Array<TierInput>;
 };
 
+export type CreateTicketHoldInput = {
+  /** the app's order id: one hold per (app, environment, appOrderId) */
+  appOrderId: Scalars['String']['input'];
+  /** the buyer (whose assertion, when the app sent one, the adapter verified) */
+  buyerDid: Scalars['String']['input'];
+  cancelUrl?: InputMaybe<Scalars['String']['input']>;
+  environment?: InputMaybe<Scalars['String']['input']>;
+  eventUri: Scalars['String']['input'];
+  items: Array<HoldItemInput>;
+  /** where the checkout sends the buyer after paying or canceling; the checkout page itself when absent */
+  returnUrl?: InputMaybe<Scalars['String']['input']>;
+};
+
 export type CreatorProof = {
   __typename?: 'CreatorProof';
   paymentUri: Scalars['String']['output'];
@@ -315,6 +328,24 @@ export type EventEndpoint = {
   url: Maybe<Scalars['String']['output']>;
 };
 
+export type HoldCheckout = {
+  __typename?: 'HoldCheckout';
+  /** the browser checkout URL (on the checkout host) */
+  url: Scalars['String']['output'];
+};
+
+export type HoldItemInput = {
+  quantity: Scalars['Int']['input'];
+  ticketTypeId: Scalars['String']['input'];
+};
+
+/** a hold's payment, as the payments domain reports it */
+export type HoldPaymentInput = {
+  checkoutId: Scalars['ID']['input'];
+  /** the payment record's AT-URI */
+  paymentUri: Scalars['String']['input'];
+};
+
 export type ModulesInput = {
   tickets?: InputMaybe<Scalars['Boolean']['input']>;
 };
@@ -335,6 +366,8 @@ export type Mutation = {
   configureTicketTiers: TicketedEvent;
   /** a new app.webhook.test delivery, queued at once (the adapter's test-event route) */
   createTestDelivery: Delivery;
+  /** apps, with an optional buyer's assertion: hold paid tickets and get their checkout (TicketHoldUnavailable, TicketsModuleDisabled, AppUnauthorized) */
+  createTicketHold: TicketHold;
   /** app: decline the creator-proof slot of a payment */
   declinePaymentRecord: DeclinedRecord;
   /** dashboard: pending → declined */
@@ -363,6 +396,12 @@ export type Mutation = {
   revokeRecipientApproval: RecipientApproval;
   /** operators: a new signing secret; the previous ones keep signing for overlapSeconds (default 86400, at most 604800) */
   rotateSigningSecret: SigningSecretIssued;
+  /** the payments domain, right before it charges a hold's checkout: keeps the hold's seats; false when the hold lapsed */
+  secureTicketHold: Scalars['Boolean']['output'];
+  /** the payments domain, once a hold's checkout ended: paid issues its tickets, no payment returns its capacity */
+  settleTicketHold: Array<Ticket>;
+  /** the tickets domain: start (or find again) a ticket hold's checkout */
+  startTicketCheckout: CheckoutStarted;
   /** dashboard: blocked → declined */
   unblockRecipientApproval: RecipientApproval;
   /** the calling app updates its configuration (app service-auth); last write wins */
@@ -399,6 +438,11 @@ export type MutationConfigureTicketTiersArgs = {
 export type MutationCreateTestDeliveryArgs = {
   appDid: Scalars['ID']['input'];
   environment: Scalars['String']['input'];
+};
+
+
+export type MutationCreateTicketHoldArgs = {
+  input: CreateTicketHoldInput;
 };
 
 
@@ -477,6 +521,22 @@ export type MutationRotateSigningSecretArgs = {
   appDid: Scalars['ID']['input'];
   environment: Scalars['String']['input'];
   overlapSeconds?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+export type MutationSecureTicketHoldArgs = {
+  holdId: Scalars['ID']['input'];
+};
+
+
+export type MutationSettleTicketHoldArgs = {
+  holdId: Scalars['ID']['input'];
+  payment?: InputMaybe<HoldPaymentInput>;
+};
+
+
+export type MutationStartTicketCheckoutArgs = {
+  input: StartTicketCheckoutInput;
 };
 
 
@@ -809,6 +869,25 @@ export type SigningSecretIssued = {
   secret: Maybe<Scalars['String']['output']>;
 };
 
+/** a ticket hold's checkout, as the tickets domain asks for it */
+export type StartTicketCheckoutInput = {
+  /** the hold's price in integer minor units */
+  amount: Scalars['Int']['input'];
+  appDid: Scalars['ID']['input'];
+  cancelUrl?: InputMaybe<Scalars['String']['input']>;
+  currency: Scalars['String']['input'];
+  description: Scalars['String']['input'];
+  environment: Scalars['String']['input'];
+  /** the hold's expiry: the checkout expires with it */
+  expiresAt: Scalars['String']['input'];
+  /** the hold (hold_…): the checkout's key, so a repeat gets the same checkout */
+  holdId: Scalars['ID']['input'];
+  /** the recipient: the event's organizer */
+  organizerDid: Scalars['String']['input'];
+  /** absent: the checkout page itself */
+  returnUrl?: InputMaybe<Scalars['String']['input']>;
+};
+
 /** issued | checked-in | voided */
 export type Ticket = {
   __typename?: 'Ticket';
@@ -835,6 +914,13 @@ export type TicketFee = {
 
 export type TicketFeeInput = {
   passToBuyer?: InputMaybe<Scalars['Boolean']['input']>;
+};
+
+export type TicketHold = {
+  __typename?: 'TicketHold';
+  checkout: HoldCheckout;
+  expiresAt: Scalars['String']['output'];
+  holdId: Scalars['ID']['output'];
 };
 
 /** a tier of a ticketed event, as its app sees it */
@@ -992,6 +1078,21 @@ export type PaymentsProofDelegationQueryVariables = Exact<{
 
 export type PaymentsProofDelegationQuery = { __typename?: 'Query', appAccessFor: { __typename?: 'AppAccess', environment: string, recipientApproval: { __typename?: 'RecipientApproval', status: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean } } | null } };
 
+export type PaymentsSecureTicketHoldMutationVariables = Exact<{
+  holdId: Scalars['ID']['input'];
+}>;
+
+
+export type PaymentsSecureTicketHoldMutation = { __typename?: 'Mutation', secureTicketHold: boolean };
+
+export type PaymentsSettleTicketHoldMutationVariables = Exact<{
+  holdId: Scalars['ID']['input'];
+  payment?: InputMaybe<HoldPaymentInput>;
+}>;
+
+
+export type PaymentsSettleTicketHoldMutation = { __typename?: 'Mutation', settleTicketHold: Array<{ __typename?: 'Ticket', id: string }> };
+
 export type TicketsAppAccessQueryVariables = Exact<{
   appDid: Scalars['ID']['input'];
   environment?: InputMaybe<Scalars['String']['input']>;
@@ -999,6 +1100,13 @@ export type TicketsAppAccessQueryVariables = Exact<{
 
 
 export type TicketsAppAccessQuery = { __typename?: 'Query', appAccessFor: { __typename?: 'AppAccess', environment: string, config: { __typename?: 'AppEnvironmentConfig', modules: { __typename?: 'AppModules', tickets: boolean } } } };
+
+export type TicketsStartCheckoutMutationVariables = Exact<{
+  input: StartTicketCheckoutInput;
+}>;
+
+
+export type TicketsStartCheckoutMutation = { __typename?: 'Mutation', startTicketCheckout: { __typename?: 'CheckoutStarted', url: string } };
 
 export type CheckoutPageQueryVariables = Exact<{
   browserToken: Scalars['String']['input'];
@@ -1238,6 +1346,13 @@ export type ConfigureTicketTiersMutationVariables = Exact<{
 
 export type ConfigureTicketTiersMutation = { __typename?: 'Mutation', configureTicketTiers: { __typename?: 'TicketedEvent', eventUri: string, holdDurationSeconds: number, tiers: Array<{ __typename?: 'TicketTier', ticketTypeId: string, name: string, priceAmount: number, currency: string, capacity: number, perBuyerLimit: number, salesStartAt: string | null, salesEndAt: string | null }> } };
 
+export type CreateTicketHoldMutationVariables = Exact<{
+  input: CreateTicketHoldInput;
+}>;
+
+
+export type CreateTicketHoldMutation = { __typename?: 'Mutation', createTicketHold: { __typename?: 'TicketHold', holdId: string, expiresAt: string, checkout: { __typename?: 'HoldCheckout', url: string } } };
+
 export type TicketAvailabilityQueryVariables = Exact<{
   environment?: InputMaybe<Scalars['String']['input']>;
   eventUri: Scalars['String']['input'];
@@ -1461,6 +1576,18 @@ export const PaymentsProofDelegationDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<PaymentsProofDelegationQuery, PaymentsProofDelegationQueryVariables>;
+export const PaymentsSecureTicketHoldDocument = new TypedDocumentString(`
+    mutation PaymentsSecureTicketHold($holdId: ID!) {
+  secureTicketHold(holdId: $holdId)
+}
+    `) as unknown as TypedDocumentString<PaymentsSecureTicketHoldMutation, PaymentsSecureTicketHoldMutationVariables>;
+export const PaymentsSettleTicketHoldDocument = new TypedDocumentString(`
+    mutation PaymentsSettleTicketHold($holdId: ID!, $payment: HoldPaymentInput) {
+  settleTicketHold(holdId: $holdId, payment: $payment) {
+    id
+  }
+}
+    `) as unknown as TypedDocumentString<PaymentsSettleTicketHoldMutation, PaymentsSettleTicketHoldMutationVariables>;
 export const TicketsAppAccessDocument = new TypedDocumentString(`
     query TicketsAppAccess($appDid: ID!, $environment: String) {
   appAccessFor(appDid: $appDid, environment: $environment) {
@@ -1473,6 +1600,13 @@ export const TicketsAppAccessDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<TicketsAppAccessQuery, TicketsAppAccessQueryVariables>;
+export const TicketsStartCheckoutDocument = new TypedDocumentString(`
+    mutation TicketsStartCheckout($input: StartTicketCheckoutInput!) {
+  startTicketCheckout(input: $input) {
+    url
+  }
+}
+    `) as unknown as TypedDocumentString<TicketsStartCheckoutMutation, TicketsStartCheckoutMutationVariables>;
 export const CheckoutPageDocument = new TypedDocumentString(`
     query CheckoutPage($browserToken: String!) {
   checkout(browserToken: $browserToken) {
@@ -2115,6 +2249,17 @@ export const ConfigureTicketTiersDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<ConfigureTicketTiersMutation, ConfigureTicketTiersMutationVariables>;
+export const CreateTicketHoldDocument = new TypedDocumentString(`
+    mutation CreateTicketHold($input: CreateTicketHoldInput!) {
+  createTicketHold(input: $input) {
+    holdId
+    expiresAt
+    checkout {
+      url
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<CreateTicketHoldMutation, CreateTicketHoldMutationVariables>;
 export const TicketAvailabilityDocument = new TypedDocumentString(`
     query TicketAvailability($environment: String, $eventUri: String!) {
   ticketAvailability(environment: $environment, eventUri: $eventUri) {

@@ -25,6 +25,21 @@ export interface PaymentsDomain {
   now?: () => Date
   /** how long a processor call may take before the payment fails with processor_error (default 30 s) */
   processorTimeoutMs?: number
+  /** the tickets domain's holds, which a ticket checkout secures before its charge and settles at its end */
+  holds?: TicketHolds
+}
+
+/** What a ticket checkout asks of the tickets domain (docs/tickets.md, "Paying a hold"); both are idempotent. */
+export interface TicketHolds {
+  /** keeps the hold's seats for the payment about to be charged; false when the hold lapsed (nothing may be charged) */
+  secure(holdId: string): Promise<boolean>
+  /** the checkout ended: paid issues the hold's tickets, null returns its capacity */
+  settle(holdId: string, payment: { checkoutId: string; paymentUri: string } | null): Promise<void>
+}
+
+export function holdsOf(d: PaymentsDomain): TicketHolds {
+  if (!d.holds) throw new Error('a ticket checkout needs the tickets domain (PaymentsDomain.holds)')
+  return d.holds
 }
 
 export const nowOf = (d: PaymentsDomain): Date => (d.now ? d.now() : new Date())

@@ -21,7 +21,7 @@ import { computeCharges } from './fees'
 import { deriveToken, hashToken, newNonce } from './tokens'
 import type { CheckoutStarted } from '../generated/graph-types'
 
-/** Payment types a hosted checkout takes today; subscription and ticket come with the billing and tickets domains. */
+/** Payment types an app's initiate takes today: a subscription comes with the billing domain; a ticket's checkout comes with its hold. */
 export const ONE_TIME_PAYMENT_TYPES: ReadonlySet<string> = new Set(['tip', 'shop'])
 
 export type { CheckoutStarted }
@@ -63,9 +63,12 @@ function startedAgain(d: PaymentsDomain, checkout: TokenSource & { statusTokenHa
 export async function initiateCheckout(d: ServingPayments, input: { appDid: string; product: string }): Promise<CheckoutStarted> {
   const parsed = parseProduct(input.product)
   if (!parsed.ok) throw new ContractError('InvalidProduct', `invalid checkout product: ${parsed.reason}`)
+  if (parsed.product.paymentType === 'ticket') {
+    // a ticket is paid on its hold's checkout (start-ticket-checkout.ts): a checkout of its own could sell a seat twice
+    throw new ContractError('InvalidProduct', 'invalid checkout product: ticket checkouts come from tickets.svc.createTicketHold, whose answer carries the checkout url')
+  }
   if (!ONE_TIME_PAYMENT_TYPES.has(parsed.product.paymentType)) {
-    // A subscription needs the billing domain (renewals) and a ticket its hold (tickets domain): charging them as
-    // one-time payments would lose the subscription or oversell the tier, so they are refused until those land.
+    // A subscription needs the billing domain (renewals): charging it as a one-time payment would lose it.
     throw new ContractError('InvalidProduct', `invalid checkout product: ${parsed.product.paymentType} checkouts are not available yet (tip and shop are)`)
   }
   const product = parsed.product
@@ -106,55 +109,73 @@ export async function initiateCheckout(d: ServingPayments, input: { appDid: stri
   // the canonical product string with its environment resolved: naming the environment or not is the same purchase
   const productHash = createHash('sha256').update(encodeProduct({ ...product, environment })).digest('hex')
 
+  return createOrFindCheckout(d, { appDid: input.appDid, environment, appOrderId: product.appOrderId, productHash }, () => ({
+    status: 'pending',
+    recipientDid: product.recipientDid,
+    paymentType: product.paymentType,
+    description: product.description,
+    currency: product.currency,
+    amount: product.amount,
+    returnUrl: product.returnUrl,
+    cancelUrl: product.cancelUrl,
+    cadence: product.cadence ?? null,
+    holdId: product.holdId ?? null,
+    selfSale,
+    recipientName,
+    approvalId,
+    feeShareBps,
+    serviceFeeRate: {
+      bps: auth.serviceFee.bps,
+      flatAmount: auth.serviceFee.flatAmount,
+      flatCurrency: auth.serviceFee.flatCurrency,
+      passToBuyer: auth.serviceFee.passToBuyer,
+    },
+    serviceFee: charges.serviceFee,
+    buyerFee: charges.buyerFee,
+    appFee: charges.appFee,
+    total: charges.total,
+    recipientNet: charges.recipientNet,
+    expiresAt: new Date(nowOf(d).getTime() + d.checkoutExpirySeconds * 1000),
+  }))
+}
+
+/** What a new checkout stores besides its key, its tokens and its id (given its browser URL). */
+export type CheckoutFields = Omit<StoredCheckout, '_id' | 'appDid' | 'environment' | 'appOrderId' | 'productHash' | 'nonce' | 'statusTokenHash' | 'browserTokenHash' | 'failureReason' | 'failureMessage' | 'ref' | 'completedAt' | 'failedAt' | 'createdAt' | 'updatedAt'>
+
+/**
+ * Inserts a checkout under its key (app, environment, appOrderId), or finds the one a duplicate inserted first: the
+ * same product (its hash) gets that checkout's tokens again; another product is InvalidProduct.
+ */
+export async function createOrFindCheckout(
+  d: PaymentsDomain,
+  key: { appDid: string; environment: Environment; appOrderId: string; productHash: string },
+  fields: (browserUrl: string) => CheckoutFields,
+): Promise<CheckoutStarted> {
+  const { environment } = key
   for (let attempt = 1; ; attempt++) {
-    const now = nowOf(d)
     const _id = `chk_${randomBytes(12).toString('hex')}`
     const nonce = newNonce()
     const tokens = tokensOf(d.tokenSecret, { _id, environment, nonce })
     try {
+      const result = started(d, { _id, environment, nonce })
       await d.models.Checkout.create({
         _id,
-        appDid: input.appDid,
+        appDid: key.appDid,
         environment,
-        appOrderId: product.appOrderId,
-        productHash,
+        appOrderId: key.appOrderId,
+        productHash: key.productHash,
         nonce,
         statusTokenHash: hashToken(tokens.statusToken),
         browserTokenHash: hashToken(tokens.browserToken),
-        status: 'pending',
-        recipientDid: product.recipientDid,
-        paymentType: product.paymentType,
-        description: product.description,
-        currency: product.currency,
-        amount: product.amount,
-        returnUrl: product.returnUrl,
-        cancelUrl: product.cancelUrl,
-        cadence: product.cadence ?? null,
-        holdId: product.holdId ?? null,
-        selfSale,
-        recipientName,
-        approvalId,
-        feeShareBps,
-        serviceFeeRate: {
-          bps: auth.serviceFee.bps,
-          flatAmount: auth.serviceFee.flatAmount,
-          flatCurrency: auth.serviceFee.flatCurrency,
-          passToBuyer: auth.serviceFee.passToBuyer,
-        },
-        serviceFee: charges.serviceFee,
-        buyerFee: charges.buyerFee,
-        appFee: charges.appFee,
-        total: charges.total,
-        recipientNet: charges.recipientNet,
-        expiresAt: new Date(now.getTime() + d.checkoutExpirySeconds * 1000),
+        ...fields(result.url),
       })
-      d.logger?.info({ checkoutId: _id, appDid: input.appDid, environment, appOrderId: product.appOrderId }, 'checkout initiated')
-      return started(d, { _id, environment, nonce })
+      d.logger?.info({ checkoutId: _id, appDid: key.appDid, environment, appOrderId: key.appOrderId }, 'checkout initiated')
+      return result
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err
     }
     const existing = await d.models.Checkout.findOne(
-      { appDid: input.appDid, environment, appOrderId: product.appOrderId },
+      { appDid: key.appDid, environment, appOrderId: key.appOrderId },
       { _id: 1, environment: 1, nonce: 1, productHash: 1, statusTokenHash: 1 },
     ).lean()
     if (!existing) {
@@ -162,10 +183,10 @@ export async function initiateCheckout(d: ServingPayments, input: { appDid: stri
       if (attempt < 3) continue
       throw new Error('could not create a checkout')
     }
-    if (existing.productHash !== productHash) {
+    if (existing.productHash !== key.productHash) {
       throw new ContractError(
         'InvalidProduct',
-        `appOrderId ${product.appOrderId} was already used for a different product; use a new appOrderId for each purchase attempt`,
+        `appOrderId ${key.appOrderId} was already used for a different product; use a new appOrderId for each purchase attempt`,
       )
     }
     return startedAgain(d, existing as TokenSource & { statusTokenHash: string })

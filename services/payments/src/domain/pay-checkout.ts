@@ -5,8 +5,8 @@ import type { Card, PaymentProcessor } from '../processors'
 import { validateCard, type CardInput } from './card'
 import { checkoutClosed } from './checkout-errors'
 import { findByBrowserToken, toCheckoutView, type CheckoutView, type StoredCheckout } from './checkout-view'
-import { nowOf, type PaymentsDomain } from './context'
-import { claimSettlement, FAILURE_MESSAGES, finishSettlement, recordOutcome, recoverCheckout, type SettlementOutcome } from './settlement'
+import { holdsOf, nowOf, type PaymentsDomain } from './context'
+import { claimSettlement, expireCheckout, FAILURE_MESSAGES, finishSettlement, recordOutcome, recoverCheckout, type SettlementOutcome } from './settlement'
 
 const PROCESSOR_TIMEOUT_MS = 30_000
 
@@ -36,12 +36,19 @@ async function charge(d: PaymentsDomain, processor: PaymentProcessor, checkout: 
  * The buyer pays: the card form is checked first (InvalidRequest; the checkout stays payable), then the settlement
  * is claimed (someone else had it: CheckoutClosed), the checkout is `processing` while the processor charges, and
  * the outcome ends it (completed, or failed as declined / processor_error). Never charges a checkout twice.
+ *
+ * A ticket checkout first secures its hold (the tickets domain keeps its seats); a hold that lapsed ends the checkout
+ * as expired with nothing charged.
  */
 export async function payCheckout(d: PaymentsDomain, browserToken: string, cardInput: CardInput): Promise<CheckoutView> {
   const { checkout, reload } = await findByBrowserToken(d, browserToken)
   if (checkout.status !== 'pending') throw checkoutClosed()
   const card = validateCard(cardInput, nowOf(d))
   const processor = d.processors.forEnvironment(checkout.environment as Environment)
+  if (checkout.holdId && !(await holdsOf(d).secure(checkout.holdId))) {
+    await expireCheckout(d, checkout)
+    return toCheckoutView((await reload())!)
+  }
   const won = await claimSettlement(d, checkout, 'payment', { processor: processor.name, recordTid: TID.nextStr() })
   if (!won) {
     await recoverCheckout(d, checkout._id)

@@ -13,7 +13,7 @@
  */
 import { writeOutboxEvent } from '@svc/outbox'
 import { isDuplicateKeyError, type CheckoutDoc, type FailureReason, type SettlementClaim } from '../models'
-import { nowOf, type PaymentsDomain } from './context'
+import { holdsOf, nowOf, type PaymentsDomain } from './context'
 import { buildPaymentRecord, storePaymentRecord } from './payment-records'
 import type { Environment } from '@svc/vocabulary'
 
@@ -74,9 +74,10 @@ export async function recordOutcome(d: PaymentsDomain, checkoutId: string, outco
 }
 
 /**
- * Applies a settlement's outcome to its checkout. Success: the payment record, the `payment.completed` outbox event,
- * then the checkout `completed` with its ref, in that order, so a checkout is never completed without its record and
- * event. Failure: the checkout `failed` with the reason. Idempotent; does nothing while the outcome is unknown.
+ * Applies a settlement's outcome to its checkout. Success: the payment record, a ticket checkout's tickets, the
+ * `payment.completed` outbox event, then the checkout `completed` with its ref, in that order, so a checkout is never
+ * completed without its record, tickets and event. Failure: a ticket checkout's hold released, then the checkout
+ * `failed` with the reason. Idempotent; does nothing while the outcome is unknown.
  */
 export async function finishSettlement(d: PaymentsDomain, checkoutId: string): Promise<void> {
   const settlement = await d.models.Settlement.findById(checkoutId).lean()
@@ -89,6 +90,8 @@ export async function finishSettlement(d: PaymentsDomain, checkoutId: string): P
   if (outcome.ok) {
     const built = await buildPaymentRecord(d.serviceDid, checkout, { ...settlement, settledAt })
     const ref = await storePaymentRecord(d, checkout, built)
+    // a ticket checkout's tickets exist before its payment is announced as completed
+    if (checkout.holdId) await holdsOf(d).settle(checkout.holdId, { checkoutId, paymentUri: ref.uri })
     await writeOutboxEvent(d.models.Outbox, {
       type: 'payment.completed',
       key: `payment.completed:${checkout._id}`,
@@ -106,6 +109,7 @@ export async function finishSettlement(d: PaymentsDomain, checkoutId: string): P
         buyerFee: checkout.buyerFee,
         total: checkout.total,
         completedAt: settledAt.toISOString(),
+        ...(checkout.holdId ? { holdId: checkout.holdId } : {}),
       },
     })
     await d.models.Checkout.updateOne(
@@ -115,6 +119,8 @@ export async function finishSettlement(d: PaymentsDomain, checkoutId: string): P
     d.logger?.info({ checkoutId, environment: checkout.environment, appDid: checkout.appDid, paymentUri: ref.uri }, 'checkout completed')
   } else {
     const reason: FailureReason = outcome.reason ?? 'processor_error'
+    // a ticket checkout that failed returns its hold's capacity
+    if (checkout.holdId) await holdsOf(d).settle(checkout.holdId, null)
     await d.models.Checkout.updateOne(
       { _id: checkoutId },
       { $set: { status: 'failed', failureReason: reason, failureMessage: outcome.message ?? null, failedAt: settledAt } },

@@ -156,6 +156,25 @@ export type RegisterAppLinkInput = {
   label?: InputMaybe<Scalars['String']['input']>;
 };
 
+/** a ticket hold's checkout, as the tickets domain asks for it */
+export type StartTicketCheckoutInput = {
+  appDid: Scalars['ID']['input'];
+  environment: Scalars['String']['input'];
+  /** the hold (hold_…): the checkout's key, so a repeat gets the same checkout */
+  holdId: Scalars['ID']['input'];
+  /** the recipient: the event's organizer */
+  organizerDid: Scalars['String']['input'];
+  description: Scalars['String']['input'];
+  /** the hold's price in integer minor units */
+  amount: Scalars['Int']['input'];
+  currency: Scalars['String']['input'];
+  /** the hold's expiry: the checkout expires with it */
+  expiresAt: Scalars['String']['input'];
+  /** absent: the checkout page itself */
+  returnUrl?: InputMaybe<Scalars['String']['input']>;
+  cancelUrl?: InputMaybe<Scalars['String']['input']>;
+};
+
 export type Query = {
   /** app (its own checkouts) and operators: the status of a checkout by its status token */
   paymentStatus: PaymentStatus;
@@ -185,6 +204,8 @@ export type QueryPaymentRecordArgs = {
 export type Mutation = {
   /** app: start a hosted checkout (idempotent by app order id) */
   initiateCheckout: CheckoutStarted;
+  /** the tickets domain: start (or find again) a ticket hold's checkout */
+  startTicketCheckout: CheckoutStarted;
   /** the hosted checkout page: pay with a card */
   payCheckout: CheckoutView;
   /** the hosted checkout page: the buyer cancels */
@@ -202,6 +223,11 @@ export type Mutation = {
 
 export type MutationInitiateCheckoutArgs = {
   product: Scalars['String']['input'];
+};
+
+
+export type MutationStartTicketCheckoutArgs = {
+  input: StartTicketCheckoutInput;
 };
 
 

@@ -27,6 +27,7 @@ export async function announceIssued(d: TicketsDomain, ticket: TicketDoc): Promi
       buyerDid: ticket.buyerDid,
       source: ticket.source,
       issuedAt: ticket.createdAt.toISOString(),
+      ...(ticket.holdId ? { holdId: ticket.holdId, appOrderId: ticket.appOrderId } : {}),
     },
   })
   if (!ticket.announced) await d.models.Ticket.updateOne({ _id: ticket._id }, { $set: { announced: true } })

@@ -15,4 +15,23 @@ export const nowOf = (d: TicketsDomain): Date => (d.now ? d.now() : new Date())
 /** The domain as it serves a request: with its reads of the domains whose facts it decides on (app-facts.ts). */
 export interface ServingTickets extends TicketsDomain {
   facts: AppFacts
+  /** the payments domain, which takes a hold's payment */
+  checkouts: HoldCheckouts
+}
+
+/** A hold's hosted checkout, in the payments domain (docs/tickets.md, "Paying a hold"). */
+export interface HoldCheckouts {
+  /** starts the checkout of a hold, or finds it again (it is keyed by the hold id): its browser URL */
+  start(input: {
+    appDid: string
+    environment: string
+    holdId: string
+    organizerDid: string
+    description: string
+    amount: number
+    currency: string
+    expiresAt: Date
+    returnUrl: string | null
+    cancelUrl: string | null
+  }): Promise<{ url: string }>
 }

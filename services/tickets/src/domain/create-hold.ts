@@ -1,14 +1,16 @@
 /**
- * A ticket hold: paid capacity reserved for a buyer under an app order, every item or none, until `expiresAt`
- * (docs/tickets.md, "Holds"). The domain use case behind tickets.svc.createTicketHold; the XRPC method is served
- * once the hold's hosted checkout and the tickets it issues on payment land.
+ * tickets.svc.createTicketHold: paid capacity reserved for a buyer under an app order, every item or none, until
+ * `expiresAt`, and its hosted checkout (docs/tickets.md, "Holds" and "Paying a hold").
  *
  * Idempotency: one hold per (app, environment, appOrderId), held by a unique index. A repeat with the same buyer and
  * the same items (tier ids and quantities, in any order) gets the same hold, whatever its state; a repeat with other
  * items is refused. The capacity is taken first (capacity.ts, the hold's id as the reservation), then the hold is
- * inserted: among concurrent duplicates the insert decides, and the losers release what they took.
+ * inserted: among concurrent duplicates the insert decides, and the losers release what they took. Then the
+ * payments domain starts the hold's checkout, keyed by the hold id: a retry of a hold whose checkout was never
+ * started (the process died between the two) starts it.
  */
 import { randomBytes } from 'node:crypto'
+import { isCheckoutUrl } from '@svc/checkout-product'
 import { ContractError } from '@svc/errors'
 import { isDid } from '@svc/vocabulary'
 import { isDuplicateKeyError, type TicketHoldDoc } from '../models'
@@ -27,6 +29,8 @@ export interface HoldRequest {
   buyerDid: string
   appOrderId: string
   items: { ticketTypeId: string; quantity: number }[]
+  returnUrl?: string | null
+  cancelUrl?: string | null
 }
 
 export interface HoldView {
@@ -52,12 +56,32 @@ export const holdView = (h: Pick<TicketHoldDoc, '_id' | 'expiresAt' | 'amount' |
 
 /** The existing hold of this order, if the repeat asks for the same thing; a different ask is refused. */
 function sameHold(existing: TicketHoldDoc, buyerDid: string, key: string): HoldView {
-  if (existing.buyerDid !== buyerDid || existing.itemsKey !== key) invalid(`appOrderId ${existing.appOrderId} was already used for another hold`)
+  if (existing.buyerDid !== buyerDid || existing.itemsKey !== key) invalid(`appOrderId ${existing.appOrderId} was already used for another hold (another buyer or other items)`)
   return holdView(existing)
 }
 
 
-export async function createTicketHold(d: ServingTickets, appDid: string, input: HoldRequest): Promise<HoldView> {
+/** The hold and its checkout, as the app gets them (the lexicon's output). */
+export async function createTicketHold(d: ServingTickets, appDid: string, input: HoldRequest): Promise<{ holdId: string; expiresAt: string; checkout: { url: string } }> {
+  const view = await holdTickets(d, appDid, input)
+  const hold = (await d.models.TicketHold.findById(view.holdId).lean())!
+  const checkout = await d.checkouts.start({
+    appDid,
+    environment: hold.environment,
+    holdId: hold._id,
+    organizerDid: hold.organizerDid,
+    description: hold.description,
+    amount: hold.amount,
+    currency: hold.currency,
+    expiresAt: hold.expiresAt,
+    returnUrl: hold.returnUrl ?? null,
+    cancelUrl: hold.cancelUrl ?? null,
+  })
+  return { holdId: view.holdId, expiresAt: view.expiresAt, checkout }
+}
+
+/** Reserves the hold's capacity and records the hold (or finds the same hold again). */
+export async function holdTickets(d: ServingTickets, appDid: string, input: HoldRequest): Promise<HoldView> {
   if (!isDid(input.buyerDid)) invalid('buyerDid must be a DID')
   if (input.appOrderId === '' || input.appOrderId.length > 256) invalid('appOrderId must be 1 to 256 characters')
   if (input.items.length === 0 || input.items.length > MAX_HOLD_ITEMS) invalid(`items must hold 1 to ${MAX_HOLD_ITEMS} tiers`)
@@ -65,6 +89,10 @@ export async function createTicketHold(d: ServingTickets, appDid: string, input:
     if (!Number.isInteger(item.quantity) || item.quantity < 1 || item.quantity > MAX_HOLD_QUANTITY) invalid(`items[${i}].quantity must be an integer from 1 to ${MAX_HOLD_QUANTITY}`)
   }
   if (new Set(input.items.map((i) => i.ticketTypeId)).size !== input.items.length) invalid('a ticketTypeId appears twice in items')
+  for (const field of ['returnUrl', 'cancelUrl'] as const) {
+    const url = input[field]
+    if (url != null && !isCheckoutUrl(url)) invalid(`${field} must be an absolute http(s) URL without credentials or whitespace`)
+  }
 
   const environment = await ticketsEnvironment(d, appDid, input.environment ?? null)
   const deadline = Date.now() + DUPLICATE_WAIT_MS
@@ -132,6 +160,13 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
     itemsKey: key,
     amount: input.items.reduce((sum, i) => sum + byId.get(i.ticketTypeId)!.priceAmount * i.quantity, 0),
     currency: tiers[0]!.currency,
+    description: input.items.map((i) => `${i.quantity} × ${byId.get(i.ticketTypeId)!.name}`).join(', '),
+    organizerDid: event!.organizerDid,
+    returnUrl: input.returnUrl ?? null,
+    cancelUrl: input.cancelUrl ?? null,
+    status: 'held',
+    checkoutId: null,
+    paymentUri: null,
     expiresAt,
     createdAt: now,
   } satisfies Omit<TicketHoldDoc, 'items'> & { items: HoldRequest['items'] }

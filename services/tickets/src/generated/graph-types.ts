@@ -93,6 +93,42 @@ export type ClaimFreeTicketInput = {
   idempotencyKey: Scalars['String']['input'];
 };
 
+export type HoldItemInput = {
+  ticketTypeId: Scalars['String']['input'];
+  quantity: Scalars['Int']['input'];
+};
+
+export type CreateTicketHoldInput = {
+  environment?: InputMaybe<Scalars['String']['input']>;
+  eventUri: Scalars['String']['input'];
+  /** the buyer (whose assertion, when the app sent one, the adapter verified) */
+  buyerDid: Scalars['String']['input'];
+  /** the app's order id: one hold per (app, environment, appOrderId) */
+  appOrderId: Scalars['String']['input'];
+  items: Array<HoldItemInput>;
+  /** where the checkout sends the buyer after paying or canceling; the checkout page itself when absent */
+  returnUrl?: InputMaybe<Scalars['String']['input']>;
+  cancelUrl?: InputMaybe<Scalars['String']['input']>;
+};
+
+export type HoldCheckout = {
+  /** the browser checkout URL (on the checkout host) */
+  url: Scalars['String']['output'];
+};
+
+export type TicketHold = {
+  holdId: Scalars['ID']['output'];
+  expiresAt: Scalars['String']['output'];
+  checkout: HoldCheckout;
+};
+
+/** a hold's payment, as the payments domain reports it */
+export type HoldPaymentInput = {
+  checkoutId: Scalars['ID']['input'];
+  /** the payment record's AT-URI */
+  paymentUri: Scalars['String']['input'];
+};
+
 export type Query = {
   /** apps: each tier's availability (EventRequired, TicketsModuleDisabled, AppUnauthorized) */
   ticketAvailability: TicketAvailability;
@@ -110,6 +146,12 @@ export type Mutation = {
   configureTicketTiers: TicketedEvent;
   /** apps, with a buyer's assertion: claim a free ticket (TicketHoldUnavailable, DuplicateClaim, TicketsModuleDisabled, AppUnauthorized) */
   claimFreeTicket: Ticket;
+  /** apps, with an optional buyer's assertion: hold paid tickets and get their checkout (TicketHoldUnavailable, TicketsModuleDisabled, AppUnauthorized) */
+  createTicketHold: TicketHold;
+  /** the payments domain, right before it charges a hold's checkout: keeps the hold's seats; false when the hold lapsed */
+  secureTicketHold: Scalars['Boolean']['output'];
+  /** the payments domain, once a hold's checkout ended: paid issues its tickets, no payment returns its capacity */
+  settleTicketHold: Array<Ticket>;
 };
 
 
@@ -120,6 +162,22 @@ export type MutationConfigureTicketTiersArgs = {
 
 export type MutationClaimFreeTicketArgs = {
   input: ClaimFreeTicketInput;
+};
+
+
+export type MutationCreateTicketHoldArgs = {
+  input: CreateTicketHoldInput;
+};
+
+
+export type MutationSecureTicketHoldArgs = {
+  holdId: Scalars['ID']['input'];
+};
+
+
+export type MutationSettleTicketHoldArgs = {
+  holdId: Scalars['ID']['input'];
+  payment: InputMaybe<HoldPaymentInput>;
 };
 
 export type _Service = {

@@ -14,6 +14,8 @@
  *   ticket_holds           `_id` hold_…, one per (appDid, environment, appOrderId)   holds of paid capacity
  *   tickets                `_id` ticket_…                            issued tickets (a free claim's id derives from its key)
  *   tickets_outbox         one per event id (@svc/outbox)            ticket.issued events
+ *
+ * A paid hold's tickets derive their ids from the hold (one per item and unit), so issuing them twice is a no-op.
  */
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
 import { ENVIRONMENTS } from '@svc/vocabulary'
@@ -108,6 +110,10 @@ const reservationOutcomeSchema = new Schema(
   { collection: 'reservation_outcomes', versionKey: false },
 )
 
+/** A hold lapsing at expiresAt is not a state: its reservation is released and it stays `held` (docs/tickets.md). */
+export const HOLD_STATUSES = ['held', 'paid', 'released'] as const
+export type HoldStatus = (typeof HOLD_STATUSES)[number]
+
 const holdItemSchema = new Schema({ ticketTypeId: { type: String, required: true }, quantity: { type: Number, required: true } }, { _id: false })
 
 const ticketHoldSchema = new Schema(
@@ -124,8 +130,20 @@ const ticketHoldSchema = new Schema(
     itemsKey: { type: String, required: true },
     /** the sum of the items' prices, in minor units of `currency` */
     amount: { type: Number, required: true },
+    /** what its checkout shows the buyer: the items with their tier names */
+    description: { type: String, required: true },
+    /** the event's organizer: its checkout's recipient */
+    organizerDid: { type: String, required: true },
+    /** where its checkout sends the buyer; null: the checkout page itself */
+    returnUrl: { type: String, default: null },
+    cancelUrl: { type: String, default: null },
     currency: { type: String, required: true },
     expiresAt: { type: Date, required: true },
+    /** held (until paid or lapsed) → paid (its tickets issued) | released (its checkout failed; its capacity returned) */
+    status: { type: String, required: true, enum: HOLD_STATUSES, default: 'held' },
+    /** the payment that bought the hold's tickets (its checkout and payment record), once paid */
+    checkoutId: { type: String, default: null },
+    paymentUri: { type: String, default: null },
     createdAt: { type: Date, required: true },
   },
   { collection: 'ticket_holds', versionKey: false },
@@ -147,8 +165,11 @@ const ticketSchema = new Schema(
     /** the reservation whose units the ticket keeps */
     reservationId: { type: String, required: true },
     status: { type: String, required: true, enum: TICKET_STATUSES },
-    /** `claim` (claimFreeTicket) */
+    /** `claim` (claimFreeTicket) or `purchase` (a paid hold) */
     source: { type: String, required: true },
+    /** a purchased ticket's hold (`hold_…`, also its reservation) and the app's order id of it */
+    holdId: { type: String, default: null },
+    appOrderId: { type: String, default: null },
     /** its `ticket.issued` is in the outbox (the sweep announces tickets whose claim stopped before) */
     announced: { type: Boolean, required: true, default: false },
     createdAt: { type: Date, required: true },
@@ -157,6 +178,7 @@ const ticketSchema = new Schema(
 )
 ticketSchema.index({ tierId: 1 })
 ticketSchema.index({ announced: 1 })
+ticketSchema.index({ holdId: 1 })
 
 export type TicketedEventDoc = InferSchemaType<typeof ticketedEventSchema>
 export type TierDoc = InferSchemaType<typeof tierSchema>

@@ -1,0 +1,85 @@
+/**
+ * A hold meets its payment (docs/tickets.md, "Paying a hold"). The payments domain calls these two, as the service
+ * `payments`, for a checkout that carries a hold id:
+ *
+ * - `secureHold` right before the buyer's payment is claimed and the card charged: the hold's reservation is kept
+ *   (its seats stop lapsing) unless it was released first. A hold that lapsed is never charged for: the payment is
+ *   refused with no charge, so no ticket is ever paid for and then missing, and no refund is ever owed.
+ * - `settleHold` once the checkout has its outcome: paid, the hold's tickets are issued (their ids derive from the
+ *   hold, so a repeat is a no-op) and announced; failed (declined, canceled, expired), the hold's capacity returns.
+ *
+ * Both are idempotent: payments calls them again after a crash (its sweep and every read of the checkout re-run the
+ * settlement) until they answer.
+ */
+import { ContractError } from '@svc/errors'
+import { isDuplicateKeyError, type TicketDoc, type TicketHoldDoc } from '../models'
+import { announceIssued } from './announce'
+import { deleteUnitsOf, keepReservation, releaseReservation } from './capacity'
+import { nowOf, type TicketsDomain } from './context'
+import { purchaseTicketIds } from './ids'
+
+type StoredHold = TicketHoldDoc & { _id: string }
+
+async function findHold(d: TicketsDomain, holdId: string): Promise<StoredHold> {
+  const hold = (await d.models.TicketHold.findById(holdId).lean()) as StoredHold | null
+  if (!hold) throw new ContractError('NotFound', `hold ${holdId} does not exist`)
+  return hold
+}
+
+/** Keeps the hold's seats for its payment: true, or false when the hold lapsed or its checkout ended first. */
+export async function secureHold(d: TicketsDomain, holdId: string): Promise<boolean> {
+  const hold = await findHold(d, holdId)
+  if (hold.status === 'released') return false
+  if (hold.status === 'paid') return true
+  return keepReservation(d, holdId)
+}
+
+export interface HoldPayment {
+  checkoutId: string
+  /** the payment record's AT-URI */
+  paymentUri: string
+}
+
+/** Issues the hold's tickets (`paid`), or returns its capacity (`null`: the checkout failed). Returns the tickets. */
+export async function settleHold(d: TicketsDomain, holdId: string, payment: HoldPayment | null): Promise<TicketDoc[]> {
+  const hold = await findHold(d, holdId)
+  if (!payment) {
+    if (hold.status === 'paid') throw new Error(`hold ${holdId} is paid; its checkout cannot have failed`)
+    // not kept: released here; kept (secured before a payment that failed): its seats are deleted
+    if (!(await releaseReservation(d, holdId))) await deleteUnitsOf(d, holdId)
+    if (hold.status !== 'released') await d.models.TicketHold.updateOne({ _id: holdId }, { $set: { status: 'released' } })
+    d.logger?.info({ holdId, environment: hold.environment, appDid: hold.appDid }, 'hold released: its checkout failed')
+    return []
+  }
+  if (hold.status === 'released') throw new Error(`hold ${holdId} was released; it cannot have been paid`)
+  // the payment was claimed after secureHold kept the seats; this only confirms it
+  if (!(await keepReservation(d, holdId))) throw new Error(`hold ${holdId} was paid but its reservation was released`)
+  const now = nowOf(d)
+  const tickets: TicketDoc[] = purchaseTicketIds(holdId, hold.items).map(({ id, tierId }) => ({
+    _id: id,
+    appDid: hold.appDid,
+    environment: hold.environment,
+    eventUri: hold.eventUri,
+    tierId,
+    buyerDid: hold.buyerDid,
+    reservationId: holdId,
+    status: 'issued',
+    source: 'purchase',
+    holdId,
+    appOrderId: hold.appOrderId,
+    announced: false,
+    createdAt: now,
+  }))
+  try {
+    await d.models.Ticket.insertMany(tickets, { ordered: false })
+  } catch (err) {
+    // a repeat: the tickets (some or all) exist already
+    if (!isDuplicateKeyError(err)) throw err
+  }
+  const stored = await d.models.Ticket.find({ _id: { $in: tickets.map((t) => t._id) } }).lean()
+  if (stored.length !== tickets.length) throw new Error(`hold ${holdId}: ${tickets.length - stored.length} of its tickets are missing after their insert`)
+  for (const ticket of stored) if (!ticket.announced) await announceIssued(d, ticket)
+  if (hold.status !== 'paid') await d.models.TicketHold.updateOne({ _id: holdId }, { $set: { status: 'paid', checkoutId: payment.checkoutId, paymentUri: payment.paymentUri } })
+  d.logger?.info({ holdId, environment: hold.environment, appDid: hold.appDid, tickets: stored.length }, 'hold paid: tickets issued')
+  return stored
+}

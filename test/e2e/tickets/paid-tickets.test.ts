@@ -1,0 +1,173 @@
+/**
+ * Holds and paid tickets through the whole stack: tickets.svc.createTicketHold reserves every item or none and
+ * answers a hosted checkout started in the payments domain; paying it issues the hold's tickets once; a declined
+ * card or a cancel returns the capacity; a hold that lapsed before the payment is never charged. Every contract
+ * error of the method, idempotency under concurrent duplicates, and one app never touching another's event.
+ */
+import { randomBytes } from 'node:crypto'
+import { startStack, type TestApp, type TestStack } from '../../stack'
+import { bearer, expectError, expectOk, httpRequest, xrpcPost } from '../adapter/helpers'
+import { payByForm } from '../adapter/payment-helpers'
+import { availability, enableTickets, HOLD, hold, newSigner, setUpEvent, type Signer } from './helpers'
+
+let stack: TestStack
+let app: TestApp
+let organizer: Signer
+
+const GENERAL = { name: 'General', priceAmount: 2500, currency: 'usd', capacity: 5, perBuyerLimit: 4 }
+const VIP = { name: 'VIP', priceAmount: 9000, currency: 'usd', capacity: 2 }
+
+beforeAll(async () => {
+  stack = await startStack('paid-tickets')
+  app = await stack.newApp()
+  await enableTickets(stack, app)
+  organizer = await newSigner(stack)
+})
+afterAll(async () => {
+  await stack.stop()
+})
+
+async function paidEvent() {
+  const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [GENERAL, VIP])
+  return { eventUri, general: tiers[0]!.ticketTypeId, vip: tiers[1]!.ticketTypeId }
+}
+
+async function available(eventUri: string): Promise<number[]> {
+  return expectOk(await availability(stack, app, { eventUri })).items.map((i: { available: number }) => i.available)
+}
+
+const buyerDid = () => `did:plc:${randomBytes(12).toString('hex')}`
+
+it('holds every item, answers a checkout under {checkout_url}/checkout/, and the payment issues the tickets once', async () => {
+  const { eventUri, general, vip } = await paidEvent()
+  const buyer = buyerDid()
+  const body = { eventUri, buyerDid: buyer, appOrderId: 'order-1', items: [{ ticketTypeId: general, quantity: 2 }, { ticketTypeId: vip, quantity: 1 }] }
+  const held = expectOk(await hold(stack, app, body))
+  expect(held).toEqual({ holdId: expect.stringMatching(/^hold_[0-9a-f]{24}$/), expiresAt: expect.any(String), checkout: { url: expect.stringMatching(new RegExp(`^${stack.checkoutUrl}/checkout/`)) } })
+  expect(Date.parse(held.expiresAt) - Date.now()).toBeGreaterThan(9 * 60_000)
+  expect(await available(eventUri)).toEqual([3, 1])
+
+  // the checkout charges the hold's price, to the organizer, and expires with the hold
+  const checkout = (await stack.payments.Checkout.findOne({ holdId: held.holdId }).lean())!
+  expect(checkout).toMatchObject({ paymentType: 'ticket', amount: 2 * 2500 + 9000, currency: 'usd', recipientDid: organizer.did, description: '2 × General, 1 × VIP', appOrderId: held.holdId })
+  expect(checkout.expiresAt.toISOString()).toBe(held.expiresAt)
+
+  // a retry (the items in another order) gets the same hold and checkout
+  expect(expectOk(await hold(stack, app, { ...body, items: [...body.items].reverse() }))).toEqual(held)
+
+  const paid = await payByForm(held.checkout.url, '4242 4242 4242 4242')
+  expect(paid.status).toBe(303)
+  const tickets = await stack.tickets.Ticket.find({ holdId: held.holdId }).lean()
+  expect(tickets.map((t) => [t.tierId, t.status, t.source, t.buyerDid, t.appOrderId]).sort()).toEqual(
+    [[general, 'issued', 'purchase', buyer, 'order-1'], [general, 'issued', 'purchase', buyer, 'order-1'], [vip, 'issued', 'purchase', buyer, 'order-1']].sort(),
+  )
+  expect((await stack.tickets.TicketHold.findById(held.holdId).lean())!.status).toBe('paid')
+  expect(await available(eventUri)).toEqual([3, 1])
+  // the checkout is closed; the hold answers as before
+  expect((await payByForm(held.checkout.url, '4242 4242 4242 4242')).status).toBe(409)
+  expect(expectOk(await hold(stack, app, body))).toEqual(held)
+  expect(await stack.tickets.Ticket.countDocuments({ holdId: held.holdId })).toBe(3)
+  // without return URLs the checkout sends the buyer back to its own page, which shows the payment
+  expect(paid.headers.get('location')).toBe(`${held.checkout.url}?svc_checkout=completed`)
+  expect((await httpRequest(held.checkout.url)).text).toContain('2 × General, 1 × VIP')
+})
+
+it('a declined card or a cancel ends the checkout and returns the capacity', async () => {
+  const { eventUri, general, vip } = await paidEvent()
+  const declined = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: vip, quantity: 2 }], returnUrl: 'https://app.example/done', cancelUrl: 'https://app.example/cart' }))
+  expect(await available(eventUri)).toEqual([5, 0])
+  // the page shows the decline (the buyer starts again from the app)
+  expect((await payByForm(declined.checkout.url, '4000 0000 0000 0002')).text).toContain('declined')
+  expect(await stack.payments.Checkout.findOne({ holdId: declined.holdId }).lean()).toMatchObject({ status: 'failed', failureReason: 'declined' })
+  expect(await available(eventUri)).toEqual([5, 2])
+  expect((await stack.tickets.TicketHold.findById(declined.holdId).lean())!.status).toBe('released')
+
+  const canceled = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: general, quantity: 4 }] }))
+  expect(await available(eventUri)).toEqual([1, 2])
+  const cancel = await httpRequest(`${canceled.checkout.url}/cancel`, { method: 'POST', redirect: 'manual' })
+  expect(cancel.status).toBe(303)
+  expect(await available(eventUri)).toEqual([5, 2])
+  expect(await stack.tickets.Ticket.countDocuments({ holdId: { $in: [declined.holdId, canceled.holdId] } })).toBe(0)
+})
+
+it('a hold that lapsed before the payment is never charged: its checkout ends as expired', async () => {
+  const { eventUri, vip } = await paidEvent()
+  const held = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: vip, quantity: 2 }] }))
+  // the hold's seats lapse (as at expiresAt) and another buyer takes them
+  await stack.tickets.CapacityUnit.updateMany({ reservationId: held.holdId }, { $set: { expiresAt: new Date(Date.now() - 1000) } })
+  expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: vip, quantity: 2 }] }))
+  expect((await payByForm(held.checkout.url, '4242 4242 4242 4242')).text).toContain('expired')
+  const checkout = (await stack.payments.Checkout.findOne({ holdId: held.holdId }).lean())!
+  expect(checkout).toMatchObject({ status: 'failed', failureReason: 'expired' })
+  expect((await stack.payments.Settlement.findById(checkout._id).lean())!.by).toBe('expiry')
+  expect(await stack.tickets.Ticket.countDocuments({ holdId: held.holdId })).toBe(0)
+  expect(await available(eventUri)).toEqual([5, 0])
+})
+
+it('concurrent duplicates of one order converge on one hold and one checkout', async () => {
+  const { eventUri, general } = await paidEvent()
+  const body = { eventUri, buyerDid: buyerDid(), appOrderId: `dup-${randomBytes(4).toString('hex')}`, items: [{ ticketTypeId: general, quantity: 2 }] }
+  const answers = await Promise.all(Array.from({ length: 10 }, () => hold(stack, app, body)))
+  const holds = answers.map((a) => expectOk(a))
+  expect(new Set(holds.map((h) => JSON.stringify(h))).size).toBe(1)
+  expect(await available(eventUri)).toEqual([3, 2])
+  expect(await stack.payments.Checkout.countDocuments({ holdId: holds[0].holdId })).toBe(1)
+})
+
+it('InvalidRequest: the same order id with other items or another buyer, a free tier, unknown fields; nothing changes', async () => {
+  const { eventUri, general, vip } = await paidEvent()
+  const body = { eventUri, buyerDid: buyerDid(), appOrderId: 'order-x', items: [{ ticketTypeId: general, quantity: 1 }] }
+  expectOk(await hold(stack, app, body))
+  expectError(await hold(stack, app, { ...body, items: [{ ticketTypeId: vip, quantity: 1 }] }), 400, 'InvalidRequest', /already used for another hold/)
+  expectError(await hold(stack, app, { ...body, buyerDid: buyerDid() }), 400, 'InvalidRequest', /already used for another hold/)
+  expectError(await hold(stack, app, { ...body, appOrderId: 'order-y', items: [{ ticketTypeId: general, quantity: 1, seat: 'A1' }] }), 400, 'InvalidRequest', /seat/)
+  expectError(await hold(stack, app, { ...body, appOrderId: 'order-y', returnUrl: 'javascript:alert(1)' }), 400, 'InvalidRequest')
+  const free = await setUpEvent(stack, app, organizer, [{ name: 'Free', priceAmount: 0, currency: 'usd', capacity: 5 }])
+  expectError(await hold(stack, app, { eventUri: free.eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: free.tiers[0]!.ticketTypeId, quantity: 1 }] }), 400, 'InvalidRequest', /claimFreeTicket/)
+  expect(await available(eventUri)).toEqual([4, 2])
+})
+
+it('TicketHoldUnavailable: more than is left, or past the per-buyer limit; every item or none is held', async () => {
+  const { eventUri, general, vip } = await paidEvent()
+  expectError(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: general, quantity: 1 }, { ticketTypeId: vip, quantity: 3 }] }), 409, 'TicketHoldUnavailable')
+  expectError(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: general, quantity: 5 }] }), 409, 'TicketHoldUnavailable', /at most 4/)
+  expect(await available(eventUri)).toEqual([5, 2])
+})
+
+it('BuyerAssertionInvalid: an assertion sent must be the buyer\'s, for this method; without one the hold is made', async () => {
+  const { eventUri, general } = await paidEvent()
+  const buyer = await newSigner(stack)
+  const stranger = await newSigner(stack)
+  const body = { eventUri, buyerDid: buyer.did, items: [{ ticketTypeId: general, quantity: 1 }] }
+  expectError(await hold(stack, app, { ...body, buyerAssertionJwt: await stranger.assertion(HOLD) }), 400, 'BuyerAssertionInvalid')
+  expectError(await hold(stack, app, { ...body, buyerAssertionJwt: await buyer.assertion('tickets.svc.claimFreeTicket') }), 400, 'BuyerAssertionInvalid')
+  expectError(await hold(stack, app, { ...body, buyerAssertionJwt: 'not-a-jwt' }), 400, 'BuyerAssertionInvalid')
+  expect(await available(eventUri)).toEqual([5, 2])
+  expectOk(await hold(stack, app, { ...body, buyerAssertionJwt: await buyer.assertion(HOLD) }))
+  expectOk(await hold(stack, app, body))
+  expect(await available(eventUri)).toEqual([3, 2])
+})
+
+it('AppUnauthorized: another app cannot hold tickets of this app\'s event; an app cannot start a ticket checkout itself', async () => {
+  const { eventUri, general } = await paidEvent()
+  const other = await stack.newApp()
+  await enableTickets(stack, other)
+  expectError(await hold(stack, other, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: general, quantity: 1 }] }), 403, 'AppUnauthorized')
+  expect(await available(eventUri)).toEqual([5, 2])
+  const held = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: general, quantity: 1 }] }))
+  const { buildProduct } = await import('@svc/sdk')
+  const product = buildProduct({
+    paymentType: 'ticket',
+    holdId: held.holdId,
+    appOrderId: 'own-ticket',
+    recipientDid: organizer.did,
+    environment: 'test',
+    description: 'a ticket',
+    amount: 1,
+    currency: 'usd',
+    returnUrl: 'https://app.example/done',
+    cancelUrl: 'https://app.example/cart',
+  })
+  const initiate = 'network.svc.payment.initiate'
+  expectError(await xrpcPost(stack, initiate, { product }, bearer(await app.jwt(initiate))), 400, 'InvalidProduct', /createTicketHold/)
+})
