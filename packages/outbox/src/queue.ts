@@ -1,10 +1,14 @@
 /**
  * The queue every domain's outbox relay publishes to and the events domain consumes: `domain-events`.
- * One job per outbox event, job id = event id (`evt_…`), so publishing an event twice is one job.
+ * One job per outbox event, job id = event id (`evt_…`), so publishing an event twice is one job. Also the names of
+ * the other domains' queues, which the operators' board (events) shows beside its own.
  */
 import type { Environment } from '@svc/vocabulary'
 
 export const DOMAIN_EVENTS_QUEUE = 'domain-events'
+
+/** the tickets domain's hold expiries: one delayed job per hold, job id = hold id (services/tickets/src/hold-expiry.ts) */
+export const TICKET_HOLDS_QUEUE = 'ticket-holds'
 
 /** The domains that write an outbox. */
 export type EventSource = 'apps' | 'payments' | 'tickets'

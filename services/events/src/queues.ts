@@ -2,14 +2,14 @@
  * The events domain's queues. `domain-events` (from @svc/outbox) carries domain events from every domain's outbox
  * relay; `webhook-deliveries` carries one job per delivery (job id = delivery id).
  */
-import { DOMAIN_EVENTS_QUEUE, queuePrefix } from '@svc/outbox'
+import { DOMAIN_EVENTS_QUEUE, queuePrefix, TICKET_HOLDS_QUEUE } from '@svc/outbox'
 
 export const WEBHOOK_DELIVERIES_QUEUE = 'webhook-deliveries'
 /** the events workers' own upkeep: `reconcile-deliveries` (workers/reconciler.ts) */
 export const EVENTS_MAINTENANCE_QUEUE = 'events-maintenance'
 
-/** Every queue the operators' board shows. */
-export const ALL_QUEUES = [DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE, EVENTS_MAINTENANCE_QUEUE] as const
+/** Every queue the operators' board shows: the events domain's and the tickets domain's hold expiries. */
+export const ALL_QUEUES = [DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE, EVENTS_MAINTENANCE_QUEUE, TICKET_HOLDS_QUEUE] as const
 
 /** An attempt whose outcome is not in the delivery's log yet: the one being sent, or one whose worker died. */
 export interface UnrecordedAttempt {

@@ -1,6 +1,6 @@
 /**
- * The tickets subgraph: its models and GraphQL server, its gateway client for the apps facts it decides on, the relay
- * of its outbox and the sweep of unannounced tickets.
+ * The tickets subgraph: its models and GraphQL server, its gateway client for the apps facts it decides on and the
+ * checkouts it starts, the relay of its outbox, the hold expiry queue and the sweep of unannounced tickets.
  */
 import type { Logger } from 'pino'
 import { createGatewayClient } from '@svc/gateway-client'
@@ -13,6 +13,8 @@ import { createTicketsModels, type TicketsModels } from './models'
 import { resolvers, type TicketsContext } from './resolvers'
 import { typeDefs } from './schema'
 import { DEFAULT_TICKETS_SWEEP_MS, startTicketsSweeper } from './sweeper'
+import type { HoldExpiryScheduler } from './domain/context'
+import { startHoldExpiry, type HoldExpiryQueue } from './hold-expiry'
 
 export interface TicketsServiceOptions {
   mongoUrl: string
@@ -26,7 +28,10 @@ export interface TicketsServiceOptions {
   operatorToken?: string
   /** DB_COMMAND_METRICS */
   databaseCommandMetrics?: boolean
-  /** relays the tickets outbox to the `domain-events` queue (docs/events.md); without it nothing leaves the outbox */
+  /**
+   * relays the tickets outbox to the `domain-events` queue (docs/events.md) and runs the `ticket-holds` queue (hold
+   * expiries on time); without it nothing leaves the outbox and holds lapse on read only
+   */
   relay?: { redisUrl: string; redisPrefix: string; intervalMs?: number }
   /** the sweep announcing tickets whose claim stopped before its event; default 60000; 0 disables */
   sweepIntervalMs?: number
@@ -34,6 +39,9 @@ export interface TicketsServiceOptions {
 
 export async function startTicketsService(opts: TicketsServiceOptions): Promise<{ url: string; models: TicketsModels; stop(): Promise<void> }> {
   const gateway = createGatewayClient({ url: opts.gatewayUrl, signer: { issuer: 'tickets', key: opts.callerKeys.tickets }, connections: 32, timeoutMs: 10_000 })
+  // the worker works on the same models as the subgraph: made once they exist (below), used by the requests after
+  let expiryQueue: HoldExpiryQueue | null = null
+  const holdExpiry: HoldExpiryScheduler = { schedule: (holdId, expiresAt) => expiryQueue?.schedule(holdId, expiresAt) ?? Promise.resolve() }
   const running = await startDomainSubgraph({
     mongoUrl: opts.mongoUrl,
     callerKeys: opts.callerKeys,
@@ -52,6 +60,7 @@ export async function startTicketsService(opts: TicketsServiceOptions): Promise<
       const domain = {
         models,
         logger: base.log,
+        holdExpiry,
         get facts() {
           return (facts ??= createGraphFacts(gateway, base.requestId))
         },
@@ -62,12 +71,14 @@ export async function startTicketsService(opts: TicketsServiceOptions): Promise<
   })
   const sweeper = startTicketsSweeper({ models: running.models, logger: opts.logger }, opts.sweepIntervalMs ?? DEFAULT_TICKETS_SWEEP_MS, opts.logger)
   const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'tickets', logger: opts.logger }) : null
+  if (opts.relay) expiryQueue = startHoldExpiry({ domain: { models: running.models, logger: opts.logger }, redisUrl: opts.relay.redisUrl, redisPrefix: opts.relay.redisPrefix, logger: opts.logger })
   return {
     url: running.url,
     models: running.models,
     async stop() {
       await sweeper.stop()
       await relay?.stop()
+      await expiryQueue?.stop()
       await running.stop()
       await gateway.close()
     },

@@ -5,6 +5,8 @@
  * error of the method, idempotency under concurrent duplicates, and one app never touching another's event.
  */
 import { randomBytes } from 'node:crypto'
+import { Queue } from 'bullmq'
+import { queuePrefix, TICKET_HOLDS_QUEUE } from '@svc/outbox'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { bearer, expectError, expectOk, httpRequest, xrpcPost } from '../adapter/helpers'
 import { payByForm } from '../adapter/payment-helpers'
@@ -102,6 +104,56 @@ it('a hold that lapsed before the payment is never charged: its checkout ends as
   expect((await stack.payments.Settlement.findById(checkout._id).lean())!.by).toBe('expiry')
   expect(await stack.tickets.Ticket.countDocuments({ holdId: held.holdId })).toBe(0)
   expect(await available(eventUri)).toEqual([5, 0])
+})
+
+describe('the ticket-holds queue', () => {
+  let queue: Queue
+  beforeAll(() => {
+    queue = new Queue(TICKET_HOLDS_QUEUE, { connection: stack.redis, prefix: queuePrefix(stack.redisPrefix) })
+  })
+  afterAll(async () => {
+    await queue.close()
+  })
+
+  async function waitFor(condition: () => Promise<boolean>, what: string): Promise<void> {
+    const deadline = Date.now() + 15_000
+    while (!(await condition())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+
+  it('a hold\'s job is due at its expiresAt and releases its seats then, with no read', async () => {
+    const { eventUri, vip } = await paidEvent()
+    const held = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: vip, quantity: 2 }] }))
+    const job = (await queue.getJob(held.holdId))!
+    expect(await job.getState()).toBe('delayed')
+    expect(Math.abs(job.timestamp + job.delay - Date.parse(held.expiresAt))).toBeLessThan(2000)
+
+    // time passes: the hold and its seats are past expiresAt, and the job comes due
+    const past = new Date(Date.now() - 1000)
+    await stack.tickets.TicketHold.updateOne({ _id: held.holdId }, { $set: { expiresAt: past } })
+    await stack.tickets.CapacityUnit.updateMany({ reservationId: held.holdId }, { $set: { expiresAt: past } })
+    await job.promote()
+    await waitFor(async () => (await queue.getJob(held.holdId))?.returnvalue === 'released', 'the job to release the hold')
+    expect(await stack.tickets.CapacityUnit.countDocuments({ reservationId: held.holdId })).toBe(0)
+    expect((await stack.tickets.ReservationOutcome.findById(held.holdId).lean())!.outcome).toBe('released')
+    expect(await available(eventUri)).toEqual([5, 2])
+  })
+
+  it('the job of a paid hold leaves its tickets alone, and a job that comes early waits for expiresAt', async () => {
+    const { eventUri, vip } = await paidEvent()
+    const held = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: vip, quantity: 1 }] }))
+    await (await queue.getJob(held.holdId))!.promote()
+    // not due: the job fails this attempt and is tried again later; the seat stays held
+    await waitFor(async () => (await queue.getJob(held.holdId))!.attemptsMade >= 1, 'the early attempt')
+    expect(await available(eventUri)).toEqual([5, 1])
+    expect((await payByForm(held.checkout.url, '4242 4242 4242 4242')).status).toBe(303)
+    await stack.tickets.TicketHold.updateOne({ _id: held.holdId }, { $set: { expiresAt: new Date(Date.now() - 1000) } })
+    await waitFor(async () => (await queue.getJob(held.holdId))?.returnvalue === 'settled', 'the job to find the hold paid')
+    expect(await stack.tickets.Ticket.countDocuments({ holdId: held.holdId, status: 'issued' })).toBe(1)
+    expect(await available(eventUri)).toEqual([5, 1])
+  })
 })
 
 it('concurrent duplicates of one order converge on one hold and one checkout', async () => {

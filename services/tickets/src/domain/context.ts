@@ -17,6 +17,13 @@ export interface ServingTickets extends TicketsDomain {
   facts: AppFacts
   /** the payments domain, which takes a hold's payment */
   checkouts: HoldCheckouts
+  /** releases a hold's seats at its expiresAt (the `ticket-holds` queue); absent: holds lapse on read only */
+  holdExpiry?: HoldExpiryScheduler
+}
+
+export interface HoldExpiryScheduler {
+  /** best effort: the hold's expiresAt is what is due, and reads release lapsed holds anyway */
+  schedule(holdId: string, expiresAt: Date): Promise<void>
 }
 
 /** A hold's hosted checkout, in the payments domain (docs/tickets.md, "Paying a hold"). */

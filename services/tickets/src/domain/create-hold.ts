@@ -65,6 +65,7 @@ function sameHold(existing: TicketHoldDoc, buyerDid: string, key: string): HoldV
 export async function createTicketHold(d: ServingTickets, appDid: string, input: HoldRequest): Promise<{ holdId: string; expiresAt: string; checkout: { url: string } }> {
   const view = await holdTickets(d, appDid, input)
   const hold = (await d.models.TicketHold.findById(view.holdId).lean())!
+  if (hold.status === 'held') await d.holdExpiry?.schedule(hold._id, hold.expiresAt)
   const checkout = await d.checkouts.start({
     appDid,
     environment: hold.environment,

@@ -1,0 +1,68 @@
+/**
+ * The `ticket-holds` queue: one delayed job per hold, job id = hold id, due at the hold's `expiresAt`; the tickets
+ * process's worker runs expireHold (domain/expire-hold.ts). What is due is the hold's `expiresAt` in the database:
+ * the job only makes the release punctual, so adding it is best effort (a hold is made without it when Redis is
+ * away), and reads release lapsed holds anyway. Operators see the jobs on the board.
+ */
+import { Queue, Worker, type Job } from 'bullmq'
+import Redis from 'ioredis'
+import type { Logger } from 'pino'
+import { queuePrefix, TICKET_HOLDS_QUEUE } from '@svc/outbox'
+import type { HoldExpiryScheduler, TicketsDomain } from './domain/context'
+import { expireHold } from './domain/expire-hold'
+
+export interface HoldExpiryJob {
+  holdId: string
+}
+
+/** A job that ran before its hold's expiresAt (clocks apart) runs again this long after. */
+const NOT_DUE_RETRY_MS = 1000
+
+export interface HoldExpiryQueue extends HoldExpiryScheduler {
+  stop(): Promise<void>
+}
+
+export function startHoldExpiry(opts: { domain: TicketsDomain; redisUrl: string; redisPrefix: string; logger: Logger }): HoldExpiryQueue {
+  const log = opts.logger.child({ component: 'hold-expiry' })
+  const prefix = queuePrefix(opts.redisPrefix)
+  const producer = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, disconnectTimeout: 200 })
+  const queue = new Queue<HoldExpiryJob>(TICKET_HOLDS_QUEUE, { connection: producer, prefix })
+  queue.on('error', (err) => log.warn({ err }, 'hold expiry queue: connection error'))
+  const consumer = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
+  const worker = new Worker<HoldExpiryJob>(
+    TICKET_HOLDS_QUEUE,
+    async (job: Job<HoldExpiryJob>) => {
+      const outcome = await expireHold(opts.domain, job.data.holdId)
+      if (outcome === 'not due') throw new Error(`hold ${job.data.holdId} is not due yet`)
+      if (outcome === 'released') log.info({ holdId: job.data.holdId }, 'hold expired: its seats returned')
+      return outcome
+    },
+    { connection: consumer, prefix, concurrency: 8 },
+  )
+  worker.on('error', (err) => log.warn({ err }, 'hold expiry worker: connection error'))
+  return {
+    // adding it again is a no-op while the job exists (its id is the hold's)
+    async schedule(holdId, expiresAt) {
+      const delay = Math.max(0, expiresAt.getTime() - Date.now())
+      try {
+        await queue.add('expire-hold', { holdId }, {
+          jobId: holdId,
+          delay,
+          attempts: 5,
+          backoff: { type: 'fixed', delay: NOT_DUE_RETRY_MS },
+          removeOnComplete: { age: 24 * 3600 },
+          removeOnFail: { age: 7 * 24 * 3600 },
+        })
+      } catch (err) {
+        // the read-time release still returns the seats
+        log.warn({ err, holdId }, 'hold expiry: could not schedule the job; the hold lapses on read')
+      }
+    },
+    async stop() {
+      await worker.close()
+      await queue.close()
+      consumer.disconnect()
+      producer.disconnect()
+    },
+  }
+}
