@@ -22,8 +22,9 @@
  * BENCH_SECONDS (direct runs; default 10), BENCH_DELIVERIES (the throughput run's events; default 2000) and
  * BENCH_LATENCY_EVENTS (the one-at-a-time run's; default 200) tune the size. Then the growth rows
  * (scripts/lib/growth-bench.ts): payment.status and the delivery log, one request at a time, with 1,000, 10,000 and
- * 100,000 documents in their collections (BENCH_GROWTH_SIZES). Then the tickets row (scripts/lib/tickets-bench.ts):
- * BENCH_CLAIM_BUYERS (default 1000) buyers claim a free 100-seat tier at once through the XRPC API.
+ * 100,000 documents in their collections (BENCH_GROWTH_SIZES). Then the tickets rows (scripts/lib/tickets-bench.ts):
+ * BENCH_CLAIM_BUYERS (default 1000) buyers hold a paid 100-seat tier at once, then as many claim a free one, through
+ * the XRPC API.
  */
 import autocannon from 'autocannon'
 import Redis from 'ioredis'
@@ -38,7 +39,7 @@ import { ferretDbCommandCounts, startFerretDb, type RunningFerretDb } from '@svc
 import { componentEnv, freeComponentPorts, ROOT, serviceComponents, startComponents } from './lib/components'
 import { measureDeliveries, type DeliveryBenchResult, type DeliveryRun } from './lib/delivery-bench'
 import { measureGrowth, type GrowthRow } from './lib/growth-bench'
-import { measureScarceClaims, type ScarceClaimsResult } from './lib/tickets-bench'
+import { measureScarceCrowd, type ScarceCrowdResult } from './lib/tickets-bench'
 import { connectTickets } from '@svc/tickets'
 
 const CONNECTIONS = 50
@@ -324,25 +325,29 @@ async function main() {
     // one checkout per app order id: every 2xx created its own
     const created = await conn.collection('checkouts').countDocuments({ appDid: app.did, appOrderId: { $regex: `^bench-${runId}-` } })
 
-    // ---- tickets: a crowd of buyers claims a scarce free tier at once ----
-    let claims: ScarceClaimsResult | null = null
+    // ---- tickets: a crowd of buyers holds a scarce paid tier at once, then another claims a scarce free one ----
+    const crowds: ScarceCrowdResult[] = []
     const tickets = await connectTickets(mongoUrl.toString())
     try {
-      process.stdout.write(`bench: ${CLAIM_BUYERS} concurrent claims on ${CLAIM_SEATS} seats… `)
       const ticketsApp = await generateDidKeyKeypair('ES256K')
       await registerApp({ models }, { did: ticketsApp.did, environment: 'test', appUrl: 'https://bench.example', feeShareBps: 100 })
-      claims = await measureScarceClaims({
-        api,
-        serviceDid,
-        app: ticketsApp,
-        buyers: CLAIM_BUYERS,
-        capacity: CLAIM_SEATS,
-        countSeats: (tierId) => tickets.models.CapacityUnit.countDocuments({ tierId, kind: 'seat' }),
-      })
-      process.stdout.write(`done (${claims.seconds} s)\n`)
-      if (claims.granted !== CLAIM_SEATS || claims.unexpected) process.exitCode = 1
+      for (const crowd of ['holds', 'claims'] as const) {
+        process.stdout.write(`bench: ${CLAIM_BUYERS} concurrent ${crowd} on ${CLAIM_SEATS} seats… `)
+        const result = await measureScarceCrowd({
+          crowd,
+          api,
+          serviceDid,
+          app: ticketsApp,
+          buyers: CLAIM_BUYERS,
+          capacity: CLAIM_SEATS,
+          countSeats: (tierId) => tickets.models.CapacityUnit.countDocuments({ tierId, kind: 'seat' }),
+        })
+        crowds.push(result)
+        process.stdout.write(`done (${result.seconds} s)\n`)
+        if (result.granted !== CLAIM_SEATS || result.unexpected) process.exitCode = 1
+      }
     } catch (err) {
-      console.error('bench: the tickets row failed:', err)
+      console.error('bench: the tickets rows failed:', err)
       process.exitCode = 1
     } finally {
       await tickets.conn.close()
@@ -403,10 +408,10 @@ async function main() {
       console.log('|---|---|---|---|---|')
       for (const g of growth) console.log(`| ${g.documents} | ${g.status.p50} | ${g.status.p99} | ${g.deliveryLog.p50} | ${g.deliveryLog.p99} |`)
     }
-    if (claims) {
+    for (const c of crowds) {
       console.log(
-        `\ntickets: ${claims.buyers} concurrent free claims on ${claims.capacity} seats (full path): ${claims.granted} granted, ` +
-          `${claims.unexpected} unexpected answers, p50 ${claims.p50} ms, p99 ${claims.p99} ms, all answered in ${claims.seconds} s`,
+        `\ntickets: ${c.buyers} concurrent ${c.crowd === 'holds' ? 'paid holds' : 'free claims'} on ${c.capacity} seats (full path): ${c.granted} granted, ` +
+          `${c.unexpected} unexpected answers, p50 ${c.p50} ms, p99 ${c.p99} ms, all answered in ${c.seconds} s`,
       )
     }
     if (deliveries) {
@@ -430,7 +435,7 @@ async function main() {
     mkdirSync(join(ROOT, 'bench-results'), { recursive: true })
     writeFileSync(
       join(ROOT, 'bench-results', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), backend, connections: CONNECTIONS, initiateConnections: INITIATE_CONNECTIONS, rows: [...rows, ...deliveryRows], ratio, statusRatio, deliveries, growth, claims }, null, 2),
+      JSON.stringify({ at: new Date().toISOString(), backend, connections: CONNECTIONS, initiateConnections: INITIATE_CONNECTIONS, rows: [...rows, ...deliveryRows], ratio, statusRatio, deliveries, growth, tickets: crowds }, null, 2),
     )
     const failing = rows.filter((r) => r.fullPath && (r.non2xx || r.errors))
     if (!initiateRow.non2xx && !initiateRow.errors && created !== initiateRow.requests) {

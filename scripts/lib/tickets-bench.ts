@@ -1,16 +1,21 @@
 /**
- * The bench's tickets row: many buyers claim a scarce free tier at the same moment, through the running service's
- * XRPC API (adapter → gateway → tickets subgraph). It counts the tickets granted (exactly the capacity, never more)
- * and each claim's latency, and checks the database holds exactly as many seats as tickets.
+ * The bench's tickets rows: many buyers ask for a scarce tier at the same moment, through the running service's
+ * XRPC API (adapter → gateway → tickets subgraph): `holds` hold a paid tier (tickets.svc.createTicketHold, whose
+ * answer includes the checkout started in payments), `claims` claim a free one (tickets.svc.claimFreeTicket). It
+ * counts the grants (exactly the capacity, never more) and each request's latency, and checks the database holds
+ * exactly as many seats as grants.
  */
 import { randomBytes } from 'node:crypto'
 import { generateDidKeyKeypair, mintServiceJwt, type DidKeyKeypair } from '@svc/service-auth'
 
-export interface ScarceClaimsResult {
+export type ScarceCrowd = 'holds' | 'claims'
+
+export interface ScarceCrowdResult {
+  crowd: ScarceCrowd
   buyers: number
   capacity: number
   granted: number
-  /** answers other than 200 issued and 409 TicketHoldUnavailable */
+  /** answers other than 200 (a hold, an issued ticket) and 409 TicketHoldUnavailable */
   unexpected: number
   p50: number
   p99: number
@@ -19,6 +24,7 @@ export interface ScarceClaimsResult {
 
 const CONFIGURE = 'tickets.svc.configureTicketTiers'
 const CLAIM = 'tickets.svc.claimFreeTicket'
+const HOLD = 'tickets.svc.createTicketHold'
 const UPDATE_CONFIG = 'money.svc.app.updateConfig'
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0
@@ -27,6 +33,7 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 interface Answer {
   error?: string
   ticket?: { status: string }
+  holdId?: string
   tiers?: { ticketTypeId: string }[]
 }
 
@@ -40,14 +47,15 @@ async function post(api: string, nsid: string, jwt: string, body: unknown): Prom
  * `api`: `http://host:port/xrpc`; `app`: a registered app (test environment); `countSeats(tierId)`: the seat
  * documents the database holds for the tier.
  */
-export async function measureScarceClaims(opts: {
+export async function measureScarceCrowd(opts: {
+  crowd: ScarceCrowd
   api: string
   serviceDid: string
   app: DidKeyKeypair
   buyers: number
   capacity: number
   countSeats(tierId: string): Promise<number>
-}): Promise<ScarceClaimsResult> {
+}): Promise<ScarceCrowdResult> {
   const { api, serviceDid, app } = opts
   const appJwt = (lxm: string) => mintServiceJwt({ keypair: app.keypair, iss: app.did, aud: serviceDid, lxm, expiresInSeconds: 290 })
   const on = await post(api, UPDATE_CONFIG, await appJwt(UPDATE_CONFIG), { environment: 'test', modules: { tickets: true } })
@@ -59,18 +67,24 @@ export async function measureScarceClaims(opts: {
     eventUri,
     organizerDid: organizer.did,
     organizerAssertionJwt: await mintServiceJwt({ keypair: organizer.keypair, iss: organizer.did, aud: serviceDid, lxm: CONFIGURE }),
-    tiers: [{ name: 'Bench admission', priceAmount: 0, currency: 'usd', capacity: opts.capacity }],
+    tiers: [{ name: 'Bench admission', priceAmount: opts.crowd === 'holds' ? 2500 : 0, currency: 'usd', capacity: opts.capacity }],
   })
   if (setup.status !== 200) throw new Error(`tickets bench: configureTicketTiers answered ${setup.status} ${JSON.stringify(setup.body)}`)
   const ticketTypeId = setup.body?.tiers?.[0]?.ticketTypeId
   if (!ticketTypeId) throw new Error(`tickets bench: configureTicketTiers answered no tier: ${JSON.stringify(setup.body)}`)
 
   // every request is signed before the clock starts: the row measures the service, not the minting
+  const nsid = opts.crowd === 'holds' ? HOLD : CLAIM
   const requests = await Promise.all(
     Array.from({ length: opts.buyers }, async () => {
+      const jwt = await appJwt(nsid)
+      if (opts.crowd === 'holds') {
+        const body = { environment: 'test', eventUri, buyerDid: `did:plc:${randomBytes(12).toString('hex')}`, appOrderId: randomBytes(8).toString('hex'), items: [{ ticketTypeId, quantity: 1 }] }
+        return { jwt, body }
+      }
       const buyer = await generateDidKeyKeypair('ES256K')
       return {
-        jwt: await appJwt(CLAIM),
+        jwt,
         body: {
           environment: 'test',
           eventUri,
@@ -86,17 +100,18 @@ export async function measureScarceClaims(opts: {
   const answers = await Promise.all(
     requests.map(async (r) => {
       const t0 = performance.now()
-      const res = await post(opts.api, CLAIM, r.jwt, r.body)
+      const res = await post(opts.api, nsid, r.jwt, r.body)
       return { ms: performance.now() - t0, res }
     }),
   )
   const seconds = (Date.now() - started) / 1000
-  const granted = answers.filter((a) => a.res.status === 200 && a.res.body?.ticket?.status === 'issued').length
+  const granted = answers.filter((a) => a.res.status === 200 && (opts.crowd === 'holds' ? a.res.body?.holdId !== undefined : a.res.body?.ticket?.status === 'issued')).length
   const refused = answers.filter((a) => a.res.status === 409 && a.res.body?.error === 'TicketHoldUnavailable').length
   const seats = await opts.countSeats(ticketTypeId)
-  if (seats !== granted) throw new Error(`tickets bench: ${granted} tickets granted but ${seats} seats taken`)
+  if (seats !== granted) throw new Error(`tickets bench: ${granted} ${opts.crowd} granted but ${seats} seats taken`)
   const sorted = answers.map((a) => a.ms).sort((a, b) => a - b)
   return {
+    crowd: opts.crowd,
     buyers: opts.buyers,
     capacity: opts.capacity,
     granted,

@@ -29,6 +29,7 @@ function view(overrides: Partial<CheckoutView> = {}): CheckoutView {
     recipientDid: 'did:plc:ada0000000000000000000',
     recipientName: 'Ada Creator',
     paymentType: 'tip',
+    holdId: null,
     description: 'A tip for the stream',
     currency: 'usd',
     amount: 1000,

@@ -43,6 +43,8 @@ export const typeDefs = gql`
     failureMessage: String
     recipientDid: String!
     recipientName: String
+    "a ticket checkout's hold (hold_…): its page shows the hold's tickets once paid"
+    holdId: String
     paymentType: String!
     description: String!
     currency: String!

@@ -7,6 +7,7 @@ import { claimFreeTicket } from './domain/claim-free-ticket'
 import { configureTicketTiers } from './domain/configure-tiers'
 import { createTicketHold } from './domain/create-hold'
 import { secureHold, settleHold } from './domain/hold-payment'
+import { ticketsOfHold } from './domain/buyer-tickets'
 import { ticketView } from './domain/claim-free-ticket'
 import { SERVICE_PRINCIPALS } from '@svc/vocabulary'
 import type {
@@ -15,6 +16,7 @@ import type {
   MutationCreateTicketHoldArgs,
   MutationSecureTicketHoldArgs,
   MutationSettleTicketHoldArgs,
+  QueryHoldTicketsArgs,
   QueryTicketAvailabilityArgs,
 } from './generated/graph-types'
 
@@ -25,22 +27,28 @@ export interface TicketsContext extends SubgraphContext {
 /**
  * Apps call every field but the hold's payment (through the adapter, which verified the app and any buyer's or
  * organizer's assertion); the app is the principal's, never an argument. Only the payments domain tells a hold
- * about its payment.
+ * about its payment; only the hosted checkout pages read a paid hold's tickets for its buyer.
  */
 function appDid(ctx: TicketsContext): string {
   if (ctx.principal.kind !== 'app') throw new ContractError('NotAllowed', 'this operation is for app callers')
   return ctx.principal.appDid
 }
 
-function paymentsOnly(ctx: TicketsContext): void {
+function serviceOnly(ctx: TicketsContext, name: string): void {
   const p = ctx.principal
-  if (p.kind !== 'service' || p.name !== SERVICE_PRINCIPALS.payments) throw new ContractError('NotAllowed', 'this operation is for the payments domain')
+  if (p.kind !== 'service' || p.name !== name) throw new ContractError('NotAllowed', `this operation is for the service ${name}`)
 }
+
+const paymentsOnly = (ctx: TicketsContext): void => serviceOnly(ctx, SERVICE_PRINCIPALS.payments)
 
 export const resolvers: GraphQLResolverMap<TicketsContext> = {
   Query: {
     ticketAvailability: (_: unknown, args: QueryTicketAvailabilityArgs, ctx: TicketsContext) =>
       getTicketAvailability(ctx.domain, appDid(ctx), args.environment ?? null, args.eventUri),
+    holdTickets: (_: unknown, args: QueryHoldTicketsArgs, ctx: TicketsContext) => {
+      serviceOnly(ctx, SERVICE_PRINCIPALS.checkout)
+      return ticketsOfHold(ctx.domain, args.holdId)
+    },
   },
   Mutation: {
     configureTicketTiers: (_: unknown, args: MutationConfigureTicketTiersArgs, ctx: TicketsContext) => configureTicketTiers(ctx.domain, appDid(ctx), args.input),

@@ -30,6 +30,17 @@ export const typeDefs = gql`
     tiers: [TicketTier!]!
   }
 
+  "a ticket as its buyer's page shows it"
+  type BuyerTicket {
+    id: ID!
+    status: String!
+    ticketTypeId: ID!
+    tierName: String!
+    eventUri: String!
+    "what the ticket's QR code carries (check-in looks it up)"
+    scanToken: String
+  }
+
   type TierAvailability {
     ticketTypeId: ID!
     "capacity minus active holds minus issued tickets; 0 outside the sale window"
@@ -121,6 +132,8 @@ export const typeDefs = gql`
   extend type Query {
     "apps: each tier's availability (EventRequired, TicketsModuleDisabled, AppUnauthorized)"
     ticketAvailability(environment: String, eventUri: String!): TicketAvailability!
+    "the hosted checkout pages: the tickets a paid hold issued, for the buyer's page"
+    holdTickets(holdId: ID!): [BuyerTicket!]!
   }
 
   extend type Mutation {

@@ -69,9 +69,19 @@ it('holds every item, answers a checkout under {checkout_url}/checkout/, and the
   expect((await payByForm(held.checkout.url, '4242 4242 4242 4242')).status).toBe(409)
   expect(expectOk(await hold(stack, app, body))).toEqual(held)
   expect(await stack.tickets.Ticket.countDocuments({ holdId: held.holdId })).toBe(3)
-  // without return URLs the checkout sends the buyer back to its own page, which shows the payment
+  // without return URLs the checkout sends the buyer back to its own page, which shows the payment and the tickets,
+  // each with a QR code of its scan token
   expect(paid.headers.get('location')).toBe(`${held.checkout.url}?svc_checkout=completed`)
-  expect((await httpRequest(held.checkout.url)).text).toContain('2 × General, 1 × VIP')
+  const buyerPage = (await httpRequest(paid.headers.get('location')!)).text
+  expect(buyerPage).toContain('2 × General, 1 × VIP')
+  expect(buyerPage).toContain('Your tickets')
+  expect(buyerPage.match(/<svg /g)).toHaveLength(3)
+  for (const t of tickets) {
+    expect(t.secret).toMatch(/^tkt_[A-Za-z0-9_-]{32}$/)
+    expect(buyerPage).toContain(`id="${t._id}"`)
+    expect(buyerPage).toContain(t.secret!)
+  }
+  expect(new Set(tickets.map((t) => t.secret)).size).toBe(3)
 })
 
 it('a declined card or a cancel ends the checkout and returns the capacity', async () => {

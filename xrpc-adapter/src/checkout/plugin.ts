@@ -16,8 +16,9 @@ import formbody from '@fastify/formbody'
 import { ContractError } from '@svc/errors'
 import type { GatewayClient } from '@svc/gateway-client'
 import { graphql } from '@svc/graph'
-import { SECURITY_HEADERS, sendPage } from '../pages/html'
+import { SECURITY_HEADERS, sendPage, type RawHtml } from '../pages/html'
 import { readCardForm, scrubCardData, type CardInput } from './card-form'
+import { HOLD_TICKETS_QUERY, ticketsSection } from './tickets'
 import { checkoutFormPage, checkoutStatePage, errorPage, invalidLinkPage, withCheckoutParam, type CheckoutView } from './views'
 import { SERVICE_PRINCIPALS } from '@svc/vocabulary'
 import type { Counter } from '../plugins/rate-limit'
@@ -117,6 +118,13 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
     return data.checkout
   }
 
+  /** A paid ticket checkout's tickets (the buyer's page); nothing for any other checkout. */
+  async function paidTickets(request: FastifyRequest, view: CheckoutView): Promise<RawHtml | undefined> {
+    if (view.status !== 'completed' || !view.holdId) return undefined
+    const { holdTickets } = await gateway.query(HOLD_TICKETS_QUERY, { holdId: view.holdId }, as(request))
+    return ticketsSection(holdTickets)
+  }
+
   /** A refused card form: the form again (400) with the message, or the checkout's state (409) if it closed meanwhile. */
   async function refusedForm(request: FastifyRequest, reply: FastifyReply, token: string, message: string, nameOnCard: string | null) {
     const view = await loadView(request, token)
@@ -150,7 +158,8 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
     const { token } = request.params
     if (!BROWSER_TOKEN_RE.test(token)) return sendPage(reply, invalidLinkPage())
     const view = await loadView(request, token)
-    return sendPage(reply, view.status === 'pending' ? checkoutFormPage(view, token) : checkoutStatePage(view, token))
+    if (view.status === 'pending') return sendPage(reply, checkoutFormPage(view, token))
+    return sendPage(reply, checkoutStatePage(view, token, { tickets: await paidTickets(request, view) }))
   })
 
   app.post<TokenParams>('/checkout/:token/pay', { ...routeOptions, bodyLimit: 16 * 1024 }, async (request, reply) => {

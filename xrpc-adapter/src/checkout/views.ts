@@ -10,7 +10,7 @@ import { formatMoney } from './money'
 
 /** What the checkout pages read of one checkout: the payments subgraph's `CheckoutView`, as its SDL declares it. */
 export const CHECKOUT_VIEW_FIELDS = graphql(`fragment CheckoutViewFields on CheckoutView {
-  id environment status failureReason failureMessage recipientDid recipientName paymentType description currency
+  id environment status failureReason failureMessage recipientDid recipientName paymentType holdId description currency
   amount serviceFee buyerFee total returnUrl cancelUrl expiresAt
 }`)
 export type CheckoutView = ResultOf<typeof CHECKOUT_VIEW_FIELDS>
@@ -140,7 +140,7 @@ function failedContent(view: CheckoutView): { title: string; heading: string; me
 }
 
 /** The page of a checkout that is not (or no longer) pending: completed, failed (with its reason), processing. */
-export function checkoutStatePage(view: CheckoutView, token: string, opts: { status?: number } = {}): HtmlResponse {
+export function checkoutStatePage(view: CheckoutView, token: string, opts: { status?: number; tickets?: RawHtml } = {}): HtmlResponse {
   const status = opts.status ?? 200
   const banner = testBanner(view)
   if (view.status === 'completed') {
@@ -149,6 +149,7 @@ export function checkoutStatePage(view: CheckoutView, token: string, opts: { sta
 <h1 id="status-heading">Payment complete</h1>
 <p class="alert ok" id="status-message">You paid ${money(view, view.total)} to ${view.recipientName || view.recipientDid}.</p>
 ${summary(view, { main: false })}
+${opts.tickets ?? ''}
 <a class="btn" id="return" href="${url}">Return to ${hostOf(view.returnUrl)}</a>
 </main>`
     return page({ title: 'Payment complete', body, banner, status })

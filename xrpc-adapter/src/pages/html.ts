@@ -135,6 +135,8 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 .summary dd{margin:0;font-variant-numeric:tabular-nums;text-align:right}
 .summary .total dt,.summary .total dd{color:var(--fg);font-weight:700}
 .alert{border-radius:8px;padding:.75rem 1rem;margin:1rem 0}
+.tickets{list-style:none;padding:0}.ticket{border:1px solid #ddd;border-radius:8px;padding:1rem;margin:.75rem 0;text-align:center;overflow-wrap:anywhere}
+.qr svg{width:200px;height:200px;background:#fff}
 .alert.error{background:var(--err-bg);color:var(--err)}
 .alert.ok{background:var(--ok-bg);color:var(--ok)}
 .alert.info{background:var(--warn-bg);color:var(--warn)}

@@ -32,7 +32,8 @@ type Documents = {
     "mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }": typeof types.PayCheckoutDocument,
     "mutation LockCheckout($browserToken: String!) { lockCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": typeof types.LockCheckoutDocument,
     "mutation CancelCheckout($browserToken: String!) { cancelCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": typeof types.CancelCheckoutDocument,
-    "fragment CheckoutViewFields on CheckoutView {\n  id environment status failureReason failureMessage recipientDid recipientName paymentType description currency\n  amount serviceFee buyerFee total returnUrl cancelUrl expiresAt\n}": typeof types.CheckoutViewFieldsFragmentDoc,
+    "query CheckoutHoldTickets($holdId: ID!) {\n  holdTickets(holdId: $holdId) { id status ticketTypeId tierName eventUri scanToken }\n}": typeof types.CheckoutHoldTicketsDocument,
+    "fragment CheckoutViewFields on CheckoutView {\n  id environment status failureReason failureMessage recipientDid recipientName paymentType holdId description currency\n  amount serviceFee buyerFee total returnUrl cancelUrl expiresAt\n}": typeof types.CheckoutViewFieldsFragmentDoc,
     "fragment DashboardActorFields on ActorProfile { did environment displayName payable payoutStatus }": typeof types.DashboardActorFieldsFragmentDoc,
     "fragment ApprovalSummaryFields on RecipientApproval {\n  id appDid app { name } appOrigin status paymentTypes feeShareBps createdAt\n}": typeof types.ApprovalSummaryFieldsFragmentDoc,
     "fragment ApprovalDetailFields on RecipientApproval {\n  ...ApprovalSummaryFields\n  recipientDid environment publicRecords { enabled defaults { attestation } } requestReason setupReturnUrl termsHash approvedAt updatedAt\n}": typeof types.ApprovalDetailFieldsFragmentDoc,
@@ -84,7 +85,8 @@ const documents: Documents = {
     "mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }": types.PayCheckoutDocument,
     "mutation LockCheckout($browserToken: String!) { lockCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": types.LockCheckoutDocument,
     "mutation CancelCheckout($browserToken: String!) { cancelCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": types.CancelCheckoutDocument,
-    "fragment CheckoutViewFields on CheckoutView {\n  id environment status failureReason failureMessage recipientDid recipientName paymentType description currency\n  amount serviceFee buyerFee total returnUrl cancelUrl expiresAt\n}": types.CheckoutViewFieldsFragmentDoc,
+    "query CheckoutHoldTickets($holdId: ID!) {\n  holdTickets(holdId: $holdId) { id status ticketTypeId tierName eventUri scanToken }\n}": types.CheckoutHoldTicketsDocument,
+    "fragment CheckoutViewFields on CheckoutView {\n  id environment status failureReason failureMessage recipientDid recipientName paymentType holdId description currency\n  amount serviceFee buyerFee total returnUrl cancelUrl expiresAt\n}": types.CheckoutViewFieldsFragmentDoc,
     "fragment DashboardActorFields on ActorProfile { did environment displayName payable payoutStatus }": types.DashboardActorFieldsFragmentDoc,
     "fragment ApprovalSummaryFields on RecipientApproval {\n  id appDid app { name } appOrigin status paymentTypes feeShareBps createdAt\n}": types.ApprovalSummaryFieldsFragmentDoc,
     "fragment ApprovalDetailFields on RecipientApproval {\n  ...ApprovalSummaryFields\n  recipientDid environment publicRecords { enabled defaults { attestation } } requestReason setupReturnUrl termsHash approvedAt updatedAt\n}": types.ApprovalDetailFieldsFragmentDoc,
@@ -187,7 +189,11 @@ export function graphql(source: "mutation CancelCheckout($browserToken: String!)
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "fragment CheckoutViewFields on CheckoutView {\n  id environment status failureReason failureMessage recipientDid recipientName paymentType description currency\n  amount serviceFee buyerFee total returnUrl cancelUrl expiresAt\n}"): typeof import('./graphql').CheckoutViewFieldsFragmentDoc;
+export function graphql(source: "query CheckoutHoldTickets($holdId: ID!) {\n  holdTickets(holdId: $holdId) { id status ticketTypeId tierName eventUri scanToken }\n}"): typeof import('./graphql').CheckoutHoldTicketsDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "fragment CheckoutViewFields on CheckoutView {\n  id environment status failureReason failureMessage recipientDid recipientName paymentType holdId description currency\n  amount serviceFee buyerFee total returnUrl cancelUrl expiresAt\n}"): typeof import('./graphql').CheckoutViewFieldsFragmentDoc;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

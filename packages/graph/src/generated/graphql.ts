@@ -117,6 +117,18 @@ export type AppModules = {
   tickets: Scalars['Boolean']['output'];
 };
 
+/** a ticket as its buyer's page shows it */
+export type BuyerTicket = {
+  __typename?: 'BuyerTicket';
+  eventUri: Scalars['String']['output'];
+  id: Scalars['ID']['output'];
+  /** what the ticket's QR code carries (check-in looks it up) */
+  scanToken: Maybe<Scalars['String']['output']>;
+  status: Scalars['String']['output'];
+  ticketTypeId: Scalars['ID']['output'];
+  tierName: Scalars['String']['output'];
+};
+
 export type CardInput = {
   cvc: Scalars['String']['input'];
   expMonth: Scalars['Int']['input'];
@@ -149,6 +161,8 @@ export type CheckoutView = {
   failureMessage: Maybe<Scalars['String']['output']>;
   /** declined | expired | canceled | processor_error, when failed */
   failureReason: Maybe<Scalars['String']['output']>;
+  /** a ticket checkout's hold (hold_…): its page shows the hold's tickets once paid */
+  holdId: Maybe<Scalars['String']['output']>;
   id: Scalars['ID']['output'];
   paymentType: Scalars['String']['output'];
   recipientDid: Scalars['String']['output'];
@@ -658,6 +672,8 @@ export type Query = {
   developerConfig: DeveloperConfig;
   /** the events workers (service events) and operators: where an app environment's events go */
   eventEndpoint: EventEndpoint;
+  /** the hosted checkout pages: the tickets a paid hold issued, for the buyer's page */
+  holdTickets: Array<BuyerTicket>;
   /** operators: a payment record by URI in an environment */
   paymentRecord: Maybe<PaymentRecord>;
   /** app (its own checkouts) and operators: the status of a checkout by its status token */
@@ -736,6 +752,11 @@ export type QueryDeveloperConfigArgs = {
 export type QueryEventEndpointArgs = {
   appDid: Scalars['ID']['input'];
   environment: Scalars['String']['input'];
+};
+
+
+export type QueryHoldTicketsArgs = {
+  holdId: Scalars['ID']['input'];
 };
 
 
@@ -1113,7 +1134,7 @@ export type CheckoutPageQueryVariables = Exact<{
 }>;
 
 
-export type CheckoutPageQuery = { __typename?: 'Query', checkout: { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string } };
+export type CheckoutPageQuery = { __typename?: 'Query', checkout: { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, holdId: string | null, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string } };
 
 export type PayCheckoutMutationVariables = Exact<{
   browserToken: Scalars['String']['input'];
@@ -1121,23 +1142,30 @@ export type PayCheckoutMutationVariables = Exact<{
 }>;
 
 
-export type PayCheckoutMutation = { __typename?: 'Mutation', payCheckout: { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string } };
+export type PayCheckoutMutation = { __typename?: 'Mutation', payCheckout: { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, holdId: string | null, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string } };
 
 export type LockCheckoutMutationVariables = Exact<{
   browserToken: Scalars['String']['input'];
 }>;
 
 
-export type LockCheckoutMutation = { __typename?: 'Mutation', lockCheckout: { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string } };
+export type LockCheckoutMutation = { __typename?: 'Mutation', lockCheckout: { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, holdId: string | null, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string } };
 
 export type CancelCheckoutMutationVariables = Exact<{
   browserToken: Scalars['String']['input'];
 }>;
 
 
-export type CancelCheckoutMutation = { __typename?: 'Mutation', cancelCheckout: { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string } };
+export type CancelCheckoutMutation = { __typename?: 'Mutation', cancelCheckout: { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, holdId: string | null, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string } };
 
-export type CheckoutViewFieldsFragment = { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string };
+export type CheckoutHoldTicketsQueryVariables = Exact<{
+  holdId: Scalars['ID']['input'];
+}>;
+
+
+export type CheckoutHoldTicketsQuery = { __typename?: 'Query', holdTickets: Array<{ __typename?: 'BuyerTicket', id: string, status: string, ticketTypeId: string, tierName: string, eventUri: string, scanToken: string | null }> };
+
+export type CheckoutViewFieldsFragment = { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, holdId: string | null, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string };
 
 export type DashboardActorFieldsFragment = { __typename?: 'ActorProfile', did: string, environment: string, displayName: string | null, payable: boolean, payoutStatus: string };
 
@@ -1389,6 +1417,7 @@ export const CheckoutViewFieldsFragmentDoc = new TypedDocumentString(`
   recipientDid
   recipientName
   paymentType
+  holdId
   description
   currency
   amount
@@ -1622,6 +1651,7 @@ export const CheckoutPageDocument = new TypedDocumentString(`
   recipientDid
   recipientName
   paymentType
+  holdId
   description
   currency
   amount
@@ -1647,6 +1677,7 @@ export const PayCheckoutDocument = new TypedDocumentString(`
   recipientDid
   recipientName
   paymentType
+  holdId
   description
   currency
   amount
@@ -1672,6 +1703,7 @@ export const LockCheckoutDocument = new TypedDocumentString(`
   recipientDid
   recipientName
   paymentType
+  holdId
   description
   currency
   amount
@@ -1697,6 +1729,7 @@ export const CancelCheckoutDocument = new TypedDocumentString(`
   recipientDid
   recipientName
   paymentType
+  holdId
   description
   currency
   amount
@@ -1707,6 +1740,18 @@ export const CancelCheckoutDocument = new TypedDocumentString(`
   cancelUrl
   expiresAt
 }`) as unknown as TypedDocumentString<CancelCheckoutMutation, CancelCheckoutMutationVariables>;
+export const CheckoutHoldTicketsDocument = new TypedDocumentString(`
+    query CheckoutHoldTickets($holdId: ID!) {
+  holdTickets(holdId: $holdId) {
+    id
+    status
+    ticketTypeId
+    tierName
+    eventUri
+    scanToken
+  }
+}
+    `) as unknown as TypedDocumentString<CheckoutHoldTicketsQuery, CheckoutHoldTicketsQueryVariables>;
 export const DashboardHomeDocument = new TypedDocumentString(`
     query DashboardHome {
   dashboardActor {

@@ -27,6 +27,7 @@ export function toCheckoutView(c: StoredCheckout): CheckoutView {
     recipientDid: c.recipientDid,
     recipientName: c.recipientName ?? null,
     paymentType: c.paymentType,
+    holdId: c.holdId ?? null,
     description: c.description,
     currency: c.currency,
     amount: c.amount,

@@ -50,6 +50,8 @@ export type CheckoutView = {
   failureMessage: Maybe<Scalars['String']['output']>;
   recipientDid: Scalars['String']['output'];
   recipientName: Maybe<Scalars['String']['output']>;
+  /** a ticket checkout's hold (hold_…): its page shows the hold's tickets once paid */
+  holdId: Maybe<Scalars['String']['output']>;
   paymentType: Scalars['String']['output'];
   description: Scalars['String']['output'];
   currency: Scalars['String']['output'];

@@ -22,7 +22,7 @@ import { onSale } from './availability'
 import { nowOf, type ServingTickets, type TicketsDomain } from './context'
 import { appEvent, ticketsEnvironment } from './event-access'
 import { DUPLICATE_POLL_MS, DUPLICATE_WAIT_MS, sleep } from './duplicates'
-import { claimTicketId } from './ids'
+import { claimTicketId, newScanToken } from './ids'
 import type { ClaimFreeTicketInput, Ticket } from '../generated/graph-types'
 
 /** An attempt's units lapse after this long unless it was kept (a claim takes milliseconds). */
@@ -79,6 +79,7 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
       reservationId,
       status: 'issued',
       source: 'claim',
+      secret: newScanToken(),
       announced: false,
       createdAt: nowOf(d),
     })

@@ -16,7 +16,7 @@ import { isDuplicateKeyError, type TicketDoc, type TicketHoldDoc } from '../mode
 import { announceIssued } from './announce'
 import { deleteUnitsOf, keepReservation, releaseReservation } from './capacity'
 import { nowOf, type TicketsDomain } from './context'
-import { purchaseTicketIds } from './ids'
+import { newScanToken, purchaseTicketIds } from './ids'
 
 type StoredHold = TicketHoldDoc & { _id: string }
 
@@ -67,6 +67,7 @@ export async function settleHold(d: TicketsDomain, holdId: string, payment: Hold
     source: 'purchase',
     holdId,
     appOrderId: hold.appOrderId,
+    secret: newScanToken(),
     announced: false,
     createdAt: now,
   }))

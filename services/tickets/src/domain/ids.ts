@@ -18,3 +18,6 @@ export function purchaseTicketIds(holdId: string, items: { ticketTypeId: string;
     })),
   )
 }
+
+/** A ticket's scan token: 192 random bits, opaque (docs/tickets.md, "The buyer's tickets"). */
+export const newScanToken = (): string => `tkt_${randomBytes(24).toString('base64url')}`

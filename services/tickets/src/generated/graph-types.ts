@@ -41,6 +41,17 @@ export type TicketedEvent = {
   tiers: Array<TicketTier>;
 };
 
+/** a ticket as its buyer's page shows it */
+export type BuyerTicket = {
+  id: Scalars['ID']['output'];
+  status: Scalars['String']['output'];
+  ticketTypeId: Scalars['ID']['output'];
+  tierName: Scalars['String']['output'];
+  eventUri: Scalars['String']['output'];
+  /** what the ticket's QR code carries (check-in looks it up) */
+  scanToken: Maybe<Scalars['String']['output']>;
+};
+
 export type TierAvailability = {
   ticketTypeId: Scalars['ID']['output'];
   /** capacity minus active holds minus issued tickets; 0 outside the sale window */
@@ -132,6 +143,8 @@ export type HoldPaymentInput = {
 export type Query = {
   /** apps: each tier's availability (EventRequired, TicketsModuleDisabled, AppUnauthorized) */
   ticketAvailability: TicketAvailability;
+  /** the hosted checkout pages: the tickets a paid hold issued, for the buyer's page */
+  holdTickets: Array<BuyerTicket>;
   _service: _Service;
 };
 
@@ -139,6 +152,11 @@ export type Query = {
 export type QueryTicketAvailabilityArgs = {
   environment: InputMaybe<Scalars['String']['input']>;
   eventUri: Scalars['String']['input'];
+};
+
+
+export type QueryHoldTicketsArgs = {
+  holdId: Scalars['ID']['input'];
 };
 
 export type Mutation = {

@@ -170,6 +170,11 @@ const ticketSchema = new Schema(
     /** a purchased ticket's hold (`hold_…`, also its reservation) and the app's order id of it */
     holdId: { type: String, default: null },
     appOrderId: { type: String, default: null },
+    /**
+     * the scan token (`tkt_` + 32 random base64url characters): what the buyer's QR code carries and check-in will
+     * look up; shown only on the buyer's ticket page (docs/tickets.md, "The buyer's tickets")
+     */
+    secret: { type: String, default: null },
     /** its `ticket.issued` is in the outbox (the sweep announces tickets whose claim stopped before) */
     announced: { type: Boolean, required: true, default: false },
     createdAt: { type: Date, required: true },
@@ -179,6 +184,7 @@ const ticketSchema = new Schema(
 ticketSchema.index({ tierId: 1 })
 ticketSchema.index({ announced: 1 })
 ticketSchema.index({ holdId: 1 })
+ticketSchema.index({ secret: 1 })
 
 export type TicketedEventDoc = InferSchemaType<typeof ticketedEventSchema>
 export type TierDoc = InferSchemaType<typeof tierSchema>
