@@ -8,15 +8,19 @@ import { configureTicketTiers } from './domain/configure-tiers'
 import { createTicketHold } from './domain/create-hold'
 import { secureHold, settleHold } from './domain/hold-payment'
 import { ticketsOfHold } from './domain/buyer-tickets'
+import { organizerEvent, organizerEvents } from './domain/organizer'
+import { voidTicket } from './domain/void-ticket'
 import { ticketView } from './domain/claim-free-ticket'
-import { SERVICE_PRINCIPALS } from '@svc/vocabulary'
+import { parseEnvironment, SERVICE_PRINCIPALS, type Environment } from '@svc/vocabulary'
 import type {
   MutationClaimFreeTicketArgs,
   MutationConfigureTicketTiersArgs,
   MutationCreateTicketHoldArgs,
   MutationSecureTicketHoldArgs,
   MutationSettleTicketHoldArgs,
+  MutationVoidTicketArgs,
   QueryHoldTicketsArgs,
+  QueryOrganizerEventArgs,
   QueryTicketAvailabilityArgs,
 } from './generated/graph-types'
 
@@ -39,12 +43,27 @@ function serviceOnly(ctx: TicketsContext, name: string): void {
   if (p.kind !== 'service' || p.name !== name) throw new ContractError('NotAllowed', `this operation is for the service ${name}`)
 }
 
+/** The signed-in organizer of a dashboard session, and its environment. */
+function organizer(ctx: TicketsContext): { did: string; environment: Environment } {
+  const p = ctx.principal
+  if (p.kind !== 'dashboard') throw new ContractError('NotAllowed', 'this operation is for the dashboard')
+  return { did: p.actorDid, environment: parseEnvironment(p.environment) }
+}
+
 const paymentsOnly = (ctx: TicketsContext): void => serviceOnly(ctx, SERVICE_PRINCIPALS.payments)
 
 export const resolvers: GraphQLResolverMap<TicketsContext> = {
   Query: {
     ticketAvailability: (_: unknown, args: QueryTicketAvailabilityArgs, ctx: TicketsContext) =>
       getTicketAvailability(ctx.domain, appDid(ctx), args.environment ?? null, args.eventUri),
+    organizerEvents: (_: unknown, __: unknown, ctx: TicketsContext) => {
+      const o = organizer(ctx)
+      return organizerEvents(ctx.domain, o.did, o.environment)
+    },
+    organizerEvent: (_: unknown, args: QueryOrganizerEventArgs, ctx: TicketsContext) => {
+      const o = organizer(ctx)
+      return organizerEvent(ctx.domain, o.did, o.environment, args.eventUri)
+    },
     holdTickets: (_: unknown, args: QueryHoldTicketsArgs, ctx: TicketsContext) => {
       serviceOnly(ctx, SERVICE_PRINCIPALS.checkout)
       return ticketsOfHold(ctx.domain, args.holdId)
@@ -54,6 +73,11 @@ export const resolvers: GraphQLResolverMap<TicketsContext> = {
     configureTicketTiers: (_: unknown, args: MutationConfigureTicketTiersArgs, ctx: TicketsContext) => configureTicketTiers(ctx.domain, appDid(ctx), args.input),
     claimFreeTicket: (_: unknown, args: MutationClaimFreeTicketArgs, ctx: TicketsContext) => claimFreeTicket(ctx.domain, appDid(ctx), args.input),
     createTicketHold: (_: unknown, args: MutationCreateTicketHoldArgs, ctx: TicketsContext) => createTicketHold(ctx.domain, appDid(ctx), args.input),
+    voidTicket: async (_: unknown, args: MutationVoidTicketArgs, ctx: TicketsContext) => {
+      const o = organizer(ctx)
+      await voidTicket(ctx.domain, o.did, o.environment, args.ticketId)
+      return ticketView((await ctx.domain.models.Ticket.findById(args.ticketId).lean())!)
+    },
     secureTicketHold: (_: unknown, args: MutationSecureTicketHoldArgs, ctx: TicketsContext) => {
       paymentsOnly(ctx)
       return secureHold(ctx.domain, args.holdId)

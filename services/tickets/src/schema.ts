@@ -41,6 +41,45 @@ export const typeDefs = gql`
     scanToken: String
   }
 
+  "an organizer's event, as their dashboard lists it"
+  type OrganizerEventSummary {
+    eventUri: String!
+    appDid: String!
+    createdAt: String!
+  }
+
+  type OrganizerTier {
+    ticketTypeId: ID!
+    name: String!
+    priceAmount: Int!
+    currency: String!
+    capacity: Int!
+    "tickets issued or checked in"
+    sold: Int!
+    "seats in active holds (and claims in flight)"
+    held: Int!
+    available: Int!
+  }
+
+  type OrganizerTicket {
+    id: ID!
+    ticketTypeId: ID!
+    tierName: String!
+    buyerDid: String!
+    status: String!
+    source: String!
+    appOrderId: String
+    issuedAt: String!
+  }
+
+  type OrganizerEvent {
+    eventUri: String!
+    appDid: String!
+    environment: String!
+    tiers: [OrganizerTier!]!
+    tickets: [OrganizerTicket!]!
+  }
+
   type TierAvailability {
     ticketTypeId: ID!
     "capacity minus active holds minus issued tickets; 0 outside the sale window"
@@ -134,6 +173,10 @@ export const typeDefs = gql`
     ticketAvailability(environment: String, eventUri: String!): TicketAvailability!
     "the hosted checkout pages: the tickets a paid hold issued, for the buyer's page"
     holdTickets(holdId: ID!): [BuyerTicket!]!
+    "the organizer's dashboard: their events in the session's environment"
+    organizerEvents: [OrganizerEventSummary!]!
+    "the organizer's dashboard: one of their events, its tiers and tickets (NotFound for another's)"
+    organizerEvent(eventUri: String!): OrganizerEvent!
   }
 
   extend type Mutation {
@@ -147,5 +190,7 @@ export const typeDefs = gql`
     secureTicketHold(holdId: ID!): Boolean!
     "the payments domain, once a hold's checkout ended: paid issues its tickets, no payment returns its capacity"
     settleTicketHold(holdId: ID!, payment: HoldPaymentInput): [Ticket!]!
+    "the organizer's dashboard: void a ticket of their event (its seat returns; ticket.voided)"
+    voidTicket(ticketId: ID!): Ticket!
   }
 `

@@ -20,6 +20,9 @@ import {
   type ApprovalAction,
 } from './operations'
 import * as views from './views'
+import { attendeesCsv } from './attendees-csv'
+import { ORGANIZER_EVENT, ORGANIZER_EVENTS, VOID_TICKET } from './ticket-operations'
+import { eventPage, eventPath, eventsPage } from './ticket-views'
 
 export interface DashboardPluginOptions {
   gateway: GatewayClient
@@ -144,6 +147,65 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
         return reply.redirect(back.toString(), 303)
       }
       return reply.redirect(`/dashboard/${form.from === 'onboarding' ? 'onboarding' : 'approvals'}/${id}`, 303)
+    } catch (err) {
+      return failure(request, reply, err)
+    }
+  })
+
+  // ---- the organizer's events (docs/tickets.md, "The organizer's dashboard") ----
+  const TICKET_ID = /^ticket_[0-9a-f]{24}$/
+  const eventUriOf = (request: FastifyRequest): string | null => {
+    const uri = (request.query as { uri?: unknown }).uri
+    return typeof uri === 'string' && uri.startsWith('at://') && uri.length <= 2048 ? uri : null
+  }
+
+  app.get('/dashboard/events', async (request, reply) => {
+    const s = await signedIn(request, reply)
+    if (!s) return reply
+    try {
+      return sendPage(reply, eventsPage(s, await ask(request, s, ORGANIZER_EVENTS, {})))
+    } catch (err) {
+      return failure(request, reply, err)
+    }
+  })
+
+  app.get('/dashboard/events/view', async (request, reply) => {
+    const s = await signedIn(request, reply)
+    if (!s) return reply
+    const eventUri = eventUriOf(request)
+    if (!eventUri) return sendPage(reply, views.errorPage(new ContractError('NotFound', 'no such event')))
+    try {
+      return sendPage(reply, eventPage(s, await ask(request, s, ORGANIZER_EVENT, { eventUri })))
+    } catch (err) {
+      return failure(request, reply, err)
+    }
+  })
+
+  app.get('/dashboard/events/attendees.csv', async (request, reply) => {
+    const s = await signedIn(request, reply)
+    if (!s) return reply
+    const eventUri = eventUriOf(request)
+    if (!eventUri) return sendPage(reply, views.errorPage(new ContractError('NotFound', 'no such event')))
+    try {
+      const { organizerEvent } = await ask(request, s, ORGANIZER_EVENT, { eventUri })
+      return reply
+        .header('content-type', 'text/csv; charset=utf-8')
+        .header('content-disposition', 'attachment; filename="attendees.csv"')
+        .header('cache-control', 'no-store')
+        .send(attendeesCsv(organizerEvent))
+    } catch (err) {
+      return failure(request, reply, err)
+    }
+  })
+
+  app.post('/dashboard/tickets/:id/void', async (request: IdRequest, reply) => {
+    const signed = await signedInForm(request, reply)
+    if (!signed) return reply
+    if (!TICKET_ID.test(request.params.id)) return sendPage(reply, views.errorPage(new ContractError('NotFound', 'no such ticket')))
+    try {
+      const { voidTicket } = await ask(request, signed.s, VOID_TICKET, { ticketId: request.params.id })
+      request.log.info({ ticketId: voidTicket.id }, 'ticket voided')
+      return reply.redirect(eventPath(voidTicket.eventUri), 303)
     } catch (err) {
       return failure(request, reply, err)
     }

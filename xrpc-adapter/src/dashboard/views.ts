@@ -27,12 +27,12 @@ const STATUS_TEXT: Record<string, string> = {
 
 const percent = (bps: number) => `${(bps / 100).toFixed(2).replace(/\.?0+$/, '')}%`
 
-function csrfField(s: DashboardSession): Html {
+export function csrfField(s: DashboardSession): Html {
   return html`<input type="hidden" name="csrf" value="${s.csrfToken}">`
 }
 
-function header(s: DashboardSession): Html {
-  return html`<header class="bar"><a href="/dashboard">Dashboard</a>
+export function header(s: DashboardSession): Html {
+  return html`<header class="bar"><a href="/dashboard">Dashboard</a> <a href="/dashboard/events" id="nav-events">Your events</a>
     <span class="who">${s.actorDid} · ${s.environment === 'test' ? 'TEST MODE' : 'live'}</span>
     <form method="post" action="/dashboard/logout" class="inline"><button type="submit" class="link">Sign out</button></form></header>`
 }

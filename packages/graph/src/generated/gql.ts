@@ -45,6 +45,9 @@ type Documents = {
     "mutation Block($id: ID!) { blockRecipientApproval(id: $id) { ...ApprovalDetailFields } }": typeof types.BlockDocument,
     "mutation Unblock($id: ID!) { unblockRecipientApproval(id: $id) { ...ApprovalDetailFields } }": typeof types.UnblockDocument,
     "mutation CompleteTestPayoutOnboarding { completeTestPayoutOnboarding { did payoutStatus payable } }": typeof types.CompleteTestPayoutOnboardingDocument,
+    "query DashboardOrganizerEvents { organizerEvents { eventUri appDid createdAt } }": typeof types.DashboardOrganizerEventsDocument,
+    "query DashboardOrganizerEvent($eventUri: String!) {\n  organizerEvent(eventUri: $eventUri) {\n    eventUri appDid environment\n    tiers { ticketTypeId name priceAmount currency capacity sold held available }\n    tickets { id ticketTypeId tierName buyerDid status source appOrderId issuedAt }\n  }\n}": typeof types.DashboardOrganizerEventDocument,
+    "mutation DashboardVoidTicket($ticketId: ID!) { voidTicket(ticketId: $ticketId) { id status eventUri } }": typeof types.DashboardVoidTicketDocument,
     "query DeveloperAccess($app: String, $environment: String, $permission: String!, $liveAllowed: Boolean) {\n  developerAccess(app: $app, environment: $environment, permission: $permission, liveAllowed: $liveAllowed) {\n    appDid environment keyPrefix webhook { configured paused channel }\n  }\n}": typeof types.DeveloperAccessDocument,
     "query DeveloperConfig($app: String, $environment: String) {\n  developerConfig(app: $app, environment: $environment) {\n    appDid environment status webhook { configured paused disabled { reason at } } modules { payments products tickets }\n  }\n}": typeof types.DeveloperConfigDocument,
     "query Deliveries($appDid: ID!, $environment: String!, $status: String, $limit: Int) {\n  deliveries(appDid: $appDid, environment: $environment, status: $status, limit: $limit) {\n    id eventType status attemptCount environment createdAt lastAttemptAt nextAttemptAt deliveredAt failedAt\n    attempts { number attemptedAt channel statusCode durationMs error responseExcerpt outcome nextAttemptAt }\n  }\n}": typeof types.DeliveriesDocument,
@@ -98,6 +101,9 @@ const documents: Documents = {
     "mutation Block($id: ID!) { blockRecipientApproval(id: $id) { ...ApprovalDetailFields } }": types.BlockDocument,
     "mutation Unblock($id: ID!) { unblockRecipientApproval(id: $id) { ...ApprovalDetailFields } }": types.UnblockDocument,
     "mutation CompleteTestPayoutOnboarding { completeTestPayoutOnboarding { did payoutStatus payable } }": types.CompleteTestPayoutOnboardingDocument,
+    "query DashboardOrganizerEvents { organizerEvents { eventUri appDid createdAt } }": types.DashboardOrganizerEventsDocument,
+    "query DashboardOrganizerEvent($eventUri: String!) {\n  organizerEvent(eventUri: $eventUri) {\n    eventUri appDid environment\n    tiers { ticketTypeId name priceAmount currency capacity sold held available }\n    tickets { id ticketTypeId tierName buyerDid status source appOrderId issuedAt }\n  }\n}": types.DashboardOrganizerEventDocument,
+    "mutation DashboardVoidTicket($ticketId: ID!) { voidTicket(ticketId: $ticketId) { id status eventUri } }": types.DashboardVoidTicketDocument,
     "query DeveloperAccess($app: String, $environment: String, $permission: String!, $liveAllowed: Boolean) {\n  developerAccess(app: $app, environment: $environment, permission: $permission, liveAllowed: $liveAllowed) {\n    appDid environment keyPrefix webhook { configured paused channel }\n  }\n}": types.DeveloperAccessDocument,
     "query DeveloperConfig($app: String, $environment: String) {\n  developerConfig(app: $app, environment: $environment) {\n    appDid environment status webhook { configured paused disabled { reason at } } modules { payments products tickets }\n  }\n}": types.DeveloperConfigDocument,
     "query Deliveries($appDid: ID!, $environment: String!, $status: String, $limit: Int) {\n  deliveries(appDid: $appDid, environment: $environment, status: $status, limit: $limit) {\n    id eventType status attemptCount environment createdAt lastAttemptAt nextAttemptAt deliveredAt failedAt\n    attempts { number attemptedAt channel statusCode durationMs error responseExcerpt outcome nextAttemptAt }\n  }\n}": types.DeliveriesDocument,
@@ -238,6 +244,18 @@ export function graphql(source: "mutation Unblock($id: ID!) { unblockRecipientAp
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
 export function graphql(source: "mutation CompleteTestPayoutOnboarding { completeTestPayoutOnboarding { did payoutStatus payable } }"): typeof import('./graphql').CompleteTestPayoutOnboardingDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query DashboardOrganizerEvents { organizerEvents { eventUri appDid createdAt } }"): typeof import('./graphql').DashboardOrganizerEventsDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query DashboardOrganizerEvent($eventUri: String!) {\n  organizerEvent(eventUri: $eventUri) {\n    eventUri appDid environment\n    tiers { ticketTypeId name priceAmount currency capacity sold held available }\n    tickets { id ticketTypeId tierName buyerDid status source appOrderId issuedAt }\n  }\n}"): typeof import('./graphql').DashboardOrganizerEventDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "mutation DashboardVoidTicket($ticketId: ID!) { voidTicket(ticketId: $ticketId) { id status eventUri } }"): typeof import('./graphql').DashboardVoidTicketDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

@@ -420,6 +420,8 @@ export type Mutation = {
   unblockRecipientApproval: RecipientApproval;
   /** the calling app updates its configuration (app service-auth); last write wins */
   updateAppConfig: AppConfigUpdate;
+  /** the organizer's dashboard: void a ticket of their event (its seat returns; ticket.voided) */
+  voidTicket: Ticket;
 };
 
 
@@ -563,6 +565,54 @@ export type MutationUpdateAppConfigArgs = {
   input: UpdateAppConfigInput;
 };
 
+
+export type MutationVoidTicketArgs = {
+  ticketId: Scalars['ID']['input'];
+};
+
+export type OrganizerEvent = {
+  __typename?: 'OrganizerEvent';
+  appDid: Scalars['String']['output'];
+  environment: Scalars['String']['output'];
+  eventUri: Scalars['String']['output'];
+  tickets: Array<OrganizerTicket>;
+  tiers: Array<OrganizerTier>;
+};
+
+/** an organizer's event, as their dashboard lists it */
+export type OrganizerEventSummary = {
+  __typename?: 'OrganizerEventSummary';
+  appDid: Scalars['String']['output'];
+  createdAt: Scalars['String']['output'];
+  eventUri: Scalars['String']['output'];
+};
+
+export type OrganizerTicket = {
+  __typename?: 'OrganizerTicket';
+  appOrderId: Maybe<Scalars['String']['output']>;
+  buyerDid: Scalars['String']['output'];
+  id: Scalars['ID']['output'];
+  issuedAt: Scalars['String']['output'];
+  source: Scalars['String']['output'];
+  status: Scalars['String']['output'];
+  ticketTypeId: Scalars['ID']['output'];
+  tierName: Scalars['String']['output'];
+};
+
+export type OrganizerTier = {
+  __typename?: 'OrganizerTier';
+  available: Scalars['Int']['output'];
+  capacity: Scalars['Int']['output'];
+  currency: Scalars['String']['output'];
+  /** seats in active holds (and claims in flight) */
+  held: Scalars['Int']['output'];
+  name: Scalars['String']['output'];
+  priceAmount: Scalars['Int']['output'];
+  /** tickets issued or checked in */
+  sold: Scalars['Int']['output'];
+  ticketTypeId: Scalars['ID']['output'];
+};
+
 /** A payment record with its proof slot (operators). */
 export type PaymentRecord = {
   __typename?: 'PaymentRecord';
@@ -674,6 +724,10 @@ export type Query = {
   eventEndpoint: EventEndpoint;
   /** the hosted checkout pages: the tickets a paid hold issued, for the buyer's page */
   holdTickets: Array<BuyerTicket>;
+  /** the organizer's dashboard: one of their events, its tiers and tickets (NotFound for another's) */
+  organizerEvent: OrganizerEvent;
+  /** the organizer's dashboard: their events in the session's environment */
+  organizerEvents: Array<OrganizerEventSummary>;
   /** operators: a payment record by URI in an environment */
   paymentRecord: Maybe<PaymentRecord>;
   /** app (its own checkouts) and operators: the status of a checkout by its status token */
@@ -757,6 +811,11 @@ export type QueryEventEndpointArgs = {
 
 export type QueryHoldTicketsArgs = {
   holdId: Scalars['ID']['input'];
+};
+
+
+export type QueryOrganizerEventArgs = {
+  eventUri: Scalars['String']['input'];
 };
 
 
@@ -1225,6 +1284,25 @@ export type CompleteTestPayoutOnboardingMutationVariables = Exact<{ [key: string
 
 
 export type CompleteTestPayoutOnboardingMutation = { __typename?: 'Mutation', completeTestPayoutOnboarding: { __typename?: 'ActorProfile', did: string, payoutStatus: string, payable: boolean } };
+
+export type DashboardOrganizerEventsQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type DashboardOrganizerEventsQuery = { __typename?: 'Query', organizerEvents: Array<{ __typename?: 'OrganizerEventSummary', eventUri: string, appDid: string, createdAt: string }> };
+
+export type DashboardOrganizerEventQueryVariables = Exact<{
+  eventUri: Scalars['String']['input'];
+}>;
+
+
+export type DashboardOrganizerEventQuery = { __typename?: 'Query', organizerEvent: { __typename?: 'OrganizerEvent', eventUri: string, appDid: string, environment: string, tiers: Array<{ __typename?: 'OrganizerTier', ticketTypeId: string, name: string, priceAmount: number, currency: string, capacity: number, sold: number, held: number, available: number }>, tickets: Array<{ __typename?: 'OrganizerTicket', id: string, ticketTypeId: string, tierName: string, buyerDid: string, status: string, source: string, appOrderId: string | null, issuedAt: string }> } };
+
+export type DashboardVoidTicketMutationVariables = Exact<{
+  ticketId: Scalars['ID']['input'];
+}>;
+
+
+export type DashboardVoidTicketMutation = { __typename?: 'Mutation', voidTicket: { __typename?: 'Ticket', id: string, status: string, eventUri: string } };
 
 export type DeveloperAccessQueryVariables = Exact<{
   app?: InputMaybe<Scalars['String']['input']>;
@@ -2003,6 +2081,53 @@ export const CompleteTestPayoutOnboardingDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<CompleteTestPayoutOnboardingMutation, CompleteTestPayoutOnboardingMutationVariables>;
+export const DashboardOrganizerEventsDocument = new TypedDocumentString(`
+    query DashboardOrganizerEvents {
+  organizerEvents {
+    eventUri
+    appDid
+    createdAt
+  }
+}
+    `) as unknown as TypedDocumentString<DashboardOrganizerEventsQuery, DashboardOrganizerEventsQueryVariables>;
+export const DashboardOrganizerEventDocument = new TypedDocumentString(`
+    query DashboardOrganizerEvent($eventUri: String!) {
+  organizerEvent(eventUri: $eventUri) {
+    eventUri
+    appDid
+    environment
+    tiers {
+      ticketTypeId
+      name
+      priceAmount
+      currency
+      capacity
+      sold
+      held
+      available
+    }
+    tickets {
+      id
+      ticketTypeId
+      tierName
+      buyerDid
+      status
+      source
+      appOrderId
+      issuedAt
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<DashboardOrganizerEventQuery, DashboardOrganizerEventQueryVariables>;
+export const DashboardVoidTicketDocument = new TypedDocumentString(`
+    mutation DashboardVoidTicket($ticketId: ID!) {
+  voidTicket(ticketId: $ticketId) {
+    id
+    status
+    eventUri
+  }
+}
+    `) as unknown as TypedDocumentString<DashboardVoidTicketMutation, DashboardVoidTicketMutationVariables>;
 export const DeveloperAccessDocument = new TypedDocumentString(`
     query DeveloperAccess($app: String, $environment: String, $permission: String!, $liveAllowed: Boolean) {
   developerAccess(

@@ -5,7 +5,7 @@
 import type { Environment } from '@svc/vocabulary'
 
 /** Event types of API version 2026-06 (the contract names the first two; the authorization events per DESIGN.md). */
-export const EVENT_TYPES = ['payment.completed', 'app.webhook.test', 'app.authorization.granted', 'app.authorization.revoked', 'ticket.issued'] as const
+export const EVENT_TYPES = ['payment.completed', 'app.webhook.test', 'app.authorization.granted', 'app.authorization.revoked', 'ticket.issued', 'ticket.voided'] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 /** The test-event utility's probe: never a real order. */
 export const TEST_EVENT_TYPE = 'app.webhook.test'

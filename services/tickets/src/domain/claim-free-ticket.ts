@@ -80,6 +80,8 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
       status: 'issued',
       source: 'claim',
       secret: newScanToken(),
+      // voiding a claim's ticket releases its own reservation's units
+      unitIds: [],
       announced: false,
       createdAt: nowOf(d),
     })

@@ -55,7 +55,11 @@ export async function settleHold(d: TicketsDomain, holdId: string, payment: Hold
   // the payment was claimed after secureHold kept the seats; this only confirms it
   if (!(await keepReservation(d, holdId))) throw new Error(`hold ${holdId} was paid but its reservation was released`)
   const now = nowOf(d)
-  const tickets: TicketDoc[] = purchaseTicketIds(holdId, hold.items).map(({ id, tierId }) => ({
+  // each ticket gets one seat and one buyer share of its tier from the hold's units, in a fixed order, so a repeat
+  // assigns the same ones (voiding a ticket deletes exactly its own)
+  const units = await d.models.CapacityUnit.find({ reservationId: holdId }, { _id: 1, tierId: 1, kind: 1, unit: 1 }).lean()
+  const unitsOf = (tierId: string, kind: string) => units.filter((u) => u.tierId === tierId && u.kind === kind).sort((a, b) => a.unit.localeCompare(b.unit)).map((u) => u._id)
+  const tickets: TicketDoc[] = purchaseTicketIds(holdId, hold.items).map(({ id, tierId, n }) => ({
     _id: id,
     appDid: hold.appDid,
     environment: hold.environment,
@@ -68,6 +72,7 @@ export async function settleHold(d: TicketsDomain, holdId: string, payment: Hold
     holdId,
     appOrderId: hold.appOrderId,
     secret: newScanToken(),
+    unitIds: [unitsOf(tierId, 'seat')[n], unitsOf(tierId, 'buyer')[n]].filter((u): u is string => u !== undefined),
     announced: false,
     createdAt: now,
   }))

@@ -10,11 +10,12 @@ export function claimTicketId(scope: { appDid: string; environment: string; even
 }
 
 /** The ticket ids a paid hold issues: one per unit of each item, derived from the hold, so issuing twice is a no-op. */
-export function purchaseTicketIds(holdId: string, items: { ticketTypeId: string; quantity: number }[]): { id: string; tierId: string }[] {
+export function purchaseTicketIds(holdId: string, items: { ticketTypeId: string; quantity: number }[]): { id: string; tierId: string; n: number }[] {
   return items.flatMap((item) =>
     Array.from({ length: item.quantity }, (_, n) => ({
       id: `ticket_${createHash('sha256').update(JSON.stringify([holdId, item.ticketTypeId, n])).digest('hex').slice(0, 24)}`,
       tierId: item.ticketTypeId,
+      n,
     })),
   )
 }

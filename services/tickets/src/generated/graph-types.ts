@@ -52,6 +52,45 @@ export type BuyerTicket = {
   scanToken: Maybe<Scalars['String']['output']>;
 };
 
+/** an organizer's event, as their dashboard lists it */
+export type OrganizerEventSummary = {
+  eventUri: Scalars['String']['output'];
+  appDid: Scalars['String']['output'];
+  createdAt: Scalars['String']['output'];
+};
+
+export type OrganizerTier = {
+  ticketTypeId: Scalars['ID']['output'];
+  name: Scalars['String']['output'];
+  priceAmount: Scalars['Int']['output'];
+  currency: Scalars['String']['output'];
+  capacity: Scalars['Int']['output'];
+  /** tickets issued or checked in */
+  sold: Scalars['Int']['output'];
+  /** seats in active holds (and claims in flight) */
+  held: Scalars['Int']['output'];
+  available: Scalars['Int']['output'];
+};
+
+export type OrganizerTicket = {
+  id: Scalars['ID']['output'];
+  ticketTypeId: Scalars['ID']['output'];
+  tierName: Scalars['String']['output'];
+  buyerDid: Scalars['String']['output'];
+  status: Scalars['String']['output'];
+  source: Scalars['String']['output'];
+  appOrderId: Maybe<Scalars['String']['output']>;
+  issuedAt: Scalars['String']['output'];
+};
+
+export type OrganizerEvent = {
+  eventUri: Scalars['String']['output'];
+  appDid: Scalars['String']['output'];
+  environment: Scalars['String']['output'];
+  tiers: Array<OrganizerTier>;
+  tickets: Array<OrganizerTicket>;
+};
+
 export type TierAvailability = {
   ticketTypeId: Scalars['ID']['output'];
   /** capacity minus active holds minus issued tickets; 0 outside the sale window */
@@ -145,6 +184,10 @@ export type Query = {
   ticketAvailability: TicketAvailability;
   /** the hosted checkout pages: the tickets a paid hold issued, for the buyer's page */
   holdTickets: Array<BuyerTicket>;
+  /** the organizer's dashboard: their events in the session's environment */
+  organizerEvents: Array<OrganizerEventSummary>;
+  /** the organizer's dashboard: one of their events, its tiers and tickets (NotFound for another's) */
+  organizerEvent: OrganizerEvent;
   _service: _Service;
 };
 
@@ -159,6 +202,11 @@ export type QueryHoldTicketsArgs = {
   holdId: Scalars['ID']['input'];
 };
 
+
+export type QueryOrganizerEventArgs = {
+  eventUri: Scalars['String']['input'];
+};
+
 export type Mutation = {
   /** apps, with an organizer's assertion: create or update an event's tiers (OrganizerAssertionInvalid, AppUnauthorized, TicketsModuleDisabled, InvalidRequest) */
   configureTicketTiers: TicketedEvent;
@@ -170,6 +218,8 @@ export type Mutation = {
   secureTicketHold: Scalars['Boolean']['output'];
   /** the payments domain, once a hold's checkout ended: paid issues its tickets, no payment returns its capacity */
   settleTicketHold: Array<Ticket>;
+  /** the organizer's dashboard: void a ticket of their event (its seat returns; ticket.voided) */
+  voidTicket: Ticket;
 };
 
 
@@ -196,6 +246,11 @@ export type MutationSecureTicketHoldArgs = {
 export type MutationSettleTicketHoldArgs = {
   holdId: Scalars['ID']['input'];
   payment: InputMaybe<HoldPaymentInput>;
+};
+
+
+export type MutationVoidTicketArgs = {
+  ticketId: Scalars['ID']['input'];
 };
 
 export type _Service = {

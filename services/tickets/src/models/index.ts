@@ -37,6 +37,7 @@ const ticketedEventSchema = new Schema(
   { collection: 'ticketed_events', versionKey: false },
 )
 ticketedEventSchema.index({ appDid: 1, environment: 1 })
+ticketedEventSchema.index({ organizerDid: 1, environment: 1 })
 
 const tierSchema = new Schema(
   {
@@ -175,6 +176,9 @@ const ticketSchema = new Schema(
      * look up; shown only on the buyer's ticket page (docs/tickets.md, "The buyer's tickets")
      */
     secret: { type: String, default: null },
+    /** a purchased ticket's seat and buyer share among its hold's units (what voiding it deletes) */
+    unitIds: { type: [String], default: [] },
+    voidedAt: { type: Date, default: null },
     /** its `ticket.issued` is in the outbox (the sweep announces tickets whose claim stopped before) */
     announced: { type: Boolean, required: true, default: false },
     createdAt: { type: Date, required: true },

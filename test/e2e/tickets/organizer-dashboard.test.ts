@@ -1,0 +1,128 @@
+/**
+ * The organizer's dashboard in a real headless Chromium: the organizer signs in, sees their events, an event's
+ * tiers with sold / held / available and its tickets with their buyers, voids a ticket (its seat returns to sale and
+ * the app gets ticket.voided), and downloads the attendee list as CSV with formula cells escaped. Another organizer
+ * and the other environment see none of it.
+ */
+import { randomBytes } from 'node:crypto'
+import type { Browser } from 'playwright-core'
+import { DASHBOARD_COOKIE } from '@svc/dashboard-session'
+import { launchChromium } from '../adapter/browser'
+import { startStack, type TestApp, type TestStack } from '../../stack'
+import { expectOk, httpRequest } from '../adapter/helpers'
+import { payByForm } from '../adapter/payment-helpers'
+import { availability, claimAs, enableTickets, hold, newSigner, setUpEvent, type Signer } from './helpers'
+
+let stack: TestStack
+let app: TestApp
+let browser: Browser
+let organizer: Signer
+
+beforeAll(async () => {
+  stack = await startStack('organizer-dashboard')
+  app = await stack.newApp()
+  await enableTickets(stack, app)
+  organizer = await newSigner(stack)
+  browser = await launchChromium()
+})
+afterAll(async () => {
+  await browser?.close()
+  await stack?.stop()
+})
+
+async function soldEvent() {
+  // a tier name and an app order id a spreadsheet would run as formulas
+  const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [
+    { name: '=HYPERLINK("http://evil.example")', priceAmount: 0, currency: 'usd', capacity: 3 },
+    { name: 'Balcony', priceAmount: 3000, currency: 'usd', capacity: 4 },
+  ])
+  const [free, paid] = [tiers[0]!.ticketTypeId, tiers[1]!.ticketTypeId]
+  const claimer = await newSigner(stack)
+  const claimed = expectOk(await claimAs(stack, app, claimer, { eventUri, ticketTypeId: free })).ticket.id as string
+  const bought = expectOk(await hold(stack, app, { eventUri, buyerDid: 'did:plc:buyer1111111111111111111', appOrderId: `+cmd|calc-${randomBytes(4).toString('hex')}`, items: [{ ticketTypeId: paid, quantity: 2 }] }))
+  expect((await payByForm(bought.checkout.url, '4242 4242 4242 4242')).status).toBe(303)
+  expectOk(await hold(stack, app, { eventUri, buyerDid: 'did:plc:buyer2222222222222222222', items: [{ ticketTypeId: paid, quantity: 1 }] }))
+  return { eventUri, free, paid, claimed, claimer }
+}
+
+it('lists the organizer\'s events and an event\'s tiers and tickets; voiding a ticket returns its seat and tells the app', async () => {
+  const { eventUri, free, paid, claimed } = await soldEvent()
+  const context = await browser.newContext()
+  const page = await context.newPage()
+  await page.goto(`${await stack.dashboardLoginUrl(organizer.did, 'test')}?next=${encodeURIComponent('/dashboard/events')}`)
+  expect(new URL(page.url()).pathname).toBe('/dashboard/events')
+  await Promise.all([page.waitForURL((u) => u.pathname === '/dashboard/events/view'), page.click(`a[href*="${encodeURIComponent(eventUri)}"]`)])
+
+  const row = async (tierId: string) => ({
+    sold: await page.textContent(`#${tierId} .sold`),
+    held: await page.textContent(`#${tierId} .held`),
+    available: await page.textContent(`#${tierId} .available`),
+  })
+  expect(await row(free)).toEqual({ sold: '1', held: '0', available: '2' })
+  expect(await row(paid)).toEqual({ sold: '2', held: '1', available: '1' })
+  expect(await page.locator('#tickets tbody tr').count()).toBe(3)
+  expect(await page.textContent(`#${claimed} .status`)).toBe('issued')
+
+  await Promise.all([page.waitForURL((u) => u.pathname === '/dashboard/events/view'), page.click(`#void-${claimed}`)])
+  expect(await page.textContent(`#${claimed} .status`)).toBe('voided')
+  expect(await page.locator(`#void-${claimed}`).count()).toBe(0)
+  expect(await row(free)).toEqual({ sold: '0', held: '0', available: '3' })
+  await context.close()
+
+  const ticket = (await stack.tickets.Ticket.findById(claimed).lean())!
+  expect(ticket.status).toBe('voided')
+  expect(await stack.tickets.CapacityUnit.countDocuments({ reservationId: ticket.reservationId })).toBe(0)
+  expect(expectOk(await availability(stack, app, { eventUri })).items.find((i: { ticketTypeId: string }) => i.ticketTypeId === free).available).toBe(3)
+  const voided = await stack.tickets.Outbox.find({ type: 'ticket.voided', 'data.ticketId': claimed }).lean()
+  expect(voided).toHaveLength(1)
+  expect(voided[0]!.data).toMatchObject({ ticketId: claimed, status: 'voided', ticketTypeId: free, eventUri, source: 'claim' })
+})
+
+it('voids one ticket of a paid hold: exactly one seat returns, once, however often the form is sent', async () => {
+  const { eventUri, paid } = await soldEvent()
+  const [first] = await stack.tickets.Ticket.find({ tierId: paid, status: 'issued' }).sort({ _id: 1 }).lean()
+  const cookie = await stack.dashboardCookie(organizer.did, 'test')
+  const csrf = (await httpRequest(`${stack.checkoutUrl}/dashboard/events/view?uri=${encodeURIComponent(eventUri)}`, { headers: { cookie } })).text.match(/name="csrf" value="([^"]+)"/)![1]!
+  const voidIt = () =>
+    httpRequest(`${stack.checkoutUrl}/dashboard/tickets/${first!._id}/void`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ csrf }).toString(),
+      redirect: 'manual',
+    })
+  const answers = await Promise.all([voidIt(), voidIt(), voidIt()])
+  expect(answers.map((a) => a.status)).toEqual([303, 303, 303])
+  expect(expectOk(await availability(stack, app, { eventUri })).items.find((i: { ticketTypeId: string }) => i.ticketTypeId === paid).available).toBe(2)
+  expect(await stack.tickets.Ticket.countDocuments({ tierId: paid, status: 'issued' })).toBe(1)
+  expect(await stack.tickets.Outbox.countDocuments({ type: 'ticket.voided', 'data.ticketId': first!._id })).toBe(1)
+})
+
+it('the attendee CSV escapes cells that would run as formulas', async () => {
+  const { eventUri } = await soldEvent()
+  const cookie = await stack.dashboardCookie(organizer.did, 'test')
+  const csv = await httpRequest(`${stack.checkoutUrl}/dashboard/events/attendees.csv?uri=${encodeURIComponent(eventUri)}`, { headers: { cookie } })
+  expect(csv.status).toBe(200)
+  expect(csv.headers.get('content-type')).toBe('text/csv; charset=utf-8')
+  const lines = csv.text.trim().split('\n')
+  expect(lines[0]).toBe('ticket,tier,buyer,status,source,app order,issued at')
+  expect(lines).toHaveLength(4)
+  expect(csv.text).toContain(`"'=HYPERLINK(""http://evil.example"")"`)
+  expect(csv.text).toContain(`'+cmd|calc`)
+  expect(csv.text).not.toMatch(/(^|,)[=+\-@]/m)
+})
+
+it('another organizer, the other environment and a signed-out visitor see nothing of the event', async () => {
+  const { eventUri, claimed } = await soldEvent()
+  const stranger = await newSigner(stack)
+  const view = `${stack.checkoutUrl}/dashboard/events/view?uri=${encodeURIComponent(eventUri)}`
+  const as = async (did: string, env: 'test' | 'live') => httpRequest(view, { headers: { cookie: await stack.dashboardCookie(did, env) } })
+  const theirs = await as(stranger.did, 'test')
+  expect(theirs.status).toBe(404)
+  expect(theirs.text).not.toContain(claimed)
+  expect((await as(organizer.did, 'live')).status).toBe(404)
+  expect((await httpRequest(`${stack.checkoutUrl}/dashboard/events`, { headers: { cookie: await stack.dashboardCookie(stranger.did, 'test') } })).text).not.toContain(eventUri)
+  const signedOut = await httpRequest(view, { headers: { cookie: `${DASHBOARD_COOKIE}=nope` } })
+  expect(signedOut.text).not.toContain(claimed)
+  const csv = await httpRequest(`${stack.checkoutUrl}/dashboard/events/attendees.csv?uri=${encodeURIComponent(eventUri)}`, { headers: { cookie: await stack.dashboardCookie(stranger.did, 'test') } })
+  expect(csv.status).toBe(404)
+})

@@ -1,0 +1,19 @@
+/**
+ * The gateway operations behind the organizer's pages (principal: the signed-in organizer's dashboard session),
+ * typed from the tickets subgraph's SDL.
+ */
+import { graphql, type ResultOf } from '@svc/graph'
+
+export const ORGANIZER_EVENTS = graphql(`query DashboardOrganizerEvents { organizerEvents { eventUri appDid createdAt } }`)
+export type OrganizerEventsData = ResultOf<typeof ORGANIZER_EVENTS>
+
+export const ORGANIZER_EVENT = graphql(`query DashboardOrganizerEvent($eventUri: String!) {
+  organizerEvent(eventUri: $eventUri) {
+    eventUri appDid environment
+    tiers { ticketTypeId name priceAmount currency capacity sold held available }
+    tickets { id ticketTypeId tierName buyerDid status source appOrderId issuedAt }
+  }
+}`)
+export type OrganizerEventData = ResultOf<typeof ORGANIZER_EVENT>
+
+export const VOID_TICKET = graphql(`mutation DashboardVoidTicket($ticketId: ID!) { voidTicket(ticketId: $ticketId) { id status eventUri } }`)

@@ -1,0 +1,56 @@
+/** The organizer's pages: their ticketed events, and one event's tiers and tickets (void, attendee CSV). */
+import type { DashboardSession } from '@svc/dashboard-session'
+import { html, type Html } from '../pages/html'
+import type { OrganizerEventData, OrganizerEventsData } from './ticket-operations'
+import { csrfField, header, type View } from './views'
+
+export const eventPath = (eventUri: string): string => `/dashboard/events/view?uri=${encodeURIComponent(eventUri)}`
+
+const money = (amount: number, currency: string) => (amount === 0 ? 'free' : `${(amount / 100).toFixed(2)} ${currency.toUpperCase()}`)
+
+export function eventsPage(s: DashboardSession, data: OrganizerEventsData): View {
+  const rows = data.organizerEvents.map((e) => html`<tr><td><a href="${eventPath(e.eventUri)}">${e.eventUri}</a></td><td>${e.appDid}</td><td>${e.createdAt.slice(0, 10)}</td></tr>`)
+  return {
+    status: 200,
+    title: 'Your events',
+    body: html`${header(s)}<main><h1>Your ticketed events</h1>
+      ${rows.length
+        ? html`<table id="events"><thead><tr><th>Event</th><th>Sold through app</th><th>Since</th></tr></thead><tbody>${rows}</tbody></table>`
+        : html`<p>No app has set up tickets for an event of yours in ${s.environment} yet.</p>`}
+      </main>`,
+  }
+}
+
+export function eventPage(s: DashboardSession, data: OrganizerEventData): View {
+  const e = data.organizerEvent
+  const tiers = e.tiers.map(
+    (t) => html`<tr id="${t.ticketTypeId}"><td>${t.name}</td><td>${money(t.priceAmount, t.currency)}</td><td>${t.capacity}</td>
+      <td class="sold">${t.sold}</td><td class="held">${t.held}</td><td class="available">${t.available}</td></tr>`,
+  )
+  const tickets = e.tickets.map(
+    (t) => html`<tr id="${t.id}"><td><code>${t.id}</code></td><td>${t.tierName}</td><td><code>${t.buyerDid}</code></td><td class="status">${t.status}</td>
+      <td>${t.issuedAt.slice(0, 16).replace('T', ' ')}</td>
+      <td>${t.status === 'voided'
+        ? ''
+        : html`<form method="post" action="/dashboard/tickets/${t.id}/void" class="inline">${csrfField(s)}
+          <button type="submit" class="secondary" id="void-${t.id}">Void</button></form>`}</td></tr>`,
+  )
+  const csv = `/dashboard/events/attendees.csv?uri=${encodeURIComponent(e.eventUri)}`
+  return {
+    status: 200,
+    title: 'Event',
+    body: html`${header(s)}<main><p><a href="/dashboard/events">All your events</a></p><h1>${e.eventUri}</h1>
+      <p>Sold through app <code>${e.appDid}</code> in ${e.environment}.</p>
+      <section><h2>Tiers</h2><table id="tiers"><thead><tr><th>Tier</th><th>Price</th><th>Capacity</th><th>Sold</th><th>Held</th><th>Available</th></tr></thead>
+      <tbody>${tiers}</tbody></table></section>
+      <section><h2>Tickets</h2>
+      <p><a href="${csv}" id="attendees-csv">Download the attendee list (CSV)</a></p>
+      ${tickets.length
+        ? html`<table id="tickets"><thead><tr><th>Ticket</th><th>Tier</th><th>Buyer</th><th>Status</th><th>Issued (UTC)</th><th></th></tr></thead><tbody>${tickets}</tbody></table>
+          <p class="hint">Voiding a ticket returns its seat to sale and tells the app (ticket.voided); it cannot be undone.</p>`
+        : html`<p>No tickets yet.</p>`}
+      </section></main>`,
+  }
+}
+
+export type { Html }
