@@ -10,20 +10,12 @@
  *         card form is posted with a test card, as the browser would); the receiver gets the tickets' ticket.issued.
  */
 import { randomBytes } from 'node:crypto'
-import { createServer, type IncomingMessage } from 'node:http'
+import { createServer } from 'node:http'
+import { buffer } from 'node:stream/consumers'
 import type { AddressInfo } from 'node:net'
 import { loadConfig } from '@svc/config'
 import { connectApps, registerApp } from '@svc/apps'
 import { createMemoryClaimStore, createSvcClient, createWebhookRequestHandler, generateDidKeyKeypair, mintAssertion, type EventEnvelope } from '@svc/sdk'
-
-function rawBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => resolve(Buffer.concat(chunks)))
-    req.on('error', reject)
-  })
-}
 
 async function main() {
   const config = loadConfig()
@@ -73,7 +65,7 @@ async function main() {
   const receiver: { handle?: ReturnType<typeof createWebhookRequestHandler> } = {}
   const server = createServer((req, res) => {
     void (async () => {
-      const body = await rawBody(req)
+      const body = await buffer(req)
       const answer = receiver.handle ? await receiver.handle({ rawBody: body, headers: req.headers }) : { status: 503, body: { error: 'NotReady' } }
       res.writeHead(answer.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer.body))
     })()

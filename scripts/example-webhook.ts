@@ -12,22 +12,14 @@
  *
  * The receiver listens on 127.0.0.1 (a free port), which the dev command's DEV_ALLOW_LOOPBACK_WEBHOOKS allows in test.
  */
-import { createServer, type IncomingMessage } from 'node:http'
+import { createServer } from 'node:http'
+import { buffer } from 'node:stream/consumers'
 import type { AddressInfo } from 'node:net'
 import { connectApps, issueApiKey, registerApp } from '@svc/apps'
 import { loadConfig } from '@svc/config'
 import { createMemoryClaimStore, createSvcClient, createWebhookRequestHandler, generateDidKeyKeypair } from '@svc/sdk'
 
 const config = loadConfig()
-
-function rawBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => resolve(Buffer.concat(chunks)))
-    req.on('error', reject)
-  })
-}
 
 async function developerRoute(method: 'GET' | 'POST', path: string, apiKey: string, body?: unknown): Promise<Record<string, unknown>> {
   const res = await fetch(`${config.checkoutUrl}${path}`, {
@@ -68,7 +60,7 @@ async function main() {
   const receiver: { handle?: ReturnType<typeof createWebhookRequestHandler> } = {}
   const server = createServer((req, res) => {
     void (async () => {
-      const body = await rawBody(req)
+      const body = await buffer(req)
       const answer = receiver.handle ? await receiver.handle({ rawBody: body, headers: req.headers }) : { status: 503, body: { error: 'NotReady' } }
       if (answer.status === 200) {
         const envelope = JSON.parse(body.toString('utf8')) as { id: string; type: string }

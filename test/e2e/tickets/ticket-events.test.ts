@@ -10,7 +10,8 @@ import { createMemoryClaimStore, createWebhookRequestHandler, type EventEnvelope
 import { ANNOUNCE_GRACE_MS, sweepUnannounced } from '@svc/tickets'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { expectOk, updateConfig } from '../adapter/helpers'
-import { CLAIM, claimAs, enableTickets, newSigner, setUpEvent } from './helpers'
+import { payByForm } from '../adapter/payment-helpers'
+import { CLAIM, claimAs, enableTickets, hold, newSigner, setUpEvent } from './helpers'
 
 let stack: TestStack
 let app: TestApp
@@ -45,7 +46,10 @@ beforeAll(async () => {
   receive = createWebhookRequestHandler({
     secret: configured.webhook.signingSecret,
     store: createMemoryClaimStore(),
-    handlers: { 'ticket.issued': async (envelope) => void handled.push(envelope as EventEnvelope<Record<string, unknown>>) },
+    handlers: {
+      'ticket.issued': async (envelope) => void handled.push(envelope as EventEnvelope<Record<string, unknown>>),
+      'payment.completed': async (envelope) => void handled.push(envelope as EventEnvelope<Record<string, unknown>>),
+    },
   })
 })
 afterAll(async () => {
@@ -77,6 +81,31 @@ test('a free claim announces ticket.issued to the app once; its retry does not a
   await new Promise((r) => setTimeout(r, 500))
   expect(handled.filter((e) => e.data.ticketId === ticket.id)).toHaveLength(1)
   expect(await stack.tickets.Outbox.countDocuments({ type: 'ticket.issued', 'data.ticketId': ticket.id })).toBe(1)
+})
+
+test('a paid hold announces each of its tickets, with the hold and the app\'s order id, and its payment.completed carries the hold', async () => {
+  const organizer = await newSigner(stack)
+  const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Paid', priceAmount: 1800, currency: 'usd', capacity: 3 }])
+  const held = expectOk(await hold(stack, app, { eventUri, buyerDid: 'did:plc:payer0000000000000000000', appOrderId: 'cart-42', items: [{ ticketTypeId: tiers[0]!.ticketTypeId, quantity: 2 }] }))
+  expect((await payByForm(held.checkout.url, '4242 4242 4242 4242')).status).toBe(303)
+  const ofHold = () => handled.filter((e) => e.data.holdId === held.holdId)
+  await waitFor(() => ofHold().length === 3, 'two ticket.issued and one payment.completed')
+  const issued = ofHold().filter((e) => e.type === 'ticket.issued')
+  expect(issued).toHaveLength(2)
+  for (const e of issued) {
+    expect(e.data).toEqual({
+      ticketId: expect.stringMatching(/^ticket_[0-9a-f]{24}$/),
+      status: 'issued',
+      ticketTypeId: tiers[0]!.ticketTypeId,
+      eventUri,
+      buyerDid: 'did:plc:payer0000000000000000000',
+      source: 'purchase',
+      issuedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      holdId: held.holdId,
+      appOrderId: 'cart-42',
+    })
+  }
+  expect(ofHold().find((e) => e.type === 'payment.completed')!.data).toMatchObject({ paymentType: 'ticket', appOrderId: held.holdId, holdId: held.holdId, amount: 3600 })
 })
 
 test('the sweep announces a ticket whose claim stopped before writing its event', async () => {

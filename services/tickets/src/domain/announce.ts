@@ -1,5 +1,5 @@
 /**
- * `ticket.issued` reaches the app through the tickets outbox (docs/events.md). The event's id derives from the
+ * `ticket.issued` (and a void's `ticket.voided`) reaches the app through the tickets outbox (docs/events.md). The event's id derives from the
  * ticket's, so writing it again is a no-op: a claim writes it right after inserting the ticket, every retry that
  * finds the ticket writes it again, and the sweep writes it for a ticket whose claim died in between
  * (`announced: false` for longer than ANNOUNCE_GRACE_MS).
@@ -12,24 +12,29 @@ import { nowOf, type TicketsDomain } from './context'
 /** A claim announces its ticket within milliseconds; the sweep leaves younger tickets to it. */
 export const ANNOUNCE_GRACE_MS = 30_000
 
-export async function announceIssued(d: TicketsDomain, ticket: TicketDoc): Promise<void> {
+/** Writes a ticket's `ticket.issued` or `ticket.voided` (docs/events.md): one per ticket and type, by its key. */
+export async function writeTicketEvent(d: TicketsDomain, ticket: TicketDoc, change: 'issued' | 'voided', at: Date): Promise<void> {
   await writeOutboxEvent(d.models.Outbox, {
-    type: 'ticket.issued',
-    key: `ticket.issued:${ticket._id}`,
+    type: `ticket.${change}`,
+    key: `ticket.${change}:${ticket._id}`,
     environment: ticket.environment as Environment,
     appDid: ticket.appDid,
-    occurredAt: ticket.createdAt,
+    occurredAt: at,
     data: {
       ticketId: ticket._id,
-      status: 'issued',
+      status: change,
       ticketTypeId: ticket.tierId,
       eventUri: ticket.eventUri,
       buyerDid: ticket.buyerDid,
       source: ticket.source,
-      issuedAt: ticket.createdAt.toISOString(),
+      [`${change}At`]: at.toISOString(),
       ...(ticket.holdId ? { holdId: ticket.holdId, appOrderId: ticket.appOrderId } : {}),
     },
   })
+}
+
+export async function announceIssued(d: TicketsDomain, ticket: TicketDoc): Promise<void> {
+  await writeTicketEvent(d, ticket, 'issued', ticket.createdAt)
   if (!ticket.announced) await d.models.Ticket.updateOne({ _id: ticket._id }, { $set: { announced: true } })
 }
 

@@ -4,10 +4,10 @@
  * outcome `void_<ticketId>`) decides among concurrent voids; every later step only writes values derived from the
  * ticket, so a void cut off in between is completed by the next one.
  */
-import { writeOutboxEvent } from '@svc/outbox'
 import { ContractError } from '@svc/errors'
 import type { Environment } from '@svc/vocabulary'
 import { isDuplicateKeyError } from '../models'
+import { writeTicketEvent } from './announce'
 import { deleteUnitsOf } from './capacity'
 import { nowOf, type TicketsDomain } from './context'
 import { organizersEvent } from './organizer'
@@ -29,23 +29,7 @@ export async function voidTicket(d: TicketsDomain, organizerDid: string, environ
   if (ticket.unitIds?.length) await d.models.CapacityUnit.deleteMany({ _id: { $in: ticket.unitIds } })
   else if (ticket.source === 'claim') await deleteUnitsOf(d, ticket.reservationId)
   const voidedAt = (await d.models.ReservationOutcome.findById(`void_${ticket._id}`).lean())?.at ?? now
-  await writeOutboxEvent(d.models.Outbox, {
-    type: 'ticket.voided',
-    key: `ticket.voided:${ticket._id}`,
-    environment: ticket.environment as Environment,
-    appDid: ticket.appDid,
-    occurredAt: voidedAt,
-    data: {
-      ticketId: ticket._id,
-      status: 'voided',
-      ticketTypeId: ticket.tierId,
-      eventUri: ticket.eventUri,
-      buyerDid: ticket.buyerDid,
-      source: ticket.source,
-      voidedAt: voidedAt.toISOString(),
-      ...(ticket.holdId ? { holdId: ticket.holdId, appOrderId: ticket.appOrderId } : {}),
-    },
-  })
+  await writeTicketEvent(d, ticket, 'voided', voidedAt)
   await d.models.Ticket.updateOne({ _id: ticket._id }, { $set: { status: 'voided', voidedAt } })
   d.logger?.info({ ticketId: ticket._id, environment, appDid: ticket.appDid }, 'ticket voided by its organizer')
   return { id: ticket._id, status: 'voided' }
