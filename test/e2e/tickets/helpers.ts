@@ -14,12 +14,13 @@ export const CLAIM = 'tickets.svc.claimFreeTicket'
 /** A person with a did:key who signs assertions for this service. */
 export interface Signer {
   did: string
-  assertion(lxm: string): Promise<string>
+  /** an assertion for `lxm`, valid 60 s unless `expiresInSeconds` says otherwise (the service takes up to 300) */
+  assertion(lxm: string, expiresInSeconds?: number): Promise<string>
 }
 
 export async function newSigner(stack: TestStack): Promise<Signer> {
   const { did, keypair } = await generateDidKeyKeypair('ES256K')
-  return { did, assertion: (lxm) => mintServiceJwt({ keypair, iss: did, aud: stack.serviceDid, lxm }) }
+  return { did, assertion: (lxm, expiresInSeconds) => mintServiceJwt({ keypair, iss: did, aud: stack.serviceDid, lxm, expiresInSeconds }) }
 }
 
 /** An event record of the organizer's repository. */

@@ -9,6 +9,8 @@ import { bearer, expectOk, xrpcPost } from '../adapter/helpers'
 import { payByForm } from '../adapter/payment-helpers'
 import { availability, enableTickets, HOLD, newSigner, setUpEvent } from './helpers'
 
+const CROWD_JWT_SECONDS = 290
+
 let stack: TestStack
 let app: TestApp
 
@@ -21,11 +23,14 @@ afterAll(async () => {
   await stack.stop()
 })
 
-/** A thousand holds of one seat each, signed before the first is sent so all are in flight together. */
+/**
+ * A thousand holds of one seat each, signed before the first is sent so all are in flight together. The JWTs live
+ * for 290 s (the service allows up to 300): a slow machine may take a minute to answer the last of them.
+ */
 async function crowd(eventUri: string, ticketTypeId: string) {
   const requests = await Promise.all(
     Array.from({ length: 1000 }, async () => ({
-      headers: bearer(await app.jwt(HOLD)),
+      headers: bearer(await app.jwt(HOLD, { expiresInSeconds: CROWD_JWT_SECONDS })),
       body: { environment: 'test', eventUri, buyerDid: `did:plc:${randomBytes(12).toString('hex')}`, appOrderId: randomBytes(8).toString('hex'), items: [{ ticketTypeId, quantity: 1 }] },
     })),
   )

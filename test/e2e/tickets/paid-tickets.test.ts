@@ -166,6 +166,19 @@ describe('the ticket-holds queue', () => {
   })
 })
 
+it('test and live never meet: a test event\'s tiers cannot be held in live, and the same order id is another order there', async () => {
+  const both = await stack.newApp({ environments: ['test', 'live'] })
+  await enableTickets(stack, both, 'test')
+  await enableTickets(stack, both, 'live')
+  const { eventUri, tiers } = await setUpEvent(stack, both, organizer, [GENERAL])
+  const body = { eventUri, buyerDid: buyerDid(), appOrderId: 'same-order', items: [{ ticketTypeId: tiers[0]!.ticketTypeId, quantity: 1 }] }
+  expectError(await hold(stack, both, { ...body, environment: 'live' }), 400, 'InvalidRequest', /no tiers/)
+  const held = expectOk(await hold(stack, both, body))
+  expect(await stack.payments.Checkout.findOne({ holdId: held.holdId }).lean()).toMatchObject({ environment: 'test' })
+  expect(held.checkout.url).toMatch(/\/checkout\/cko_test_/)
+  expect((await stack.tickets.TicketHold.findById(held.holdId).lean())!.environment).toBe('test')
+})
+
 it('concurrent duplicates of one order converge on one hold and one checkout', async () => {
   const { eventUri, general } = await paidEvent()
   const body = { eventUri, buyerDid: buyerDid(), appOrderId: `dup-${randomBytes(4).toString('hex')}`, items: [{ ticketTypeId: general, quantity: 2 }] }
