@@ -54,7 +54,7 @@ async function main() {
     idempotencyKey: `rsvp-${randomBytes(4).toString('hex')}`,
   }
   const { ticket } = await client.claimFreeTicket(claim)
-  console.log(`4. the buyer claimed: ticket ${ticket.id} ${ticket.status}`)
+  console.log(`4. the buyer claimed: ticket ${ticket.id} ${ticket.status}; the buyer's page with its QR code: ${ticket.url}`)
   const again = await client.claimFreeTicket(claim)
   console.log(`5. the same claim again (same key, same assertion): ticket ${again.ticket.id} ${again.ticket.status}`)
   console.log(`6. available: ${await available()}`)

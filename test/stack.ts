@@ -180,6 +180,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     databaseCommandMetrics: true,
     callerKeys: secrets.callerKeys,
     gatewayUrl,
+    checkoutUrl,
     host: '127.0.0.1',
     port: 0,
     logger,

@@ -602,6 +602,8 @@ export interface TicketsSvcClaimFreeTicketTicket {
   id: string
   /** Ticket state; `issued` after a claim. */
   status: 'issued' | 'checked-in' | 'voided' | (string & {})
+  /** The buyer's page of the ticket on the checkout host, with its QR code ({checkout_url}/checkout/<page token>). A capability: give it to the buyer only. */
+  url?: string
 }
 
 // tickets.svc.configureTicketTiers

@@ -92,7 +92,7 @@ export interface SvcClient {
   getTicketAvailability(params: Methods['tickets.svc.getTicketAvailability']['params'], options?: CallOptions): Out<'tickets.svc.getTicketAvailability'>
   /**
    * tickets.svc.claimFreeTicket: idempotent by `idempotencyKey` (with app, event, tier and buyer): a retry, even with
-   * the same buyer assertion, returns the same ticket.
+   * the same buyer assertion, returns the same ticket, with the same `url` (the buyer's page with its QR code).
    */
   claimFreeTicket(input: Methods['tickets.svc.claimFreeTicket']['input'], options?: CallOptions): Out<'tickets.svc.claimFreeTicket'>
   /**

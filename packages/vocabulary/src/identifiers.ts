@@ -30,3 +30,15 @@ export function parseRecordUri(value: unknown): RecordUri | null {
 
 /** The AT-URI of a record. */
 export const recordUri = (repo: string, collection: string, rkey: string): string => `at://${repo}/${collection}/${rkey}`
+
+/**
+ * A ticket page's token, the buyer's capability for the page of one ticket on the checkout host
+ * (`{checkout_url}/checkout/<token>`): `tkp_` + the ticket id's 24 hex characters + `_` + 192 random bits (base64url).
+ */
+export const TICKET_PAGE_TOKEN_RE = /^tkp_([0-9a-f]{24})_[A-Za-z0-9_-]{32}$/
+
+/** The ticket (`ticket_…`) a page token names, or null when it is not a page token. */
+export function ticketIdOfPageToken(token: string): string | null {
+  const m = TICKET_PAGE_TOKEN_RE.exec(token)
+  return m ? `ticket_${m[1]}` : null
+}

@@ -7,6 +7,7 @@ runProcess('tickets', async (config, logger) => {
     mongoUrl: config.mongoUrl,
     callerKeys: config.secrets.callerKeys,
     gatewayUrl: config.gatewayUrl,
+    checkoutUrl: config.checkoutUrl,
     host: config.host,
     port: config.ports.ticketsSubgraph,
     logger,

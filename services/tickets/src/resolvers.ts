@@ -7,7 +7,7 @@ import { claimFreeTicket } from './domain/claim-free-ticket'
 import { configureTicketTiers } from './domain/configure-tiers'
 import { createTicketHold } from './domain/create-hold'
 import { secureHold, settleHold } from './domain/hold-payment'
-import { ticketsOfHold } from './domain/buyer-tickets'
+import { ticketOfPage, ticketsOfHold } from './domain/buyer-tickets'
 import { organizerEvent, organizerEvents } from './domain/organizer'
 import { voidTicket } from './domain/void-ticket'
 import { ticketView } from './domain/claim-free-ticket'
@@ -20,6 +20,7 @@ import type {
   MutationSettleTicketHoldArgs,
   MutationVoidTicketArgs,
   QueryHoldTicketsArgs,
+  QueryTicketPageArgs,
   QueryOrganizerEventArgs,
   QueryTicketAvailabilityArgs,
 } from './generated/graph-types'
@@ -68,6 +69,10 @@ export const resolvers: GraphQLResolverMap<TicketsContext> = {
       serviceOnly(ctx, SERVICE_PRINCIPALS.checkout)
       return ticketsOfHold(ctx.domain, args.holdId)
     },
+    ticketPage: (_: unknown, args: QueryTicketPageArgs, ctx: TicketsContext) => {
+      serviceOnly(ctx, SERVICE_PRINCIPALS.checkout)
+      return ticketOfPage(ctx.domain, args.pageToken)
+    },
   },
   Mutation: {
     configureTicketTiers: (_: unknown, args: MutationConfigureTicketTiersArgs, ctx: TicketsContext) => configureTicketTiers(ctx.domain, appDid(ctx), args.input),
@@ -76,7 +81,7 @@ export const resolvers: GraphQLResolverMap<TicketsContext> = {
     voidTicket: async (_: unknown, args: MutationVoidTicketArgs, ctx: TicketsContext) => {
       const o = organizer(ctx)
       await voidTicket(ctx.domain, o.did, o.environment, args.ticketId)
-      return ticketView((await ctx.domain.models.Ticket.findById(args.ticketId).lean())!)
+      return ticketView(ctx.domain, (await ctx.domain.models.Ticket.findById(args.ticketId).lean())!)
     },
     secureTicketHold: (_: unknown, args: MutationSecureTicketHoldArgs, ctx: TicketsContext) => {
       paymentsOnly(ctx)
@@ -84,7 +89,7 @@ export const resolvers: GraphQLResolverMap<TicketsContext> = {
     },
     settleTicketHold: async (_: unknown, args: MutationSettleTicketHoldArgs, ctx: TicketsContext) => {
       paymentsOnly(ctx)
-      return (await settleHold(ctx.domain, args.holdId, args.payment ?? null)).map(ticketView)
+      return (await settleHold(ctx.domain, args.holdId, args.payment ?? null)).map((t) => ticketView(ctx.domain, t))
     },
   },
 }

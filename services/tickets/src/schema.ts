@@ -33,6 +33,8 @@ export const typeDefs = gql`
   "a ticket as its buyer's page shows it"
   type BuyerTicket {
     id: ID!
+    "test | live"
+    environment: String!
     status: String!
     ticketTypeId: ID!
     tierName: String!
@@ -98,6 +100,8 @@ export const typeDefs = gql`
     ticketTypeId: ID!
     eventUri: String!
     buyerDid: String!
+    "the buyer's page of the ticket, with its QR code: {checkout_url}/checkout/<page token>; null for tickets issued before pages"
+    url: String
   }
 
   input TierInput {
@@ -173,6 +177,8 @@ export const typeDefs = gql`
     ticketAvailability(environment: String, eventUri: String!): TicketAvailability!
     "the hosted checkout pages: the tickets a paid hold issued, for the buyer's page"
     holdTickets(holdId: ID!): [BuyerTicket!]!
+    "the ticket a page token opens (ticket.url), null for none; for the service checkout"
+    ticketPage(pageToken: String!): BuyerTicket
     "the organizer's dashboard: their events in the session's environment"
     organizerEvents: [OrganizerEventSummary!]!
     "the organizer's dashboard: one of their events, its tiers and tickets (NotFound for another's)"

@@ -21,6 +21,8 @@ export interface TicketsServiceOptions {
   callerKeys: CallerKeys
   /** the gateway, through which this domain reads the app's environment and modules and starts a hold's checkout (as the service tickets) */
   gatewayUrl: string
+  /** the checkout host ({checkout_url}), where a ticket's page is */
+  checkoutUrl: string
   host: string
   port: number
   logger: Logger
@@ -60,6 +62,7 @@ export async function startTicketsService(opts: TicketsServiceOptions): Promise<
       const domain = {
         models,
         logger: base.log,
+        checkoutUrl: opts.checkoutUrl.replace(/\/+$/, ''),
         holdExpiry,
         get facts() {
           return (facts ??= createGraphFacts(gateway, base.requestId))

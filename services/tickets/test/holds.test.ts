@@ -22,7 +22,7 @@ beforeAll(async () => {
   ;({ conn, models } = await connectTickets(isolate('tickets-holds').mongoUrl))
   // holdTickets only reserves; the checkout (payments) is tested through the stack (test/e2e/tickets)
   const checkouts = { start: () => Promise.reject(new Error('holdTickets starts no checkout')) }
-  d = { models, now: () => clock.now, facts: { ticketsAccess: async () => ({ environment: 'test', ticketsEnabled: true }) }, checkouts }
+  d = { models, now: () => clock.now, checkoutUrl: 'http://checkout.invalid', facts: { ticketsAccess: async () => ({ environment: 'test', ticketsEnabled: true }) }, checkouts }
 })
 afterAll(async () => {
   await conn.dropDatabase().catch(() => undefined)

@@ -23,6 +23,8 @@ test('npm run example:tickets gives away a free ticket, idempotently, and sells 
   expect(stdout).toContain(`5. the same claim again (same key, same assertion): ticket ${id} issued`)
   expect(stdout).toMatch(/6\. available: 1\n/)
   expect(await stack.tickets.Ticket.countDocuments({ _id: id })).toBe(1)
+  const page = /4\. .*; the buyer's page with its QR code: (\S+)\n/.exec(stdout)?.[1]
+  expect(page).toBe(`${stack.checkoutUrl}/checkout/${(await stack.tickets.Ticket.findById(id).lean())!.pageToken}`)
 
   const holdId = /9\. hold (hold_[0-9a-f]{24}) until /.exec(stdout)?.[1]
   expect(holdId).toBeDefined()

@@ -38,15 +38,16 @@ async function soldEvent() {
   ])
   const [free, paid] = [tiers[0]!.ticketTypeId, tiers[1]!.ticketTypeId]
   const claimer = await newSigner(stack)
-  const claimed = expectOk(await claimAs(stack, app, claimer, { eventUri, ticketTypeId: free })).ticket.id as string
+  const claimedTicket = expectOk(await claimAs(stack, app, claimer, { eventUri, ticketTypeId: free })).ticket
+  const claimed = claimedTicket.id as string
   const bought = expectOk(await hold(stack, app, { eventUri, buyerDid: 'did:plc:buyer1111111111111111111', appOrderId: `+cmd|calc-${randomBytes(4).toString('hex')}`, items: [{ ticketTypeId: paid, quantity: 2 }] }))
   expect((await payByForm(bought.checkout.url, '4242 4242 4242 4242')).status).toBe(303)
   expectOk(await hold(stack, app, { eventUri, buyerDid: 'did:plc:buyer2222222222222222222', items: [{ ticketTypeId: paid, quantity: 1 }] }))
-  return { eventUri, free, paid, claimed, claimer }
+  return { eventUri, free, paid, claimed, claimedUrl: claimedTicket.url as string, claimer }
 }
 
 it('lists the organizer\'s events and an event\'s tiers and tickets; voiding a ticket returns its seat and tells the app', async () => {
-  const { eventUri, free, paid, claimed } = await soldEvent()
+  const { eventUri, free, paid, claimed, claimedUrl } = await soldEvent()
   const context = await browser.newContext()
   const page = await context.newPage()
   await page.goto(`${await stack.dashboardLoginUrl(organizer.did, 'test')}?next=${encodeURIComponent('/dashboard/events')}`)
@@ -76,6 +77,11 @@ it('lists the organizer\'s events and an event\'s tiers and tickets; voiding a t
   const voided = await stack.tickets.Outbox.find({ type: 'ticket.voided', 'data.ticketId': claimed }).lean()
   expect(voided).toHaveLength(1)
   expect(voided[0]!.data).toMatchObject({ ticketId: claimed, status: 'voided', ticketTypeId: free, eventUri, source: 'claim' })
+  // the buyer's page of the ticket says it was voided and shows no code
+  const buyerPage = (await httpRequest(claimedUrl)).text
+  expect(buyerPage).toContain('voided by the organizer')
+  expect(buyerPage).not.toContain('<svg ')
+  expect(buyerPage).not.toContain(ticket.secret!)
 })
 
 it('voids one ticket of a paid hold: exactly one seat returns, once, however often the form is sent', async () => {

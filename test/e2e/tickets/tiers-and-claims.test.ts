@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { startStack, type TestApp, type TestStack } from '../../stack'
-import { bearer, expectError, expectOk, xrpcPost } from '../adapter/helpers'
+import { bearer, expectError, expectOk, httpRequest, xrpcPost } from '../adapter/helpers'
 import { availability, claim, claimAs, CLAIM, configure, CONFIGURE, enableTickets, eventUriOf, newSigner, setUpEvent, type Signer } from './helpers'
 
 let stack: TestStack
@@ -153,11 +153,41 @@ describe('claimFreeTicket', () => {
     const buyer = await newSigner(stack)
     const assertion = await buyer.assertion(CLAIM)
     const first = expectOk(await claimAs(stack, app, buyer, tier, { idempotencyKey: 'k1', assertion }))
-    expect(first).toEqual({ ticket: { id: expect.stringMatching(/^ticket_[0-9a-f]{24}$/), status: 'issued' } })
+    expect(first).toEqual({ ticket: { id: expect.stringMatching(/^ticket_[0-9a-f]{24}$/), status: 'issued', url: expect.stringMatching(new RegExp(`^${stack.checkoutUrl}/checkout/tkp_`)) } })
     expect(expectOk(await claimAs(stack, app, buyer, tier, { idempotencyKey: 'k1', assertion }))).toEqual(first)
     expectError(await claimAs(stack, app, buyer, tier, { idempotencyKey: 'k2', assertion }), 400, 'BuyerAssertionInvalid', /JwtReplayed/)
     expectError(await claimAs(stack, app, buyer, tier, { idempotencyKey: 'k2' }), 409, 'DuplicateClaim')
     expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(4)
+  })
+
+  it("answers the buyer's page of the ticket: its QR code, for its page token only", async () => {
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [FREE])
+    const buyer = await newSigner(stack)
+    const assertion = await buyer.assertion(CLAIM)
+    const { ticket } = expectOk(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }, { idempotencyKey: 'page', assertion }))
+    const stored = (await stack.tickets.Ticket.findById(ticket.id).lean())!
+    expect(ticket.url).toBe(`${stack.checkoutUrl}/checkout/tkp_${ticket.id.slice('ticket_'.length)}_${stored.pageToken!.slice(-32)}`)
+    // a retry answers the same page
+    expect(expectOk(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }, { idempotencyKey: 'page', assertion })).ticket.url).toBe(ticket.url)
+
+    const page = await httpRequest(ticket.url)
+    expect(page.status).toBe(200)
+    expect(page.headers.get('referrer-policy')).toBe('no-referrer')
+    expect(page.text).toContain('Your ticket')
+    expect(page.text).toContain('TEST MODE')
+    expect(page.text).toContain(`id="${ticket.id}"`)
+    expect(page.text).toContain('General admission')
+    expect(page.text).toContain(stored.secret!)
+    expect(page.text.match(/<svg /g)).toHaveLength(1)
+
+    // another random part, or this random part with another ticket's id: the invalid-link page, no ticket
+    const last = ticket.url.slice(-1)
+    for (const url of [ticket.url.slice(0, -1) + (last === 'A' ? 'B' : 'A'), ticket.url.replace(ticket.id.slice('ticket_'.length), '0'.repeat(24))]) {
+      const refused = await httpRequest(url)
+      expect(refused.status).toBe(404)
+      expect(refused.text).toContain('not valid')
+      expect(refused.text).not.toContain(stored.secret!)
+    }
   })
 
   it('20 concurrent duplicates of one claim get one ticket and take one seat', async () => {

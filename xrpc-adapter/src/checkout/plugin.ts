@@ -1,7 +1,8 @@
 /**
  * The hosted checkout pages on {checkout_url} (server-rendered HTML, plain forms, no JavaScript):
  *
- *   GET  /checkout/:token          the payment page of a pending checkout, else the page of its state
+ *   GET  /checkout/:token          the payment page of a pending checkout, else the page of its state; for a ticket
+ *                                  page token (`tkp_…`, a free claim's `ticket.url`), that ticket's page
  *   POST /checkout/:token/pay      card form → payCheckout; completed → 303 to the app's returnUrl (?svc_checkout=completed);
  *                                  past the card-testing limits → lockCheckout (failed, too_many_attempts), 429
  *   POST /checkout/:token/cancel   cancelCheckout → 303 to the app's cancelUrl (?svc_checkout=canceled)
@@ -18,9 +19,9 @@ import type { GatewayClient } from '@svc/gateway-client'
 import { graphql } from '@svc/graph'
 import { SECURITY_HEADERS, sendPage, type RawHtml } from '../pages/html'
 import { readCardForm, scrubCardData, type CardInput } from './card-form'
-import { HOLD_TICKETS_QUERY, ticketsSection } from './tickets'
+import { HOLD_TICKETS_QUERY, TICKET_PAGE_QUERY, ticketPage, ticketsSection } from './tickets'
 import { checkoutFormPage, checkoutStatePage, errorPage, invalidLinkPage, withCheckoutParam, type CheckoutView } from './views'
-import { SERVICE_PRINCIPALS } from '@svc/vocabulary'
+import { SERVICE_PRINCIPALS, TICKET_PAGE_TOKEN_RE } from '@svc/vocabulary'
 import type { Counter } from '../plugins/rate-limit'
 
 export interface CheckoutPagesOptions {
@@ -156,6 +157,10 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
 
   app.get<TokenParams>('/checkout/:token', routeOptions, async (request, reply) => {
     const { token } = request.params
+    if (TICKET_PAGE_TOKEN_RE.test(token)) {
+      const { ticketPage: ticket } = await gateway.query(TICKET_PAGE_QUERY, { pageToken: token }, as(request))
+      return sendPage(reply, ticket ? await ticketPage(ticket) : invalidLinkPage())
+    }
     if (!BROWSER_TOKEN_RE.test(token)) return sendPage(reply, invalidLinkPage())
     const view = await loadView(request, token)
     if (view.status === 'pending') return sendPage(reply, checkoutFormPage(view, token))

@@ -4,11 +4,12 @@ import { APP_ACCESS_ERRORS } from './app-access'
 import { assertOnlyKeys } from './strict-body'
 import { renameErrors, type HandlerContext } from './types'
 
-const CLAIM = graphql(`mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status } }`)
+const CLAIM = graphql(`mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status url } }`)
 
 /**
  * The buyer's assertion is required. A retry of the same claim (same idempotencyKey) may carry the same assertion:
- * its `jti` is accepted again for that claim only. The tickets domain takes the seat and issues the ticket.
+ * its `jti` is accepted again for that claim only. The tickets domain takes the seat and issues the ticket; the
+ * answer carries the buyer's page of it (`url`, on the checkout host).
  */
 export async function claimFreeTicket({ input, graph, assertion, caller }: HandlerContext<'tickets.svc.claimFreeTicket'>) {
   assertOnlyKeys(input, INPUT_KEYS['tickets.svc.claimFreeTicket'], (field) => `${field} is not a field of a free claim`)
@@ -16,5 +17,5 @@ export async function claimFreeTicket({ input, graph, assertion, caller }: Handl
   const replayScope = JSON.stringify(['claim', caller.appDid, input.environment ?? null, input.eventUri, input.ticketTypeId, input.buyerDid, input.idempotencyKey])
   await assertion(buyerAssertionJwt, { iss: input.buyerDid, code: 'BuyerAssertionInvalid', replayScope })
   const { claimFreeTicket: t } = await graph(CLAIM, { input: claim }).catch(renameErrors(APP_ACCESS_ERRORS))
-  return { ticket: { id: t.id, status: t.status } }
+  return { ticket: { id: t.id, status: t.status, ...(t.url ? { url: t.url } : {}) } }
 }

@@ -32,7 +32,9 @@ type Documents = {
     "mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }": typeof types.PayCheckoutDocument,
     "mutation LockCheckout($browserToken: String!) { lockCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": typeof types.LockCheckoutDocument,
     "mutation CancelCheckout($browserToken: String!) { cancelCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": typeof types.CancelCheckoutDocument,
-    "query CheckoutHoldTickets($holdId: ID!) {\n  holdTickets(holdId: $holdId) { id status ticketTypeId tierName eventUri scanToken }\n}": typeof types.CheckoutHoldTicketsDocument,
+    "fragment BuyerTicketFields on BuyerTicket { id environment status ticketTypeId tierName eventUri scanToken }": typeof types.BuyerTicketFieldsFragmentDoc,
+    "query CheckoutHoldTickets($holdId: ID!) { holdTickets(holdId: $holdId) { ...BuyerTicketFields } }": typeof types.CheckoutHoldTicketsDocument,
+    "query CheckoutTicketPage($pageToken: String!) { ticketPage(pageToken: $pageToken) { ...BuyerTicketFields } }": typeof types.CheckoutTicketPageDocument,
     "fragment CheckoutViewFields on CheckoutView {\n  id environment status failureReason failureMessage recipientDid recipientName paymentType holdId description currency\n  amount serviceFee buyerFee total returnUrl cancelUrl expiresAt\n}": typeof types.CheckoutViewFieldsFragmentDoc,
     "fragment DashboardActorFields on ActorProfile { did environment displayName payable payoutStatus }": typeof types.DashboardActorFieldsFragmentDoc,
     "fragment ApprovalSummaryFields on RecipientApproval {\n  id appDid app { name } appOrigin status paymentTypes feeShareBps createdAt\n}": typeof types.ApprovalSummaryFieldsFragmentDoc,
@@ -66,7 +68,7 @@ type Documents = {
     "mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {\n  registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }\n}": typeof types.RegisterCreatorProofDocument,
     "mutation Initiate($product: String!) { initiateCheckout(product: $product) { token url } }": typeof types.InitiateDocument,
     "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }": typeof types.PaymentStatusDocument,
-    "mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status } }": typeof types.ClaimFreeTicketDocument,
+    "mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status url } }": typeof types.ClaimFreeTicketDocument,
     "mutation ConfigureTicketTiers($input: ConfigureTicketTiersInput!) {\n  configureTicketTiers(input: $input) {\n    eventUri holdDurationSeconds\n    tiers { ticketTypeId name priceAmount currency capacity perBuyerLimit salesStartAt salesEndAt }\n  }\n}": typeof types.ConfigureTicketTiersDocument,
     "mutation CreateTicketHold($input: CreateTicketHoldInput!) { createTicketHold(input: $input) { holdId expiresAt checkout { url } } }": typeof types.CreateTicketHoldDocument,
     "query TicketAvailability($environment: String, $eventUri: String!) {\n  ticketAvailability(environment: $environment, eventUri: $eventUri) { eventUri items { ticketTypeId available } }\n}": typeof types.TicketAvailabilityDocument,
@@ -88,7 +90,9 @@ const documents: Documents = {
     "mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }": types.PayCheckoutDocument,
     "mutation LockCheckout($browserToken: String!) { lockCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": types.LockCheckoutDocument,
     "mutation CancelCheckout($browserToken: String!) { cancelCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": types.CancelCheckoutDocument,
-    "query CheckoutHoldTickets($holdId: ID!) {\n  holdTickets(holdId: $holdId) { id status ticketTypeId tierName eventUri scanToken }\n}": types.CheckoutHoldTicketsDocument,
+    "fragment BuyerTicketFields on BuyerTicket { id environment status ticketTypeId tierName eventUri scanToken }": types.BuyerTicketFieldsFragmentDoc,
+    "query CheckoutHoldTickets($holdId: ID!) { holdTickets(holdId: $holdId) { ...BuyerTicketFields } }": types.CheckoutHoldTicketsDocument,
+    "query CheckoutTicketPage($pageToken: String!) { ticketPage(pageToken: $pageToken) { ...BuyerTicketFields } }": types.CheckoutTicketPageDocument,
     "fragment CheckoutViewFields on CheckoutView {\n  id environment status failureReason failureMessage recipientDid recipientName paymentType holdId description currency\n  amount serviceFee buyerFee total returnUrl cancelUrl expiresAt\n}": types.CheckoutViewFieldsFragmentDoc,
     "fragment DashboardActorFields on ActorProfile { did environment displayName payable payoutStatus }": types.DashboardActorFieldsFragmentDoc,
     "fragment ApprovalSummaryFields on RecipientApproval {\n  id appDid app { name } appOrigin status paymentTypes feeShareBps createdAt\n}": types.ApprovalSummaryFieldsFragmentDoc,
@@ -122,7 +126,7 @@ const documents: Documents = {
     "mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {\n  registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }\n}": types.RegisterCreatorProofDocument,
     "mutation Initiate($product: String!) { initiateCheckout(product: $product) { token url } }": types.InitiateDocument,
     "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }": types.PaymentStatusDocument,
-    "mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status } }": types.ClaimFreeTicketDocument,
+    "mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status url } }": types.ClaimFreeTicketDocument,
     "mutation ConfigureTicketTiers($input: ConfigureTicketTiersInput!) {\n  configureTicketTiers(input: $input) {\n    eventUri holdDurationSeconds\n    tiers { ticketTypeId name priceAmount currency capacity perBuyerLimit salesStartAt salesEndAt }\n  }\n}": types.ConfigureTicketTiersDocument,
     "mutation CreateTicketHold($input: CreateTicketHoldInput!) { createTicketHold(input: $input) { holdId expiresAt checkout { url } } }": types.CreateTicketHoldDocument,
     "query TicketAvailability($environment: String, $eventUri: String!) {\n  ticketAvailability(environment: $environment, eventUri: $eventUri) { eventUri items { ticketTypeId available } }\n}": types.TicketAvailabilityDocument,
@@ -195,7 +199,15 @@ export function graphql(source: "mutation CancelCheckout($browserToken: String!)
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "query CheckoutHoldTickets($holdId: ID!) {\n  holdTickets(holdId: $holdId) { id status ticketTypeId tierName eventUri scanToken }\n}"): typeof import('./graphql').CheckoutHoldTicketsDocument;
+export function graphql(source: "fragment BuyerTicketFields on BuyerTicket { id environment status ticketTypeId tierName eventUri scanToken }"): typeof import('./graphql').BuyerTicketFieldsFragmentDoc;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query CheckoutHoldTickets($holdId: ID!) { holdTickets(holdId: $holdId) { ...BuyerTicketFields } }"): typeof import('./graphql').CheckoutHoldTicketsDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query CheckoutTicketPage($pageToken: String!) { ticketPage(pageToken: $pageToken) { ...BuyerTicketFields } }"): typeof import('./graphql').CheckoutTicketPageDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -331,7 +343,7 @@ export function graphql(source: "query PaymentStatus($token: String!) { paymentS
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status } }"): typeof import('./graphql').ClaimFreeTicketDocument;
+export function graphql(source: "mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status url } }"): typeof import('./graphql').ClaimFreeTicketDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

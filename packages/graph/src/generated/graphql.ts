@@ -120,6 +120,8 @@ export type AppModules = {
 /** a ticket as its buyer's page shows it */
 export type BuyerTicket = {
   __typename?: 'BuyerTicket';
+  /** test | live */
+  environment: Scalars['String']['output'];
   eventUri: Scalars['String']['output'];
   id: Scalars['ID']['output'];
   /** what the ticket's QR code carries (check-in looks it up) */
@@ -736,6 +738,8 @@ export type Query = {
   requestLog: Array<RequestLogEntry>;
   /** apps: each tier's availability (EventRequired, TicketsModuleDisabled, AppUnauthorized) */
   ticketAvailability: TicketAvailability;
+  /** the ticket a page token opens (ticket.url), null for none; for the service checkout */
+  ticketPage: Maybe<BuyerTicket>;
 };
 
 
@@ -840,6 +844,11 @@ export type QueryRequestLogArgs = {
 export type QueryTicketAvailabilityArgs = {
   environment?: InputMaybe<Scalars['String']['input']>;
   eventUri: Scalars['String']['input'];
+};
+
+
+export type QueryTicketPageArgs = {
+  pageToken: Scalars['String']['input'];
 };
 
 /** An app's request that a creator (the recipient) approve its terms in one environment; one per app, recipient and environment. */
@@ -976,6 +985,8 @@ export type Ticket = {
   id: Scalars['ID']['output'];
   status: Scalars['String']['output'];
   ticketTypeId: Scalars['ID']['output'];
+  /** the buyer's page of the ticket, with its QR code: {checkout_url}/checkout/<page token>; null for tickets issued before pages */
+  url: Maybe<Scalars['String']['output']>;
 };
 
 export type TicketAvailability = {
@@ -1217,12 +1228,21 @@ export type CancelCheckoutMutationVariables = Exact<{
 
 export type CancelCheckoutMutation = { __typename?: 'Mutation', cancelCheckout: { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, holdId: string | null, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string } };
 
+export type BuyerTicketFieldsFragment = { __typename?: 'BuyerTicket', id: string, environment: string, status: string, ticketTypeId: string, tierName: string, eventUri: string, scanToken: string | null };
+
 export type CheckoutHoldTicketsQueryVariables = Exact<{
   holdId: Scalars['ID']['input'];
 }>;
 
 
-export type CheckoutHoldTicketsQuery = { __typename?: 'Query', holdTickets: Array<{ __typename?: 'BuyerTicket', id: string, status: string, ticketTypeId: string, tierName: string, eventUri: string, scanToken: string | null }> };
+export type CheckoutHoldTicketsQuery = { __typename?: 'Query', holdTickets: Array<{ __typename?: 'BuyerTicket', id: string, environment: string, status: string, ticketTypeId: string, tierName: string, eventUri: string, scanToken: string | null }> };
+
+export type CheckoutTicketPageQueryVariables = Exact<{
+  pageToken: Scalars['String']['input'];
+}>;
+
+
+export type CheckoutTicketPageQuery = { __typename?: 'Query', ticketPage: { __typename?: 'BuyerTicket', id: string, environment: string, status: string, ticketTypeId: string, tierName: string, eventUri: string, scanToken: string | null } | null };
 
 export type CheckoutViewFieldsFragment = { __typename?: 'CheckoutView', id: string, environment: string, status: string, failureReason: string | null, failureMessage: string | null, recipientDid: string, recipientName: string | null, paymentType: string, holdId: string | null, description: string, currency: string, amount: number, serviceFee: number, buyerFee: number, total: number, returnUrl: string, cancelUrl: string, expiresAt: string };
 
@@ -1443,7 +1463,7 @@ export type ClaimFreeTicketMutationVariables = Exact<{
 }>;
 
 
-export type ClaimFreeTicketMutation = { __typename?: 'Mutation', claimFreeTicket: { __typename?: 'Ticket', id: string, status: string } };
+export type ClaimFreeTicketMutation = { __typename?: 'Mutation', claimFreeTicket: { __typename?: 'Ticket', id: string, status: string, url: string | null } };
 
 export type ConfigureTicketTiersMutationVariables = Exact<{
   input: ConfigureTicketTiersInput;
@@ -1485,6 +1505,17 @@ export class TypedDocumentString<TResult, TVariables>
     return this.value;
   }
 }
+export const BuyerTicketFieldsFragmentDoc = new TypedDocumentString(`
+    fragment BuyerTicketFields on BuyerTicket {
+  id
+  environment
+  status
+  ticketTypeId
+  tierName
+  eventUri
+  scanToken
+}
+    `, {"fragmentName":"BuyerTicketFields"}) as unknown as TypedDocumentString<BuyerTicketFieldsFragment, unknown>;
 export const CheckoutViewFieldsFragmentDoc = new TypedDocumentString(`
     fragment CheckoutViewFields on CheckoutView {
   id
@@ -1821,15 +1852,33 @@ export const CancelCheckoutDocument = new TypedDocumentString(`
 export const CheckoutHoldTicketsDocument = new TypedDocumentString(`
     query CheckoutHoldTickets($holdId: ID!) {
   holdTickets(holdId: $holdId) {
-    id
-    status
-    ticketTypeId
-    tierName
-    eventUri
-    scanToken
+    ...BuyerTicketFields
   }
 }
-    `) as unknown as TypedDocumentString<CheckoutHoldTicketsQuery, CheckoutHoldTicketsQueryVariables>;
+    fragment BuyerTicketFields on BuyerTicket {
+  id
+  environment
+  status
+  ticketTypeId
+  tierName
+  eventUri
+  scanToken
+}`) as unknown as TypedDocumentString<CheckoutHoldTicketsQuery, CheckoutHoldTicketsQueryVariables>;
+export const CheckoutTicketPageDocument = new TypedDocumentString(`
+    query CheckoutTicketPage($pageToken: String!) {
+  ticketPage(pageToken: $pageToken) {
+    ...BuyerTicketFields
+  }
+}
+    fragment BuyerTicketFields on BuyerTicket {
+  id
+  environment
+  status
+  ticketTypeId
+  tierName
+  eventUri
+  scanToken
+}`) as unknown as TypedDocumentString<CheckoutTicketPageQuery, CheckoutTicketPageQueryVariables>;
 export const DashboardHomeDocument = new TypedDocumentString(`
     query DashboardHome {
   dashboardActor {
@@ -2398,6 +2447,7 @@ export const ClaimFreeTicketDocument = new TypedDocumentString(`
   claimFreeTicket(input: $input) {
     id
     status
+    url
   }
 }
     `) as unknown as TypedDocumentString<ClaimFreeTicketMutation, ClaimFreeTicketMutationVariables>;

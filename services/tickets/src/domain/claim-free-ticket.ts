@@ -22,18 +22,20 @@ import { onSale } from './availability'
 import { nowOf, type ServingTickets, type TicketsDomain } from './context'
 import { appEvent, ticketsEnvironment } from './event-access'
 import { DUPLICATE_POLL_MS, DUPLICATE_WAIT_MS, sleep } from './duplicates'
-import { claimTicketId, newScanToken } from './ids'
+import { claimTicketId, newPageToken, newScanToken } from './ids'
 import type { ClaimFreeTicketInput, Ticket } from '../generated/graph-types'
 
 /** An attempt's units lapse after this long unless it was kept (a claim takes milliseconds). */
 export const CLAIM_ATTEMPT_SECONDS = 60
 
-export const ticketView = (t: Pick<TicketDoc, '_id' | 'status' | 'tierId' | 'eventUri' | 'buyerDid'>): Ticket => ({
+/** A ticket as its app sees it, with the buyer's page on the checkout host (none for tickets issued before pages). */
+export const ticketView = (d: Pick<ServingTickets, 'checkoutUrl'>, t: Pick<TicketDoc, '_id' | 'status' | 'tierId' | 'eventUri' | 'buyerDid' | 'pageToken'>): Ticket => ({
   id: t._id,
   status: t.status,
   ticketTypeId: t.tierId,
   eventUri: t.eventUri,
   buyerDid: t.buyerDid,
+  url: t.pageToken ? `${d.checkoutUrl}/checkout/${t.pageToken}` : null,
 })
 
 /** Inserts the ticket of a kept attempt, then announces it (ticket.issued); a duplicate that inserted first wins. */
@@ -66,7 +68,7 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
     if (existing) {
       // a retry after a claim that stopped before its event writes it now
       if (!existing.announced) await announceIssued(d, existing)
-      return ticketView(existing)
+      return ticketView(d, existing)
     }
 
     const record = (reservationId: string): TicketDoc => ({
@@ -80,6 +82,7 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
       status: 'issued',
       source: 'claim',
       secret: newScanToken(),
+      pageToken: newPageToken(ticketId),
       // voiding a claim's ticket releases its own reservation's units
       unitIds: [],
       announced: false,
@@ -89,7 +92,7 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
     // an earlier attempt kept its units and died before the ticket: adopt them
     const orphan = await d.models.CapacityUnit.findOne({ ticketId, expiresAt: { $gt: nowOf(d) } }, { reservationId: 1 }).lean()
     if (orphan && (await d.models.ReservationOutcome.findById(orphan.reservationId).lean())?.outcome === 'kept') {
-      return ticketView((await issue(d, record(orphan.reservationId))).ticket)
+      return ticketView(d, (await issue(d, record(orphan.reservationId))).ticket)
     }
 
     if (!onSale(tier, nowOf(d))) throw new ContractError('TicketHoldUnavailable', 'this tier is not on sale now')
@@ -107,6 +110,6 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
     if (!(await keepReservation(d, attempt.id))) continue // released as lapsed meanwhile: try again
     const { ticket, inserted } = await issue(d, record(attempt.id))
     if (!inserted && ticket.reservationId !== attempt.id) await deleteUnitsOf(d, attempt.id)
-    return ticketView(ticket)
+    return ticketView(d, ticket)
   }
 }

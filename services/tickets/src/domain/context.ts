@@ -17,6 +17,8 @@ export interface ServingTickets extends TicketsDomain {
   facts: AppFacts
   /** the payments domain, which takes a hold's payment */
   checkouts: HoldCheckouts
+  /** the checkout host: a ticket's page is `${checkoutUrl}/checkout/<page token>` */
+  checkoutUrl: string
   /** releases a hold's seats at its expiresAt (the `ticket-holds` queue); absent: holds lapse on read only */
   holdExpiry?: HoldExpiryScheduler
 }

@@ -16,7 +16,7 @@ import { isDuplicateKeyError, type TicketDoc, type TicketHoldDoc } from '../mode
 import { announceIssued } from './announce'
 import { deleteUnitsOf, keepReservation, releaseReservation } from './capacity'
 import { nowOf, type TicketsDomain } from './context'
-import { newScanToken, purchaseTicketIds } from './ids'
+import { newPageToken, newScanToken, purchaseTicketIds } from './ids'
 
 type StoredHold = TicketHoldDoc & { _id: string }
 
@@ -58,7 +58,12 @@ export async function settleHold(d: TicketsDomain, holdId: string, payment: Hold
   // each ticket gets one seat and one buyer share of its tier from the hold's units, in a fixed order, so a repeat
   // assigns the same ones (voiding a ticket deletes exactly its own)
   const units = await d.models.CapacityUnit.find({ reservationId: holdId }, { _id: 1, tierId: 1, kind: 1, unit: 1 }).lean()
-  const unitsOf = (tierId: string, kind: string) => units.filter((u) => u.tierId === tierId && u.kind === kind).sort((a, b) => a.unit.localeCompare(b.unit)).map((u) => u._id)
+  const byTierAndKind = new Map<string, string[]>()
+  for (const u of [...units].sort((a, b) => a.unit.localeCompare(b.unit))) {
+    const key = `${u.tierId} ${u.kind}`
+    byTierAndKind.set(key, [...(byTierAndKind.get(key) ?? []), u._id])
+  }
+  const unitsOf = (tierId: string, kind: string) => byTierAndKind.get(`${tierId} ${kind}`) ?? []
   const tickets: TicketDoc[] = purchaseTicketIds(holdId, hold.items).map(({ id, tierId, n }) => ({
     _id: id,
     appDid: hold.appDid,
@@ -72,6 +77,7 @@ export async function settleHold(d: TicketsDomain, holdId: string, payment: Hold
     holdId,
     appOrderId: hold.appOrderId,
     secret: newScanToken(),
+    pageToken: newPageToken(id),
     unitIds: [unitsOf(tierId, 'seat')[n], unitsOf(tierId, 'buyer')[n]].filter((u): u is string => u !== undefined),
     announced: false,
     createdAt: now,

@@ -22,3 +22,6 @@ export function purchaseTicketIds(holdId: string, items: { ticketTypeId: string;
 
 /** A ticket's scan token: 192 random bits, opaque (docs/tickets.md, "The buyer's tickets"). */
 export const newScanToken = (): string => `tkt_${randomBytes(24).toString('base64url')}`
+
+/** A ticket page's token (@svc/vocabulary `TICKET_PAGE_TOKEN_RE`): it names the ticket, so the page is a read by id. */
+export const newPageToken = (ticketId: string): string => `tkp_${ticketId.replace(/^ticket_/, '')}_${randomBytes(24).toString('base64url')}`

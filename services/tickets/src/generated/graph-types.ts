@@ -44,6 +44,8 @@ export type TicketedEvent = {
 /** a ticket as its buyer's page shows it */
 export type BuyerTicket = {
   id: Scalars['ID']['output'];
+  /** test | live */
+  environment: Scalars['String']['output'];
   status: Scalars['String']['output'];
   ticketTypeId: Scalars['ID']['output'];
   tierName: Scalars['String']['output'];
@@ -109,6 +111,8 @@ export type Ticket = {
   ticketTypeId: Scalars['ID']['output'];
   eventUri: Scalars['String']['output'];
   buyerDid: Scalars['String']['output'];
+  /** the buyer's page of the ticket, with its QR code: {checkout_url}/checkout/<page token>; null for tickets issued before pages */
+  url: Maybe<Scalars['String']['output']>;
 };
 
 export type TierInput = {
@@ -184,6 +188,8 @@ export type Query = {
   ticketAvailability: TicketAvailability;
   /** the hosted checkout pages: the tickets a paid hold issued, for the buyer's page */
   holdTickets: Array<BuyerTicket>;
+  /** the ticket a page token opens (ticket.url), null for none; for the service checkout */
+  ticketPage: Maybe<BuyerTicket>;
   /** the organizer's dashboard: their events in the session's environment */
   organizerEvents: Array<OrganizerEventSummary>;
   /** the organizer's dashboard: one of their events, its tiers and tickets (NotFound for another's) */
@@ -200,6 +206,11 @@ export type QueryTicketAvailabilityArgs = {
 
 export type QueryHoldTicketsArgs = {
   holdId: Scalars['ID']['input'];
+};
+
+
+export type QueryTicketPageArgs = {
+  pageToken: Scalars['String']['input'];
 };
 
 

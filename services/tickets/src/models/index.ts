@@ -176,6 +176,8 @@ const ticketSchema = new Schema(
      * look up; shown only on the buyer's ticket page (docs/tickets.md, "The buyer's tickets")
      */
     secret: { type: String, default: null },
+    /** the buyer's capability for the ticket's page (ids.ts `newPageToken`); null on tickets issued before pages */
+    pageToken: { type: String, default: null },
     /** a purchased ticket's seat and buyer share among its hold's units (what voiding it deletes) */
     unitIds: { type: [String], default: [] },
     voidedAt: { type: Date, default: null },
