@@ -16,7 +16,7 @@ export function onSale(tier: Pick<TierDoc, 'salesStartAt' | 'salesEndAt'>, now: 
 /** Seats of a tier that can be held or claimed now (blocked seats count as taken). */
 export async function availableSeats(d: TicketsDomain, tier: Pick<TierDoc, '_id' | 'seatRange' | 'salesStartAt' | 'salesEndAt'>): Promise<number> {
   if (!onSale(tier, nowOf(d))) return 0
-  return Math.max(0, tier.seatRange - (await takenSeats(d, tier._id)).length)
+  return Math.max(0, tier.seatRange - (await takenSeats(d, tier._id, { shared: true })).length)
 }
 
 export async function getTicketAvailability(d: ServingTickets, appDid: string, environment: string | null, eventUri: string): Promise<TicketAvailability> {

@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto'
 import { isDuplicateKeyError, type CapacityUnitDoc } from '../models'
 import { nowOf, type TicketsDomain } from './context'
+import { sharedRead } from './shared-reads'
 
 export const seatUnit = (tierId: string, n: number): string => `${tierId}#${n}`
 export const buyerUnit = (tierId: string, buyerDid: string, k: number): string => `${tierId}@${buyerDid}#${k}`
@@ -100,10 +101,14 @@ function releaseShared(d: TicketsDomain, reservationId: string): Promise<boolean
   return release
 }
 
-/** The seats of a tier taken now (lapsed reservations released first). */
-export async function takenSeats(d: TicketsDomain, tierId: string): Promise<TakenUnit[]> {
-  const units = await d.models.CapacityUnit.find({ tierId, kind: 'seat' }, { unit: 1, reservationId: 1, expiresAt: 1 }).lean()
-  return releaseLapsed(d, units)
+/**
+ * The seats of a tier taken now (lapsed reservations released first). `shared`: the read is shared with concurrent
+ * requests (shared-reads.ts), for the first look of a hold, a claim or availability; a decision that needs the
+ * state after its own writes (the next round of seats, the organizer's capacity checks) reads on its own.
+ */
+export async function takenSeats(d: TicketsDomain, tierId: string, opts: { shared?: boolean } = {}): Promise<TakenUnit[]> {
+  const read = () => d.models.CapacityUnit.find({ tierId, kind: 'seat' }, { unit: 1, reservationId: 1, expiresAt: 1 }).lean()
+  return releaseLapsed(d, await (opts.shared ? sharedRead(d.models, `seats ${tierId}`, read) : read()))
 }
 
 function shuffle<T>(items: T[]): T[] {
@@ -114,8 +119,8 @@ function shuffle<T>(items: T[]): T[] {
   return items
 }
 
-async function freeSeats(d: TicketsDomain, req: Pick<UnitRequest, 'tierId' | 'seatRange'>): Promise<string[]> {
-  const taken = new Set((await takenSeats(d, req.tierId)).map((u) => u.unit))
+async function freeSeats(d: TicketsDomain, req: Pick<UnitRequest, 'tierId' | 'seatRange'>, opts: { shared?: boolean } = {}): Promise<string[]> {
+  const taken = new Set((await takenSeats(d, req.tierId, opts)).map((u) => u.unit))
   return Array.from({ length: req.seatRange }, (_, n) => seatUnit(req.tierId, n)).filter((u) => !taken.has(u))
 }
 
@@ -175,7 +180,7 @@ export async function reserve(d: TicketsDomain, r: Reservation, requests: UnitRe
     // a tier with too few free seats is refused before anything is taken (the common answer once sold out)
     const firstReads = new Map<UnitRequest, string[]>()
     for (const req of requests) {
-      const free = await freeSeats(d, req)
+      const free = await freeSeats(d, req, { shared: true })
       if (free.length < req.quantity) return { ok: false, lacking: 'seat', tierId: req.tierId }
       firstReads.set(req, free)
     }

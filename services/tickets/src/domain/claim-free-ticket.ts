@@ -20,7 +20,7 @@ import { announceIssued } from './announce'
 import { deleteUnitsOf, keepReservation, reserve } from './capacity'
 import { onSale } from './availability'
 import { nowOf, type ServingTickets, type TicketsDomain } from './context'
-import { appEvent, ticketsEnvironment } from './event-access'
+import { appEvent, eventTiers, ticketsEnvironment } from './event-access'
 import { DUPLICATE_POLL_MS, DUPLICATE_WAIT_MS, sleep } from './duplicates'
 import { claimTicketId, newPageToken, newScanToken } from './ids'
 import type { ClaimFreeTicketInput, Ticket } from '../generated/graph-types'
@@ -57,7 +57,7 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
   if (input.idempotencyKey === '' || input.idempotencyKey.length > 256) throw new ContractError('InvalidRequest', 'idempotencyKey must be 1 to 256 characters')
   const environment = await ticketsEnvironment(d, appDid, input.environment ?? null)
   const event = await appEvent(d, appDid, environment, input.eventUri)
-  const tier = event ? await d.models.Tier.findOne({ _id: input.ticketTypeId, eventKey: event._id }).lean() : null
+  const [tier] = event ? await eventTiers(d, event, [input.ticketTypeId]) : []
   if (!event || !tier) throw new ContractError('InvalidRequest', `ticketTypeId ${input.ticketTypeId} is not a tier of this event`)
   if (tier.priceAmount !== 0) throw new ContractError('InvalidRequest', 'this tier is not free: hold its tickets with createTicketHold and pay at checkout')
 

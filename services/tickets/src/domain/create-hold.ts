@@ -18,7 +18,7 @@ import { onSale } from './availability'
 import { releaseReservation, reserve } from './capacity'
 import { nowOf, type ServingTickets } from './context'
 import { DUPLICATE_POLL_MS, DUPLICATE_WAIT_MS, sleep } from './duplicates'
-import { appEvent, invalid, ticketsEnvironment } from './event-access'
+import { appEvent, eventTiers, invalid, ticketsEnvironment } from './event-access'
 
 export const MAX_HOLD_ITEMS = 20
 export const MAX_HOLD_QUANTITY = 100
@@ -118,7 +118,7 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
 
   const event = await appEvent(d, appDid, environment, input.eventUri)
   if (!event) invalid('this event has no tiers')
-  const tiers = await d.models.Tier.find({ eventKey: event!._id, _id: { $in: input.items.map((i) => i.ticketTypeId) } }).lean()
+  const tiers = await eventTiers(d, event!, input.items.map((i) => i.ticketTypeId))
   const byId = new Map(tiers.map((t) => [t._id, t]))
   for (const item of input.items) {
     const tier = byId.get(item.ticketTypeId)
