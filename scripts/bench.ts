@@ -24,13 +24,14 @@
  * (scripts/lib/growth-bench.ts): payment.status and the delivery log, one request at a time, with 1,000, 10,000 and
  * 100,000 documents in their collections (BENCH_GROWTH_SIZES). Then the tickets rows (scripts/lib/tickets-bench.ts):
  * BENCH_CLAIM_BUYERS (default 1000) buyers hold a paid 100-seat tier at once, then as many claim a free one, through
- * the XRPC API.
+ * the XRPC API; each row also prints every process's CPU time per request during its crowd (scripts/lib/cpu-usage.ts).
  */
 import autocannon from 'autocannon'
 import Redis from 'ioredis'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { availableParallelism } from 'node:os'
 import { connectApps, registerApp } from '@svc/apps'
 import { CONTEXT_HEADER, signContext } from '@svc/internal-context'
 import { generateDidKeyKeypair, mintServiceJwt, type DidKeyKeypair } from '@svc/service-auth'
@@ -413,6 +414,10 @@ async function main() {
         `\ntickets: ${c.buyers} concurrent ${c.crowd === 'holds' ? 'paid holds' : 'free claims'} on ${c.capacity} seats (full path): ${c.granted} granted, ` +
           `${c.unexpected} unexpected answers, p50 ${c.p50} ms, p99 ${c.p99} ms, all answered in ${c.seconds} s`,
       )
+      if (c.cpu.length) {
+        const total = c.cpu.reduce((sum, r) => sum + r.ms, 0)
+        console.log(`  CPU per request: ${total.toFixed(1)} ms in all (${c.cpu.map((r) => `${r.label} ${r.ms}`).join(', ')}) on ${availableParallelism()} cores`)
+      }
     }
     if (deliveries) {
       const { throughput, latency, delivery } = deliveries

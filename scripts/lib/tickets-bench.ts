@@ -2,11 +2,12 @@
  * The bench's tickets rows: many buyers ask for a scarce tier at the same moment, through the running service's
  * XRPC API (adapter → gateway → tickets subgraph): `holds` hold a paid tier (tickets.svc.createTicketHold, whose
  * answer includes the checkout started in payments), `claims` claim a free one (tickets.svc.claimFreeTicket). It
- * counts the grants (exactly the capacity, never more) and each request's latency, and checks the database holds
- * exactly as many seats as grants.
+ * counts the grants (exactly the capacity, never more) and each request's latency, checks the database holds
+ * exactly as many seats as grants, and says where the CPU went: each process's CPU time per request during the crowd.
  */
 import { randomBytes } from 'node:crypto'
 import { generateDidKeyKeypair, mintServiceJwt, type DidKeyKeypair } from '@svc/service-auth'
+import { cpuPerRequest, cpuSnapshot } from './cpu-usage'
 
 export type ScarceCrowd = 'holds' | 'claims'
 
@@ -20,6 +21,8 @@ export interface ScarceCrowdResult {
   p50: number
   p99: number
   seconds: number
+  /** CPU milliseconds per request of each process during the crowd (Linux; cpu-usage.ts), largest first */
+  cpu: { label: string; ms: number }[]
 }
 
 const CONFIGURE = 'tickets.svc.configureTicketTiers'
@@ -96,6 +99,7 @@ export async function measureScarceCrowd(opts: {
       }
     }),
   )
+  const cpuBefore = cpuSnapshot()
   const started = Date.now()
   const answers = await Promise.all(
     requests.map(async (r) => {
@@ -105,6 +109,7 @@ export async function measureScarceCrowd(opts: {
     }),
   )
   const seconds = (Date.now() - started) / 1000
+  const cpu = cpuPerRequest(cpuBefore, cpuSnapshot(), opts.buyers)
   const granted = answers.filter((a) => a.res.status === 200 && (opts.crowd === 'holds' ? a.res.body?.holdId !== undefined : a.res.body?.ticket?.status === 'issued')).length
   const refused = answers.filter((a) => a.res.status === 409 && a.res.body?.error === 'TicketHoldUnavailable').length
   const seats = await opts.countSeats(ticketTypeId)
@@ -119,5 +124,6 @@ export async function measureScarceCrowd(opts: {
     p50: Math.round(percentile(sorted, 50)),
     p99: Math.round(percentile(sorted, 99)),
     seconds: +seconds.toFixed(1),
+    cpu,
   }
 }
