@@ -9,5 +9,7 @@ export { configureTicketTiers, DEFAULT_HOLD_SECONDS } from './domain/configure-t
 export { getTicketAvailability, availableSeats } from './domain/availability'
 export { claimFreeTicket, CLAIM_ATTEMPT_SECONDS } from './domain/claim-free-ticket'
 export { announceIssued, sweepUnannounced, ANNOUNCE_GRACE_MS } from './domain/announce'
+export { sweepStoppedClaims } from './domain/stopped-claims'
+export { claimTicketId } from './domain/ids'
 export { startTicketsSweeper, DEFAULT_TICKETS_SWEEP_MS } from './sweeper'
 export { reserve, keepReservation, releaseReservation, takenSeats, seatUnit, buyerUnit } from './domain/capacity'

@@ -1,7 +1,18 @@
-/** The tickets process's sweep: tickets whose `ticket.issued` was never written, every interval, never two runs at once. */
+/**
+ * The tickets process's sweep, every interval, never two runs at once: free claims that stopped between keeping their
+ * units and inserting their ticket (domain/stopped-claims.ts), then tickets whose `ticket.issued` was never written.
+ */
 import type { Logger } from 'pino'
 import { sweepUnannounced } from './domain/announce'
 import type { TicketsDomain } from './domain/context'
+import { sweepStoppedClaims } from './domain/stopped-claims'
+
+async function sweep(domain: TicketsDomain, logger: Logger): Promise<void> {
+  const stopped = await sweepStoppedClaims(domain)
+  if (stopped.issued || stopped.released) logger.warn(stopped, 'tickets sweep: finished free claims that stopped between keeping their seat and issuing their ticket')
+  const announced = await sweepUnannounced(domain)
+  if (announced) logger.warn({ announced }, 'tickets sweep: announced tickets whose claim stopped before its event')
+}
 
 export const DEFAULT_TICKETS_SWEEP_MS = 60_000
 
@@ -9,10 +20,7 @@ export const DEFAULT_TICKETS_SWEEP_MS = 60_000
 export function startTicketsSweeper(domain: TicketsDomain, intervalMs: number, logger: Logger): { stop(): Promise<void>; runOnce(): Promise<void> } {
   let sweeping: Promise<void> | null = null
   const runOnce = () => {
-    sweeping ??= sweepUnannounced(domain)
-      .then((announced) => {
-        if (announced) logger.warn({ announced }, 'tickets sweep: announced tickets whose claim stopped before its event')
-      })
+    sweeping ??= sweep(domain, logger)
       .catch((err: unknown) => logger.error({ err }, 'tickets sweep failed'))
       .finally(() => {
         sweeping = null

@@ -1,17 +1,19 @@
 /**
  * ticket.issued reaches the app, end to end through the real stack and workers: a free claim's ticket is announced
  * through the tickets outbox, the relay and the events workers to the app's webhook, verified by the SDK's receiver,
- * once, with the data docs/events.md documents; a retry of the claim does not announce it again; and a ticket whose
- * claim stopped before its event is announced by the sweep.
+ * once, with the data docs/events.md documents; a retry of the claim does not announce it again; a ticket whose
+ * claim stopped before its event is announced by the sweep; and a claim that stopped after keeping its seat and
+ * before inserting its ticket is finished by the sweep.
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createMemoryClaimStore, createWebhookRequestHandler, type EventEnvelope } from '@svc/sdk'
-import { ANNOUNCE_GRACE_MS, sweepUnannounced } from '@svc/tickets'
+import { randomBytes } from 'node:crypto'
+import { ANNOUNCE_GRACE_MS, CLAIM_ATTEMPT_SECONDS, claimTicketId, keepReservation, reserve, sweepStoppedClaims, sweepUnannounced } from '@svc/tickets'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { expectOk, updateConfig } from '../adapter/helpers'
 import { payByForm } from '../adapter/payment-helpers'
-import { CLAIM, claimAs, enableTickets, hold, newSigner, setUpEvent } from './helpers'
+import { availability, CLAIM, claimAs, enableTickets, hold, newSigner, setUpEvent } from './helpers'
 
 let stack: TestStack
 let app: TestApp
@@ -134,4 +136,76 @@ test('the sweep announces a ticket whose claim stopped before writing its event'
   // a younger one is left to its claim
   expect((await stack.tickets.Ticket.findById(`ticket_${'c'.repeat(24)}`).lean())?.announced).toBe(false)
   expect(await sweepUnannounced({ models: stack.tickets })).toBe(0)
+})
+
+describe('a free claim that stopped after keeping its seat and before inserting its ticket', () => {
+  /** What such a claim leaves: its attempt's seat and share, kept, carrying the ticket's id, and no ticket. */
+  async function stoppedClaim(tierId: string, ticketId: string, buyerDid: string, ageSeconds: number) {
+    const tier = (await stack.tickets.Tier.findById(tierId).lean())!
+    const then = { models: stack.tickets, now: () => new Date(Date.now() - ageSeconds * 1000) }
+    const id = `claim_${randomBytes(12).toString('hex')}`
+    const taken = await reserve(then, { id, expiresAt: new Date(then.now().getTime() + CLAIM_ATTEMPT_SECONDS * 1000), buyerDid, ticketId }, [
+      { tierId, seatRange: tier.seatRange, quantity: 1, buyer: { did: buyerDid, perBuyerLimit: tier.perBuyerLimit } },
+    ])
+    expect(taken).toEqual({ ok: true })
+    expect(await keepReservation(then, id)).toBe(true)
+    return id
+  }
+
+  test('the sweep issues and announces its ticket; the retry with the same key gets it; a younger one is left to its claim', async () => {
+    const organizer = await newSigner(stack)
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Free', priceAmount: 0, currency: 'usd', capacity: 3 }])
+    const tierId = tiers[0]!.ticketTypeId as string
+    const buyer = await newSigner(stack)
+    const ticketId = claimTicketId({ appDid: app.did, environment: 'test', eventUri, tierId, buyerDid: buyer.did, idempotencyKey: 'stopped' })
+    const attempt = await stoppedClaim(tierId, ticketId, buyer.did, CLAIM_ATTEMPT_SECONDS + 5)
+    const young = await newSigner(stack)
+    const youngTicketId = claimTicketId({ appDid: app.did, environment: 'test', eventUri, tierId, buyerDid: young.did, idempotencyKey: 'young' })
+    await stoppedClaim(tierId, youngTicketId, young.did, 1)
+    expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(1)
+
+    expect(await sweepStoppedClaims({ models: stack.tickets })).toEqual({ issued: 1, released: 0 })
+    const ticket = (await stack.tickets.Ticket.findById(ticketId).lean())!
+    expect(ticket).toMatchObject({ status: 'issued', source: 'claim', reservationId: attempt, buyerDid: buyer.did, eventUri, tierId, announced: true })
+    await waitFor(() => handled.some((e) => e.type === 'ticket.issued' && e.data.ticketId === ticketId), 'the swept claim\'s ticket.issued')
+    expect(await stack.tickets.Ticket.countDocuments({ _id: youngTicketId })).toBe(0)
+    expect(await sweepStoppedClaims({ models: stack.tickets })).toEqual({ issued: 0, released: 0 })
+
+    const retried = expectOk(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tierId }, { idempotencyKey: 'stopped' }))
+    expect(retried.ticket.id).toBe(ticketId)
+    expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(1)
+    expect(handled.filter((e) => e.type === 'ticket.issued' && e.data.ticketId === ticketId)).toHaveLength(1)
+  })
+
+  test('before any sweep, the retry with the same key adopts the kept seat: no second seat is taken', async () => {
+    const organizer = await newSigner(stack)
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Free', priceAmount: 0, currency: 'usd', capacity: 2 }])
+    const tierId = tiers[0]!.ticketTypeId as string
+    const buyer = await newSigner(stack)
+    const ticketId = claimTicketId({ appDid: app.did, environment: 'test', eventUri, tierId, buyerDid: buyer.did, idempotencyKey: 'adopt' })
+    const attempt = await stoppedClaim(tierId, ticketId, buyer.did, 1)
+    const retried = expectOk(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tierId }, { idempotencyKey: 'adopt' }))
+    expect(retried.ticket.id).toBe(ticketId)
+    expect((await stack.tickets.Ticket.findById(ticketId).lean())!.reservationId).toBe(attempt)
+    expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(1)
+  })
+
+  test('two stopped attempts of one claim: one gets the ticket, the other\'s seat returns to sale', async () => {
+    const organizer = await newSigner(stack)
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Free', priceAmount: 0, currency: 'usd', capacity: 3, perBuyerLimit: 2 }])
+    const tierId = tiers[0]!.ticketTypeId as string
+    const buyer = await newSigner(stack)
+    const ticketId = claimTicketId({ appDid: app.did, environment: 'test', eventUri, tierId, buyerDid: buyer.did, idempotencyKey: 'twice' })
+    const attempts = [await stoppedClaim(tierId, ticketId, buyer.did, CLAIM_ATTEMPT_SECONDS + 5), await stoppedClaim(tierId, ticketId, buyer.did, CLAIM_ATTEMPT_SECONDS + 5)]
+    expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(1)
+
+    expect(await sweepStoppedClaims({ models: stack.tickets })).toEqual({ issued: 1, released: 1 })
+    const ticket = (await stack.tickets.Ticket.findById(ticketId).lean())!
+    expect(attempts).toContain(ticket.reservationId)
+    const other = attempts.find((a) => a !== ticket.reservationId)!
+    expect(await stack.tickets.CapacityUnit.countDocuments({ reservationId: other })).toBe(0)
+    expect(await stack.tickets.CapacityUnit.countDocuments({ reservationId: ticket.reservationId })).toBe(2)
+    expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(2)
+    expect(await sweepStoppedClaims({ models: stack.tickets })).toEqual({ issued: 0, released: 0 })
+  })
 })

@@ -39,7 +39,7 @@ export const ticketView = (d: Pick<ServingTickets, 'checkoutUrl'>, t: Pick<Ticke
 })
 
 /** Inserts the ticket of a kept attempt, then announces it (ticket.issued); a duplicate that inserted first wins. */
-async function issue(d: TicketsDomain, ticket: TicketDoc): Promise<{ ticket: TicketDoc; inserted: boolean }> {
+export async function issue(d: TicketsDomain, ticket: TicketDoc): Promise<{ ticket: TicketDoc; inserted: boolean }> {
   let inserted = true
   try {
     await d.models.Ticket.create(ticket)
@@ -51,6 +51,25 @@ async function issue(d: TicketsDomain, ticket: TicketDoc): Promise<{ ticket: Tic
   if (!stored.announced) await announceIssued(d, stored)
   return { ticket: stored, inserted }
 }
+
+/** A claim's ticket, as its attempt `reservationId` (kept) issues it. */
+export const claimedTicket = (c: Pick<TicketDoc, 'appDid' | 'environment' | 'eventUri' | 'tierId' | 'buyerDid' | 'reservationId'> & { ticketId: string; now: Date }): TicketDoc => ({
+  _id: c.ticketId,
+  appDid: c.appDid,
+  environment: c.environment,
+  eventUri: c.eventUri,
+  tierId: c.tierId,
+  buyerDid: c.buyerDid,
+  reservationId: c.reservationId,
+  status: 'issued',
+  source: 'claim',
+  secret: newScanToken(),
+  pageToken: newPageToken(c.ticketId),
+  // voiding a claim's ticket releases its own reservation's units
+  unitIds: [],
+  announced: false,
+  createdAt: c.now,
+})
 
 export async function claimFreeTicket(d: ServingTickets, appDid: string, input: ClaimFreeTicketInput): Promise<Ticket> {
   if (!isDid(input.buyerDid)) throw new ContractError('InvalidRequest', 'buyerDid must be a DID')
@@ -71,23 +90,8 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
       return ticketView(d, existing)
     }
 
-    const record = (reservationId: string): TicketDoc => ({
-      _id: ticketId,
-      appDid,
-      environment,
-      eventUri: input.eventUri,
-      tierId: tier._id,
-      buyerDid: input.buyerDid,
-      reservationId,
-      status: 'issued',
-      source: 'claim',
-      secret: newScanToken(),
-      pageToken: newPageToken(ticketId),
-      // voiding a claim's ticket releases its own reservation's units
-      unitIds: [],
-      announced: false,
-      createdAt: nowOf(d),
-    })
+    const record = (reservationId: string) =>
+      claimedTicket({ ticketId, appDid, environment, eventUri: input.eventUri, tierId: tier._id, buyerDid: input.buyerDid, reservationId, now: nowOf(d) })
 
     // an earlier attempt kept its units and died before the ticket: adopt them
     const orphan = await d.models.CapacityUnit.findOne({ ticketId, expiresAt: { $gt: nowOf(d) } }, { reservationId: 1 }).lean()
