@@ -427,6 +427,10 @@ async function main() {
       )
       const describe = (c: { total: number; byCommand: Record<string, number> }) =>
         `${c.total} (${Object.entries(c.byCommand).sort(([, a], [, b]) => b - a).map(([k, v]) => `${k} ${v}`).join(', ')})`
+      if (deliveries.cpu.length) {
+        const total = deliveries.cpu.reduce((sum, r) => sum + r.ms, 0)
+        console.log(`CPU per delivery under load: ${total.toFixed(1)} ms in all (${deliveries.cpu.map((r) => `${r.label} ${r.ms}`).join(', ')}; the bench process runs the stack)`)
+      }
       if (deliveries.commands) {
         console.log(`database commands per delivery, the outbox insert included: ${describe(deliveries.commands.throughput)} under load; ${describe(deliveries.commands.latency)} one at a time`)
       } else console.log('database commands per delivery: not counted (MONGO_URL: only the FerretDB the bench starts is counted)')

@@ -1,6 +1,7 @@
 /**
  * CPU time by process, read from Linux's /proc, so a bench row can say where a run's CPU went: each component
- * (by the entry file its node process runs), FerretDB, PostgreSQL, Redis and the bench's own client. Elsewhere than
+ * (by the entry file its node process runs), FerretDB, PostgreSQL, Redis and the bench's own process (the load
+ * generator, and for the delivery rows the in-process stack). Elsewhere than
  * Linux the snapshot is empty and the row prints no breakdown.
  */
 import { readdirSync, readFileSync } from 'node:fs'
@@ -10,7 +11,7 @@ export type CpuSnapshot = Map<string, number>
 
 /** What a process is, from its command line: the component whose main.ts it runs, or the program. */
 function labelOf(pid: number, cmdline: string, comm: string): string | null {
-  if (pid === process.pid) return 'bench client'
+  if (pid === process.pid) return 'bench process'
   const entry = /(?:services\/([a-z-]+)|(gateway)|(xrpc-adapter)|(workers))\/src\/main\.ts/.exec(cmdline)
   if (entry) return entry[1] ?? entry[2] ?? entry[3] ?? entry[4] ?? null
   if (comm === 'ferretdb') return 'FerretDB'

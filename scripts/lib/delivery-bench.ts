@@ -17,6 +17,7 @@ import { loadConfig, type DeliverySettings } from '@svc/config'
 import { deliveryIdForEvent, ensureSigningSecret } from '@svc/events'
 import { outboxEventId, writeOutboxEvent } from '@svc/outbox'
 import { startStack, type TestStack } from '@svc/e2e'
+import { cpuPerRequest, cpuSnapshot } from './cpu-usage'
 
 export interface DeliveryRun {
   events: number
@@ -47,6 +48,8 @@ export interface DeliveryBenchResult {
   latency: DeliveryRun
   /** null when the database's commands cannot be counted (MONGO_URL) */
   commands: { throughput: CommandsPerDelivery; latency: CommandsPerDelivery } | null
+  /** CPU milliseconds per delivery of each process during the throughput run (Linux; cpu-usage.ts), largest first */
+  cpu: { label: string; ms: number }[]
   /** the delivery settings the workers ran with */
   delivery: DeliverySettings
 }
@@ -205,6 +208,7 @@ export async function measureDeliveries(opts: {
     const keys = Array.from({ length: opts.events }, (_, i) => `bench:${runId}:t:${i}`)
     let before = receiver.counts()
     let commandsBefore = await counted()
+    const cpuBefore = cpuSnapshot()
     const started = Date.now()
     let next = 0
     await Promise.all(
@@ -217,6 +221,7 @@ export async function measureDeliveries(opts: {
     const deadline = Date.now() + Math.max(120_000, opts.events * 200)
     for (const id of ids) await receiver.arrival(id, Math.max(0, deadline - Date.now()))
     const throughput = summarize(receiver, ids, writers, started, before)
+    const cpu = cpuPerRequest(cpuBefore, cpuSnapshot(), opts.events)
     await settled()
     let commandsAfter = await counted()
     const throughputCommands = commandsBefore && commandsAfter ? perDelivery(commandsBefore, commandsAfter, opts.events) : null
@@ -238,7 +243,7 @@ export async function measureDeliveries(opts: {
     const latencyCommands = commandsBefore && commandsAfter ? perDelivery(commandsBefore, commandsAfter, opts.latencyEvents) : null
     log(`done (${latency.seconds} s)\n`)
     const commands = throughputCommands && latencyCommands ? { throughput: throughputCommands, latency: latencyCommands } : null
-    return { throughput, latency, commands, delivery }
+    return { throughput, latency, commands, delivery, cpu }
   } finally {
     await receiver.close()
     await stack.stop()
