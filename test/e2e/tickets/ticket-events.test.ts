@@ -152,12 +152,18 @@ describe('a free claim that stopped after keeping its seat and before inserting 
     return id
   }
 
-  test('the sweep issues and announces its ticket; the retry with the same key gets it; a younger one is left to its claim', async () => {
+  /** A free tier of a new event, a buyer, and the id of the buyer's claim under `key`. */
+  async function freeTier(tier: { capacity: number; perBuyerLimit?: number }, key: string) {
     const organizer = await newSigner(stack)
-    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Free', priceAmount: 0, currency: 'usd', capacity: 3 }])
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Free', priceAmount: 0, currency: 'usd', ...tier }])
     const tierId = tiers[0]!.ticketTypeId as string
     const buyer = await newSigner(stack)
-    const ticketId = claimTicketId({ appDid: app.did, environment: 'test', eventUri, tierId, buyerDid: buyer.did, idempotencyKey: 'stopped' })
+    const ticketId = claimTicketId({ appDid: app.did, environment: 'test', eventUri, tierId, buyerDid: buyer.did, idempotencyKey: key })
+    return { eventUri, tierId, buyer, ticketId }
+  }
+
+  test('the sweep issues and announces its ticket; the retry with the same key gets it; a younger one is left to its claim', async () => {
+    const { eventUri, tierId, buyer, ticketId } = await freeTier({ capacity: 3 }, 'stopped')
     const attempt = await stoppedClaim(tierId, ticketId, buyer.did, CLAIM_ATTEMPT_SECONDS + 5)
     const young = await newSigner(stack)
     const youngTicketId = claimTicketId({ appDid: app.did, environment: 'test', eventUri, tierId, buyerDid: young.did, idempotencyKey: 'young' })
@@ -178,11 +184,7 @@ describe('a free claim that stopped after keeping its seat and before inserting 
   })
 
   test('before any sweep, the retry with the same key adopts the kept seat: no second seat is taken', async () => {
-    const organizer = await newSigner(stack)
-    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Free', priceAmount: 0, currency: 'usd', capacity: 2 }])
-    const tierId = tiers[0]!.ticketTypeId as string
-    const buyer = await newSigner(stack)
-    const ticketId = claimTicketId({ appDid: app.did, environment: 'test', eventUri, tierId, buyerDid: buyer.did, idempotencyKey: 'adopt' })
+    const { eventUri, tierId, buyer, ticketId } = await freeTier({ capacity: 2 }, 'adopt')
     const attempt = await stoppedClaim(tierId, ticketId, buyer.did, 1)
     const retried = expectOk(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tierId }, { idempotencyKey: 'adopt' }))
     expect(retried.ticket.id).toBe(ticketId)
@@ -191,11 +193,7 @@ describe('a free claim that stopped after keeping its seat and before inserting 
   })
 
   test('two stopped attempts of one claim: one gets the ticket, the other\'s seat returns to sale', async () => {
-    const organizer = await newSigner(stack)
-    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Free', priceAmount: 0, currency: 'usd', capacity: 3, perBuyerLimit: 2 }])
-    const tierId = tiers[0]!.ticketTypeId as string
-    const buyer = await newSigner(stack)
-    const ticketId = claimTicketId({ appDid: app.did, environment: 'test', eventUri, tierId, buyerDid: buyer.did, idempotencyKey: 'twice' })
+    const { eventUri, tierId, buyer, ticketId } = await freeTier({ capacity: 3, perBuyerLimit: 2 }, 'twice')
     const attempts = [await stoppedClaim(tierId, ticketId, buyer.did, CLAIM_ATTEMPT_SECONDS + 5), await stoppedClaim(tierId, ticketId, buyer.did, CLAIM_ATTEMPT_SECONDS + 5)]
     expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(1)
 
