@@ -54,17 +54,19 @@ export const holdView = (h: Pick<TicketHoldDoc, '_id' | 'expiresAt' | 'amount' |
   items: h.items.map((i) => ({ ticketTypeId: i.ticketTypeId, quantity: i.quantity })),
 })
 
+/** A hold as stored (its items as the request gave them). */
+type StoredHold = Omit<TicketHoldDoc, 'items'> & { items: HoldRequest['items'] }
+
 /** The existing hold of this order, if the repeat asks for the same thing; a different ask is refused. */
-function sameHold(existing: TicketHoldDoc, buyerDid: string, key: string): HoldView {
+function sameHold(existing: StoredHold, buyerDid: string, key: string): StoredHold {
   if (existing.buyerDid !== buyerDid || existing.itemsKey !== key) invalid(`appOrderId ${existing.appOrderId} was already used for another hold (another buyer or other items)`)
-  return holdView(existing)
+  return existing
 }
 
 
 /** The hold and its checkout, as the app gets them (the lexicon's output). */
 export async function createTicketHold(d: ServingTickets, appDid: string, input: HoldRequest): Promise<{ holdId: string; expiresAt: string; checkout: { url: string } }> {
-  const view = await holdTickets(d, appDid, input)
-  const hold = (await d.models.TicketHold.findById(view.holdId).lean())!
+  const hold = await reserveHold(d, appDid, input)
   if (hold.status === 'held') await d.holdExpiry?.schedule(hold._id, hold.expiresAt)
   const checkout = await d.checkouts.start({
     appDid,
@@ -78,11 +80,15 @@ export async function createTicketHold(d: ServingTickets, appDid: string, input:
     returnUrl: hold.returnUrl ?? null,
     cancelUrl: hold.cancelUrl ?? null,
   })
-  return { holdId: view.holdId, expiresAt: view.expiresAt, checkout }
+  return { holdId: hold._id, expiresAt: hold.expiresAt.toISOString(), checkout }
 }
 
 /** Reserves the hold's capacity and records the hold (or finds the same hold again). */
 export async function holdTickets(d: ServingTickets, appDid: string, input: HoldRequest): Promise<HoldView> {
+  return holdView(await reserveHold(d, appDid, input))
+}
+
+async function reserveHold(d: ServingTickets, appDid: string, input: HoldRequest): Promise<StoredHold> {
   if (!isDid(input.buyerDid)) invalid('buyerDid must be a DID')
   if (input.appOrderId === '' || input.appOrderId.length > 256) invalid('appOrderId must be 1 to 256 characters')
   if (input.items.length === 0 || input.items.length > MAX_HOLD_ITEMS) invalid(`items must hold 1 to ${MAX_HOLD_ITEMS} tiers`)
@@ -110,7 +116,7 @@ export async function holdTickets(d: ServingTickets, appDid: string, input: Hold
 /** How often a hold refused only for the buyer's shares is tried again (its concurrent duplicates may have held them). */
 const BUYER_CONTENTION_RETRIES = 5
 
-async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 'live', input: HoldRequest, retryBuyer: boolean): Promise<HoldView | 'in flight' | 'contended'> {
+async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 'live', input: HoldRequest, retryBuyer: boolean): Promise<StoredHold | 'in flight' | 'contended'> {
   const key = itemsKey(input.items)
   const orderKey = `${appDid} ${environment} ${input.appOrderId}`
   const existing = await d.models.TicketHold.findOne({ appDid, environment, appOrderId: input.appOrderId }).lean()
@@ -170,10 +176,10 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
     paymentUri: null,
     expiresAt,
     createdAt: now,
-  } satisfies Omit<TicketHoldDoc, 'items'> & { items: HoldRequest['items'] }
+  } satisfies StoredHold
   try {
     await d.models.TicketHold.create(hold)
-    return holdView(hold)
+    return hold
   } catch (err) {
     if (!isDuplicateKeyError(err)) throw err
     // a concurrent duplicate inserted its hold first: this attempt's capacity goes back
