@@ -40,28 +40,72 @@ export async function createDelivery(models: EventsModels, input: NewDelivery): 
     environment: input.environment,
     data: input.data,
   })
-  try {
-    const created = await models.Delivery.create({
-      _id: input.id,
-      appDid: input.appDid,
-      environment: input.environment,
-      eventId: input.eventId,
-      eventType: input.eventType,
-      source: input.source,
-      body,
-      status: 'pending',
-      attemptCount: 0,
-      run: 1,
-      attempts: [],
-    })
-    return created.toObject() as DeliveryDoc
-  } catch (err) {
-    if (!isDuplicateKeyError(err)) throw err
-  }
+  // what Delivery.create would store: the schema's defaults and its timestamps
+  const now = new Date()
+  const doc = new models.Delivery({
+    _id: input.id,
+    appDid: input.appDid,
+    environment: input.environment,
+    eventId: input.eventId,
+    eventType: input.eventType,
+    source: input.source,
+    body,
+    status: 'pending',
+    attemptCount: 0,
+    run: 1,
+    attempts: [],
+    createdAt: now,
+    updatedAt: now,
+  })
+  await doc.validate()
+  const created = doc.toObject() as DeliveryDoc
+  if (await insertTogether(models, created)) return created
   // it existed (a repeated event): the stored one, whatever its state
   const stored = await models.Delivery.findById(input.id).lean()
   if (!stored) throw new Error(`delivery ${input.id} vanished after its insert`)
   return stored as DeliveryDoc
+}
+
+/**
+ * Group commit: the deliveries created at the same moment (the worker runs DELIVERY_CONCURRENCY events at once) go to
+ * the database as one unordered insertMany instead of one insert each, which FerretDB serves at a quarter of the
+ * cost per document. Each caller learns about its own document: true when inserted, false when it existed (a
+ * repeated event); any other error reaches the callers whose documents it concerns.
+ */
+const waiting = new WeakMap<EventsModels, { doc: DeliveryDoc; settle: (inserted: boolean) => void; fail: (err: unknown) => void }[]>()
+
+function insertTogether(models: EventsModels, doc: DeliveryDoc): Promise<boolean> {
+  return new Promise((settle, fail) => {
+    let batch = waiting.get(models)
+    if (!batch) {
+      waiting.set(models, (batch = []))
+      setImmediate(() => void flush(models))
+    }
+    batch.push({ doc, settle, fail })
+  })
+}
+
+async function flush(models: EventsModels): Promise<void> {
+  const batch = waiting.get(models) ?? []
+  waiting.delete(models)
+  try {
+    // the raw driver: the documents are complete already (defaults, validation and timestamps applied above)
+    await models.Delivery.collection.insertMany(batch.map((b) => b.doc) as never[], { ordered: false })
+    for (const b of batch) b.settle(true)
+  } catch (err) {
+    const writeErrors = (err as { writeErrors?: { index: number; code?: number }[] }).writeErrors
+    if (!Array.isArray(writeErrors)) {
+      for (const b of batch) b.fail(err)
+      return
+    }
+    const failed = new Map(writeErrors.map((e) => [e.index, e]))
+    batch.forEach((b, i) => {
+      const e = failed.get(i)
+      if (!e) b.settle(true)
+      else if (isDuplicateKeyError(e)) b.settle(false)
+      else b.fail(err)
+    })
+  }
 }
 
 /** The job of the delivery's current run, from its stored document (`attemptsBefore`: attempts of the run already made). */
