@@ -31,13 +31,16 @@ async function main() {
   const eventUri = `at://${organizer.did}/community.lexicon.calendar.event/${randomBytes(6).toString('hex')}`
   const assertionOf = (who: typeof organizer, nsid: 'tickets.svc.configureTicketTiers' | 'tickets.svc.claimFreeTicket') =>
     mintAssertion({ keypair: who.keypair, did: who.did, serviceDid: config.serviceDid, nsid })
-  const event = await client.configureTicketTiers({
-    environment: 'test',
-    eventUri,
-    organizerDid: organizer.did,
-    organizerAssertionJwt: await assertionOf(organizer, 'tickets.svc.configureTicketTiers'),
-    tiers: [{ name: 'Free entry', priceAmount: 0, currency: 'usd', capacity: 2 }],
-  })
+  // the organizer's tier setup, through the app; tiers not listed stay as they are
+  const setTiers = async (tiers: { name: string; priceAmount: number; currency: string; capacity: number }[]) =>
+    client.configureTicketTiers({
+      environment: 'test',
+      eventUri,
+      organizerDid: organizer.did,
+      organizerAssertionJwt: await assertionOf(organizer, 'tickets.svc.configureTicketTiers'),
+      tiers,
+    })
+  const event = await setTiers([{ name: 'Free entry', priceAmount: 0, currency: 'usd', capacity: 2 }])
   const tier = event.tiers[0]!
   console.log(`2. the organizer set up ${eventUri}: tier ${tier.ticketTypeId} "${tier.name}", capacity ${tier.capacity}`)
 
@@ -80,13 +83,7 @@ async function main() {
   console.log('7. the app\'s webhook receiver is listening')
 
   // 8: the organizer adds a paid tier (tiers not listed stay as they are)
-  const paid = await client.configureTicketTiers({
-    environment: 'test',
-    eventUri,
-    organizerDid: organizer.did,
-    organizerAssertionJwt: await assertionOf(organizer, 'tickets.svc.configureTicketTiers'),
-    tiers: [{ name: 'Front row', priceAmount: 2500, currency: 'usd', capacity: 2 }],
-  })
+  const paid = await setTiers([{ name: 'Front row', priceAmount: 2500, currency: 'usd', capacity: 2 }])
   const frontRow = paid.tiers.find((t) => t.name === 'Front row')!
   console.log(`8. the organizer added tier ${frontRow.ticketTypeId} "${frontRow.name}": ${frontRow.priceAmount} ${frontRow.currency} minor units, capacity ${frontRow.capacity}`)
 

@@ -457,20 +457,25 @@ describe('buildProduct and isConnectionReady', () => {
 })
 
 describe('tickets through the SDK', () => {
-  it('an organizer sets up a free tier, the app reads availability and a buyer claims, idempotently', async () => {
+  /** A client of an app with the tickets module on, and a new event with one tier set up by its organizer. */
+  async function eventWithTier(tier: { name: string; priceAmount: number; capacity: number }) {
     const { client } = await newClient()
     await client.updateConfig({ environment: 'test', modules: { tickets: true } })
     const organizer = await generateDidKeyKeypair('ES256K')
-    const buyer = await generateDidKeyKeypair('ES256K')
     const eventUri = `at://${organizer.did}/community.lexicon.calendar.event/${randomBytes(4).toString('hex')}`
     const setup = await client.configureTicketTiers({
       environment: 'test',
       eventUri,
       organizerDid: organizer.did,
       organizerAssertionJwt: await mintAssertion({ keypair: organizer.keypair, did: organizer.did, serviceDid: stack.serviceDid, nsid: 'tickets.svc.configureTicketTiers' }),
-      tiers: [{ name: 'Free entry', priceAmount: 0, currency: 'eur', capacity: 2 }],
+      tiers: [{ ...tier, currency: 'eur' }],
     })
-    const ticketTypeId = setup.tiers[0]!.ticketTypeId
+    return { client, eventUri, ticketTypeId: setup.tiers[0]!.ticketTypeId }
+  }
+
+  it('an organizer sets up a free tier, the app reads availability and a buyer claims, idempotently', async () => {
+    const { client, eventUri, ticketTypeId } = await eventWithTier({ name: 'Free entry', priceAmount: 0, capacity: 2 })
+    const buyer = await generateDidKeyKeypair('ES256K')
     const claim = {
       environment: 'test',
       eventUri,
@@ -489,22 +494,12 @@ describe('tickets through the SDK', () => {
   })
 
   it('the app holds paid tickets and gets the checkout URL; a repeat of the order gets the same hold', async () => {
-    const { client } = await newClient()
-    await client.updateConfig({ environment: 'test', modules: { tickets: true } })
-    const organizer = await generateDidKeyKeypair('ES256K')
-    const eventUri = `at://${organizer.did}/community.lexicon.calendar.event/${randomBytes(4).toString('hex')}`
-    const setup = await client.configureTicketTiers({
-      environment: 'test',
-      eventUri,
-      organizerDid: organizer.did,
-      organizerAssertionJwt: await mintAssertion({ keypair: organizer.keypair, did: organizer.did, serviceDid: stack.serviceDid, nsid: 'tickets.svc.configureTicketTiers' }),
-      tiers: [{ name: 'Seat', priceAmount: 1500, currency: 'eur', capacity: 3 }],
-    })
-    const order = { environment: 'test', eventUri, buyerDid: 'did:plc:buyer0000000000000000000', appOrderId: 'cart-7', items: [{ ticketTypeId: setup.tiers[0]!.ticketTypeId, quantity: 2 }] }
+    const { client, eventUri, ticketTypeId } = await eventWithTier({ name: 'Seat', priceAmount: 1500, capacity: 3 })
+    const order = { environment: 'test', eventUri, buyerDid: 'did:plc:buyer0000000000000000000', appOrderId: 'cart-7', items: [{ ticketTypeId, quantity: 2 }] }
     const held = await client.createTicketHold(order)
     expect(held.holdId).toMatch(/^hold_/)
     expect(held.checkout.url.startsWith(`${stack.checkoutUrl}/checkout/`)).toBe(true)
     expect(await client.createTicketHold(order)).toEqual(held)
-    expect(await client.getTicketAvailability({ environment: 'test', eventUri })).toEqual({ eventUri, items: [{ ticketTypeId: setup.tiers[0]!.ticketTypeId, available: 1 }] })
+    expect(await client.getTicketAvailability({ environment: 'test', eventUri })).toEqual({ eventUri, items: [{ ticketTypeId, available: 1 }] })
   })
 })

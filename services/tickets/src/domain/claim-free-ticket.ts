@@ -81,6 +81,8 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
   if (tier.priceAmount !== 0) throw new ContractError('InvalidRequest', 'this tier is not free: hold its tickets with createTicketHold and pay at checkout')
 
   const ticketId = claimTicketId({ appDid, environment, eventUri: input.eventUri, tierId: tier._id, buyerDid: input.buyerDid, idempotencyKey: input.idempotencyKey })
+  const record = (reservationId: string) =>
+    claimedTicket({ ticketId, appDid, environment, eventUri: input.eventUri, tierId: tier._id, buyerDid: input.buyerDid, reservationId, now: nowOf(d) })
   const deadline = Date.now() + DUPLICATE_WAIT_MS
   for (;;) {
     const existing = await d.models.Ticket.findById(ticketId).lean()
@@ -89,9 +91,6 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
       if (!existing.announced) await announceIssued(d, existing)
       return ticketView(d, existing)
     }
-
-    const record = (reservationId: string) =>
-      claimedTicket({ ticketId, appDid, environment, eventUri: input.eventUri, tierId: tier._id, buyerDid: input.buyerDid, reservationId, now: nowOf(d) })
 
     // an earlier attempt kept its units and died before the ticket: adopt them
     const orphan = await d.models.CapacityUnit.findOne({ ticketId, expiresAt: { $gt: nowOf(d) } }, { reservationId: 1 }).lean()
