@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto'
 import { connectActors, startActorsService, upsertActor, type ActorsModels, type ActorView, type PayoutStatus } from '@svc/actors'
 import { connectApps, registerApp, issueApiKey, startAppsService, type AppsModels } from '@svc/apps'
 import { connectPayments, startPaymentsService, type PaymentsModels } from '@svc/payments'
-import { connectEvents, startEventsService, startEventWorkers, type EventsModels, type RunningEventWorkers } from '@svc/events'
+import { connectEvents, startEventsService, startEventWorkers, type DeliveryLogStore, type EventsModels, type RunningEventWorkers } from '@svc/events'
 import { connectTickets, startTicketsService, type TicketsModels } from '@svc/tickets'
 import type { AdapterLimits, Config, DeliverySettings, TrustProxy } from '@svc/config'
 import { createMetrics } from '@svc/operations'
@@ -41,6 +41,8 @@ export interface TestStack {
   payments: PaymentsModels
   /** the events subgraph's models, on the same database */
   events: EventsModels
+  /** what writes deliveries (createDelivery): the events models with the stack's Redis, which numbers the delivery log */
+  deliveryLog: DeliveryLogStore
   /** the tickets subgraph's models, on the same database */
   tickets: TicketsModels
   /** the delivery settings the stack's workers use (StackOptions.delivery over test defaults) */
@@ -268,6 +270,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     actors: actorsDb.models,
     payments: paymentsDb.models,
     events: eventsDb.models,
+    deliveryLog: { models: eventsDb.models, redis, redisPrefix: iso.redisPrefix },
     tickets: ticketsDb.models,
     delivery,
     startWorkers,

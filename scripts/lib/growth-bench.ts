@@ -7,11 +7,11 @@
  *
  * at N = 1,000, 10,000 and 100,000 (GROWTH_SIZES). The checkouts are copies of one real checkout (new id, hashes and
  * order id), spread over 100 apps; the deliveries are spread over 100 apps as well, so the measured app holds 1% of
- * the collection. Requests run one at a time (the cost of one lookup, not the service's concurrency).
+ * the collection, each numbered and paged as createDelivery numbers them (its app environment's delivery log). Requests run one at a time (the cost of one lookup, not the service's concurrency).
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { buildProduct } from '@svc/sdk'
-import { newDeliveryId, serializeEnvelope } from '@svc/events'
+import { logCounterKey, logPageKey, newDeliveryId, serializeEnvelope } from '@svc/events'
 import { startStack, type TestStack } from '@svc/e2e'
 
 export interface GrowthRow {
@@ -60,16 +60,22 @@ async function seedCheckouts(stack: TestStack, template: Record<string, unknown>
   }
 }
 
+/** Each seeded app's last delivery-log number, as createDelivery would have counted them. */
+const logNumbers = new Map<string, number>()
+
 async function seedDeliveries(stack: TestStack, appDid: string, count: number): Promise<void> {
   const collection = stack.events.Delivery.collection
   for (let done = 0; done < count; ) {
     const batch = Array.from({ length: Math.min(2000, count - done) }, (_, i) => {
       const n = done + i
       const id = newDeliveryId()
-      const createdAt = new Date(Date.now() - n * 1000)
+      const createdAt = new Date()
+      const owner = n % APPS === 0 ? appDid : filler(n)
+      const logSeq = (logNumbers.get(owner) ?? 0) + 1
+      logNumbers.set(owner, logSeq)
       return {
         _id: id,
-        appDid: n % APPS === 0 ? appDid : filler(n),
+        appDid: owner,
         environment: 'test',
         eventId: null,
         eventType: 'app.webhook.test',
@@ -81,11 +87,14 @@ async function seedDeliveries(stack: TestStack, appDid: string, count: number): 
         deliveredAt: createdAt,
         createdAt,
         updatedAt: createdAt,
+        logSeq,
+        logPage: logPageKey('test', owner, logSeq),
       }
     })
     await collection.insertMany(batch as never[], { ordered: false })
     done += batch.length
   }
+  for (const [owner, last] of logNumbers) await stack.redis.set(logCounterKey(stack.redisPrefix, owner, 'test'), last)
 }
 
 export async function measureGrowth(opts: { mongoUrl: string; redisUrl: string; sizes: number[]; log?: (line: string) => void }): Promise<GrowthRow[]> {

@@ -59,7 +59,7 @@ export const resolvers: GraphQLResolverMap<EventsContext> = {
   Query: {
     deliveries: (_: unknown, args: QueryDeliveriesArgs, ctx: EventsContext) => {
       adapterOrOperator(ctx)
-      return listDeliveries(ctx.domain.models, { appDid: appDidArg(args.appDid), environment: args.environment, status: args.status, limit: args.limit })
+      return listDeliveries(ctx.domain, { appDid: appDidArg(args.appDid), environment: args.environment, status: args.status, limit: args.limit })
     },
     delivery: (_: unknown, args: QueryDeliveryArgs, ctx: EventsContext) => {
       operatorOnly(ctx)

@@ -30,7 +30,7 @@ it('concurrent creates of new and repeated deliveries: one document each, every 
   const ids = Array.from({ length: 10 }, () => newDeliveryId())
   const started = Date.now()
   // each id three times, all in flight together (one batch, or a few)
-  const answers = await Promise.all(ids.flatMap((id) => [0, 1, 2].map((copy) => createDelivery(stack.events, delivery(id, copy)))))
+  const answers = await Promise.all(ids.flatMap((id) => [0, 1, 2].map((copy) => createDelivery(stack.deliveryLog, delivery(id, copy)))))
   expect(answers.map((a) => a._id)).toEqual(ids.flatMap((id) => [id, id, id]))
   expect(await stack.events.Delivery.countDocuments({ _id: { $in: ids } })).toBe(10)
   const stored = await stack.events.Delivery.find({ _id: { $in: ids } }).lean()
@@ -46,10 +46,10 @@ it('concurrent creates of new and repeated deliveries: one document each, every 
 
 it('a repeat of a settled delivery answers the stored one, in a batch with new ones', async () => {
   const settled = newDeliveryId()
-  await createDelivery(stack.events, delivery(settled))
+  await createDelivery(stack.deliveryLog, delivery(settled))
   await stack.events.Delivery.updateOne({ _id: settled }, { $set: { status: 'delivered', attemptCount: 1 } })
   const fresh = Array.from({ length: 5 }, () => newDeliveryId())
-  const [again, ...created] = await Promise.all([createDelivery(stack.events, delivery(settled)), ...fresh.map((id) => createDelivery(stack.events, delivery(id)))])
+  const [again, ...created] = await Promise.all([createDelivery(stack.deliveryLog, delivery(settled)), ...fresh.map((id) => createDelivery(stack.deliveryLog, delivery(id)))])
   expect(again).toMatchObject({ _id: settled, status: 'delivered', attemptCount: 1 })
   expect(created.map((c) => [c._id, c.status])).toEqual(fresh.map((id) => [id, 'pending']))
   expect(await stack.events.Delivery.countDocuments({ _id: { $in: [settled, ...fresh] } })).toBe(6)
@@ -58,8 +58,8 @@ it('a repeat of a settled delivery answers the stored one, in a batch with new o
 it('a delivery the schema refuses is refused alone', async () => {
   const good = newDeliveryId()
   const results = await Promise.allSettled([
-    createDelivery(stack.events, { ...delivery(newDeliveryId()), environment: 'staging' as never }),
-    createDelivery(stack.events, delivery(good)),
+    createDelivery(stack.deliveryLog, { ...delivery(newDeliveryId()), environment: 'staging' as never }),
+    createDelivery(stack.deliveryLog, delivery(good)),
   ])
   expect(results[0].status).toBe('rejected')
   expect(results[1]).toMatchObject({ status: 'fulfilled', value: { _id: good } })

@@ -230,7 +230,7 @@ describe('retries', () => {
   it('a job that names an attempt in flight (its worker died): the next pick-up logs that attempt interrupted and sends the next number', async () => {
     const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
     const id = newDeliveryId()
-    const delivery = await createDelivery(stack.events, {
+    const delivery = await createDelivery(stack.deliveryLog, {
       id,
       appDid: app.did,
       environment: 'test',
@@ -258,7 +258,7 @@ describe('retries', () => {
   it('a job whose worker died after the outcome was written: the next pick-up sends nothing again', async () => {
     const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
     const id = newDeliveryId()
-    const delivery = await createDelivery(stack.events, {
+    const delivery = await createDelivery(stack.deliveryLog, {
       id, appDid: app.did, environment: 'test', eventId: null, eventType: 'app.webhook.test', source: 'test', createdAt: new Date(), data: { test: true },
     })
     // the outcome is in the delivery; the job still names the attempt (the worker died before BullMQ completed it)

@@ -20,7 +20,7 @@ it('folds the legacy attempt documents into their deliveries once, and drops the
   const conn = stack.events.Delivery.db
   const appDid = 'did:web:legacy.example.com'
   const id = newDeliveryId()
-  await createDelivery(stack.events, { id, appDid, environment: 'test', eventId: null, eventType: 'payment.completed', source: 'payments', createdAt: new Date(), data: {} })
+  await createDelivery(stack.deliveryLog, { id, appDid, environment: 'test', eventId: null, eventType: 'payment.completed', source: 'payments', createdAt: new Date(), data: {} })
   const at = (n: number) => new Date(Date.parse('2026-11-01T00:00:00Z') + n * 1000)
   // attempt 3 is already in the delivery's own log (written by this version after the upgrade)
   await stack.events.Delivery.updateOne({ _id: id }, { $push: { attempts: { number: 3, run: 1, channel: 'webhook', attemptedAt: at(3), outcome: 'delivered', statusCode: 200 } } })

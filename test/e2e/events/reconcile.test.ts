@@ -51,7 +51,7 @@ async function appWithReceiver(answer: Parameters<typeof startReceiver>[0]): Pro
 }
 
 const newDelivery = (appDid: string) =>
-  createDelivery(stack.events, { id: newDeliveryId(), appDid, environment: 'test', eventId: null, eventType: 'app.webhook.test', source: 'test', createdAt: new Date(), data: { test: true } })
+  createDelivery(stack.deliveryLog, { id: newDeliveryId(), appDid, environment: 'test', eventId: null, eventType: 'app.webhook.test', source: 'test', createdAt: new Date(), data: { test: true } })
 
 const requestsFor = (receiver: Receiver, id: string) => receiver.requests.filter((r) => r.headers['webhook-id'] === id)
 

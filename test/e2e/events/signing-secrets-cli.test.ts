@@ -89,7 +89,7 @@ describe('list-deliveries', () => {
     const ids: string[] = []
     for (let i = 0; i < 3; i++) {
       const id = newDeliveryId()
-      await createDelivery(stack.events, { id, appDid: app, environment: 'test', eventId: null, eventType: 'payment.completed', source: 'payments', createdAt: new Date(), data: {} })
+      await createDelivery(stack.deliveryLog, { id, appDid: app, environment: 'test', eventId: null, eventType: 'payment.completed', source: 'payments', createdAt: new Date(), data: {} })
       await stack.events.Delivery.collection.updateOne({ _id: id as never }, { $set: { createdAt: new Date(Date.parse('2026-03-01T00:00:00Z') + i * 1000), status: i === 1 ? 'failed' : 'pending' } })
       ids.push(id)
     }

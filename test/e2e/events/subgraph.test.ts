@@ -45,7 +45,7 @@ afterAll(async () => {
 
 async function insert(appDid: string, environment: 'test' | 'live', status: string, createdAt: Date): Promise<string> {
   const id = newDeliveryId()
-  await createDelivery(stack.events, { id, appDid, environment, eventId: null, eventType: 'payment.completed', source: 'payments', createdAt, data: { n: 1 } })
+  await createDelivery(stack.deliveryLog, { id, appDid, environment, eventId: null, eventType: 'payment.completed', source: 'payments', createdAt, data: { n: 1 } })
   await stack.events.Delivery.collection.updateOne({ _id: id as never }, { $set: { status, createdAt } })
   return id
 }

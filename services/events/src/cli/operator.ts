@@ -4,7 +4,7 @@
  *
  *   rotate-secret     a new webhook signing secret for an app environment, printed once; the previous ones keep
  *                     signing for the overlap (default 24 h, at most 7 days; 0 = they stop at once)
- *   list-deliveries   an app environment's delivery log, newest first
+ *   list-deliveries   an app environment's delivery log, newest first (read with the full query: this command has no Redis)
  */
 import { parseArgs } from 'node:util'
 import { loadConfig } from '@svc/config'
@@ -90,7 +90,7 @@ async function listCommand(values: { app?: string; env?: string; status?: string
   const appDid = requiredOption(values, 'app')
   const environment = requiredOption(values, 'env')
   const rows = await withEvents(async (models): Promise<ListedDelivery[]> => {
-    const views = await listDeliveries(models, { appDid, environment, status: values.status, limit: limitOf(values.limit) })
+    const views = await listDeliveries({ models }, { appDid, environment, status: values.status, limit: limitOf(values.limit) })
     return views.map(({ body: _body, ...rest }) => rest)
   })
   if (values.json) return JSON.stringify(rows, null, 2)

@@ -5,6 +5,7 @@
 import { ContractError } from '@svc/errors'
 import { DELIVERY_STATUSES, type AttemptDoc, type DeliveryDoc, type DeliveryStatus, type EventsModels } from '../models'
 import { parseEnvironment } from '@svc/vocabulary'
+import { LOG_ORDER, newestByPages, type DeliveryLogStore } from './delivery-log-pages'
 import type { Delivery, DeliveryAttempt as AttemptView } from '../generated/graph-types'
 
 export const DEFAULT_LIST_LIMIT = 20
@@ -77,15 +78,20 @@ export interface ListDeliveriesArgs {
   limit?: unknown
 }
 
-/** An app environment's deliveries, newest first (createdAt, then id, descending); read-only. */
-export async function listDeliveries(models: EventsModels, args: ListDeliveriesArgs): Promise<DeliveryView[]> {
+/**
+ * An app environment's deliveries, newest first (the log's order: delivery-log-pages.ts); read-only. Without a status
+ * filter the newest pages of the log answer; with one, or when the pages cannot tell, the full query does.
+ */
+export async function listDeliveries(store: Partial<DeliveryLogStore> & Pick<DeliveryLogStore, 'models'>, args: ListDeliveriesArgs): Promise<DeliveryView[]> {
   const environment = parseEnvironment(args.environment)
   const status = parseStatus(args.status)
   const limit = parseListLimit(args.limit)
   if (typeof args.appDid !== 'string' || args.appDid === '') throw new ContractError('InvalidRequest', 'appDid is required')
+  const paged = status ? null : await newestByPages(store, args.appDid, environment, limit)
+  if (paged) return toDeliveryViews(paged)
   const filter: Record<string, unknown> = { appDid: args.appDid, environment }
   if (status) filter.status = status
-  const docs = (await models.Delivery.find(filter).sort({ createdAt: -1, _id: -1 }).limit(limit).lean()) as DeliveryDoc[]
+  const docs = (await store.models.Delivery.find(filter).sort(LOG_ORDER).limit(limit).lean()) as DeliveryDoc[]
   return toDeliveryViews(docs)
 }
 

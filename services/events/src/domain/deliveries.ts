@@ -8,6 +8,7 @@ import { isDuplicateKeyError, type DeliveryDoc, type DeliverySource, type Events
 import { DELIVERY_BACKOFF, type DeliveryJob } from '../queues'
 import { API_VERSION, serializeEnvelope } from './envelope'
 import { MAX_ATTEMPTS } from './schedule'
+import { numberForLog, type DeliveryLogStore } from './delivery-log-pages'
 import type { Environment } from '@svc/vocabulary'
 
 /** Every delivery job: the schedule's attempts and backoff; finished jobs stay a week so a repeat add stays a no-op. */
@@ -31,7 +32,8 @@ export interface NewDelivery {
 }
 
 /** Writes the delivery unless it exists; returns the stored document either way (the new one without reading it back). */
-export async function createDelivery(models: EventsModels, input: NewDelivery): Promise<DeliveryDoc> {
+export async function createDelivery(store: DeliveryLogStore, input: NewDelivery): Promise<DeliveryDoc> {
+  const { models } = store
   const body = serializeEnvelope({
     id: input.id,
     type: input.eventType,
@@ -59,7 +61,7 @@ export async function createDelivery(models: EventsModels, input: NewDelivery): 
   })
   await doc.validate()
   const created = doc.toObject() as DeliveryDoc
-  if (await insertTogether(models, created)) return created
+  if (await insertTogether(store, created)) return created
   // it existed (a repeated event): the stored one, whatever its state
   const stored = await models.Delivery.findById(input.id).lean()
   if (!stored) throw new Error(`delivery ${input.id} vanished after its insert`)
@@ -69,25 +71,32 @@ export async function createDelivery(models: EventsModels, input: NewDelivery): 
 /**
  * Group commit: the deliveries created at the same moment (the worker runs DELIVERY_CONCURRENCY events at once) go to
  * the database as one unordered insertMany instead of one insert each, which FerretDB serves at a quarter of the
- * cost per document. Each caller learns about its own document: true when inserted, false when it existed (a
+ * cost per document, numbered for the delivery log together (one Redis call per app environment). Each caller learns about its own document: true when inserted, false when it existed (a
  * repeated event); any other error reaches the callers whose documents it concerns.
  */
 const waiting = new WeakMap<EventsModels, { doc: DeliveryDoc; settle: (inserted: boolean) => void; fail: (err: unknown) => void }[]>()
 
-function insertTogether(models: EventsModels, doc: DeliveryDoc): Promise<boolean> {
+function insertTogether(store: DeliveryLogStore, doc: DeliveryDoc): Promise<boolean> {
   return new Promise((settle, fail) => {
-    let batch = waiting.get(models)
+    let batch = waiting.get(store.models)
     if (!batch) {
-      waiting.set(models, (batch = []))
-      setImmediate(() => void flush(models))
+      waiting.set(store.models, (batch = []))
+      setImmediate(() => void flush(store))
     }
     batch.push({ doc, settle, fail })
   })
 }
 
-async function flush(models: EventsModels): Promise<void> {
+async function flush(store: DeliveryLogStore): Promise<void> {
+  const { models } = store
   const batch = waiting.get(models) ?? []
   waiting.delete(models)
+  try {
+    await numberForLog(store, batch.map((b) => b.doc))
+  } catch (err) {
+    for (const b of batch) b.fail(err)
+    return
+  }
   try {
     // the raw driver: the documents are complete already (defaults, validation and timestamps applied above)
     await models.Delivery.collection.insertMany(batch.map((b) => b.doc) as never[], { ordered: false })

@@ -13,12 +13,12 @@ import type { Environment } from '@svc/vocabulary'
 export const TEST_EVENT_MESSAGE = 'Test event from the svc developer tools: this delivery does not fulfil anything.'
 
 export async function createTestDelivery(
-  domain: Pick<EventsDomain, 'models' | 'deliveries' | 'logger'>,
+  domain: Pick<EventsDomain, 'models' | 'redis' | 'redisPrefix' | 'deliveries' | 'logger'>,
   appDid: string,
   environment: Environment,
   now: Date = new Date(),
 ): Promise<DeliveryDoc> {
-  const delivery = await createDelivery(domain.models, {
+  const delivery = await createDelivery(domain, {
     id: newDeliveryId(),
     appDid,
     environment,

@@ -81,10 +81,15 @@ const deliverySchema = new Schema(
     failedAt: { type: Date, default: null },
     /** the attempt log, oldest first */
     attempts: { type: [attemptSchema], default: [] },
+    /** its number in the app environment's delivery log, and the key of that number's page (domain/delivery-log-pages.ts) */
+    logSeq: { type: Number, default: null },
+    logPage: { type: String, default: null },
   },
   { timestamps: true, collection: 'deliveries', versionKey: false },
 )
-deliverySchema.index({ appDid: 1, environment: 1, createdAt: -1 })
+// the delivery log: a page by its key; the newest first when the pages cannot tell (domain/delivery-log-pages.ts)
+deliverySchema.index({ logPage: 1 })
+deliverySchema.index({ appDid: 1, environment: 1, logSeq: -1, createdAt: -1, _id: -1 })
 deliverySchema.index({ appDid: 1, environment: 1, status: 1, createdAt: -1 })
 
 

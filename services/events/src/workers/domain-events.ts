@@ -8,16 +8,16 @@ import type { Logger } from 'pino'
 import type { DomainEventJob } from '@svc/outbox'
 import { deliveryIdForEvent } from '../domain/envelope'
 import { createDelivery, enqueueDelivery } from '../domain/deliveries'
-import type { EventsModels } from '../models'
+import type { DeliveryLogStore } from '../domain/delivery-log-pages'
 import type { DeliveryJob } from '../queues'
 
-export function createDomainEventProcessor(deps: { models: EventsModels; deliveries: Queue<DeliveryJob>; logger: Logger }) {
+export function createDomainEventProcessor(deps: DeliveryLogStore & { deliveries: Queue<DeliveryJob>; logger: Logger }) {
   return async function processDomainEvent(job: Job<DomainEventJob>): Promise<string> {
     const event = job.data
     const id = deliveryIdForEvent(event.eventId)
     const occurredAt = new Date(event.occurredAt)
     if (Number.isNaN(occurredAt.getTime())) throw new Error(`domain event ${event.eventId}: occurredAt is not a time`)
-    const delivery = await createDelivery(deps.models, {
+    const delivery = await createDelivery(deps, {
       id,
       appDid: event.appDid,
       environment: event.environment,

@@ -77,7 +77,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
 
   const domainEvents = new Worker<DomainEventJob, string>(
     DOMAIN_EVENTS_QUEUE,
-    createDomainEventProcessor({ models, deliveries, logger: log.child({ worker: DOMAIN_EVENTS_QUEUE }) }),
+    createDomainEventProcessor({ models, redis, redisPrefix: opts.redisPrefix, deliveries, logger: log.child({ worker: DOMAIN_EVENTS_QUEUE }) }),
     // a dead worker's job comes back as soon as a delivery's would; the processor is idempotent, so picking a job up
     // again is harmless (one that still fails for good is retried by the reconciler)
     { connection: redis, prefix, concurrency: opts.delivery.concurrency, lockDuration: opts.delivery.lockMs, stalledInterval: opts.delivery.lockMs, maxStalledCount: STALLED_MAX },

@@ -103,7 +103,7 @@ export async function publishDomainEvent(
 /** A test-style delivery (createDelivery + enqueueDelivery), as the test-event utility makes one. */
 export async function queueTestDelivery(stack: TestStack, queues: StackQueues, appDid: string, environment: 'test' | 'live' = 'test', type = 'app.webhook.test'): Promise<string> {
   const id = newDeliveryId()
-  const delivery = await createDelivery(stack.events, {
+  const delivery = await createDelivery(stack.deliveryLog, {
     id,
     appDid,
     environment,

@@ -1,0 +1,104 @@
+/**
+ * The delivery log in pages (docs/events.md, "Delivery log"). FerretDB 1.x sorts in its own process after fetching
+ * every match, so "an app's newest 20" would read all of the app's deliveries. Instead each delivery gets the next
+ * number of its app environment's log when it is written (`logSeq`, counted in Redis with one INCRBY per insert
+ * batch) and the key of the page that number falls in (`logPage`: environment, app DID and page number, LOG_PAGE_SIZE
+ * numbers a page). The newest deliveries are then the newest pages, each read by an equality on that one key, which
+ * an index serves on FerretDB and on MongoDB: a page of the log costs the same at a thousand deliveries or a million.
+ *
+ * The database stays the record: a counter Redis lost is rebuilt from the highest stored number before the next one
+ * is given out, and until then the log is read with the full query (slower, same answer).
+ */
+import type { DeliveryDoc } from '../models'
+import type { EventsDomain } from './context'
+import type { Environment } from '@svc/vocabulary'
+
+export const LOG_PAGE_SIZE = 25
+
+/** Pages read beyond the first round before the log falls back to the full query (numbers skipped by repeats). */
+const EXTRA_PAGES = 4
+
+export type DeliveryLogStore = Pick<EventsDomain, 'models' | 'redis' | 'redisPrefix'>
+
+export const logCounterKey = (redisPrefix: string, appDid: string, environment: string) => `${redisPrefix}delivery-log:${environment}:${appDid}`
+
+export const logPageNumber = (seq: number) => Math.floor(seq / LOG_PAGE_SIZE)
+
+/**
+ * A page's key names its app environment, so the equality on it alone is as narrow as the page: PostgreSQL, asked
+ * for app, environment and page number as three conditions, combined the page number's index (every app's page n)
+ * with the environment's (every delivery) before it looked at the app. DIDs hold no spaces.
+ */
+export const logPageKey = (environment: string, appDid: string, seq: number) => `${environment} ${appDid} ${logPageNumber(seq)}`
+
+// INCRBY only an existing counter: a missing one (a new app environment, or Redis lost its data) is rebuilt first.
+const INCRBY_EXISTING = `if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('INCRBY', KEYS[1], ARGV[1]) end return false`
+
+/** Gives each document the next numbers of its app environment's log (in the order given). */
+export async function numberForLog(store: DeliveryLogStore, docs: DeliveryDoc[]): Promise<void> {
+  const byLog = new Map<string, DeliveryDoc[]>()
+  for (const d of docs) {
+    const key = logCounterKey(store.redisPrefix, d.appDid, d.environment)
+    byLog.set(key, [...(byLog.get(key) ?? []), d])
+  }
+  await Promise.all(
+    [...byLog].map(async ([key, group]) => {
+      const last = await nextNumbers(store, key, group[0]!, group.length)
+      group.forEach((d, i) => {
+        d.logSeq = last - group.length + 1 + i
+        d.logPage = logPageKey(d.environment, d.appDid, d.logSeq)
+      })
+    }),
+  )
+}
+
+async function nextNumbers(store: DeliveryLogStore, key: string, sample: DeliveryDoc, count: number): Promise<number> {
+  const last = (await store.redis.eval(INCRBY_EXISTING, 1, key, count)) as number | null
+  if (last !== null) return last
+  // Rebuild from the database. Two processes rebuilding at once read the same highest number; SET NX keeps one.
+  // Numbers given out but not yet written when Redis lost them may be given again: their deliveries share a page and
+  // are ordered by time and id.
+  const [highest] = (await store.models.Delivery.find({ appDid: sample.appDid, environment: sample.environment }, { logSeq: 1 })
+    .sort({ logSeq: -1 })
+    .limit(1)
+    .lean()) as { logSeq?: number | null }[]
+  await store.redis.set(key, highest?.logSeq ?? 0, 'NX')
+  return store.redis.incrby(key, count)
+}
+
+/** The log's order: newest number first; deliveries stored before they were numbered last; then time and id. */
+export const LOG_ORDER = { logSeq: -1, createdAt: -1, _id: -1 } as const
+
+export function byLogOrder(a: DeliveryDoc, b: DeliveryDoc): number {
+  return (
+    (b.logSeq ?? -1) - (a.logSeq ?? -1) ||
+    b.createdAt.getTime() - a.createdAt.getTime() ||
+    (a._id < b._id ? 1 : a._id > b._id ? -1 : 0)
+  )
+}
+
+/**
+ * The app environment's `limit` newest deliveries read page by page, or null when the pages cannot tell them: no
+ * counter (Redis lost it, or no Redis here), fewer numbered deliveries than asked (older ones may be unnumbered), or
+ * too many numbers skipped (given to repeated events, which insert nothing). The caller then reads with the full query.
+ */
+export async function newestByPages(store: Partial<DeliveryLogStore> & Pick<DeliveryLogStore, 'models'>, appDid: string, environment: Environment, limit: number): Promise<DeliveryDoc[] | null> {
+  if (!store.redis || store.redisPrefix === undefined) return null
+  const last = Number(await store.redis.get(logCounterKey(store.redisPrefix, appDid, environment)))
+  // fewer numbers given out than asked: a small log, read at once by the full query (which also finds unnumbered ones)
+  if (!Number.isInteger(last) || last < limit) return null
+  const found: DeliveryDoc[] = []
+  let next = logPageNumber(last)
+  const read = async (pages: number) => {
+    const numbers = Array.from({ length: Math.min(pages, next + 1) }, (_, i) => next - i)
+    next -= numbers.length
+    const logPages = numbers.map((n) => logPageKey(environment, appDid, n * LOG_PAGE_SIZE))
+    const docs = await Promise.all(logPages.map((logPage) => store.models.Delivery.find({ logPage }).lean() as Promise<DeliveryDoc[]>))
+    // the key names the app environment; checked again, as every read of the domain filters on both
+    found.push(...docs.flat().filter((d) => d.appDid === appDid && d.environment === environment))
+  }
+  await read(Math.ceil(limit / LOG_PAGE_SIZE) + 1)
+  for (let extra = 0; found.length < limit && next >= 0 && extra < EXTRA_PAGES; extra++) await read(1)
+  if (found.length < limit) return null
+  return found.sort(byLogOrder).slice(0, limit)
+}

@@ -1,0 +1,138 @@
+/**
+ * The delivery log in pages (services/events/src/domain/delivery-log-pages.ts), on the real database and Redis and
+ * through the developer route GET {checkout_url}/api/webhooks/atm: every written delivery gets the next number of its
+ * app environment's log and that number's page; the newest deliveries are read page by page, in the log's order,
+ * with one environment and one app never seeing another's; numbers skipped by repeated events, a counter Redis lost
+ * (the full query answers meanwhile, the next write rebuilds it from the database, also from two processes at once),
+ * and deliveries stored before numbering all leave the answer exact.
+ */
+import mongoose from 'mongoose'
+import { connectEvents, createDelivery, LOG_PAGE_SIZE, logCounterKey, logPageKey, newDeliveryId, type DeliveryLogStore, type NewDelivery } from '@svc/events'
+import { startStack, type TestApp, type TestStack } from '../../stack'
+import { bearer, expectOk } from '../adapter/helpers'
+import { ALL_PERMISSIONS, insertDelivery, listDeliveries } from '../adapter/events-helpers'
+
+let stack: TestStack
+beforeAll(async () => {
+  stack = await startStack('delivery-log-pages', { workers: false })
+})
+afterAll(async () => {
+  await stack?.stop()
+})
+
+const delivery = (appDid: string, environment: 'test' | 'live' = 'test', id = newDeliveryId()): NewDelivery => ({
+  id,
+  appDid,
+  environment,
+  eventId: null,
+  eventType: 'payment.completed',
+  source: 'payments',
+  createdAt: new Date(),
+  data: {},
+})
+
+async function newApp(): Promise<{ app: TestApp; key: string; liveKey: string }> {
+  const app = await stack.newApp({ environments: ['test', 'live'] })
+  return { app, key: await app.apiKey('test', ALL_PERMISSIONS), liveKey: await app.apiKey('live', ALL_PERMISSIONS) }
+}
+
+/** The log through HTTP: the listed ids. */
+async function listed(app: TestApp, key: string, limit?: number): Promise<string[]> {
+  const body = expectOk(await listDeliveries(stack, { app: app.did, ...(limit ? { limit: String(limit) } : {}) }, bearer(key)))
+  return body.deliveries.map((d: { id: string }) => d.id)
+}
+
+/** The stored deliveries of an app environment in the log's order (newest number first), read without the pages. */
+async function inLogOrder(appDid: string, environment: 'test' | 'live' = 'test'): Promise<{ _id: string; logSeq: number | null; logPage: number | null }[]> {
+  return stack.events.Delivery.find({ appDid, environment }, { logSeq: 1, logPage: 1 }).sort({ logSeq: -1, createdAt: -1, _id: -1 }).lean() as never
+}
+
+/** The finds one call makes, with their filters. */
+async function findsOf(call: () => Promise<unknown>): Promise<Record<string, unknown>[]> {
+  const finds: Record<string, unknown>[] = []
+  mongoose.set('debug', (collection: string, method: string, filter: Record<string, unknown>) => {
+    if (collection === 'deliveries' && method === 'find') finds.push(filter)
+  })
+  try {
+    await call()
+  } finally {
+    mongoose.set('debug', false)
+  }
+  return finds
+}
+
+it('concurrent writes number each app environment 1, 2, 3, … and page them; the newest pages answer the log', async () => {
+  const { app, key, liveKey } = await newApp()
+  const other = await newApp()
+  // 70 of the app's test deliveries, 30 live ones and 30 of another app, all in flight together (a few batches)
+  await Promise.all([
+    ...Array.from({ length: 70 }, () => createDelivery(stack.deliveryLog, delivery(app.did))),
+    ...Array.from({ length: 30 }, () => createDelivery(stack.deliveryLog, delivery(app.did, 'live'))),
+    ...Array.from({ length: 30 }, () => createDelivery(stack.deliveryLog, delivery(other.app.did))),
+  ])
+  const stored = await inLogOrder(app.did)
+  expect(stored.map((d) => d.logSeq)).toEqual(Array.from({ length: 70 }, (_, i) => 70 - i))
+  for (const d of stored) expect(d.logPage).toBe(`test ${app.did} ${Math.floor(d.logSeq! / LOG_PAGE_SIZE)}`)
+  expect((await inLogOrder(app.did, 'live')).map((d) => d.logSeq)).toEqual(Array.from({ length: 30 }, (_, i) => 30 - i))
+  expect((await inLogOrder(other.app.did)).map((d) => d.logSeq)).toEqual(Array.from({ length: 30 }, (_, i) => 30 - i))
+
+  const newestFirst = stored.map((d) => d._id)
+  expect(await listed(app, key)).toEqual(newestFirst.slice(0, 20))
+  expect(await listed(app, key, 1)).toEqual(newestFirst.slice(0, 1))
+  expect(await listed(app, key, 100)).toEqual(newestFirst)
+  expect(await listed(app, liveKey)).toEqual((await inLogOrder(app.did, 'live')).map((d) => d._id).slice(0, 20))
+  expect(await listed(other.app, other.key, 100)).toEqual((await inLogOrder(other.app.did)).map((d) => d._id))
+
+  // 20 newest of 70 (numbers 51–70): pages 2 and 1, each an equality on the page's key; never the whole log
+  const finds = await findsOf(() => listed(app, key))
+  expect(finds).toEqual([{ logPage: logPageKey('test', app.did, 50) }, { logPage: logPageKey('test', app.did, 25) }])
+})
+
+it('numbers skipped by repeated events are read past; the answer stays exact', async () => {
+  const { app, key } = await newApp()
+  const first = await Promise.all(Array.from({ length: 30 }, () => createDelivery(stack.deliveryLog, delivery(app.did))))
+  // 60 repeats of stored deliveries: each takes a number and inserts nothing, so pages 1 and 2 hold few or none
+  for (let round = 0; round < 2; round++) await Promise.all(first.map((d) => createDelivery(stack.deliveryLog, delivery(app.did, 'test', d._id))))
+  const latest = await Promise.all(Array.from({ length: 5 }, () => createDelivery(stack.deliveryLog, delivery(app.did))))
+  expect(latest.map((d) => d.logSeq)).toEqual([91, 92, 93, 94, 95])
+  expect(await stack.events.Delivery.countDocuments({ appDid: app.did })).toBe(35)
+  const expected = (await inLogOrder(app.did)).map((d) => d._id)
+  expect(await listed(app, key)).toEqual(expected.slice(0, 20))
+  expect(await listed(app, key, 100)).toEqual(expected)
+})
+
+it('a counter Redis lost: the full query answers, and the next write numbers on from the highest stored', async () => {
+  const { app, key } = await newApp()
+  await Promise.all(Array.from({ length: 40 }, () => createDelivery(stack.deliveryLog, delivery(app.did))))
+  const before = await listed(app, key)
+  await stack.redis.del(logCounterKey(stack.redisPrefix, app.did, 'test'))
+
+  const finds = await findsOf(async () => expect(await listed(app, key)).toEqual(before))
+  expect(finds).toEqual([{ appDid: app.did, environment: 'test' }])
+
+  // two processes (their own connections and batches) write at once and both find the counter gone
+  const second = await connectEvents(stack.mongoUrl)
+  try {
+    const other: DeliveryLogStore = { models: second.models, redis: stack.redis, redisPrefix: stack.redisPrefix }
+    const made = await Promise.all([...Array.from({ length: 5 }, () => createDelivery(stack.deliveryLog, delivery(app.did))), ...Array.from({ length: 5 }, () => createDelivery(other, delivery(app.did)))])
+    expect(made.map((d) => d.logSeq).sort((a, b) => a! - b!)).toEqual([41, 42, 43, 44, 45, 46, 47, 48, 49, 50])
+  } finally {
+    await second.conn.close()
+  }
+  expect(await stack.redis.get(logCounterKey(stack.redisPrefix, app.did, 'test'))).toBe('50')
+  const expected = (await inLogOrder(app.did)).map((d) => d._id)
+  expect(await listed(app, key)).toEqual(expected.slice(0, 20))
+  expect(expected.slice(10, 30)).toEqual(before)
+})
+
+it('deliveries stored before numbering come after the numbered ones, oldest last', async () => {
+  const { app, key } = await newApp()
+  const start = Date.now() - 3600_000
+  const unnumbered: string[] = []
+  for (let i = 0; i < 8; i++) unnumbered.push(await insertDelivery(stack, { appDid: app.did, environment: 'test', createdAt: new Date(start + i * 60_000) }))
+  const numbered = await Promise.all(Array.from({ length: 5 }, () => createDelivery(stack.deliveryLog, delivery(app.did))))
+  const newestNumbered = numbered.sort((a, b) => b.logSeq! - a.logSeq!).map((d) => d._id)
+  // fewer numbered than asked: the full query, numbered first, then the older ones by time
+  expect(await listed(app, key)).toEqual([...newestNumbered, ...unnumbered.reverse()])
+  expect(await listed(app, key, 3)).toEqual(newestNumbered.slice(0, 3))
+})
