@@ -1,7 +1,8 @@
 /**
  * Every error leaves as `{ error, message }` with the contract's status. Fastify's own errors
- * (bad JSON, wrong content type, body too large) become InvalidRequest / PayloadTooLarge; anything
- * unexpected is logged and answered with a masked 500.
+ * (bad JSON, wrong content type, body too large) become InvalidRequest / PayloadTooLarge; Redis out of reach
+ * (a restart, a failover: the JWT replay check and the rate limits count there) is a 503 ServiceUnavailable the app
+ * retries; anything else unexpected is logged and answered with a masked 500.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -13,12 +14,22 @@ declare module 'fastify' {
   }
 }
 
+/** ioredis gave up on a command (its retries while reconnecting used up), or its connection is closed. */
+function isRedisUnavailable(err: unknown): boolean {
+  const e = err as { name?: unknown; message?: unknown }
+  return e.name === 'MaxRetriesPerRequestError' || e.message === 'Connection is closed.'
+}
+
 export function toContractError(err: unknown, request: FastifyRequest): ContractError {
   if (err instanceof ContractError) return err
   const e = err as FastifyError
   if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ContractError('PayloadTooLarge', 'request body too large')
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return new ContractError('InvalidRequest', e.message)
+  }
+  if (isRedisUnavailable(err)) {
+    request.log.warn({ err }, 'redis unavailable')
+    return new ContractError('ServiceUnavailable', 'a backing service is unavailable; retry with backoff')
   }
   request.log.error({ err }, 'unexpected error')
   return new ContractError('InternalServerError', 'internal error')
