@@ -1,11 +1,12 @@
 /**
  * Lexicon → TypeScript: per active method `<Name>Params`, `<Name>Input`, `<Name>Output` (plus one type per other
- * def of the document, `<Name><Def>`), and the `Methods` map from NSID to {type, params, input, output}.
+ * def of the document, `<Name><Def>`), per record `<Name>` (its value, with its `$type`), and the `Methods` map from
+ * NSID to {type, params, input, output}.
  * Pure (documents in, source text out) so a test can regenerate in memory and compare with the checked-in file.
  *
- * Supported: object, params, ref (local `#def`, `nsid`, `nsid#def`), union, array, string, integer, boolean,
+ * Supported: record, object, params, ref (local `#def`, `nsid`, `nsid#def`), union, array, string, integer, boolean,
  * unknown, token; knownValues become open unions (`'a' | 'b' | (string & {})`), enum and const closed ones.
- * Anything else (blob, bytes, cid-link, record, subscription) throws, so a new lexicon cannot be typed wrongly
+ * Anything else (blob, bytes, cid-link, subscription) throws, so a new lexicon cannot be typed wrongly
  * in silence. Methods whose main def's description starts with `RETIRED:` are left out.
  */
 
@@ -128,6 +129,12 @@ class Generator {
       case 'object':
       case 'params':
         return this.objectBody(def, nsid, indent)
+      case 'record': {
+        // the record's value as stored and encoded: its object, led by the `$type` naming the collection
+        const body = this.objectBody(def.record as Def, nsid, indent)
+        if (!body.startsWith('{')) throw new Error(`${nsid}: a record without properties`)
+        return body.replace('{\n', `{\n${indent}  $type: ${literal(nsid)}\n`)
+      }
       default:
         throw new Error(`${nsid}: lexicon type ${String(def.type)} is not supported by the lexicon type generator`)
     }
@@ -156,7 +163,7 @@ class Generator {
     const comment = docComment(description ?? def?.description, '')
     if (def === undefined) return `${comment}export type ${name} = undefined\n`
     const body = this.type(def, nsid, '')
-    if ((def.type === 'object' || def.type === 'params') && body.startsWith('{')) return `${comment}export interface ${name} ${body}\n`
+    if ((def.type === 'object' || def.type === 'params' || def.type === 'record') && body.startsWith('{')) return `${comment}export interface ${name} ${body}\n`
     return `${comment}export type ${name} = ${body}\n`
   }
 

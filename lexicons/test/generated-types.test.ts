@@ -68,6 +68,18 @@ describe('the generator', () => {
     expect(text).toContain("  'com.example.thing.doIt': { type: 'procedure'; params: ComExampleThingDoItParams; input: ComExampleThingDoItInput; output: ComExampleThingDoItOutput }")
   })
 
+  it('types a record as its value, led by the $type naming its collection; not a method', () => {
+    const record = {
+      id: 'com.example.note',
+      defs: { main: { type: 'record', key: 'tid', description: 'A note.', record: { type: 'object', required: ['text'], properties: { text: { type: 'string' }, n: { type: 'integer' } } } } },
+    }
+    const text = generateLexiconTypes([doc, record])
+    expect(text).toContain("/** A note. */\nexport interface ComExampleNote {\n  $type: 'com.example.note'\n  text: string\n  n?: number\n}")
+    expect(text).not.toContain("'com.example.note': {")
+    const empty = { id: 'com.example.empty', defs: { main: { type: 'record', key: 'tid', record: { type: 'object', properties: {} } } } }
+    expect(() => generateLexiconTypes([empty])).toThrow(/a record without properties/)
+  })
+
   it('leaves retired methods out and refuses refs into them, unresolvable refs and unsupported types', () => {
     const retired = { id: 'com.example.old', defs: { main: { type: 'query', description: 'RETIRED: gone' }, thing: { type: 'object', properties: {} } } }
     expect(generateLexiconTypes([doc, retired])).not.toContain('ComExampleOld')

@@ -484,6 +484,35 @@ export interface MoneySvcPaymentListSubscriptionsSubscription {
   createdAt?: string
 }
 
+// money.svc.payment.record
+/** The public fact of a completed payment, published by the service at `at://<service DID>/money.svc.payment.record/<tid>`. Its CID is that of this record's DAG-CBOR encoding; strings and integers only. */
+export interface MoneySvcPaymentRecord {
+  $type: 'money.svc.payment.record'
+  /** The app that sold. */
+  app: string
+  /** Who was paid. */
+  recipient: string
+  /** The product's payment type. */
+  paymentType: string
+  /** Integer minor units of currency. */
+  amount: number
+  /** ISO 4217 code, lower case. */
+  currency: string
+  /** The platform's fee (part of it may be paid by the buyer: buyerFee). */
+  serviceFee: number
+  buyerFee: number
+  appFee: number
+  /** What the buyer paid: amount + buyerFee. */
+  total: number
+  appOrderId: string
+  /** The processor that charged: `test` in the test environment. */
+  processor: string
+  /** A test record never stands for real money. */
+  environment: 'test' | 'live'
+  /** When the payment settled. */
+  createdAt: string
+}
+
 // money.svc.payment.registerCreatorProof
 /** Query parameters of money.svc.payment.registerCreatorProof. */
 export type MoneySvcPaymentRegisterCreatorProofParams = Record<string, never>

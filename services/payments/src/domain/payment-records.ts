@@ -9,33 +9,13 @@ import { ContractError } from '@svc/errors'
 import { isDuplicateKeyError, type CheckoutDoc, type PaymentRecordDoc, type SettlementDoc } from '../models'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
 import type { PaymentsDomain } from './context'
+import type { MoneySvcPaymentRecord } from '@svc/lexicons/types'
 import type { PaymentRecord as PaymentRecordView, ProofSlot as ProofSlotView } from '../generated/graph-types'
 
-export const PAYMENT_RECORD_COLLECTION = 'money.svc.payment.record'
+export const PAYMENT_RECORD_COLLECTION = 'money.svc.payment.record' satisfies MoneySvcPaymentRecord['$type']
 
-/** The record as encoded (DAG-CBOR): strings and integers only. */
-export interface PaymentRecordValue {
-  $type: typeof PAYMENT_RECORD_COLLECTION
-  /** the app that sold */
-  app: string
-  recipient: string
-  paymentType: string
-  /** integer minor units of `currency` */
-  amount: number
-  currency: string
-  /** the platform's fee (part of it may be paid by the buyer: buyerFee) */
-  serviceFee: number
-  buyerFee: number
-  appFee: number
-  /** what the buyer paid: amount + buyerFee */
-  total: number
-  appOrderId: string
-  /** the processor that charged: `test` in the test environment */
-  processor: string
-  /** `test` or `live`: a test record never stands for real money */
-  environment: Environment
-  createdAt: string
-}
+/** The record as encoded (DAG-CBOR): its lexicon, `lexicons/money/svc/payment/record.json`. */
+export type PaymentRecordValue = MoneySvcPaymentRecord
 
 export interface BuiltPaymentRecord {
   uri: string
