@@ -2,7 +2,8 @@
  * `npm run faults`: the fault-injection run (scripts/lib/faults.ts; docs/operations.md, "Fault injection") with
  * FAULTS_OUTAGE_SECONDS (240) standing for the receiver's three days down, FAULTS_RATE (5) events per second and
  * FAULTS_WORKER_KILLS (100) worker processes killed, one every FAULTS_KILL_INTERVAL_MS (1000) once the other is ready;
- * FAULTS_LOG_DIR keeps every process's output there (by default a temporary folder, removed after a clean run). Prints the counts and
+ * FAULTS_LOG_LEVEL (warn) is the processes' log level; FAULTS_LOG_DIR keeps every process's output there (by
+ * default a temporary folder, removed after a clean run). Prints the counts and
  * exits 1 when an acknowledged event was lost or a delivery's log is inconsistent.
  */
 import { runFaults } from './lib/faults'
@@ -14,6 +15,7 @@ async function main() {
     workerKills: Number(process.env.FAULTS_WORKER_KILLS ?? 100),
     killIntervalMs: Number(process.env.FAULTS_KILL_INTERVAL_MS ?? 1000),
     logDir: process.env.FAULTS_LOG_DIR,
+    logLevel: process.env.FAULTS_LOG_LEVEL,
     log: (line) => process.stdout.write(line),
   })
   const { faults, produced, refused, deliveries, outbox } = report

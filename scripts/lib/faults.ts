@@ -53,6 +53,8 @@ export interface FaultOptions {
   receiverDelayMs?: number
   /** each process's output goes to <logDir>/<name>.log (default: a temporary folder, kept when the run fails) */
   logDir?: string
+  /** the processes' LOG_LEVEL (default warn; info names every event, delivery and request, to follow one) */
+  logLevel?: string
   log?: (line: string) => void
 }
 
@@ -236,7 +238,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     const env: Record<string, string> = {
       NODE_ENV: 'development',
       NODE_OPTIONS: '', // not a test runner's flags
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: opts.logLevel ?? 'warn',
       ...componentEnv({ host, ports, mongoUrl, redisUrl, redisPrefix, serviceDid }),
       OPERATOR_TOKEN: randomBytes(32).toString('hex'),
       DEV_ALLOW_LOOPBACK_WEBHOOKS: 'true',

@@ -11,7 +11,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { buildProduct } from '@svc/sdk'
-import { logCounterKey, logPageKey, newDeliveryId, serializeEnvelope } from '@svc/events'
+import { logCounterKey, logPageKey, logPageNumber, newDeliveryId, serializeEnvelope } from '@svc/events'
 import { startStack, type TestStack } from '@svc/e2e'
 
 export interface GrowthRow {
@@ -88,7 +88,7 @@ async function seedDeliveries(stack: TestStack, appDid: string, count: number): 
         createdAt,
         updatedAt: createdAt,
         logSeq,
-        logPage: logPageKey('test', owner, logSeq),
+        logPage: logPageKey('test', owner, logPageNumber(logSeq)),
       }
     })
     await collection.insertMany(batch as never[], { ordered: false })

@@ -71,8 +71,9 @@ export async function createDelivery(store: DeliveryLogStore, input: NewDelivery
 /**
  * Group commit: the deliveries created at the same moment (the worker runs DELIVERY_CONCURRENCY events at once) go to
  * the database as one unordered insertMany instead of one insert each, which FerretDB serves at a quarter of the
- * cost per document, numbered for the delivery log together (one Redis call per app environment). Each caller learns about its own document: true when inserted, false when it existed (a
- * repeated event); any other error reaches the callers whose documents it concerns.
+ * cost per document, numbered for the delivery log together (one Redis call per app environment). Each caller learns
+ * about its own document: true when inserted, false when it existed (a repeated event); any other error reaches the
+ * callers whose documents it concerns.
  */
 const waiting = new WeakMap<EventsModels, { doc: DeliveryDoc; settle: (inserted: boolean) => void; fail: (err: unknown) => void }[]>()
 

@@ -1,5 +1,5 @@
 /**
- * The delivery log in pages (docs/events.md, "Delivery log"). FerretDB 1.x sorts in its own process after fetching
+ * The delivery log in pages (docs/events.md, "The delivery log in pages"). FerretDB 1.x sorts in its own process after fetching
  * every match, so "an app's newest 20" would read all of the app's deliveries. Instead each delivery gets the next
  * number of its app environment's log when it is written (`logSeq`, counted in Redis with one INCRBY per insert
  * batch) and the key of the page that number falls in (`logPage`: environment, app DID and page number, LOG_PAGE_SIZE
@@ -29,7 +29,7 @@ export const logPageNumber = (seq: number) => Math.floor(seq / LOG_PAGE_SIZE)
  * for app, environment and page number as three conditions, combined the page number's index (every app's page n)
  * with the environment's (every delivery) before it looked at the app. DIDs hold no spaces.
  */
-export const logPageKey = (environment: string, appDid: string, seq: number) => `${environment} ${appDid} ${logPageNumber(seq)}`
+export const logPageKey = (environment: string, appDid: string, page: number) => `${environment} ${appDid} ${page}`
 
 // INCRBY only an existing counter: a missing one (a new app environment, or Redis lost its data) is rebuilt first.
 const INCRBY_EXISTING = `if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('INCRBY', KEYS[1], ARGV[1]) end return false`
@@ -46,7 +46,7 @@ export async function numberForLog(store: DeliveryLogStore, docs: DeliveryDoc[])
       const last = await nextNumbers(store, key, group[0]!, group.length)
       group.forEach((d, i) => {
         d.logSeq = last - group.length + 1 + i
-        d.logPage = logPageKey(d.environment, d.appDid, d.logSeq)
+        d.logPage = logPageKey(d.environment, d.appDid, logPageNumber(d.logSeq))
       })
     }),
   )
@@ -92,7 +92,7 @@ export async function newestByPages(store: Partial<DeliveryLogStore> & Pick<Deli
   const read = async (pages: number) => {
     const numbers = Array.from({ length: Math.min(pages, next + 1) }, (_, i) => next - i)
     next -= numbers.length
-    const logPages = numbers.map((n) => logPageKey(environment, appDid, n * LOG_PAGE_SIZE))
+    const logPages = numbers.map((n) => logPageKey(environment, appDid, n))
     const docs = await Promise.all(logPages.map((logPage) => store.models.Delivery.find({ logPage }).lean() as Promise<DeliveryDoc[]>))
     // the key names the app environment; checked again, as every read of the domain filters on both
     found.push(...docs.flat().filter((d) => d.appDid === appDid && d.environment === environment))
