@@ -187,8 +187,8 @@ export function attemptLogProblem(d: { status: string; attemptCount: number; del
   const attempts = d.attempts ?? []
   if (d.status !== 'delivered') return `status ${d.status}`
   if (!d.deliveredAt) return 'delivered without deliveredAt'
-  if (attempts.length !== d.attemptCount) return `attemptCount ${d.attemptCount} but ${attempts.length} attempts logged`
   const numbers = attempts.map((a) => a.number)
+  if (attempts.length !== d.attemptCount) return `attemptCount ${d.attemptCount} but ${attempts.length} attempts logged (${numbers.join(',')})`
   if (numbers.some((n, i) => n !== i + 1)) return `attempt numbers ${numbers.join(',')}`
   if (attempts.some((a, i) => i > 0 && a.run < attempts[i - 1]!.run)) return 'runs out of order'
   const delivered = attempts.filter((a) => a.outcome === 'delivered').length

@@ -274,6 +274,65 @@ describe('retries', () => {
     expect(requestsFor(receiver, id)).toHaveLength(0)
   })
 
+  /** A delivery whose log already holds `failed` attempts 1..n, counted, with the job's data of before them. */
+  async function deliveryAhead(appDid: string, n: number, extra: Record<string, unknown> = {}) {
+    const id = newDeliveryId()
+    const delivery = await createDelivery(stack.deliveryLog, {
+      id, appDid, environment: 'test', eventId: null, eventType: 'app.webhook.test', source: 'test', createdAt: new Date(), data: { test: true },
+    })
+    const at = new Date()
+    const failed = (number: number) => ({ number, run: 1, channel: 'webhook', url: null, attemptedAt: at, durationMs: 2, statusCode: 500, outcome: 'failed', error: 'HTTP 500', responseExcerpt: null, nextAttemptAt: at })
+    await stack.events.Delivery.updateOne({ _id: id }, {
+      $set: { status: 'pending', attemptCount: n, lastAttemptAt: at, nextAttemptAt: at, ...extra },
+      $push: { attempts: { $each: Array.from({ length: n }, (_, i) => failed(i + 1)) } },
+    })
+    return { id, delivery }
+  }
+
+  it('a job behind its delivery (Redis lost it while its worker still sent): the attempt is numbered after the counted ones, never twice', async () => {
+    const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
+    const { id, delivery } = await deliveryAhead(app.did, 3)
+    // the job re-created from the delivery as it was before those three attempts were written: its next is 1
+    await queues.deliveries.add('deliver', deliveryJob(delivery), { ...DELIVERY_JOB_OPTIONS, jobId: id })
+    const delivered = await waitForStatus(stack, id, 'delivered')
+    expect(delivered.attemptCount).toBe(4)
+    expect((await attemptsOf(stack, id)).map((a) => [a.number, a.outcome])).toEqual([
+      [1, 'failed'],
+      [2, 'failed'],
+      [3, 'failed'],
+      [4, 'delivered'],
+    ])
+    expect(requestsFor(receiver, id)).toHaveLength(1)
+  })
+
+  it('a job behind its delivery, failing: the next attempts continue from the delivery\'s count', async () => {
+    let answered = 0
+    const { app, receiver } = await appWithReceiver(() => (++answered <= 2 ? { status: 503, body: 'busy' } : { status: 200, body: 'ok' }))
+    const { id, delivery } = await deliveryAhead(app.did, 2)
+    await queues.deliveries.add('deliver', deliveryJob(delivery), { ...DELIVERY_JOB_OPTIONS, jobId: id })
+    const delivered = await waitForStatus(stack, id, 'delivered')
+    expect(delivered.attemptCount).toBe(5)
+    expect((await attemptsOf(stack, id)).map((a) => [a.number, a.outcome, a.statusCode])).toEqual([
+      [1, 'failed', 500],
+      [2, 'failed', 500],
+      [3, 'failed', 503],
+      [4, 'failed', 503],
+      [5, 'delivered', 200],
+    ])
+    expect(requestsFor(receiver, id)).toHaveLength(3)
+  })
+
+  it('a job behind a delivery that another worker delivered: the late attempt changes nothing in the delivery', async () => {
+    const { app, receiver } = await appWithReceiver(() => ({ status: 500, body: 'down' }))
+    const { id, delivery } = await deliveryAhead(app.did, 1, { status: 'delivered', deliveredAt: new Date() })
+    await queues.deliveries.add('deliver', deliveryJob(delivery), { ...DELIVERY_JOB_OPTIONS, jobId: id })
+    await waitFor(async () => (await queues.deliveries.getJob(id))?.returnvalue === 'already-delivered', 'the job to complete as already delivered')
+    const after = await getDelivery(stack, id)
+    expect(after).toMatchObject({ status: 'delivered', attemptCount: 1 })
+    expect((await attemptsOf(stack, id)).map((a) => a.number)).toEqual([1])
+    expect(requestsFor(receiver, id)).toHaveLength(1)
+  })
+
   it('with DELIVERY_APP_CACHE_MS, an app environment\'s endpoint is read once per period: a pause reaches deliveries when it ends', async () => {
     const appCacheMs = 5000
     await withWorkers(() => customWorkers({ delivery: { appCacheMs } }), async () => {

@@ -18,7 +18,7 @@ describe('the attempt log check', () => {
   })
   it('names what is wrong', () => {
     expect(attemptLogProblem({ status: 'pending', attemptCount: 0, deliveredAt: null, attempts: [] })).toBe('status pending')
-    expect(attemptLogProblem({ ...delivered, attemptCount: 2, attempts: [attempt(1, 'delivered')] })).toBe('attemptCount 2 but 1 attempts logged')
+    expect(attemptLogProblem({ ...delivered, attemptCount: 2, attempts: [attempt(1, 'delivered')] })).toBe('attemptCount 2 but 1 attempts logged (1)')
     expect(attemptLogProblem({ ...delivered, attemptCount: 2, attempts: [attempt(1, 'failed'), attempt(3, 'delivered')] })).toBe('attempt numbers 1,3')
     expect(attemptLogProblem({ ...delivered, attemptCount: 2, attempts: [attempt(1, 'delivered'), attempt(2, 'delivered')] })).toBe('2 delivered attempts, the last delivered')
     expect(attemptLogProblem({ ...delivered, attemptCount: 2, attempts: [attempt(1, 'failed', 2), attempt(2, 'delivered', 1)] })).toBe('runs out of order')

@@ -16,8 +16,9 @@
  *      `failed`.
  *
  * The worker holding the job's lock is the delivery's only writer while it runs (a redrive waits for an active job
- * to finish), so every write names the delivery by `_id` alone: on FerretDB only such filters are answered from an
- * index (docs/events.md, "Performance on FerretDB").
+ * to finish), so every write names the delivery by `_id` (on FerretDB only such filters are answered from an index:
+ * docs/events.md, "Performance on FerretDB"); the outcome's write adds a guard on `attemptCount` for the job whose
+ * data fell behind its delivery (writeOutcome).
  */
 import { DelayedError, type Job } from 'bullmq'
 import type { Logger } from 'pino'
@@ -174,8 +175,10 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   async function hold(job: Job<DeliveryJob>, token: string | undefined, a: Attempting): Promise<never> {
     const nextAttemptAt = new Date(Date.now() + settings.holdRecheckMs)
     const dead = a.interrupted.map((i) => interruptedEntry(i, a.run))
-    const counted = dead.length > 0 ? { attemptCount: a.number - 1 } : {}
-    await models.Delivery.updateOne({ _id: a.id }, withAttempts({ status: 'held', nextAttemptAt, ...counted }, dead))
+    const open = { _id: a.id, status: { $ne: 'delivered' as const } }
+    const logged = dead.length > 0 && (await models.Delivery.updateOne({ ...open, attemptCount: { $lt: dead[0]!.number } }, withAttempts({ status: 'held', nextAttemptAt, attemptCount: a.number - 1 }, dead))).matchedCount > 0
+    // without the dead attempts when the delivery counted past them (the job was behind: see writeOutcome)
+    if (!logged) await models.Delivery.updateOne(open, { $set: { status: 'held', nextAttemptAt } })
     if (dead.length > 0 || job.data.next !== a.number) await job.updateData(jobData(a, a.number, null, []))
     log.debug({ deliveryId: a.id, nextAttemptAt }, 'delivery held: the webhook is paused')
     if (!token) throw new Error('a held delivery needs the job token')
@@ -215,6 +218,38 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     } catch (err) {
       log.error({ appDid: a.appDid, environment: a.environment, err: { message: (err as Error).message } }, 'could not record the endpoint health')
     }
+  }
+
+  /**
+   * The attempt's outcome, one write on the happy path. The write counts the attempt only while the delivery has not
+   * counted its number: a job whose data fell behind the delivery (Redis lost the job while its worker was still
+   * sending, or a worker whose lock lapsed wrote the job's data after another took it over) would otherwise log a
+   * number twice and lower `attemptCount`. Then the attempt is numbered after what the delivery counted, and the
+   * interrupted attempts the job named are dropped (the delivery counted past them). A delivery that another worker
+   * delivered meanwhile is left as it is: its log ends with the attempt that delivered it, and this late one is only
+   * in the workers' log. `entry.number` ends as the number written.
+   */
+  async function writeOutcome(a: Attempting, entry: AttemptDoc, delivered: boolean, finishedAt: Date): Promise<'written' | 'already-delivered'> {
+    const { nextAttemptAt } = entry
+    const state = delivered ? { status: 'delivered', deliveredAt: finishedAt } : nextAttemptAt === null ? { status: 'failed', failedAt: finishedAt } : { status: 'pending' }
+    const counted = (n: number) => ({ attemptCount: n, lastAttemptAt: entry.attemptedAt, nextAttemptAt, lastStatusCode: entry.statusCode, lastError: entry.error })
+    const lowest = a.interrupted[0]?.number ?? entry.number
+    const first = await models.Delivery.updateOne(
+      { _id: a.id, status: { $ne: 'delivered' }, attemptCount: { $lt: lowest } },
+      withAttempts({ ...state, ...counted(entry.number) }, [...a.interrupted.map((i) => interruptedEntry(i, a.run)), entry]),
+    )
+    if (first.matchedCount > 0) return 'written'
+    for (let tries = 0; tries < 5; tries++) {
+      const d = (await models.Delivery.findById(a.id, { status: 1, attemptCount: 1 }).lean()) as Pick<DeliveryDoc, 'status' | 'attemptCount'> | null
+      if (!d) return 'written' // gone: nothing to log into
+      if (d.status === 'delivered') return 'already-delivered'
+      const counts = d.attemptCount ?? 0
+      log.warn({ deliveryId: a.id, number: entry.number, counted: counts }, 'delivery attempt numbered after the ones its delivery counted (the job was behind)')
+      entry.number = counts + 1
+      const res = await models.Delivery.updateOne({ _id: a.id, status: { $ne: 'delivered' }, attemptCount: counts }, withAttempts({ ...state, ...counted(entry.number) }, [entry]))
+      if (res.matchedCount > 0) return 'written'
+    }
+    throw new Error(`the outcome of an attempt of ${a.id} could not be written: its count kept changing`)
   }
 
   return async function processDelivery(job: Job<DeliveryJob>, token?: string): Promise<ProcessOutcome> {
@@ -279,28 +314,26 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       responseExcerpt: result.responseExcerpt,
       nextAttemptAt,
     }
-    const status = delivered ? { status: 'delivered', deliveredAt: finishedAt } : nextAttemptAt === null ? { status: 'failed', failedAt: finishedAt } : { status: 'pending' }
-    await models.Delivery.updateOne(
-      { _id: a.id },
-      withAttempts(
-        { ...status, attemptCount: a.number, lastAttemptAt: attemptedAt, nextAttemptAt, lastStatusCode: result.statusCode, lastError: entry.error },
-        [...a.interrupted.map((i) => interruptedEntry(i, a.run)), entry],
-      ),
-    )
+    const written = await writeOutcome(a, entry, delivered, finishedAt)
+    if (written === 'already-delivered') {
+      log.warn({ deliveryId: a.id, number: entry.number, statusCode: entry.statusCode, error: entry.error }, 'delivery attempt made after another worker delivered it: not logged in the delivery')
+      return written
+    }
+    const number = entry.number
 
-    const logged = { deliveryId: a.id, appDid: a.appDid, environment: a.environment, number: a.number, channel, statusCode: result.statusCode, durationMs: result.durationMs }
+    const logged = { deliveryId: a.id, appDid: a.appDid, environment: a.environment, number, channel, statusCode: result.statusCode, durationMs: result.durationMs }
     if (sent) await recordHealth(a, delivered, result.statusCode)
     if (delivered) {
       log.info({ ...logged, outcome: 'delivered' }, 'delivery attempt')
-      await boardLog(job, `attempt ${a.number} (${channel}): delivered, HTTP ${result.statusCode} in ${result.durationMs} ms`)
+      await boardLog(job, `attempt ${number} (${channel}): delivered, HTTP ${result.statusCode} in ${result.durationMs} ms`)
       return 'delivered'
     }
     // the outcome is written: the job names the next attempt and none in flight
-    await job.updateData(jobData(a, a.number + 1, null, []))
+    await job.updateData(jobData(a, number + 1, null, []))
     log.info({ ...logged, outcome: 'failed', error: result.error, nextAttemptAt, final: nextAttemptAt === null }, 'delivery attempt')
     const next = nextAttemptAt === null ? 'no attempts left in this run: failed, waiting for a redrive' : `next attempt at ${nextAttemptAt.toISOString()}`
-    await boardLog(job, `attempt ${a.number} (${channel ?? 'no channel'}): ${result.error ?? 'not delivered'} after ${result.durationMs} ms; ${next}`)
-    throw new AttemptFailedError(`attempt ${a.number} failed: ${result.error ?? 'not delivered'}`, delayMs)
+    await boardLog(job, `attempt ${number} (${channel ?? 'no channel'}): ${result.error ?? 'not delivered'} after ${result.durationMs} ms; ${next}`)
+    throw new AttemptFailedError(`attempt ${number} failed: ${result.error ?? 'not delivered'}`, delayMs)
   }
 }
 
