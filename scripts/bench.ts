@@ -21,7 +21,8 @@
  * BENCH_REQUESTS (full-path lookups; default 20000), BENCH_INITIATE_REQUESTS (default: BENCH_REQUESTS, at most 5000),
  * BENCH_SECONDS (direct runs; default 10), BENCH_DELIVERIES (the throughput run's events; default 2000) and
  * BENCH_LATENCY_EVENTS (the one-at-a-time run's; default 200) tune the size. Then the growth rows
- * (scripts/lib/growth-bench.ts): payment.status and the delivery log, one request at a time, with 1,000, 10,000 and
+ * (scripts/lib/growth-bench.ts): payment.status and the delivery log (whole, and filtered by a common and a rare
+ * status), one request at a time, with 1,000, 10,000 and
  * 100,000 documents in their collections (BENCH_GROWTH_SIZES). Then the tickets rows (scripts/lib/tickets-bench.ts):
  * BENCH_CLAIM_BUYERS (default 1000) buyers hold a paid 100-seat tier at once, then as many claim a free one, through
  * the XRPC API; each row also prints every process's CPU time per request during its crowd (scripts/lib/cpu-usage.ts).
@@ -405,9 +406,10 @@ async function main() {
     console.log(`status    full path / subgraph: throughput ${statusRatio.throughput}x, p50 latency ${statusRatio.p50}x, p99 latency ${statusRatio.p99}x`)
     console.log(`initiate: ${created} checkouts stored for ${initiateRow.requests} requests`)
     if (growth) {
-      console.log('\n| documents in the collection | payment.status p50 ms | p99 ms | delivery log (20 newest of the app\'s 1%) p50 ms | p99 ms |')
+      console.log('\n| documents in the collection | payment.status p50 / p99 ms | delivery log (20 newest of the app\'s 1%) p50 / p99 ms | status=delivered | status=failed (2%) |')
       console.log('|---|---|---|---|---|')
-      for (const g of growth) console.log(`| ${g.documents} | ${g.status.p50} | ${g.status.p99} | ${g.deliveryLog.p50} | ${g.deliveryLog.p99} |`)
+      const pair = (m: { p50: number; p99: number }) => `${m.p50} / ${m.p99}`
+      for (const g of growth) console.log(`| ${g.documents} | ${pair(g.status)} | ${pair(g.deliveryLog)} | ${pair(g.delivered)} | ${pair(g.failed)} |`)
     }
     for (const c of crowds) {
       console.log(

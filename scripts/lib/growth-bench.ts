@@ -4,6 +4,7 @@
  *
  *   payment.status     GET {api}/xrpc/network.svc.payment.status?token=…   one checkout among N in `checkouts`
  *   delivery log       GET {checkout}/api/webhooks/atm?app=…&limit=20       one app's newest 20 among N in `deliveries`
+ *   … by status        the same with &status=delivered (most of them) and &status=failed (2% of the app's)
  *
  * at N = 1,000, 10,000 and 100,000 (GROWTH_SIZES). The checkouts are copies of one real checkout (new id, hashes and
  * order id), spread over 100 apps; the deliveries are spread over 100 apps as well, so the measured app holds 1% of
@@ -18,6 +19,9 @@ export interface GrowthRow {
   documents: number
   status: { p50: number; p99: number }
   deliveryLog: { p50: number; p99: number }
+  /** the log filtered by a common status (read from its pages) and by a rare one (the full query, its status index) */
+  delivered: { p50: number; p99: number }
+  failed: { p50: number; p99: number }
 }
 
 const REQUESTS = 200
@@ -81,7 +85,8 @@ async function seedDeliveries(stack: TestStack, appDid: string, count: number): 
         eventType: 'app.webhook.test',
         source: 'test',
         body: serializeEnvelope({ id, type: 'app.webhook.test', createdAt: createdAt.toISOString(), apiVersion: '2026-06', environment: 'test', data: { n } }),
-        status: 'delivered',
+        // one in 50 of the measured app's deliveries failed (one in 5,000 of the collection)
+        status: n % (APPS * 50) === 0 ? 'failed' : 'delivered',
         attemptCount: 1,
         run: 1,
         deliveredAt: createdAt,
@@ -139,9 +144,16 @@ export async function measureGrowth(opts: { mongoUrl: string; redisUrl: string; 
       const status = (jwt: string) => () => fetch(`${stack.apiUrl}/xrpc/network.svc.payment.status?token=${token}`, { headers: { authorization: `Bearer ${jwt}` } })
       const deliveryLog = () => fetch(logUrl, { headers: { authorization: `Bearer ${apiKey}` } })
       await timed(jwts.slice(0, 5).map(status)) // warm
-      const row = { documents: size, status: await timed(jwts.slice(5).map(status)), deliveryLog: await timed(Array.from({ length: REQUESTS }, () => deliveryLog)) }
+      const ofStatus = (s: string) => () => fetch(`${logUrl}&status=${s}`, { headers: { authorization: `Bearer ${apiKey}` } })
+      const row = {
+        documents: size,
+        status: await timed(jwts.slice(5).map(status)),
+        deliveryLog: await timed(Array.from({ length: REQUESTS }, () => deliveryLog)),
+        delivered: await timed(Array.from({ length: REQUESTS }, () => ofStatus('delivered'))),
+        failed: await timed(Array.from({ length: REQUESTS }, () => ofStatus('failed'))),
+      }
       rows.push(row)
-      log(`status p50 ${row.status.p50} ms, delivery log p50 ${row.deliveryLog.p50} ms\n`)
+      log(`status p50 ${row.status.p50} ms, delivery log p50 ${row.deliveryLog.p50} ms (delivered ${row.delivered.p50}, failed ${row.failed.p50})\n`)
     }
     return rows
   } finally {

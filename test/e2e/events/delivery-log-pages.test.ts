@@ -2,7 +2,8 @@
  * The delivery log in pages (services/events/src/domain/delivery-log-pages.ts), on the real database and Redis and
  * through the developer route GET {checkout_url}/api/webhooks/atm: every written delivery gets the next number of its
  * app environment's log and that number's page; the newest deliveries are read page by page, in the log's order,
- * with one environment and one app never seeing another's; numbers skipped by repeated events, a counter Redis lost
+ * with one environment and one app never seeing another's; a status filter reads the pages while they hold enough of
+ * that status, and the full query for a rare one; numbers skipped by repeated events, a counter Redis lost
  * (the full query answers meanwhile, the next write rebuilds it from the database, also from two processes at once),
  * and deliveries stored before numbering all leave the answer exact.
  */
@@ -37,14 +38,14 @@ async function newApp(): Promise<{ app: TestApp; key: string; liveKey: string }>
 }
 
 /** The log through HTTP: the listed ids. */
-async function listed(app: TestApp, key: string, limit?: number): Promise<string[]> {
-  const body = expectOk(await listDeliveries(stack, { app: app.did, ...(limit ? { limit: String(limit) } : {}) }, bearer(key)))
+async function listed(app: TestApp, key: string, limit?: number, status?: string): Promise<string[]> {
+  const body = expectOk(await listDeliveries(stack, { app: app.did, ...(limit ? { limit: String(limit) } : {}), ...(status ? { status } : {}) }, bearer(key)))
   return body.deliveries.map((d: { id: string }) => d.id)
 }
 
 /** The stored deliveries of an app environment in the log's order (newest number first), read without the pages. */
-async function inLogOrder(appDid: string, environment: 'test' | 'live' = 'test'): Promise<{ _id: string; logSeq: number | null; logPage: number | null }[]> {
-  return stack.events.Delivery.find({ appDid, environment }, { logSeq: 1, logPage: 1 }).sort({ logSeq: -1, createdAt: -1, _id: -1 }).lean() as never
+async function inLogOrder(appDid: string, environment: 'test' | 'live' = 'test', status?: 'pending' | 'held' | 'delivered' | 'failed'): Promise<{ _id: string; logSeq: number | null; logPage: number | null }[]> {
+  return stack.events.Delivery.find({ appDid, environment, ...(status ? { status } : {}) }, { logSeq: 1, logPage: 1 }).sort({ logSeq: -1, createdAt: -1, _id: -1 }).lean() as never
 }
 
 /** The finds one call makes, with their filters. */
@@ -86,6 +87,46 @@ it('concurrent writes number each app environment 1, 2, 3, … and page them; th
   // 20 newest of 70 (numbers 51–70): pages 2 and 1, each an equality on the page's key; never the whole log
   const finds = await findsOf(() => listed(app, key))
   expect(finds).toEqual([{ logPage: logPageKey('test', app.did, 2) }, { logPage: logPageKey('test', app.did, 1) }])
+})
+
+it('a status filter: the newest pages answer a common status; a rare one is handed to the full query after the first pages', async () => {
+  const { app, key } = await newApp()
+  await Promise.all(Array.from({ length: 300 }, () => createDelivery(stack.deliveryLog, delivery(app.did))))
+  const stored = await inLogOrder(app.did)
+  // delivered, but for a few failed ones among the oldest, and every seventh of the newest still pending
+  const failed = stored.filter((d) => [3, 41, 77].includes(d.logSeq!)).map((d) => d._id)
+  const pending = stored.filter((d) => d.logSeq! > 200 && d.logSeq! % 7 === 0).map((d) => d._id)
+  await stack.events.Delivery.updateMany({ appDid: app.did }, { $set: { status: 'delivered' } })
+  await stack.events.Delivery.updateMany({ _id: { $in: failed } }, { $set: { status: 'failed' } })
+  await stack.events.Delivery.updateMany({ _id: { $in: pending } }, { $set: { status: 'pending' } })
+
+  // delivered: 20 of the newest 50 numbers' pages (11 and 12) hold enough; an equality on the page and the status
+  const delivered = (await inLogOrder(app.did, 'test', 'delivered')).map((d) => d._id)
+  let answer: string[] = []
+  const finds = await findsOf(async () => (answer = await listed(app, key, 20, 'delivered')))
+  expect(answer).toEqual(delivered.slice(0, 20))
+  expect(finds).toEqual([
+    { logPage: logPageKey('test', app.did, 12), status: 'delivered' },
+    { logPage: logPageKey('test', app.did, 11), status: 'delivered' },
+  ])
+  // 100 of them: more pages, in rounds sized by what the first pages held
+  expect(await listed(app, key, 100, 'delivered')).toEqual(delivered.slice(0, 100))
+
+  // pending: 14 within the newest 100 numbers; fewer than asked, so the pages read on until the budget says stop
+  const pendingInOrder = (await inLogOrder(app.did, 'test', 'pending')).map((d) => d._id)
+  expect(pendingInOrder).toHaveLength(pending.length)
+  expect(await listed(app, key, 5, 'pending')).toEqual(pendingInOrder.slice(0, 5))
+  expect(await listed(app, key, 20, 'pending')).toEqual(pendingInOrder)
+
+  // failed: none in the newest pages; the full query answers after those two reads
+  const failedFinds = await findsOf(async () => (answer = await listed(app, key, 20, 'failed')))
+  expect(answer).toEqual((await inLogOrder(app.did, 'test', 'failed')).map((d) => d._id))
+  expect(answer).toHaveLength(3)
+  expect(failedFinds).toEqual([
+    { logPage: logPageKey('test', app.did, 12), status: 'failed' },
+    { logPage: logPageKey('test', app.did, 11), status: 'failed' },
+    { appDid: app.did, environment: 'test', status: 'failed' },
+  ])
 })
 
 it('numbers skipped by repeated events are read past; the answer stays exact', async () => {

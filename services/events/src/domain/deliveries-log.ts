@@ -79,15 +79,16 @@ export interface ListDeliveriesArgs {
 }
 
 /**
- * An app environment's deliveries, newest first (the log's order: delivery-log-pages.ts); read-only. Without a status
- * filter the newest pages of the log answer; with one, or when the pages cannot tell, the full query does.
+ * An app environment's deliveries, newest first (the log's order: delivery-log-pages.ts); read-only. The newest pages
+ * of the log answer (with a status filter, those of its pages that hold enough of that status); when the pages
+ * cannot tell, the full query does.
  */
 export async function listDeliveries(store: Partial<DeliveryLogStore> & Pick<DeliveryLogStore, 'models'>, args: ListDeliveriesArgs): Promise<DeliveryView[]> {
   const environment = parseEnvironment(args.environment)
   const status = parseStatus(args.status)
   const limit = parseListLimit(args.limit)
   if (typeof args.appDid !== 'string' || args.appDid === '') throw new ContractError('InvalidRequest', 'appDid is required')
-  const paged = status ? null : await newestByPages(store, args.appDid, environment, limit)
+  const paged = await newestByPages(store, args.appDid, environment, limit, status)
   if (paged) return toDeliveryViews(paged)
   const filter: Record<string, unknown> = { appDid: args.appDid, environment }
   if (status) filter.status = status

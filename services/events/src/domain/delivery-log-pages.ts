@@ -78,27 +78,54 @@ export function byLogOrder(a: DeliveryDoc, b: DeliveryDoc): number {
 }
 
 /**
- * The app environment's `limit` newest deliveries read page by page, or null when the pages cannot tell them: no
- * counter (Redis lost it, or no Redis here), fewer numbered deliveries than asked (older ones may be unnumbered), or
- * too many numbers skipped (given to repeated events, which insert nothing). The caller then reads with the full query.
+ * Pages a status-filtered read may go through before it falls back to the full query: a status most deliveries have
+ * (delivered) fills the answer from the newest pages; a rare one (failed) is read more cheaply by the full query,
+ * which the database answers from its status index with the few that match. The first pages read tell which.
  */
-export async function newestByPages(store: Partial<DeliveryLogStore> & Pick<DeliveryLogStore, 'models'>, appDid: string, environment: Environment, limit: number): Promise<DeliveryDoc[] | null> {
+export const STATUS_PAGE_BUDGET = 30
+
+/**
+ * The app environment's `limit` newest deliveries (of `status`, when given) read page by page, or null when the pages
+ * cannot tell them: no counter (Redis lost it, or no Redis here), fewer numbered deliveries than asked (older ones
+ * may be unnumbered), too many numbers skipped (given to repeated events, which insert nothing), or, with a status,
+ * too few of that status within STATUS_PAGE_BUDGET pages. The caller then reads with the full query.
+ */
+export async function newestByPages(
+  store: Partial<DeliveryLogStore> & Pick<DeliveryLogStore, 'models'>,
+  appDid: string,
+  environment: Environment,
+  limit: number,
+  status: DeliveryDoc['status'] | null = null,
+): Promise<DeliveryDoc[] | null> {
   if (!store.redis || store.redisPrefix === undefined) return null
   const last = Number(await store.redis.get(logCounterKey(store.redisPrefix, appDid, environment)))
   // fewer numbers given out than asked: a small log, read at once by the full query (which also finds unnumbered ones)
   if (!Number.isInteger(last) || last < limit) return null
   const found: DeliveryDoc[] = []
   let next = logPageNumber(last)
+  let pagesRead = 0
   const read = async (pages: number) => {
     const numbers = Array.from({ length: Math.min(pages, next + 1) }, (_, i) => next - i)
     next -= numbers.length
-    const logPages = numbers.map((n) => logPageKey(environment, appDid, n))
-    const docs = await Promise.all(logPages.map((logPage) => store.models.Delivery.find({ logPage }).lean() as Promise<DeliveryDoc[]>))
+    pagesRead += numbers.length
+    const filters = numbers.map((n) => ({ logPage: logPageKey(environment, appDid, n), ...(status ? { status } : {}) }))
+    const docs = await Promise.all(filters.map((filter) => store.models.Delivery.find(filter).lean() as Promise<DeliveryDoc[]>))
     // the key names the app environment; checked again, as every read of the domain filters on both
     found.push(...docs.flat().filter((d) => d.appDid === appDid && d.environment === environment))
   }
   await read(Math.ceil(limit / LOG_PAGE_SIZE) + 1)
-  for (let extra = 0; found.length < limit && next >= 0 && extra < EXTRA_PAGES; extra++) await read(1)
+  if (status) {
+    // the pages still needed, judged by how many of the pages read held that status; beyond the budget, or none
+    // of that status so far, the full query answers sooner
+    while (found.length < limit && next >= 0) {
+      const perPage = found.length / pagesRead
+      const needed = perPage === 0 ? Infinity : Math.ceil(((limit - found.length) / perPage) * 1.25)
+      if (pagesRead + needed > STATUS_PAGE_BUDGET) return null
+      await read(needed)
+    }
+  } else {
+    for (let extra = 0; found.length < limit && next >= 0 && extra < EXTRA_PAGES; extra++) await read(1)
+  }
   if (found.length < limit) return null
   return found.sort(byLogOrder).slice(0, limit)
 }
