@@ -456,6 +456,15 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     await waitUntil(arrived, Date.now() + 30_000)
     // the outcomes of the last attempts are written after their arrival
     await sleep(2000)
+    // An event whose request was refused (its write landed, the answer did not) reaches no one the run waits for: the
+    // outbox poll relays it, up to about 8 s later when it had backed off. Its delivery must exist by then.
+    const eventsWithoutDelivery = async () => {
+      const events = await db.collection(outboxCollection('payments')).find({}, { projection: { _id: 1 } }).toArray()
+      const ids = events.map((e) => String(e._id))
+      const have = new Set((await db.collection<{ _id: string }>('deliveries').find({ _id: { $in: ids.map(deliveryIdForEvent) } }, { projection: { _id: 1 } }).toArray()).map((d) => String(d._id)))
+      return { events: ids.length, withoutDelivery: ids.filter((id) => !have.has(deliveryIdForEvent(id))) }
+    }
+    await waitUntil(async () => (await eventsWithoutDelivery()).withoutDelivery.length === 0, Date.now() + 20_000)
 
     // ---- the counts ----
     const ids = new Set(receiver.arrivals.map((a) => a.id))
@@ -482,9 +491,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       if (problem) inconsistent.push({ id, why: problem })
       if (!ids.has(id)) notReceived.push(id)
     }
-    const deliveryIds = new Set(deliveries.map((d) => String(d._id)))
-    const events = await db.collection(outboxCollection('payments')).find({}, { projection: { _id: 1 } }).toArray()
-    const withoutDelivery = events.map((e) => String(e._id)).filter((id) => !deliveryIds.has(deliveryIdForEvent(id)))
+    const outbox = await eventsWithoutDelivery()
     const report: FaultReport = {
       backend: ferret.backend,
       scale,
@@ -499,11 +506,11 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       unacknowledgedArrivals,
       redriven,
       deliveries: { total: deliveries.length, byStatus, attempts, interruptedAttempts, notReceived, inconsistent },
-      outbox: { events: events.length, withoutDelivery },
+      outbox,
       logDir,
     }
     // a temporary log folder is kept only when the run lost or left something inconsistent
-    const clean = missing.length + notReceived.length + withoutDelivery.length + inconsistent.length === 0
+    const clean = missing.length + notReceived.length + outbox.withoutDelivery.length + inconsistent.length === 0
     if (clean && !opts.logDir) rmSync(logDir, { recursive: true, force: true })
     return report
   } finally {

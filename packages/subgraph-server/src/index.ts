@@ -150,14 +150,52 @@ export async function startSubgraph<TContext extends SubgraphContext>(
   }
 }
 
-/** A domain's own database connection and its models (each subgraph owns its collections). */
+/** How long a process that starts while its database is away (restarting, failing over) keeps trying. */
+export const DATABASE_START_WAIT_MS = 60_000
+
+/** The errors of a database away for a moment: a connection refused or reset, no server to select, a pool cleared. */
+export function isDatabaseAway(err: unknown): boolean {
+  return err instanceof Error && /^Mongo(Network|NetworkTimeout|ServerSelection|PoolCleared|TopologyClosed)Error$/.test(err.name)
+}
+
+/**
+ * `fn` (a start-up step that reads or writes the database), run again while the database is away, for up to
+ * `waitMs`; any other error, or the database still away after that, is thrown. A process started during a database
+ * restart (a supervisor restarting it, a fault) then waits instead of exiting.
+ */
+export async function whileDatabaseAway<T>(fn: () => Promise<T>, opts: { what: string; logger?: Pick<Logger, 'warn'>; waitMs?: number }): Promise<T> {
+  const deadline = Date.now() + (opts.waitMs ?? DATABASE_START_WAIT_MS)
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn()
+    } catch (err) {
+      if (!isDatabaseAway(err) || Date.now() >= deadline) throw err
+      opts.logger?.warn({ err: { name: (err as Error).name, message: (err as Error).message }, attempt }, `${opts.what}: the database is away; trying again`)
+      await new Promise((r) => setTimeout(r, Math.min(2000, 250 * attempt)))
+    }
+  }
+}
+
+/**
+ * A domain's own database connection and its models (each subgraph owns its collections), made again while the
+ * database is away (whileDatabaseAway).
+ */
 export async function connectDomain<M>(
   mongoUrl: string,
   createModels: (conn: Connection) => Promise<M>,
-  opts: { monitorCommands?: boolean } = {},
+  opts: { monitorCommands?: boolean; logger?: Pick<Logger, 'warn'>; waitMs?: number } = {},
 ): Promise<{ conn: Connection; models: M }> {
-  const conn = await mongoose.createConnection(mongoUrl, { serverSelectionTimeoutMS: 10000, monitorCommands: opts.monitorCommands ?? false }).asPromise()
-  return { conn, models: await createModels(conn) }
+  const connect = async () => {
+    const conn = mongoose.createConnection(mongoUrl, { serverSelectionTimeoutMS: 10000, monitorCommands: opts.monitorCommands ?? false })
+    try {
+      await conn.asPromise()
+      return { conn, models: await createModels(conn) }
+    } catch (err) {
+      await conn.close().catch(() => undefined)
+      throw err
+    }
+  }
+  return whileDatabaseAway(connect, { what: 'connecting to the database', logger: opts.logger, waitMs: opts.waitMs })
 }
 
 /** For one-off programs (operator commands): a domain's models for the length of `fn`, then the connection closes. */
@@ -184,7 +222,7 @@ export async function startDomainSubgraph<M, TContext extends SubgraphContext>(
   opts: DomainSubgraphOptions<M, TContext>,
 ): Promise<RunningSubgraph & { models: M }> {
   const databaseCommandMetrics = opts.databaseCommandMetrics ?? false
-  const { conn, models } = await connectDomain(opts.mongoUrl, opts.createModels, { monitorCommands: databaseCommandMetrics })
+  const { conn, models } = await connectDomain(opts.mongoUrl, opts.createModels, { monitorCommands: databaseCommandMetrics, logger: opts.logger })
   const metrics = createMetrics(`subgraph-${opts.name}`)
   if (databaseCommandMetrics) observeDatabaseCommands(metrics, conn.getClient())
   const running = await startSubgraph<TContext>({

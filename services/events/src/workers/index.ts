@@ -13,6 +13,7 @@ import type { DeliverySettings } from '@svc/config'
 import type { DomainEventJob } from '@svc/outbox'
 import { collectedGauge, counter, observeDatabaseCommands, type ProcessMetrics } from '@svc/operations'
 import { keypairFromPrivateKeyHex } from '@svc/service-auth'
+import { whileDatabaseAway } from '@svc/subgraph-server'
 import { cachedEndpoints, cachedSigningSecrets } from '../delivery/app-environment-cache'
 import { createEndpointClient } from '../delivery/endpoint'
 import { createEndpointHealth } from '../delivery/endpoint-health'
@@ -63,8 +64,8 @@ const STALLED_MAX = 5
 export async function startEventWorkers(opts: EventWorkersOptions): Promise<RunningEventWorkers> {
   const log = opts.logger
   const service = { did: opts.serviceDid, keypair: await keypairFromPrivateKeyHex(opts.serviceSigningKey, 'ES256K') }
-  const { conn, models } = await connectEvents(opts.mongoUrl, { monitorCommands: Boolean(opts.metrics && opts.databaseCommandMetrics) })
-  await foldLegacyAttempts(conn, models, log)
+  const { conn, models } = await connectEvents(opts.mongoUrl, { monitorCommands: Boolean(opts.metrics && opts.databaseCommandMetrics), logger: log })
+  await whileDatabaseAway(() => foldLegacyAttempts(conn, models, log), { what: 'folding legacy delivery attempts', logger: log })
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
   const prefix = queuePrefix(opts.redisPrefix)
   const deliveries = new Queue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, { connection: redis, prefix })
