@@ -108,10 +108,12 @@ export async function newestByPages(
     const numbers = Array.from({ length: Math.min(pages, next + 1) }, (_, i) => next - i)
     next -= numbers.length
     pagesRead += numbers.length
-    const filters = numbers.map((n) => ({ logPage: logPageKey(environment, appDid, n), ...(status ? { status } : {}) }))
-    const docs = await Promise.all(filters.map((filter) => store.models.Delivery.find(filter).lean() as Promise<DeliveryDoc[]>))
-    // the key names the app environment; checked again, as every read of the domain filters on both
-    found.push(...docs.flat().filter((d) => d.appDid === appDid && d.environment === environment))
+    const logPages = numbers.map((n) => logPageKey(environment, appDid, n))
+    const docs = await Promise.all(logPages.map((logPage) => store.models.Delivery.find({ logPage }).lean() as Promise<DeliveryDoc[]>))
+    // the key names the app environment; checked again, as every read of the domain filters on both. The status is
+    // checked here, not in the query: given the page and a status most deliveries have, PostgreSQL combined the
+    // page's index with the status's (nearly every row) and the read grew with the collection.
+    found.push(...docs.flat().filter((d) => d.appDid === appDid && d.environment === environment && (!status || d.status === status)))
   }
   await read(Math.ceil(limit / LOG_PAGE_SIZE) + 1)
   if (status) {
