@@ -322,6 +322,27 @@ describe('retries', () => {
     expect(requestsFor(receiver, id)).toHaveLength(3)
   })
 
+  it('a job behind its delivery, paused: held without logging again the attempts its delivery already counted', async () => {
+    const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }), undefined, true)
+    const { id, delivery } = await deliveryAhead(app.did, 3)
+    // the job still names attempt 2 as interrupted and attempt 3 as its next: data of before those were written
+    const interrupted = [{ number: 2, attemptedAt: new Date().toISOString(), channel: 'webhook' as const, url: null }]
+    await queues.deliveries.add('deliver', { ...deliveryJob(delivery), next: 3, interrupted }, { ...DELIVERY_JOB_OPTIONS, jobId: id })
+    const held = await waitForStatus(stack, id, 'held')
+    expect(held.attemptCount).toBe(3)
+    expect((await attemptsOf(stack, id)).map((a) => [a.number, a.outcome])).toEqual([
+      [1, 'failed'],
+      [2, 'failed'],
+      [3, 'failed'],
+    ])
+    expect(receiver.requests).toHaveLength(0)
+
+    await configureChannel(stack, app.did, { url: `${receiver.url}/hook`, paused: false })
+    const delivered = await waitForStatus(stack, id, 'delivered')
+    expect(delivered.attemptCount).toBe(4)
+    expect((await attemptsOf(stack, id)).map((a) => a.number)).toEqual([1, 2, 3, 4])
+  })
+
   it('a job behind a delivery that another worker delivered: the late attempt changes nothing in the delivery', async () => {
     const { app, receiver } = await appWithReceiver(() => ({ status: 500, body: 'down' }))
     const { id, delivery } = await deliveryAhead(app.did, 1, { status: 'delivered', deliveredAt: new Date() })
