@@ -39,7 +39,9 @@ export async function numberForLog(store: DeliveryLogStore, docs: DeliveryDoc[])
   const byLog = new Map<string, DeliveryDoc[]>()
   for (const d of docs) {
     const key = logCounterKey(store.redisPrefix, d.appDid, d.environment)
-    byLog.set(key, [...(byLog.get(key) ?? []), d])
+    const group = byLog.get(key)
+    if (group) group.push(d)
+    else byLog.set(key, [d])
   }
   await Promise.all(
     [...byLog].map(async ([key, group]) => {
