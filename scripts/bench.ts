@@ -25,7 +25,8 @@
  * status), one request at a time, with 1,000, 10,000 and
  * 100,000 documents in their collections (BENCH_GROWTH_SIZES). Then the tickets rows (scripts/lib/tickets-bench.ts):
  * BENCH_CLAIM_BUYERS (default 1000) buyers hold a paid 100-seat tier at once, then as many claim a free one, through
- * the XRPC API; each row also prints every process's CPU time per request during its crowd (scripts/lib/cpu-usage.ts).
+ * the XRPC API; each row also prints every process's CPU time per request during its crowd (scripts/lib/cpu-usage.ts), as the
+ * status rows do for the full path and the subgraph directly.
  */
 import autocannon from 'autocannon'
 import Redis from 'ioredis'
@@ -39,6 +40,7 @@ import { generateDidKeyKeypair, mintServiceJwt, type DidKeyKeypair } from '@svc/
 import { buildProduct } from '@svc/sdk'
 import { ferretDbCommandCounts, startFerretDb, type RunningFerretDb } from '@svc/testing'
 import { componentEnv, freeComponentPorts, ROOT, serviceComponents, startComponents } from './lib/components'
+import { cpuPerRequest, cpuSnapshot } from './lib/cpu-usage'
 import { measureDeliveries, type DeliveryBenchResult, type DeliveryRun } from './lib/delivery-bench'
 import { measureGrowth, type GrowthRow } from './lib/growth-bench'
 import { measureScarceCrowd, type ScarceCrowdResult } from './lib/tickets-bench'
@@ -260,6 +262,7 @@ async function main() {
       throw new Error(`bench: status answered ${statusAnswer.status} ${statusAnswer.text}`)
     }
     const statusTokens = await mintJwts(app, serviceDid, STATUS, FULL_PATH_REQUESTS)
+    const statusFullCpu = cpuSnapshot()
     const statusFull = await autocannon({
       url: statusUrl,
       connections: CONNECTIONS,
@@ -267,6 +270,8 @@ async function main() {
       verifyBody: (body) => String(body ?? '') === statusAnswer.text,
       requests: [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${statusTokens.pop()}` } }) }],
     })
+
+    const statusFullCpuPerRequest = cpuPerRequest(statusFullCpu, cpuSnapshot(), statusFull.requests.total)
 
     const statusQuery = JSON.stringify({
       query: 'query($token:String!){ paymentStatus(token:$token){ status ref { uri cid } } }',
@@ -282,6 +287,7 @@ async function main() {
     if (subgraphAnswer.status !== 200 || subgraphData.errors || subgraphData.data?.paymentStatus?.status !== 'pending') {
       throw new Error(`bench: the payments subgraph answered ${subgraphAnswer.status} ${subgraphAnswer.text}`)
     }
+    const statusDirectCpu = cpuSnapshot()
     const statusDirect = await autocannon({
       url: paymentsUrl,
       connections: CONNECTIONS,
@@ -298,6 +304,8 @@ async function main() {
         },
       ],
     })
+
+    const statusDirectCpuPerRequest = cpuPerRequest(statusDirectCpu, cpuSnapshot(), statusDirect.requests.total)
 
     // ---- initiate: a new checkout per request ----
     const runId = randomBytes(3).toString('hex')
@@ -404,6 +412,12 @@ async function main() {
     const statusRatio = ratioOf(statusFullRow, statusSubRow)
     console.log(`\ngetConfig full path / subgraph: throughput ${ratio.throughput}x, p50 latency ${ratio.p50}x, p99 latency ${ratio.p99}x`)
     console.log(`status    full path / subgraph: throughput ${statusRatio.throughput}x, p50 latency ${statusRatio.p50}x, p99 latency ${statusRatio.p99}x`)
+    // where a status lookup's CPU goes, on each path: two saturated cores answer about 2,000 / (ms per request) a second
+    for (const [path, cpu] of [['full path', statusFullCpuPerRequest], ['subgraph directly', statusDirectCpuPerRequest]] as const) {
+      if (!cpu.length) continue
+      const total = cpu.reduce((sum, r) => sum + r.ms, 0)
+      console.log(`status CPU per request, ${path}: ${total.toFixed(2)} ms in all (${cpu.map((r) => `${r.label} ${r.ms}`).join(', ')}) on ${availableParallelism()} cores`)
+    }
     console.log(`initiate: ${created} checkouts stored for ${initiateRow.requests} requests`)
     if (growth) {
       console.log('\n| documents in the collection | payment.status p50 / p99 ms | delivery log (20 newest of the app\'s 1%) p50 / p99 ms | status=delivered | status=failed (2%) |')
