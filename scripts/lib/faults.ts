@@ -423,8 +423,14 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       while (faults.workerKills < opts.workerKills) {
         await sleep(opts.killIntervalMs)
         const slot = faults.workerKills % workers.length
-        const other = workers[(slot + 1) % workers.length]!
-        await waitUntilAnswers(other.readyUrl, 60_000)
+        const otherSlot = (slot + 1) % workers.length
+        const other = workers[otherSlot]!
+        await waitUntilAnswers(other.readyUrl, 60_000).catch((err: unknown) => {
+          // a worker that exited by itself is the finding, not the wait
+          const { exitCode, signalCode } = other.child
+          if (exitCode === null && signalCode === null) throw err
+          throw new Error(`the events worker in slot ${otherSlot} exited on its own (${signalCode ?? `code ${exitCode}`}); its output: ${join(logDir, `workers-${otherSlot}.log`)}`)
+        })
         await killWorker(workers[slot]!.child)
         faults.workerKills++
         workers[slot] = await spawnWorker(slot)
