@@ -15,9 +15,6 @@ import type { Environment } from '@svc/vocabulary'
 
 export const LOG_PAGE_SIZE = 25
 
-/** Pages read beyond the first round before the log falls back to the full query (numbers skipped by repeats). */
-const EXTRA_PAGES = 4
-
 export type DeliveryLogStore = Pick<EventsDomain, 'models' | 'redis' | 'redisPrefix'>
 
 export const logCounterKey = (redisPrefix: string, appDid: string, environment: string) => `${redisPrefix}delivery-log:${environment}:${appDid}`
@@ -80,17 +77,18 @@ export function byLogOrder(a: DeliveryDoc, b: DeliveryDoc): number {
 }
 
 /**
- * Pages a status-filtered read may go through before it falls back to the full query: a status most deliveries have
- * (delivered) fills the answer from the newest pages; a rare one (failed) is read more cheaply by the full query,
- * which the database answers from its status index with the few that match. The first pages read tell which.
+ * Pages a read may go through before it falls back to the full query. Unfiltered, pages are full unless repeated
+ * events skipped numbers; with a status, a common one (delivered) fills the answer from the newest pages, and a rare
+ * one (failed) is read more cheaply by the full query, which the database answers from its status index with the
+ * few that match. The first pages read tell which.
  */
-export const STATUS_PAGE_BUDGET = 30
+export const PAGE_BUDGET = 30
 
 /**
  * The app environment's `limit` newest deliveries (of `status`, when given) read page by page, or null when the pages
  * cannot tell them: no counter (Redis lost it, or no Redis here), fewer numbered deliveries than asked (older ones
- * may be unnumbered), too many numbers skipped (given to repeated events, which insert nothing), or, with a status,
- * too few of that status within STATUS_PAGE_BUDGET pages. The caller then reads with the full query.
+ * may be unnumbered), or too few (of that status) within PAGE_BUDGET pages: numbers skipped by repeated events, which
+ * insert nothing, or a status rare in the newest pages. The caller then reads with the full query.
  */
 export async function newestByPages(
   store: Partial<DeliveryLogStore> & Pick<DeliveryLogStore, 'models'>,
@@ -118,17 +116,13 @@ export async function newestByPages(
     found.push(...docs.flat().filter((d) => d.appDid === appDid && d.environment === environment && (!status || d.status === status)))
   }
   await read(Math.ceil(limit / LOG_PAGE_SIZE) + 1)
-  if (status) {
-    // the pages still needed, judged by how many of the pages read held that status; beyond the budget, or none
-    // of that status so far, the full query answers sooner
-    while (found.length < limit && next >= 0) {
-      const perPage = found.length / pagesRead
-      const needed = perPage === 0 ? Infinity : Math.ceil(((limit - found.length) / perPage) * 1.25)
-      if (pagesRead + needed > STATUS_PAGE_BUDGET) return null
-      await read(needed)
-    }
-  } else {
-    for (let extra = 0; found.length < limit && next >= 0 && extra < EXTRA_PAGES; extra++) await read(1)
+  // the pages still needed, judged by how many deliveries (of that status) the pages read held; beyond the budget,
+  // or none found so far, the full query answers sooner
+  while (found.length < limit && next >= 0) {
+    const perPage = found.length / pagesRead
+    const needed = perPage === 0 ? Infinity : Math.ceil(((limit - found.length) / perPage) * 1.25)
+    if (pagesRead + needed > PAGE_BUDGET) return null
+    await read(needed)
   }
   if (found.length < limit) return null
   return found.sort(byLogOrder).slice(0, limit)
