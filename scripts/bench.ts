@@ -24,7 +24,8 @@
  * (scripts/lib/growth-bench.ts): payment.status and the delivery log (whole, and filtered by a common and a rare
  * status), one request at a time, with 1,000, 10,000 and
  * 100,000 documents in their collections (BENCH_GROWTH_SIZES). Then the tickets rows (scripts/lib/tickets-bench.ts):
- * BENCH_CLAIM_BUYERS (default 1000) buyers hold a paid 100-seat tier at once, then as many claim a free one, through
+ * BENCH_CLAIM_BUYERS (default 1000) requests are refused by the XRPC adapter alone at once (the floor of one hop), as
+ * many read a 100-seat tier's availability at once (the floor of three hops, no write), then as many buyers hold a paid 100-seat tier at once, then as many claim a free one, through
  * the XRPC API; each row also prints every process's CPU time per request during its crowd (scripts/lib/cpu-usage.ts), as the
  * status rows do for the full path and the subgraph directly.
  */
@@ -63,6 +64,14 @@ const CLAIM_SEATS = 100
 const GROWTH_SIZES = (process.env.BENCH_GROWTH_SIZES ?? '1000,10000,100000').split(',').map(Number).filter((n) => n > 0)
 /** The service refuses service JWTs living longer than 300 s; every batch is minted right before its run. */
 const JWT_LIFETIME_SECONDS = 290
+
+const CROWD_LABELS = {
+  edge: 'reads refused by the adapter alone (EventRequired; the floor of one hop)',
+  reads: 'availability reads (the floor of three hops: no write)',
+  holds: 'paid holds',
+  claims: 'free claims',
+} as const
+const CROWD_GRANTED = { edge: 'refused as expected', reads: 'answered', holds: 'granted', claims: 'granted' } as const
 
 const GET_CONFIG = 'money.svc.app.getConfig'
 const STATUS = 'network.svc.payment.status'
@@ -335,13 +344,15 @@ async function main() {
     // one checkout per app order id: every 2xx created its own
     const created = await conn.collection('checkouts').countDocuments({ appDid: app.did, appOrderId: { $regex: `^bench-${runId}-` } })
 
-    // ---- tickets: a crowd of buyers holds a scarce paid tier at once, then another claims a scarce free one ----
+    // ---- tickets: a crowd refused by the adapter alone and a crowd reading a tier's availability (the floors of the
+    // next two, one hop and three), then a crowd of buyers
+    // holds a scarce paid tier at once, then another claims a scarce free one ----
     const crowds: ScarceCrowdResult[] = []
     const tickets = await connectTickets(mongoUrl.toString())
     try {
       const ticketsApp = await generateDidKeyKeypair('ES256K')
       await registerApp({ models }, { did: ticketsApp.did, environment: 'test', appUrl: 'https://bench.example', feeShareBps: 100 })
-      for (const crowd of ['holds', 'claims'] as const) {
+      for (const crowd of ['edge', 'reads', 'holds', 'claims'] as const) {
         process.stdout.write(`bench: ${CLAIM_BUYERS} concurrent ${crowd} on ${CLAIM_SEATS} seats… `)
         const result = await measureScarceCrowd({
           crowd,
@@ -354,7 +365,7 @@ async function main() {
         })
         crowds.push(result)
         process.stdout.write(`done (${result.seconds} s)\n`)
-        if (result.granted !== CLAIM_SEATS || result.unexpected) process.exitCode = 1
+        if (result.granted !== (crowd === 'reads' || crowd === 'edge' ? CLAIM_BUYERS : CLAIM_SEATS) || result.unexpected) process.exitCode = 1
       }
     } catch (err) {
       console.error('bench: the tickets rows failed:', err)
@@ -427,7 +438,7 @@ async function main() {
     }
     for (const c of crowds) {
       console.log(
-        `\ntickets: ${c.buyers} concurrent ${c.crowd === 'holds' ? 'paid holds' : 'free claims'} on ${c.capacity} seats (full path): ${c.granted} granted, ` +
+        `\ntickets: ${c.buyers} concurrent ${CROWD_LABELS[c.crowd]} on ${c.capacity} seats (full path): ${c.granted} ${CROWD_GRANTED[c.crowd]}, ` +
           `${c.unexpected} unexpected answers, p50 ${c.p50} ms, p99 ${c.p99} ms, all answered in ${c.seconds} s`,
       )
       if (c.cpu.length) {

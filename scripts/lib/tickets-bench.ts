@@ -4,19 +4,24 @@
  * answer includes the checkout started in payments), `claims` claim a free one (tickets.svc.claimFreeTicket). It
  * counts the grants (exactly the capacity, never more) and each request's latency, checks the database holds
  * exactly as many seats as grants, and says where the CPU went: each process's CPU time per request during the crowd.
+ * Two floors under them, for the same crowd size: `reads`, as many reads of the tier's availability
+ * (tickets.svc.getTicketAvailability) at once, the same three hops and JWT check with no write, each answered with
+ * the whole capacity; and `edge`, the same read without its eventUri, answered `400 EventRequired` by the XRPC adapter
+ * alone (the HTTP request, the JWT check, the rate limit and the lexicon; no gateway, no domain). No seat is taken.
  */
 import { randomBytes } from 'node:crypto'
 import { generateDidKeyKeypair, mintServiceJwt, type DidKeyKeypair } from '@svc/service-auth'
 import { cpuPerRequest, cpuSnapshot } from './cpu-usage'
 
-export type ScarceCrowd = 'holds' | 'claims'
+export type ScarceCrowd = 'holds' | 'claims' | 'reads' | 'edge'
 
 export interface ScarceCrowdResult {
   crowd: ScarceCrowd
   buyers: number
   capacity: number
+  /** holds made, tickets issued; for `reads`, availability answered; for `edge`, EventRequired answered */
   granted: number
-  /** answers other than 200 (a hold, an issued ticket) and 409 TicketHoldUnavailable */
+  /** answers other than 200 (a hold, an issued ticket, the availability) and 409 TicketHoldUnavailable */
   unexpected: number
   p50: number
   p99: number
@@ -28,6 +33,7 @@ export interface ScarceCrowdResult {
 const CONFIGURE = 'tickets.svc.configureTicketTiers'
 const CLAIM = 'tickets.svc.claimFreeTicket'
 const HOLD = 'tickets.svc.createTicketHold'
+const AVAILABILITY = 'tickets.svc.getTicketAvailability'
 const UPDATE_CONFIG = 'money.svc.app.updateConfig'
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0
@@ -38,10 +44,18 @@ interface Answer {
   ticket?: { status: string }
   holdId?: string
   tiers?: { ticketTypeId: string }[]
+  items?: { ticketTypeId: string; available: number }[]
 }
 
 async function post(api: string, nsid: string, jwt: string, body: unknown): Promise<{ status: number; body: Answer | undefined }> {
-  const res = await fetch(`${api}/${nsid}`, { method: 'POST', headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  return answer(await fetch(`${api}/${nsid}`, { method: 'POST', headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }))
+}
+
+async function get(api: string, nsid: string, jwt: string, params: Record<string, string>): Promise<{ status: number; body: Answer | undefined }> {
+  return answer(await fetch(`${api}/${nsid}?${new URLSearchParams(params)}`, { headers: { authorization: `Bearer ${jwt}` } }))
+}
+
+async function answer(res: Response): Promise<{ status: number; body: Answer | undefined }> {
   const text = await res.text()
   return { status: res.status, body: text ? (JSON.parse(text) as Answer) : undefined }
 }
@@ -70,17 +84,19 @@ export async function measureScarceCrowd(opts: {
     eventUri,
     organizerDid: organizer.did,
     organizerAssertionJwt: await mintServiceJwt({ keypair: organizer.keypair, iss: organizer.did, aud: serviceDid, lxm: CONFIGURE }),
-    tiers: [{ name: 'Bench admission', priceAmount: opts.crowd === 'holds' ? 2500 : 0, currency: 'usd', capacity: opts.capacity }],
+    tiers: [{ name: 'Bench admission', priceAmount: opts.crowd === 'claims' ? 0 : 2500, currency: 'usd', capacity: opts.capacity }],
   })
   if (setup.status !== 200) throw new Error(`tickets bench: configureTicketTiers answered ${setup.status} ${JSON.stringify(setup.body)}`)
   const ticketTypeId = setup.body?.tiers?.[0]?.ticketTypeId
   if (!ticketTypeId) throw new Error(`tickets bench: configureTicketTiers answered no tier: ${JSON.stringify(setup.body)}`)
 
   // every request is signed before the clock starts: the row measures the service, not the minting
-  const nsid = opts.crowd === 'holds' ? HOLD : CLAIM
+  const nsid = { holds: HOLD, claims: CLAIM, reads: AVAILABILITY, edge: AVAILABILITY }[opts.crowd]
   const requests = await Promise.all(
     Array.from({ length: opts.buyers }, async () => {
       const jwt = await appJwt(nsid)
+      if (opts.crowd === 'reads') return { jwt, body: { environment: 'test', eventUri } }
+      if (opts.crowd === 'edge') return { jwt, body: { environment: 'test' } }
       if (opts.crowd === 'holds') {
         const body = { environment: 'test', eventUri, buyerDid: `did:plc:${randomBytes(12).toString('hex')}`, appOrderId: randomBytes(8).toString('hex'), items: [{ ticketTypeId, quantity: 1 }] }
         return { jwt, body }
@@ -104,16 +120,23 @@ export async function measureScarceCrowd(opts: {
   const answers = await Promise.all(
     requests.map(async (r) => {
       const t0 = performance.now()
-      const res = await post(opts.api, nsid, r.jwt, r.body)
+      const res = opts.crowd === 'reads' || opts.crowd === 'edge' ? await get(opts.api, nsid, r.jwt, r.body as Record<string, string>) : await post(opts.api, nsid, r.jwt, r.body)
       return { ms: performance.now() - t0, res }
     }),
   )
   const seconds = (Date.now() - started) / 1000
   const cpu = cpuPerRequest(cpuBefore, cpuSnapshot(), opts.buyers)
-  const granted = answers.filter((a) => a.res.status === 200 && (opts.crowd === 'holds' ? a.res.body?.holdId !== undefined : a.res.body?.ticket?.status === 'issued')).length
+  const grant = {
+    holds: (b: Answer | undefined) => b?.holdId !== undefined,
+    claims: (b: Answer | undefined) => b?.ticket?.status === 'issued',
+    reads: (b: Answer | undefined) => b?.items?.[0]?.ticketTypeId === ticketTypeId && b.items[0].available === opts.capacity,
+    edge: (b: Answer | undefined) => b?.error === 'EventRequired',
+  }[opts.crowd]
+  const granted = answers.filter((a) => a.res.status === (opts.crowd === 'edge' ? 400 : 200) && grant(a.res.body)).length
   const refused = answers.filter((a) => a.res.status === 409 && a.res.body?.error === 'TicketHoldUnavailable').length
   const seats = await opts.countSeats(ticketTypeId)
-  if (seats !== granted) throw new Error(`tickets bench: ${granted} ${opts.crowd} granted but ${seats} seats taken`)
+  const expectedSeats = opts.crowd === 'reads' || opts.crowd === 'edge' ? 0 : granted
+  if (seats !== expectedSeats) throw new Error(`tickets bench: ${granted} ${opts.crowd} granted but ${seats} seats taken`)
   const sorted = answers.map((a) => a.ms).sort((a, b) => a - b)
   return {
     crowd: opts.crowd,
