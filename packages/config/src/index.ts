@@ -70,6 +70,8 @@ const schema = z
     PAYMENT_TOKEN_SECRET_PREVIOUS: optionalSecret,
     /** an abandoned hosted checkout fails as expired after this many seconds (Stripe's default: 24 h) */
     CHECKOUT_EXPIRY_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(24 * 3600),
+    /** the domains' outbox relays delete events relayed this long ago (at least the relay's 24 h replay window) */
+    OUTBOX_RETENTION_MS: z.coerce.number().int().min(24 * 3_600_000).max(365 * 24 * 3_600_000).default(7 * 24 * 3_600_000),
     /** the live payment processor; none is built in, so live checkouts are refused until one is configured */
     LIVE_PROCESSOR: z.enum(['none']).default('none'),
     /** encrypts the webhook signing secrets at rest (AES-256-GCM; the key is its SHA-256) */
@@ -209,6 +211,8 @@ export interface Config {
   /** TRUST_PROXY, as Fastify's `trustProxy` takes it */
   trustProxy: TrustProxy
   checkoutExpirySeconds: number
+  /** OUTBOX_RETENTION_MS */
+  outboxRetentionMs: number
   liveProcessor: 'none'
   graphiql: boolean
   devAllowLoopbackWebhooks: boolean
@@ -342,6 +346,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     checkoutExpirySeconds: e.CHECKOUT_EXPIRY_SECONDS,
+    outboxRetentionMs: e.OUTBOX_RETENTION_MS,
     liveProcessor: e.LIVE_PROCESSOR,
     graphiql: e.GRAPHIQL ?? e.NODE_ENV === 'development',
     devAllowLoopbackWebhooks: e.DEV_ALLOW_LOOPBACK_WEBHOOKS,
@@ -371,13 +376,10 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>, name: string) {
 }
 
 /**
- * A process's entry point: the configuration read once, a pino logger named for the process, `start`, and the
- * stop it returns run on SIGINT or SIGTERM. A configuration or start failure is printed and exits 1.
- */
-/**
- * Runs a process: `start` returns its stop, which stops taking work, finishes what is in flight (requests, jobs)
- * and closes its connections. On SIGTERM or SIGINT the process stops and exits 0; one that has not stopped within
- * SHUTDOWN_TIMEOUT_MS exits 1, saying so.
+ * A process's entry point: the configuration read once, a pino logger named for the process, then `start`, which
+ * returns its stop: that stops taking work, finishes what is in flight (requests, jobs) and closes its connections.
+ * On SIGTERM or SIGINT the process stops and exits 0; one that has not stopped within SHUTDOWN_TIMEOUT_MS exits 1,
+ * saying so. A configuration or start failure is printed and exits 1.
  */
 export function runProcess(name: string, start: (config: Config, logger: Logger) => Promise<() => Promise<unknown>>): void {
   const run = async () => {

@@ -15,6 +15,10 @@
  * Redis may lose its data (a restart without persistence) with domain events still queued. Each relay keeps a key in
  * Redis; a scan that finds it missing (lost, or the first start) relays again the events relayed in the last
  * `replayWindowMs`: those already turned into deliveries are a no-op (the delivery id derives from the event id).
+ *
+ * The outbox is a relay buffer, not the event log apps read (that is the events domain's deliveries): a scan also
+ * deletes events relayed more than `retentionMs` ago (OUTBOX_RETENTION_MS, default 7 days, never less than the replay
+ * window), at most once per `pruneIntervalMs`, so the collection does not grow forever. FerretDB has no TTL index.
  */
 import { once } from 'node:events'
 import { Queue, type JobsOptions } from 'bullmq'
@@ -32,6 +36,13 @@ export const DEFAULT_RELAY_BATCH_SIZE = 100
 export const DEFAULT_RELAY_MARK_DELAY_MS = 250
 /** after Redis lost its data, the events relayed this long before are relayed again */
 export const DEFAULT_RELAY_REPLAY_WINDOW_MS = 24 * 3600_000
+/** relayed events are deleted this long after they were relayed */
+export const DEFAULT_OUTBOX_RETENTION_MS = 7 * 24 * 3600_000
+/** how often a scan deletes what is past the retention */
+export const DEFAULT_OUTBOX_PRUNE_INTERVAL_MS = 3600_000
+/** events deleted per delete command, and the most one prune deletes (the next one goes on) */
+const PRUNE_BATCH = 1000
+const PRUNE_MAX_PER_RUN = 20 * PRUNE_BATCH
 
 /** The relay's key in Redis: present while Redis keeps what the relay published. */
 export function relayAliveKey(redisPrefix: string, source: EventSource): string {
@@ -64,6 +75,10 @@ export interface OutboxRelayOptions {
   markDelayMs?: number
   /** after Redis lost its data, events relayed this long before are relayed again (default 24 h) */
   replayWindowMs?: number
+  /** relayed events are deleted this long after they were relayed (default 7 days; at least replayWindowMs) */
+  retentionMs?: number
+  /** how often a scan deletes events past the retention (default 1 h) */
+  pruneIntervalMs?: number
   /**
    * Runs after a batch is on the queue and before it is marked relayed; a throw leaves the batch unmarked (as a
    * crash there would). For tests of the crash window.
@@ -125,6 +140,10 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   const batchSize = opts.batchSize ?? DEFAULT_RELAY_BATCH_SIZE
   const markDelayMs = opts.markDelayMs ?? DEFAULT_RELAY_MARK_DELAY_MS
   const replayWindowMs = opts.replayWindowMs ?? DEFAULT_RELAY_REPLAY_WINDOW_MS
+  const retentionMs = opts.retentionMs ?? DEFAULT_OUTBOX_RETENTION_MS
+  const pruneIntervalMs = opts.pruneIntervalMs ?? DEFAULT_OUTBOX_PRUNE_INTERVAL_MS
+  // an event the replay may relay again must still be there
+  if (!(retentionMs >= replayWindowMs)) throw new Error('outbox relay: retentionMs must be at least replayWindowMs')
   const aliveKey = relayAliveKey(opts.redisPrefix, opts.source)
   if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error('outbox relay: batchSize must be a positive integer')
   if (!(intervalMs > 0)) throw new Error('outbox relay: intervalMs must be positive')
@@ -252,6 +271,30 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     if (res.modifiedCount > 0) log.warn({ events: res.modifiedCount, since }, 'outbox relay: Redis lost its data (or first start); relaying recent events again')
   }
 
+  /**
+   * Deletes events relayed before the retention, by `_id` in batches, when the last prune is `pruneIntervalMs` old.
+   * Only relayed ones: an event that waits for Redis, however old, stays until it is on the queue.
+   */
+  let lastPrune = 0
+  const pruneIfDue = async (): Promise<void> => {
+    if (Date.now() - lastPrune < pruneIntervalMs) return
+    lastPrune = Date.now()
+    const before = new Date(Date.now() - retentionMs)
+    let deleted = 0
+    while (deleted < PRUNE_MAX_PER_RUN && !stopped) {
+      // occurredAt ≤ relayedAt: its condition narrows the read to the outbox's index
+      const old = await opts.model
+        .find({ relayed: true, occurredAt: { $lt: before }, relayedAt: { $lt: before } }, { _id: 1 })
+        .limit(PRUNE_BATCH)
+        .lean<Pick<OutboxEvent, '_id'>[]>()
+      if (old.length === 0) break
+      const res = await opts.model.deleteMany({ _id: { $in: old.map((e) => e._id) }, relayed: true })
+      deleted += res.deletedCount
+      if (old.length < PRUNE_BATCH) break
+    }
+    if (deleted > 0) log.info({ deleted, relayedBefore: before }, 'outbox: deleted events relayed before the retention')
+  }
+
   /** Batches until one comes back short: everything unrelayed when the pass started is on the queue. */
   const relayAll = async (): Promise<number> => {
     await upgradeOutbox()
@@ -264,6 +307,8 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
       if (relayed < batchSize || stopped) break
     }
     if (total > 0) log.info({ relayed: total }, 'outbox events relayed')
+    // a failed prune costs the relay nothing: the next one, an interval later, deletes what it left
+    await pruneIfDue().catch((err: unknown) => log.warn({ err }, 'outbox: deleting events past the retention failed'))
     return total
   }
 

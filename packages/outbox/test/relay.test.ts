@@ -307,3 +307,46 @@ test('Redis loses its data: the next scan relays again the events relayed within
   expect(await jobCount()).toBe(2)
   expect((await model.findById(outboxEventId('old')).lean())?.relayedAt).toEqual(threeDaysAgo)
 })
+
+describe('retention', () => {
+  const DAY = 24 * 3600_000
+  const stored = (key: string, occurredAt: Date, relayedAt: Date | null) =>
+    ({ _id: outboxEventId(key), ...event(key), occurredAt, relayed: relayedAt !== null, relayedAt }) as never
+  const present = async (key: string) => (await model.exists({ _id: outboxEventId(key) })) !== null
+
+  test('a scan deletes the events relayed before the retention, in batches; newer ones and unrelayed ones stay, however old', async () => {
+    const { relay, queue } = fixture()
+    const eightDaysAgo = new Date(Date.now() - 8 * DAY)
+    // more than one delete batch of expired events
+    await model.collection.insertMany(Array.from({ length: 1500 }, (_, i) => stored(`expired:${i}`, eightDaysAgo, eightDaysAgo)))
+    await model.collection.insertMany([
+      stored('relayed-late', eightDaysAgo, new Date(Date.now() - 3600_000)),
+      stored('recent', new Date(Date.now() - 3 * DAY), new Date(Date.now() - 3 * DAY)),
+      stored('waiting', eightDaysAgo, null),
+    ])
+
+    const r = relay()
+    await r.drain()
+    expect(await model.countDocuments({ _id: { $regex: '^evt_' } })).toBe(3)
+    for (const key of ['relayed-late', 'recent', 'waiting']) expect(await present(key)).toBe(true)
+    // the old event that was still waiting was relayed, not deleted (and the one relayed an hour ago again: a first
+    // start replays the replay window); no deleted event was relayed
+    expect((await model.findById(outboxEventId('waiting')).lean())?.relayed).toBe(true)
+    expect((await queue.getJobs()).map((j) => j.id).sort()).toEqual([outboxEventId('relayed-late'), outboxEventId('waiting')].sort())
+  })
+
+  test('once per prune interval; the retention is never shorter than the replay window', async () => {
+    const { relay } = fixture()
+    const r = relay()
+    await r.drain() // the first scan prunes (nothing to delete)
+    const eightDaysAgo = new Date(Date.now() - 8 * DAY)
+    await model.collection.insertOne(stored('expired-later', eightDaysAgo, eightDaysAgo))
+    await r.drain()
+    expect(await present('expired-later')).toBe(true) // the last prune was just now
+
+    await relay({ pruneIntervalMs: 0 }).drain()
+    expect(await present('expired-later')).toBe(false)
+
+    expect(() => relay({ retentionMs: DAY, replayWindowMs: 2 * DAY })).toThrow('retentionMs must be at least replayWindowMs')
+  })
+})

@@ -28,7 +28,7 @@ export interface AppsServiceOptions {
   /** base URL of the creator dashboard (config.dashboardUrl); approval requests link to its pages */
   dashboardUrl: string
   /** relays the apps outbox to the `domain-events` queue (docs/events.md); without it nothing leaves the outbox */
-  relay?: { redisUrl: string; redisPrefix: string; intervalMs?: number }
+  relay?: { redisUrl: string; redisPrefix: string; intervalMs?: number; retentionMs?: number }
 }
 
 export const connectApps = (mongoUrl: string) => connectDomain(mongoUrl, createAppsModels)

@@ -18,7 +18,7 @@ runProcess('payments', async (config, logger) => {
     previousTokenSecret: config.secrets.previousPaymentTokens,
     checkoutExpirySeconds: config.checkoutExpirySeconds,
     liveProcessor: config.liveProcessor,
-    relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix },
+    relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, retentionMs: config.outboxRetentionMs },
   })
   return service.stop
 })

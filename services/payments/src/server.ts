@@ -41,7 +41,7 @@ export interface PaymentsServiceOptions {
   /** periodic expiry sweep and settlement recovery; default 60000; 0 disables */
   sweepIntervalMs?: number
   /** relays the payments outbox to the `domain-events` queue (docs/events.md); without it nothing leaves the outbox */
-  relay?: { redisUrl: string; redisPrefix: string; intervalMs?: number }
+  relay?: { redisUrl: string; redisPrefix: string; intervalMs?: number; retentionMs?: number }
 }
 
 export async function startPaymentsService(opts: PaymentsServiceOptions): Promise<{ url: string; models: PaymentsModels; stop(): Promise<void> }> {

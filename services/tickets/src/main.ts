@@ -13,7 +13,7 @@ runProcess('tickets', async (config, logger) => {
     logger,
     operatorToken: config.secrets.operatorToken,
     databaseCommandMetrics: config.databaseCommandMetrics,
-    relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix },
+    relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, retentionMs: config.outboxRetentionMs },
   })
   return service.stop
 })

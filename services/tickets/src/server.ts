@@ -34,7 +34,7 @@ export interface TicketsServiceOptions {
    * relays the tickets outbox to the `domain-events` queue (docs/events.md) and runs the `ticket-holds` queue (hold
    * expiries on time); without it nothing leaves the outbox and holds lapse on read only
    */
-  relay?: { redisUrl: string; redisPrefix: string; intervalMs?: number }
+  relay?: { redisUrl: string; redisPrefix: string; intervalMs?: number; retentionMs?: number }
   /** the sweep announcing tickets whose claim stopped before its event; default 60000; 0 disables */
   sweepIntervalMs?: number
 }
