@@ -61,10 +61,21 @@ const DATABASE_UNREACHABLE = new Set([
   'MongoTopologyClosedError',
 ])
 
+/**
+ * FerretDB answers when it cannot reach its own backend (PostgreSQL restarting, out of connections): an
+ * `InternalError` (code 1) whose message is the PostgreSQL driver's. The database is away all the same.
+ */
+const BACKEND_UNREACHABLE = /failed to connect to `|too many clients|the database system is (starting up|shutting down|in recovery mode)/
+
+function isBackendUnreachable(err: Error): boolean {
+  // an insertMany gets the same answer as a bulk error
+  return (err.name === 'MongoServerError' || err.name === 'MongoBulkWriteError') && (err as { code?: unknown }).code === 1 && BACKEND_UNREACHABLE.test(err.message)
+}
+
 export function isDatabaseUnreachable(err: unknown): boolean {
   if (!(err instanceof Error)) return false
   // a model's operation waits for a lost connection to come back, then fails this way (bufferTimeoutMS, 10 s)
-  return DATABASE_UNREACHABLE.has(err.name) || (err.name === 'MongooseError' && /buffering timed out/.test(err.message))
+  return DATABASE_UNREACHABLE.has(err.name) || (err.name === 'MongooseError' && /buffering timed out/.test(err.message)) || isBackendUnreachable(err)
 }
 
 /**
@@ -153,9 +164,12 @@ export async function startSubgraph<TContext extends SubgraphContext>(
 /** How long a process that starts while its database is away (restarting, failing over) keeps trying. */
 export const DATABASE_START_WAIT_MS = 60_000
 
-/** The errors of a database away for a moment: a connection refused or reset, no server to select, a pool cleared. */
+/**
+ * The errors of a database away for a moment: a connection refused or reset, no server to select, a pool cleared,
+ * FerretDB's backend out of reach.
+ */
 export function isDatabaseAway(err: unknown): boolean {
-  return err instanceof Error && /^Mongo(Network|NetworkTimeout|ServerSelection|PoolCleared|TopologyClosed)Error$/.test(err.name)
+  return err instanceof Error && (/^Mongo(Network|NetworkTimeout|ServerSelection|PoolCleared|TopologyClosed)Error$/.test(err.name) || isBackendUnreachable(err))
 }
 
 /**

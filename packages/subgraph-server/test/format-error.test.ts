@@ -5,8 +5,8 @@
 import mongoose from 'mongoose'
 import pino from 'pino'
 import { ContractError } from '@svc/errors'
-import { startFerretDb } from '@svc/testing'
-import { formatSubgraphError, isDatabaseUnreachable } from '../src'
+import { startFerretDb, startFerretDbWithoutBackend } from '@svc/testing'
+import { formatSubgraphError, isDatabaseAway, isDatabaseUnreachable } from '../src'
 
 const format = formatSubgraphError(pino({ level: 'silent' }))
 const formatted = { message: 'raw', path: ['checkout'] }
@@ -28,6 +28,30 @@ it('a database that stopped answering is ServiceUnavailable, for reads and write
         path: ['checkout'],
         extensions: { code: 'ServiceUnavailable', http: { status: 503 } },
       })
+    }
+  } finally {
+    await conn.close(true)
+    await ferret.stop()
+  }
+})
+
+it('a FerretDB whose PostgreSQL cannot be reached is ServiceUnavailable too (and away, for a process starting)', async () => {
+  // FerretDB answers the driver itself here, with an InternalError carrying the PostgreSQL driver's message
+  const ferret = await startFerretDbWithoutBackend()
+  const conn = mongoose.createConnection(`${ferret.url}format_error`, { serverSelectionTimeoutMS: 5000 })
+  try {
+    await conn.asPromise()
+    const errors = await Promise.all([
+      conn.collection('things').findOne({ n: 1 }).catch((err: unknown) => err),
+      conn.collection('things').insertOne({ n: 2 }).catch((err: unknown) => err),
+      conn.collection('things').insertMany([{ n: 3 }, { n: 4 }], { ordered: false }).catch((err: unknown) => err),
+    ])
+    expect(errors.map((err) => (err as Error).name)).toEqual(['MongoServerError', 'MongoServerError', 'MongoBulkWriteError'])
+    for (const err of errors) {
+      expect(err).toMatchObject({ code: 1 })
+      expect(isDatabaseUnreachable(err)).toBe(true)
+      expect(isDatabaseAway(err)).toBe(true)
+      expect(format(formatted, err)).toMatchObject({ extensions: { code: 'ServiceUnavailable', http: { status: 503 } } })
     }
   } finally {
     await conn.close(true)

@@ -91,6 +91,21 @@ function withDatabase(url: string, database: string): string {
   return u.toString()
 }
 
+/**
+ * FerretDB's pool of PostgreSQL connections (pgx's `pool_max_conns`; FerretDB's own default is 50). PostgreSQL
+ * allows 100 clients by default, and a test run has two FerretDBs at once (the suite's and the fault run's, whose
+ * killed predecessor's connections linger until PostgreSQL notices them gone): at 50 each they ran out ("sorry, too
+ * many clients already"), and FerretDB answered InternalError. Two cores keep no more than a few busy anyway.
+ */
+export const FERRETDB_PG_POOL_MAX = 20
+
+/** The URL FerretDB connects to PostgreSQL with (a URL that sets `pool_max_conns` itself keeps it). */
+function ferretPostgresUrl(adminUrl: string, database: string): string {
+  const u = new URL(withDatabase(adminUrl, database))
+  if (!u.searchParams.has('pool_max_conns')) u.searchParams.set('pool_max_conns', String(FERRETDB_PG_POOL_MAX))
+  return u.toString()
+}
+
 /** One statement on its own connection (these run a few times per start, never per request). */
 async function adminQuery<R extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = [], timeoutMs = 5000): Promise<R[]> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs })
@@ -246,7 +261,7 @@ export async function startFerretDb(opts: FerretDbOptions = {}): Promise<Running
     )
   }
   const backendArgs =
-    adminUrl && pgDatabase ? ['--handler=postgresql', `--postgresql-url=${withDatabase(adminUrl, pgDatabase)}`] : ['--handler=sqlite', `--sqlite-url=file:${dataDir}/`]
+    adminUrl && pgDatabase ? ['--handler=postgresql', `--postgresql-url=${ferretPostgresUrl(adminUrl, pgDatabase)}`] : ['--handler=sqlite', `--sqlite-url=file:${dataDir}/`]
   const metricsPort = opts.metrics ? await freePort() : null
   const child = spawn(
     bin,
@@ -305,4 +320,39 @@ export async function ferretDbCommandCounts(metricsUrl: string): Promise<Record<
     if (!UPKEEP_COMMANDS.has(command)) counts[command] = (counts[command] ?? 0) + Number(m[2])
   }
   return counts
+}
+
+/**
+ * A FerretDB whose PostgreSQL cannot be reached (its URL names a closed port): it accepts connections and answers
+ * every command that needs its backend with an `InternalError`, as it does while PostgreSQL restarts or refuses
+ * clients ("too many clients already"). For the tests of how the service takes that answer.
+ */
+export async function startFerretDbWithoutBackend(): Promise<{ url: string; stop(): Promise<void> }> {
+  const closedPort = await freePort()
+  const port = await freePort()
+  const stateDir = mkdtempSync(join(tmpdir(), 'svc-ferretdb-nobackend-'))
+  const child = spawn(
+    ferretDbBinary(),
+    [
+      '--handler=postgresql',
+      `--postgresql-url=postgres://postgres@127.0.0.1:${closedPort}/none`,
+      `--listen-addr=127.0.0.1:${port}`,
+      `--state-dir=${stateDir}`,
+      '--debug-addr=-',
+      '--telemetry=disable',
+    ],
+    { stdio: 'ignore' },
+  )
+  await waitForPort(port)
+  return {
+    url: `mongodb://127.0.0.1:${port}/`,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r))
+        child.kill('SIGKILL')
+        await exited
+      }
+      rmSync(stateDir, { recursive: true, force: true })
+    },
+  }
 }

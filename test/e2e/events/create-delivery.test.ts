@@ -3,7 +3,9 @@
  * insertMany, and each caller still gets its own answer: the new delivery, or the stored one when it existed, also
  * when duplicates of one delivery share a batch with new ones.
  */
-import { createDelivery, newDeliveryId, type NewDelivery } from '@svc/events'
+import mongoose from 'mongoose'
+import { createDelivery, createEventsModels, newDeliveryId, type EventsModels, type NewDelivery } from '@svc/events'
+import { startFerretDbWithoutBackend } from '@svc/testing'
 import { startStack, type TestStack } from '../../stack'
 
 let stack: TestStack
@@ -63,4 +65,22 @@ it('a delivery the schema refuses is refused alone', async () => {
   ])
   expect(results[0].status).toBe('rejected')
   expect(results[1]).toMatchObject({ status: 'fulfilled', value: { _id: good } })
+})
+
+it('a batch the database refused as a whole fails every caller: none is told its delivery exists', async () => {
+  // FerretDB answers its backend's failure (PostgreSQL out of clients, restarting) as a bulk error naming no
+  // document; taken as "no document failed", a test event was acknowledged and a domain event's job completed with
+  // no delivery stored (the fault run found both)
+  const away = await startFerretDbWithoutBackend()
+  const conn = await mongoose.createConnection(`${away.url}create_delivery`, { serverSelectionTimeoutMS: 5000 }).asPromise()
+  try {
+    // the models are registered at once; their indexes cannot be made on this database
+    void createEventsModels(conn).catch(() => undefined)
+    const models = { Delivery: conn.model('Delivery'), SigningSecret: conn.model('SigningSecret') } as unknown as EventsModels
+    const results = await Promise.allSettled([0, 1, 2].map((n) => createDelivery({ ...stack.deliveryLog, models }, delivery(newDeliveryId(), n))))
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected'])
+  } finally {
+    await conn.close(true)
+    await away.stop()
+  }
 })

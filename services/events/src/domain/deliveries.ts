@@ -104,8 +104,11 @@ async function flush(store: DeliveryLogStore): Promise<void> {
     for (const b of batch) b.settle(true)
   } catch (err) {
     const writeErrors = (err as { writeErrors?: { index: number; code?: number }[] }).writeErrors
-    if (!Array.isArray(writeErrors)) {
-      for (const b of batch) b.fail(err)
+    const insertedCount = (err as { result?: { insertedCount?: unknown } }).result?.insertedCount
+    if (!Array.isArray(writeErrors) || insertedCount !== batch.length - writeErrors.length) {
+      // the answer does not account for every document: FerretDB answers its backend's failure (PostgreSQL out of
+      // clients, restarting) as a bulk error naming no document, with nothing inserted. What is stored decides.
+      await settleByReading(models, batch, err)
       return
     }
     const failed = new Map(writeErrors.map((e) => [e.index, e]))
@@ -115,6 +118,21 @@ async function flush(store: DeliveryLogStore): Promise<void> {
       else if (isDuplicateKeyError(e)) b.settle(false)
       else b.fail(err)
     })
+  }
+}
+
+/** After an insert whose answer named no outcome per document: a stored one is answered as existing, the others fail. */
+async function settleByReading(models: EventsModels, batch: { doc: DeliveryDoc; settle: (inserted: boolean) => void; fail: (err: unknown) => void }[], err: unknown): Promise<void> {
+  let stored: Set<string>
+  try {
+    stored = new Set((await models.Delivery.find({ _id: { $in: batch.map((b) => b.doc._id) } }, { _id: 1 }).lean()).map((d) => String(d._id)))
+  } catch {
+    for (const b of batch) b.fail(err)
+    return
+  }
+  for (const b of batch) {
+    if (stored.has(b.doc._id)) b.settle(false)
+    else b.fail(err)
   }
 }
 
