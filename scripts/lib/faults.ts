@@ -24,10 +24,11 @@ import { createServer, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
+import { Queue } from 'bullmq'
 import mongoose from 'mongoose'
 import { connectApps, issueApiKey, registerApp } from '@svc/apps'
 import { DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE, deliveryIdForEvent } from '@svc/events'
-import { outboxCollection } from '@svc/outbox'
+import { outboxCollection, queuePrefix } from '@svc/outbox'
 import { buildProduct } from '@svc/sdk'
 import { generateDidKeyKeypair, mintServiceJwt } from '@svc/service-auth'
 import { dropDatabase, freePort, postgresForFerret, reservePort, startFerretDb, waitForPort, type RunningFerretDb } from '@svc/testing'
@@ -75,6 +76,8 @@ export interface FaultReport {
   refused: { testEvents: number; payments: number }
   /** the answers of those requests: HTTP status (of the failing step), or `network` */
   refusedAnswers: Record<string, number>
+  /** the first refusals other than unavailable, each with its step, answer and request id (the logs have the rest) */
+  unexpectedRefusals: string[]
   /** acknowledged events that arrived at the receiver */
   delivered: number
   /** acknowledged events that never arrived: must be empty */
@@ -88,7 +91,8 @@ export interface FaultReport {
   /** the database's side */
   /** attempts: in all, and those logged `interrupted` (a worker died during them) */
   deliveries: { total: number; byStatus: Record<string, number>; attempts: number; interruptedAttempts: number; notReceived: string[]; inconsistent: InconsistentDelivery[] }
-  outbox: { events: number; withoutDelivery: string[] }
+  /** `why` of each event without a delivery: its outbox marks and its `domain-events` job's state (or `no job`) */
+  outbox: { events: number; withoutDelivery: string[]; why?: string[] }
   /** where each process's output is */
   logDir: string
 }
@@ -288,10 +292,12 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     const produced = { testEvents: new Set<string>(), payments: new Set<string>() }
     const refused = { testEvents: 0, payments: 0 }
     const refusedAnswers: Record<string, number> = {}
+    const unexpectedRefusals: string[] = []
     const refuse = (kind: keyof typeof refused, err: unknown) => {
       refused[kind]++
       const answer = err instanceof HttpStatus ? String(err.status) : 'network'
       refusedAnswers[answer] = (refusedAnswers[answer] ?? 0) + 1
+      if (answer !== '503' && answer !== 'network' && unexpectedRefusals.length < 10) unexpectedRefusals.push(`${kind}: ${(err as Error).message}`)
     }
     let redriven = 0
     let conn: mongoose.Connection | undefined
@@ -319,7 +325,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
         signal: AbortSignal.timeout(10_000),
       })
       const text = await res.text()
-      if (!res.ok) throw new HttpStatus(res.status, `${nsid} answered ${res.status} ${text}`)
+      if (!res.ok) throw new HttpStatus(res.status, `${nsid} answered ${res.status} (request ${res.headers.get('svc-request-id')}) ${text}`)
       return JSON.parse(text) as Record<string, unknown>
     }
     await xrpc('money.svc.app.updateConfig', { environment: 'test', webhookUrl: receiver.url })
@@ -337,7 +343,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
         try {
           const res = await utility('/api/app/developer/test-event')
           const answer = (await res.json()) as { deliveryId?: string }
-          if (!res.ok || !answer.deliveryId) throw new HttpStatus(res.status, 'test event refused')
+          if (!res.ok || !answer.deliveryId) throw new HttpStatus(res.status, `test event answered ${res.status} (request ${res.headers.get('svc-request-id')}) ${JSON.stringify(answer)}`)
           produced.testEvents.add(answer.deliveryId)
         } catch (err) {
           refuse('testEvents', err)
@@ -365,8 +371,8 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
           redirect: 'manual',
           signal: AbortSignal.timeout(10_000),
         })
-        await paid.arrayBuffer()
-        if (paid.status >= 400) throw new HttpStatus(paid.status, 'payment refused')
+        const page = await paid.text()
+        if (paid.status >= 400) throw new HttpStatus(paid.status, `pay answered ${paid.status} (request ${paid.headers.get('svc-request-id')}) ${page.slice(0, 300)}`)
         produced.payments.add(appOrderId)
       } catch (err) {
         refuse('payments', err)
@@ -471,6 +477,23 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       return { events: ids.length, withoutDelivery: ids.filter((id) => !have.has(deliveryIdForEvent(id))) }
     }
     await waitUntil(async () => (await eventsWithoutDelivery()).withoutDelivery.length === 0, Date.now() + 20_000)
+    // what became of an event still without its delivery: relayed or not, and where its job is
+    const whyWithoutDelivery = async (eventIds: string[]): Promise<string[]> => {
+      if (eventIds.length === 0) return []
+      const queue = new Queue(DOMAIN_EVENTS_QUEUE, { connection: { url: redisUrl }, prefix: queuePrefix(redisPrefix) })
+      try {
+        const events = await db.collection(outboxCollection('payments')).find({ _id: { $in: eventIds } } as never).toArray()
+        return await Promise.all(
+          events.map(async (e) => {
+            const job = await queue.getJob(String(e._id))
+            const jobState = job ? `job ${await job.getState()} (attempts ${job.attemptsMade}, ${job.failedReason ?? 'no failure'})` : 'no job'
+            return `${String(e._id)}: occurred ${(e.occurredAt as Date).toISOString()}, relayed ${String(e.relayed)} at ${e.relayedAt ? (e.relayedAt as Date).toISOString() : '-'}, ${jobState}`
+          }),
+        )
+      } finally {
+        await queue.close()
+      }
+    }
 
     // ---- the counts ----
     const ids = new Set(receiver.arrivals.map((a) => a.id))
@@ -497,7 +520,8 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       if (problem) inconsistent.push({ id, why: problem })
       if (!ids.has(id)) notReceived.push(id)
     }
-    const outbox = await eventsWithoutDelivery()
+    const found = await eventsWithoutDelivery()
+    const outbox = found.withoutDelivery.length === 0 ? found : { ...found, why: await whyWithoutDelivery(found.withoutDelivery) }
     const report: FaultReport = {
       backend: ferret.backend,
       scale,
@@ -506,6 +530,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       produced: { testEvents: produced.testEvents.size, payments: produced.payments.size },
       refused,
       refusedAnswers,
+      unexpectedRefusals,
       delivered: new Set(acknowledgedArrivals.map((a) => (a.type === 'payment.completed' ? `payment ${a.appOrderId}` : a.id))).size,
       missing,
       duplicates,
@@ -515,8 +540,9 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       outbox,
       logDir,
     }
-    // a temporary log folder is kept only when the run lost or left something inconsistent
-    const clean = missing.length + notReceived.length + outbox.withoutDelivery.length + inconsistent.length === 0
+    // a temporary log folder is kept only when the run lost or left something inconsistent, or a refusal was other
+    // than unavailable (a 500's request id is in the logs)
+    const clean = missing.length + notReceived.length + outbox.withoutDelivery.length + inconsistent.length + unexpectedRefusals.length === 0
     if (clean && !opts.logDir) rmSync(logDir, { recursive: true, force: true })
     return report
   } finally {
