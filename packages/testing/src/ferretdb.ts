@@ -91,21 +91,6 @@ function withDatabase(url: string, database: string): string {
   return u.toString()
 }
 
-/**
- * FerretDB's pool of PostgreSQL connections (pgx's `pool_max_conns`; FerretDB's own default is 50). PostgreSQL
- * allows 100 clients by default, and a test run has two FerretDBs at once (the suite's and the fault run's, whose
- * killed predecessor's connections linger until PostgreSQL notices them gone): at 50 each they ran out ("sorry, too
- * many clients already"), and FerretDB answered InternalError. Two cores keep no more than a few busy anyway.
- */
-export const FERRETDB_PG_POOL_MAX = 20
-
-/** The URL FerretDB connects to PostgreSQL with (a URL that sets `pool_max_conns` itself keeps it). */
-function ferretPostgresUrl(adminUrl: string, database: string): string {
-  const u = new URL(withDatabase(adminUrl, database))
-  if (!u.searchParams.has('pool_max_conns')) u.searchParams.set('pool_max_conns', String(FERRETDB_PG_POOL_MAX))
-  return u.toString()
-}
-
 /** One statement on its own connection (these run a few times per start, never per request). */
 async function adminQuery<R extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = [], timeoutMs = 5000): Promise<R[]> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs })
@@ -261,7 +246,7 @@ export async function startFerretDb(opts: FerretDbOptions = {}): Promise<Running
     )
   }
   const backendArgs =
-    adminUrl && pgDatabase ? ['--handler=postgresql', `--postgresql-url=${ferretPostgresUrl(adminUrl, pgDatabase)}`] : ['--handler=sqlite', `--sqlite-url=file:${dataDir}/`]
+    adminUrl && pgDatabase ? ['--handler=postgresql', `--postgresql-url=${withDatabase(adminUrl, pgDatabase)}`] : ['--handler=sqlite', `--sqlite-url=file:${dataDir}/`]
   const metricsPort = opts.metrics ? await freePort() : null
   const child = spawn(
     bin,
