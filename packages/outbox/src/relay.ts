@@ -86,6 +86,9 @@ export interface OutboxRelayOptions {
   beforeMark?: (eventIds: string[]) => void | Promise<void>
 }
 
+/** What a domain's process configures of its relay (the rest is the domain's own: its outbox, source and logger). */
+export type OutboxRelaySettings = Pick<OutboxRelayOptions, 'redisUrl' | 'redisPrefix' | 'intervalMs' | 'retentionMs'>
+
 export interface OutboxRelay {
   /** waits for the running pass, then closes the queue and its Redis connection */
   stop(): Promise<void>

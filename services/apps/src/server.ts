@@ -2,7 +2,7 @@
 import type { Logger } from 'pino'
 import { createGatewayClient } from '@svc/gateway-client'
 import type { CallerKeys } from '@svc/internal-context'
-import { startOutboxRelay } from '@svc/outbox'
+import { startOutboxRelay, type OutboxRelaySettings } from '@svc/outbox'
 import { connectDomain, startDomainSubgraph } from '@svc/subgraph-server'
 import type { ActorFacts } from './domain/actor-facts'
 import type { AppsDomain } from './domain/context'
@@ -28,7 +28,7 @@ export interface AppsServiceOptions {
   /** base URL of the creator dashboard (config.dashboardUrl); approval requests link to its pages */
   dashboardUrl: string
   /** relays the apps outbox to the `domain-events` queue (docs/events.md); without it nothing leaves the outbox */
-  relay?: { redisUrl: string; redisPrefix: string; intervalMs?: number; retentionMs?: number }
+  relay?: OutboxRelaySettings
 }
 
 export const connectApps = (mongoUrl: string) => connectDomain(mongoUrl, createAppsModels)

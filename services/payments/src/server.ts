@@ -2,7 +2,7 @@
 import type { Logger } from 'pino'
 import { createGatewayClient } from '@svc/gateway-client'
 import type { CallerKeys } from '@svc/internal-context'
-import { startOutboxRelay } from '@svc/outbox'
+import { startOutboxRelay, type OutboxRelaySettings } from '@svc/outbox'
 import { startDomainSubgraph } from '@svc/subgraph-server'
 import type { AppFacts } from './domain/app-facts'
 import type { PaymentsDomain, TicketHolds } from './domain/context'
@@ -41,7 +41,7 @@ export interface PaymentsServiceOptions {
   /** periodic expiry sweep and settlement recovery; default 60000; 0 disables */
   sweepIntervalMs?: number
   /** relays the payments outbox to the `domain-events` queue (docs/events.md); without it nothing leaves the outbox */
-  relay?: { redisUrl: string; redisPrefix: string; intervalMs?: number; retentionMs?: number }
+  relay?: OutboxRelaySettings
 }
 
 export async function startPaymentsService(opts: PaymentsServiceOptions): Promise<{ url: string; models: PaymentsModels; stop(): Promise<void> }> {

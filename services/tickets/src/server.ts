@@ -5,7 +5,7 @@
 import type { Logger } from 'pino'
 import { createGatewayClient } from '@svc/gateway-client'
 import type { CallerKeys } from '@svc/internal-context'
-import { startOutboxRelay } from '@svc/outbox'
+import { startOutboxRelay, type OutboxRelaySettings } from '@svc/outbox'
 import { startDomainSubgraph } from '@svc/subgraph-server'
 import type { AppFacts } from './domain/app-facts'
 import { createGraphCheckouts, createGraphFacts } from './graph-facts'
@@ -34,7 +34,7 @@ export interface TicketsServiceOptions {
    * relays the tickets outbox to the `domain-events` queue (docs/events.md) and runs the `ticket-holds` queue (hold
    * expiries on time); without it nothing leaves the outbox and holds lapse on read only
    */
-  relay?: { redisUrl: string; redisPrefix: string; intervalMs?: number; retentionMs?: number }
+  relay?: OutboxRelaySettings
   /** the sweep announcing tickets whose claim stopped before its event; default 60000; 0 disables */
   sweepIntervalMs?: number
 }

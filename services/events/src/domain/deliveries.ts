@@ -75,7 +75,14 @@ export async function createDelivery(store: DeliveryLogStore, input: NewDelivery
  * about its own document: true when inserted, false when it existed (a repeated event); any other error reaches the
  * callers whose documents it concerns.
  */
-const waiting = new WeakMap<EventsModels, { doc: DeliveryDoc; settle: (inserted: boolean) => void; fail: (err: unknown) => void }[]>()
+/** A caller's delivery waiting for the batch insert, and how to answer it (inserted: true; it existed: false). */
+interface Waiting {
+  doc: DeliveryDoc
+  settle: (inserted: boolean) => void
+  fail: (err: unknown) => void
+}
+
+const waiting = new WeakMap<EventsModels, Waiting[]>()
 
 function insertTogether(store: DeliveryLogStore, doc: DeliveryDoc): Promise<boolean> {
   return new Promise((settle, fail) => {
@@ -122,7 +129,7 @@ async function flush(store: DeliveryLogStore): Promise<void> {
 }
 
 /** After an insert whose answer named no outcome per document: a stored one is answered as existing, the others fail. */
-async function settleByReading(models: EventsModels, batch: { doc: DeliveryDoc; settle: (inserted: boolean) => void; fail: (err: unknown) => void }[], err: unknown): Promise<void> {
+async function settleByReading(models: EventsModels, batch: Waiting[], err: unknown): Promise<void> {
   let stored: Set<string>
   try {
     stored = new Set((await models.Delivery.find({ _id: { $in: batch.map((b) => b.doc._id) } }, { _id: 1 }).lean()).map((d) => String(d._id)))
