@@ -13,6 +13,7 @@ runProcess('gateway', async (config, logger) => {
     secrets: config.secrets,
     graphiql: config.graphiql,
     logger,
+    subgraphTimeoutMs: config.subgraphTimeoutMs,
   })
   await app.listen({ host: config.host, port: config.ports.gateway })
   return () => app.close()

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto'
 import { CONTEXT_HEADER, REQUEST_ID_HEADER, signContext, type CallerKeys } from '@svc/internal-context'
 import { createMetrics, operationsRoutes, type ProcessMetrics } from '@svc/operations'
 import { authenticate, type Authenticated } from './principal'
+import { formatGatewayErrors } from './subgraph-failures'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -26,9 +27,12 @@ export interface GatewayOptions {
   retryServicesCount?: number
   /** the process's metrics (docs/operations.md); a registry of its own when not given */
   metrics?: ProcessMetrics
+  /** how long a subgraph may take to answer (SUBGRAPH_TIMEOUT_MS); default 30 s */
+  subgraphTimeoutMs?: number
 }
 
 const GRAPHQL_PATH = '/graphql'
+const SUBGRAPH_TIMEOUT_MS = 30_000
 
 function header(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
@@ -70,6 +74,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     path: GRAPHQL_PATH,
     graphiql: opts.graphiql,
     jit: 1,
+    errorFormatter: formatGatewayErrors,
     gateway: {
       retryServicesCount: opts.retryServicesCount ?? 20,
       retryServicesInterval: 500,
@@ -78,6 +83,8 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
         url: service.url,
         mandatory: true,
         connections: 32,
+        headersTimeout: opts.subgraphTimeoutMs ?? SUBGRAPH_TIMEOUT_MS,
+        bodyTimeout: opts.subgraphTimeoutMs ?? SUBGRAPH_TIMEOUT_MS,
         initHeaders: () => ({
           [CONTEXT_HEADER]: signContext(
             { issuer: 'gateway', key: opts.secrets.callerKeys.gateway },

@@ -8,7 +8,12 @@ import { buildApiServer, buildCheckoutServer, LISTEN_BACKLOG } from './server'
 
 runProcess('xrpc-adapter', async (config, logger) => {
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 })
-  const gateway = createGatewayClient({ url: config.gatewayUrl, signer: { issuer: 'xrpc-adapter', key: config.secrets.callerKeys['xrpc-adapter'] } })
+  // a query plan may ask two subgraphs in turn; the gateway answers a slow one 503 itself before this runs out
+  const gateway = createGatewayClient({
+    url: config.gatewayUrl,
+    signer: { issuer: 'xrpc-adapter', key: config.secrets.callerKeys['xrpc-adapter'] },
+    timeoutMs: 2 * config.subgraphTimeoutMs,
+  })
   const serviceAuth = createServiceAuthVerifier({
     serviceDid: config.serviceDid,
     plcUrl: config.plcUrl,

@@ -59,6 +59,8 @@ const schema = z
     /** how long a process may take to finish its requests and jobs once told to stop, before it exits anyway */
     SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
     GATEWAY_URL: z.string().url().default('http://127.0.0.1:4100/graphql'),
+    /** how long the gateway waits for a subgraph's answer before answering ServiceUnavailable (503) */
+    SUBGRAPH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(30_000),
     APPS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4201/graphql'),
     ACTORS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4202/graphql'),
     PAYMENTS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4203/graphql'),
@@ -195,6 +197,8 @@ export interface Config {
   shutdownTimeoutMs: number
   databaseCommandMetrics: boolean
   gatewayUrl: string
+  /** SUBGRAPH_TIMEOUT_MS */
+  subgraphTimeoutMs: number
   subgraphs: { apps: string; actors: string; payments: string; events: string; tickets: string }
   secrets: {
     /** every issuer's internal-context key; a process signs with its own (`callerKeys[issuer]`) */
@@ -302,6 +306,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     databaseCommandMetrics: e.DB_COMMAND_METRICS,
     gatewayUrl: e.GATEWAY_URL,
+    subgraphTimeoutMs: e.SUBGRAPH_TIMEOUT_MS,
     subgraphs: { apps: e.APPS_SUBGRAPH_URL, actors: e.ACTORS_SUBGRAPH_URL, payments: e.PAYMENTS_SUBGRAPH_URL, events: e.EVENTS_SUBGRAPH_URL, tickets: e.TICKETS_SUBGRAPH_URL },
     secrets: {
       callerKeys: withPrevious(
