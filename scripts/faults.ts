@@ -24,7 +24,7 @@ async function main() {
   console.log(`| | |`)
   console.log(`|---|---|`)
   console.log(`| backend | FerretDB on ${report.backend}, scale ${report.scale.toExponential(2)}, ${report.seconds} s |`)
-  console.log(`| faults | ${faults.workerKills} worker kills, ${faults.redisRestarts} Redis restart losing its data, ${faults.databaseRestarts} FerretDB kill and restart, receiver down ${faults.receiverDownSeconds} s (3 scaled days) |`)
+  console.log(`| faults | ${faults.workerKills} worker kills, ${faults.redisRestarts} Redis restart losing its data, ${faults.databaseRestarts} FerretDB kill and restart, ${faults.subgraphRestarts} payments subgraph kill and restart, receiver down ${faults.receiverDownSeconds} s (3 scaled days) |`)
   console.log(`| produced (acknowledged) | ${produced.testEvents} test events, ${produced.payments} payments |`)
   console.log(`| refused during faults | ${refused.testEvents} test events, ${refused.payments} payments; answers ${JSON.stringify(report.refusedAnswers)} |`)
   console.log(`| delivered | ${report.delivered} of ${produced.testEvents + produced.payments}; lost ${report.missing.length} |`)

@@ -245,6 +245,15 @@ export function componentEnv(cfg: { host: string; ports: ComponentPorts; mongoUr
   }
 }
 
+/** The node processes that tsx runs a component in (tsx's own process is their parent); none once they exited. */
+export function nodeProcesses(child: ChildProcess): number[] {
+  try {
+    return execFileSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number)
+  } catch {
+    return [] // pgrep exits 1 when it finds none
+  }
+}
+
 /**
  * Makes a component started with HEAP_SNAPSHOT_DIR write a heap snapshot (V8 collects all garbage first) and returns
  * the live heap it found, in bytes: the sum of every object's own size. The signal goes to the node process that tsx
@@ -252,9 +261,9 @@ export function componentEnv(cfg: { host: string; ports: ComponentPorts; mongoUr
  */
 export async function heapSnapshot(child: ChildProcess, dir: string, timeoutMs = 60_000): Promise<{ file: string; liveBytes: number }> {
   const before = new Set(existsSync(dir) ? readdirSync(dir) : [])
-  const pids = execFileSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' }).split('\n').filter(Boolean)
+  const pids = nodeProcesses(child)
   if (pids.length === 0) throw new Error(`no node process under ${child.pid}`)
-  for (const pid of pids) process.kill(Number(pid), 'SIGUSR2')
+  for (const pid of pids) process.kill(pid, 'SIGUSR2')
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const file = readdirSync(dir).find((f) => f.endsWith('.heapsnapshot') && !before.has(f))

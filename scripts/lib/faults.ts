@@ -6,6 +6,7 @@
  *   - keeps the app's webhook receiver down (connections refused) for three scaled days, the retry schedule's span;
  *   - SIGKILLs a worker process (its whole process group) every `killIntervalMs` once the other one is ready, and
  *     starts a new one at once;
+ *   - SIGKILLs the payments subgraph at 20% of the outage and starts it again 1 s later;
  *   - restarts Redis without persistence (every job, lock and counter is lost) at 40% of the outage;
  *   - kills FerretDB and starts it again on the same data at 70% of the outage.
  * Time is scaled: DELIVERY_SCHEDULE_SCALE makes the schedule's 72 hours last `outageSeconds`, and the endpoint-health
@@ -32,7 +33,7 @@ import { outboxCollection, queuePrefix } from '@svc/outbox'
 import { buildProduct } from '@svc/sdk'
 import { generateDidKeyKeypair, mintServiceJwt } from '@svc/service-auth'
 import { dropDatabase, freePort, postgresForFerret, reservePort, startFerretDb, waitForPort, type RunningFerretDb } from '@svc/testing'
-import { ROOT, TSX, bullWorkersConsume, componentEnv, freeComponentPorts, serviceComponents, startComponents, waitUntilAnswers } from './components'
+import { ROOT, TSX, bullWorkersConsume, componentEnv, freeComponentPorts, nodeProcesses, serviceComponents, startComponents, waitUntilAnswers } from './components'
 
 /** The retry schedule's span that the outage stands for: three days. */
 const OUTAGE_SCALED_MS = 3 * 24 * 3600_000
@@ -69,7 +70,7 @@ export interface FaultReport {
   /** DELIVERY_SCHEDULE_SCALE */
   scale: number
   seconds: number
-  faults: { workerKills: number; redisRestarts: number; databaseRestarts: number; receiverDownSeconds: number }
+  faults: { workerKills: number; redisRestarts: number; databaseRestarts: number; subgraphRestarts: number; receiverDownSeconds: number }
   /** events the service acknowledged (a test event's delivery id, a paid checkout's answer) */
   produced: { testEvents: number; payments: number }
   /** requests that failed while a fault was on (nothing was promised for them) */
@@ -265,7 +266,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
 
     // two worker processes, each in its own process group (tsx and the node process it runs), killed as a group
     const workers: Worker[] = []
-    teardown.push(async () => void (await Promise.all(workers.map((w) => killWorker(w.child)))))
+    teardown.push(async () => void (await Promise.all(workers.map((w) => killGroup(w.child)))))
     const spawnWorker = async (slot: number): Promise<Worker> => {
       const out = openSync(join(logDir, `workers-${slot}.log`), 'a')
       const port = await freePort()
@@ -277,7 +278,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       closeSync(out)
       return { child, readyUrl: `http://${host}:${port}/readyz` }
     }
-    const killWorker = (child: ChildProcess) =>
+    const killGroup = (child: ChildProcess) =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve()
         child.once('exit', () => resolve())
@@ -288,7 +289,23 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
         }
       })
 
-    const faults = { workerKills: 0, redisRestarts: 0, databaseRestarts: 0, receiverDownSeconds: opts.outageSeconds }
+    const faults = { workerKills: 0, redisRestarts: 0, databaseRestarts: 0, subgraphRestarts: 0, receiverDownSeconds: opts.outageSeconds }
+
+    // The payments subgraph killed the hard way (its node process SIGKILLed: requests in flight cut, its outbox relay
+    // gone mid-pass) and started again on its port, in a process group of its own so that the teardown stops it.
+    const payments = components.find((c) => c.name === 'payments')!
+    const restartPayments = async () => {
+      const old = running.children.get('payments')!
+      const exited = new Promise<void>((resolve) => (old.exitCode !== null || old.signalCode !== null ? resolve() : old.once('exit', () => resolve())))
+      for (const pid of nodeProcesses(old)) process.kill(pid, 'SIGKILL')
+      await exited
+      await sleep(1000)
+      const out = openSync(join(logDir, 'payments.log'), 'a')
+      const child = spawn(TSX, [join(ROOT, payments.entry)], { env: { ...process.env, ...env }, stdio: ['ignore', out, out], detached: true })
+      closeSync(out)
+      teardown.push(() => killGroup(child))
+      await waitUntilAnswers(payments.readyUrl!, 60_000)
+    }
     const produced = { testEvents: new Set<string>(), payments: new Set<string>() }
     const refused = { testEvents: 0, payments: 0 }
     const refusedAnswers: Record<string, number> = {}
@@ -385,6 +402,12 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     const productionEnd = t0 + outageMs * 1.2
     const timeline: Promise<void>[] = []
     const at = (ms: number, what: () => Promise<void>) => timeline.push(sleep(Math.max(0, t0 + ms - Date.now())).then(what))
+    at(outageMs * 0.2, async () => {
+      log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: the payments subgraph killed, started again after 1 s\n`)
+      await restartPayments()
+      faults.subgraphRestarts++
+      log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: the payments subgraph is ready again\n`)
+    })
     at(outageMs * 0.4, async () => {
       log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: Redis restarted, its data lost\n`)
       await redis.stop()
@@ -437,7 +460,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
           if (exitCode === null && signalCode === null) throw err
           throw new Error(`the events worker in slot ${otherSlot} exited on its own (${signalCode ?? `code ${exitCode}`}); its output: ${join(logDir, `workers-${otherSlot}.log`)}`)
         })
-        await killWorker(workers[slot]!.child)
+        await killGroup(workers[slot]!.child)
         faults.workerKills++
         workers[slot] = await spawnWorker(slot)
       }

@@ -1,8 +1,9 @@
 /**
  * The fault-injection suite (scripts/lib/faults.ts; docs/operations.md, "Fault injection"), time-scaled for CI: every
  * component its own process on a FerretDB and a Redis of the run's own; while an app produces test events and paid
- * checkouts through the real HTTP stack, worker processes are SIGKILLed over and over, Redis restarts losing all of
- * its data, FerretDB is killed and restarted, and the receiver is down for three scaled days. Every event the service
+ * checkouts through the real HTTP stack, worker processes are SIGKILLed over and over, the payments subgraph is
+ * SIGKILLed and started again, Redis restarts losing all of its data, FerretDB is killed and restarted, and the
+ * receiver is down for three scaled days. Every event the service
  * acknowledged must arrive (repeats are allowed and reported), every payment event must have a delivery, and every
  * delivery must end `delivered` with a consistent attempt log. `npm run faults` runs the same with 100 kills.
  */
@@ -33,7 +34,7 @@ describe('faults injected while deliveries flow', () => {
   })
 
   it('injected every fault', () => {
-    expect(report.faults).toMatchObject({ workerKills: 12, redisRestarts: 1, databaseRestarts: 1 })
+    expect(report.faults).toMatchObject({ workerKills: 12, redisRestarts: 1, databaseRestarts: 1, subgraphRestarts: 1 })
     // kills landed during attempts: the next pick-up logged them interrupted
     expect(report.deliveries.interruptedAttempts).toBeGreaterThan(0)
   })
