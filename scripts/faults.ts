@@ -25,9 +25,10 @@ async function main() {
   console.log(`|---|---|`)
   console.log(`| backend | FerretDB on ${report.backend}, scale ${report.scale.toExponential(2)}, ${report.seconds} s |`)
   console.log(`| faults | ${faults.workerKills} worker kills, ${faults.redisRestarts} Redis restart losing its data, ${faults.databaseRestarts} FerretDB kill and restart, ${faults.subgraphRestarts} payments subgraph kill and restart, receiver down ${faults.receiverDownSeconds} s (3 scaled days) |`)
-  console.log(`| produced (acknowledged) | ${produced.testEvents} test events, ${produced.payments} payments |`)
-  console.log(`| refused during faults | ${refused.testEvents} test events, ${refused.payments} payments; answers ${JSON.stringify(report.refusedAnswers)} |`)
-  console.log(`| delivered | ${report.delivered} of ${produced.testEvents + produced.payments}; lost ${report.missing.length} |`)
+  const owed = produced.testEvents + produced.payments + produced.ticketOrders + produced.tickets
+  console.log(`| produced (acknowledged) | ${produced.testEvents} test events, ${produced.payments} payments, ${produced.ticketOrders} ticket orders (${produced.tickets} tickets) |`)
+  console.log(`| refused during faults | ${refused.testEvents} test events, ${refused.payments} payments, ${refused.ticketOrders} ticket orders; answers ${JSON.stringify(report.refusedAnswers)} |`)
+  console.log(`| delivered | ${report.delivered} of ${owed}; lost ${report.missing.length} |`)
   console.log(`| duplicates (at least once) | ${report.duplicates} |`)
   console.log(`| arrivals of unacknowledged events | ${report.unacknowledgedArrivals} |`)
   console.log(`| redriven after the outage | ${report.redriven} |`)

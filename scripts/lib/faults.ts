@@ -2,7 +2,7 @@
  * The fault-injection run (docs/operations.md, "Fault injection"): the service as deployed, each component its own
  * process (the four subgraphs, the gateway, the XRPC adapter, two events worker processes), on a FerretDB and a Redis
  * of the run's own. While an app produces events through the real HTTP stack (test events through the utility route,
- * payments initiated over XRPC and paid on the hosted checkout), the run
+ * payments initiated over XRPC and paid on the hosted checkout, ticket holds paid on theirs), the run
  *   - keeps the app's webhook receiver down (connections refused) for three scaled days, the retry schedule's span;
  *   - SIGKILLs a worker process (its whole process group) every `killIntervalMs` once the other one is ready, and
  *     starts a new one at once;
@@ -16,8 +16,8 @@
  * `failed` once everything else arrived (those whose 14 attempts all fell in the outage) are redriven the way an
  * operator would after an outage longer than the schedule: the utility route's batch form. Then it counts, on both
  * sides: every event the service acknowledged must have arrived (loss is a failure; a repeat is allowed, delivery is
- * at least once, and is counted), every payment outbox event must have a delivery, every delivery must be
- * `delivered` with a consistent attempt log.
+ * at least once, and is counted), every paid hold must have its tickets stored and issued, every payment and
+ * ticket outbox event must have a delivery, every delivery must be `delivered` with a consistent attempt log.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs'
@@ -30,7 +30,7 @@ import mongoose from 'mongoose'
 import { connectApps, issueApiKey, registerApp } from '@svc/apps'
 import { DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE, deliveryIdForEvent } from '@svc/events'
 import { outboxCollection, queuePrefix } from '@svc/outbox'
-import { buildProduct } from '@svc/sdk'
+import { buildProduct, mintAssertion } from '@svc/sdk'
 import { generateDidKeyKeypair, mintServiceJwt } from '@svc/service-auth'
 import { dropDatabase, freePort, postgresForFerret, reservePort, startFerretDb, waitForPort, type RunningFerretDb } from '@svc/testing'
 import { ROOT, TSX, bullWorkersConsume, componentEnv, freeComponentPorts, nodeProcesses, serviceComponents, startComponents, waitUntilAnswers } from './components'
@@ -71,10 +71,13 @@ export interface FaultReport {
   scale: number
   seconds: number
   faults: { workerKills: number; redisRestarts: number; databaseRestarts: number; subgraphRestarts: number; receiverDownSeconds: number }
-  /** events the service acknowledged (a test event's delivery id, a paid checkout's answer) */
-  produced: { testEvents: number; payments: number }
+  /**
+   * events the service acknowledged (a test event's delivery id, a paid checkout's answer); ticket orders are paid
+   * holds, each owing a payment.completed and a ticket.issued per ticket
+   */
+  produced: { testEvents: number; payments: number; ticketOrders: number; tickets: number }
   /** requests that failed while a fault was on (nothing was promised for them) */
-  refused: { testEvents: number; payments: number }
+  refused: { testEvents: number; payments: number; ticketOrders: number }
   /** the answers of those requests: HTTP status (of the failing step), or `network` */
   refusedAnswers: Record<string, number>
   /** the first refusals other than unavailable, each with its step, answer and request id (the logs have the rest) */
@@ -108,6 +111,9 @@ interface Arrival {
   id: string
   type: string
   appOrderId: string | null
+  /** a ticket's events and a ticket checkout's payment name its hold (the checkout's appOrderId is the hold id) */
+  holdId: string | null
+  ticketId: string | null
 }
 
 /** The app's webhook receiver: refuses connections until `up()`, then records every arrival and answers 200. */
@@ -125,14 +131,18 @@ async function startReceiver(delayMs: number) {
       const id = String(req.headers['webhook-id'] ?? '')
       let type = ''
       let appOrderId: string | null = null
+      let holdId: string | null = null
+      let ticketId: string | null = null
       try {
-        const envelope = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { type: string; data?: { appOrderId?: string } }
+        const envelope = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { type: string; data?: { appOrderId?: string; holdId?: string; ticketId?: string } }
         type = envelope.type
         appOrderId = envelope.data?.appOrderId ?? null
+        holdId = envelope.data?.holdId ?? null
+        ticketId = envelope.data?.ticketId ?? null
       } catch {
         // an unreadable body is an arrival without a type: it matches nothing produced
       }
-      arrivals.push({ id, type, appOrderId })
+      arrivals.push({ id, type, appOrderId, holdId, ticketId })
       counts.set(id, (counts.get(id) ?? 0) + 1)
       setTimeout(() => {
         res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')
@@ -306,8 +316,9 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       teardown.push(() => killGroup(child))
       await waitUntilAnswers(payments.readyUrl!, 60_000)
     }
-    const produced = { testEvents: new Set<string>(), payments: new Set<string>() }
-    const refused = { testEvents: 0, payments: 0 }
+    /** ticket orders: each paid hold's id and how many tickets it bought */
+    const produced = { testEvents: new Set<string>(), payments: new Set<string>(), ticketOrders: new Map<string, number>() }
+    const refused = { testEvents: 0, payments: 0, ticketOrders: 0 }
     const refusedAnswers: Record<string, number> = {}
     const unexpectedRefusals: string[] = []
     const refuse = (kind: keyof typeof refused, err: unknown) => {
@@ -345,7 +356,18 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       if (!res.ok) throw new HttpStatus(res.status, `${nsid} answered ${res.status} (request ${res.headers.get('svc-request-id')}) ${text}`)
       return JSON.parse(text) as Record<string, unknown>
     }
-    await xrpc('money.svc.app.updateConfig', { environment: 'test', webhookUrl: receiver.url })
+    await xrpc('money.svc.app.updateConfig', { environment: 'test', webhookUrl: receiver.url, modules: { tickets: true } })
+    // an event with one paid tier, large enough never to sell out: the run checks that paid tickets are issued
+    const organizer = await generateDidKeyKeypair('ES256K')
+    const eventUri = `at://${organizer.did}/community.lexicon.calendar.event/faults${runId}`
+    const configured = (await xrpc('tickets.svc.configureTicketTiers', {
+      environment: 'test',
+      eventUri,
+      organizerDid: organizer.did,
+      organizerAssertionJwt: await mintAssertion({ keypair: organizer.keypair, did: organizer.did, serviceDid, nsid: 'tickets.svc.configureTicketTiers' }),
+      tiers: [{ name: 'Faults admission', priceAmount: 1500, currency: 'usd', capacity: 10_000 }],
+    })) as { tiers: { ticketTypeId: string }[] }
+    const ticketTypeId = configured.tiers[0]!.ticketTypeId
     const utility = (path: string, body?: unknown) =>
       fetch(`http://${host}:${ports.checkout}${path}${path.includes('?') ? '&' : '?'}app=${encodeURIComponent(app.did)}&environment=test`, {
         method: 'POST',
@@ -354,9 +376,40 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
         signal: AbortSignal.timeout(10_000),
       })
 
+    // the buyer's side of a hosted checkout: the card form posted as a browser would
+    const pay = async (checkoutUrl: string) => {
+      const paid = await fetch(`${checkoutUrl}/pay`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ number: '4242 4242 4242 4242', expiry: '12/40', cvc: '123', name: 'Faye Faults' }).toString(),
+        redirect: 'manual',
+        signal: AbortSignal.timeout(10_000),
+      })
+      const page = await paid.text()
+      if (paid.status >= 400) throw new HttpStatus(paid.status, `pay answered ${paid.status} (request ${paid.headers.get('svc-request-id')}) ${page.slice(0, 300)}`)
+    }
+
     let order = 0
     const produceOne = async (i: number) => {
-      if (i % 2 === 0) {
+      if (i % 3 === 2) {
+        // a ticket order: a hold of one or two tickets, paid on its checkout
+        const quantity = 1 + (i % 2)
+        try {
+          const hold = (await xrpc('tickets.svc.createTicketHold', {
+            environment: 'test',
+            eventUri,
+            buyerDid: `did:web:buyer-${i}.faults.example`,
+            appOrderId: `faults-${runId}-tickets-${i}`,
+            items: [{ ticketTypeId, quantity }],
+          })) as { holdId: string; checkout: { url: string } }
+          await pay(hold.checkout.url)
+          produced.ticketOrders.set(hold.holdId, quantity)
+        } catch (err) {
+          refuse('ticketOrders', err)
+        }
+        return
+      }
+      if (i % 3 === 0) {
         try {
           const res = await utility('/api/app/developer/test-event')
           const answer = (await res.json()) as { deliveryId?: string }
@@ -381,15 +434,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
           environment: 'test',
         })
         const { url } = (await xrpc('network.svc.payment.initiate', { product })) as { url: string }
-        const paid = await fetch(`${url}/pay`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ number: '4242 4242 4242 4242', expiry: '12/40', cvc: '123', name: 'Faye Faults' }).toString(),
-          redirect: 'manual',
-          signal: AbortSignal.timeout(10_000),
-        })
-        const page = await paid.text()
-        if (paid.status >= 400) throw new HttpStatus(paid.status, `pay answered ${paid.status} (request ${paid.headers.get('svc-request-id')}) ${page.slice(0, 300)}`)
+        await pay(url)
         produced.payments.add(appOrderId)
       } catch (err) {
         refuse('payments', err)
@@ -440,11 +485,20 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       await Promise.all(inFlight)
     })()
 
-    const arrived = () => {
+    /** what the receiver still lacks of what was acknowledged: a test event's id, `payment <order>`, `tickets <hold>: k of n` */
+    const notArrived = (): string[] => {
       const ids = new Set(receiver.arrivals.map((a) => a.id))
       const orders = new Set(receiver.arrivals.filter((a) => a.type === 'payment.completed').map((a) => a.appOrderId))
-      return [...produced.testEvents].every((id) => ids.has(id)) && [...produced.payments].every((o) => orders.has(o))
+      const ticketsOf = new Map<string, Set<string>>()
+      for (const a of receiver.arrivals) if (a.type === 'ticket.issued' && a.holdId && a.ticketId) ticketsOf.set(a.holdId, (ticketsOf.get(a.holdId) ?? new Set()).add(a.ticketId))
+      return [
+        ...[...produced.testEvents].filter((id) => !ids.has(id)),
+        ...[...produced.payments].filter((o) => !orders.has(o)).map((o) => `payment ${o}`),
+        ...[...produced.ticketOrders.keys()].filter((h) => !orders.has(h)).map((h) => `payment of hold ${h}`),
+        ...[...produced.ticketOrders].filter(([h, n]) => (ticketsOf.get(h)?.size ?? 0) !== n).map(([h, n]) => `tickets ${h}: ${ticketsOf.get(h)?.size ?? 0} of ${n} arrived`),
+      ]
     }
+    const arrived = () => notArrived().length === 0
     // A kill waits for the other worker to be ready, so one is always at work and every kill lands in a working
     // process (without it, kills faster than a worker starts would only keep the workers down).
     const killer = (async () => {
@@ -471,7 +525,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
 
     await producer
     await Promise.all(timeline)
-    log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: produced ${produced.testEvents.size} test events and ${produced.payments.size} payments (${refused.testEvents + refused.payments} requests refused during faults); waiting for their arrival\n`)
+    log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: produced ${produced.testEvents.size} test events, ${produced.payments.size} payments and ${produced.ticketOrders.size} ticket orders (${refused.testEvents + refused.payments + refused.ticketOrders} refused during faults); waiting for their arrival\n`)
     // Every pending delivery has its next attempt within the schedule's longest wait after the outage. The wait ends
     // early once all arrived, or once no delivery is open any more (what has not arrived failed: it is redriven below).
     const db = (conn = await mongoose.createConnection(mongoUrl).asPromise())
@@ -493,9 +547,10 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     await sleep(2000)
     // An event whose request was refused (its write landed, the answer did not) reaches no one the run waits for: the
     // outbox poll relays it, up to about 8 s later when it had backed off. Its delivery must exist by then.
+    const OUTBOXES = [outboxCollection('payments'), outboxCollection('tickets')]
     const eventsWithoutDelivery = async () => {
-      const events = await db.collection(outboxCollection('payments')).find({}, { projection: { _id: 1 } }).toArray()
-      const ids = events.map((e) => String(e._id))
+      const ids: string[] = []
+      for (const outbox of OUTBOXES) ids.push(...(await db.collection(outbox).find({}, { projection: { _id: 1 } }).toArray()).map((e) => String(e._id)))
       const have = new Set((await db.collection<{ _id: string }>('deliveries').find({ _id: { $in: ids.map(deliveryIdForEvent) } }, { projection: { _id: 1 } }).toArray()).map((d) => String(d._id)))
       return { events: ids.length, withoutDelivery: ids.filter((id) => !have.has(deliveryIdForEvent(id))) }
     }
@@ -505,7 +560,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       if (eventIds.length === 0) return []
       const queue = new Queue(DOMAIN_EVENTS_QUEUE, { connection: { url: redisUrl }, prefix: queuePrefix(redisPrefix) })
       try {
-        const events = await db.collection(outboxCollection('payments')).find({ _id: { $in: eventIds } } as never).toArray()
+        const events = (await Promise.all(OUTBOXES.map((outbox) => db.collection(outbox).find({ _id: { $in: eventIds } } as never).toArray()))).flat()
         return await Promise.all(
           events.map(async (e) => {
             const job = await queue.getJob(String(e._id))
@@ -520,10 +575,19 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
 
     // ---- the counts ----
     const ids = new Set(receiver.arrivals.map((a) => a.id))
-    const paidOrders = new Set(receiver.arrivals.filter((a) => a.type === 'payment.completed').map((a) => a.appOrderId))
-    const missing = [...[...produced.testEvents].filter((id) => !ids.has(id)), ...[...produced.payments].filter((o) => !paidOrders.has(o)).map((o) => `payment ${o}`)]
+    // the database's side of the ticket orders: each paid hold has exactly its tickets, issued
+    const storedTickets = await db.collection('tickets').find({ holdId: { $in: [...produced.ticketOrders.keys()] } }, { projection: { holdId: 1, status: 1 } }).toArray()
+    const ticketProblems = [...produced.ticketOrders].flatMap(([h, n]) => {
+      const own = storedTickets.filter((t) => t.holdId === h)
+      const issued = own.filter((t) => t.status === 'issued').length
+      return own.length === n && issued === n ? [] : [`hold ${h}: ${own.length} tickets stored, ${issued} issued, of ${n} paid for`]
+    })
+    const missing = [...notArrived(), ...ticketProblems]
     const duplicates = [...receiver.counts.values()].reduce((a, n) => a + n - 1, 0)
-    const acknowledged = (a: Arrival) => produced.testEvents.has(a.id) || (a.type === 'payment.completed' && produced.payments.has(a.appOrderId ?? ''))
+    const acknowledged = (a: Arrival) =>
+      produced.testEvents.has(a.id) ||
+      (a.type === 'payment.completed' && (produced.payments.has(a.appOrderId ?? '') || produced.ticketOrders.has(a.appOrderId ?? ''))) ||
+      (a.type === 'ticket.issued' && produced.ticketOrders.has(a.holdId ?? ''))
     const acknowledgedArrivals = receiver.arrivals.filter(acknowledged)
     const unacknowledgedArrivals = new Set(receiver.arrivals.filter((a) => !acknowledged(a)).map((a) => a.id)).size
 
@@ -550,11 +614,17 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       scale,
       seconds: Math.round((Date.now() - started) / 1000),
       faults,
-      produced: { testEvents: produced.testEvents.size, payments: produced.payments.size },
+      produced: {
+        testEvents: produced.testEvents.size,
+        payments: produced.payments.size,
+        ticketOrders: produced.ticketOrders.size,
+        tickets: [...produced.ticketOrders.values()].reduce((a, n) => a + n, 0),
+      },
       refused,
       refusedAnswers,
       unexpectedRefusals,
-      delivered: new Set(acknowledgedArrivals.map((a) => (a.type === 'payment.completed' ? `payment ${a.appOrderId}` : a.id))).size,
+      // one per acknowledged event: a payment by its order (a ticket checkout's is its hold), a ticket by its id
+      delivered: new Set(acknowledgedArrivals.map((a) => (a.type === 'payment.completed' ? `payment ${a.appOrderId}` : a.type === 'ticket.issued' ? `ticket ${a.ticketId}` : a.id))).size,
       missing,
       duplicates,
       unacknowledgedArrivals,

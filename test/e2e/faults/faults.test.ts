@@ -1,11 +1,11 @@
 /**
  * The fault-injection suite (scripts/lib/faults.ts; docs/operations.md, "Fault injection"), time-scaled for CI: every
- * component its own process on a FerretDB and a Redis of the run's own; while an app produces test events and paid
- * checkouts through the real HTTP stack, worker processes are SIGKILLed over and over, the payments subgraph is
+ * component its own process on a FerretDB and a Redis of the run's own; while an app produces test events, paid
+ * checkouts and paid ticket holds through the real HTTP stack, worker processes are SIGKILLed over and over, the payments subgraph is
  * SIGKILLed and started again, Redis restarts losing all of its data, FerretDB is killed and restarted, and the
  * receiver is down for three scaled days. Every event the service
- * acknowledged must arrive (repeats are allowed and reported), every payment event must have a delivery, and every
- * delivery must end `delivered` with a consistent attempt log. `npm run faults` runs the same with 100 kills.
+ * acknowledged must arrive (repeats are allowed and reported), every paid hold must have its tickets issued, every
+ * payment and ticket event must have a delivery, and every delivery must end `delivered` with a consistent attempt log. `npm run faults` runs the same with 100 kills.
  */
 import { attemptLogProblem, runFaults, type FaultReport } from '../../../scripts/lib/faults'
 
@@ -29,7 +29,7 @@ describe('the attempt log check', () => {
 describe('faults injected while deliveries flow', () => {
   let report: FaultReport
   beforeAll(async () => {
-    report = await runFaults({ outageSeconds: 40, rate: 4, workerKills: 12, killIntervalMs: 2000, log: (line) => process.stdout.write(line) })
+    report = await runFaults({ outageSeconds: 40, rate: 5, workerKills: 12, killIntervalMs: 2000, log: (line) => process.stdout.write(line) })
     console.info(JSON.stringify({ ...report, missing: report.missing.length, deliveries: { ...report.deliveries, notReceived: report.deliveries.notReceived.length } }))
   })
 
@@ -39,18 +39,22 @@ describe('faults injected while deliveries flow', () => {
     expect(report.deliveries.interruptedAttempts).toBeGreaterThan(0)
   })
 
-  it('the service acknowledged events of both kinds, and refused others only as unavailable (never a 500)', () => {
+  it('the service acknowledged events of every kind, and refused others only as unavailable (never a 500)', () => {
     expect(report.produced.testEvents).toBeGreaterThan(50)
     expect(report.produced.payments).toBeGreaterThan(50)
+    expect(report.produced.ticketOrders).toBeGreaterThan(50)
     expect(Object.keys(report.refusedAnswers).filter((answer) => answer !== '503' && answer !== 'network')).toEqual([])
   })
 
-  it('lost nothing: every acknowledged event arrived', () => {
+  it('lost nothing: every acknowledged event arrived, and every paid hold has its tickets, issued', () => {
     expect(report.missing).toEqual([])
-    expect(report.delivered).toBe(report.produced.testEvents + report.produced.payments)
+    const { testEvents, payments, ticketOrders, tickets } = report.produced
+    expect(tickets).toBeGreaterThan(ticketOrders)
+    // a ticket order owes its checkout's payment.completed and one ticket.issued per ticket
+    expect(report.delivered).toBe(testEvents + payments + ticketOrders + tickets)
   })
 
-  it('every payment event has a delivery, and every delivery arrived, delivered, with a consistent log', () => {
+  it('every payment and ticket event has a delivery, and every delivery arrived, delivered, with a consistent log', () => {
     expect(report.outbox.events).toBeGreaterThanOrEqual(report.produced.payments)
     expect(report.outbox.withoutDelivery).toEqual([])
     expect(report.deliveries.notReceived).toEqual([])
