@@ -33,7 +33,7 @@ async function main() {
   console.log(`| arrivals of unacknowledged events | ${report.unacknowledgedArrivals} |`)
   console.log(`| redriven after the outage | ${report.redriven} |`)
   console.log(`| deliveries in the database | ${deliveries.total} ${JSON.stringify(deliveries.byStatus)}, ${deliveries.attempts} attempts of which ${deliveries.interruptedAttempts} interrupted by a kill; not received ${deliveries.notReceived.length}; inconsistent logs ${deliveries.inconsistent.length} |`)
-  console.log(`| payment outbox events | ${outbox.events}; without a delivery ${outbox.withoutDelivery.length} |`)
+  console.log(`| outbox events (payments, tickets) | ${outbox.events}; without a delivery ${outbox.withoutDelivery.length} |`)
   if (lost > 0 || deliveries.inconsistent.length > 0) {
     console.log(`\nFAILED: ${JSON.stringify({ missing: report.missing.slice(0, 20), notReceived: deliveries.notReceived.slice(0, 20), withoutDelivery: outbox.withoutDelivery.slice(0, 20), inconsistent: deliveries.inconsistent.slice(0, 20) })}`)
     console.log(`the processes' output: ${report.logDir}`)
