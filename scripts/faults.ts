@@ -4,7 +4,7 @@
  * FAULTS_WORKER_KILLS (100) worker processes killed, one every FAULTS_KILL_INTERVAL_MS (1000) once the other is ready;
  * FAULTS_LOG_LEVEL (warn) is the processes' log level; FAULTS_LOG_DIR keeps every process's output there (by
  * default a temporary folder, removed after a clean run). Prints the counts and
- * exits 1 when an acknowledged event was lost or a delivery's log is inconsistent.
+ * exits 1 when an acknowledged event was lost, a delivery's log is inconsistent, a retried order failed or was paid twice.
  */
 import { runFaults } from './lib/faults'
 
@@ -28,14 +28,16 @@ async function main() {
   const owed = produced.testEvents + produced.payments + produced.ticketOrders + produced.tickets
   console.log(`| produced (acknowledged) | ${produced.testEvents} test events, ${produced.payments} payments, ${produced.ticketOrders} ticket orders (${produced.tickets} tickets) |`)
   console.log(`| refused during faults | ${refused.testEvents} test events, ${refused.payments} payments, ${refused.ticketOrders} ticket orders; answers ${JSON.stringify(report.refusedAnswers)} |`)
+  const { retried } = report
+  console.log(`| refused orders retried after the faults (same order id) | ${retried.orders}: ${retried.acknowledged} paid (${retried.alreadyPaid} by the refused attempt), ${retried.unpaid} not paid, ${retried.refused.length} refused; order ids seen twice ${report.idempotency.length} |`)
   console.log(`| delivered | ${report.delivered} of ${owed}; lost ${report.missing.length} |`)
   console.log(`| duplicates (at least once) | ${report.duplicates} |`)
   console.log(`| arrivals of unacknowledged events | ${report.unacknowledgedArrivals} |`)
   console.log(`| redriven after the outage | ${report.redriven} |`)
   console.log(`| deliveries in the database | ${deliveries.total} ${JSON.stringify(deliveries.byStatus)}, ${deliveries.attempts} attempts of which ${deliveries.interruptedAttempts} interrupted by a kill; not received ${deliveries.notReceived.length}; inconsistent logs ${deliveries.inconsistent.length} |`)
   console.log(`| outbox events (payments, tickets) | ${outbox.events}; without a delivery ${outbox.withoutDelivery.length} |`)
-  if (lost > 0 || deliveries.inconsistent.length > 0) {
-    console.log(`\nFAILED: ${JSON.stringify({ missing: report.missing.slice(0, 20), notReceived: deliveries.notReceived.slice(0, 20), withoutDelivery: outbox.withoutDelivery.slice(0, 20), inconsistent: deliveries.inconsistent.slice(0, 20) })}`)
+  if (lost > 0 || deliveries.inconsistent.length > 0 || retried.refused.length > 0 || report.idempotency.length > 0) {
+    console.log(`\nFAILED: ${JSON.stringify({ missing: report.missing.slice(0, 20), notReceived: deliveries.notReceived.slice(0, 20), withoutDelivery: outbox.withoutDelivery.slice(0, 20), inconsistent: deliveries.inconsistent.slice(0, 20), retriesRefused: retried.refused.slice(0, 20), idempotency: report.idempotency.slice(0, 20) })}`)
     console.log(`the processes' output: ${report.logDir}`)
     process.exit(1)
   }

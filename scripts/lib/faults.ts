@@ -82,6 +82,14 @@ export interface FaultReport {
   refusedAnswers: Record<string, number>
   /** the first refusals other than unavailable, each with its step, answer and request id (the logs have the rest) */
   unexpectedRefusals: string[]
+  /**
+   * refused payment and ticket orders, retried once the faults were over with the same order id (as an app would):
+   * `acknowledged` paid (`alreadyPaid` of them by the refused attempt, whose answer was lost), `unpaid` whose checkout
+   * had failed, `refused` what a retry could not do: must be empty
+   */
+  retried: { orders: number; acknowledged: number; alreadyPaid: number; unpaid: number; refused: string[] }
+  /** an order id with more than one checkout or hold, or more than one payment.completed event: must be empty */
+  idempotency: string[]
   /** acknowledged events that arrived at the receiver */
   delivered: number
   /** acknowledged events that never arrived: must be empty */
@@ -389,55 +397,98 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       if (paid.status >= 400) throw new HttpStatus(paid.status, `pay answered ${paid.status} (request ${paid.headers.get('svc-request-id')}) ${page.slice(0, 300)}`)
     }
 
+    /**
+     * Pays the checkout; true once paid, false when it failed. On a retry the checkout may have been paid by the refused
+     * attempt (its answer was lost), so a pay answered 409 (closed) is followed by reads of its page, which settle it,
+     * until the database has its outcome.
+     */
+    const payOrFindPaid = async (checkoutUrl: string, appOrderId: string, retry: boolean): Promise<boolean> => {
+      try {
+        await pay(checkoutUrl)
+        return true
+      } catch (err) {
+        if (!retry || !(err instanceof HttpStatus) || err.status !== 409 || !afterFaults.db) throw err
+      }
+      const deadline = Date.now() + 20_000
+      for (;;) {
+        await fetch(checkoutUrl, { signal: AbortSignal.timeout(10_000) }).then((res) => res.arrayBuffer())
+        const checkout = await afterFaults.db.collection('checkouts').findOne({ appDid: app.did, environment: 'test', appOrderId }, { projection: { status: 1 } })
+        if (checkout?.status === 'completed') {
+          retried.alreadyPaid++
+          return true
+        }
+        if (checkout?.status === 'failed') return false
+        if (Date.now() > deadline) throw new Error(`order ${appOrderId}: its checkout is still ${String(checkout?.status)} 20 s after the retry`)
+        await sleep(500)
+      }
+    }
+
+    // Refused orders are retried once the faults are over, as an app would: the same order id, the same content.
+    const retries: (() => Promise<void>)[] = []
+    const retried = { orders: 0, acknowledged: 0, alreadyPaid: 0, unpaid: 0, refused: [] as string[] }
+    /** the run's own connection, open once the faults are over (the retries read what a lost answer did) */
+    const afterFaults: { db?: mongoose.Connection } = {}
+    const retrying = (kind: keyof typeof refused, order: (retry: boolean) => Promise<boolean>) => async () => {
+      try {
+        await order(false)
+      } catch (err) {
+        refuse(kind, err)
+        retries.push(async () => {
+          retried.orders++
+          try {
+            if (await order(true)) retried.acknowledged++
+            else retried.unpaid++
+          } catch (err) {
+            retried.refused.push(`${kind}: ${(err as Error).message}`)
+          }
+        })
+      }
+    }
+
+    const ticketOrder = (i: number) => async (retry: boolean) => {
+      // a hold of one or two tickets, paid on its checkout
+      const quantity = 1 + (i % 2)
+      const hold = (await xrpc('tickets.svc.createTicketHold', {
+        environment: 'test',
+        eventUri,
+        buyerDid: `did:web:buyer-${i}.faults.example`,
+        appOrderId: `faults-${runId}-tickets-${i}`,
+        items: [{ ticketTypeId, quantity }],
+      })) as { holdId: string; checkout: { url: string } }
+      if (!(await payOrFindPaid(hold.checkout.url, hold.holdId, retry))) return false
+      produced.ticketOrders.set(hold.holdId, quantity)
+      return true
+    }
+    const paymentOrder = (appOrderId: string) => async (retry: boolean) => {
+      const product = buildProduct({
+        recipientDid: app.did,
+        paymentType: 'shop',
+        amount: 1200,
+        currency: 'usd',
+        appOrderId,
+        description: 'Fault-injection poster',
+        returnUrl: 'https://faults.example/thanks',
+        cancelUrl: 'https://faults.example/cancel',
+        environment: 'test',
+      })
+      const { url } = (await xrpc('network.svc.payment.initiate', { product })) as { url: string }
+      if (!(await payOrFindPaid(url, appOrderId, retry))) return false
+      produced.payments.add(appOrderId)
+      return true
+    }
+
     let order = 0
     const produceOne = async (i: number) => {
-      if (i % 3 === 2) {
-        // a ticket order: a hold of one or two tickets, paid on its checkout
-        const quantity = 1 + (i % 2)
-        try {
-          const hold = (await xrpc('tickets.svc.createTicketHold', {
-            environment: 'test',
-            eventUri,
-            buyerDid: `did:web:buyer-${i}.faults.example`,
-            appOrderId: `faults-${runId}-tickets-${i}`,
-            items: [{ ticketTypeId, quantity }],
-          })) as { holdId: string; checkout: { url: string } }
-          await pay(hold.checkout.url)
-          produced.ticketOrders.set(hold.holdId, quantity)
-        } catch (err) {
-          refuse('ticketOrders', err)
-        }
-        return
-      }
-      if (i % 3 === 0) {
-        try {
-          const res = await utility('/api/app/developer/test-event')
-          const answer = (await res.json()) as { deliveryId?: string }
-          if (!res.ok || !answer.deliveryId) throw new HttpStatus(res.status, `test event answered ${res.status} (request ${res.headers.get('svc-request-id')}) ${JSON.stringify(answer)}`)
-          produced.testEvents.add(answer.deliveryId)
-        } catch (err) {
-          refuse('testEvents', err)
-        }
-        return
-      }
-      const appOrderId = `faults-${runId}-${order++}`
+      if (i % 3 === 2) return retrying('ticketOrders', ticketOrder(i))()
+      if (i % 3 === 1) return retrying('payments', paymentOrder(`faults-${runId}-${order++}`))()
       try {
-        const product = buildProduct({
-          recipientDid: app.did,
-          paymentType: 'shop',
-          amount: 1200,
-          currency: 'usd',
-          appOrderId,
-          description: 'Fault-injection poster',
-          returnUrl: 'https://faults.example/thanks',
-          cancelUrl: 'https://faults.example/cancel',
-          environment: 'test',
-        })
-        const { url } = (await xrpc('network.svc.payment.initiate', { product })) as { url: string }
-        await pay(url)
-        produced.payments.add(appOrderId)
+        const res = await utility('/api/app/developer/test-event')
+        const answer = (await res.json()) as { deliveryId?: string }
+        if (!res.ok || !answer.deliveryId) throw new HttpStatus(res.status, `test event answered ${res.status} (request ${res.headers.get('svc-request-id')}) ${JSON.stringify(answer)}`)
+        produced.testEvents.add(answer.deliveryId)
       } catch (err) {
-        refuse('payments', err)
+        // a test event has no idempotency key: it is not retried
+        refuse('testEvents', err)
       }
     }
 
@@ -525,10 +576,14 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
 
     await producer
     await Promise.all(timeline)
+    const db = (conn = await mongoose.createConnection(mongoUrl).asPromise())
+    afterFaults.db = db
+    const toRetry = retries.splice(0)
+    for (const retry of toRetry) await retry()
+    if (toRetry.length > 0) log(`faults: ${toRetry.length} refused orders retried with their order ids: ${retried.acknowledged} paid (${retried.alreadyPaid} by the refused attempt), ${retried.unpaid} not paid, ${retried.refused.length} refused\n`)
     log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: produced ${produced.testEvents.size} test events, ${produced.payments.size} payments and ${produced.ticketOrders.size} ticket orders (${refused.testEvents + refused.payments + refused.ticketOrders} refused during faults); waiting for their arrival\n`)
     // Every pending delivery has its next attempt within the schedule's longest wait after the outage. The wait ends
     // early once all arrived, or once no delivery is open any more (what has not arrived failed: it is redriven below).
-    const db = (conn = await mongoose.createConnection(mongoUrl).asPromise())
     const noneOpen = async () => (await db.collection('deliveries').countDocuments({ status: { $in: ['pending', 'held'] } }).catch(() => 1)) === 0
     const longestWaitMs = LONGEST_WAIT_SCALED_MS * scale * 1.1
     const deadline = Date.now() + longestWaitMs + 30_000
@@ -583,6 +638,21 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       return own.length === n && issued === n ? [] : [`hold ${h}: ${own.length} tickets stored, ${issued} issued, of ${n} paid for`]
     })
     const missing = [...notArrived(), ...ticketProblems]
+    // one checkout per order id (a hold's is its hold id), one hold per ticket order id, one payment.completed per order
+    const moreThanOnce = (values: unknown[]) => {
+      const seen = new Map<string, number>()
+      for (const v of values) seen.set(String(v), (seen.get(String(v)) ?? 0) + 1)
+      return [...seen].filter(([, n]) => n > 1)
+    }
+    const checkoutOrders = (await db.collection('checkouts').find({ appDid: app.did }, { projection: { appOrderId: 1 } }).toArray()).map((c) => c.appOrderId)
+    const holdOrders = (await db.collection('ticket_holds').find({ appDid: app.did }, { projection: { appOrderId: 1 } }).toArray()).map((h) => h.appOrderId)
+    const paymentEvents = new Map<string, string>()
+    for (const a of receiver.arrivals) if (a.type === 'payment.completed') paymentEvents.set(a.id, String(a.appOrderId))
+    const idempotency = [
+      ...moreThanOnce(checkoutOrders).map(([o, n]) => `order ${o}: ${n} checkouts`),
+      ...moreThanOnce(holdOrders).map(([o, n]) => `ticket order ${o}: ${n} holds`),
+      ...moreThanOnce([...paymentEvents.values()]).map(([o, n]) => `order ${o}: ${n} payment.completed events`),
+    ]
     const duplicates = [...receiver.counts.values()].reduce((a, n) => a + n - 1, 0)
     const acknowledged = (a: Arrival) =>
       produced.testEvents.has(a.id) ||
@@ -623,6 +693,8 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       refused,
       refusedAnswers,
       unexpectedRefusals,
+      retried,
+      idempotency,
       // one per acknowledged event: a payment by its order (a ticket checkout's is its hold), a ticket by its id
       delivered: new Set(acknowledgedArrivals.map((a) => (a.type === 'payment.completed' ? `payment ${a.appOrderId}` : a.type === 'ticket.issued' ? `ticket ${a.ticketId}` : a.id))).size,
       missing,
@@ -635,7 +707,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     }
     // a temporary log folder is kept only when the run lost or left something inconsistent, or a refusal was other
     // than unavailable (a 500's request id is in the logs)
-    const clean = missing.length + notReceived.length + outbox.withoutDelivery.length + inconsistent.length + unexpectedRefusals.length === 0
+    const clean = missing.length + notReceived.length + outbox.withoutDelivery.length + inconsistent.length + unexpectedRefusals.length + retried.refused.length + idempotency.length === 0
     if (clean && !opts.logDir) rmSync(logDir, { recursive: true, force: true })
     return report
   } finally {

@@ -4,7 +4,8 @@
  * checkouts and paid ticket holds through the real HTTP stack, worker processes are SIGKILLed over and over, the payments subgraph is
  * SIGKILLed and started again, Redis restarts losing all of its data, FerretDB is killed and restarted, and the
  * receiver is down for three scaled days. Every event the service
- * acknowledged must arrive (repeats are allowed and reported), every paid hold must have its tickets issued, every
+ * acknowledged must arrive (repeats are allowed and reported), refused orders retried with their order ids afterwards
+ * must be paid at most once, every paid hold must have its tickets issued, every
  * payment and ticket event must have a delivery, and every delivery must end `delivered` with a consistent attempt log. `npm run faults` runs the same with 100 kills.
  */
 import { attemptLogProblem, runFaults, type FaultReport } from '../../../scripts/lib/faults'
@@ -44,6 +45,12 @@ describe('faults injected while deliveries flow', () => {
     expect(report.produced.payments).toBeGreaterThan(50)
     expect(report.produced.ticketOrders).toBeGreaterThan(50)
     expect(Object.keys(report.refusedAnswers).filter((answer) => answer !== '503' && answer !== 'network')).toEqual([])
+  })
+
+  it('refused orders retried afterwards with their order ids are paid once: one checkout, one hold, one payment event per order', () => {
+    expect(report.retried.refused).toEqual([])
+    expect(report.retried.orders).toBe(report.refused.payments + report.refused.ticketOrders)
+    expect(report.idempotency).toEqual([])
   })
 
   it('lost nothing: every acknowledged event arrived, and every paid hold has its tickets, issued', () => {
