@@ -25,11 +25,11 @@ async function main() {
   console.log(`|---|---|`)
   console.log(`| backend | FerretDB on ${report.backend}, scale ${report.scale.toExponential(2)}, ${report.seconds} s |`)
   console.log(`| faults | ${faults.workerKills} worker kills, ${faults.redisRestarts} Redis restart losing its data, ${faults.databaseRestarts} FerretDB kill and restart, ${faults.subgraphRestarts} payments subgraph kill and restart, receiver down ${faults.receiverDownSeconds} s (3 scaled days) |`)
-  const owed = produced.testEvents + produced.payments + produced.ticketOrders + produced.tickets
-  console.log(`| produced (acknowledged) | ${produced.testEvents} test events, ${produced.payments} payments, ${produced.ticketOrders} ticket orders (${produced.tickets} tickets) |`)
-  console.log(`| refused during faults | ${refused.testEvents} test events, ${refused.payments} payments, ${refused.ticketOrders} ticket orders; answers ${JSON.stringify(report.refusedAnswers)} |`)
+  const owed = produced.testEvents + produced.payments + produced.ticketOrders + produced.tickets + produced.claims
+  console.log(`| produced (acknowledged) | ${produced.testEvents} test events, ${produced.payments} payments, ${produced.ticketOrders} ticket orders (${produced.tickets} tickets), ${produced.claims} free claims |`)
+  console.log(`| refused during faults | ${refused.testEvents} test events, ${refused.payments} payments, ${refused.ticketOrders} ticket orders, ${refused.claims} claims; answers ${JSON.stringify(report.refusedAnswers)} |`)
   const { retried } = report
-  console.log(`| refused orders retried after the faults (same order id) | ${retried.orders}: ${retried.acknowledged} paid (${retried.alreadyPaid} by the refused attempt), ${retried.unpaid} not paid, ${retried.refused.length} refused; order ids seen twice ${report.idempotency.length} |`)
+  console.log(`| refused orders and claims retried after the faults (same key) | ${retried.orders}: ${retried.acknowledged} paid (${retried.alreadyPaid} by the refused attempt), ${retried.unpaid} not paid (${retried.pendingWithClaim.length} left pending by a claim), ${retried.refused.length} refused; order ids seen twice ${report.idempotency.length} |`)
   console.log(`| delivered | ${report.delivered} of ${owed}; lost ${report.missing.length} |`)
   console.log(`| duplicates (at least once) | ${report.duplicates} |`)
   console.log(`| arrivals of unacknowledged events | ${report.unacknowledgedArrivals} |`)

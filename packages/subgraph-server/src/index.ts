@@ -14,11 +14,12 @@ import { unwrapResolverError } from '@apollo/server/errors'
 import { buildSubgraphSchema } from '@apollo/subgraph'
 import type { GraphQLResolverMap } from '@apollo/subgraph'
 import { GraphQLError, print, type DocumentNode, type GraphQLFormattedError } from 'graphql'
-import mongoose, { type Connection } from 'mongoose'
+import mongoose, { type Connection, type ConnectOptions } from 'mongoose'
 import pino, { type Logger } from 'pino'
 import { ContractError, contractExtensions } from '@svc/errors'
 import { CONTEXT_HEADER, verifyContext, type CallerKeys, type Principal } from '@svc/internal-context'
 import { createMetrics, observeDatabaseCommands, operationsRoutes, type ProcessMetrics, type ReadinessCheck } from '@svc/operations'
+import { watchDatabase } from './database-watch'
 
 export interface SubgraphContext {
   principal: Principal
@@ -72,10 +73,20 @@ function isBackendUnreachable(err: Error): boolean {
   return (err.name === 'MongoServerError' || err.name === 'MongoBulkWriteError') && (err as { code?: unknown }).code === 1 && BACKEND_UNREACHABLE.test(err.message)
 }
 
+/** An insertMany whose connection closed under it: a bulk error that wraps the driver's network error. */
+function wrappedError(err: Error): unknown {
+  return err.name === 'MongoBulkWriteError' ? (err as { errorResponse?: unknown }).errorResponse : undefined
+}
+
 export function isDatabaseUnreachable(err: unknown): boolean {
   if (!(err instanceof Error)) return false
   // a model's operation waits for a lost connection to come back, then fails this way (bufferTimeoutMS, 10 s)
-  return DATABASE_UNREACHABLE.has(err.name) || (err.name === 'MongooseError' && /buffering timed out/.test(err.message)) || isBackendUnreachable(err)
+  return (
+    DATABASE_UNREACHABLE.has(err.name) ||
+    (err.name === 'MongooseError' && /buffering timed out/.test(err.message)) ||
+    isBackendUnreachable(err) ||
+    (wrappedError(err) instanceof Error && isDatabaseUnreachable(wrappedError(err)))
+  )
 }
 
 /**
@@ -169,7 +180,10 @@ export const DATABASE_START_WAIT_MS = 60_000
  * FerretDB's backend out of reach.
  */
 export function isDatabaseAway(err: unknown): boolean {
-  return err instanceof Error && (/^Mongo(Network|NetworkTimeout|ServerSelection|PoolCleared|TopologyClosed)Error$/.test(err.name) || isBackendUnreachable(err))
+  return (
+    err instanceof Error &&
+    (/^Mongo(Network|NetworkTimeout|ServerSelection|PoolCleared|TopologyClosed)Error$/.test(err.name) || isBackendUnreachable(err) || isDatabaseAway(wrappedError(err)))
+  )
 }
 
 /**
@@ -198,12 +212,13 @@ export async function connectDomain<M>(
   mongoUrl: string,
   createModels: (conn: Connection) => Promise<M>,
   opts: { monitorCommands?: boolean; logger?: Pick<Logger, 'warn'>; waitMs?: number } = {},
-): Promise<{ conn: Connection; models: M }> {
+): Promise<{ conn: Connection; models: M; clientOptions: ConnectOptions }> {
+  const clientOptions: ConnectOptions = { serverSelectionTimeoutMS: 10000, monitorCommands: opts.monitorCommands ?? false }
   const connect = async () => {
-    const conn = mongoose.createConnection(mongoUrl, { serverSelectionTimeoutMS: 10000, monitorCommands: opts.monitorCommands ?? false })
+    const conn = mongoose.createConnection(mongoUrl, clientOptions)
     try {
       await conn.asPromise()
-      return { conn, models: await createModels(conn) }
+      return { conn, models: await createModels(conn), clientOptions }
     } catch (err) {
       await conn.close().catch(() => undefined)
       throw err
@@ -236,9 +251,11 @@ export async function startDomainSubgraph<M, TContext extends SubgraphContext>(
   opts: DomainSubgraphOptions<M, TContext>,
 ): Promise<RunningSubgraph & { models: M }> {
   const databaseCommandMetrics = opts.databaseCommandMetrics ?? false
-  const { conn, models } = await connectDomain(opts.mongoUrl, opts.createModels, { monitorCommands: databaseCommandMetrics, logger: opts.logger })
+  const { conn, models, clientOptions } = await connectDomain(opts.mongoUrl, opts.createModels, { monitorCommands: databaseCommandMetrics, logger: opts.logger })
   const metrics = createMetrics(`subgraph-${opts.name}`)
-  if (databaseCommandMetrics) observeDatabaseCommands(metrics, conn.getClient())
+  const observe = () => databaseCommandMetrics && observeDatabaseCommands(metrics, conn.getClient())
+  observe()
+  const watch = watchDatabase(conn, opts.mongoUrl, { clientOptions, onReopen: observe, logger: opts.logger })
   const running = await startSubgraph<TContext>({
     ...opts,
     extendContext: (base) => opts.extendContext(base, models),
@@ -249,6 +266,7 @@ export async function startDomainSubgraph<M, TContext extends SubgraphContext>(
     url: running.url,
     models,
     async stop() {
+      watch.stop()
       await running.stop()
       await conn.close()
     },
@@ -265,3 +283,4 @@ export function isDuplicateKeyError(err: unknown): boolean {
 }
 
 export { UsageError, requiredOption, runOperatorCommand } from './operator-command'
+export { watchDatabase, type DatabaseWatchOptions } from './database-watch'

@@ -59,6 +59,17 @@ it('a FerretDB whose PostgreSQL cannot be reached is ServiceUnavailable too (and
   }
 })
 
+it('an insertMany whose connection closed under it is ServiceUnavailable: the bulk error wraps the network error', () => {
+  // the driver's own shape (seen in the fault run when FerretDB was killed during a ticket hold's settlement)
+  const closed = new mongoose.mongo.MongoBulkWriteError(new mongoose.mongo.MongoNetworkError('connection 1 to 127.0.0.1:27017 closed'), {} as never)
+  expect(isDatabaseUnreachable(closed)).toBe(true)
+  expect(isDatabaseAway(closed)).toBe(true)
+  expect(format(formatted, closed)).toMatchObject({ extensions: { code: 'ServiceUnavailable', http: { status: 503 } } })
+  // a bulk error of the server's own (a duplicate key) is not
+  const duplicate = new mongoose.mongo.MongoBulkWriteError({ message: 'E11000 duplicate key', code: 11000 }, {} as never)
+  expect(isDatabaseUnreachable(duplicate)).toBe(false)
+})
+
 it("a model's operation that waited in vain for the connection to come back is ServiceUnavailable too", () => {
   const timedOut = new mongoose.Error('Operation `checkouts.findOne()` buffering timed out after 10000ms')
   expect(format(formatted, timedOut)).toMatchObject({ extensions: { code: 'ServiceUnavailable' } })

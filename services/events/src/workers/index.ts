@@ -13,7 +13,7 @@ import type { DeliverySettings } from '@svc/config'
 import type { DomainEventJob } from '@svc/outbox'
 import { collectedGauge, counter, observeDatabaseCommands, type ProcessMetrics } from '@svc/operations'
 import { keypairFromPrivateKeyHex } from '@svc/service-auth'
-import { whileDatabaseAway } from '@svc/subgraph-server'
+import { watchDatabase, whileDatabaseAway } from '@svc/subgraph-server'
 import { cachedEndpoints, cachedSigningSecrets } from '../delivery/app-environment-cache'
 import { createEndpointClient } from '../delivery/endpoint'
 import { createEndpointHealth } from '../delivery/endpoint-health'
@@ -64,7 +64,7 @@ const STALLED_MAX = 5
 export async function startEventWorkers(opts: EventWorkersOptions): Promise<RunningEventWorkers> {
   const log = opts.logger
   const service = { did: opts.serviceDid, keypair: await keypairFromPrivateKeyHex(opts.serviceSigningKey, 'ES256K') }
-  const { conn, models } = await connectEvents(opts.mongoUrl, { monitorCommands: Boolean(opts.metrics && opts.databaseCommandMetrics), logger: log })
+  const { conn, models, clientOptions } = await connectEvents(opts.mongoUrl, { monitorCommands: Boolean(opts.metrics && opts.databaseCommandMetrics), logger: log })
   await whileDatabaseAway(() => foldLegacyAttempts(conn, models, log), { what: 'folding legacy delivery attempts', logger: log })
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
   const prefix = queuePrefix(opts.redisPrefix)
@@ -109,9 +109,12 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
     deliveryLog.error({ deliveryId: job.data.deliveryId, err }, 'delivery job failed outside an attempt')
   })
   const queues = opts.metrics ? ALL_QUEUES.map((name) => (name === WEBHOOK_DELIVERIES_QUEUE ? deliveries : new Queue(name, { connection: redis, prefix }))) : []
+  /** the database commands are counted again on a reopened connection (its new client) */
+  let watchCommandsAgain: () => unknown = () => undefined
   if (opts.metrics) {
     const metrics = opts.metrics
     if (opts.databaseCommandMetrics) observeDatabaseCommands(metrics, conn.getClient())
+    watchCommandsAgain = () => opts.databaseCommandMetrics && observeDatabaseCommands(metrics, conn.getClient())
     collectedGauge(metrics, 'svc_queue_jobs', 'jobs in each queue, by state', ['queue', 'state'] as const, async (gauge) => {
       for (const queue of queues) {
         const counts = await queue.getJobCounts(...QUEUE_STATES)
@@ -126,6 +129,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
       outcomes.inc({ outcome: err instanceof AttemptFailedError ? (last ? 'failed' : 'retrying') : 'error' })
     })
   }
+  const database = watchDatabase(conn, opts.mongoUrl, { clientOptions, onReopen: () => watchCommandsAgain(), logger: log })
   const domainEventsQueue = new Queue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, { connection: redis, prefix })
   const reconciler = startReconciler({ models, deliveries, domainEvents: domainEventsQueue, redis, prefix, periodMs: opts.delivery.reconcileMs, logger: log })
   for (const worker of [domainEvents, sender]) {
@@ -140,6 +144,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
     },
     stop() {
       stopping ??= (async () => {
+        database.stop()
         await Promise.allSettled([domainEvents.close(), sender.close(), reconciler.stop()])
         await Promise.allSettled([...new Set([deliveries, domainEventsQueue, ...queues])].map((q) => q.close()))
         await Promise.allSettled([endpoints.close(), agents.test.close(), agents.live.close()])
