@@ -87,8 +87,8 @@ export interface FaultReport {
   /**
    * refused payment and ticket orders, retried once the faults were over with the same order id (as an app would):
    * `acknowledged` paid (`alreadyPaid` of them by the refused attempt, whose answer was lost), `unpaid` whose checkout
-   * had failed or is left pending by a claim (`pendingWithClaim`, the known defect in docs/operations.md: nothing was
-   * charged), `refused` what a retry could not do: must be empty
+   * had failed or is pending with an unmarked payment claim (`pendingWithClaim`: nothing was charged, it fails a minute
+   * after the claim), `refused` what a retry could not do: must be empty
    */
   retried: { orders: number; acknowledged: number; alreadyPaid: number; unpaid: number; pendingWithClaim: string[]; refused: string[] }
   /** an order id with more than one checkout or hold, or more than one payment.completed event: must be empty */
@@ -425,8 +425,8 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
           return true
         }
         if (checkout?.status === 'failed') return false
-        // Known defect (docs/operations.md): the refused attempt claimed the payment, then could not mark the checkout
-        // processing; nothing was charged, but the checkout stays pending and unpayable until the claim goes stale.
+        // the refused attempt claimed the payment, then could not mark the checkout processing: nothing was charged,
+        // and the checkout refuses pays until the claim is a minute old, then fails (docs/decisions.md, "Recovery")
         const claim = checkout?.status === 'pending' ? await afterFaults.db.collection<{ _id: string; outcome?: unknown }>('settlements').findOne({ _id: checkout._id }) : null
         if (claim && !claim.outcome) {
           retried.pendingWithClaim.push(appOrderId)

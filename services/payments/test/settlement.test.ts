@@ -14,6 +14,7 @@ import {
   ProcessorRegistry,
   STALE_PAYMENT_CLAIM_MS,
   sweepCheckouts,
+  UNMARKED_PAYMENT_CLAIM_MS,
   TestProcessor,
   type ChargeRequest,
   type PaymentProcessor,
@@ -307,6 +308,31 @@ describe('recovery of interrupted settlements', () => {
     const result = await sweepCheckouts(t.domain)
     expect(result.recovered).toBeGreaterThanOrEqual(1)
     expect((await getPaymentStatus(t.domain, { token: b.token, appDid: APP })).status).toBe('completed')
+  })
+
+  test('a payment claim never marked processing (its process failed in between) blocks pays for a minute, then fails: nothing charged', async () => {
+    /** the state a pay leaves when the database fails right after its claim: the claim, the checkout still pending */
+    const unmarked = async () => {
+      const c = await start()
+      const doc = (await t.models.Checkout.findById(c.checkoutId).lean())!
+      expect(await claimSettlement(t.domain, doc as never, 'payment', { processor: 'test', recordTid: TID.nextStr() })).toBe(true)
+      return c
+    }
+    const bySweep = await unmarked()
+    const byPay = await unmarked()
+    // meanwhile the claimant may still be on its way to the charge: pays are refused, the checkout stays pending
+    await expectCode(payCheckout(t.domain, byPay.browser, GOOD_CARD), 'CheckoutClosed')
+    await sweepCheckouts(t.domain)
+    expect((await getPaymentStatus(t.domain, { token: bySweep.token, appDid: APP })).status).toBe('pending')
+
+    t.clock.advance(UNMARKED_PAYMENT_CLAIM_MS + 1000)
+    // a pay that meets the old claim ends the checkout, and is refused
+    await expectCode(payCheckout(t.domain, byPay.browser, GOOD_CARD), 'CheckoutClosed')
+    expect(await getCheckout(t.domain, byPay.browser)).toMatchObject({ status: 'failed', failureReason: 'processor_error' })
+    // the sweep ends the one no pay met
+    expect((await sweepCheckouts(t.domain)).recovered).toBeGreaterThanOrEqual(1)
+    expect(await getCheckout(t.domain, bySweep.browser)).toMatchObject({ status: 'failed', failureReason: 'processor_error' })
+    expect(chargesOf(bySweep.checkoutId) + chargesOf(byPay.checkoutId)).toBe(0)
   })
 
   test('a processing checkout whose processor call never reported stays processing, then fails as processor_error once stale', async () => {

@@ -54,7 +54,10 @@ export async function payCheckout(d: PaymentsDomain, browserToken: string, cardI
     await recoverCheckout(d, checkout._id)
     throw checkoutClosed()
   }
-  await d.models.Checkout.updateOne({ _id: checkout._id, status: 'pending' }, { $set: { status: 'processing' } })
+  // the mark comes before the charge: a claim left unmarked is failed after UNMARKED_PAYMENT_CLAIM_MS, and a process
+  // that marks it after that finds the checkout failed and charges nothing
+  const marked = await d.models.Checkout.updateOne({ _id: checkout._id, status: 'pending' }, { $set: { status: 'processing' } })
+  if (marked.matchedCount !== 1) throw checkoutClosed()
   const outcome = await charge(d, processor, checkout, card)
   await recordOutcome(d, checkout._id, outcome)
   await finishSettlement(d, checkout._id)

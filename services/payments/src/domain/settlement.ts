@@ -20,6 +20,13 @@ import type { Environment } from '@svc/vocabulary'
 /** A payment claim without an outcome after this long is failed as processor_error. */
 export const STALE_PAYMENT_CLAIM_MS = 10 * 60 * 1000
 
+/**
+ * A payment claim whose checkout is still `pending` after this long: its process failed (or died) between the claim
+ * and the `processing` mark, which comes before the charge, so nothing was charged. It is failed as unconfirmed
+ * then, not after STALE_PAYMENT_CLAIM_MS: the checkout refuses every pay meanwhile (the claim is taken).
+ */
+export const UNMARKED_PAYMENT_CLAIM_MS = 60 * 1000
+
 export const FAILURE_MESSAGES = {
   expired: 'This checkout expired before it was paid. No payment was made.',
   canceled: 'The checkout was canceled. No payment was made.',
@@ -137,8 +144,10 @@ export async function recoverCheckout(d: PaymentsDomain, checkoutId: string): Pr
   const settlement = await d.models.Settlement.findById(checkoutId, { outcome: 1, by: 1, claimedAt: 1 }).lean()
   if (!settlement) return false
   if (!settlement.outcome) {
-    const stale = settlement.by === 'payment' && nowOf(d).getTime() - new Date(settlement.claimedAt).getTime() > STALE_PAYMENT_CLAIM_MS
-    if (!stale) return false
+    if (settlement.by !== 'payment') return false
+    const age = nowOf(d).getTime() - new Date(settlement.claimedAt).getTime()
+    const unmarked = age > UNMARKED_PAYMENT_CLAIM_MS && (await d.models.Checkout.exists({ _id: checkoutId, status: 'pending' })) !== null
+    if (age <= STALE_PAYMENT_CLAIM_MS && !unmarked) return false
     await recordOutcome(d, checkoutId, { ok: false, reason: 'processor_error', code: 'unconfirmed', message: FAILURE_MESSAGES.unconfirmed })
   }
   await finishSettlement(d, checkoutId)

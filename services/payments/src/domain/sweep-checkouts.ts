@@ -4,7 +4,7 @@
  */
 import type { CheckoutDoc } from '../models'
 import { nowOf, type PaymentsDomain } from './context'
-import { expireCheckout, recoverCheckout } from './settlement'
+import { expireCheckout, recoverCheckout, STALE_PAYMENT_CLAIM_MS, UNMARKED_PAYMENT_CLAIM_MS } from './settlement'
 
 type StoredCheckout = CheckoutDoc & { _id: string }
 
@@ -17,7 +17,8 @@ export interface SweepResult {
 
 /**
  * The periodic sweep: expires pending checkouts past expiresAt and finishes processing ones whose outcome is known
- * (or whose payment claim went stale). At most `limit` of each per run.
+ * (or whose payment claim went stale), and pending ones whose payment claim was never marked. At most `limit` of each
+ * per run.
  */
 export async function sweepCheckouts(d: PaymentsDomain, opts: { limit?: number } = {}): Promise<SweepResult> {
   const limit = opts.limit ?? 500
@@ -41,9 +42,19 @@ export async function sweepCheckouts(d: PaymentsDomain, opts: { limit?: number }
     })
   }
   const processing = await d.models.Checkout.find({ status: 'processing' }, { _id: 1 }).limit(limit).lean()
-  for (const checkout of processing) {
-    await each(checkout._id as string, async () => {
-      if (await recoverCheckout(d, checkout._id as string)) result.recovered++
+  // payment claims whose checkout may never have been marked processing (recoverCheckout fails those): the claims
+  // of the last STALE_PAYMENT_CLAIM_MS older than a minute, by the claimedAt index; older ones are failed as stale
+  // by the expiry of their checkout
+  const now = nowOf(d).getTime()
+  const unmarked = await d.models.Settlement.find(
+    { claimedAt: { $gte: new Date(now - STALE_PAYMENT_CLAIM_MS), $lte: new Date(now - UNMARKED_PAYMENT_CLAIM_MS) }, by: 'payment', outcome: null },
+    { _id: 1 },
+  )
+    .limit(limit)
+    .lean()
+  for (const id of new Set([...processing, ...unmarked].map((c) => c._id as string))) {
+    await each(id, async () => {
+      if (await recoverCheckout(d, id)) result.recovered++
     })
   }
   return result

@@ -119,6 +119,8 @@ const settlementSchema = new Schema(
   },
   { collection: 'settlements' },
 )
+// the sweep's look at recent claims (sweep-checkouts.ts)
+settlementSchema.index({ claimedAt: 1 })
 
 const proofStateSchema = new Schema(
   {
