@@ -109,12 +109,11 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
     deliveryLog.error({ deliveryId: job.data.deliveryId, err }, 'delivery job failed outside an attempt')
   })
   const queues = opts.metrics ? ALL_QUEUES.map((name) => (name === WEBHOOK_DELIVERIES_QUEUE ? deliveries : new Queue(name, { connection: redis, prefix }))) : []
-  /** the database commands are counted again on a reopened connection (its new client) */
-  let watchCommandsAgain: () => unknown = () => undefined
+  /** counts the client's database commands for /metrics; again for a new client (watchDatabase) */
+  const observeCommands = () => opts.metrics && opts.databaseCommandMetrics && observeDatabaseCommands(opts.metrics, conn.getClient())
+  observeCommands()
   if (opts.metrics) {
     const metrics = opts.metrics
-    if (opts.databaseCommandMetrics) observeDatabaseCommands(metrics, conn.getClient())
-    watchCommandsAgain = () => opts.databaseCommandMetrics && observeDatabaseCommands(metrics, conn.getClient())
     collectedGauge(metrics, 'svc_queue_jobs', 'jobs in each queue, by state', ['queue', 'state'] as const, async (gauge) => {
       for (const queue of queues) {
         const counts = await queue.getJobCounts(...QUEUE_STATES)
@@ -129,7 +128,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
       outcomes.inc({ outcome: err instanceof AttemptFailedError ? (last ? 'failed' : 'retrying') : 'error' })
     })
   }
-  const database = watchDatabase(conn, opts.mongoUrl, { clientOptions, onReopen: () => watchCommandsAgain(), logger: log })
+  const database = watchDatabase(conn, opts.mongoUrl, { clientOptions, onReopen: observeCommands, logger: log })
   const domainEventsQueue = new Queue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, { connection: redis, prefix })
   const reconciler = startReconciler({ models, deliveries, domainEvents: domainEventsQueue, redis, prefix, periodMs: opts.delivery.reconcileMs, logger: log })
   for (const worker of [domainEvents, sender]) {
