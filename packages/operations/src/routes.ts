@@ -11,6 +11,7 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import pTimeout from 'p-timeout'
 import type { ProcessMetrics } from './metrics'
 
 /** A dependency check: resolves when the dependency answers. */
@@ -36,19 +37,11 @@ function sameSecret(presented: string, expected: string): boolean {
 }
 
 async function check(fn: ReadinessCheck, timeoutMs: number): Promise<string> {
-  let timer: NodeJS.Timeout | undefined
   try {
-    await Promise.race([
-      fn(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
-      }),
-    ])
+    await pTimeout(fn(), { milliseconds: timeoutMs, message: `no answer within ${timeoutMs} ms` })
     return 'ok'
   } catch (err) {
     return err instanceof Error ? err.message : String(err)
-  } finally {
-    clearTimeout(timer)
   }
 }
 

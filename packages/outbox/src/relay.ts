@@ -23,6 +23,7 @@
 import { once } from 'node:events'
 import { Queue, type JobsOptions } from 'bullmq'
 import Redis from 'ioredis'
+import pTimeout from 'p-timeout'
 import type { Logger } from 'pino'
 import type { OutboxEvent, OutboxModel } from './outbox'
 import { DOMAIN_EVENTS_QUEUE, queuePrefix, type DomainEventJob, type EventSource } from './queue'
@@ -118,23 +119,9 @@ const PUBLISH_TIMEOUT_MS = 10_000
 /** stop() gives the queue this long to close before it drops the connection. */
 const CLOSE_TIMEOUT_MS = 5_000
 
-/** `p`, or a rejection after `ms` or as soon as one of `interrupts` is called (their set holds it while it waits). */
-function bounded<T>(p: Promise<T>, ms: number, what: string, interrupts?: Set<() => void>): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    // whichever comes first settles it and clears the others (`p` may never settle: a wait for a connection)
-    const settle = (fn: () => void) => () => {
-      clearTimeout(timer)
-      interrupts?.delete(interrupt)
-      fn()
-    }
-    const interrupt = settle(() => reject(new Error(`${what}: the relay is stopping`)))
-    const timer = setTimeout(settle(() => reject(new Error(`${what}: no answer within ${ms} ms`))), ms)
-    interrupts?.add(interrupt)
-    p.then(
-      (value) => settle(() => resolve(value))(),
-      (err: unknown) => settle(() => reject(err))(),
-    )
-  })
+/** `p`, or a rejection after `ms` (`p` may never settle: a publish to a Redis that does not answer). */
+function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  return pTimeout(p, { milliseconds: ms, message: `${what}: no answer within ${ms} ms` })
 }
 
 export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
@@ -156,8 +143,11 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   // A producer connection: commands fail (and the pass is retried) rather than queue up while Redis is away; a
   // connection attempt still under way when the relay stops is dropped quickly.
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: 3, disconnectTimeout: 200 })
-  /** waits of passes that stop() cuts short */
-  const interrupts = new Set<() => void>()
+  /** aborted by stop(): a pass waiting for Redis to come back gives up */
+  const stopping = new AbortController()
+  const redisReady = async (): Promise<void> => {
+    if (redis.status !== 'ready') await bounded(once(redis, 'ready', { signal: stopping.signal }), CONNECT_WAIT_MS, 'connecting to Redis')
+  }
   /** a publish that has not answered yet (after its pass gave up on it): no other starts before it settles */
   let publishing: Promise<unknown> | null = null
   const queue = new Queue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, { connection: redis, prefix: queuePrefix(opts.redisPrefix) })
@@ -171,7 +161,7 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   /** Publishes events (their marks are the caller's). */
   const publish = async (batch: OutboxEvent[]): Promise<void> => {
     // BullMQ waits for a connection forever: wait a bounded time here instead, so a pass (and stop) always ends
-    if (redis.status !== 'ready') await bounded(once(redis, 'ready'), CONNECT_WAIT_MS, 'connecting to Redis', interrupts)
+    await redisReady()
     if (publishing) throw new Error('the previous publish to domain-events has not answered yet')
     const add = queue.addBulk(
       batch.map((event) => ({
@@ -267,7 +257,7 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
    * may be gone with it, so those relayed within the replay window become unrelayed again, for this scan.
    */
   const replayIfRedisLost = async (): Promise<void> => {
-    if (redis.status !== 'ready') await bounded(once(redis, 'ready'), CONNECT_WAIT_MS, 'connecting to Redis', interrupts)
+    await redisReady()
     if ((await redis.set(aliveKey, new Date().toISOString(), 'NX')) !== 'OK') return
     const since = new Date(Date.now() - replayWindowMs)
     const res = await opts.model.updateMany({ relayed: true, relayedAt: { $gte: since } }, { $set: { relayed: false } })
@@ -398,7 +388,7 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
       clearTimeout(timer)
       outboxWrites.off(OUTBOX_WRITTEN, onWrite)
       // a pass waiting for Redis to come back gives up; one that is publishing or marking finishes
-      for (const interrupt of [...interrupts]) interrupt()
+      stopping.abort(new Error('the relay is stopping'))
       await chain
       // what this process published is marked before it goes (a failure only means a repeat publish at the next start)
       await flushMarks().catch((err: unknown) => log.warn({ err }, 'outbox relay: could not mark the last events relayed'))

@@ -13,6 +13,7 @@
  * really away fails the new client's connect too, and nothing changes.
  */
 import mongoose, { type Connection, type ConnectOptions } from 'mongoose'
+import pTimeout from 'p-timeout'
 
 export interface DatabaseWatchOptions {
   /** the options the connection was opened with, for its new client */
@@ -30,14 +31,11 @@ export interface DatabaseWatchOptions {
 const CONNECT_WAIT_MS = 5000
 
 /** Whether `op` succeeds within `ms`: a stuck client never answers, it does not fail. */
-async function answers(op: () => Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))
-  try {
-    return await Promise.race([op().then(() => true, () => false), timeout])
-  } finally {
-    clearTimeout(timer)
-  }
+function answers(op: () => Promise<unknown>, ms: number): Promise<boolean> {
+  return pTimeout(
+    op().then(() => true, () => false),
+    { milliseconds: ms, fallback: () => false },
+  )
 }
 
 export function watchDatabase(conn: Connection, url: string, opts: DatabaseWatchOptions): { stop(): void } {

@@ -7,6 +7,7 @@
  */
 import { lookup } from 'node:dns/promises'
 import { BlockList, isIP } from 'node:net'
+import pTimeout from 'p-timeout'
 import { ContractError } from '@svc/errors'
 import type { Environment } from '@svc/vocabulary'
 
@@ -53,14 +54,11 @@ const systemResolve: Resolve = async (host) => {
 }
 
 async function resolveQuietly(host: string, resolve: Resolve): Promise<string[]> {
-  let timer: NodeJS.Timeout | undefined
   try {
-    return await Promise.race([resolve(host), new Promise<string[]>((r) => (timer = setTimeout(() => r([]), 2000)))])
+    return await pTimeout(resolve(host), { milliseconds: 2000, fallback: () => [] })
   } catch {
     // An unresolvable name is not refused here; deliveries check the address again when they connect.
     return []
-  } finally {
-    clearTimeout(timer)
   }
 }
 

@@ -1,6 +1,7 @@
 /** The buyer pays on the hosted checkout page: the one call that charges a card. */
 import { TID } from '@atproto/common'
 import type { Environment } from '@svc/vocabulary'
+import pTimeout from 'p-timeout'
 import type { Card, PaymentProcessor } from '../processors'
 import { validateCard, type CardInput } from './card'
 import { checkoutClosed } from './checkout-errors'
@@ -12,23 +13,17 @@ const PROCESSOR_TIMEOUT_MS = 30_000
 
 async function charge(d: PaymentsDomain, processor: PaymentProcessor, checkout: StoredCheckout, card: Card): Promise<SettlementOutcome> {
   const timeoutMs = d.processorTimeoutMs ?? PROCESSOR_TIMEOUT_MS
-  let timer: NodeJS.Timeout | undefined
   try {
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`processor ${processor.name} did not answer within ${timeoutMs} ms`)), timeoutMs)
-    })
-    const result = await Promise.race([
+    const result = await pTimeout(
       processor.charge({ checkoutId: checkout._id, amount: checkout.total, currency: checkout.currency, card, idempotencyKey: `checkout:${checkout._id}` }),
-      timeout,
-    ])
+      { milliseconds: timeoutMs, message: `processor ${processor.name} did not answer within ${timeoutMs} ms` },
+    )
     if (result.ok) return { ok: true, chargeId: result.chargeId }
     return { ok: false, reason: result.code === 'processing_error' ? 'processor_error' : 'declined', code: result.code, message: result.message }
   } catch (err) {
     // never log the card: only the processor's error
     d.logger?.error({ checkoutId: checkout._id, err: (err as Error).message }, 'payment processor call failed')
     return { ok: false, reason: 'processor_error', code: 'processing_error', message: FAILURE_MESSAGES.processorUnreachable }
-  } finally {
-    clearTimeout(timer)
   }
 }
 
