@@ -263,6 +263,7 @@ describe('Svc-Request-Id and the request log', () => {
       { app: app.did, environment: 'prod' },
       { app: 'not a did' },
       { app: app.did, limit: '-1' },
+      { app: 'did:plc:a\u0000b', environment: 'te\u0000st' },
     ]
     for (const route of ROUTES) {
       for (const query of odd) {
@@ -271,5 +272,11 @@ describe('Svc-Request-Id and the request log', () => {
         expect(typeof res.body).toBe('object')
       }
     }
+  })
+
+  it('a call that names no DID (a NUL character, say) is logged, under no app', async () => {
+    const res = await listDeliveries(stack, { app: 'did:plc:a\u0000b', environment: 'test' })
+    expectError(res, 401, 'Unauthorized')
+    await expectLogged(res, ROUTES[1]!, { environment: 'test', appDid: null }, { status: 401, errorCode: 'Unauthorized', keyPrefix: null })
   })
 })

@@ -1,10 +1,12 @@
 /**
  * `/xrpc/{nsid}`: GET for queries, POST for procedures. In order: unknown or retired NSID → 501;
- * wrong verb → 400; params and body validated against the lexicon → 400 InvalidRequest naming the
- * field; planned method → 501; the auth verifier the method was registered with; its handler (a plain function:
- * its own checks, one gateway operation, the answer mapped; the domain that serves it gathers every fact it decides
- * on and makes every change it needs); the output checked against the lexicon.
+ * wrong verb → 400; params and body validated against the lexicon, and for what atproto's validation lets through
+ * but the layers behind cannot take (below) → 400 InvalidRequest naming the field; planned method →
+ * 501; the auth verifier the method was registered with; its handler (a plain function: its own checks, one gateway
+ * operation, the answer mapped; the domain that serves it gathers every fact it decides on and makes every change it
+ * needs); the output checked against the lexicon.
  */
+import type { LexUserType } from '@atproto/lexicon'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ContractError, type ErrorCode } from '@svc/errors'
 import { lexicons, RETIRED_NSIDS } from '@svc/lexicons'
@@ -77,6 +79,61 @@ function decodeParams(def: MethodDef, query: Record<string, string | string[] | 
   return out
 }
 
+/*
+ * What @atproto/lexicon's validation lets through and this service refuses, because the layers behind the edge cannot
+ * take it (test/e2e/adapter/hostile-input.test.ts found each as a 500):
+ * - an array where the lexicon says object: atproto checks an object with `typeof value === 'object'`, which an array
+ *   passes when the object has no required property; GraphQL then refuses the variable;
+ * - text holding the NUL character (U+0000), in a value or a key: FerretDB keeps documents in PostgreSQL, which cannot
+ *   hold it, so a filter or a document with it fails in the database.
+ * Both throw an Error naming the field, as atproto's validation errors do ("Input/modules …").
+ */
+type Def = LexUserType | { type: string; ref?: string; refs?: string[]; items?: Def; properties?: Record<string, Def> }
+
+function assertShape(def: Def, value: unknown, path: string): void {
+  if (value === undefined || value === null) return
+  switch (def.type) {
+    case 'ref':
+      return assertShape(lexicons.getDefOrThrow((def as { ref: string }).ref), value, path)
+    case 'union': {
+      const $type = (value as { $type?: unknown }).$type
+      const ref = (def as { refs: string[] }).refs.find((r) => typeof $type === 'string' && (r === $type || r === `lex:${$type}` || r === `lex:${$type}#main`))
+      return ref === undefined ? undefined : assertShape(lexicons.getDefOrThrow(ref), value, path)
+    }
+    case 'array':
+      if (Array.isArray(value)) value.forEach((item, i) => assertShape((def as { items: Def }).items, item, `${path}/${i}`))
+      return
+    case 'object': {
+      if (Array.isArray(value)) throw new Error(`${path} must be an object`)
+      const properties = (def as { properties?: Record<string, Def> }).properties ?? {}
+      for (const [key, property] of Object.entries(properties)) assertShape(property, (value as Record<string, unknown>)[key], `${path}/${key}`)
+      return
+    }
+    default:
+      return
+  }
+}
+
+/** The procedure's input (already valid by atproto's rules) has an object wherever its lexicon says object. */
+function assertInputShape(nsid: string, input: unknown): void {
+  const schema = (lexicons.getDefOrThrow(nsid) as { input?: { schema?: Def } }).input?.schema
+  if (schema) assertShape(schema, input, 'Input')
+}
+
+/** No text in `value`, key or string, holds U+0000. */
+function assertNoNul(value: unknown, path: string): void {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) throw new Error(`${path} must not contain the NUL character (U+0000)`)
+  } else if (Array.isArray(value)) {
+    value.forEach((item, i) => assertNoNul(item, `${path}/${i}`))
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      assertNoNul(key, path)
+      assertNoNul(item, `${path}/${key}`)
+    }
+  }
+}
+
 function validation<T>(fn: () => T): T {
   try {
     return fn()
@@ -100,12 +157,18 @@ export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) 
     const params = validation(() => {
       const decoded = decodeParams(def, request.query as Record<string, string | string[]>)
       lexicons.assertValidXrpcParams(nsid, decoded)
+      assertNoNul(decoded, 'Params')
       return decoded
     })
     let input: Record<string, unknown> = {}
     if (def.type === 'procedure' && def.input) {
       if (request.body === undefined || request.body === null) throw new ContractError('InvalidRequest', 'a JSON request body is required')
-      input = validation(() => lexicons.assertValidXrpcInput(nsid, request.body) as Record<string, unknown>)
+      input = validation(() => {
+        const valid = lexicons.assertValidXrpcInput(nsid, request.body) as Record<string, unknown>
+        assertInputShape(nsid, valid)
+        assertNoNul(valid, 'Input')
+        return valid
+      })
     }
 
     const route = opts.methods.get(nsid)

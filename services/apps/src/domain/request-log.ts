@@ -1,4 +1,5 @@
 /** The per-environment log of developer utility calls (one entry per request id). */
+import { isDid, isEnvironment } from '@svc/vocabulary'
 import { isDuplicateKeyError } from '../models'
 import type { AppsDomain } from './context'
 import type { DeveloperRequestInput as RequestLogInput } from '../generated/graph-types'
@@ -7,10 +8,15 @@ export type { RequestLogInput }
 
 export const REQUEST_LOG_MAX_LIMIT = 200
 
+/**
+ * The environment and app are what the caller claimed (its query, its key); one that is not an environment or a DID is
+ * recorded as none (such an entry is read by no app, and its text, say a NUL character, could not be stored).
+ */
 export async function recordRequest(d: Pick<AppsDomain, 'models'>, entry: RequestLogInput): Promise<void> {
-  const environment = entry.environment === 'test' || entry.environment === 'live' ? entry.environment : null
+  const environment = isEnvironment(entry.environment) ? entry.environment : null
+  const appDid = isDid(entry.appDid) ? entry.appDid : null
   try {
-    await d.models.RequestLog.create({ ...entry, environment, durationMs: Math.max(0, Math.round(entry.durationMs)) })
+    await d.models.RequestLog.create({ ...entry, environment, appDid, durationMs: Math.max(0, Math.round(entry.durationMs)) })
   } catch (err) {
     if (!isDuplicateKeyError(err)) throw err // the same request recorded twice stays one entry
   }
