@@ -9,7 +9,7 @@
  * (its units stay, for a ticket) or `released` (its units are deleted). Whoever inserts first decides; a unit's `_id`
  * carries its reservation, so deleting a released reservation's units by `_id` can never remove another's.
  */
-import { randomBytes } from 'node:crypto'
+import { randomInt } from 'node:crypto'
 import { isDuplicateKeyError, type CapacityUnitDoc } from '../models'
 import { nowOf, type TicketsDomain } from './context'
 import { sharedRead } from './shared-reads'
@@ -111,31 +111,62 @@ export async function takenSeats(d: TicketsDomain, tierId: string, opts: { share
   return releaseLapsed(d, await (opts.shared ? sharedRead(d.models, `seats ${tierId}`, read) : read()))
 }
 
-function shuffle<T>(items: T[]): T[] {
-  for (let i = items.length - 1; i > 0; i--) {
-    const j = randomBytes(4).readUInt32BE(0) % (i + 1)
-    ;[items[i], items[j]] = [items[j]!, items[i]!]
-  }
-  return items
+/** The free seats of a tier: how many, and a few of them drawn at random. */
+interface FreeSeats {
+  count: number
+  /** up to `k` distinct free seats, at random */
+  draw(k: number): string[]
 }
 
-async function freeSeats(d: TicketsDomain, req: Pick<UnitRequest, 'tierId' | 'seatRange'>, opts: { shared?: boolean } = {}): Promise<string[]> {
-  const taken = new Set((await takenSeats(d, req.tierId, opts)).map((u) => u.unit))
-  return Array.from({ length: req.seatRange }, (_, n) => seatUnit(req.tierId, n)).filter((u) => !taken.has(u))
+/** The seat number of a seat unit (`<tierId>#<n>`). */
+const seatNumber = (unit: string): number => Number(unit.slice(unit.lastIndexOf('#') + 1))
+
+/**
+ * Never lists the whole range: a tier may have 100,000 seats, and listing and shuffling them cost about half a second
+ * of CPU per hold or claim. While at least half the seats are free, random seat numbers are drawn until enough free
+ * ones come up; past that, the free numbers are listed and a partial Fisher-Yates shuffle draws from them.
+ */
+async function freeSeats(d: TicketsDomain, req: Pick<UnitRequest, 'tierId' | 'seatRange'>, opts: { shared?: boolean } = {}): Promise<FreeSeats> {
+  const taken = new Set<number>()
+  for (const u of await takenSeats(d, req.tierId, opts)) {
+    const n = seatNumber(u.unit)
+    if (n < req.seatRange) taken.add(n)
+  }
+  const count = req.seatRange - taken.size
+  const draw = (k: number): string[] => {
+    const want = Math.min(k, count)
+    const picked = new Set<number>()
+    if (count * 2 >= req.seatRange) {
+      while (picked.size < want) {
+        const n = randomInt(req.seatRange)
+        if (!taken.has(n)) picked.add(n)
+      }
+    } else {
+      const free: number[] = []
+      for (let n = 0; n < req.seatRange; n++) if (!taken.has(n)) free.push(n)
+      for (let i = 0; i < want; i++) {
+        const j = i + randomInt(free.length - i)
+        ;[free[i], free[j]] = [free[j]!, free[i]!]
+        picked.add(free[i]!)
+      }
+    }
+    return [...picked].map((n) => seatUnit(req.tierId, n))
+  }
+  return { count, draw }
 }
 
 const SEAT_ROUNDS = 4
 const SEAT_TRIES_PER_ROUND = 6
 
 /** Takes `count` seats of the tier; returns the units taken (fewer when the tier has no more). */
-async function takeSeats(d: TicketsDomain, r: Reservation, req: UnitRequest, count: number, firstRead: string[]): Promise<string[]> {
+async function takeSeats(d: TicketsDomain, r: Reservation, req: UnitRequest, count: number, firstRead: FreeSeats): Promise<string[]> {
   const got: string[] = []
   // A seat chosen from a read can be taken meanwhile by a concurrent reservation: each round tries a few of the free
   // seats at random, then reads again. Bounded, so a crowd on the last seats costs reads, not a storm of inserts.
   for (let round = 0; round < SEAT_ROUNDS && got.length < count; round++) {
     const free = round === 0 ? firstRead : await freeSeats(d, req)
-    if (free.length === 0) break
-    const tries = shuffle(free).slice(0, (count - got.length) * 2 + SEAT_TRIES_PER_ROUND)
+    if (free.count === 0) break
+    const tries = free.draw((count - got.length) * 2 + SEAT_TRIES_PER_ROUND)
     for (const unit of tries) {
       if (got.length === count) break
       if (await take(d, r, req, unit, 'seat')) got.push(unit)
@@ -178,10 +209,10 @@ export async function reserve(d: TicketsDomain, r: Reservation, requests: UnitRe
   }
   try {
     // a tier with too few free seats is refused before anything is taken (the common answer once sold out)
-    const firstReads = new Map<UnitRequest, string[]>()
+    const firstReads = new Map<UnitRequest, FreeSeats>()
     for (const req of requests) {
       const free = await freeSeats(d, req, { shared: true })
-      if (free.length < req.quantity) return { ok: false, lacking: 'seat', tierId: req.tierId }
+      if (free.count < req.quantity) return { ok: false, lacking: 'seat', tierId: req.tierId }
       firstReads.set(req, free)
     }
     for (const req of requests) {
