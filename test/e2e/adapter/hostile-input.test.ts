@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto'
 import { cidForCbor } from '@atproto/common'
 import { PRODUCT_PREFIX } from '@svc/checkout-product'
-import { generateDidKeyKeypair } from '@svc/service-auth'
+import { generateDidKeyKeypair, type DidKeyKeypair } from '@svc/service-auth'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { CLAIM, enableTickets, eventUriOf, HOLD, newSigner, setUpEvent, type Signer } from '../tickets/helpers'
 import { bearer, claims, craftJwt, expectOk, httpRequest, registerKeypairApp, xrpcGet, xrpcPost, type HttpResult } from './helpers'
@@ -368,39 +368,37 @@ describe('service-auth and assertion JWTs with hostile claims and headers answer
   const CLAIMS = ['iss', 'aud', 'lxm', 'iat', 'exp', 'jti', 'nbf']
   const HEADERS = ['alg', 'typ', 'kid']
 
+  /**
+   * A JWT signed by `signer` (made anew for each call by `send`) with one claim or header field removed or hostile.
+   * `send(jwtOf)` makes the call, its JWT from `jwtOf(signer)`.
+   */
+  function jwtVariants(lxm: string, send: (jwtOf: (signer: DidKeyKeypair) => Promise<string>) => Promise<HttpResult>): Variant[] {
+    const jwt = (edit: (header: Json, payload: Json) => [Json, Json]) => (signer: DidKeyKeypair) => {
+      const [header, payload] = edit({ typ: 'JWT', alg: signer.keypair.jwtAlg }, claims(stack, signer.did, lxm) as JsonObject)
+      return craftJwt(signer.keypair, header as JsonObject, payload as JsonObject)
+    }
+    const variants: Variant[] = [{ name: 'the valid JWT', send: () => send(jwt((h, p) => [h, p])), valid: true }]
+    for (const replacement of [REMOVE, ...HOSTILE] as const) {
+      for (const claim of CLAIMS) variants.push({ name: `claim ${claim} ${describeValue(replacement)}`, send: () => send(jwt((h, p) => [h, withField(p, [claim], replacement)])) })
+      for (const field of HEADERS) variants.push({ name: `header ${field} ${describeValue(replacement)}`, send: () => send(jwt((h, p) => [withField(h, [field], replacement), p])) })
+    }
+    return variants
+  }
+
   it('the app JWT of money.svc.app.getConfig', async () => {
     const keyed = await registerKeypairApp(stack)
     const nsid = 'money.svc.app.getConfig'
-    const send = async (header: JsonObject, payload: JsonObject) =>
-      xrpcGet(stack, nsid, { environment: 'test' }, bearer(await craftJwt(keyed.keypair, header, payload)))
-    const header = (): JsonObject => ({ typ: 'JWT', alg: keyed.alg })
-    const payload = (): JsonObject => claims(stack, keyed.did, nsid) as JsonObject
-    const variants: Variant[] = [{ name: 'the valid JWT', send: () => send(header(), payload()), valid: true }]
-    for (const replacement of [REMOVE, ...HOSTILE] as const) {
-      for (const claim of CLAIMS) variants.push({ name: `claim ${claim} ${describeValue(replacement)}`, send: () => send(header(), withField(payload(), [claim], replacement) as JsonObject) })
-      for (const field of HEADERS) variants.push({ name: `header ${field} ${describeValue(replacement)}`, send: () => send(withField(header(), [field], replacement) as JsonObject, payload()) })
-    }
+    const variants = jwtVariants(nsid, async (jwtOf) => xrpcGet(stack, nsid, { environment: 'test' }, bearer(await jwtOf(keyed))))
     expect(await offenders(nsid, variants)).toEqual([])
   }, 120_000)
 
   it('the buyer assertion of tickets.svc.claimFreeTicket', async () => {
     // a new buyer for every call, so that claims that succeed do not meet the per-buyer limit of the next
-    const send = async (header: (alg: string) => JsonObject, payload: (did: string) => JsonObject) => {
+    const variants = jwtVariants(CLAIM, async (jwtOf) => {
       const buyer = await generateDidKeyKeypair('ES256K')
-      return xrpcPost(
-        stack,
-        CLAIM,
-        { environment: 'test', eventUri, ticketTypeId: freeTier, buyerDid: buyer.did, buyerAssertionJwt: await craftJwt(buyer.keypair, header('ES256K'), payload(buyer.did)), idempotencyKey: fresh() },
-        bearer(await app.jwt(CLAIM)),
-      )
-    }
-    const header = (alg: string): JsonObject => ({ typ: 'JWT', alg })
-    const payload = (did: string): JsonObject => claims(stack, did, CLAIM) as JsonObject
-    const variants: Variant[] = [{ name: 'the valid assertion', send: () => send(header, payload), valid: true }]
-    for (const replacement of [REMOVE, ...HOSTILE] as const) {
-      for (const claim of CLAIMS) variants.push({ name: `claim ${claim} ${describeValue(replacement)}`, send: () => send(header, (did) => withField(payload(did), [claim], replacement) as JsonObject) })
-      for (const field of HEADERS) variants.push({ name: `header ${field} ${describeValue(replacement)}`, send: () => send((alg) => withField(header(alg), [field], replacement) as JsonObject, payload) })
-    }
+      const body = { environment: 'test', eventUri, ticketTypeId: freeTier, buyerDid: buyer.did, buyerAssertionJwt: await jwtOf(buyer), idempotencyKey: fresh() }
+      return xrpcPost(stack, CLAIM, body, bearer(await app.jwt(CLAIM)))
+    })
     expect(await offenders(CLAIM, variants)).toEqual([])
   }, 120_000)
 })
