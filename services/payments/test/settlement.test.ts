@@ -335,6 +335,35 @@ describe('recovery of interrupted settlements', () => {
     expect(chargesOf(bySweep.checkoutId) + chargesOf(byPay.checkoutId)).toBe(0)
   })
 
+  test('a processor answer whose write fails at first (the database restarting) is written once it can be: completed, charged once', async () => {
+    const c = await start()
+    // the settlement's writes fail twice, as while FerretDB restarts, then work again
+    let failures = 2
+    const Settlement = new Proxy(t.models.Settlement, {
+      get(target, prop, receiver) {
+        if (prop !== 'updateOne') return Reflect.get(target, prop, receiver)
+        return (...args: Parameters<typeof target.updateOne>) => {
+          if (failures-- > 0) return Promise.reject(new Error('connection 3 to 127.0.0.1:27017 closed'))
+          return target.updateOne(...args)
+        }
+      },
+    })
+    const restarting = { ...t.domain, models: { ...t.models, Settlement } }
+    const view = await payCheckout(restarting, c.browser, GOOD_CARD)
+    expect(failures).toBe(-1)
+    expect(view).toMatchObject({ status: 'completed' })
+    expect(chargesOf(c.checkoutId)).toBe(1)
+    expect(await t.models.Outbox.countDocuments({ key: `payment.completed:${c.checkoutId}` })).toBe(1)
+
+    // a database that stays away past the retry window: the pay fails, and the checkout waits, processing, for recovery
+    const d = await start()
+    const away = { ...t.domain, outcomeWriteRetryMs: 300, models: { ...t.models, Settlement: new Proxy(t.models.Settlement, {
+      get: (target, prop, receiver) => (prop === 'updateOne' ? () => Promise.reject(new Error('connection closed')) : Reflect.get(target, prop, receiver)),
+    }) } }
+    await expect(payCheckout(away, d.browser, GOOD_CARD)).rejects.toThrow('connection closed')
+    expect((await getPaymentStatus(t.domain, { token: d.token, appDid: APP })).status).toBe('processing')
+  })
+
   test('a processing checkout whose processor call never reported stays processing, then fails as processor_error once stale', async () => {
     const c = await interrupted(null)
     await sweepCheckouts(t.domain)

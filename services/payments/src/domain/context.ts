@@ -25,6 +25,8 @@ export interface PaymentsDomain {
   now?: () => Date
   /** how long a processor call may take before the payment fails with processor_error (default 30 s) */
   processorTimeoutMs?: number
+  /** how long a payment keeps trying to write its processor's answer (default OUTCOME_WRITE_RETRY_MS, 2 min) */
+  outcomeWriteRetryMs?: number
   /** the tickets domain's holds, which a ticket checkout secures before its charge and settles at its end */
   holds?: TicketHolds
 }

@@ -7,7 +7,7 @@ import { validateCard, type CardInput } from './card'
 import { checkoutClosed } from './checkout-errors'
 import { findByBrowserToken, toCheckoutView, type CheckoutView, type StoredCheckout } from './checkout-view'
 import { holdsOf, nowOf, type PaymentsDomain } from './context'
-import { claimSettlement, expireCheckout, FAILURE_MESSAGES, finishSettlement, recordOutcome, recoverCheckout, type SettlementOutcome } from './settlement'
+import { claimSettlement, expireCheckout, FAILURE_MESSAGES, finishSettlement, keepOutcome, recoverCheckout, type SettlementOutcome } from './settlement'
 
 const PROCESSOR_TIMEOUT_MS = 30_000
 
@@ -54,7 +54,7 @@ export async function payCheckout(d: PaymentsDomain, browserToken: string, cardI
   const marked = await d.models.Checkout.updateOne({ _id: checkout._id, status: 'pending' }, { $set: { status: 'processing' } })
   if (marked.matchedCount !== 1) throw checkoutClosed()
   const outcome = await charge(d, processor, checkout, card)
-  await recordOutcome(d, checkout._id, outcome)
+  await keepOutcome(d, checkout._id, outcome)
   await finishSettlement(d, checkout._id)
   const after = await reload()
   if (!after) throw new Error(`checkout ${checkout._id} vanished`)

@@ -12,6 +12,7 @@
  * called) is failed as processor_error once it is older than STALE_PAYMENT_CLAIM_MS, so polling always ends.
  */
 import { writeOutboxEvent } from '@svc/outbox'
+import pRetry from 'p-retry'
 import { isDuplicateKeyError, type CheckoutDoc, type FailureReason, type SettlementClaim } from '../models'
 import { holdsOf, nowOf, type PaymentsDomain } from './context'
 import { buildPaymentRecord, storePaymentRecord } from './payment-records'
@@ -70,6 +71,29 @@ export async function claimSettlement(
     if (isDuplicateKeyError(err)) return false
     throw err
   }
+}
+
+/**
+ * How long a payment's process keeps trying to write the outcome its processor answered (the database may be
+ * restarting). Well under STALE_PAYMENT_CLAIM_MS, so the stale-claim recovery never decides a claim whose outcome is
+ * still on its way.
+ */
+export const OUTCOME_WRITE_RETRY_MS = 2 * 60 * 1000
+
+/**
+ * Records what the processor answered for a payment claim. Money may have moved, so a failed write is tried again
+ * (with backoff, for up to OUTCOME_WRITE_RETRY_MS) rather than left for the stale-claim recovery, which would fail
+ * the checkout as unconfirmed.
+ */
+export async function keepOutcome(d: PaymentsDomain, checkoutId: string, outcome: SettlementOutcome): Promise<void> {
+  await pRetry(() => recordOutcome(d, checkoutId, outcome), {
+    retries: 20,
+    minTimeout: 250,
+    maxTimeout: 10_000,
+    maxRetryTime: d.outcomeWriteRetryMs ?? OUTCOME_WRITE_RETRY_MS,
+    onFailedAttempt: (err) =>
+      d.logger?.warn({ checkoutId, ok: outcome.ok, chargeId: outcome.chargeId ?? null, attempt: err.attemptNumber, err: err.message }, 'payment outcome not written yet; trying again'),
+  })
 }
 
 /**
