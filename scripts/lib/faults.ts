@@ -31,6 +31,7 @@ import mongoose from 'mongoose'
 import { connectApps, issueApiKey, registerApp } from '@svc/apps'
 import { DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE, deliveryIdForEvent } from '@svc/events'
 import { outboxCollection, queuePrefix } from '@svc/outbox'
+import { UNANSWERED_PAYMENT_CLAIM_MS } from '@svc/payments'
 import { buildProduct, mintAssertion } from '@svc/sdk'
 import { generateDidKeyKeypair, mintServiceJwt } from '@svc/service-auth'
 import { dropDatabase, freePort, postgresForFerret, reservePort, startFerretDb, waitForPort, type RunningFerretDb } from '@svc/testing'
@@ -87,12 +88,11 @@ export interface FaultReport {
   /**
    * refused payment and ticket orders, retried once the faults were over with the same order id (as an app would):
    * `acknowledged` paid (`alreadyPaid` of them by the refused attempt, whose answer was lost), `unpaid` whose checkout
-   * had failed or is pending with an unmarked payment claim (`pendingWithClaim`: nothing was charged, it fails a minute
-   * after the claim) or is processing a claim made before the payments subgraph was killed (`processingWithClaim`: its
-   * process died during the charge, it fails as unconfirmed once the claim is stale), `refused` what a retry could not
-   * do: must be empty
+   * had failed, `unanswered` the orders whose refused attempt left a payment claim without outcome (its process was
+   * killed or its database failed before the processor's answer was written), settled once the claim was a minute old
+   * by asking the processor, `refused` what a retry could not do: must be empty
    */
-  retried: { orders: number; acknowledged: number; alreadyPaid: number; unpaid: number; pendingWithClaim: string[]; processingWithClaim: string[]; refused: string[] }
+  retried: { orders: number; acknowledged: number; alreadyPaid: number; unpaid: number; unanswered: string[]; refused: string[] }
   /** an order id with more than one checkout or hold, or more than one payment.completed event: must be empty */
   idempotency: string[]
   /** acknowledged events that arrived at the receiver */
@@ -317,12 +317,9 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     // The payments subgraph killed the hard way (its node process SIGKILLed: requests in flight cut, its outbox relay
     // gone mid-pass) and started again on its port, in a process group of its own so that the teardown stops it.
     const payments = components.find((c) => c.name === 'payments')!
-    /** when the payments subgraph was SIGKILLed: a payment claimed before it and left without outcome died with it */
-    let paymentsKilledAt: number | null = null
     const restartPayments = async () => {
       const old = running.children.get('payments')!
       const exited = new Promise<void>((resolve) => (old.exitCode !== null || old.signalCode !== null ? resolve() : old.once('exit', () => resolve())))
-      paymentsKilledAt = Date.now()
       for (const pid of nodeProcesses(old)) process.kill(pid, 'SIGKILL')
       await exited
       await sleep(1000)
@@ -421,7 +418,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       } catch (err) {
         if (!retry || !(err instanceof HttpStatus) || err.status !== 409 || !afterFaults.db) throw err
       }
-      const deadline = Date.now() + 20_000
+      let deadline = Date.now() + 20_000
       for (;;) {
         await fetch(checkoutUrl, { signal: AbortSignal.timeout(10_000) }).then((res) => res.arrayBuffer())
         const checkout = await afterFaults.db.collection<{ _id: string; status: string }>('checkouts').findOne({ appDid: app.did, environment: 'test', appOrderId }, { projection: { status: 1 } })
@@ -430,27 +427,23 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
           return true
         }
         if (checkout?.status === 'failed') return false
-        // the refused attempt claimed the payment, then could not mark the checkout processing: nothing was charged,
-        // and the checkout refuses pays until the claim is a minute old, then fails (docs/decisions.md, "Recovery")
+        // the refused attempt's payment claim has no outcome (its process was killed, or its database failed, between
+        // the claim and the outcome): pays are refused until the claim is a minute old, then the next read (processing)
+        // or pay (pending) asks the processor what became of the charge (docs/decisions.md, "Recovery")
         const claim = checkout?.status === 'pending' || checkout?.status === 'processing' ? await afterFaults.db.collection<{ _id: string; outcome?: unknown; claimedAt: Date }>('settlements').findOne({ _id: checkout._id }) : null
-        if (checkout?.status === 'pending' && claim && !claim.outcome) {
-          retried.pendingWithClaim.push(appOrderId)
-          return false
+        if (claim && !claim.outcome) {
+          if (!retried.unanswered.includes(appOrderId)) retried.unanswered.push(appOrderId)
+          deadline = Math.max(deadline, new Date(claim.claimedAt).getTime() + UNANSWERED_PAYMENT_CLAIM_MS + 20_000)
+          if (checkout?.status === 'pending') await pay(checkoutUrl).catch(() => undefined)
         }
-        // the refused attempt's process was killed during its charge: the claim stays without outcome until it is
-        // stale (10 min), then the checkout fails as unconfirmed (docs/decisions.md, "Recovery")
-        if (checkout?.status === 'processing' && claim && !claim.outcome && paymentsKilledAt !== null && new Date(claim.claimedAt).getTime() <= paymentsKilledAt) {
-          retried.processingWithClaim.push(appOrderId)
-          return false
-        }
-        if (Date.now() > deadline) throw new Error(`order ${appOrderId}: its checkout is still ${String(checkout?.status)} 20 s after the retry`)
+        if (Date.now() > deadline) throw new Error(`order ${appOrderId}: its checkout is still ${String(checkout?.status)} 20 s after the retry (or after its claim was a minute old)`)
         await sleep(500)
       }
     }
 
     // Refused orders are retried once the faults are over, as an app would: the same order id, the same content.
     const retries: (() => Promise<void>)[] = []
-    const retried = { orders: 0, acknowledged: 0, alreadyPaid: 0, unpaid: 0, pendingWithClaim: [] as string[], processingWithClaim: [] as string[], refused: [] as string[] }
+    const retried = { orders: 0, acknowledged: 0, alreadyPaid: 0, unpaid: 0, unanswered: [] as string[], refused: [] as string[] }
     /** the run's own connection, open once the faults are over (the retries read what a lost answer did) */
     const afterFaults: { db?: mongoose.Connection } = {}
     const retrying = (kind: keyof typeof refused, order: (retry: boolean) => Promise<boolean>) => async () => {
@@ -626,7 +619,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     afterFaults.db = db
     const toRetry = retries.splice(0)
     for (const retry of toRetry) await retry()
-    if (toRetry.length > 0) log(`faults: ${toRetry.length} refused orders and claims retried with their keys: ${retried.acknowledged} paid or claimed (${retried.alreadyPaid} by the refused attempt), ${retried.unpaid} not paid (${retried.pendingWithClaim.length} left pending by a claim, ${retried.processingWithClaim.length} processing a claim whose process was killed), ${retried.refused.length} refused\n`)
+    if (toRetry.length > 0) log(`faults: ${toRetry.length} refused orders and claims retried with their keys: ${retried.acknowledged} paid or claimed (${retried.alreadyPaid} by the refused attempt), ${retried.unpaid} not paid (${retried.unanswered.length} settled by asking the processor), ${retried.refused.length} refused\n`)
     log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: produced ${produced.testEvents.size} test events, ${produced.payments.size} payments, ${produced.ticketOrders.size} ticket orders and ${produced.claims.size} claims (${refused.testEvents + refused.payments + refused.ticketOrders + refused.claims} refused during faults); waiting for their arrival\n`)
     // Every pending delivery has its next attempt within the schedule's longest wait after the outage. The wait ends
     // early once all arrived, or once no delivery is open any more (what has not arrived failed: it is redriven below).

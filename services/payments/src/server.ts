@@ -9,7 +9,7 @@ import type { PaymentsDomain, TicketHolds } from './domain/context'
 import { createGraphFacts } from './graph-facts'
 import { createGraphHolds } from './graph-holds'
 import { createPaymentsModels, type PaymentsModels } from './models'
-import { createProcessorRegistry, type LiveProcessorSetting } from './processors'
+import { createProcessorRegistry, type LiveProcessorSetting, type ProcessorRegistry } from './processors'
 import { resolvers, type PaymentsContext } from './resolvers'
 import { typeDefs } from './schema'
 import { DEFAULT_SWEEP_INTERVAL_MS, startCheckoutSweeper } from './sweeper'
@@ -48,8 +48,7 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
   if (typeof opts.tokenSecret !== 'string' || opts.tokenSecret.length < 32) throw new Error('payments: tokenSecret must be at least 32 characters')
   if (!Number.isInteger(opts.checkoutExpirySeconds) || opts.checkoutExpirySeconds < 1) throw new Error('payments: checkoutExpirySeconds must be a positive integer')
   const gateway = createGatewayClient({ url: opts.gatewayUrl, signer: { issuer: 'payments', key: opts.callerKeys.payments }, connections: 32, timeoutMs: 10_000 })
-  const settings: Omit<PaymentsDomain, 'models'> = {
-    processors: createProcessorRegistry({ liveProcessor: opts.liveProcessor }),
+  const settings: Omit<PaymentsDomain, 'models' | 'processors'> = {
     serviceDid: opts.serviceDid,
     checkoutUrl: opts.checkoutUrl.replace(/\/+$/, ''),
     tokenSecret: opts.tokenSecret,
@@ -58,6 +57,9 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
     logger: opts.logger,
     holds: createGraphHolds(gateway),
   }
+  // made with the models, once: the test processor keeps its ledger in the payments database
+  let processors: ProcessorRegistry | undefined
+  const processorsOf = (models: PaymentsModels) => (processors ??= createProcessorRegistry({ liveProcessor: opts.liveProcessor }, models))
   const running = await startDomainSubgraph({
     mongoUrl: opts.mongoUrl,
     callerKeys: opts.callerKeys,
@@ -77,6 +79,7 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
       const domain = {
         ...settings,
         models,
+        processors: processorsOf(models),
         logger: base.log,
         get facts() {
           return (facts ??= createGraphFacts(gateway, base.requestId))
@@ -89,7 +92,7 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
     },
   })
 
-  const domain: PaymentsDomain = { ...settings, models: running.models }
+  const domain: PaymentsDomain = { ...settings, models: running.models, processors: processorsOf(running.models) }
   const sweeper = startCheckoutSweeper(domain, opts.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS, opts.logger)
   const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'payments', logger: opts.logger }) : null
 

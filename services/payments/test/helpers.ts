@@ -37,7 +37,7 @@ export async function openDomain(label: string, over: Partial<PaymentsDomain> = 
   }
   const domain: PaymentsDomain = {
     models,
-    processors: createProcessorRegistry({ liveProcessor: 'none' }),
+    processors: createProcessorRegistry({ liveProcessor: 'none' }, models),
     serviceDid: SERVICE_DID,
     checkoutUrl: CHECKOUT_URL,
     tokenSecret: randomBytes(32).toString('hex'),

@@ -1,7 +1,6 @@
-/** Pure rules: the fee math, the card form, the test processor, the token forms. No database. */
+/** Pure rules: the fee math, the card form, the token forms. No database (the test processor's tests are in settlement.test.ts). */
 import { ContractError } from '@svc/errors'
-import { basisPoints, BROWSER_TOKEN_RE, computeCharges, deriveToken, hashToken, luhnValid, STATUS_TOKEN_RE, TEST_CARDS, TestProcessor, validateCard } from '../src'
-import { createProcessorRegistry } from '../src/processors'
+import { basisPoints, BROWSER_TOKEN_RE, computeCharges, deriveToken, hashToken, luhnValid, STATUS_TOKEN_RE, TEST_CARDS, validateCard } from '../src'
 
 const RATE = { bps: 250, flatAmount: 30, flatCurrency: 'usd', passToBuyer: false }
 
@@ -124,30 +123,6 @@ describe('card form', () => {
     expect((err as ContractError).code).toBe('InvalidRequest')
     expect((err as ContractError).message).toMatch(message)
     expect((err as ContractError).message).not.toContain('4242')
-  })
-})
-
-describe('test processor', () => {
-  const processor = new TestProcessor()
-  const req = (number: string) => ({ checkoutId: 'chk_1', amount: 1000, currency: 'usd', card: { number, expMonth: 12, expYear: 2099, cvc: '123', name: null }, idempotencyKey: 'checkout:chk_1' })
-
-  test('4242… succeeds, with a charge id stable per idempotency key', async () => {
-    const a = await processor.charge(req(TEST_CARDS.succeeds))
-    expect(a).toEqual({ ok: true, chargeId: expect.stringMatching(/^ch_test_/) })
-    expect(await processor.charge(req(TEST_CARDS.succeeds))).toEqual(a)
-  })
-
-  test('4000 0000 0000 0002 is declined; another Luhn-valid number asks for a test card', async () => {
-    expect(await processor.charge(req(TEST_CARDS.declined))).toEqual({ ok: false, code: 'card_declined', message: 'Your card was declined.' })
-    const other = await processor.charge(req('4012888888881881'))
-    expect(other).toMatchObject({ ok: false, code: 'test_card_required' })
-    expect(other.ok === false && other.message).toMatch(/use a test card number/)
-  })
-
-  test('the registry: test has the test processor, live none (ProcessorNotConfigured)', () => {
-    const registry = createProcessorRegistry({ liveProcessor: 'none' })
-    expect(registry.forEnvironment('test').name).toBe('test')
-    expect(() => registry.forEnvironment('live')).toThrow(expect.objectContaining({ code: 'ProcessorNotConfigured', message: expect.stringMatching(/none is configured/) }))
   })
 })
 

@@ -6,32 +6,36 @@
 import { cidForCbor, TID } from '@atproto/common'
 import {
   cancelCheckout,
+  createProcessorRegistry,
   finishSettlement,
   getCheckout,
   getPaymentStatus,
   initiateCheckout,
   payCheckout,
   ProcessorRegistry,
-  STALE_PAYMENT_CLAIM_MS,
   sweepCheckouts,
-  UNMARKED_PAYMENT_CLAIM_MS,
+  TEST_CARDS,
   TestProcessor,
+  UNANSWERED_PAYMENT_CLAIM_MS,
   type ChargeRequest,
   type PaymentProcessor,
 } from '../src'
 import { claimSettlement, expireCheckout, recordOutcome } from '../src/domain/settlement'
 import { authorizationFor, browserTokenOf, DECLINED_CARD, expectCode, GOOD_CARD, newDid, openDomain, productOf, SERVICE_DID, type TestDomain, serving } from './helpers'
 
-/** The test processor, counting its charges. */
+/** The test processor (its ledger in the test's database), counting its charges. */
 class CountingProcessor implements PaymentProcessor {
   readonly name = 'test'
   readonly charges: ChargeRequest[] = []
-  private readonly inner = new TestProcessor()
+  inner!: TestProcessor
   delayMs = 0
   async charge(req: ChargeRequest) {
     this.charges.push(req)
     if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs))
     return this.inner.charge(req)
+  }
+  resolveCharge(idempotencyKey: string) {
+    return this.inner.resolveCharge(idempotencyKey)
   }
 }
 
@@ -41,6 +45,7 @@ const APP = 'did:web:settle-app.example.com'
 
 beforeAll(async () => {
   t = await openDomain('payments_settlement', { processors: new ProcessorRegistry({ test: processor, live: null }) })
+  processor.inner = new TestProcessor(t.models.TestCharge)
 })
 
 afterAll(async () => {
@@ -53,6 +58,14 @@ async function start(fields: Parameters<typeof productOf>[1] = {}) {
   return { ...started, creator, browser: browserTokenOf(started.url) }
 }
 
+/** a 4242 charge of a checkout, as its pay sends it */
+const chargeRequest = (checkoutId: string): ChargeRequest => ({
+  checkoutId,
+  amount: 1055,
+  currency: 'usd',
+  card: { number: TEST_CARDS.succeeds, expMonth: 12, expYear: 2099, cvc: '123', name: null },
+  idempotencyKey: `checkout:${checkoutId}`,
+})
 const chargesOf = (checkoutId: string) => processor.charges.filter((c) => c.checkoutId === checkoutId).length
 
 describe('paying', () => {
@@ -177,15 +190,31 @@ describe('paying', () => {
     expect(view).toMatchObject({ status: 'failed', failureReason: 'processor_error' })
   })
 
-  test('a processor that throws or does not answer in time → failed (processor_error), the message says no payment was made', async () => {
-    const broken: PaymentProcessor = { name: 'test', charge: async () => Promise.reject(new Error('socket hang up')) }
-    const hanging: PaymentProcessor = { name: 'test', charge: () => new Promise(() => undefined) }
+  test('a processor that throws or does not answer in time is asked what became of the charge: none → failed (processor_error), no payment made', async () => {
+    const broken: PaymentProcessor = { name: 'test', charge: async () => Promise.reject(new Error('socket hang up')), resolveCharge: async () => null }
+    const hanging: PaymentProcessor = { name: 'test', charge: () => new Promise(() => undefined), resolveCharge: async () => null }
     for (const p of [broken, hanging]) {
       const domain = { ...t.domain, processors: new ProcessorRegistry({ test: p, live: null }), processorTimeoutMs: 50 }
       const c = await start()
       const view = await payCheckout(domain, c.browser, GOOD_CARD)
       expect(view).toMatchObject({ status: 'failed', failureReason: 'processor_error', failureMessage: expect.stringMatching(/No payment was made/) })
     }
+  })
+
+  test('a lost answer whose charge happened → completed; a processor that cannot tell → the checkout stays processing', async () => {
+    const lostAnswer: PaymentProcessor = {
+      name: 'test',
+      charge: async () => Promise.reject(new Error('socket hang up')),
+      resolveCharge: async () => ({ ok: true, chargeId: 'ch_lost_answer' }),
+    }
+    const c = await start()
+    const view = await payCheckout({ ...t.domain, processors: new ProcessorRegistry({ test: lostAnswer, live: null }) }, c.browser, GOOD_CARD)
+    expect(view).toMatchObject({ status: 'completed', ref: { uri: expect.any(String) } })
+
+    const silent: PaymentProcessor = { name: 'test', charge: () => new Promise(() => undefined), resolveCharge: () => new Promise(() => undefined) }
+    const d = await start()
+    const waiting = await payCheckout({ ...t.domain, processors: new ProcessorRegistry({ test: silent, live: null }), processorTimeoutMs: 50 }, d.browser, GOOD_CARD)
+    expect(waiting).toMatchObject({ status: 'processing', failureReason: null })
   })
 })
 
@@ -310,7 +339,7 @@ describe('recovery of interrupted settlements', () => {
     expect((await getPaymentStatus(t.domain, { token: b.token, appDid: APP })).status).toBe('completed')
   })
 
-  test('a payment claim never marked processing (its process failed in between) blocks pays for a minute, then fails: nothing charged', async () => {
+  test('a payment claim never marked processing (its process failed in between) blocks pays for a minute, then fails as unconfirmed: nothing charged', async () => {
     /** the state a pay leaves when the database fails right after its claim: the claim, the checkout still pending */
     const unmarked = async () => {
       const c = await start()
@@ -325,7 +354,7 @@ describe('recovery of interrupted settlements', () => {
     await sweepCheckouts(t.domain)
     expect((await getPaymentStatus(t.domain, { token: bySweep.token, appDid: APP })).status).toBe('pending')
 
-    t.clock.advance(UNMARKED_PAYMENT_CLAIM_MS + 1000)
+    t.clock.advance(UNANSWERED_PAYMENT_CLAIM_MS + 1000)
     // a pay that meets the old claim ends the checkout, and is refused
     await expectCode(payCheckout(t.domain, byPay.browser, GOOD_CARD), 'CheckoutClosed')
     expect(await getCheckout(t.domain, byPay.browser)).toMatchObject({ status: 'failed', failureReason: 'processor_error' })
@@ -333,6 +362,8 @@ describe('recovery of interrupted settlements', () => {
     expect((await sweepCheckouts(t.domain)).recovered).toBeGreaterThanOrEqual(1)
     expect(await getCheckout(t.domain, bySweep.browser)).toMatchObject({ status: 'failed', failureReason: 'processor_error' })
     expect(chargesOf(bySweep.checkoutId) + chargesOf(byPay.checkoutId)).toBe(0)
+    // the processor closed their keys: a charge arriving now is refused
+    expect(await processor.inner.charge(chargeRequest(bySweep.checkoutId))).toMatchObject({ ok: false, code: 'processing_error' })
   })
 
   test('a processor answer whose write fails at first (the database restarting) is written once it can be: completed, charged once', async () => {
@@ -364,13 +395,70 @@ describe('recovery of interrupted settlements', () => {
     expect((await getPaymentStatus(t.domain, { token: d.token, appDid: APP })).status).toBe('processing')
   })
 
-  test('a processing checkout whose processor call never reported stays processing, then fails as processor_error once stale', async () => {
+  test('a processing checkout whose process died after the processor charged: after a minute a read asks the processor, and it completes', async () => {
     const c = await interrupted(null)
+    // the processor has the charge; its answer died with the process
+    expect(await processor.inner.charge(chargeRequest(c.checkoutId))).toMatchObject({ ok: true })
     await sweepCheckouts(t.domain)
     expect((await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).status).toBe('processing')
     await expectCode(payCheckout(t.domain, c.browser, GOOD_CARD), 'CheckoutClosed')
-    t.clock.advance(STALE_PAYMENT_CLAIM_MS + 1000)
-    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null })
-    expect(await getCheckout(t.domain, c.browser)).toMatchObject({ failureReason: 'processor_error' })
+    t.clock.advance(UNANSWERED_PAYMENT_CLAIM_MS + 1000)
+    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'completed', ref: expect.objectContaining({ uri: expect.any(String) }) })
+    expect(await t.models.Outbox.countDocuments({ key: `payment.completed:${c.checkoutId}` })).toBe(1)
+  })
+
+  test('a processing checkout whose process died before the processor charged: the sweep asks, fails it as unconfirmed, and the key is closed', async () => {
+    const c = await interrupted(null)
+    t.clock.advance(UNANSWERED_PAYMENT_CLAIM_MS + 1000)
+    expect((await sweepCheckouts(t.domain)).recovered).toBeGreaterThanOrEqual(1)
+    expect(await getCheckout(t.domain, c.browser)).toMatchObject({ status: 'failed', failureReason: 'processor_error', failureMessage: 'The payment could not be confirmed. No payment was made.' })
+    // a charge request still on its way when the key closed is refused
+    expect(await processor.inner.charge(chargeRequest(c.checkoutId))).toEqual({ ok: false, code: 'processing_error', message: expect.stringMatching(/No payment was made/) })
+  })
+
+  test('a processor that cannot tell keeps the checkout processing; the next read after it answers settles it', async () => {
+    const c = await interrupted(null)
+    t.clock.advance(UNANSWERED_PAYMENT_CLAIM_MS + 1000)
+    const down: PaymentProcessor = { name: 'test', charge: async () => Promise.reject(new Error('down')), resolveCharge: async () => Promise.reject(new Error('503 from the processor')) }
+    const unreachable = { ...t.domain, processors: new ProcessorRegistry({ test: down, live: null }) }
+    expect((await getPaymentStatus(unreachable, { token: c.token, appDid: APP })).status).toBe('processing')
+    expect((await sweepCheckouts(unreachable)).failed).toBe(0)
+    expect((await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).status).toBe('failed')
+  })
+})
+
+describe('test processor', () => {
+  const req = (number: string, key: string) => ({ ...chargeRequest('chk_1'), card: { ...chargeRequest('chk_1').card, number }, idempotencyKey: key })
+  const key = () => `checkout:${TID.nextStr()}`
+
+  test('4242… succeeds, with a charge id stable per idempotency key; a repeat gets the first answer', async () => {
+    const k = key()
+    const a = await processor.inner.charge(req(TEST_CARDS.succeeds, k))
+    expect(a).toEqual({ ok: true, chargeId: expect.stringMatching(/^ch_test_/) })
+    expect(await processor.inner.charge(req(TEST_CARDS.declined, k))).toEqual(a)
+    expect(await processor.inner.resolveCharge(k)).toEqual(a)
+  })
+
+  test('4000 0000 0000 0002 is declined; another Luhn-valid number asks for a test card', async () => {
+    expect(await processor.inner.charge(req(TEST_CARDS.declined, key()))).toEqual({ ok: false, code: 'card_declined', message: 'Your card was declined.' })
+    const other = await processor.inner.charge(req('4012888888881881', key()))
+    expect(other).toMatchObject({ ok: false, code: 'test_card_required' })
+    expect(other.ok === false && other.message).toMatch(/use a test card number/)
+  })
+
+  test('resolveCharge of an unknown key: none, and the key is closed, also under concurrent charges', async () => {
+    const k = key()
+    const answers = await Promise.all([processor.inner.resolveCharge(k), processor.inner.charge(req(TEST_CARDS.succeeds, k)), processor.inner.resolveCharge(k), processor.inner.charge(req(TEST_CARDS.succeeds, k))])
+    const [firstResolve, firstCharge, secondResolve, secondCharge] = answers
+    // one entry decides: either the charge happened and every answer says so, or the key closed and none charged
+    if (firstCharge.ok) expect([firstResolve, secondResolve, secondCharge]).toEqual([firstCharge, firstCharge, firstCharge])
+    else expect([firstResolve, secondResolve, secondCharge.ok]).toEqual([null, null, false])
+    expect(await t.models.TestCharge.countDocuments({ _id: k })).toBe(1)
+  })
+
+  test('the registry: test has the test processor, live none (ProcessorNotConfigured)', () => {
+    const registry = createProcessorRegistry({ liveProcessor: 'none' }, t.models)
+    expect(registry.forEnvironment('test').name).toBe('test')
+    expect(() => registry.forEnvironment('live')).toThrow(expect.objectContaining({ code: 'ProcessorNotConfigured', message: expect.stringMatching(/none is configured/) }))
   })
 })

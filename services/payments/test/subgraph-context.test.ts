@@ -50,7 +50,7 @@ const RECORD = `query($uri: String!) { paymentRecord(uri: $uri, environment: "te
 function seedCheckout(creator: string) {
   const domain = {
     models: payments.models,
-    processors: createProcessorRegistry({ liveProcessor: 'none' }),
+    processors: createProcessorRegistry({ liveProcessor: 'none' }, payments.models),
     serviceDid: 'did:web:svc.test',
     checkoutUrl: CHECKOUT_URL,
     tokenSecret: TOKEN_SECRET,

@@ -38,7 +38,7 @@ test('a checkout past its expiry is failed (expired) by the sweep alone', async 
   // started on the service's database by the domain function (initiate's reads of other domains need the gateway)
   const domain = {
     models: payments.models,
-    processors: createProcessorRegistry({ liveProcessor: 'none' }),
+    processors: createProcessorRegistry({ liveProcessor: 'none' }, payments.models),
     serviceDid: 'did:web:svc.test',
     checkoutUrl: 'http://checkout.test',
     tokenSecret: randomBytes(32).toString('hex'),

@@ -44,7 +44,7 @@ function withPayments<T>(fn: (d: PaymentsDomain) => Promise<T>): Promise<T> {
   return withDomain(config.mongoUrl, createPaymentsModels, (models) =>
     fn({
       models,
-      processors: createProcessorRegistry({ liveProcessor: config.liveProcessor }),
+      processors: createProcessorRegistry({ liveProcessor: config.liveProcessor }, models),
       serviceDid: config.serviceDid,
       checkoutUrl: config.checkoutUrl,
       tokenSecret: config.secrets.paymentTokens,

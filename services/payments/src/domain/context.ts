@@ -46,6 +46,9 @@ export function holdsOf(d: PaymentsDomain): TicketHolds {
 
 export const nowOf = (d: PaymentsDomain): Date => (d.now ? d.now() : new Date())
 
+/** how long a processor call may take (processorTimeoutMs, default 30 s) */
+export const processorTimeoutOf = (d: PaymentsDomain): number => d.processorTimeoutMs ?? 30_000
+
 
 /** The domain as it serves a request: with its reads of the domains whose facts it decides on (app-facts.ts). */
 export interface ServingPayments extends PaymentsDomain {

@@ -6,24 +6,33 @@ import type { Card, PaymentProcessor } from '../processors'
 import { validateCard, type CardInput } from './card'
 import { checkoutClosed } from './checkout-errors'
 import { findByBrowserToken, toCheckoutView, type CheckoutView, type StoredCheckout } from './checkout-view'
-import { holdsOf, nowOf, type PaymentsDomain } from './context'
-import { claimSettlement, expireCheckout, FAILURE_MESSAGES, finishSettlement, keepOutcome, recoverCheckout, type SettlementOutcome } from './settlement'
+import { holdsOf, nowOf, processorTimeoutOf, type PaymentsDomain } from './context'
+import { chargeKeyOf, claimSettlement, expireCheckout, FAILURE_MESSAGES, finishSettlement, keepOutcome, outcomeOf, recoverCheckout, type SettlementOutcome } from './settlement'
 
-const PROCESSOR_TIMEOUT_MS = 30_000
-
-async function charge(d: PaymentsDomain, processor: PaymentProcessor, checkout: StoredCheckout, card: Card): Promise<SettlementOutcome> {
-  const timeoutMs = d.processorTimeoutMs ?? PROCESSOR_TIMEOUT_MS
+/**
+ * Charges the card. When the answer is lost (the call failed or timed out), the processor is asked what became of the
+ * charge, which also closes the key; null when it cannot tell now (the checkout stays processing, and recovery asks
+ * again).
+ */
+async function charge(d: PaymentsDomain, processor: PaymentProcessor, checkout: StoredCheckout, card: Card): Promise<SettlementOutcome | null> {
+  const timeoutMs = processorTimeoutOf(d)
+  const idempotencyKey = chargeKeyOf(checkout._id)
   try {
-    const result = await pTimeout(
-      processor.charge({ checkoutId: checkout._id, amount: checkout.total, currency: checkout.currency, card, idempotencyKey: `checkout:${checkout._id}` }),
-      { milliseconds: timeoutMs, message: `processor ${processor.name} did not answer within ${timeoutMs} ms` },
-    )
-    if (result.ok) return { ok: true, chargeId: result.chargeId }
-    return { ok: false, reason: result.code === 'processing_error' ? 'processor_error' : 'declined', code: result.code, message: result.message }
+    const result = await pTimeout(processor.charge({ checkoutId: checkout._id, amount: checkout.total, currency: checkout.currency, card, idempotencyKey }), {
+      milliseconds: timeoutMs,
+      message: `processor ${processor.name} did not answer within ${timeoutMs} ms`,
+    })
+    return outcomeOf(result)
   } catch (err) {
     // never log the card: only the processor's error
-    d.logger?.error({ checkoutId: checkout._id, err: (err as Error).message }, 'payment processor call failed')
-    return { ok: false, reason: 'processor_error', code: 'processing_error', message: FAILURE_MESSAGES.processorUnreachable }
+    d.logger?.error({ checkoutId: checkout._id, err: (err as Error).message }, 'payment processor call failed; asking the processor what became of it')
+  }
+  try {
+    const resolved = await pTimeout(processor.resolveCharge(idempotencyKey), { milliseconds: timeoutMs })
+    return resolved ? outcomeOf(resolved) : { ok: false, reason: 'processor_error', code: 'processing_error', message: FAILURE_MESSAGES.processorUnreachable }
+  } catch (err) {
+    d.logger?.error({ checkoutId: checkout._id, err: (err as Error).message }, 'payment processor cannot tell what became of the charge; the checkout stays processing')
+    return null
   }
 }
 
@@ -49,13 +58,15 @@ export async function payCheckout(d: PaymentsDomain, browserToken: string, cardI
     await recoverCheckout(d, checkout._id)
     throw checkoutClosed()
   }
-  // the mark comes before the charge: a claim left unmarked is failed after UNMARKED_PAYMENT_CLAIM_MS, and a process
-  // that marks it after that finds the checkout failed and charges nothing
+  // the mark comes before the charge: a claim left unmarked is settled after UNANSWERED_PAYMENT_CLAIM_MS (the processor
+  // has no charge under its key, and closes it), and a process that marks it after that finds the checkout failed
   const marked = await d.models.Checkout.updateOne({ _id: checkout._id, status: 'pending' }, { $set: { status: 'processing' } })
   if (marked.matchedCount !== 1) throw checkoutClosed()
   const outcome = await charge(d, processor, checkout, card)
-  await keepOutcome(d, checkout._id, outcome)
-  await finishSettlement(d, checkout._id)
+  if (outcome) {
+    await keepOutcome(d, checkout._id, outcome)
+    await finishSettlement(d, checkout._id)
+  }
   const after = await reload()
   if (!after) throw new Error(`checkout ${checkout._id} vanished`)
   return toCheckoutView(after)

@@ -8,25 +8,28 @@
  * `finishSettlement` only reads the settlement and writes values derived from it (record URI, CID, outbox event id),
  * so it can run any number of times, concurrently too, with one result. A process that dies after the outcome is
  * recorded leaves a checkout `processing`: any read of it (status, checkout page) and the periodic sweep run
- * `finishSettlement` again. A payment claim whose outcome never arrives (the process died while the processor was
- * called) is failed as processor_error once it is older than STALE_PAYMENT_CLAIM_MS, so polling always ends.
+ * `finishSettlement` again. A payment claim whose outcome has not arrived after UNANSWERED_PAYMENT_CLAIM_MS (the
+ * process lost the processor's answer, or died) is settled by asking the processor what became of the charge, which
+ * also closes its idempotency key: the charge's own outcome, or failed as unconfirmed with nothing charged.
  */
 import { writeOutboxEvent } from '@svc/outbox'
 import pRetry from 'p-retry'
+import pTimeout from 'p-timeout'
 import { isDuplicateKeyError, type CheckoutDoc, type FailureReason, type SettlementClaim } from '../models'
-import { holdsOf, nowOf, type PaymentsDomain } from './context'
+import { holdsOf, nowOf, processorTimeoutOf, type PaymentsDomain } from './context'
 import { buildPaymentRecord, storePaymentRecord } from './payment-records'
 import type { Environment } from '@svc/vocabulary'
-
-/** A payment claim without an outcome after this long is failed as processor_error. */
-export const STALE_PAYMENT_CLAIM_MS = 10 * 60 * 1000
+import type { ChargeResult } from '../processors'
 
 /**
- * A payment claim whose checkout is still `pending` after this long: its process failed (or died) between the claim
- * and the `processing` mark, which comes before the charge, so nothing was charged. It is failed as unconfirmed
- * then, not after STALE_PAYMENT_CLAIM_MS: the checkout refuses every pay meanwhile (the claim is taken).
+ * A payment claim without an outcome after this long lost its processor's answer: the call takes at most the
+ * processor timeout (30 s), so its process died or failed after the claim. Recovery then asks the processor. Until
+ * then the checkout refuses every pay (the claim is taken): its claimant may still be on its way to the charge.
  */
-export const UNMARKED_PAYMENT_CLAIM_MS = 60 * 1000
+export const UNANSWERED_PAYMENT_CLAIM_MS = 60 * 1000
+
+/** The idempotency key of a checkout's charge: one per checkout, so the processor charges it at most once. */
+export const chargeKeyOf = (checkoutId: string): string => `checkout:${checkoutId}`
 
 export const FAILURE_MESSAGES = {
   expired: 'This checkout expired before it was paid. No payment was made.',
@@ -75,15 +78,13 @@ export async function claimSettlement(
 
 /**
  * How long a payment's process keeps trying to write the outcome its processor answered (the database may be
- * restarting). Well under STALE_PAYMENT_CLAIM_MS, so the stale-claim recovery never decides a claim whose outcome is
- * still on its way.
+ * restarting). Recovery may ask the processor meanwhile: it gets the same answer, and the first write stands.
  */
 export const OUTCOME_WRITE_RETRY_MS = 2 * 60 * 1000
 
 /**
  * Records what the processor answered for a payment claim. Money may have moved, so a failed write is tried again
- * (with backoff, for up to OUTCOME_WRITE_RETRY_MS) rather than left for the stale-claim recovery, which would fail
- * the checkout as unconfirmed.
+ * (with backoff, for up to OUTCOME_WRITE_RETRY_MS) rather than left to recovery.
  */
 export async function keepOutcome(d: PaymentsDomain, checkoutId: string, outcome: SettlementOutcome): Promise<void> {
   await pRetry(() => recordOutcome(d, checkoutId, outcome), {
@@ -94,6 +95,12 @@ export async function keepOutcome(d: PaymentsDomain, checkoutId: string, outcome
     onFailedAttempt: (err) =>
       d.logger?.warn({ checkoutId, ok: outcome.ok, chargeId: outcome.chargeId ?? null, attempt: err.attemptNumber, err: err.message }, 'payment outcome not written yet; trying again'),
   })
+}
+
+/** A processor's answer as a settlement outcome. */
+export function outcomeOf(result: ChargeResult): SettlementOutcome {
+  if (result.ok) return { ok: true, chargeId: result.chargeId }
+  return { ok: false, reason: result.code === 'processing_error' ? 'processor_error' : 'declined', code: result.code, message: result.message }
 }
 
 /**
@@ -161,21 +168,37 @@ export async function finishSettlement(d: PaymentsDomain, checkoutId: string): P
 }
 
 /**
- * Brings a checkout whose settlement was claimed to its end when that is possible: an outcome is applied; a stale
- * payment claim without one is failed. Returns true when finishSettlement ran.
+ * Brings a checkout whose settlement was claimed to its end when that is possible: an outcome is applied; a payment
+ * claim that lost its answer gets the processor's. Returns true when finishSettlement ran.
  */
 export async function recoverCheckout(d: PaymentsDomain, checkoutId: string): Promise<boolean> {
-  const settlement = await d.models.Settlement.findById(checkoutId, { outcome: 1, by: 1, claimedAt: 1 }).lean()
+  const settlement = await d.models.Settlement.findById(checkoutId, { outcome: 1, by: 1, claimedAt: 1, environment: 1 }).lean()
   if (!settlement) return false
   if (!settlement.outcome) {
     if (settlement.by !== 'payment') return false
-    const age = nowOf(d).getTime() - new Date(settlement.claimedAt).getTime()
-    const unmarked = age > UNMARKED_PAYMENT_CLAIM_MS && (await d.models.Checkout.exists({ _id: checkoutId, status: 'pending' })) !== null
-    if (age <= STALE_PAYMENT_CLAIM_MS && !unmarked) return false
-    await recordOutcome(d, checkoutId, { ok: false, reason: 'processor_error', code: 'unconfirmed', message: FAILURE_MESSAGES.unconfirmed })
+    if (nowOf(d).getTime() - new Date(settlement.claimedAt).getTime() <= UNANSWERED_PAYMENT_CLAIM_MS) return false
+    const outcome = await askProcessor(d, checkoutId, settlement.environment as Environment)
+    if (!outcome) return false
+    await recordOutcome(d, checkoutId, outcome)
   }
   await finishSettlement(d, checkoutId)
   return true
+}
+
+/**
+ * What became of a claimed payment whose answer was lost, by the processor's word; it closes the key, so nothing is
+ * charged later. Null when the processor cannot tell now (the checkout waits for the next read or sweep).
+ */
+async function askProcessor(d: PaymentsDomain, checkoutId: string, environment: Environment): Promise<SettlementOutcome | null> {
+  try {
+    const processor = d.processors.forEnvironment(environment)
+    const result = await pTimeout(processor.resolveCharge(chargeKeyOf(checkoutId)), { milliseconds: processorTimeoutOf(d) })
+    d.logger?.warn({ checkoutId, charged: result?.ok ?? false }, 'a payment that lost its answer was settled by asking its processor')
+    return result ? outcomeOf(result) : { ok: false, reason: 'processor_error', code: 'unconfirmed', message: FAILURE_MESSAGES.unconfirmed }
+  } catch (err) {
+    d.logger?.error({ checkoutId, err: (err as Error).message }, 'the processor cannot tell what became of a payment now; the checkout waits')
+    return null
+  }
 }
 
 /**

@@ -4,7 +4,10 @@
  */
 import type { CheckoutDoc } from '../models'
 import { nowOf, type PaymentsDomain } from './context'
-import { expireCheckout, recoverCheckout, STALE_PAYMENT_CLAIM_MS, UNMARKED_PAYMENT_CLAIM_MS } from './settlement'
+import { expireCheckout, recoverCheckout, UNANSWERED_PAYMENT_CLAIM_MS } from './settlement'
+
+/** how far back the sweep looks for payment claims left without outcome on a pending checkout (by the claimedAt index) */
+const UNMARKED_CLAIMS_WINDOW_MS = 10 * 60 * 1000
 
 type StoredCheckout = CheckoutDoc & { _id: string }
 
@@ -42,12 +45,11 @@ export async function sweepCheckouts(d: PaymentsDomain, opts: { limit?: number }
     })
   }
   const processing = await d.models.Checkout.find({ status: 'processing' }, { _id: 1 }).limit(limit).lean()
-  // payment claims whose checkout may never have been marked processing (recoverCheckout fails those): the claims
-  // of the last STALE_PAYMENT_CLAIM_MS older than a minute, by the claimedAt index; older ones are failed as stale
-  // by the expiry of their checkout
+  // payment claims whose checkout may never have been marked processing (recoverCheckout settles those): the claims
+  // of the last UNMARKED_CLAIMS_WINDOW_MS older than a minute; older ones are settled by the expiry of their checkout
   const now = nowOf(d).getTime()
   const unmarked = await d.models.Settlement.find(
-    { claimedAt: { $gte: new Date(now - STALE_PAYMENT_CLAIM_MS), $lte: new Date(now - UNMARKED_PAYMENT_CLAIM_MS) }, by: 'payment', outcome: null },
+    { claimedAt: { $gte: new Date(now - UNMARKED_CLAIMS_WINDOW_MS), $lte: new Date(now - UNANSWERED_PAYMENT_CLAIM_MS) }, by: 'payment', outcome: null },
     { _id: 1 },
   )
     .limit(limit)

@@ -12,6 +12,7 @@
  *   proof_slots      one per payment uri (`_id`)                  the creator-proof slot: registered or declined
  *   app_links        one per (appDid, environment, recordUri)     catalog fulfillment links (last write wins)
  *   outbox           one per event id (@svc/outbox)               payment.completed events
+ *   test_processor_charges  one per idempotency key (`_id`)      the test processor's own ledger (processors/test-processor.ts)
  */
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
 import { ENVIRONMENTS } from '@svc/vocabulary'
@@ -185,11 +186,30 @@ const appLinkSchema = new Schema(
 )
 appLinkSchema.index({ appDid: 1, environment: 1, recordUri: 1 }, { unique: true })
 
+/**
+ * The built-in test processor's ledger, standing in for a real processor's own records: what it answered under each
+ * idempotency key, or that the key was closed before any charge (`result` null), so it can say after a lost answer
+ * whether a charge happened.
+ */
+const testChargeSchema = new Schema(
+  {
+    /** the idempotency key */
+    _id: { type: String, required: true },
+    result: {
+      type: new Schema({ ok: { type: Boolean, required: true }, chargeId: String, code: String, message: String }, { _id: false }),
+      default: null,
+    },
+    at: { type: Date, required: true },
+  },
+  { collection: 'test_processor_charges', versionKey: false },
+)
+
 export type CheckoutDoc = InferSchemaType<typeof checkoutSchema>
 export type SettlementDoc = InferSchemaType<typeof settlementSchema>
 export type PaymentRecordDoc = InferSchemaType<typeof paymentRecordSchema>
 export type ProofSlotDoc = InferSchemaType<typeof proofSlotSchema>
 export type AppLinkDoc = InferSchemaType<typeof appLinkSchema>
+export type TestChargeDoc = InferSchemaType<typeof testChargeSchema>
 
 export interface PaymentsModels {
   Checkout: Model<CheckoutDoc>
@@ -197,6 +217,7 @@ export interface PaymentsModels {
   PaymentRecord: Model<PaymentRecordDoc>
   ProofSlot: Model<ProofSlotDoc>
   AppLink: Model<AppLinkDoc>
+  TestCharge: Model<TestChargeDoc>
   Outbox: OutboxModel
 }
 
@@ -207,6 +228,7 @@ export async function createPaymentsModels(conn: Connection): Promise<PaymentsMo
     PaymentRecord: conn.model<PaymentRecordDoc>('PaymentRecord', paymentRecordSchema),
     ProofSlot: conn.model<ProofSlotDoc>('ProofSlot', proofSlotSchema),
     AppLink: conn.model<AppLinkDoc>('AppLink', appLinkSchema),
+    TestCharge: conn.model<TestChargeDoc>('TestCharge', testChargeSchema),
     Outbox: await createOutboxModel(conn, 'payments'),
   }
   await Promise.all([models.Checkout.init(), models.Settlement.init(), models.PaymentRecord.init(), models.ProofSlot.init(), models.AppLink.init()])

@@ -5,6 +5,7 @@
  */
 import { ContractError } from '@svc/errors'
 import type { Environment } from '@svc/vocabulary'
+import type { PaymentsModels } from '../models'
 import type { PaymentProcessor } from './processor'
 import { TestProcessor } from './test-processor'
 
@@ -29,10 +30,13 @@ export class ProcessorRegistry {
   }
 }
 
-/** The registry of the service's settings: the test processor for test; live per `liveProcessor` (only 'none' exists). */
-export function createProcessorRegistry(settings: { liveProcessor: LiveProcessorSetting }): ProcessorRegistry {
+/**
+ * The registry of the service's settings: the test processor (its ledger in the payments database) for test; live
+ * per `liveProcessor` (only 'none' exists).
+ */
+export function createProcessorRegistry(settings: { liveProcessor: LiveProcessorSetting }, models: Pick<PaymentsModels, 'TestCharge'>): ProcessorRegistry {
   if (settings.liveProcessor !== 'none') throw new Error(`unknown live processor ${String(settings.liveProcessor)}`)
-  return new ProcessorRegistry({ test: new TestProcessor(), live: null })
+  return new ProcessorRegistry({ test: new TestProcessor(models.TestCharge), live: null })
 }
 
 export { TestProcessor, TEST_CARDS } from './test-processor'

@@ -30,4 +30,11 @@ export interface PaymentProcessor {
   /** stored on the settlement and in the payment record's `processor` */
   name: string
   charge(req: ChargeRequest): Promise<ChargeResult>
+  /**
+   * What became of the charge under an idempotency key whose answer was lost (the call timed out or failed, or the
+   * process died during it): the processor's answer, or null when it has no charge under the key. Null also closes
+   * the key, so a charge request still on its way is refused and nothing is ever charged under it (Stripe: retrieve
+   * the PaymentIntent, cancel it unless it succeeded). Throws when the processor cannot tell now.
+   */
+  resolveCharge(idempotencyKey: string): Promise<ChargeResult | null>
 }
