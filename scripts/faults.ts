@@ -33,11 +33,13 @@ async function main() {
   console.log(`| delivered | ${report.delivered} of ${owed}; lost ${report.missing.length} |`)
   console.log(`| duplicates (at least once) | ${report.duplicates} |`)
   console.log(`| arrivals of unacknowledged events | ${report.unacknowledgedArrivals} |`)
+  console.log(`| the payment killed during its charge | ${report.killedMidCharge.order}: ${report.killedMidCharge.status} (${report.killedMidCharge.failureMessage ?? '-'}), ledger ${report.killedMidCharge.ledger} |`)
   console.log(`| redriven after the outage | ${report.redriven} |`)
   console.log(`| deliveries in the database | ${deliveries.total} ${JSON.stringify(deliveries.byStatus)}, ${deliveries.attempts} attempts of which ${deliveries.interruptedAttempts} interrupted by a kill; not received ${deliveries.notReceived.length}; inconsistent logs ${deliveries.inconsistent.length} |`)
   console.log(`| outbox events (payments, tickets) | ${outbox.events}; without a delivery ${outbox.withoutDelivery.length} |`)
-  if (lost > 0 || deliveries.inconsistent.length > 0 || retried.refused.length > 0 || report.idempotency.length > 0) {
-    console.log(`\nFAILED: ${JSON.stringify({ missing: report.missing.slice(0, 20), notReceived: deliveries.notReceived.slice(0, 20), withoutDelivery: outbox.withoutDelivery.slice(0, 20), inconsistent: deliveries.inconsistent.slice(0, 20), retriesRefused: retried.refused.slice(0, 20), idempotency: report.idempotency.slice(0, 20) })}`)
+  const midChargeSettled = report.killedMidCharge.status === 'failed' && report.killedMidCharge.ledger === 'closed'
+  if (lost > 0 || deliveries.inconsistent.length > 0 || retried.refused.length > 0 || report.idempotency.length > 0 || !midChargeSettled) {
+    console.log(`\nFAILED: ${JSON.stringify({ killedMidCharge: midChargeSettled ? undefined : report.killedMidCharge, missing: report.missing.slice(0, 20), notReceived: deliveries.notReceived.slice(0, 20), withoutDelivery: outbox.withoutDelivery.slice(0, 20), inconsistent: deliveries.inconsistent.slice(0, 20), retriesRefused: retried.refused.slice(0, 20), idempotency: report.idempotency.slice(0, 20) })}`)
     console.log(`the processes' output: ${report.logDir}`)
     process.exit(1)
   }

@@ -7,7 +7,8 @@
  *   - keeps the app's webhook receiver down (connections refused) for three scaled days, the retry schedule's span;
  *   - SIGKILLs a worker process (its whole process group) every `killIntervalMs` once the other one is ready, and
  *     starts a new one at once;
- *   - SIGKILLs the payments subgraph at 20% of the outage and starts it again 1 s later;
+ *   - SIGKILLs the payments subgraph at 20% of the outage, during the charge of a payment it starts for that (each
+ *     test charge takes CHARGE_LATENCY_MS), and starts it again 1 s later;
  *   - restarts Redis without persistence (every job, lock and counter is lost) at 40% of the outage;
  *   - kills FerretDB and starts it again on the same data at 70% of the outage.
  * Time is scaled: DELIVERY_SCHEDULE_SCALE makes the schedule's 72 hours last `outageSeconds`, and the endpoint-health
@@ -43,6 +44,8 @@ const OUTAGE_SCALED_MS = 3 * 24 * 3600_000
 const DISABLE_AFTER_SCALED_MS = 5 * 24 * 3600_000
 /** The schedule's longest wait (22 h): after the outage, every pending delivery has its next attempt within it. */
 const LONGEST_WAIT_SCALED_MS = 22 * 3600_000
+/** the test processor's wait before each charge: long enough for the run to kill the payments subgraph inside one */
+const CHARGE_LATENCY_MS = 500
 
 export interface FaultOptions {
   /** real seconds standing for the three days the receiver is down (sets the time scale) */
@@ -93,6 +96,11 @@ export interface FaultReport {
    * by asking the processor, `refused` what a retry could not do: must be empty
    */
   retried: { orders: number; acknowledged: number; alreadyPaid: number; unpaid: number; unanswered: string[]; refused: string[] }
+  /**
+   * the payment whose charge the payments subgraph's kill cut (its processor's answer lost with the process): its order
+   * id, how its checkout ended, and the test processor's ledger entry for its key (`closed`: no charge, and none later)
+   */
+  killedMidCharge: { order: string; status: string | null; failureMessage: string | null; ledger: 'charged' | 'declined' | 'closed' | 'none' }
   /** an order id with more than one checkout or hold, or more than one payment.completed event: must be empty */
   idempotency: string[]
   /** acknowledged events that arrived at the receiver */
@@ -202,10 +210,10 @@ class HttpStatus extends Error {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** Polls `done` until it holds (true) or the deadline passes (false). */
-async function waitUntil(done: () => boolean | Promise<boolean>, deadline: number): Promise<boolean> {
+async function waitUntil(done: () => boolean | Promise<boolean>, deadline: number, everyMs = 200): Promise<boolean> {
   while (!(await done())) {
     if (Date.now() > deadline) return false
-    await sleep(200)
+    await sleep(everyMs)
   }
   return true
 }
@@ -276,6 +284,8 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       DELIVERY_LOCK_MS: '1000',
       DELIVERY_RECONCILE_MS: '1000',
       DELIVERY_TIMEOUT_MS: '2000',
+      // a charge takes this long: the payments subgraph is killed during one (docs/decisions.md, "Processors")
+      TEST_PROCESSOR_LATENCY_MS: String(CHARGE_LATENCY_MS),
       // one app and one client address make every request: the limits are checked, never reached
       XRPC_RATE_LIMIT_MAX: '1000000000',
       UTILITY_RATE_LIMIT_MAX: '1000000000',
@@ -529,6 +539,11 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       }
     }
 
+    // the run's own look at the database while the faults are on (the kill during a charge waits for its mark)
+    const watch = await mongoose.createConnection(mongoUrl).asPromise()
+    teardown.push(async () => void (await watch.close().catch(() => undefined)))
+    const killedMidCharge = `faults-${runId}-killed-mid-charge`
+
     // ---- the faults, on a timeline from t0 ----
     const t0 = Date.now()
     const outageMs = opts.outageSeconds * 1000
@@ -536,10 +551,15 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     const timeline: Promise<void>[] = []
     const at = (ms: number, what: () => Promise<void>) => timeline.push(sleep(Math.max(0, t0 + ms - Date.now())).then(what))
     at(outageMs * 0.2, async () => {
-      log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: the payments subgraph killed, started again after 1 s\n`)
+      // one payment is in its charge when the subgraph dies: marked processing, its processor's answer not yet back
+      const paying = retrying('payments', paymentOrder(killedMidCharge))()
+      const charging = async () => (await watch.collection('checkouts').countDocuments({ appOrderId: killedMidCharge, status: 'processing' })) === 1
+      if (!(await waitUntil(charging, Date.now() + 10_000, 10))) throw new Error(`order ${killedMidCharge} was not processing within 10 s (see ${logDir})`)
+      log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: the payments subgraph killed during the charge of ${killedMidCharge}, started again after 1 s\n`)
       await restartPayments()
       faults.subgraphRestarts++
       log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: the payments subgraph is ready again\n`)
+      await paying
     })
     at(outageMs * 0.4, async () => {
       log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: Redis restarted, its data lost\n`)
@@ -723,6 +743,14 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       if (problem) inconsistent.push({ id, why: problem })
       if (!ids.has(id)) notReceived.push(id)
     }
+    const midCharge = await db.collection<{ _id: string; status: string; failureMessage?: string | null }>('checkouts').findOne({ appDid: app.did, environment: 'test', appOrderId: killedMidCharge })
+    const ledgerEntry = midCharge ? await db.collection<{ _id: string; result: { ok: boolean } | null }>('test_processor_charges').findOne({ _id: `checkout:${midCharge._id}` }) : null
+    const killedMidChargeReport: FaultReport['killedMidCharge'] = {
+      order: killedMidCharge,
+      status: midCharge?.status ?? null,
+      failureMessage: midCharge?.failureMessage ?? null,
+      ledger: !ledgerEntry ? 'none' : !ledgerEntry.result ? 'closed' : ledgerEntry.result.ok ? 'charged' : 'declined',
+    }
     const found = await eventsWithoutDelivery()
     const outbox = found.withoutDelivery.length === 0 ? found : { ...found, why: await whyWithoutDelivery(found.withoutDelivery) }
     const report: FaultReport = {
@@ -741,6 +769,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       refusedAnswers,
       unexpectedRefusals,
       retried,
+      killedMidCharge: killedMidChargeReport,
       idempotency,
       // one per acknowledged event: a payment by its order (a ticket checkout's is its hold), a ticket by its id
       delivered: new Set(acknowledgedArrivals.map((a) => (a.type === 'payment.completed' ? `payment ${a.appOrderId}` : a.type === 'ticket.issued' ? `ticket ${a.ticketId}` : a.id))).size,

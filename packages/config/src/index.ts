@@ -76,6 +76,8 @@ const schema = z
     OUTBOX_RETENTION_MS: z.coerce.number().int().min(24 * 3_600_000).max(365 * 24 * 3_600_000).default(7 * 24 * 3_600_000),
     /** the live payment processor; none is built in, so live checkouts are refused until one is configured */
     LIVE_PROCESSOR: z.enum(['none']).default('none'),
+    /** the test processor waits this long before it charges, as a real processor's round trip (the fault run kills a charge in it) */
+    TEST_PROCESSOR_LATENCY_MS: z.coerce.number().int().min(0).max(30_000).default(0),
     /** encrypts the webhook signing secrets at rest (AES-256-GCM; the key is its SHA-256) */
     WEBHOOK_SECRET_KEY: z.string().min(32).default(`${DEV_SECRET}-webhook-secrets`),
     /**
@@ -218,6 +220,8 @@ export interface Config {
   /** OUTBOX_RETENTION_MS */
   outboxRetentionMs: number
   liveProcessor: 'none'
+  /** TEST_PROCESSOR_LATENCY_MS */
+  testProcessorLatencyMs: number
   graphiql: boolean
   devAllowLoopbackWebhooks: boolean
   allowInsecureDidWeb: boolean
@@ -353,6 +357,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     checkoutExpirySeconds: e.CHECKOUT_EXPIRY_SECONDS,
     outboxRetentionMs: e.OUTBOX_RETENTION_MS,
     liveProcessor: e.LIVE_PROCESSOR,
+    testProcessorLatencyMs: e.TEST_PROCESSOR_LATENCY_MS,
     graphiql: e.GRAPHIQL ?? e.NODE_ENV === 'development',
     devAllowLoopbackWebhooks: e.DEV_ALLOW_LOOPBACK_WEBHOOKS,
     allowInsecureDidWeb: e.ALLOW_INSECURE_DID_WEB,

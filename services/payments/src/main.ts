@@ -18,6 +18,7 @@ runProcess('payments', async (config, logger) => {
     previousTokenSecret: config.secrets.previousPaymentTokens,
     checkoutExpirySeconds: config.checkoutExpirySeconds,
     liveProcessor: config.liveProcessor,
+    testProcessorLatencyMs: config.testProcessorLatencyMs,
     relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, retentionMs: config.outboxRetentionMs },
   })
   return service.stop

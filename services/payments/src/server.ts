@@ -38,6 +38,8 @@ export interface PaymentsServiceOptions {
   checkoutExpirySeconds: number
   /** live initiate → ProcessorNotConfigured */
   liveProcessor: LiveProcessorSetting
+  /** the test processor's wait before it charges (TEST_PROCESSOR_LATENCY_MS); default 0 */
+  testProcessorLatencyMs?: number
   /** periodic expiry sweep and settlement recovery; default 60000; 0 disables */
   sweepIntervalMs?: number
   /** relays the payments outbox to the `domain-events` queue (docs/events.md); without it nothing leaves the outbox */
@@ -59,7 +61,7 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
   }
   // made with the models, once: the test processor keeps its ledger in the payments database
   let processors: ProcessorRegistry | undefined
-  const processorsOf = (models: PaymentsModels) => (processors ??= createProcessorRegistry({ liveProcessor: opts.liveProcessor }, models))
+  const processorsOf = (models: PaymentsModels) => (processors ??= createProcessorRegistry({ liveProcessor: opts.liveProcessor, testProcessorLatencyMs: opts.testProcessorLatencyMs }, models))
   const running = await startDomainSubgraph({
     mongoUrl: opts.mongoUrl,
     callerKeys: opts.callerKeys,

@@ -2,7 +2,7 @@
  * The fault-injection suite (scripts/lib/faults.ts; docs/operations.md, "Fault injection"), time-scaled for CI: every
  * component its own process on a FerretDB and a Redis of the run's own; while an app produces test events, paid
  * checkouts, paid ticket holds and free claims through the real HTTP stack, worker processes are SIGKILLed over and over, the payments subgraph is
- * SIGKILLed and started again, Redis restarts losing all of its data, FerretDB is killed and restarted, and the
+ * SIGKILLed during a charge and started again, Redis restarts losing all of its data, FerretDB is killed and restarted, and the
  * receiver is down for three scaled days. Every event the service
  * acknowledged must arrive (repeats are allowed and reported), refused orders and claims retried with their keys afterwards
  * must succeed at most once, every paid hold must have its tickets issued, every
@@ -52,6 +52,16 @@ describe('faults injected while deliveries flow', () => {
     expect(report.retried.refused).toEqual([])
     expect(report.retried.orders).toBe(report.refused.payments + report.refused.ticketOrders + report.refused.claims)
     expect(report.idempotency).toEqual([])
+  })
+
+  it('the payment killed during its charge: its retry waited for the claim to be a minute old, the processor had no charge, and it failed as unconfirmed with its key closed', () => {
+    expect(report.retried.unanswered).toContain(report.killedMidCharge.order)
+    expect(report.killedMidCharge).toEqual({
+      order: report.killedMidCharge.order,
+      status: 'failed',
+      failureMessage: 'The payment could not be confirmed. No payment was made.',
+      ledger: 'closed',
+    })
   })
 
   it('lost nothing: every acknowledged event arrived, and every paid hold has its tickets, issued', () => {

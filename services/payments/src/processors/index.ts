@@ -34,9 +34,12 @@ export class ProcessorRegistry {
  * The registry of the service's settings: the test processor (its ledger in the payments database) for test; live
  * per `liveProcessor` (only 'none' exists).
  */
-export function createProcessorRegistry(settings: { liveProcessor: LiveProcessorSetting }, models: Pick<PaymentsModels, 'TestCharge'>): ProcessorRegistry {
+export function createProcessorRegistry(
+  settings: { liveProcessor: LiveProcessorSetting; testProcessorLatencyMs?: number },
+  models: Pick<PaymentsModels, 'TestCharge'>,
+): ProcessorRegistry {
   if (settings.liveProcessor !== 'none') throw new Error(`unknown live processor ${String(settings.liveProcessor)}`)
-  return new ProcessorRegistry({ test: new TestProcessor(models.TestCharge), live: null })
+  return new ProcessorRegistry({ test: new TestProcessor(models.TestCharge, { latencyMs: settings.testProcessorLatencyMs }), live: null })
 }
 
 export { TestProcessor, TEST_CARDS } from './test-processor'

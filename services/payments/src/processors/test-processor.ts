@@ -11,6 +11,7 @@
  * the ledger is real: it is what makes a lost answer recoverable (docs/decisions.md, "Recovery").
  */
 import { createHash } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Model } from 'mongoose'
 import { isDuplicateKeyError, type TestChargeDoc } from '../models'
 import type { ChargeFailureCode, ChargeRequest, ChargeResult, PaymentProcessor } from './processor'
@@ -50,9 +51,14 @@ function answer(req: ChargeRequest): ChargeResult {
 export class TestProcessor implements PaymentProcessor {
   readonly name = 'test'
 
-  constructor(private readonly ledger: Model<TestChargeDoc>) {}
+  constructor(
+    private readonly ledger: Model<TestChargeDoc>,
+    /** `latencyMs`: the wait before a charge reaches the ledger, as a real processor's round trip */
+    private readonly opts: { latencyMs?: number } = {},
+  ) {}
 
   async charge(req: ChargeRequest): Promise<ChargeResult> {
+    if (this.opts.latencyMs) await sleep(this.opts.latencyMs)
     const recorded = await this.enter(req.idempotencyKey, answer(req))
     return recorded ?? { ok: false, code: 'processing_error', message: 'This payment was closed before it was charged. No payment was made.' }
   }
