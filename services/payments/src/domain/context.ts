@@ -49,6 +49,12 @@ export const nowOf = (d: PaymentsDomain): Date => (d.now ? d.now() : new Date())
 /** how long a processor call may take (processorTimeoutMs, default 30 s) */
 export const processorTimeoutOf = (d: PaymentsDomain): number => d.processorTimeoutMs ?? 30_000
 
+/**
+ * how long asking a processor what became of a charge may take: a lookup, and a status read may be the one asking,
+ * so an unanswering processor costs the read 5 s at most (the checkout stays processing; the next read asks again)
+ */
+export const resolveTimeoutOf = (d: PaymentsDomain): number => Math.min(processorTimeoutOf(d), 5_000)
+
 
 /** The domain as it serves a request: with its reads of the domains whose facts it decides on (app-facts.ts). */
 export interface ServingPayments extends PaymentsDomain {

@@ -6,7 +6,7 @@ import type { Card, PaymentProcessor } from '../processors'
 import { validateCard, type CardInput } from './card'
 import { checkoutClosed } from './checkout-errors'
 import { findByBrowserToken, toCheckoutView, type CheckoutView, type StoredCheckout } from './checkout-view'
-import { holdsOf, nowOf, processorTimeoutOf, type PaymentsDomain } from './context'
+import { holdsOf, nowOf, processorTimeoutOf, resolveTimeoutOf, type PaymentsDomain } from './context'
 import { chargeKeyOf, claimSettlement, expireCheckout, FAILURE_MESSAGES, finishSettlement, keepOutcome, outcomeOf, recoverCheckout, type SettlementOutcome } from './settlement'
 
 /**
@@ -28,7 +28,7 @@ async function charge(d: PaymentsDomain, processor: PaymentProcessor, checkout: 
     d.logger?.error({ checkoutId: checkout._id, err: (err as Error).message }, 'payment processor call failed; asking the processor what became of it')
   }
   try {
-    const resolved = await pTimeout(processor.resolveCharge(idempotencyKey), { milliseconds: timeoutMs })
+    const resolved = await pTimeout(processor.resolveCharge(idempotencyKey), { milliseconds: resolveTimeoutOf(d) })
     return resolved ? outcomeOf(resolved) : { ok: false, reason: 'processor_error', code: 'processing_error', message: FAILURE_MESSAGES.processorUnreachable }
   } catch (err) {
     d.logger?.error({ checkoutId: checkout._id, err: (err as Error).message }, 'payment processor cannot tell what became of the charge; the checkout stays processing')

@@ -16,7 +16,7 @@ import { writeOutboxEvent } from '@svc/outbox'
 import pRetry from 'p-retry'
 import pTimeout from 'p-timeout'
 import { isDuplicateKeyError, type CheckoutDoc, type FailureReason, type SettlementClaim } from '../models'
-import { holdsOf, nowOf, processorTimeoutOf, type PaymentsDomain } from './context'
+import { holdsOf, nowOf, resolveTimeoutOf, type PaymentsDomain } from './context'
 import { buildPaymentRecord, storePaymentRecord } from './payment-records'
 import type { Environment } from '@svc/vocabulary'
 import type { ChargeResult } from '../processors'
@@ -192,7 +192,7 @@ export async function recoverCheckout(d: PaymentsDomain, checkoutId: string): Pr
 async function askProcessor(d: PaymentsDomain, checkoutId: string, environment: Environment): Promise<SettlementOutcome | null> {
   try {
     const processor = d.processors.forEnvironment(environment)
-    const result = await pTimeout(processor.resolveCharge(chargeKeyOf(checkoutId)), { milliseconds: processorTimeoutOf(d) })
+    const result = await pTimeout(processor.resolveCharge(chargeKeyOf(checkoutId)), { milliseconds: resolveTimeoutOf(d) })
     d.logger?.warn({ checkoutId, charged: result?.ok ?? false }, 'a payment that lost its answer was settled by asking its processor')
     return result ? outcomeOf(result) : { ok: false, reason: 'processor_error', code: 'unconfirmed', message: FAILURE_MESSAGES.unconfirmed }
   } catch (err) {
