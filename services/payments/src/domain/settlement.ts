@@ -104,8 +104,8 @@ export function outcomeOf(result: ChargeResult): SettlementOutcome {
 }
 
 /**
- * Records the outcome of a claim that had none. Only the claim's winner (or the stale-claim recovery, minutes
- * later) writes it, so the filter on `outcome: null` is a guard, not the decision.
+ * Records the outcome of a claim that had none. Only the claim's winner, or the recovery of a claim that lost its
+ * answer (both with the processor's word), writes it, so the filter on `outcome: null` is a guard, not the decision.
  */
 export async function recordOutcome(d: PaymentsDomain, checkoutId: string, outcome: SettlementOutcome): Promise<void> {
   await d.models.Settlement.updateOne({ _id: checkoutId, outcome: null }, { $set: { outcome, settledAt: nowOf(d) } })
