@@ -11,7 +11,7 @@ export { getPaymentStatus, type PaymentStatusView } from './domain/payment-statu
 export { getCheckout, toCheckoutView, type CheckoutView, type PaymentRef } from './domain/checkout-view'
 export { payCheckout } from './domain/pay-checkout'
 export { cancelCheckout, lockCheckout } from './domain/close-checkout'
-export { finishSettlement, recoverCheckout, UNANSWERED_PAYMENT_CLAIM_MS } from './domain/settlement'
+export { chargeKeyOf, finishSettlement, recoverCheckout, UNANSWERED_PAYMENT_CLAIM_MS } from './domain/settlement'
 export { sweepCheckouts, type SweepResult } from './domain/sweep-checkouts'
 export { computeCharges, basisPoints, type Charges, type ServiceFeeRate } from './domain/fees'
 export { deriveToken, hashToken, STATUS_TOKEN_RE, BROWSER_TOKEN_RE } from './domain/tokens'

@@ -6,6 +6,7 @@
 import { cidForCbor, TID } from '@atproto/common'
 import {
   cancelCheckout,
+  chargeKeyOf,
   createProcessorRegistry,
   finishSettlement,
   getCheckout,
@@ -64,7 +65,7 @@ const chargeRequest = (checkoutId: string): ChargeRequest => ({
   amount: 1055,
   currency: 'usd',
   card: { number: TEST_CARDS.succeeds, expMonth: 12, expYear: 2099, cvc: '123', name: null },
-  idempotencyKey: `checkout:${checkoutId}`,
+  idempotencyKey: chargeKeyOf(checkoutId),
 })
 const chargesOf = (checkoutId: string) => processor.charges.filter((c) => c.checkoutId === checkoutId).length
 
