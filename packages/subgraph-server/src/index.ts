@@ -73,6 +73,13 @@ function isBackendUnreachable(err: Error): boolean {
   return (err.name === 'MongoServerError' || err.name === 'MongoBulkWriteError') && (err as { code?: unknown }).code === 1 && BACKEND_UNREACHABLE.test(err.message)
 }
 
+/**
+ * A socket that the database closed, met by a write before the driver noticed: the driver lets Node's own error through
+ * (`This socket has been ended by the other party`, EPIPE) instead of a MongoNetworkError. Seen in the fault run while
+ * FerretDB was killed. A subgraph's other sockets (Redis, the gateway) are as retryable when they fail this way.
+ */
+const SOCKET_CLOSED = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED'])
+
 /** An insertMany whose connection closed under it: a bulk error that wraps the driver's network error. */
 function wrappedError(err: Error): unknown {
   return err.name === 'MongoBulkWriteError' ? (err as { errorResponse?: unknown }).errorResponse : undefined
@@ -85,6 +92,7 @@ export function isDatabaseUnreachable(err: unknown): boolean {
     DATABASE_UNREACHABLE.has(err.name) ||
     (err.name === 'MongooseError' && /buffering timed out/.test(err.message)) ||
     isBackendUnreachable(err) ||
+    SOCKET_CLOSED.has(String((err as { code?: unknown }).code)) ||
     (wrappedError(err) instanceof Error && isDatabaseUnreachable(wrappedError(err)))
   )
 }

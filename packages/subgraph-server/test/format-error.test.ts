@@ -70,6 +70,12 @@ it('an insertMany whose connection closed under it is ServiceUnavailable: the bu
   expect(isDatabaseUnreachable(duplicate)).toBe(false)
 })
 
+it('a write on a socket the database already closed (Node\'s own EPIPE, let through by the driver) is ServiceUnavailable too', () => {
+  const ended = Object.assign(new Error('This socket has been ended by the other party'), { code: 'EPIPE' })
+  expect(isDatabaseUnreachable(ended)).toBe(true)
+  expect(isDatabaseUnreachable(Object.assign(new Error('no such file'), { code: 'ENOENT' }))).toBe(false)
+})
+
 it("a model's operation that waited in vain for the connection to come back is ServiceUnavailable too", () => {
   const timedOut = new mongoose.Error('Operation `checkouts.findOne()` buffering timed out after 10000ms')
   expect(format(formatted, timedOut)).toMatchObject({ extensions: { code: 'ServiceUnavailable' } })
