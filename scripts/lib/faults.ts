@@ -32,7 +32,7 @@ import mongoose from 'mongoose'
 import { connectApps, issueApiKey, registerApp } from '@svc/apps'
 import { DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE, deliveryIdForEvent } from '@svc/events'
 import { outboxCollection, queuePrefix } from '@svc/outbox'
-import { UNANSWERED_PAYMENT_CLAIM_MS } from '@svc/payments'
+import { chargeKeyOf, UNANSWERED_PAYMENT_CLAIM_MS } from '@svc/payments'
 import { buildProduct, mintAssertion } from '@svc/sdk'
 import { generateDidKeyKeypair, mintServiceJwt } from '@svc/service-auth'
 import { dropDatabase, freePort, postgresForFerret, reservePort, startFerretDb, waitForPort, type RunningFerretDb } from '@svc/testing'
@@ -84,7 +84,7 @@ export interface FaultReport {
   produced: { testEvents: number; payments: number; ticketOrders: number; tickets: number; claims: number }
   /** requests that failed while a fault was on (nothing was promised for them) */
   refused: { testEvents: number; payments: number; ticketOrders: number; claims: number }
-  /** the answers of those requests: HTTP status (of the failing step), or `network` */
+  /** the answers of those requests: HTTP status (of the failing step), `network`, or `processing` (a pay whose charge's answer was lost) */
   refusedAnswers: Record<string, number>
   /** the first refusals other than unavailable, each with its step, answer and request id (the logs have the rest) */
   unexpectedRefusals: string[]
@@ -197,6 +197,9 @@ async function startRedis(port: number, dir: string): Promise<{ child: ChildProc
       }),
   }
 }
+
+/** A pay that ended `processing`: its charge's answer was lost, and the checkout settles later (docs/decisions.md, "Recovery"). */
+class Unsettled extends Error {}
 
 class HttpStatus extends Error {
   constructor(
@@ -346,9 +349,9 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     const unexpectedRefusals: string[] = []
     const refuse = (kind: keyof typeof refused, err: unknown) => {
       refused[kind]++
-      const answer = err instanceof HttpStatus ? String(err.status) : 'network'
+      const answer = err instanceof HttpStatus ? String(err.status) : err instanceof Unsettled ? 'processing' : 'network'
       refusedAnswers[answer] = (refusedAnswers[answer] ?? 0) + 1
-      if (answer !== '503' && answer !== 'network' && unexpectedRefusals.length < 10) unexpectedRefusals.push(`${kind}: ${(err as Error).message}`)
+      if (answer !== '503' && answer !== 'network' && answer !== 'processing' && unexpectedRefusals.length < 10) unexpectedRefusals.push(`${kind}: ${(err as Error).message}`)
     }
     let redriven = 0
     let conn: mongoose.Connection | undefined
@@ -414,6 +417,9 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       })
       const page = await paid.text()
       if (paid.status >= 400) throw new HttpStatus(paid.status, `pay answered ${paid.status} (request ${paid.headers.get('svc-request-id')}) ${page.slice(0, 300)}`)
+      // completed: to the return URL; failed: to the cancel URL; processing (the charge's answer was lost): its page
+      if (paid.status !== 303) return 'processing'
+      return paid.headers.get('location')?.includes('svc_checkout=completed') ? 'completed' : 'failed'
     }
 
     /**
@@ -423,15 +429,21 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
      */
     const payOrFindPaid = async (checkoutUrl: string, appOrderId: string, retry: boolean): Promise<boolean> => {
       try {
-        await pay(checkoutUrl)
-        return true
+        const ended = await pay(checkoutUrl)
+        if (ended !== 'processing') return ended === 'completed'
+        // the charge's answer was lost (the database or the processor failed during it): the checkout ends as the
+        // processor says, a minute after its claim at most; during the faults that is a refusal, retried afterwards
+        if (!retry) throw new Unsettled(`order ${appOrderId}: its pay ended processing`)
       } catch (err) {
         if (!retry || !(err instanceof HttpStatus) || err.status !== 409 || !afterFaults.db) throw err
       }
+      const db = afterFaults.db
+      if (!db) throw new Error(`order ${appOrderId}: a retry before the faults ended`)
       let deadline = Date.now() + 20_000
-      for (;;) {
-        await fetch(checkoutUrl, { signal: AbortSignal.timeout(10_000) }).then((res) => res.arrayBuffer())
-        const checkout = await afterFaults.db.collection<{ _id: string; status: string }>('checkouts').findOne({ appDid: app.did, environment: 'test', appOrderId }, { projection: { status: 1 } })
+      for (let first = true; ; first = false) {
+        // a read of the page settles what it can; the first look is before it, to see a claim still without outcome
+        if (!first) await fetch(checkoutUrl, { signal: AbortSignal.timeout(10_000) }).then((res) => res.arrayBuffer())
+        const checkout = await db.collection<{ _id: string; status: string }>('checkouts').findOne({ appDid: app.did, environment: 'test', appOrderId }, { projection: { status: 1 } })
         if (checkout?.status === 'completed') {
           retried.alreadyPaid++
           return true
@@ -440,7 +452,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
         // the refused attempt's payment claim has no outcome (its process was killed, or its database failed, between
         // the claim and the outcome): pays are refused until the claim is a minute old, then the next read (processing)
         // or pay (pending) asks the processor what became of the charge (docs/decisions.md, "Recovery")
-        const claim = checkout?.status === 'pending' || checkout?.status === 'processing' ? await afterFaults.db.collection<{ _id: string; outcome?: unknown; claimedAt: Date }>('settlements').findOne({ _id: checkout._id }) : null
+        const claim = checkout?.status === 'pending' || checkout?.status === 'processing' ? await db.collection<{ _id: string; outcome?: unknown; claimedAt: Date }>('settlements').findOne({ _id: checkout._id }) : null
         if (claim && !claim.outcome) {
           if (!retried.unanswered.includes(appOrderId)) retried.unanswered.push(appOrderId)
           deadline = Math.max(deadline, new Date(claim.claimedAt).getTime() + UNANSWERED_PAYMENT_CLAIM_MS + 20_000)
@@ -744,7 +756,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       if (!ids.has(id)) notReceived.push(id)
     }
     const midCharge = await db.collection<{ _id: string; status: string; failureMessage?: string | null }>('checkouts').findOne({ appDid: app.did, environment: 'test', appOrderId: killedMidCharge })
-    const ledgerEntry = midCharge ? await db.collection<{ _id: string; result: { ok: boolean } | null }>('test_processor_charges').findOne({ _id: `checkout:${midCharge._id}` }) : null
+    const ledgerEntry = midCharge ? await db.collection<{ _id: string; result: { ok: boolean } | null }>('test_processor_charges').findOne({ _id: chargeKeyOf(midCharge._id) }) : null
     const killedMidChargeReport: FaultReport['killedMidCharge'] = {
       order: killedMidCharge,
       status: midCharge?.status ?? null,

@@ -45,7 +45,8 @@ describe('faults injected while deliveries flow', () => {
     expect(report.produced.payments).toBeGreaterThan(50)
     expect(report.produced.ticketOrders).toBeGreaterThan(30)
     expect(report.produced.claims).toBeGreaterThan(30)
-    expect(Object.keys(report.refusedAnswers).filter((answer) => answer !== '503' && answer !== 'network')).toEqual([])
+    // `processing`: a pay whose charge's answer was lost in a fault, settled later by asking the processor
+    expect(Object.keys(report.refusedAnswers).filter((answer) => answer !== '503' && answer !== 'network' && answer !== 'processing')).toEqual([])
   })
 
   it('refused orders and claims retried afterwards with their keys succeed once: one checkout, one hold, one payment event per order, one ticket per claim', () => {
@@ -54,8 +55,8 @@ describe('faults injected while deliveries flow', () => {
     expect(report.idempotency).toEqual([])
   })
 
-  it('the payment killed during its charge: its retry waited for the claim to be a minute old, the processor had no charge, and it failed as unconfirmed with its key closed', () => {
-    expect(report.retried.unanswered).toContain(report.killedMidCharge.order)
+  it('the payment killed during its charge: once its claim was a minute old the processor was asked, had no charge, and it failed as unconfirmed with its key closed', () => {
+    // (its retry may find it settled already, by the sweep, or still unanswered and wait: either is right)
     expect(report.killedMidCharge).toEqual({
       order: report.killedMidCharge.order,
       status: 'failed',
