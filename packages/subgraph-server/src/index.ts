@@ -245,10 +245,31 @@ export async function withDomain<M, T>(mongoUrl: string, createModels: (conn: Co
   }
 }
 
-export interface DomainSubgraphOptions<M, TContext extends SubgraphContext> extends Omit<SubgraphOptions<TContext>, 'extendContext'> {
+/** What every domain subgraph process is started with; each service's options add its domain's settings. */
+export interface DomainProcessOptions {
+  mongoUrl: string
+  callerKeys: CallerKeys
   host: string
   port: number
-  mongoUrl: string
+  logger: Logger
+  /** OPERATOR_TOKEN: what the subgraph's `/metrics` asks for */
+  operatorToken?: string
+  /** DB_COMMAND_METRICS: each database command's duration on `/metrics` */
+  databaseCommandMetrics?: boolean
+}
+
+/** The process's own options out of a service's options (which carry its domain's settings too). */
+export const processOptionsOf = (o: DomainProcessOptions): DomainProcessOptions => ({
+  mongoUrl: o.mongoUrl,
+  callerKeys: o.callerKeys,
+  host: o.host,
+  port: o.port,
+  logger: o.logger,
+  operatorToken: o.operatorToken,
+  databaseCommandMetrics: o.databaseCommandMetrics,
+})
+
+export interface DomainSubgraphOptions<M, TContext extends SubgraphContext> extends Omit<SubgraphOptions<TContext>, 'extendContext'>, DomainProcessOptions {
   createModels: (conn: Connection) => Promise<M>
   /** the per-request context: principal, request id and logger, plus the domain's models and settings */
   extendContext: (base: SubgraphContext, models: M) => TContext
@@ -292,3 +313,4 @@ export function isDuplicateKeyError(err: unknown): boolean {
 
 export { UsageError, requiredOption, runOperatorCommand } from './operator-command'
 export { watchDatabase, type DatabaseWatchOptions } from './database-watch'
+export { startSweep, type Sweep } from './sweep'

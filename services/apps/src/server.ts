@@ -1,9 +1,7 @@
 /** The apps subgraph: its database connection, models, GraphQL server and the relay of its outbox. */
-import type { Logger } from 'pino'
 import { createGatewayClient } from '@svc/gateway-client'
-import type { CallerKeys } from '@svc/internal-context'
 import { startOutboxRelay, type OutboxRelaySettings } from '@svc/outbox'
-import { connectDomain, startDomainSubgraph } from '@svc/subgraph-server'
+import { connectDomain, processOptionsOf, startDomainSubgraph, type DomainProcessOptions } from '@svc/subgraph-server'
 import type { ActorFacts } from './domain/actor-facts'
 import type { AppsDomain } from './domain/context'
 import type { SigningSecrets } from './domain/signing-secrets'
@@ -12,18 +10,9 @@ import { createAppsModels, type AppsModels } from './models'
 import { resolvers, type AppsContext } from './resolvers'
 import { typeDefs } from './schema'
 
-export interface AppsServiceOptions {
-  mongoUrl: string
-  callerKeys: CallerKeys
+export interface AppsServiceOptions extends DomainProcessOptions {
   /** the gateway, through which this domain reads the actors facts it decides on and asks events for signing secrets (as the service apps) */
   gatewayUrl: string
-  host: string
-  port: number
-  logger: Logger
-  /** OPERATOR_TOKEN: what the subgraph's `/metrics` asks for */
-  operatorToken?: string
-  /** DB_COMMAND_METRICS */
-  databaseCommandMetrics?: boolean
   allowLoopbackWebhooksInTest: boolean
   /** base URL of the creator dashboard (config.dashboardUrl); approval requests link to its pages */
   dashboardUrl: string
@@ -41,13 +30,7 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
   }
   const gateway = createGatewayClient({ url: opts.gatewayUrl, signer: { issuer: 'apps', key: opts.callerKeys.apps }, connections: 16, timeoutMs: 10_000 })
   const running = await startDomainSubgraph({
-    mongoUrl: opts.mongoUrl,
-    callerKeys: opts.callerKeys,
-    host: opts.host,
-    port: opts.port,
-    logger: opts.logger,
-    operatorToken: opts.operatorToken,
-    databaseCommandMetrics: opts.databaseCommandMetrics,
+    ...processOptionsOf(opts),
     name: 'apps',
     typeDefs,
     resolvers,

@@ -1,25 +1,14 @@
 /** The events subgraph: its database connection, models, the delivery queue it adds to, and its GraphQL server. */
 import { Queue } from 'bullmq'
 import Redis from 'ioredis'
-import type { Logger } from 'pino'
-import type { CallerKeys } from '@svc/internal-context'
-import { startDomainSubgraph } from '@svc/subgraph-server'
+import { processOptionsOf, startDomainSubgraph, type DomainProcessOptions } from '@svc/subgraph-server'
 import type { EventsDomain } from './domain/context'
 import { createEventsModels, type EventsModels } from './models'
 import { queuePrefix, WEBHOOK_DELIVERIES_QUEUE, type DeliveryJob } from './queues'
 import { resolvers, type EventsContext } from './resolvers'
 import { typeDefs } from './schema'
 
-export interface EventsServiceOptions {
-  mongoUrl: string
-  callerKeys: CallerKeys
-  host: string
-  port: number
-  logger: Logger
-  /** OPERATOR_TOKEN: what the subgraph's `/metrics` asks for */
-  operatorToken?: string
-  /** DB_COMMAND_METRICS */
-  databaseCommandMetrics?: boolean
+export interface EventsServiceOptions extends DomainProcessOptions {
   redisUrl: string
   redisPrefix: string
   /** WEBHOOK_SECRET_KEY */
@@ -32,13 +21,7 @@ export async function startEventsService(opts: EventsServiceOptions): Promise<{ 
   const deliveries = new Queue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, { connection: redis, prefix: queuePrefix(opts.redisPrefix) })
   const settings: Omit<EventsDomain, 'models' | 'logger'> = { deliveries, redis, redisPrefix: opts.redisPrefix, secretKey: opts.secretKey }
   const running = await startDomainSubgraph({
-    mongoUrl: opts.mongoUrl,
-    callerKeys: opts.callerKeys,
-    host: opts.host,
-    port: opts.port,
-    logger: opts.logger,
-    operatorToken: opts.operatorToken,
-    databaseCommandMetrics: opts.databaseCommandMetrics,
+    ...processOptionsOf(opts),
     name: 'events',
     typeDefs,
     resolvers,

@@ -1,9 +1,7 @@
 /** The payments subgraph: its models, processors, GraphQL server, the checkout sweeper and the relay of its outbox. */
-import type { Logger } from 'pino'
 import { createGatewayClient } from '@svc/gateway-client'
-import type { CallerKeys } from '@svc/internal-context'
 import { startOutboxRelay, type OutboxRelaySettings } from '@svc/outbox'
-import { startDomainSubgraph } from '@svc/subgraph-server'
+import { processOptionsOf, startDomainSubgraph, type DomainProcessOptions } from '@svc/subgraph-server'
 import type { AppFacts } from './domain/app-facts'
 import type { PaymentsDomain, TicketHolds } from './domain/context'
 import { createGraphFacts } from './graph-facts'
@@ -14,18 +12,9 @@ import { resolvers, type PaymentsContext } from './resolvers'
 import { typeDefs } from './schema'
 import { DEFAULT_SWEEP_INTERVAL_MS, startCheckoutSweeper } from './sweeper'
 
-export interface PaymentsServiceOptions {
-  mongoUrl: string
-  callerKeys: CallerKeys
+export interface PaymentsServiceOptions extends DomainProcessOptions {
   /** the gateway, through which this domain reads the apps and actors facts it decides on and a ticket checkout's hold (as the service payments) */
   gatewayUrl: string
-  host: string
-  port: number
-  logger: Logger
-  /** OPERATOR_TOKEN: what the subgraph's `/metrics` asks for */
-  operatorToken?: string
-  /** DB_COMMAND_METRICS */
-  databaseCommandMetrics?: boolean
   /** payment record AT-URIs: at://<serviceDid>/money.svc.payment.record/<tid> */
   serviceDid: string
   /** browser URL = `${checkoutUrl}/checkout/${browserToken}` */
@@ -63,13 +52,7 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
   let processors: ProcessorRegistry | undefined
   const processorsOf = (models: PaymentsModels) => (processors ??= createProcessorRegistry({ liveProcessor: opts.liveProcessor, testProcessorLatencyMs: opts.testProcessorLatencyMs }, models))
   const running = await startDomainSubgraph({
-    mongoUrl: opts.mongoUrl,
-    callerKeys: opts.callerKeys,
-    host: opts.host,
-    port: opts.port,
-    logger: opts.logger,
-    operatorToken: opts.operatorToken,
-    databaseCommandMetrics: opts.databaseCommandMetrics,
+    ...processOptionsOf(opts),
     name: 'payments',
     typeDefs,
     resolvers,

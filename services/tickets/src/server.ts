@@ -2,11 +2,9 @@
  * The tickets subgraph: its models and GraphQL server, its gateway client for the apps facts it decides on and the
  * checkouts it starts, the relay of its outbox, the hold expiry queue and the sweep of unannounced tickets.
  */
-import type { Logger } from 'pino'
 import { createGatewayClient } from '@svc/gateway-client'
-import type { CallerKeys } from '@svc/internal-context'
 import { startOutboxRelay, type OutboxRelaySettings } from '@svc/outbox'
-import { startDomainSubgraph } from '@svc/subgraph-server'
+import { processOptionsOf, startDomainSubgraph, type DomainProcessOptions } from '@svc/subgraph-server'
 import type { AppFacts } from './domain/app-facts'
 import { createGraphCheckouts, createGraphFacts } from './graph-facts'
 import { createTicketsModels, type TicketsModels } from './models'
@@ -16,20 +14,11 @@ import { DEFAULT_TICKETS_SWEEP_MS, startTicketsSweeper } from './sweeper'
 import type { HoldExpiryScheduler } from './domain/context'
 import { startHoldExpiry, type HoldExpiryQueue } from './hold-expiry'
 
-export interface TicketsServiceOptions {
-  mongoUrl: string
-  callerKeys: CallerKeys
+export interface TicketsServiceOptions extends DomainProcessOptions {
   /** the gateway, through which this domain reads the app's environment and modules and starts a hold's checkout (as the service tickets) */
   gatewayUrl: string
   /** the checkout host ({checkout_url}), where a ticket's page is */
   checkoutUrl: string
-  host: string
-  port: number
-  logger: Logger
-  /** OPERATOR_TOKEN: what the subgraph's `/metrics` asks for */
-  operatorToken?: string
-  /** DB_COMMAND_METRICS */
-  databaseCommandMetrics?: boolean
   /**
    * relays the tickets outbox to the `domain-events` queue (docs/events.md) and runs the `ticket-holds` queue (hold
    * expiries on time); without it nothing leaves the outbox and holds lapse on read only
@@ -45,13 +34,7 @@ export async function startTicketsService(opts: TicketsServiceOptions): Promise<
   let expiryQueue: HoldExpiryQueue | null = null
   const holdExpiry: HoldExpiryScheduler = { schedule: (holdId, expiresAt) => expiryQueue?.schedule(holdId, expiresAt) ?? Promise.resolve() }
   const running = await startDomainSubgraph({
-    mongoUrl: opts.mongoUrl,
-    callerKeys: opts.callerKeys,
-    host: opts.host,
-    port: opts.port,
-    logger: opts.logger,
-    operatorToken: opts.operatorToken,
-    databaseCommandMetrics: opts.databaseCommandMetrics,
+    ...processOptionsOf(opts),
     name: 'tickets',
     typeDefs,
     resolvers,
