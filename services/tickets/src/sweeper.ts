@@ -3,6 +3,7 @@
  * units and inserting their ticket (domain/stopped-claims.ts), then tickets whose `ticket.issued` was never written.
  */
 import type { Logger } from 'pino'
+import { startSweep, type Sweep } from '@svc/subgraph-server'
 import { sweepUnannounced } from './domain/announce'
 import type { TicketsDomain } from './domain/context'
 import { sweepStoppedClaims } from './domain/stopped-claims'
@@ -17,23 +18,6 @@ async function sweep(domain: TicketsDomain, logger: Logger): Promise<void> {
 export const DEFAULT_TICKETS_SWEEP_MS = 60_000
 
 /** `intervalMs` 0 disables it. `stop` waits for a run in progress. */
-export function startTicketsSweeper(domain: TicketsDomain, intervalMs: number, logger: Logger): { stop(): Promise<void>; runOnce(): Promise<void> } {
-  let sweeping: Promise<void> | null = null
-  const runOnce = () => {
-    sweeping ??= sweep(domain, logger)
-      .catch((err: unknown) => logger.error({ err }, 'tickets sweep failed'))
-      .finally(() => {
-        sweeping = null
-      })
-    return sweeping
-  }
-  const timer = intervalMs > 0 ? setInterval(() => void runOnce(), intervalMs) : null
-  timer?.unref()
-  return {
-    runOnce,
-    async stop() {
-      if (timer) clearInterval(timer)
-      await sweeping
-    },
-  }
+export function startTicketsSweeper(domain: TicketsDomain, intervalMs: number, logger: Logger): Sweep {
+  return startSweep('tickets sweep', () => sweep(domain, logger), intervalMs, logger)
 }

@@ -1,0 +1,29 @@
+/** A domain's periodic sweep (the payments checkout sweep, the tickets sweep): a timer in the process, never two runs at once. */
+import type { Logger } from 'pino'
+
+export interface Sweep {
+  /** starts a run now, or joins the one under way */
+  runOnce(): Promise<void>
+  /** stops the timer and waits for a run in progress */
+  stop(): Promise<void>
+}
+
+/** Runs `run` every `intervalMs` (0: only when asked, by runOnce); a failed run is logged and the next period runs again. */
+export function startSweep(name: string, run: () => Promise<void>, intervalMs: number, logger: Pick<Logger, 'error'>): Sweep {
+  let running: Promise<void> | null = null
+  const runOnce = () =>
+    (running ??= run()
+      .catch((err: unknown) => logger.error({ err }, `${name} failed`))
+      .finally(() => {
+        running = null
+      }))
+  const timer = intervalMs > 0 ? setInterval(() => void runOnce(), intervalMs) : null
+  timer?.unref()
+  return {
+    runOnce,
+    async stop() {
+      if (timer) clearInterval(timer)
+      await running
+    },
+  }
+}
