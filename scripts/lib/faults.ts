@@ -44,8 +44,13 @@ const OUTAGE_SCALED_MS = 3 * 24 * 3600_000
 const DISABLE_AFTER_SCALED_MS = 5 * 24 * 3600_000
 /** The schedule's longest wait (22 h): after the outage, every pending delivery has its next attempt within it. */
 const LONGEST_WAIT_SCALED_MS = 22 * 3600_000
-/** the test processor's wait before each charge: long enough for the run to kill the payments subgraph inside one */
-const CHARGE_LATENCY_MS = 500
+/**
+ * the test processor's wait before each charge: long enough for the run to see a charge under way and kill the
+ * payments subgraph inside it, even on a loaded machine whose database reads take hundreds of milliseconds
+ */
+const CHARGE_LATENCY_MS = 2000
+/** how long the run waits for that payment to be in its charge (a loaded CI machine is several times slower) */
+const CHARGING_WAIT_MS = 30_000
 
 export interface FaultOptions {
   /** real seconds standing for the three days the receiver is down (sets the time scale) */
@@ -564,9 +569,16 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     const at = (ms: number, what: () => Promise<void>) => timeline.push(sleep(Math.max(0, t0 + ms - Date.now())).then(what))
     at(outageMs * 0.2, async () => {
       // one payment is in its charge when the subgraph dies: marked processing, its processor's answer not yet back
-      const paying = retrying('payments', paymentOrder(killedMidCharge))()
+      let ended = false
+      const paying = retrying('payments', paymentOrder(killedMidCharge))().finally(() => {
+        ended = true
+      })
       const charging = async () => (await watch.collection('checkouts').countDocuments({ appOrderId: killedMidCharge, status: 'processing' })) === 1
-      if (!(await waitUntil(charging, Date.now() + 10_000, 10))) throw new Error(`order ${killedMidCharge} was not processing within 10 s (see ${logDir})`)
+      const seen = await waitUntil(async () => ended || (await charging()), Date.now() + CHARGING_WAIT_MS, 10)
+      if (ended || !seen) {
+        const why = ended ? 'its pay ended before the run saw it charging (paid, or refused)' : `it was not charging within ${CHARGING_WAIT_MS / 1000} s`
+        throw new Error(`order ${killedMidCharge}: ${why} (see ${logDir})`)
+      }
       log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: the payments subgraph killed during the charge of ${killedMidCharge}, started again after 1 s\n`)
       await restartPayments()
       faults.subgraphRestarts++
