@@ -3,6 +3,7 @@
  * need is checked here (the expiry must become two integers); whether the card itself is acceptable (number, CVC,
  * expiry in the past, …) is the payments subgraph's decision (InvalidRequest).
  */
+import type { GraphTypes } from '@svc/graph'
 
 /** Field names of the form (the page and the parser share them); the card ones are CardInput's names. */
 export const CARD_FIELDS = {
@@ -16,13 +17,8 @@ export const CARD_FIELDS = {
   name: 'name',
 } as const
 
-export interface CardInput {
-  number: string
-  expMonth: number
-  expYear: number
-  cvc: string
-  name: string | null
-}
+/** The card as the payments subgraph's SDL declares it (`input CardInput`). */
+export type CardInput = GraphTypes.CardInput
 
 export type CardFormResult = { ok: true; card: CardInput; nameOnCard: string | null } | { ok: false; message: string; nameOnCard: string | null }
 

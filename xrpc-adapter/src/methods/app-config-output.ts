@@ -3,6 +3,7 @@
  * implementation's `channel` (always) and `url` / `receiverUrl` (when set); docs/events.md, "Channels".
  */
 import { graphql, type ResultOf } from '@svc/graph'
+import type { MoneySvcAppGetConfigWebhook } from '@svc/lexicons/types'
 
 export const APP_CONFIG_FIELDS = graphql(`fragment AppConfigFields on AppEnvironmentConfig {
   appDid environment appUrl feeShareBps
@@ -15,15 +16,8 @@ export const APP_CONFIG_FIELDS = graphql(`fragment AppConfigFields on AppEnviron
 /** The configuration as the apps subgraph's SDL declares it (the fragment above). */
 export type AppConfigData = ResultOf<typeof APP_CONFIG_FIELDS>
 
-export interface WebhookOutput {
-  configured: boolean
-  url?: string
-  paused: boolean
-  channel: string
-  receiverUrl?: string
-}
-
-export function webhookOutput(w: AppConfigData['webhook']): WebhookOutput {
+/** The lexicons' webhook object (getConfig's; updateConfig's adds the signing secret once). */
+export function webhookOutput(w: AppConfigData['webhook']): MoneySvcAppGetConfigWebhook {
   return {
     configured: w.configured,
     ...(w.url ? { url: w.url } : {}),

@@ -2,6 +2,7 @@
  * The event envelope (the contract's Events section), the receiver's error type, and header access that works for
  * node:http headers objects and Fetch `Headers` alike.
  */
+import type { MoneySvcEventReceiveEventInput } from '@svc/lexicons/types'
 import type { Environment } from '@svc/vocabulary'
 
 /** Event types of API version 2026-06 (the contract names the first two; the authorization events per DESIGN.md). */
@@ -13,12 +14,12 @@ export const TEST_EVENT_TYPE = 'app.webhook.test'
 export const DELIVERY_ID_HEADER = 'svc-delivery-id'
 export const API_VERSION_HEADER = 'svc-api-version'
 
-/** One delivery: the HTTP webhook body and the receiveEvent input. `id` (`whd_…`) is the idempotency key. */
-export interface EventEnvelope<D = unknown> {
-  id: string
+/**
+ * One delivery: the HTTP webhook body and the receiveEvent input, as the lexicon declares it
+ * (money.svc.event.receiveEvent). `id` (`whd_…`) is the idempotency key.
+ */
+export type EventEnvelope<D = unknown> = Omit<MoneySvcEventReceiveEventInput, 'type' | 'environment' | 'data'> & {
   type: EventType | (string & {})
-  createdAt: string
-  apiVersion: string
   environment: Environment
   data: D
 }

@@ -2,6 +2,7 @@
  * The event envelope (the contract's Events section) and delivery ids.
  */
 import { createHash, randomBytes } from 'node:crypto'
+import type { MoneySvcEventReceiveEventInput } from '@svc/lexicons/types'
 import type { Environment } from '@svc/vocabulary'
 
 /** The API version of every event: the envelope's `apiVersion` and the `svc-api-version` header. */
@@ -9,14 +10,8 @@ export const API_VERSION = '2026-06'
 
 export const DELIVERY_ID_RE = /^whd_[0-9a-f]{32}$/
 
-export interface Envelope {
-  id: string
-  type: string
-  createdAt: string
-  apiVersion: typeof API_VERSION
-  environment: Environment
-  data: Record<string, unknown>
-}
+/** The envelope as its lexicon declares it (money.svc.event.receiveEvent's input, which is the webhook body too), as this service writes it. */
+export type Envelope = MoneySvcEventReceiveEventInput & { apiVersion: typeof API_VERSION; environment: Environment; data: Record<string, unknown> }
 
 /** The delivery of a domain event: derived from its id, so relaying the event twice is one delivery. */
 export function deliveryIdForEvent(eventId: string): string {
