@@ -29,6 +29,7 @@ import { errorsPlugin } from './plugins/errors'
 import { xrpcPlugin } from './plugins/xrpc'
 import { createCounter, createLimiter, registerRateLimitStore } from './plugins/rate-limit'
 import { apiKeyHashForLimit } from './auth/api-key'
+import { API_VERSION } from '@svc/vocabulary'
 
 export const REQUEST_ID_RESPONSE_HEADER = 'Svc-Request-Id'
 
@@ -119,7 +120,7 @@ export async function buildApiServer(deps: AdapterDeps): Promise<FastifyInstance
   const app = baseServer(deps, 'api')
   await app.register(errorsPlugin)
   await registerOperations(app, deps)
-  app.get('/xrpc/_health', async () => ({ version: '2026-06' }))
+  app.get('/xrpc/_health', async () => ({ version: API_VERSION }))
   await app.register(didDocumentRoute, { identity: deps.serviceIdentity })
   await registerRateLimitStore(app, deps.redis, deps.redisPrefix)
   await app.register(xrpcPlugin, {

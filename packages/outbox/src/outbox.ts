@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto'
 import { Schema, type Connection, type Model } from 'mongoose'
-import { ENVIRONMENTS, type Environment } from '@svc/vocabulary'
+import { ENVIRONMENTS, type Environment, type EventType } from '@svc/vocabulary'
 import type { EventSource } from './queue'
 import { OUTBOX_WRITTEN, outboxNamespace, outboxWrites } from './writes'
 
@@ -19,7 +19,7 @@ export interface OutboxEvent {
   /** `evt_` + 32 hex characters derived from `key` */
   _id: string
   /** event type, e.g. `payment.completed`, `app.authorization.granted` */
-  type: string
+  type: EventType
   environment: Environment
   /** the app the event is for (its webhook and receiver) */
   appDid: string
@@ -72,7 +72,7 @@ export function outboxEventId(key: string): string {
 }
 
 export interface NewOutboxEvent {
-  type: string
+  type: EventType
   environment: Environment
   appDid: string
   data: Record<string, unknown>

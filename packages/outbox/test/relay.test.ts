@@ -7,6 +7,7 @@ import { Queue } from 'bullmq'
 import Redis from 'ioredis'
 import mongoose, { type Connection } from 'mongoose'
 import pino from 'pino'
+import type { EventType } from '@svc/vocabulary'
 import { isolate } from '@svc/testing/src/isolation'
 import {
   createOutboxModel,
@@ -66,7 +67,7 @@ function fixture() {
   return { queue, relay, jobCount, redisPrefix }
 }
 
-const event = (key: string, o: { type?: string; occurredAt?: Date; environment?: 'test' | 'live' } = {}) => ({
+const event = (key: string, o: { type?: EventType; occurredAt?: Date; environment?: 'test' | 'live' } = {}) => ({
   type: o.type ?? 'payment.completed',
   environment: o.environment ?? ('test' as const),
   appDid: APP,

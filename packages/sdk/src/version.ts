@@ -1,3 +1,3 @@
 /** The SDK's version, and the API version it was written against (the contract's Versioning section). */
 export const SDK_VERSION = '0.0.0-beta.3'
-export const API_VERSION = '2026-06'
+export { API_VERSION } from '@svc/vocabulary'

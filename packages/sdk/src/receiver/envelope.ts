@@ -3,16 +3,9 @@
  * node:http headers objects and Fetch `Headers` alike.
  */
 import type { MoneySvcEventReceiveEventInput } from '@svc/lexicons/types'
-import type { Environment } from '@svc/vocabulary'
+import type { Environment, EventType } from '@svc/vocabulary'
 
-/** Event types of API version 2026-06 (the contract names the first two; the authorization events per DESIGN.md). */
-export const EVENT_TYPES = ['payment.completed', 'app.webhook.test', 'app.authorization.granted', 'app.authorization.revoked', 'ticket.issued', 'ticket.voided'] as const
-export type EventType = (typeof EVENT_TYPES)[number]
-/** The test-event utility's probe: never a real order. */
-export const TEST_EVENT_TYPE = 'app.webhook.test'
-
-export const DELIVERY_ID_HEADER = 'svc-delivery-id'
-export const API_VERSION_HEADER = 'svc-api-version'
+export { API_VERSION_HEADER, DELIVERY_ID_HEADER, EVENT_TYPES, TEST_EVENT_TYPE, type EventType } from '@svc/vocabulary'
 
 /**
  * One delivery: the HTTP webhook body and the receiveEvent input, as the lexicon declares it

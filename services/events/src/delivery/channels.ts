@@ -5,7 +5,7 @@
  *   aud = the app, lxm = receiveEvent, 60 s, random jti) signed with SERVICE_SIGNING_KEY.
  */
 import { mintServiceJwt, type MintServiceJwtParams } from '@svc/service-auth'
-import { API_VERSION } from '../domain/envelope'
+import { API_VERSION, API_VERSION_HEADER, DELIVERY_ID_HEADER } from '@svc/vocabulary'
 import { webhookSignatureHeader } from './signature'
 import type { OutgoingRequest } from './transport'
 
@@ -29,8 +29,8 @@ export function webhookRequest(url: string, delivery: DeliveryToSend, secrets: r
       'webhook-id': delivery.id,
       'webhook-timestamp': String(timestamp),
       'webhook-signature': webhookSignatureHeader(secrets, delivery.id, timestamp, delivery.body),
-      'svc-delivery-id': delivery.id,
-      'svc-api-version': API_VERSION,
+      [DELIVERY_ID_HEADER]: delivery.id,
+      [API_VERSION_HEADER]: API_VERSION,
       'user-agent': USER_AGENT,
     },
   }
@@ -54,8 +54,8 @@ export async function xrpcRequest(
     headers: {
       'content-type': 'application/json',
       authorization: `Bearer ${jwt}`,
-      'svc-delivery-id': delivery.id,
-      'svc-api-version': API_VERSION,
+      [DELIVERY_ID_HEADER]: delivery.id,
+      [API_VERSION_HEADER]: API_VERSION,
       'user-agent': USER_AGENT,
     },
   }

@@ -3,10 +3,9 @@
  */
 import { createHash, randomBytes } from 'node:crypto'
 import type { MoneySvcEventReceiveEventInput } from '@svc/lexicons/types'
-import type { Environment } from '@svc/vocabulary'
+import type { API_VERSION, Environment } from '@svc/vocabulary'
 
-/** The API version of every event: the envelope's `apiVersion` and the `svc-api-version` header. */
-export const API_VERSION = '2026-06'
+export { API_VERSION, TEST_EVENT_TYPE } from '@svc/vocabulary'
 
 export const DELIVERY_ID_RE = /^whd_[0-9a-f]{32}$/
 
@@ -28,5 +27,3 @@ export function serializeEnvelope(envelope: Envelope): string {
   const { id, type, createdAt, apiVersion, environment, data } = envelope
   return JSON.stringify({ id, type, createdAt, apiVersion, environment, data })
 }
-
-export const TEST_EVENT_TYPE = 'app.webhook.test'

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto'
 import { Queue } from 'bullmq'
 import Redis from 'ioredis'
 import { writeOutboxEvent, type DomainEventJob } from '@svc/outbox'
+import type { EventType } from '@svc/vocabulary'
 import type { TestStack } from '../../../stack'
 import {
   createDelivery,
@@ -56,7 +57,7 @@ export const newEventId = () => `evt_${randomBytes(16).toString('hex')}`
 
 export interface TestEvent {
   appDid: string
-  type?: string
+  type?: EventType
   environment?: 'test' | 'live'
   data?: Record<string, unknown>
   occurredAt?: Date
