@@ -6,8 +6,8 @@ import type { Card, PaymentProcessor } from '../processors'
 import { validateCard, type CardInput } from './card'
 import { checkoutClosed } from './checkout-errors'
 import { findByBrowserToken, toCheckoutView, type CheckoutView, type StoredCheckout } from './checkout-view'
-import { holdsOf, nowOf, processorTimeoutOf, resolveTimeoutOf, type PaymentsDomain } from './context'
-import { chargeKeyOf, claimSettlement, expireCheckout, FAILURE_MESSAGES, finishSettlement, keepOutcome, outcomeOf, recoverCheckout, type SettlementOutcome } from './settlement'
+import { holdsOf, nowOf, processorTimeoutOf, type PaymentsDomain } from './context'
+import { askProcessor, chargeKeyOf, claimSettlement, expireCheckout, FAILURE_MESSAGES, finishSettlement, keepOutcome, outcomeOf, recoverCheckout, type SettlementOutcome } from './settlement'
 
 /**
  * Charges the card. When the answer is lost (the call failed or timed out), the processor is asked what became of the
@@ -27,13 +27,7 @@ async function charge(d: PaymentsDomain, processor: PaymentProcessor, checkout: 
     // never log the card: only the processor's error
     d.logger?.error({ checkoutId: checkout._id, err: (err as Error).message }, 'payment processor call failed; asking the processor what became of it')
   }
-  try {
-    const resolved = await pTimeout(processor.resolveCharge(idempotencyKey), { milliseconds: resolveTimeoutOf(d) })
-    return resolved ? outcomeOf(resolved) : { ok: false, reason: 'processor_error', code: 'processing_error', message: FAILURE_MESSAGES.processorUnreachable }
-  } catch (err) {
-    d.logger?.error({ checkoutId: checkout._id, err: (err as Error).message }, 'payment processor cannot tell what became of the charge; the checkout stays processing')
-    return null
-  }
+  return askProcessor(d, () => processor, checkout._id, { ok: false, reason: 'processor_error', code: 'processing_error', message: FAILURE_MESSAGES.processorUnreachable })
 }
 
 /**

@@ -19,7 +19,7 @@ import { isDuplicateKeyError, type CheckoutDoc, type FailureReason, type Settlem
 import { holdsOf, nowOf, resolveTimeoutOf, type PaymentsDomain } from './context'
 import { buildPaymentRecord, storePaymentRecord } from './payment-records'
 import type { Environment } from '@svc/vocabulary'
-import type { ChargeResult } from '../processors'
+import type { ChargeResult, PaymentProcessor } from '../processors'
 
 /**
  * A payment claim without an outcome after this long lost its processor's answer: the call takes at most the
@@ -177,7 +177,8 @@ export async function recoverCheckout(d: PaymentsDomain, checkoutId: string): Pr
   if (!settlement.outcome) {
     if (settlement.by !== 'payment') return false
     if (nowOf(d).getTime() - new Date(settlement.claimedAt).getTime() <= UNANSWERED_PAYMENT_CLAIM_MS) return false
-    const outcome = await askProcessor(d, checkoutId, settlement.environment as Environment)
+    const processorOf = () => d.processors.forEnvironment(settlement.environment as Environment)
+    const outcome = await askProcessor(d, processorOf, checkoutId, { ok: false, reason: 'processor_error', code: 'unconfirmed', message: FAILURE_MESSAGES.unconfirmed })
     if (!outcome) return false
     await recordOutcome(d, checkoutId, outcome)
   }
@@ -186,17 +187,17 @@ export async function recoverCheckout(d: PaymentsDomain, checkoutId: string): Pr
 }
 
 /**
- * What became of a claimed payment whose answer was lost, by the processor's word; it closes the key, so nothing is
- * charged later. Null when the processor cannot tell now (the checkout waits for the next read or sweep).
+ * What became of a payment whose processor answer was lost, by the processor's word; asking closes the key, so nothing
+ * is charged under it later. `noCharge` is the outcome when the processor has no charge under the key. Null when the
+ * processor cannot tell now, or none is configured (the checkout stays processing; the next read or sweep asks again).
  */
-async function askProcessor(d: PaymentsDomain, checkoutId: string, environment: Environment): Promise<SettlementOutcome | null> {
+export async function askProcessor(d: PaymentsDomain, processorOf: () => PaymentProcessor, checkoutId: string, noCharge: SettlementOutcome): Promise<SettlementOutcome | null> {
   try {
-    const processor = d.processors.forEnvironment(environment)
-    const result = await pTimeout(processor.resolveCharge(chargeKeyOf(checkoutId)), { milliseconds: resolveTimeoutOf(d) })
+    const result = await pTimeout(processorOf().resolveCharge(chargeKeyOf(checkoutId)), { milliseconds: resolveTimeoutOf(d) })
     d.logger?.warn({ checkoutId, charged: result?.ok ?? false }, 'a payment that lost its answer was settled by asking its processor')
-    return result ? outcomeOf(result) : { ok: false, reason: 'processor_error', code: 'unconfirmed', message: FAILURE_MESSAGES.unconfirmed }
+    return result ? outcomeOf(result) : noCharge
   } catch (err) {
-    d.logger?.error({ checkoutId, err: (err as Error).message }, 'the processor cannot tell what became of a payment now; the checkout waits')
+    d.logger?.error({ checkoutId, err: (err as Error).message }, 'the processor cannot tell what became of a payment now; the checkout stays processing')
     return null
   }
 }
