@@ -10,7 +10,7 @@ import { connectActors, startActorsService, upsertActor, type ActorsModels, type
 import { connectApps, registerApp, issueApiKey, startAppsService, type AppsModels } from '@svc/apps'
 import { connectPayments, startPaymentsService, type PaymentsModels } from '@svc/payments'
 import { connectEvents, startEventsService, startEventWorkers, type DeliveryLogStore, type EventsModels, type RunningEventWorkers } from '@svc/events'
-import { connectTickets, startTicketsService, type TicketsModels } from '@svc/tickets'
+import { connectTickets, createRedisSeatMap, startTicketsService, type TicketsDomain, type TicketsModels } from '@svc/tickets'
 import type { AdapterLimits, Config, DeliverySettings, TrustProxy } from '@svc/config'
 import { createMetrics } from '@svc/operations'
 import { buildGateway } from '@svc/gateway'
@@ -45,6 +45,8 @@ export interface TestStack {
   deliveryLog: DeliveryLogStore
   /** the tickets subgraph's models, on the same database */
   tickets: TicketsModels
+  /** the tickets domain as the stack's tickets process has it (its models and seat map), for calling domain functions */
+  ticketsDomain: TicketsDomain
   /** the delivery settings the stack's workers use (StackOptions.delivery over test defaults) */
   delivery: DeliverySettings
   /** starts (more) event workers in this process; the stack stops them */
@@ -234,6 +236,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const paymentsDb = await connectPayments(iso.mongoUrl)
   const eventsDb = await connectEvents(iso.mongoUrl)
   const ticketsDb = await connectTickets(iso.mongoUrl)
+  const ticketsSeatMap = createRedisSeatMap({ redisUrl: iso.redisUrl, redisPrefix: iso.redisPrefix })
   const allowLoopbackWebhooks = opts.allowLoopbackWebhooks ?? false
   const workers: RunningEventWorkers[] = []
   const startWorkers = async (overrides: Partial<DeliverySettings> = {}) => {
@@ -272,6 +275,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     events: eventsDb.models,
     deliveryLog: { models: eventsDb.models, redis, redisPrefix: iso.redisPrefix },
     tickets: ticketsDb.models,
+    ticketsDomain: { models: ticketsDb.models, seatMap: ticketsSeatMap },
     delivery,
     startWorkers,
     workerEnv: (overrides = {}) => {
@@ -342,6 +346,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
       await tickets.stop()
       await eventsDb.conn.close()
       await ticketsDb.conn.close()
+      await ticketsSeatMap.close()
       await actorsDb.conn.close()
       await paymentsDb.conn.close()
       await conn.dropDatabase().catch(() => undefined)

@@ -1,6 +1,6 @@
 /**
  * The tickets subgraph: its models and GraphQL server, its gateway client for the apps facts it decides on and the
- * checkouts it starts, the relay of its outbox, the hold expiry queue and the sweep of unannounced tickets.
+ * checkouts it starts, the relay of its outbox, the hold expiry queue, the seat map and the sweep.
  */
 import { createGatewayClient } from '@svc/gateway-client'
 import { startOutboxRelay, type OutboxRelaySettings } from '@svc/outbox'
@@ -13,6 +13,7 @@ import { typeDefs } from './schema'
 import { DEFAULT_TICKETS_SWEEP_MS, startTicketsSweeper } from './sweeper'
 import type { HoldExpiryScheduler } from './domain/context'
 import { startHoldExpiry, type HoldExpiryQueue } from './hold-expiry'
+import { createRedisSeatMap } from './redis-seat-map'
 
 export interface TicketsServiceOptions extends DomainProcessOptions {
   /** the gateway, through which this domain reads the app's environment and modules and starts a hold's checkout (as the service tickets) */
@@ -32,6 +33,8 @@ export async function startTicketsService(opts: TicketsServiceOptions): Promise<
   const gateway = createGatewayClient({ url: opts.gatewayUrl, signer: { issuer: 'tickets', key: opts.callerKeys.tickets }, connections: 32, timeoutMs: 10_000 })
   // the worker works on the same models as the subgraph: made once they exist (below), used by the requests after
   let expiryQueue: HoldExpiryQueue | null = null
+  // the seat map lives in the Redis the relay uses; without one, seats are counted from the units
+  const seatMap = opts.relay ? createRedisSeatMap({ redisUrl: opts.relay.redisUrl, redisPrefix: opts.relay.redisPrefix }) : undefined
   const holdExpiry: HoldExpiryScheduler = { schedule: (holdId, expiresAt) => expiryQueue?.schedule(holdId, expiresAt) ?? Promise.resolve() }
   const running = await startDomainSubgraph({
     ...processOptionsOf(opts),
@@ -45,6 +48,7 @@ export async function startTicketsService(opts: TicketsServiceOptions): Promise<
       const domain = {
         models,
         logger: base.log,
+        seatMap,
         checkoutUrl: opts.checkoutUrl.replace(/\/+$/, ''),
         holdExpiry,
         get facts() {
@@ -55,9 +59,9 @@ export async function startTicketsService(opts: TicketsServiceOptions): Promise<
       return { ...base, domain }
     },
   })
-  const sweeper = startTicketsSweeper({ models: running.models, logger: opts.logger }, opts.sweepIntervalMs ?? DEFAULT_TICKETS_SWEEP_MS, opts.logger)
+  const sweeper = startTicketsSweeper({ models: running.models, logger: opts.logger, seatMap }, opts.sweepIntervalMs ?? DEFAULT_TICKETS_SWEEP_MS, opts.logger)
   const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'tickets', logger: opts.logger }) : null
-  if (opts.relay) expiryQueue = startHoldExpiry({ domain: { models: running.models, logger: opts.logger }, redisUrl: opts.relay.redisUrl, redisPrefix: opts.relay.redisPrefix, logger: opts.logger })
+  if (opts.relay) expiryQueue = startHoldExpiry({ domain: { models: running.models, logger: opts.logger, seatMap }, redisUrl: opts.relay.redisUrl, redisPrefix: opts.relay.redisPrefix, logger: opts.logger })
   return {
     url: running.url,
     models: running.models,
@@ -66,6 +70,7 @@ export async function startTicketsService(opts: TicketsServiceOptions): Promise<
       await relay?.stop()
       await expiryQueue?.stop()
       await running.stop()
+      await seatMap?.close()
       await gateway.close()
     },
   }

@@ -1,10 +1,12 @@
 /**
  * The tickets process's sweep, every interval, never two runs at once: free claims that stopped between keeping their
- * units and inserting their ticket (domain/stopped-claims.ts), then tickets whose `ticket.issued` was never written.
+ * units and inserting their ticket (domain/stopped-claims.ts), then tickets whose `ticket.issued` was never written,
+ * then the seat maps due for a rebuild from their units (domain/seat-map.ts).
  */
 import type { Logger } from 'pino'
 import { startSweep, type Sweep } from '@svc/subgraph-server'
 import { sweepUnannounced } from './domain/announce'
+import { reconcileSeatMaps } from './domain/capacity'
 import type { TicketsDomain } from './domain/context'
 import { sweepStoppedClaims } from './domain/stopped-claims'
 
@@ -13,6 +15,8 @@ async function sweep(domain: TicketsDomain, logger: Logger): Promise<void> {
   if (stopped.issued || stopped.released) logger.warn(stopped, 'tickets sweep: finished free claims that stopped between keeping their seat and issuing their ticket')
   const announced = await sweepUnannounced(domain)
   if (announced) logger.warn({ announced }, 'tickets sweep: announced tickets whose claim stopped before its event')
+  const rebuilt = await reconcileSeatMaps(domain)
+  if (rebuilt) logger.info({ rebuilt }, 'tickets sweep: seat maps rebuilt from their units')
 }
 
 export const DEFAULT_TICKETS_SWEEP_MS = 60_000

@@ -77,3 +77,16 @@ export const HOLD = 'tickets.svc.createTicketHold'
 export async function hold(stack: TestStack, app: TestApp, body: Record<string, unknown>): Promise<HttpResult> {
   return xrpcPost(stack, HOLD, { environment: 'test', appOrderId: randomBytes(8).toString('hex'), ...body }, bearer(await app.jwt(HOLD)))
 }
+
+/**
+ * Time passes for the seats of these reservations (as at their expiresAt): their units' expiresAt moves to `at`, and
+ * so does the seat map's record of when they lapse (a test that moved only the units would leave the map behind).
+ */
+export async function lapseSeats(stack: TestStack, reservationIds: string[], at = new Date(Date.now() - 1000)): Promise<void> {
+  const units = await stack.tickets.CapacityUnit.find({ reservationId: { $in: reservationIds }, kind: 'seat' }, { tierId: 1, reservationId: 1 }).lean()
+  await stack.tickets.CapacityUnit.updateMany({ reservationId: { $in: reservationIds } }, { $set: { expiresAt: at } })
+  for (const key of new Set(units.map((u) => `${u.tierId} ${u.reservationId}`))) {
+    const [tierId, reservationId] = key.split(' ') as [string, string]
+    await stack.ticketsDomain.seatMap!.holding(tierId, reservationId, at)
+  }
+}

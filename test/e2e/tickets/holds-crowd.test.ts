@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { bearer, expectOk, xrpcPost } from '../adapter/helpers'
 import { payByForm } from '../adapter/payment-helpers'
-import { availability, enableTickets, HOLD, newSigner, setUpEvent } from './helpers'
+import { availability, enableTickets, HOLD, lapseSeats, newSigner, setUpEvent } from './helpers'
 
 const CROWD_JWT_SECONDS = 290
 
@@ -60,7 +60,7 @@ it('a thousand concurrent holds on 100 seats hold exactly 100; after they lapse,
   // the first wave's holds lapse (their expiresAt passes)
   const lapsed = new Date(Date.now() - 1000)
   await stack.tickets.TicketHold.updateMany({ _id: { $in: first.holds.map((h) => h.holdId) } }, { $set: { expiresAt: lapsed } })
-  await stack.tickets.CapacityUnit.updateMany({ tierId }, { $set: { expiresAt: lapsed } })
+  await lapseSeats(stack, first.holds.map((h) => h.holdId), lapsed)
 
   const second = await crowd(eventUri, tierId)
   expect(second.byStatus).toEqual({ '200 held': 100, '409 TicketHoldUnavailable': 900 })

@@ -10,7 +10,7 @@ import { queuePrefix, TICKET_HOLDS_QUEUE } from '@svc/outbox'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { bearer, expectError, expectOk, httpRequest, xrpcPost } from '../adapter/helpers'
 import { payByForm } from '../adapter/payment-helpers'
-import { availability, enableTickets, HOLD, hold, newSigner, setUpEvent, type Signer } from './helpers'
+import { availability, enableTickets, HOLD, hold, lapseSeats, newSigner, setUpEvent, type Signer } from './helpers'
 
 let stack: TestStack
 let app: TestApp
@@ -106,7 +106,7 @@ it('a hold that lapsed before the payment is never charged: its checkout ends as
   const { eventUri, vip } = await paidEvent()
   const held = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: vip, quantity: 2 }] }))
   // the hold's seats lapse (as at expiresAt) and another buyer takes them
-  await stack.tickets.CapacityUnit.updateMany({ reservationId: held.holdId }, { $set: { expiresAt: new Date(Date.now() - 1000) } })
+  await lapseSeats(stack, [held.holdId])
   expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: vip, quantity: 2 }] }))
   expect((await payByForm(held.checkout.url, '4242 4242 4242 4242')).text).toContain('expired')
   const checkout = (await stack.payments.Checkout.findOne({ holdId: held.holdId }).lean())!
@@ -143,7 +143,7 @@ describe('the ticket-holds queue', () => {
     // time passes: the hold and its seats are past expiresAt, and the job comes due
     const past = new Date(Date.now() - 1000)
     await stack.tickets.TicketHold.updateOne({ _id: held.holdId }, { $set: { expiresAt: past } })
-    await stack.tickets.CapacityUnit.updateMany({ reservationId: held.holdId }, { $set: { expiresAt: past } })
+    await lapseSeats(stack, [held.holdId], past)
     await job.promote()
     await waitFor(async () => (await queue.getJob(held.holdId))?.returnvalue === 'released', 'the job to release the hold')
     expect(await stack.tickets.CapacityUnit.countDocuments({ reservationId: held.holdId })).toBe(0)

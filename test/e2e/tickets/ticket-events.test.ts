@@ -130,19 +130,19 @@ test('the sweep announces a ticket whose claim stopped before writing its event'
   await stack.tickets.Ticket.create({ ...stopped, createdAt: new Date(Date.now() - ANNOUNCE_GRACE_MS - 1000) })
   await stack.tickets.Ticket.create({ ...stopped, _id: `ticket_${'c'.repeat(24)}`, createdAt: new Date() })
 
-  expect(await sweepUnannounced({ models: stack.tickets })).toBe(1)
+  expect(await sweepUnannounced(stack.ticketsDomain)).toBe(1)
   await waitFor(() => handled.some((e) => e.data.ticketId === stopped._id), 'the swept ticket.issued')
   expect((await stack.tickets.Ticket.findById(stopped._id).lean())?.announced).toBe(true)
   // a younger one is left to its claim
   expect((await stack.tickets.Ticket.findById(`ticket_${'c'.repeat(24)}`).lean())?.announced).toBe(false)
-  expect(await sweepUnannounced({ models: stack.tickets })).toBe(0)
+  expect(await sweepUnannounced(stack.ticketsDomain)).toBe(0)
 })
 
 describe('a free claim that stopped after keeping its seat and before inserting its ticket', () => {
   /** What such a claim leaves: its attempt's seat and share, kept, carrying the ticket's id, and no ticket. */
   async function stoppedClaim(tierId: string, ticketId: string, buyerDid: string, ageSeconds: number) {
     const tier = (await stack.tickets.Tier.findById(tierId).lean())!
-    const then = { models: stack.tickets, now: () => new Date(Date.now() - ageSeconds * 1000) }
+    const then = { ...stack.ticketsDomain, now: () => new Date(Date.now() - ageSeconds * 1000) }
     const id = `claim_${randomBytes(12).toString('hex')}`
     const taken = await reserve(then, { id, expiresAt: new Date(then.now().getTime() + CLAIM_ATTEMPT_SECONDS * 1000), buyerDid, ticketId }, [
       { tierId, seatRange: tier.seatRange, quantity: 1, buyer: { did: buyerDid, perBuyerLimit: tier.perBuyerLimit } },
@@ -170,12 +170,12 @@ describe('a free claim that stopped after keeping its seat and before inserting 
     await stoppedClaim(tierId, youngTicketId, young.did, 1)
     expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(1)
 
-    expect(await sweepStoppedClaims({ models: stack.tickets })).toEqual({ issued: 1, released: 0 })
+    expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 1, released: 0 })
     const ticket = (await stack.tickets.Ticket.findById(ticketId).lean())!
     expect(ticket).toMatchObject({ status: 'issued', source: 'claim', reservationId: attempt, buyerDid: buyer.did, eventUri, tierId, announced: true })
     await waitFor(() => handled.some((e) => e.type === 'ticket.issued' && e.data.ticketId === ticketId), 'the swept claim\'s ticket.issued')
     expect(await stack.tickets.Ticket.countDocuments({ _id: youngTicketId })).toBe(0)
-    expect(await sweepStoppedClaims({ models: stack.tickets })).toEqual({ issued: 0, released: 0 })
+    expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 0, released: 0 })
 
     const retried = expectOk(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tierId }, { idempotencyKey: 'stopped' }))
     expect(retried.ticket.id).toBe(ticketId)
@@ -197,13 +197,13 @@ describe('a free claim that stopped after keeping its seat and before inserting 
     const attempts = [await stoppedClaim(tierId, ticketId, buyer.did, CLAIM_ATTEMPT_SECONDS + 5), await stoppedClaim(tierId, ticketId, buyer.did, CLAIM_ATTEMPT_SECONDS + 5)]
     expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(1)
 
-    expect(await sweepStoppedClaims({ models: stack.tickets })).toEqual({ issued: 1, released: 1 })
+    expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 1, released: 1 })
     const ticket = (await stack.tickets.Ticket.findById(ticketId).lean())!
     expect(attempts).toContain(ticket.reservationId)
     const other = attempts.find((a) => a !== ticket.reservationId)!
     expect(await stack.tickets.CapacityUnit.countDocuments({ reservationId: other })).toBe(0)
     expect(await stack.tickets.CapacityUnit.countDocuments({ reservationId: ticket.reservationId })).toBe(2)
     expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(2)
-    expect(await sweepStoppedClaims({ models: stack.tickets })).toEqual({ issued: 0, released: 0 })
+    expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 0, released: 0 })
   })
 })

@@ -4,7 +4,7 @@
  */
 import { ContractError } from '@svc/errors'
 import type { TierDoc } from '../models'
-import { takenSeats } from './capacity'
+import { seatsTakenNow } from './capacity'
 import { nowOf, type ServingTickets, type TicketsDomain } from './context'
 import { appEvent, ticketsEnvironment } from './event-access'
 import type { TicketAvailability } from '../generated/graph-types'
@@ -16,7 +16,7 @@ export function onSale(tier: Pick<TierDoc, 'salesStartAt' | 'salesEndAt'>, now: 
 /** Seats of a tier that can be held or claimed now (blocked seats count as taken). */
 export async function availableSeats(d: TicketsDomain, tier: Pick<TierDoc, '_id' | 'seatRange' | 'salesStartAt' | 'salesEndAt'>): Promise<number> {
   if (!onSale(tier, nowOf(d))) return 0
-  return Math.max(0, tier.seatRange - (await takenSeats(d, tier._id, { shared: true })).length)
+  return Math.max(0, tier.seatRange - (await seatsTakenNow(d, tier._id, tier.seatRange, { shared: true })).count)
 }
 
 export async function getTicketAvailability(d: ServingTickets, appDid: string, environment: string | null, eventUri: string): Promise<TicketAvailability> {

@@ -12,6 +12,7 @@
 import { randomInt } from 'node:crypto'
 import { isDuplicateKeyError, type CapacityUnitDoc } from '../models'
 import { nowOf, type TicketsDomain } from './context'
+import { bitIsSet, seatNumber, type SeatMapState, type TakenUnit } from './seat-map'
 import { sharedRead } from './shared-reads'
 
 export const seatUnit = (tierId: string, n: number): string => `${tierId}#${n}`
@@ -40,10 +41,12 @@ export interface Reservation {
 
 export type ReserveResult = { ok: true } | { ok: false; lacking: 'seat' | 'buyer'; tierId: string }
 
-type TakenUnit = Pick<CapacityUnitDoc, 'unit' | 'reservationId' | 'expiresAt'>
+type UnitToDelete = Pick<CapacityUnitDoc, '_id' | 'unit' | 'kind' | 'tierId'>
 
 /** Inserts one unit; false when another reservation holds it. */
 async function take(d: TicketsDomain, r: Reservation, req: UnitRequest, unit: string, kind: 'seat' | 'buyer'): Promise<boolean> {
+  // the map learns when the reservation lapses before its seat exists, so no seat is held that it cannot see lapse
+  if (kind === 'seat' && r.expiresAt < KEPT_UNTIL) await onMap(d, 'holding', (m) => m.holding(req.tierId, r.id, r.expiresAt))
   try {
     await d.models.CapacityUnit.create({
       _id: unitId(r.id, unit),
@@ -57,6 +60,7 @@ async function take(d: TicketsDomain, r: Reservation, req: UnitRequest, unit: st
       expiresAt: r.expiresAt,
       createdAt: nowOf(d),
     })
+    if (kind === 'seat') await onMap(d, 'took', (m) => m.took(req.tierId, [seatNumber(unit)]))
     return true
   } catch (err) {
     if (isDuplicateKeyError(err)) return false
@@ -72,6 +76,12 @@ export async function releaseLapsed(d: TicketsDomain, units: TakenUnit[]): Promi
   const now = nowOf(d).getTime()
   const lapsed = [...new Set(units.filter((u) => u.expiresAt.getTime() <= now).map((u) => u.reservationId))]
   if (lapsed.length === 0) return units
+  const released = await releaseDue(d, lapsed)
+  return units.filter((u) => !released.has(u.reservationId))
+}
+
+/** Ends each of these reservations, whose time has passed: released unless kept. Returns those released. */
+async function releaseDue(d: TicketsDomain, lapsed: string[]): Promise<Set<string>> {
   // one read of their outcomes: a crowd of readers meeting the same lapsed holds decides each once, not each reader
   const decided = new Map((await d.models.ReservationOutcome.find({ _id: { $in: lapsed } }).lean()).map((o) => [o._id, o.outcome]))
   const released = new Set<string>()
@@ -86,7 +96,7 @@ export async function releaseLapsed(d: TicketsDomain, units: TakenUnit[]): Promi
       } else if (await releaseShared(d, id)) released.add(id)
     }),
   )
-  return units.filter((u) => !released.has(u.reservationId))
+  return released
 }
 
 /** Releases in flight in this process: concurrent readers of the same lapsed reservation share one release. */
@@ -102,13 +112,93 @@ function releaseShared(d: TicketsDomain, reservationId: string): Promise<boolean
 }
 
 /**
- * The seats of a tier taken now (lapsed reservations released first). `shared`: the read is shared with concurrent
- * requests (shared-reads.ts), for the first look of a hold, a claim or availability; a decision that needs the
- * state after its own writes (the next round of seats, the organizer's capacity checks) reads on its own.
+ * The seat units of a tier taken now (lapsed reservations released first), read from the units: exact, for the
+ * organizer's counts and capacity checks, which are rare.
  */
-export async function takenSeats(d: TicketsDomain, tierId: string, opts: { shared?: boolean } = {}): Promise<TakenUnit[]> {
-  const read = () => d.models.CapacityUnit.find({ tierId, kind: 'seat' }, { unit: 1, reservationId: 1, expiresAt: 1 }).lean()
-  return releaseLapsed(d, await (opts.shared ? sharedRead(d.models, `seats ${tierId}`, read) : read()))
+export async function takenSeats(d: TicketsDomain, tierId: string): Promise<TakenUnit[]> {
+  return releaseLapsed(d, await readSeatUnits(d, tierId))
+}
+
+const readSeatUnits = (d: TicketsDomain, tierId: string): Promise<TakenUnit[]> =>
+  d.models.CapacityUnit.find({ tierId, kind: 'seat' }, { unit: 1, reservationId: 1, expiresAt: 1 }).lean()
+
+/** Which seats below a tier's range are taken now. */
+export interface TakenSeatNumbers {
+  count: number
+  has(n: number): boolean
+}
+
+/**
+ * The seats of a tier taken now, for choosing seats and counting them: from the seat map (seat-map.ts) when it is
+ * built, releasing the reservations it says are due; otherwise from the units, building the map on the way.
+ * `shared`: a read of the units is shared with concurrent requests (shared-reads.ts), for the first look of a hold,
+ * a claim or availability.
+ */
+export async function seatsTakenNow(d: TicketsDomain, tierId: string, range: number, opts: { shared?: boolean } = {}): Promise<TakenSeatNumbers> {
+  const map = d.seatMap
+  if (map) {
+    let state = await readMap(d, tierId)
+    if (state && state.due.length) {
+      const due = state.due
+      await releaseDue(d, due)
+      await onMap(d, 'ended', (m) => m.ended(tierId, due))
+      state = await readMap(d, tierId)
+    }
+    if (state) return fromBits(state.taken, range)
+    if (state === null) {
+      // not built (first use, or Redis lost its data): the units read for it answer this read too
+      const units = await map.rebuild(tierId, () => readSeatUnits(d, tierId)).catch((err) => {
+        d.logger?.warn({ err, tierId }, 'seat map: rebuild failed; reading the units')
+        return null
+      })
+      if (units) return fromUnits(await releaseLapsed(d, units), range)
+    }
+  }
+  const read = () => readSeatUnits(d, tierId)
+  return fromUnits(await releaseLapsed(d, await (opts.shared ? sharedRead(d.models, `seats ${tierId}`, read) : read())), range)
+}
+
+/** The map's state; null when it is not built, undefined when Redis did not answer (then the units are read). */
+async function readMap(d: TicketsDomain, tierId: string): Promise<SeatMapState | null | undefined> {
+  try {
+    return await d.seatMap!.read(tierId, nowOf(d))
+  } catch (err) {
+    d.logger?.warn({ err, tierId }, 'seat map: read failed; reading the units')
+    return undefined
+  }
+}
+
+/** Tells the map; the map only advises, so a failure is logged and the sweep's rebuild repairs what it missed. */
+async function onMap(d: TicketsDomain, what: string, tell: (map: NonNullable<TicketsDomain['seatMap']>) => Promise<void>): Promise<void> {
+  if (!d.seatMap) return
+  try {
+    await tell(d.seatMap)
+  } catch (err) {
+    d.logger?.warn({ err }, `seat map: ${what} failed; the sweep will repair it`)
+  }
+}
+
+const BITS_SET = Uint8Array.from({ length: 256 }, (_, b) => {
+  let n = 0
+  for (let x = b; x; x >>= 1) n += x & 1
+  return n
+})
+
+function fromBits(bits: Buffer, range: number): TakenSeatNumbers {
+  let count = 0
+  const whole = Math.min(bits.length, range >> 3)
+  for (let i = 0; i < whole; i++) count += BITS_SET[bits[i]!]!
+  for (let n = whole * 8; n < range && n >> 3 < bits.length; n++) if (bitIsSet(bits, n)) count++
+  return { count, has: (n) => bitIsSet(bits, n) }
+}
+
+function fromUnits(units: TakenUnit[], range: number): TakenSeatNumbers {
+  const taken = new Set<number>()
+  for (const u of units) {
+    const n = seatNumber(u.unit)
+    if (n < range) taken.add(n)
+  }
+  return { count: taken.size, has: (n) => taken.has(n) }
 }
 
 /** The free seats of a tier: how many, and a few of them drawn at random. */
@@ -118,21 +208,14 @@ interface FreeSeats {
   draw(k: number): string[]
 }
 
-/** The seat number of a seat unit (`<tierId>#<n>`). */
-const seatNumber = (unit: string): number => Number(unit.slice(unit.lastIndexOf('#') + 1))
-
 /**
  * Never lists the whole range: a tier may have 100,000 seats, and listing and shuffling them cost about half a second
  * of CPU per hold or claim. While at least half the seats are free, random seat numbers are drawn until enough free
  * ones come up; past that, the free numbers are listed and a partial Fisher-Yates shuffle draws from them.
  */
 async function freeSeats(d: TicketsDomain, req: Pick<UnitRequest, 'tierId' | 'seatRange'>, opts: { shared?: boolean } = {}): Promise<FreeSeats> {
-  const taken = new Set<number>()
-  for (const u of await takenSeats(d, req.tierId, opts)) {
-    const n = seatNumber(u.unit)
-    if (n < req.seatRange) taken.add(n)
-  }
-  const count = req.seatRange - taken.size
+  const taken = await seatsTakenNow(d, req.tierId, req.seatRange, opts)
+  const count = req.seatRange - taken.count
   const draw = (k: number): string[] => {
     const want = Math.min(k, count)
     const picked = new Set<number>()
@@ -203,10 +286,9 @@ async function takeShares(d: TicketsDomain, r: Reservation, req: UnitRequest & {
  * deleted again (by `_id`: only this reservation's) and the result names what was lacking.
  */
 export async function reserve(d: TicketsDomain, r: Reservation, requests: UnitRequest[]): Promise<ReserveResult> {
-  const taken: string[] = []
-  const undo = async () => {
-    if (taken.length) await d.models.CapacityUnit.deleteMany({ _id: { $in: taken.map((u) => unitId(r.id, u)) } })
-  }
+  const taken: UnitToDelete[] = []
+  const took = (req: UnitRequest, kind: 'seat' | 'buyer', units: string[]) => taken.push(...units.map((unit) => ({ _id: unitId(r.id, unit), unit, kind, tierId: req.tierId })))
+  const undo = () => deleteUnits(d, taken)
   try {
     // a tier with too few free seats is refused before anything is taken (the common answer once sold out)
     const firstReads = new Map<UnitRequest, FreeSeats>()
@@ -218,14 +300,14 @@ export async function reserve(d: TicketsDomain, r: Reservation, requests: UnitRe
     for (const req of requests) {
       if (req.buyer) {
         const shares = await takeShares(d, r, { ...req, buyer: req.buyer }, req.quantity)
-        taken.push(...shares)
+        took(req, 'buyer', shares)
         if (shares.length < req.quantity) {
           await undo()
           return { ok: false, lacking: 'buyer', tierId: req.tierId }
         }
       }
       const seats = await takeSeats(d, r, req, req.quantity, firstReads.get(req)!)
-      taken.push(...seats)
+      took(req, 'seat', seats)
       if (seats.length < req.quantity) {
         await undo()
         return { ok: false, lacking: 'seat', tierId: req.tierId }
@@ -272,6 +354,38 @@ export async function releaseReservation(d: TicketsDomain, reservationId: string
  * a released reservation, or a kept one that turned out not to be needed (a duplicate claim that lost).
  */
 export async function deleteUnitsOf(d: TicketsDomain, reservationId: string): Promise<void> {
-  const units = await d.models.CapacityUnit.find({ reservationId }, { _id: 1 }).lean()
-  if (units.length) await d.models.CapacityUnit.deleteMany({ _id: { $in: units.map((u) => u._id) } })
+  const units = await d.models.CapacityUnit.find({ reservationId }, { _id: 1, unit: 1, kind: 1, tierId: 1 }).lean()
+  await deleteUnits(d, units)
+  for (const tierId of new Set(units.map((u) => u.tierId))) await onMap(d, 'ended', (m) => m.ended(tierId, [reservationId]))
+}
+
+/** Deletes these units (by `_id`, see deleteUnitsOf), for a voided ticket or an unblocked seat. */
+export async function deleteUnitsById(d: TicketsDomain, ids: string[]): Promise<void> {
+  if (ids.length) await deleteUnits(d, await d.models.CapacityUnit.find({ _id: { $in: ids } }, { _id: 1, unit: 1, kind: 1, tierId: 1 }).lean())
+}
+
+/**
+ * Every unit deletion goes through here. The map frees the seats before the delete (so a process that stops after it
+ * leaves no seat the map thinks taken) and again after it (so a rebuild that read the units in between cannot bring
+ * them back).
+ */
+async function deleteUnits(d: TicketsDomain, units: UnitToDelete[]): Promise<void> {
+  if (units.length === 0) return
+  const seats = new Map<string, number[]>()
+  for (const u of units) if (u.kind === 'seat') seats.set(u.tierId, [...(seats.get(u.tierId) ?? []), seatNumber(u.unit)])
+  const free = () => Promise.all([...seats].map(([tierId, ns]) => onMap(d, 'freed', (m) => m.freed(tierId, ns))))
+  await free()
+  await d.models.CapacityUnit.deleteMany({ _id: { $in: units.map((u) => u._id) } })
+  await free()
+}
+
+/**
+ * The sweep's part: rebuilds from the units the map of each tier read lately whose last rebuild is older than the
+ * map's reconcile period, repairing what a process that stopped between a unit's write and the map's left behind.
+ */
+export async function reconcileSeatMaps(d: TicketsDomain): Promise<number> {
+  if (!d.seatMap) return 0
+  let rebuilt = 0
+  for (const tierId of await d.seatMap.stale()) if (await d.seatMap.rebuild(tierId, () => readSeatUnits(d, tierId))) rebuilt++
+  return rebuilt
 }

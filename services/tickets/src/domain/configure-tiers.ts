@@ -9,7 +9,7 @@
 import { ContractError } from '@svc/errors'
 import { hasControlCharacters, parseRecordUri } from '@svc/vocabulary'
 import { isDuplicateKeyError, type TicketedEventDoc, type TierDoc } from '../models'
-import { KEPT_UNTIL, reserve, takenSeats } from './capacity'
+import { deleteUnitsById, KEPT_UNTIL, reserve, takenSeats } from './capacity'
 import { nowOf, type ServingTickets, type TicketsDomain } from './context'
 import { eventKey, invalid, ticketsEnvironment } from './event-access'
 import { newTierId } from './ids'
@@ -72,7 +72,7 @@ async function setCapacity(d: TicketsDomain, tier: TierDoc, capacity: number): P
   const current = tier.seatRange - blocked.length
   if (capacity > current) {
     const unblock = blocked.slice(0, capacity - current)
-    if (unblock.length) await d.models.CapacityUnit.deleteMany({ _id: { $in: unblock } })
+    await deleteUnitsById(d, unblock)
     const widen = capacity - current - unblock.length
     if (widen > 0) await d.models.Tier.updateOne({ _id: tier._id }, { $set: { seatRange: tier.seatRange + widen } })
   } else if (capacity < current) {

@@ -2,12 +2,15 @@
 import type { Logger } from 'pino'
 import type { TicketsModels } from '../models'
 import type { AppFacts } from './app-facts'
+import type { SeatMap } from './seat-map'
 
 export interface TicketsDomain {
   models: TicketsModels
   logger?: Logger
   /** the clock (tests move it) */
   now?: () => Date
+  /** which seats are taken, kept beside the units (seat-map.ts); absent: the units are read */
+  seatMap?: SeatMap
 }
 
 export const nowOf = (d: TicketsDomain): Date => (d.now ? d.now() : new Date())

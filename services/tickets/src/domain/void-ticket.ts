@@ -8,7 +8,7 @@ import { ContractError } from '@svc/errors'
 import type { Environment } from '@svc/vocabulary'
 import { isDuplicateKeyError } from '../models'
 import { writeTicketEvent } from './announce'
-import { deleteUnitsOf } from './capacity'
+import { deleteUnitsById, deleteUnitsOf } from './capacity'
 import { nowOf, type TicketsDomain } from './context'
 import { organizersEvent } from './organizer'
 
@@ -26,7 +26,7 @@ export async function voidTicket(d: TicketsDomain, organizerDid: string, environ
     if (!isDuplicateKeyError(err)) throw err
   }
   // a claim's ticket has a reservation of its own; a purchased one the units it was given from its hold's
-  if (ticket.unitIds?.length) await d.models.CapacityUnit.deleteMany({ _id: { $in: ticket.unitIds } })
+  if (ticket.unitIds?.length) await deleteUnitsById(d, ticket.unitIds)
   else if (ticket.source === 'claim') await deleteUnitsOf(d, ticket.reservationId)
   const voidedAt = (await d.models.ReservationOutcome.findById(`void_${ticket._id}`).lean())?.at ?? now
   await writeTicketEvent(d, ticket, 'voided', voidedAt)

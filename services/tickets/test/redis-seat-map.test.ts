@@ -1,0 +1,111 @@
+/**
+ * The seat map in the test Redis: what a read answers before and after it is built, what writes change, and that a
+ * rebuild whose read of the units overlaps seats being taken and freed ends with the units' truth, repairing the map
+ * left wrong by a process that stopped between a unit's write and the map's.
+ */
+import Redis from 'ioredis'
+import { isolate } from '@svc/testing/src/isolation'
+import { KEPT_UNTIL } from '../src/domain/capacity'
+import { setSeats, type TakenUnit } from '../src/domain/seat-map'
+import { createRedisSeatMap, type RedisSeatMap } from '../src/redis-seat-map'
+
+const { redisUrl, redisPrefix } = isolate('seat-map')
+let map: RedisSeatMap
+let redis: Redis
+let tiers = 0
+const newTier = () => `tier_${String(++tiers).padStart(24, '0')}`
+const now = new Date('2026-11-25T12:00:00Z')
+const later = (s: number) => new Date(now.getTime() + s * 1000)
+
+const unit = (tierId: string, n: number, reservationId = 'hold_a', expiresAt = KEPT_UNTIL): TakenUnit => ({ unit: `${tierId}#${n}`, reservationId, expiresAt })
+
+async function taken(tierId: string): Promise<number[]> {
+  const state = await map.read(tierId, now)
+  if (!state) throw new Error('the map is not built')
+  return [...setSeats(state.taken, 1_000_000)].sort((a, b) => a - b)
+}
+
+beforeAll(() => {
+  map = createRedisSeatMap({ redisUrl, redisPrefix, reconcileMs: 60_000 })
+  redis = new Redis(redisUrl)
+})
+afterAll(async () => {
+  const keys = await redis.keys(`${redisPrefix}*`)
+  if (keys.length) await redis.del(...keys)
+  await map.close()
+  redis.disconnect()
+})
+
+test('unbuilt, a read answers null; built from the units, it answers their seats and follows every write', async () => {
+  const tier = newTier()
+  expect(await map.read(tier, now)).toBeNull()
+  // writes before the build are kept in the map, and the build starts from the units
+  await map.took(tier, [40])
+  expect(await map.rebuild(tier, async () => [unit(tier, 3), unit(tier, 17)])).toHaveLength(2)
+  expect(await taken(tier)).toEqual([3, 17])
+  await map.took(tier, [5, 6])
+  await map.freed(tier, [3])
+  expect(await taken(tier)).toEqual([5, 6, 17])
+  await map.freed(tier, [5, 6, 17])
+  expect(await taken(tier)).toEqual([])
+})
+
+test('the reservations holding seats are due once their time has passed, until they end', async () => {
+  const tier = newTier()
+  await map.rebuild(tier, async () => [unit(tier, 1, 'hold_old', later(-5)), unit(tier, 2, 'hold_kept')])
+  await map.holding(tier, 'hold_new', later(60))
+  expect((await map.read(tier, now))!.due).toEqual(['hold_old'])
+  expect((await map.read(tier, later(61)))!.due).toEqual(['hold_old', 'hold_new'])
+  await map.ended(tier, ['hold_old'])
+  expect((await map.read(tier, later(61)))!.due).toEqual(['hold_new'])
+})
+
+test('a rebuild ends with the truth: seats taken or freed during its read count, drift from a stopped process is repaired', async () => {
+  const tier = newTier()
+  await map.rebuild(tier, async () => [unit(tier, 1), unit(tier, 2)])
+  // a stopped process left the map wrong both ways: seat 9 marked without a unit, seat 4's unit not marked
+  await map.took(tier, [9])
+  const truth = [unit(tier, 1), unit(tier, 2), unit(tier, 4)]
+  const units = await map.rebuild(tier, async () => {
+    // the read sees seats 1, 2 and 4; meanwhile seat 7 is taken and seat 1 freed (its unit deleted after the read)
+    await map.took(tier, [7])
+    await map.freed(tier, [1])
+    return truth
+  })
+  expect(units).toEqual(truth)
+  expect(await taken(tier)).toEqual([2, 4, 7])
+})
+
+test('one rebuild of a tier at a time; the other reader is told to read the units itself', async () => {
+  const tier = newTier()
+  let release!: () => void
+  const slow = map.rebuild(tier, () => new Promise<TakenUnit[]>((resolve) => (release = () => resolve([unit(tier, 0)]))))
+  await new Promise((r) => setTimeout(r, 50))
+  expect(await map.rebuild(tier, async () => [])).toBeNull()
+  release()
+  expect(await slow).toHaveLength(1)
+  expect(await taken(tier)).toEqual([0])
+})
+
+test('a failed read of the units leaves the map unbuilt and frees the rebuild for the next reader', async () => {
+  const tier = newTier()
+  await expect(map.rebuild(tier, async () => Promise.reject(new Error('database away')))).rejects.toThrow('database away')
+  expect(await map.read(tier, now)).toBeNull()
+  expect(await map.rebuild(tier, async () => [unit(tier, 8)])).toHaveLength(1)
+  expect(await taken(tier)).toEqual([8])
+})
+
+test('a tier read lately is stale once its last rebuild is older than the reconcile period, and fresh after one', async () => {
+  const tier = newTier()
+  const quick = createRedisSeatMap({ redisUrl, redisPrefix, reconcileMs: 1 })
+  try {
+    await quick.rebuild(tier, async () => [])
+    await quick.read(tier, new Date())
+    await new Promise((r) => setTimeout(r, 20))
+    expect(await quick.stale()).toContain(tier)
+    await map.rebuild(tier, async () => [])
+    expect(await map.stale()).not.toContain(tier)
+  } finally {
+    await quick.close()
+  }
+})
