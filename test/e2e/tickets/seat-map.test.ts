@@ -50,6 +50,9 @@ it('Redis loses the map: the next read rebuilds it from the units, and a crowd a
   const before = await mapAndUnits(tierId)
   expect(before.units).toHaveLength(20)
   expect(before.map).toEqual(before.units)
+  // the map knows when each of the 20 holds lapses, and nothing of the 40 refused ones
+  const due = await stack.redis.zrange(`${stack.redisPrefix}seats:{${tierId}}:due`, 0, -1)
+  expect(new Set(due)).toEqual(new Set(first))
 
   const keys = await stack.redis.keys(`${stack.redisPrefix}seats:*`)
   expect(keys.length).toBeGreaterThan(0)

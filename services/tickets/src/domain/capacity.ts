@@ -45,8 +45,6 @@ type UnitToDelete = Pick<CapacityUnitDoc, '_id' | 'unit' | 'kind' | 'tierId'>
 
 /** Inserts one unit; false when another reservation holds it. */
 async function take(d: TicketsDomain, r: Reservation, req: UnitRequest, unit: string, kind: 'seat' | 'buyer'): Promise<boolean> {
-  // the map learns when the reservation lapses before its seat exists, so no seat is held that it cannot see lapse
-  if (kind === 'seat' && r.expiresAt < KEPT_UNTIL) await onMap(d, 'holding', (m) => m.holding(req.tierId, r.id, r.expiresAt))
   try {
     await d.models.CapacityUnit.create({
       _id: unitId(r.id, unit),
@@ -244,6 +242,8 @@ const SEAT_TRIES_PER_ROUND = 6
 /** Takes `count` seats of the tier; returns the units taken (fewer when the tier has no more). */
 async function takeSeats(d: TicketsDomain, r: Reservation, req: UnitRequest, count: number, firstRead: FreeSeats): Promise<string[]> {
   const got: string[] = []
+  // the map learns when the reservation lapses before its first seat exists, so it can see every seat held lapse
+  if (r.expiresAt < KEPT_UNTIL) await onMap(d, 'holding', (m) => m.holding(req.tierId, r.id, r.expiresAt))
   // A seat chosen from a read can be taken meanwhile by a concurrent reservation: each round tries a few of the free
   // seats at random, then reads again. Bounded, so a crowd on the last seats costs reads, not a storm of inserts.
   for (let round = 0; round < SEAT_ROUNDS && got.length < count; round++) {
@@ -288,7 +288,11 @@ async function takeShares(d: TicketsDomain, r: Reservation, req: UnitRequest & {
 export async function reserve(d: TicketsDomain, r: Reservation, requests: UnitRequest[]): Promise<ReserveResult> {
   const taken: UnitToDelete[] = []
   const took = (req: UnitRequest, kind: 'seat' | 'buyer', units: string[]) => taken.push(...units.map((unit) => ({ _id: unitId(r.id, unit), unit, kind, tierId: req.tierId })))
-  const undo = () => deleteUnits(d, taken)
+  const undo = async () => {
+    await deleteUnits(d, taken)
+    // it holds nothing now: not due to lapse
+    for (const tierId of new Set(requests.map((req) => req.tierId))) await onMap(d, 'ended', (m) => m.ended(tierId, [r.id]))
+  }
   try {
     // a tier with too few free seats is refused before anything is taken (the common answer once sold out)
     const firstReads = new Map<UnitRequest, FreeSeats>()
@@ -365,18 +369,16 @@ export async function deleteUnitsById(d: TicketsDomain, ids: string[]): Promise<
 }
 
 /**
- * Every unit deletion goes through here. The map frees the seats before the delete (so a process that stops after it
- * leaves no seat the map thinks taken) and again after it (so a rebuild that read the units in between cannot bring
- * them back).
+ * Every unit deletion goes through here. The map frees the seats before the delete, so a process that stops after it
+ * leaves no seat the map shows taken. (Not again after it: a seat taken by another reservation in between would be
+ * shown free.)
  */
 async function deleteUnits(d: TicketsDomain, units: UnitToDelete[]): Promise<void> {
   if (units.length === 0) return
   const seats = new Map<string, number[]>()
   for (const u of units) if (u.kind === 'seat') seats.set(u.tierId, [...(seats.get(u.tierId) ?? []), seatNumber(u.unit)])
-  const free = () => Promise.all([...seats].map(([tierId, ns]) => onMap(d, 'freed', (m) => m.freed(tierId, ns))))
-  await free()
+  await Promise.all([...seats].map(([tierId, ns]) => onMap(d, 'freed', (m) => m.freed(tierId, ns))))
   await d.models.CapacityUnit.deleteMany({ _id: { $in: units.map((u) => u._id) } })
-  await free()
 }
 
 /**

@@ -24,7 +24,7 @@ export interface SeatMap {
   holding(tierId: string, reservationId: string, expiresAt: Date): Promise<void>
   /** seats inserted */
   took(tierId: string, seats: number[]): Promise<void>
-  /** seats whose units are being deleted (said before the delete and again after it) */
+  /** seats whose units are about to be deleted */
   freed(tierId: string, seats: number[]): Promise<void>
   /** reservations that were kept or released: no longer due */
   ended(tierId: string, reservationIds: string[]): Promise<void>
