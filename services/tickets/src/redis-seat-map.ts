@@ -4,6 +4,9 @@
  * - `built`: the map was built from the units (absent after Redis lost its data: readers then take the units);
  * - `fresh`: it was rebuilt less than `reconcileMs` ago (absent: the sweep rebuilds it);
  * - `recent` / `cleared`: seats taken / freed since the rebuild in progress began.
+ * A tier's map that nobody reads for `idleMs` expires (a past event's tiers do not stay in Redis for good); the next
+ * read rebuilds it. `built` expires first: the data keys live `IDLE_MARGIN_MS` longer and every step that renews
+ * `built` renews them too, so the map is never seen built without its bits.
  * A rebuild reads the units, which takes seconds on a large tier, while holds go on. Its result is
  * (units read AND NOT cleared) OR recent, written in one script: what changed during the read wins over the read,
  * and drift left by a process that stopped between a unit's write and the map's is repaired.
@@ -19,8 +22,12 @@ export const DEFAULT_SEAT_MAP_RECONCILE_MS = 5 * 60_000
 const ACTIVE_FOR_MS = 60 * 60_000
 /** A rebuild that died frees its lock after this. */
 const REBUILD_LOCK_MS = 10 * 60_000
+/** A tier's map not read for this long expires (rebuilt from the units by the next read). */
+export const DEFAULT_SEAT_MAP_IDLE_MS = 7 * 24 * 60 * 60_000
+/** How much longer than `built` the data keys live. */
+const IDLE_MARGIN_MS = 60 * 60_000
 
-// KEYS: live tmp cleared recent notCleared built fresh lock; ARGV: token, bits read, fresh ms
+// KEYS: live tmp cleared recent notCleared built fresh lock due; ARGV: token, bits read, fresh ms, built ms, data ms
 const FINISH_REBUILD = `
 if redis.call('GET', KEYS[8]) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[2], ARGV[2])
@@ -34,8 +41,9 @@ end
 redis.call('BITOP', 'OR', KEYS[2], KEYS[2], KEYS[4])
 if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('RENAME', KEYS[2], KEYS[1]) else redis.call('DEL', KEYS[1]) end
 redis.call('DEL', KEYS[5], KEYS[8])
-redis.call('SET', KEYS[6], '1')
+redis.call('SET', KEYS[6], '1', 'PX', ARGV[4])
 redis.call('SET', KEYS[7], '1', 'PX', ARGV[3])
+for _, k in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[9]}) do redis.call('PEXPIRE', k, ARGV[5]) end
 return 1
 `
 
@@ -53,9 +61,11 @@ export interface RedisSeatMap extends SeatMap {
   close(): Promise<void>
 }
 
-export function createRedisSeatMap(opts: { redisUrl: string; redisPrefix: string; reconcileMs?: number }): RedisSeatMap {
+export function createRedisSeatMap(opts: { redisUrl: string; redisPrefix: string; reconcileMs?: number; idleMs?: number }): RedisSeatMap {
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, disconnectTimeout: 200 })
   const reconcileMs = opts.reconcileMs ?? DEFAULT_SEAT_MAP_RECONCILE_MS
+  const builtMs = opts.idleMs ?? DEFAULT_SEAT_MAP_IDLE_MS
+  const dataMs = builtMs + IDLE_MARGIN_MS
   const active = `${opts.redisPrefix}seats:active`
   const keys = (tierId: string) => {
     const base = `${opts.redisPrefix}seats:{${tierId}}:`
@@ -76,28 +86,40 @@ export function createRedisSeatMap(opts: { redisUrl: string; redisPrefix: string
     async read(tierId: string, now: Date): Promise<SeatMapState | null> {
       const k = keys(tierId)
       const [built, taken, due] = await execAll(
-        redis.multi().exists(k.built).getBuffer(k.live).zrangebyscore(k.due, '-inf', now.getTime()).zadd(active, now.getTime(), tierId),
+        redis
+          .multi()
+          .exists(k.built)
+          .getBuffer(k.live)
+          .zrangebyscore(k.due, '-inf', now.getTime())
+          .zadd(active, now.getTime(), tierId)
+          // renewed together, the data keys after `built` (see the top)
+          .pexpire(k.built, builtMs)
+          .pexpire(k.live, dataMs)
+          .pexpire(k.due, dataMs)
+          .pexpire(k.recent, dataMs)
+          .pexpire(k.cleared, dataMs),
       )
       if (built !== 1) return null
       return { taken: (taken as Buffer | null) ?? Buffer.alloc(0), due: due as string[] }
     },
 
     async holding(tierId, reservationId, expiresAt) {
-      await redis.zadd(keys(tierId).due, expiresAt.getTime(), reservationId)
+      const k = keys(tierId)
+      await execAll(redis.multi().zadd(k.due, expiresAt.getTime(), reservationId).pexpire(k.due, dataMs))
     },
 
     async took(tierId, seats) {
       const k = keys(tierId)
       const m = redis.multi()
       for (const n of seats) m.setbit(k.live, n, 1).setbit(k.recent, n, 1)
-      await execAll(m)
+      await execAll(m.pexpire(k.live, dataMs).pexpire(k.recent, dataMs))
     },
 
     async freed(tierId, seats) {
       const k = keys(tierId)
       const m = redis.multi()
       for (const n of seats) m.setbit(k.live, n, 0).setbit(k.cleared, n, 1).setbit(k.recent, n, 0)
-      await execAll(m)
+      await execAll(m.pexpire(k.live, dataMs).pexpire(k.cleared, dataMs).pexpire(k.recent, dataMs))
     },
 
     async ended(tierId, reservationIds) {
@@ -121,7 +143,7 @@ export function createRedisSeatMap(opts: { redisUrl: string; redisPrefix: string
       for (const u of units) if (u.expiresAt.getTime() < KEPT_UNTIL.getTime()) due.set(u.reservationId, u.expiresAt.getTime())
       if (due.size) await redis.zadd(k.due, ...[...due].flatMap(([id, at]) => [at, id]))
       const bits = bitsOf(units.map((u) => seatNumber(u.unit)))
-      await redis.eval(FINISH_REBUILD, 8, k.live, k.tmp, k.cleared, k.recent, k.notCleared, k.built, k.fresh, k.lock, token, bits, reconcileMs)
+      await redis.eval(FINISH_REBUILD, 9, k.live, k.tmp, k.cleared, k.recent, k.notCleared, k.built, k.fresh, k.lock, k.due, token, bits, reconcileMs, builtMs, dataMs)
       return units
     },
 

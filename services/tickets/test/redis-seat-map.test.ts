@@ -109,3 +109,35 @@ test('a tier read lately is stale once its last rebuild is older than the reconc
     await quick.close()
   }
 })
+
+test('every key of a tier\'s map expires when nobody reads it, `built` an hour before the seats it vouches for', async () => {
+  const tier = newTier()
+  await map.rebuild(tier, async () => [unit(tier, 1, 'hold_a', later(60))])
+  await map.holding(tier, 'hold_b', later(60))
+  await map.took(tier, [2])
+  await map.freed(tier, [1])
+  await map.read(tier, now)
+  const keys = await redis.keys(`${redisPrefix}seats:{${tier}}:*`)
+  expect(keys.map((k) => k.slice(k.lastIndexOf(':') + 1)).sort()).toEqual(['built', 'cleared', 'due', 'fresh', 'live', 'recent'])
+  const ttl = Object.fromEntries(await Promise.all(keys.map(async (k) => [k.slice(k.lastIndexOf(':') + 1), await redis.pttl(k)] as const)))
+  const week = 7 * 24 * 3600_000
+  const built = ttl.built!
+  expect(built).toBeGreaterThan(week - 60_000)
+  expect(built).toBeLessThanOrEqual(week)
+  for (const data of ['live', 'due', 'recent', 'cleared']) expect(ttl[data]).toBeGreaterThan(built + 3600_000 - 60_000)
+})
+
+test('a map that expired is rebuilt from the units by the next read, whatever bits outlived it', async () => {
+  const tier = newTier()
+  const brief = createRedisSeatMap({ redisUrl, redisPrefix, idleMs: 50 })
+  try {
+    await brief.rebuild(tier, async () => [unit(tier, 3)])
+    expect((await brief.read(tier, now))?.taken).toBeDefined()
+    await new Promise((r) => setTimeout(r, 120))
+    expect(await brief.read(tier, now)).toBeNull()
+    await brief.rebuild(tier, async () => [unit(tier, 5)])
+    expect(await taken(tier)).toEqual([5])
+  } finally {
+    await brief.close()
+  }
+})
