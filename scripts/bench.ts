@@ -26,7 +26,8 @@
  * 100,000 documents in their collections (BENCH_GROWTH_SIZES). Then the tickets rows (scripts/lib/tickets-bench.ts):
  * BENCH_CLAIM_BUYERS (default 1000) requests are refused by the XRPC adapter alone at once (the floor of one hop), as
  * many read a 100-seat tier's availability at once (the floor of three hops, no write), then as many buyers hold a paid 100-seat tier at once, then as many claim a free one, through
- * the XRPC API; each row also prints every process's CPU time per request during its crowd (scripts/lib/cpu-usage.ts), as the
+ * the XRPC API, then as many hold the last 100 seats of a paid tier with BENCH_LARGE_TIER_SOLD (default 30000; 0: not
+ * run) seats sold before them (a large tier: its seat map answers which are taken, not the units); each row also prints every process's CPU time per request during its crowd (scripts/lib/cpu-usage.ts), as the
  * status rows do for the full path and the subgraph directly.
  */
 import autocannon from 'autocannon'
@@ -45,7 +46,7 @@ import { cpuPerRequest, cpuSnapshot } from './lib/cpu-usage'
 import { measureDeliveries, type DeliveryBenchResult, type DeliveryRun } from './lib/delivery-bench'
 import { measureGrowth, type GrowthRow } from './lib/growth-bench'
 import { measureScarceCrowd, type ScarceCrowdResult } from './lib/tickets-bench'
-import { connectTickets } from '@svc/tickets'
+import { connectTickets, KEPT_UNTIL, seatUnit } from '@svc/tickets'
 
 const CONNECTIONS = 50
 const INITIATE_CONNECTIONS = 20
@@ -61,6 +62,7 @@ const LATENCY_EVENTS = Number(process.env.BENCH_LATENCY_EVENTS ?? 200)
 /** the collection sizes of the growth rows */
 const CLAIM_BUYERS = Number(process.env.BENCH_CLAIM_BUYERS ?? 1000)
 const CLAIM_SEATS = 100
+const LARGE_TIER_SOLD = Number(process.env.BENCH_LARGE_TIER_SOLD ?? 30000)
 const GROWTH_SIZES = (process.env.BENCH_GROWTH_SIZES ?? '1000,10000,100000').split(',').map(Number).filter((n) => n > 0)
 /** The service refuses service JWTs living longer than 300 s; every batch is minted right before its run. */
 const JWT_LIFETIME_SECONDS = 290
@@ -352,8 +354,20 @@ async function main() {
     try {
       const ticketsApp = await generateDidKeyKeypair('ES256K')
       await registerApp({ models }, { did: ticketsApp.did, environment: 'test', appUrl: 'https://bench.example', feeShareBps: 100 })
-      for (const crowd of ['edge', 'reads', 'holds', 'claims'] as const) {
-        process.stdout.write(`bench: ${CLAIM_BUYERS} concurrent ${crowd} on ${CLAIM_SEATS} seats… `)
+      // seats sold before a crowd: kept units, as a paid hold's tickets leave them
+      const sell = async (tierId: string, seats: number) => {
+        const reservationId = `bench_sold_${tierId}`
+        for (let from = 0; from < seats; from += 1000) {
+          const docs = Array.from({ length: Math.min(1000, seats - from) }, (_, i) => {
+            const unit = seatUnit(tierId, from + i)
+            return { _id: `${reservationId}/${unit}`, unit, kind: 'seat', tierId, reservationId, buyerDid: null, ticketId: null, orderKey: null, expiresAt: KEPT_UNTIL, createdAt: new Date() }
+          })
+          await tickets.models.CapacityUnit.collection.insertMany(docs as never[])
+        }
+      }
+      const runs = [...(['edge', 'reads', 'holds', 'claims'] as const).map((crowd) => ({ crowd, sold: 0 })), ...(LARGE_TIER_SOLD > 0 ? [{ crowd: 'holds' as const, sold: LARGE_TIER_SOLD }] : [])]
+      for (const { crowd, sold } of runs) {
+        process.stdout.write(`bench: ${CLAIM_BUYERS} concurrent ${crowd} on ${CLAIM_SEATS} seats${sold ? ` (${sold} sold before)` : ''}… `)
         const result = await measureScarceCrowd({
           crowd,
           api,
@@ -362,6 +376,7 @@ async function main() {
           buyers: CLAIM_BUYERS,
           capacity: CLAIM_SEATS,
           countSeats: (tierId) => tickets.models.CapacityUnit.countDocuments({ tierId, kind: 'seat' }),
+          sold: sold ? { seats: sold, sell } : undefined,
         })
         crowds.push(result)
         process.stdout.write(`done (${result.seconds} s)\n`)
@@ -438,7 +453,7 @@ async function main() {
     }
     for (const c of crowds) {
       console.log(
-        `\ntickets: ${c.buyers} concurrent ${CROWD_LABELS[c.crowd]} on ${c.capacity} seats (full path): ${c.granted} ${CROWD_GRANTED[c.crowd]}, ` +
+        `\ntickets: ${c.buyers} concurrent ${CROWD_LABELS[c.crowd]} on ${c.capacity} seats${c.sold ? ` left of ${c.capacity + c.sold} (${c.sold} sold)` : ''} (full path): ${c.granted} ${CROWD_GRANTED[c.crowd]}, ` +
           `${c.unexpected} unexpected answers, p50 ${c.p50} ms, p99 ${c.p99} ms, all answered in ${c.seconds} s`,
       )
       if (c.cpu.length) {

@@ -8,6 +8,8 @@
  * (tickets.svc.getTicketAvailability) at once, the same three hops and JWT check with no write, each answered with
  * the whole capacity; and `edge`, the same read without its eventUri, answered `400 EventRequired` by the XRPC adapter
  * alone (the HTTP request, the JWT check, the rate limit and the lexicon; no gateway, no domain). No seat is taken.
+ * With `sold`, the crowd meets the last seats of a large tier: that many are sold before it (their units written
+ * directly) and one availability read builds the tier's seat map, as the reads before a sale would.
  */
 import { randomBytes } from 'node:crypto'
 import { generateDidKeyKeypair, mintServiceJwt, type DidKeyKeypair } from '@svc/service-auth'
@@ -18,7 +20,10 @@ export type ScarceCrowd = 'holds' | 'claims' | 'reads' | 'edge'
 export interface ScarceCrowdResult {
   crowd: ScarceCrowd
   buyers: number
+  /** the seats left for the crowd */
   capacity: number
+  /** seats of the tier sold before the crowd */
+  sold: number
   /** holds made, tickets issued; for `reads`, availability answered; for `edge`, EventRequired answered */
   granted: number
   /** answers other than 200 (a hold, an issued ticket, the availability) and 409 TicketHoldUnavailable */
@@ -72,7 +77,10 @@ export async function measureScarceCrowd(opts: {
   buyers: number
   capacity: number
   countSeats(tierId: string): Promise<number>
+  /** sells `sold` seats of the tier before the crowd (writes their units) */
+  sold?: { seats: number; sell(tierId: string, seats: number): Promise<void> }
 }): Promise<ScarceCrowdResult> {
+  const sold = opts.sold?.seats ?? 0
   const { api, serviceDid, app } = opts
   const appJwt = (lxm: string) => mintServiceJwt({ keypair: app.keypair, iss: app.did, aud: serviceDid, lxm, expiresInSeconds: 290 })
   const on = await post(api, UPDATE_CONFIG, await appJwt(UPDATE_CONFIG), { environment: 'test', modules: { tickets: true } })
@@ -84,11 +92,16 @@ export async function measureScarceCrowd(opts: {
     eventUri,
     organizerDid: organizer.did,
     organizerAssertionJwt: await mintServiceJwt({ keypair: organizer.keypair, iss: organizer.did, aud: serviceDid, lxm: CONFIGURE }),
-    tiers: [{ name: 'Bench admission', priceAmount: opts.crowd === 'claims' ? 0 : 2500, currency: 'usd', capacity: opts.capacity }],
+    tiers: [{ name: 'Bench admission', priceAmount: opts.crowd === 'claims' ? 0 : 2500, currency: 'usd', capacity: opts.capacity + sold }],
   })
   if (setup.status !== 200) throw new Error(`tickets bench: configureTicketTiers answered ${setup.status} ${JSON.stringify(setup.body)}`)
   const ticketTypeId = setup.body?.tiers?.[0]?.ticketTypeId
   if (!ticketTypeId) throw new Error(`tickets bench: configureTicketTiers answered no tier: ${JSON.stringify(setup.body)}`)
+  if (opts.sold && sold > 0) {
+    await opts.sold.sell(ticketTypeId, sold)
+    const read = await get(api, AVAILABILITY, await appJwt(AVAILABILITY), { environment: 'test', eventUri })
+    if (read.body?.items?.[0]?.available !== opts.capacity) throw new Error(`tickets bench: after selling ${sold} seats, availability answered ${JSON.stringify(read.body)}`)
+  }
 
   // every request is signed before the clock starts: the row measures the service, not the minting
   const nsid = { holds: HOLD, claims: CLAIM, reads: AVAILABILITY, edge: AVAILABILITY }[opts.crowd]
@@ -135,13 +148,14 @@ export async function measureScarceCrowd(opts: {
   const granted = answers.filter((a) => a.res.status === (opts.crowd === 'edge' ? 400 : 200) && grant(a.res.body)).length
   const refused = answers.filter((a) => a.res.status === 409 && a.res.body?.error === 'TicketHoldUnavailable').length
   const seats = await opts.countSeats(ticketTypeId)
-  const expectedSeats = opts.crowd === 'reads' || opts.crowd === 'edge' ? 0 : granted
-  if (seats !== expectedSeats) throw new Error(`tickets bench: ${granted} ${opts.crowd} granted but ${seats} seats taken`)
+  const expectedSeats = sold + (opts.crowd === 'reads' || opts.crowd === 'edge' ? 0 : granted)
+  if (seats !== expectedSeats) throw new Error(`tickets bench: ${granted} ${opts.crowd} granted after ${sold} sold, but ${seats} seats taken`)
   const sorted = answers.map((a) => a.ms).sort((a, b) => a - b)
   return {
     crowd: opts.crowd,
     buyers: opts.buyers,
     capacity: opts.capacity,
+    sold,
     granted,
     unexpected: answers.length - granted - refused,
     p50: Math.round(percentile(sorted, 50)),

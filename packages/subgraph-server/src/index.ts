@@ -314,3 +314,4 @@ export function isDuplicateKeyError(err: unknown): boolean {
 export { UsageError, requiredOption, runOperatorCommand } from './operator-command'
 export { watchDatabase, type DatabaseWatchOptions } from './database-watch'
 export { startSweep, type Sweep } from './sweep'
+export { deleteByIds, findEach } from './by-key'

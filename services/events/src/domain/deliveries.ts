@@ -4,7 +4,7 @@
  * send (deliveryJob), so the worker does not read the delivery back.
  */
 import type { JobsOptions, Queue } from 'bullmq'
-import { isDuplicateKeyError, type DeliveryDoc, type DeliverySource, type EventsModels } from '../models'
+import { findEach, isDuplicateKeyError, type DeliveryDoc, type DeliverySource, type EventsModels } from '../models'
 import { DELIVERY_BACKOFF, type DeliveryJob } from '../queues'
 import { API_VERSION, serializeEnvelope } from './envelope'
 import { MAX_ATTEMPTS } from './schedule'
@@ -132,7 +132,7 @@ async function flush(store: DeliveryLogStore): Promise<void> {
 async function settleByReading(models: EventsModels, batch: Waiting[], err: unknown): Promise<void> {
   let stored: Set<string>
   try {
-    stored = new Set((await models.Delivery.find({ _id: { $in: batch.map((b) => b.doc._id) } }, { _id: 1 }).lean()).map((d) => String(d._id)))
+    stored = new Set((await findEach(batch.map((b) => b.doc._id), (id) => models.Delivery.findById(id, { _id: 1 }).lean())).map((d) => String(d._id)))
   } catch {
     for (const b of batch) b.fail(err)
     return

@@ -133,4 +133,4 @@ export async function createEventsModels(conn: Connection): Promise<EventsModels
 /** The events domain's own connection and models: the subgraph, the workers and one-off programs use it. */
 export const connectEvents = (mongoUrl: string, opts: Parameters<typeof connectDomain>[2] = {}) => connectDomain(mongoUrl, createEventsModels, opts)
 
-export { isDuplicateKeyError } from '@svc/subgraph-server'
+export { findEach, isDuplicateKeyError } from '@svc/subgraph-server'

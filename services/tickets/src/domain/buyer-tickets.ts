@@ -7,11 +7,11 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { BuyerTicket } from '../generated/graph-types'
 import { ticketIdOfPageToken } from '@svc/vocabulary'
-import type { TicketDoc } from '../models'
+import { findEach, type TicketDoc } from '../models'
 import type { TicketsDomain } from './context'
 
 async function asBuyerTickets(d: TicketsDomain, tickets: TicketDoc[]): Promise<BuyerTicket[]> {
-  const tiers = await d.models.Tier.find({ _id: { $in: [...new Set(tickets.map((t) => t.tierId))] } }, { name: 1 }).lean()
+  const tiers = await findEach(tickets.map((t) => t.tierId), (id) => d.models.Tier.findById(id, { name: 1 }).lean())
   const names = new Map(tiers.map((t) => [t._id, t.name]))
   return tickets
     .sort((a, b) => (names.get(a.tierId) ?? '').localeCompare(names.get(b.tierId) ?? '') || a._id.localeCompare(b._id))

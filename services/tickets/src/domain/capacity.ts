@@ -10,7 +10,7 @@
  * carries its reservation, so deleting a released reservation's units by `_id` can never remove another's.
  */
 import { randomInt } from 'node:crypto'
-import { isDuplicateKeyError, type CapacityUnitDoc } from '../models'
+import { deleteByIds, findEach, isDuplicateKeyError, type CapacityUnitDoc } from '../models'
 import { nowOf, type TicketsDomain } from './context'
 import { bitIsSet, seatNumber, type SeatMapState, type TakenUnit } from './seat-map'
 import { sharedRead } from './shared-reads'
@@ -80,33 +80,40 @@ export async function releaseLapsed(d: TicketsDomain, units: TakenUnit[]): Promi
 
 /** Ends each of these reservations, whose time has passed: released unless kept. Returns those released. */
 async function releaseDue(d: TicketsDomain, lapsed: string[]): Promise<Set<string>> {
-  // one read of their outcomes: a crowd of readers meeting the same lapsed holds decides each once, not each reader
-  const decided = new Map((await d.models.ReservationOutcome.find({ _id: { $in: lapsed } }).lean()).map((o) => [o._id, o.outcome]))
   const released = new Set<string>()
   await Promise.all(
     lapsed.map(async (id) => {
-      const outcome = decided.get(id)
-      if (outcome === 'kept') return
-      if (outcome === 'released') {
-        // released by another reader whose deletion is under way, or stopped: finishing it is safe (by `_id`)
-        await deleteUnitsOf(d, id)
-        released.add(id)
-      } else if (await releaseShared(d, id)) released.add(id)
+      if (await releaseShared(d, id)) released.add(id)
     }),
   )
   return released
 }
 
-/** Releases in flight in this process: concurrent readers of the same lapsed reservation share one release. */
+/**
+ * Releases in flight in this process: a crowd of readers meeting the same lapsed reservations shares one release of
+ * each, its outcome read included, instead of each reader reading and deciding it.
+ */
 const releasing = new Map<string, Promise<boolean>>()
 
 function releaseShared(d: TicketsDomain, reservationId: string): Promise<boolean> {
   let release = releasing.get(reservationId)
   if (!release) {
-    release = releaseReservation(d, reservationId).finally(() => releasing.delete(reservationId))
+    release = releaseLapsedReservation(d, reservationId).finally(() => releasing.delete(reservationId))
     releasing.set(reservationId, release)
   }
   return release
+}
+
+/** Ends one lapsed reservation: true when it is released (now, or before by another reader), false when kept. */
+async function releaseLapsedReservation(d: TicketsDomain, reservationId: string): Promise<boolean> {
+  const outcome = (await d.models.ReservationOutcome.findById(reservationId).lean())?.outcome
+  if (outcome === 'kept') return false
+  if (outcome === 'released') {
+    // released by another reader whose deletion is under way, or stopped: finishing it is safe (by `_id`)
+    await deleteUnitsOf(d, reservationId)
+    return true
+  }
+  return releaseReservation(d, reservationId)
 }
 
 /**
@@ -365,7 +372,7 @@ export async function deleteUnitsOf(d: TicketsDomain, reservationId: string): Pr
 
 /** Deletes these units (by `_id`, see deleteUnitsOf), for a voided ticket or an unblocked seat. */
 export async function deleteUnitsById(d: TicketsDomain, ids: string[]): Promise<void> {
-  if (ids.length) await deleteUnits(d, await d.models.CapacityUnit.find({ _id: { $in: ids } }, { _id: 1, unit: 1, kind: 1, tierId: 1 }).lean())
+  await deleteUnits(d, await findEach(ids, (id) => d.models.CapacityUnit.findById(id, { _id: 1, unit: 1, kind: 1, tierId: 1 }).lean()))
 }
 
 /**
@@ -378,7 +385,7 @@ async function deleteUnits(d: TicketsDomain, units: UnitToDelete[]): Promise<voi
   const seats = new Map<string, number[]>()
   for (const u of units) if (u.kind === 'seat') seats.set(u.tierId, [...(seats.get(u.tierId) ?? []), seatNumber(u.unit)])
   await Promise.all([...seats].map(([tierId, ns]) => onMap(d, 'freed', (m) => m.freed(tierId, ns))))
-  await d.models.CapacityUnit.deleteMany({ _id: { $in: units.map((u) => u._id) } })
+  await deleteByIds(d.models.CapacityUnit, units.map((u) => u._id))
 }
 
 /**

@@ -12,7 +12,7 @@
  * settlement) until they answer.
  */
 import { ContractError } from '@svc/errors'
-import { isDuplicateKeyError, type TicketDoc, type TicketHoldDoc } from '../models'
+import { findEach, isDuplicateKeyError, type TicketDoc, type TicketHoldDoc } from '../models'
 import { announceIssued } from './announce'
 import { deleteUnitsOf, keepReservation, releaseReservation } from './capacity'
 import { nowOf, type TicketsDomain } from './context'
@@ -88,7 +88,7 @@ export async function settleHold(d: TicketsDomain, holdId: string, payment: Hold
     // a repeat: the tickets (some or all) exist already
     if (!isDuplicateKeyError(err)) throw err
   }
-  const stored = await d.models.Ticket.find({ _id: { $in: tickets.map((t) => t._id) } }).lean()
+  const stored = await findEach(tickets.map((t) => t._id), (id) => d.models.Ticket.findById(id).lean())
   if (stored.length !== tickets.length) throw new Error(`hold ${holdId}: ${tickets.length - stored.length} of its tickets are missing after their insert`)
   for (const ticket of stored) if (!ticket.announced) await announceIssued(d, ticket)
   if (hold.status !== 'paid') await d.models.TicketHold.updateOne({ _id: holdId }, { $set: { status: 'paid', checkoutId: payment.checkoutId, paymentUri: payment.paymentUri } })

@@ -5,7 +5,7 @@
  */
 import { ContractError } from '@svc/errors'
 import type { Environment } from '@svc/vocabulary'
-import type { TicketedEventDoc } from '../models'
+import { findEach, type TicketedEventDoc } from '../models'
 import { takenSeats } from './capacity'
 import { blockReservation, tierCapacity } from './configure-tiers'
 import type { TicketsDomain } from './context'
@@ -28,7 +28,9 @@ async function organizersEvent(d: TicketsDomain, organizerDid: string, environme
 export async function organizerEvent(d: TicketsDomain, organizerDid: string, environment: Environment, eventUri: string) {
   const event = await organizersEvent(d, organizerDid, environment, eventUri)
   const tiers = await d.models.Tier.find({ eventKey: event._id }).sort({ position: 1 }).lean()
-  const tickets = await d.models.Ticket.find({ tierId: { $in: tiers.map((t) => t._id) } }).sort({ createdAt: 1, _id: 1 }).lean()
+  const tickets = (await findEach(tiers.map((t) => t._id), (tierId) => d.models.Ticket.find({ tierId }).lean())).sort(
+    (a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a._id.localeCompare(b._id),
+  )
   const names = new Map(tiers.map((t) => [t._id, t.name]))
   const tierViews = await Promise.all(
     tiers.map(async (t) => {

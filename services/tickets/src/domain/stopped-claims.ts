@@ -9,6 +9,7 @@
  * Only a claim's units carry a ticket id (a hold's and the organizer's block's do not). The sweep looks back
  * STOPPED_CLAIM_WINDOW_MS, far more than a restart of the tickets process takes.
  */
+import { findEach } from '../models'
 import { deleteUnitsOf, KEPT_UNTIL } from './capacity'
 import { CLAIM_ATTEMPT_SECONDS, claimedTicket, issue } from './claim-free-ticket'
 import { nowOf, type TicketsDomain } from './context'
@@ -28,7 +29,7 @@ export async function sweepStoppedClaims(d: TicketsDomain, limit = 100): Promise
   ).lean()
   if (seats.length === 0) return { issued: 0, released: 0 }
   const ticketIds = [...new Set(seats.map((s) => s.ticketId!))]
-  const tickets = new Map((await d.models.Ticket.find({ _id: { $in: ticketIds } }, { reservationId: 1 }).lean()).map((t) => [t._id, t.reservationId]))
+  const tickets = new Map((await findEach(ticketIds, (id) => d.models.Ticket.findById(id, { reservationId: 1 }).lean())).map((t) => [t._id, t.reservationId]))
   let issued = 0
   let released = 0
   for (const seat of seats.filter((s) => tickets.get(s.ticketId!) !== s.reservationId).slice(0, limit)) {

@@ -225,4 +225,4 @@ export async function createTicketsModels(conn: Connection): Promise<TicketsMode
 
 export const connectTickets = (mongoUrl: string) => connectDomain(mongoUrl, createTicketsModels)
 
-export { isDuplicateKeyError } from '@svc/subgraph-server'
+export { deleteByIds, findEach, isDuplicateKeyError } from '@svc/subgraph-server'
