@@ -46,7 +46,7 @@ import { cpuPerRequest, cpuSnapshot } from './lib/cpu-usage'
 import { measureDeliveries, type DeliveryBenchResult, type DeliveryRun } from './lib/delivery-bench'
 import { measureGrowth, type GrowthRow } from './lib/growth-bench'
 import { measureScarceCrowd, type ScarceCrowdResult } from './lib/tickets-bench'
-import { connectTickets, KEPT_UNTIL, seatUnit } from '@svc/tickets'
+import { connectTickets, KEPT_UNTIL, seatUnit, unitId } from '@svc/tickets'
 
 const CONNECTIONS = 50
 const INITIATE_CONNECTIONS = 20
@@ -360,7 +360,7 @@ async function main() {
         for (let from = 0; from < seats; from += 1000) {
           const docs = Array.from({ length: Math.min(1000, seats - from) }, (_, i) => {
             const unit = seatUnit(tierId, from + i)
-            return { _id: `${reservationId}/${unit}`, unit, kind: 'seat', tierId, reservationId, buyerDid: null, ticketId: null, orderKey: null, expiresAt: KEPT_UNTIL, createdAt: new Date() }
+            return { _id: unitId(reservationId, unit), unit, kind: 'seat', tierId, reservationId, buyerDid: null, ticketId: null, orderKey: null, expiresAt: KEPT_UNTIL, createdAt: new Date() }
           })
           await tickets.models.CapacityUnit.collection.insertMany(docs as never[])
         }

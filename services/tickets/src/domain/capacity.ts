@@ -17,7 +17,7 @@ import { sharedRead } from './shared-reads'
 
 export const seatUnit = (tierId: string, n: number): string => `${tierId}#${n}`
 export const buyerUnit = (tierId: string, buyerDid: string, k: number): string => `${tierId}@${buyerDid}#${k}`
-const unitId = (reservationId: string, unit: string): string => `${reservationId}/${unit}`
+export const unitId = (reservationId: string, unit: string): string => `${reservationId}/${unit}`
 
 /** Kept units never expire. */
 export const KEPT_UNTIL = new Date('9999-12-31T00:00:00Z')
@@ -91,29 +91,17 @@ async function releaseDue(d: TicketsDomain, lapsed: string[]): Promise<Set<strin
 
 /**
  * Releases in flight in this process: a crowd of readers meeting the same lapsed reservations shares one release of
- * each, its outcome read included, instead of each reader reading and deciding it.
+ * each (its outcome inserted, or the one another reader inserted first read), instead of each reader deciding it.
  */
 const releasing = new Map<string, Promise<boolean>>()
 
 function releaseShared(d: TicketsDomain, reservationId: string): Promise<boolean> {
   let release = releasing.get(reservationId)
   if (!release) {
-    release = releaseLapsedReservation(d, reservationId).finally(() => releasing.delete(reservationId))
+    release = releaseReservation(d, reservationId).finally(() => releasing.delete(reservationId))
     releasing.set(reservationId, release)
   }
   return release
-}
-
-/** Ends one lapsed reservation: true when it is released (now, or before by another reader), false when kept. */
-async function releaseLapsedReservation(d: TicketsDomain, reservationId: string): Promise<boolean> {
-  const outcome = (await d.models.ReservationOutcome.findById(reservationId).lean())?.outcome
-  if (outcome === 'kept') return false
-  if (outcome === 'released') {
-    // released by another reader whose deletion is under way, or stopped: finishing it is safe (by `_id`)
-    await deleteUnitsOf(d, reservationId)
-    return true
-  }
-  return releaseReservation(d, reservationId)
 }
 
 /**
