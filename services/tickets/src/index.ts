@@ -12,6 +12,6 @@ export { announceIssued, sweepUnannounced, ANNOUNCE_GRACE_MS } from './domain/an
 export { sweepStoppedClaims } from './domain/stopped-claims'
 export { claimTicketId } from './domain/ids'
 export { startTicketsSweeper, DEFAULT_TICKETS_SWEEP_MS } from './sweeper'
-export { reserve, keepReservation, releaseReservation, takenSeats, seatsTakenNow, reconcileSeatMaps, seatUnit, buyerUnit, unitId, KEPT_UNTIL } from './domain/capacity'
+export { reserve, keepReservation, releaseReservation, takenSeats, seatsTakenNow, reconcileSeatMaps, seatUnit, buyerUnit, unitId, minuteOf, KEPT_UNTIL } from './domain/capacity'
 export { setSeats, type SeatMap } from './domain/seat-map'
 export { createRedisSeatMap, DEFAULT_SEAT_MAP_RECONCILE_MS, type RedisSeatMap } from './redis-seat-map'

@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createMemoryClaimStore, createWebhookRequestHandler, type EventEnvelope } from '@svc/sdk'
 import { randomBytes } from 'node:crypto'
-import { ANNOUNCE_GRACE_MS, CLAIM_ATTEMPT_SECONDS, claimTicketId, keepReservation, reserve, sweepStoppedClaims, sweepUnannounced } from '@svc/tickets'
+import { ANNOUNCE_GRACE_MS, CLAIM_ATTEMPT_SECONDS, claimTicketId, KEPT_UNTIL, keepReservation, minuteOf, reserve, sweepStoppedClaims, sweepUnannounced } from '@svc/tickets'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { expectOk, updateConfig } from '../adapter/helpers'
 import { payByForm } from '../adapter/payment-helpers'
@@ -139,10 +139,14 @@ test('the sweep announces a ticket whose claim stopped before writing its event'
 })
 
 describe('a free claim that stopped after keeping its seat and before inserting its ticket', () => {
-  /** What such a claim leaves: its attempt's seat and share, kept, carrying the ticket's id, and no ticket. */
+  /**
+   * What such a claim leaves: its attempt's seat and share, kept, carrying the ticket's id, and no ticket. Taken in
+   * the past by a clock, so the sweep's cursor is put back to where it stood then (before the claim's minute).
+   */
   async function stoppedClaim(tierId: string, ticketId: string, buyerDid: string, ageSeconds: number) {
     const tier = (await stack.tickets.Tier.findById(tierId).lean())!
     const then = { ...stack.ticketsDomain, now: () => new Date(Date.now() - ageSeconds * 1000) }
+    await stack.tickets.SweepCursor.updateOne({ _id: 'stopped-claims' }, { $min: { minute: minuteOf(then.now()) - 1 } }, { upsert: true })
     const id = `claim_${randomBytes(12).toString('hex')}`
     const taken = await reserve(then, { id, expiresAt: new Date(then.now().getTime() + CLAIM_ATTEMPT_SECONDS * 1000), buyerDid, ticketId }, [
       { tierId, seatRange: tier.seatRange, quantity: 1, buyer: { did: buyerDid, perBuyerLimit: tier.perBuyerLimit } },
@@ -150,6 +154,14 @@ describe('a free claim that stopped after keeping its seat and before inserting 
     expect(taken).toEqual({ ok: true })
     expect(await keepReservation(then, id)).toBe(true)
     return id
+  }
+
+  /** The last minute whose attempts are all older than CLAIM_ATTEMPT_SECONDS. */
+  const settledMinute = () => minuteOf(Date.now() - CLAIM_ATTEMPT_SECONDS * 1000) - 1
+  async function expectCursorBetween(low: number, high: number) {
+    const { minute } = (await stack.tickets.SweepCursor.findById('stopped-claims').lean())!
+    expect(minute).toBeGreaterThanOrEqual(low)
+    expect(minute).toBeLessThanOrEqual(high)
   }
 
   /** A free tier of a new event, a buyer, and the id of the buyer's claim under `key`. */
@@ -181,6 +193,8 @@ describe('a free claim that stopped after keeping its seat and before inserting 
     expect(retried.ticket.id).toBe(ticketId)
     expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(1)
     expect(handled.filter((e) => e.type === 'ticket.issued' && e.data.ticketId === ticketId)).toHaveLength(1)
+    // the younger one's retry finishes it (so no later sweep here meets it)
+    expect(expectOk(await claimAs(stack, app, young, { eventUri, ticketTypeId: tierId }, { idempotencyKey: 'young' })).ticket.id).toBe(youngTicketId)
   })
 
   test('before any sweep, the retry with the same key adopts the kept seat: no second seat is taken', async () => {
@@ -205,5 +219,42 @@ describe('a free claim that stopped after keeping its seat and before inserting 
     expect(await stack.tickets.CapacityUnit.countDocuments({ reservationId: ticket.reservationId })).toBe(2)
     expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(2)
     expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 0, released: 0 })
+  })
+
+  test('the sweep reads each minute once, by equality, and moves its cursor past the minutes it finished', async () => {
+    const { tierId, buyer, ticketId } = await freeTier({ capacity: 2 }, 'minute')
+    const attempt = await stoppedClaim(tierId, ticketId, buyer.did, CLAIM_ATTEMPT_SECONDS + 5)
+    const minute = (await stack.tickets.CapacityUnit.findOne({ reservationId: attempt, kind: 'seat' }).lean())!.claimMinute!
+    expect(minute).toBe(minuteOf((await stack.tickets.CapacityUnit.findOne({ reservationId: attempt }).lean())!.createdAt))
+
+    const before = settledMinute()
+    expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 1, released: 0 })
+    await expectCursorBetween(before, settledMinute())
+    // what makes it cheap on FerretDB: the minute's query goes to PostgreSQL, not the whole collection to the sweep
+    const explain = (await stack.tickets.CapacityUnit.collection.find({ claimMinute: minute, kind: 'seat', expiresAt: KEPT_UNTIL }).explain()) as { filterPushdown?: boolean }
+    expect(explain.filterPushdown).toBe(true)
+
+    // a stopped claim whose minute the cursor has passed is not read again (nor is the finished one)
+    const late = await freeTier({ capacity: 2 }, 'late')
+    await stoppedClaim(late.tierId, late.ticketId, late.buyer.did, CLAIM_ATTEMPT_SECONDS + 5)
+    await stack.tickets.SweepCursor.updateOne({ _id: 'stopped-claims' }, { $set: { minute: minuteOf(Date.now()) } })
+    expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 0, released: 0 })
+    expect(await stack.tickets.Ticket.countDocuments({ _id: late.ticketId })).toBe(0)
+    // put back before its minute, the cursor is all it took
+    await stack.tickets.SweepCursor.updateOne({ _id: 'stopped-claims' }, { $set: { minute: minuteOf(Date.now() - (CLAIM_ATTEMPT_SECONDS + 5) * 1000) - 1 } })
+    expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 1, released: 0 })
+    expect(await stack.tickets.Ticket.countDocuments({ _id: late.ticketId })).toBe(1)
+  })
+
+  test('with no cursor, the first sweep reads the last day by age, units taken before they carried their minute included', async () => {
+    const { tierId, buyer, ticketId } = await freeTier({ capacity: 2 }, 'first')
+    const attempt = await stoppedClaim(tierId, ticketId, buyer.did, CLAIM_ATTEMPT_SECONDS + 5)
+    await stack.tickets.CapacityUnit.updateMany({ reservationId: attempt }, { $set: { claimMinute: null } })
+    await stack.tickets.SweepCursor.deleteMany({})
+
+    const before = settledMinute()
+    expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 1, released: 0 })
+    expect((await stack.tickets.Ticket.findById(ticketId).lean())!.reservationId).toBe(attempt)
+    await expectCursorBetween(before, settledMinute())
   })
 })

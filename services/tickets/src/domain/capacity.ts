@@ -22,6 +22,9 @@ export const unitId = (reservationId: string, unit: string): string => `${reserv
 /** Kept units never expire. */
 export const KEPT_UNTIL = new Date('9999-12-31T00:00:00Z')
 
+/** The minute of `at` (ms / 60000): a free claim's units carry the minute they were taken (stopped-claims.ts). */
+export const minuteOf = (at: Date | number) => Math.floor((typeof at === 'number' ? at : at.getTime()) / 60_000)
+
 /** What one reservation asks of one tier. */
 export interface UnitRequest {
   tierId: string
@@ -45,6 +48,7 @@ type UnitToDelete = Pick<CapacityUnitDoc, '_id' | 'unit' | 'kind' | 'tierId'>
 
 /** Inserts one unit; false when another reservation holds it. */
 async function take(d: TicketsDomain, r: Reservation, req: UnitRequest, unit: string, kind: 'seat' | 'buyer'): Promise<boolean> {
+  const at = nowOf(d)
   try {
     await d.models.CapacityUnit.create({
       _id: unitId(r.id, unit),
@@ -54,9 +58,10 @@ async function take(d: TicketsDomain, r: Reservation, req: UnitRequest, unit: st
       reservationId: r.id,
       buyerDid: r.buyerDid ?? null,
       ticketId: r.ticketId ?? null,
+      claimMinute: r.ticketId ? minuteOf(at) : null,
       orderKey: r.orderKey ?? null,
       expiresAt: r.expiresAt,
-      createdAt: nowOf(d),
+      createdAt: at,
     })
     if (kind === 'seat') await onMap(d, 'took', (m) => m.took(req.tierId, [seatNumber(unit)]))
     return true

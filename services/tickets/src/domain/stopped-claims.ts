@@ -6,33 +6,59 @@
  * - no ticket under the claim's id: it is inserted with the kept units and announced (`ticket.issued`);
  * - the ticket exists under another attempt's units (a duplicate of the claim won meanwhile): the stopped attempt's
  *   units are deleted, so its seat returns to sale.
- * Only a claim's units carry a ticket id (a hold's and the organizer's block's do not). The sweep looks back
- * STOPPED_CLAIM_WINDOW_MS, far more than a restart of the tickets process takes.
+ *
+ * Only a claim's units carry a ticket id and the minute they were taken (a hold's and the organizer's block's do
+ * not). The sweep reads each minute's claims once, by equality on that minute (FerretDB hands PostgreSQL equalities
+ * only: a range would read every unit ever sold, docs/performance.md), and records in `sweep_cursors` the last minute
+ * whose attempts it has all finished; each run reads the minutes after it. With no cursor (the first run on a
+ * database) it reads the last STOPPED_CLAIM_WINDOW_MS by age once, which also finds units taken before they carried
+ * their minute.
  */
 import { findEach } from '../models'
-import { deleteUnitsOf, KEPT_UNTIL } from './capacity'
+import type { CapacityUnitDoc } from '../models'
+import { deleteUnitsOf, KEPT_UNTIL, minuteOf } from './capacity'
 import { CLAIM_ATTEMPT_SECONDS, claimedTicket, issue } from './claim-free-ticket'
 import { nowOf, type TicketsDomain } from './context'
 
 export const STOPPED_CLAIM_WINDOW_MS = 24 * 60 * 60 * 1000
+const CURSOR = 'stopped-claims'
 
-export async function sweepStoppedClaims(d: TicketsDomain, limit = 100): Promise<{ issued: number; released: number }> {
+type ClaimSeat = Pick<CapacityUnitDoc, 'reservationId' | 'ticketId' | 'tierId' | 'buyerDid' | 'createdAt'>
+const SEAT_FIELDS = { reservationId: 1, ticketId: 1, tierId: 1, buyerDid: 1, createdAt: 1 }
+
+export async function sweepStoppedClaims(d: TicketsDomain): Promise<{ issued: number; released: number }> {
   const now = nowOf(d).getTime()
-  const seats = await d.models.CapacityUnit.find(
-    {
-      kind: 'seat',
-      ticketId: { $ne: null },
-      expiresAt: KEPT_UNTIL,
-      createdAt: { $gt: new Date(now - STOPPED_CLAIM_WINDOW_MS), $lte: new Date(now - CLAIM_ATTEMPT_SECONDS * 1000) },
-    },
-    { reservationId: 1, ticketId: 1, tierId: 1, buyerDid: 1 },
-  ).lean()
+  const due = now - CLAIM_ATTEMPT_SECONDS * 1000
+  // the minute holding `due` is read again next run: its later attempts are not due yet
+  const settled = minuteOf(due) - 1
+  const cursor = await d.models.SweepCursor.findById(CURSOR).lean()
+  const seats = cursor ? await seatsOfMinutes(d, Math.max(cursor.minute + 1, minuteOf(now - STOPPED_CLAIM_WINDOW_MS)), minuteOf(due)) : await seatsOfWindow(d, now)
+  const finished = await finishStopped(d, seats.filter((s) => s.createdAt.getTime() <= due))
+  if (!cursor || settled > cursor.minute) await d.models.SweepCursor.updateOne({ _id: CURSOR }, { $max: { minute: settled } }, { upsert: true })
+  return finished
+}
+
+/** The kept seats of the claims taken in the minutes `from` to `to`, one equality per minute. */
+function seatsOfMinutes(d: TicketsDomain, from: number, to: number): Promise<ClaimSeat[]> {
+  const minutes = Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i)
+  return findEach(minutes, (claimMinute) => d.models.CapacityUnit.find({ claimMinute, kind: 'seat', expiresAt: KEPT_UNTIL }, SEAT_FIELDS).lean<ClaimSeat[]>())
+}
+
+/** The kept seats of the claims of the last STOPPED_CLAIM_WINDOW_MS, by age: a scan of every seat, done once. */
+function seatsOfWindow(d: TicketsDomain, now: number): Promise<ClaimSeat[]> {
+  return d.models.CapacityUnit.find(
+    { kind: 'seat', ticketId: { $ne: null }, expiresAt: KEPT_UNTIL, createdAt: { $gt: new Date(now - STOPPED_CLAIM_WINDOW_MS) } },
+    SEAT_FIELDS,
+  ).lean<ClaimSeat[]>()
+}
+
+async function finishStopped(d: TicketsDomain, seats: ClaimSeat[]): Promise<{ issued: number; released: number }> {
   if (seats.length === 0) return { issued: 0, released: 0 }
   const ticketIds = [...new Set(seats.map((s) => s.ticketId!))]
   const tickets = new Map((await findEach(ticketIds, (id) => d.models.Ticket.findById(id, { reservationId: 1 }).lean())).map((t) => [t._id, t.reservationId]))
   let issued = 0
   let released = 0
-  for (const seat of seats.filter((s) => tickets.get(s.ticketId!) !== s.reservationId).slice(0, limit)) {
+  for (const seat of seats.filter((s) => tickets.get(s.ticketId!) !== s.reservationId)) {
     if (tickets.has(seat.ticketId!)) {
       await deleteUnitsOf(d, seat.reservationId)
       released++

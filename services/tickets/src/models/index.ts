@@ -84,6 +84,8 @@ const capacityUnitSchema = new Schema(
     buyerDid: { type: String, default: null },
     /** the ticket a free claim's attempt is for */
     ticketId: { type: String, default: null },
+    /** a free claim's attempt: the minute it was taken (ms / 60000), which the stopped-claims sweep reads by equality */
+    claimMinute: { type: Number, default: null },
     /** the order a hold is for (`<appDid> <environment> <appOrderId>`): concurrent duplicates find each other by it */
     orderKey: { type: String, default: null },
     /** a reservation not kept by then is released (a hold's expiry; a claim that died before its ticket); far ahead once kept */
@@ -97,6 +99,7 @@ capacityUnitSchema.index({ tierId: 1 })
 capacityUnitSchema.index({ reservationId: 1 })
 capacityUnitSchema.index({ ticketId: 1 })
 capacityUnitSchema.index({ orderKey: 1 })
+capacityUnitSchema.index({ claimMinute: 1 })
 
 export const RESERVATION_OUTCOMES = ['kept', 'released'] as const
 export type ReservationOutcome = (typeof RESERVATION_OUTCOMES)[number]
@@ -109,6 +112,15 @@ const reservationOutcomeSchema = new Schema(
     at: { type: Date, required: true },
   },
   { collection: 'reservation_outcomes', versionKey: false },
+)
+
+/** How far a sweep has read, by name: the stopped-claims sweep's last minute whose attempts it has all finished. */
+const sweepCursorSchema = new Schema(
+  {
+    _id: { type: String, required: true },
+    minute: { type: Number, required: true },
+  },
+  { collection: 'sweep_cursors', versionKey: false },
 )
 
 /** A hold lapsing at expiresAt is not a state: its reservation is released and it stays `held` (docs/tickets.md). */
@@ -196,6 +208,7 @@ export type TicketedEventDoc = InferSchemaType<typeof ticketedEventSchema>
 export type TierDoc = InferSchemaType<typeof tierSchema>
 export type CapacityUnitDoc = InferSchemaType<typeof capacityUnitSchema>
 export type ReservationOutcomeDoc = InferSchemaType<typeof reservationOutcomeSchema>
+export type SweepCursorDoc = InferSchemaType<typeof sweepCursorSchema>
 export type TicketDoc = InferSchemaType<typeof ticketSchema>
 export type TicketHoldDoc = InferSchemaType<typeof ticketHoldSchema>
 
@@ -204,6 +217,7 @@ export interface TicketsModels {
   Tier: Model<TierDoc>
   CapacityUnit: Model<CapacityUnitDoc>
   ReservationOutcome: Model<ReservationOutcomeDoc>
+  SweepCursor: Model<SweepCursorDoc>
   Ticket: Model<TicketDoc>
   TicketHold: Model<TicketHoldDoc>
   Outbox: OutboxModel
@@ -215,6 +229,7 @@ export async function createTicketsModels(conn: Connection): Promise<TicketsMode
     Tier: conn.model<TierDoc>('TicketTier', tierSchema),
     CapacityUnit: conn.model<CapacityUnitDoc>('CapacityUnit', capacityUnitSchema),
     ReservationOutcome: conn.model<ReservationOutcomeDoc>('ReservationOutcome', reservationOutcomeSchema),
+    SweepCursor: conn.model<SweepCursorDoc>('SweepCursor', sweepCursorSchema),
     Ticket: conn.model<TicketDoc>('Ticket', ticketSchema),
     TicketHold: conn.model<TicketHoldDoc>('TicketHold', ticketHoldSchema),
     Outbox: await createOutboxModel(conn, 'tickets'),
