@@ -68,6 +68,7 @@ export async function claimSettlement(
       recordTid: extra.recordTid ?? null,
       outcome: extra.outcome ?? null,
       settledAt: extra.outcome ? now : null,
+      awaiting: !extra.outcome,
     })
     return true
   } catch (err) {
@@ -108,7 +109,7 @@ export function outcomeOf(result: ChargeResult): SettlementOutcome {
  * answer (both with the processor's word), writes it, so the filter on `outcome: null` is a guard, not the decision.
  */
 export async function recordOutcome(d: PaymentsDomain, checkoutId: string, outcome: SettlementOutcome): Promise<void> {
-  await d.models.Settlement.updateOne({ _id: checkoutId, outcome: null }, { $set: { outcome, settledAt: nowOf(d) } })
+  await d.models.Settlement.updateOne({ _id: checkoutId, outcome: null }, { $set: { outcome, settledAt: nowOf(d), awaiting: false } })
 }
 
 /**

@@ -6,7 +6,7 @@ import type { CheckoutDoc } from '../models'
 import { nowOf, type PaymentsDomain } from './context'
 import { expireCheckout, recoverCheckout, UNANSWERED_PAYMENT_CLAIM_MS } from './settlement'
 
-/** how far back the sweep looks for payment claims left without outcome on a pending checkout (by the claimedAt index) */
+/** how far back the sweep looks for payment claims left without outcome on a pending checkout */
 const UNMARKED_CLAIMS_WINDOW_MS = 10 * 60 * 1000
 
 type StoredCheckout = CheckoutDoc & { _id: string }
@@ -48,12 +48,11 @@ export async function sweepCheckouts(d: PaymentsDomain, opts: { limit?: number }
   // payment claims whose checkout may never have been marked processing (recoverCheckout settles those): the claims
   // of the last UNMARKED_CLAIMS_WINDOW_MS older than a minute; older ones are settled by the expiry of their checkout
   const now = nowOf(d).getTime()
-  const unmarked = await d.models.Settlement.find(
-    { claimedAt: { $gte: new Date(now - UNMARKED_CLAIMS_WINDOW_MS), $lte: new Date(now - UNANSWERED_PAYMENT_CLAIM_MS) }, by: 'payment', outcome: null },
-    { _id: 1 },
-  )
-    .limit(limit)
-    .lean()
+  // found by the equality FerretDB pushes down (the claims awaiting an answer are those in flight, few); their age here
+  const awaiting = await d.models.Settlement.find({ awaiting: true }, { _id: 1, by: 1, claimedAt: 1 }).lean()
+  const unmarked = awaiting
+    .filter((s) => s.by === 'payment' && s.claimedAt.getTime() >= now - UNMARKED_CLAIMS_WINDOW_MS && s.claimedAt.getTime() <= now - UNANSWERED_PAYMENT_CLAIM_MS)
+    .slice(0, limit)
   for (const id of new Set([...processing, ...unmarked].map((c) => c._id as string))) {
     await each(id, async () => {
       if (await recoverCheckout(d, id)) result.recovered++

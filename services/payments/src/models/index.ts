@@ -117,11 +117,16 @@ const settlementSchema = new Schema(
     /** null until the outcome is known (a payment claim while the processor is called) */
     outcome: { type: outcomeSchema, default: null },
     settledAt: { type: Date, default: null },
+    /**
+     * true while the claim has no outcome (a payment waiting for its processor's answer), set with the outcome: the
+     * sweep finds these by this equality, which FerretDB hands to PostgreSQL (a filter on `outcome: null` or on a
+     * range of `claimedAt` reads every settlement ever made; sweep-checkouts.ts)
+     */
+    awaiting: { type: Boolean, default: false },
   },
   { collection: 'settlements' },
 )
-// the sweep's look at recent claims (sweep-checkouts.ts)
-settlementSchema.index({ claimedAt: 1 })
+settlementSchema.index({ awaiting: 1 })
 
 const proofStateSchema = new Schema(
   {
