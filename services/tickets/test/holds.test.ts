@@ -8,8 +8,8 @@ import { randomBytes } from 'node:crypto'
 import type mongoose from 'mongoose'
 import { ContractError } from '@svc/errors'
 import { isolate } from '@svc/testing/src/isolation'
-import { availableSeats, configureTicketTiers, connectTickets, type ServingTickets, type TicketsModels } from '../src'
-import { holdTickets, type HoldRequest } from '../src/domain/create-hold'
+import { availableSeats, configureTicketTiers, connectTickets, reserve, type ServingTickets, type TicketsModels } from '../src'
+import { HOLD_ATTEMPT_SECONDS, holdTickets, type HoldRequest } from '../src/domain/create-hold'
 
 const APP = 'did:web:app.example.com'
 const ORGANIZER = 'did:plc:organizer0000000000000000'
@@ -112,6 +112,28 @@ test('a hold lapses at expiresAt: its seats return once and are sold again; the 
   expect(await available(tier)).toBe(0)
   expect((await hold(eventUri, [{ ticketTypeId: tier, quantity: 2 }], { appOrderId: 'lapsing', buyerDid: (await models.TicketHold.findById(first.holdId).lean())!.buyerDid })).holdId).toBe(first.holdId)
 })
+
+test('a hold attempt that died between taking its seats and inserting its hold: the retry waits for it a while, then lets them go', async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 1, perBuyerLimit: 1 }])
+  const tier = (await models.Tier.findById(tierIds[0]!).lean())!
+  const request = { buyerDid: buyer(), appOrderId: 'died-midway' }
+  const died = `hold_${randomBytes(12).toString('hex')}`
+  const taken = await reserve(d, { id: died, expiresAt: new Date(clock.now.getTime() + 600_000), buyerDid: request.buyerDid, orderKey: `${APP} test died-midway` }, [
+    { tierId: tier._id, seatRange: tier.seatRange, quantity: 1, buyer: { did: request.buyerDid, perBuyerLimit: 1 } },
+  ])
+  expect(taken).toEqual({ ok: true })
+  // so young it may be a twin on its way to its hold: the retry waits for that (10 s), then asks to be retried
+  expect(await refusal(hold(eventUri, [{ ticketTypeId: tier._id, quantity: 1 }], request))).toBe('ServiceUnavailable')
+  expect(await models.CapacityUnit.countDocuments({ reservationId: died })).toBe(2)
+
+  clock.now = new Date(clock.now.getTime() + (HOLD_ATTEMPT_SECONDS + 1) * 1000)
+  const held = await hold(eventUri, [{ ticketTypeId: tier._id, quantity: 1 }], request)
+  expect(held.holdId).not.toBe(died)
+  expect(await models.ReservationOutcome.findById(died).lean()).toMatchObject({ outcome: 'released' })
+  expect(await models.CapacityUnit.countDocuments({ reservationId: died })).toBe(0)
+  expect(await models.CapacityUnit.countDocuments({ reservationId: held.holdId })).toBe(2)
+  expect(await available(tier._id)).toBe(0)
+}, 30_000)
 
 test('a thousand concurrent holds on 100 seats hold exactly 100, and seats that lapse mid-run are sold again, never twice', async () => {
   const { eventUri, tierIds } = await event([{ capacity: 100 }], 60)

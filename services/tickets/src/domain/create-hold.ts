@@ -113,6 +113,13 @@ async function reserveHold(d: ServingTickets, appDid: string, input: HoldRequest
   }
 }
 
+/**
+ * A hold attempt takes its units, then inserts its hold, milliseconds apart: units of the same order older than this
+ * without a hold are an attempt that died in between (otherwise they would keep the seats and the buyer's shares
+ * until the hold's expiry, and a retry of the order would wait for them).
+ */
+export const HOLD_ATTEMPT_SECONDS = 60
+
 /** How often a hold refused only for the buyer's shares is tried again (its concurrent duplicates may have held them). */
 const BUYER_CONTENTION_RETRIES = 5
 
@@ -147,7 +154,14 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
     }),
   )
   if (!result.ok) {
-    if (await d.models.CapacityUnit.exists({ orderKey })) return 'in flight'
+    const twin = await d.models.CapacityUnit.findOne({ orderKey }, { reservationId: 1, createdAt: 1 }).lean()
+    if (twin && twin.createdAt.getTime() > now.getTime() - HOLD_ATTEMPT_SECONDS * 1000) return 'in flight'
+    if (twin) {
+      // its attempt died between taking the capacity and inserting the hold: let its units go (should it be alive
+      // after all, the released outcome keeps it from ever keeping them) and try again
+      await releaseReservation(d, twin.reservationId)
+      return 'contended'
+    }
     if (result.lacking === 'buyer' && retryBuyer) return 'contended'
     const tier = byId.get(result.tierId)!
     throw new ContractError(
