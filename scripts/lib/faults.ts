@@ -34,6 +34,7 @@ import { connectApps, issueApiKey, registerApp } from '@svc/apps'
 import { DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE, deliveryIdForEvent } from '@svc/events'
 import { outboxCollection, queuePrefix } from '@svc/outbox'
 import { chargeKeyOf, UNANSWERED_PAYMENT_CLAIM_MS } from '@svc/payments'
+import { CLAIM_ATTEMPT_SECONDS } from '@svc/tickets'
 import { buildProduct, mintAssertion } from '@svc/sdk'
 import { generateDidKeyKeypair, mintServiceJwt } from '@svc/service-auth'
 import { dropDatabase, freePort, postgresForFerret, reservePort, startFerretDb, waitForPort, type RunningFerretDb } from '@svc/testing'
@@ -219,6 +220,19 @@ class HttpStatus extends Error {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+/** Fetches with a timeout; one that passes names what had no answer (the report says which step it was). */
+async function fetchWithin(what: string, url: string, init: RequestInit, timeoutMs = 10_000): Promise<{ res: Response; text: string }> {
+  try {
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) })
+    return { res, text: await res.text() }
+  } catch (err) {
+    if ((err as Error).name === 'TimeoutError') throw new Error(`${what}: no answer within ${timeoutMs / 1000} s`)
+    throw err
+  }
+}
+
+/** longer than a claim's wait for its own attempt in flight (10 s, then 503), so the answer arrives before the abort */
+const CLAIM_TIMEOUT_MS = 20_000
 
 /** Polls `done` until it holds (true) or the deadline passes (false). */
 async function waitUntil(done: () => boolean | Promise<boolean>, deadline: number, everyMs = 200): Promise<boolean> {
@@ -378,15 +392,14 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     } finally {
       await apps.conn.close()
     }
-    const xrpc = async (nsid: string, body: unknown) => {
+    const xrpc = async (nsid: string, body: unknown, timeoutMs = 10_000) => {
       const jwt = await mintServiceJwt({ keypair: app.keypair, iss: app.did, aud: serviceDid, lxm: nsid, expiresInSeconds: 60 })
-      const res = await fetch(`http://${host}:${ports.api}/xrpc/${nsid}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(10_000),
-      })
-      const text = await res.text()
+      const { res, text } = await fetchWithin(
+        nsid,
+        `http://${host}:${ports.api}/xrpc/${nsid}`,
+        { method: 'POST', headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' }, body: JSON.stringify(body) },
+        timeoutMs,
+      )
       if (!res.ok) throw new HttpStatus(res.status, `${nsid} answered ${res.status} (request ${res.headers.get('svc-request-id')}) ${text}`)
       return JSON.parse(text) as Record<string, unknown>
     }
@@ -416,14 +429,12 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
 
     // the buyer's side of a hosted checkout: the card form posted as a browser would
     const pay = async (checkoutUrl: string) => {
-      const paid = await fetch(`${checkoutUrl}/pay`, {
+      const { res: paid, text: page } = await fetchWithin(`pay ${checkoutUrl}`, `${checkoutUrl}/pay`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams({ number: '4242 4242 4242 4242', expiry: '12/40', cvc: '123', name: 'Faye Faults' }).toString(),
         redirect: 'manual',
-        signal: AbortSignal.timeout(10_000),
       })
-      const page = await paid.text()
       if (paid.status >= 400) throw new HttpStatus(paid.status, `pay answered ${paid.status} (request ${paid.headers.get('svc-request-id')}) ${page.slice(0, 300)}`)
       // completed: to the return URL; failed: to the cancel URL; processing (the charge's answer was lost): its page
       if (paid.status !== 303) return 'processing'
@@ -450,7 +461,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       let deadline = Date.now() + 20_000
       for (let first = true; ; first = false) {
         // a read of the page settles what it can; the first look is before it, to see a claim still without outcome
-        if (!first) await fetch(checkoutUrl, { signal: AbortSignal.timeout(10_000) }).then((res) => res.arrayBuffer())
+        if (!first) await fetchWithin(`checkout page ${checkoutUrl}`, checkoutUrl, {})
         const checkout = await db.collection<{ _id: string; status: string }>('checkouts').findOne({ appDid: app.did, environment: 'test', appOrderId }, { projection: { status: 1 } })
         if (checkout?.status === 'completed') {
           retried.alreadyPaid++
@@ -519,10 +530,20 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
         buyerAssertionJwt: await mintAssertion({ keypair: buyer.keypair, did: buyer.did, serviceDid, nsid: 'tickets.svc.claimFreeTicket', expiresInSeconds: 300 }),
         idempotencyKey: `faults-${runId}-claim-${i}`,
       }
-      return async () => {
-        const { ticket } = (await xrpc('tickets.svc.claimFreeTicket', claim)) as { ticket: { id: string } }
-        produced.claims.set(buyer.did, ticket.id)
-        return true
+      return async (retry: boolean) => {
+        // the retry may meet the refused attempt's seat, still taken until it lapses (CLAIM_ATTEMPT_SECONDS after it):
+        // the service waits for it up to 10 s, then answers 503 ServiceUnavailable "retry", and an app retries
+        const deadline = retry ? Date.now() + (CLAIM_ATTEMPT_SECONDS + 30) * 1000 : 0
+        for (;;) {
+          try {
+            const { ticket } = (await xrpc('tickets.svc.claimFreeTicket', claim, CLAIM_TIMEOUT_MS)) as { ticket: { id: string } }
+            produced.claims.set(buyer.did, ticket.id)
+            return true
+          } catch (err) {
+            if (!(err instanceof HttpStatus && err.status === 503) || Date.now() > deadline) throw err
+            await sleep(1000)
+          }
+        }
       }
     }
     const paymentOrder = (appOrderId: string) => async (retry: boolean) => {
