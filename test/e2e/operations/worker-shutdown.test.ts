@@ -63,8 +63,12 @@ it('serves readiness and metrics, and on SIGTERM finishes the attempt in flight 
     const d = await stack.events.Delivery.findById(first.deliveryId).lean()
     throw new Error(`${(err as Error).message}\n${JSON.stringify(d)}\nworker output:\n${output}`)
   }
-  const text = (await httpRequest(`${base}/metrics`, { headers: bearer(stack.secrets.operatorToken) })).text
-  expect(text).toMatch(/^svc_delivery_jobs_total\{[^}]*outcome="delivered"[^}]*\} [1-9]/m)
+  const delivered = /^svc_delivery_jobs_total\{[^}]*outcome="delivered"[^}]*\} [1-9]/m
+  const metrics = async () => (await httpRequest(`${base}/metrics`, { headers: bearer(stack.secrets.operatorToken) })).text
+  // the job is counted when it ends, a moment after its attempt wrote the delivery's status
+  await waitFor(async () => delivered.test(await metrics()), 'the delivered job counted', 10_000)
+  const text = await metrics()
+  expect(text).toMatch(delivered)
   expect(text).toMatch(/^svc_queue_jobs\{[^}]*queue="webhook-deliveries"[^}]*state="waiting"[^}]*\} \d+/m)
   expect((await httpRequest(`${base}/metrics`)).status).toBe(401)
 
