@@ -14,8 +14,7 @@
  * database) it reads the last STOPPED_CLAIM_WINDOW_MS by age once, which also finds units taken before they carried
  * their minute.
  */
-import { findEach } from '../models'
-import type { CapacityUnitDoc } from '../models'
+import { findEach, type CapacityUnitDoc } from '../models'
 import { deleteUnitsOf, KEPT_UNTIL, minuteOf } from './capacity'
 import { CLAIM_ATTEMPT_SECONDS, claimedTicket, issue } from './claim-free-ticket'
 import { nowOf, type TicketsDomain } from './context'
