@@ -1,4 +1,4 @@
-// One lint configuration for every workspace (turbo runs `eslint .` in each).
+// One lint configuration and one run (`npm run lint`, `eslint .` at the root) for every workspace.
 const js = require('@eslint/js')
 const tseslint = require('typescript-eslint')
 
@@ -16,6 +16,11 @@ module.exports = tseslint.config(
     // command-line programs print to the terminal
     files: ['scripts/**/*.ts', '**/cli/**/*.ts', '**/test/**/*.ts'],
     rules: { 'no-console': 'off' },
+  },
+  {
+    // the CommonJS configuration files at the root
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
   },
   {
     files: ['**/test/**/*.ts'],
