@@ -93,7 +93,8 @@ describe('checkout', () => {
     expect(res).toMatchObject({ status: 'pending', settlement: null, ref: null })
   })
 
-  it.each<[string[], number, RegExp]>([
+  // each case is its own process and touches nothing another case reads, so they run side by side
+  it.concurrent.each<[string[], number, RegExp]>([
     [['checkout'], 2, /--id or --order is required/],
     [['checkout', '--id', 'chk_x', '--order', 'o-1'], 2, /not both/],
     [['checkout', '--order', 'o-1', '--app', APP], 2, /--env is required/],

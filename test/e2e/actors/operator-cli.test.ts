@@ -81,24 +81,33 @@ test('create-creator with every option; running it again updates the options giv
 })
 
 test('bad input is refused with the contract error and a non-zero exit, and changes nothing', async () => {
-  const badStatus = await operator('create-creator', '--did', 'did:plc:clibad0000000000000000', '--env', 'test', '--payout-status', 'payable')
+  // each refusal is its own process; none writes, so they run side by side
+  const [badStatus, badDid, badEnv, badTypes, badKind, unknown, usage, noStatus, unknownCommand] = await Promise.all([
+    operator('create-creator', '--did', 'did:plc:clibad0000000000000000', '--env', 'test', '--payout-status', 'payable'),
+    operator('create-creator', '--did', 'not-a-did', '--env', 'test'),
+    operator('create-creator', '--did', 'did:plc:clibad0000000000000000', '--env', 'prod'),
+    operator('create-creator', '--did', 'did:plc:clibad0000000000000000', '--env', 'test', '--payment-types', 'gift'),
+    operator('create-creator', '--did', 'did:plc:clibad0000000000000000', '--env', 'test', '--kind', 'label'),
+    operator('set-payout-status', '--did', 'did:plc:nobody00000000000000000', '--env', 'test', '--status', 'ready'),
+    operator('create-creator', '--env', 'test'),
+    operator('set-payout-status', '--did', 'did:plc:x', '--env', 'test'),
+    operator('frobnicate'),
+  ])
   expect(badStatus.code).toBe(1)
   expect(badStatus.stderr).toMatch(/^InvalidRequest: payout status must be one of ready, onboarding-required, pending-verification, restricted/)
-  expect((await operator('create-creator', '--did', 'not-a-did', '--env', 'test')).stderr).toMatch(/^InvalidRequest: did must be a DID/)
-  expect((await operator('create-creator', '--did', 'did:plc:clibad0000000000000000', '--env', 'prod')).stderr).toMatch(/^InvalidRequest: environment/)
-  expect((await operator('create-creator', '--did', 'did:plc:clibad0000000000000000', '--env', 'test', '--payment-types', 'gift')).stderr).toMatch(/^InvalidRequest: paymentTypes/)
-  expect((await operator('create-creator', '--did', 'did:plc:clibad0000000000000000', '--env', 'test', '--kind', 'label')).stderr).toMatch(/^InvalidRequest: kind/)
+  expect(badDid.stderr).toMatch(/^InvalidRequest: did must be a DID/)
+  expect(badEnv.stderr).toMatch(/^InvalidRequest: environment/)
+  expect(badTypes.stderr).toMatch(/^InvalidRequest: paymentTypes/)
+  expect(badKind.stderr).toMatch(/^InvalidRequest: kind/)
   expect(await stack.actors.Actor.countDocuments({ did: { $in: ['did:plc:clibad0000000000000000', 'not-a-did'] } })).toBe(0)
 
-  const unknown = await operator('set-payout-status', '--did', 'did:plc:nobody00000000000000000', '--env', 'test', '--status', 'ready')
   expect(unknown.code).toBe(1)
   expect(unknown.stderr).toMatch(/^ActorNotFound: /)
 
-  const usage = await operator('create-creator', '--env', 'test')
   expect(usage.code).toBe(2)
   expect(usage.stderr).toMatch(/--did is required/)
-  expect((await operator('set-payout-status', '--did', 'did:plc:x', '--env', 'test')).stderr).toMatch(/--status is required/)
-  expect((await operator('frobnicate')).code).toBe(2)
+  expect(noStatus.stderr).toMatch(/--status is required/)
+  expect(unknownCommand.code).toBe(2)
 })
 
 test('dashboard-link prints a single-use sign-in link that opens a dashboard session on the page named by --next', async () => {

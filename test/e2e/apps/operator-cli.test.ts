@@ -84,20 +84,24 @@ test('register-app, issue-key with chosen permissions, revoke-key', async () => 
 })
 
 test('bad input is refused with the contract error and a non-zero exit, and changes nothing', async () => {
-  const badDid = await operator('register-app', '--did', 'not-a-did', '--env', 'test', '--app-url', 'https://x.example.com')
+  // each refusal is its own process; none writes, so they run side by side
+  const [badDid, badEnv, badPerm, usage, unknownCommand] = await Promise.all([
+    operator('register-app', '--did', 'not-a-did', '--env', 'test', '--app-url', 'https://x.example.com'),
+    operator('register-app', '--did', 'did:key:zQ3shBogus', '--env', 'prod', '--app-url', 'https://x.example.com'),
+    operator('issue-key', '--did', 'did:key:zQ3shBogus', '--env', 'test', '--permissions', 'everything'),
+    operator('register-app', '--env', 'test'),
+    operator('frobnicate'),
+  ])
   expect(badDid.code).toBe(1)
   expect(badDid.stderr).toMatch(/^InvalidRequest: did must be a DID/)
-  const badEnv = await operator('register-app', '--did', 'did:key:zQ3shBogus', '--env', 'prod', '--app-url', 'https://x.example.com')
   expect(badEnv.code).toBe(1)
   expect(badEnv.stderr).toMatch(/^InvalidRequest: environment/)
   expect(await stack.models.App.countDocuments({ did: { $in: ['not-a-did', 'did:key:zQ3shBogus'] } })).toBe(0)
 
-  const badPerm = await operator('issue-key', '--did', 'did:key:zQ3shBogus', '--env', 'test', '--permissions', 'everything')
   expect(badPerm.code).toBe(1)
   expect(badPerm.stderr).toMatch(/^InvalidRequest: permissions must be among/)
 
-  const usage = await operator('register-app', '--env', 'test')
   expect(usage.code).toBe(2)
   expect(usage.stderr).toMatch(/--did is required/)
-  expect((await operator('frobnicate')).code).toBe(2)
+  expect(unknownCommand.code).toBe(2)
 })

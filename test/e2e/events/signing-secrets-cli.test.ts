@@ -67,7 +67,8 @@ describe('rotate-secret', () => {
     expect(res.stdout).toMatch(/no previous secret/)
   })
 
-  it.each<[string[], number, RegExp]>([
+  // each case is its own process and touches nothing another case reads, so they run side by side
+  it.concurrent.each<[string[], number, RegExp]>([
     [['rotate-secret', '--env', 'test'], 2, /--app is required/],
     [['rotate-secret', '--app', 'did:web:x.example.com'], 2, /--env is required/],
     [['rotate-secret', '--app', 'did:web:x.example.com', '--env', 'test', '--overlap-hours', 'soon'], 2, /overlap-hours/],
