@@ -5,7 +5,7 @@
 import pino, { type Logger } from 'pino'
 import { z } from 'zod'
 import { isDid } from '@svc/vocabulary'
-import type { CallerKeys, Issuer } from '@svc/internal-context'
+import { ISSUERS, type CallerKeys, type Issuer } from '@svc/internal-context'
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
@@ -18,7 +18,24 @@ const DEV_SECRET = 'development-only-secret-do-not-use-in-production'
 /** sha256('development-only-service-signing-key'): public, so production refuses it */
 const DEV_SIGNING_KEY = 'c554a65626316040506b30d0daaaabc6ab78480c5ca0afb1366f4166ed32304e'
 
-const CONTEXT_KEYS = ['GATEWAY_CONTEXT_KEY', 'ADAPTER_CONTEXT_KEY', 'EVENTS_CONTEXT_KEY', 'PAYMENTS_CONTEXT_KEY', 'APPS_CONTEXT_KEY'] as const
+/**
+ * The variable that holds each internal caller's key, for every issuer of @svc/internal-context (the type refuses a
+ * missing one): production refuses their development defaults, and no two may be equal.
+ */
+const CONTEXT_KEY_OF = {
+  gateway: 'GATEWAY_CONTEXT_KEY',
+  'xrpc-adapter': 'ADAPTER_CONTEXT_KEY',
+  events: 'EVENTS_CONTEXT_KEY',
+  payments: 'PAYMENTS_CONTEXT_KEY',
+  apps: 'APPS_CONTEXT_KEY',
+  tickets: 'TICKETS_CONTEXT_KEY',
+} as const satisfies Record<Issuer, string>
+const CONTEXT_KEYS = ISSUERS.map((issuer) => CONTEXT_KEY_OF[issuer])
+type ContextKey = (typeof CONTEXT_KEY_OF)[Issuer]
+
+/** One value per issuer, from the variable that holds its key. */
+const perIssuer = <T>(value: (variable: ContextKey) => T): Record<Issuer, T> =>
+  Object.fromEntries(ISSUERS.map((issuer) => [issuer, value(CONTEXT_KEY_OF[issuer])])) as Record<Issuer, T>
 
 /** A secret set only during a rotation (docker-compose passes it empty otherwise). */
 const optionalSecret = z.preprocess((v) => (v === '' ? undefined : v), z.string().min(32).optional())
@@ -314,22 +331,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     subgraphs: { apps: e.APPS_SUBGRAPH_URL, actors: e.ACTORS_SUBGRAPH_URL, payments: e.PAYMENTS_SUBGRAPH_URL, events: e.EVENTS_SUBGRAPH_URL, tickets: e.TICKETS_SUBGRAPH_URL },
     secrets: {
       callerKeys: withPrevious(
-        {
-          gateway: e.GATEWAY_CONTEXT_KEY,
-          'xrpc-adapter': e.ADAPTER_CONTEXT_KEY,
-          events: e.EVENTS_CONTEXT_KEY,
-          payments: e.PAYMENTS_CONTEXT_KEY,
-          apps: e.APPS_CONTEXT_KEY,
-          tickets: e.TICKETS_CONTEXT_KEY,
-        },
-        {
-          gateway: e.GATEWAY_CONTEXT_KEY_PREVIOUS,
-          'xrpc-adapter': e.ADAPTER_CONTEXT_KEY_PREVIOUS,
-          events: e.EVENTS_CONTEXT_KEY_PREVIOUS,
-          payments: e.PAYMENTS_CONTEXT_KEY_PREVIOUS,
-          apps: e.APPS_CONTEXT_KEY_PREVIOUS,
-          tickets: e.TICKETS_CONTEXT_KEY_PREVIOUS,
-        },
+        perIssuer((variable) => e[variable]),
+        perIssuer((variable) => e[`${variable}_PREVIOUS`]),
       ),
       operatorToken: e.OPERATOR_TOKEN,
       paymentTokens: e.PAYMENT_TOKEN_SECRET,

@@ -31,6 +31,22 @@ describe('internal callers\' keys', () => {
     expect(() => loadConfig(production)).toThrow(/EVENTS_CONTEXT_KEY.*must be set in production/s)
     expect(loadConfig({ ...production, EVENTS_CONTEXT_KEY: token('e') }).secrets.callerKeys.events).toBe(token('e'))
   })
+
+  const CALLER_KEYS = ['GATEWAY_CONTEXT_KEY', 'ADAPTER_CONTEXT_KEY', 'EVENTS_CONTEXT_KEY', 'PAYMENTS_CONTEXT_KEY', 'APPS_CONTEXT_KEY', 'TICKETS_CONTEXT_KEY']
+  const everyKeySet: Record<string, string> = { NODE_ENV: 'production', OPERATOR_TOKEN: token('o'), PAYMENT_TOKEN_SECRET: token('s'), WEBHOOK_SECRET_KEY: token('w'), SERVICE_SIGNING_KEY: 'ab'.repeat(32), ...Object.fromEntries(CALLER_KEYS.map((key, i) => [key, token(String(i))])) }
+
+  it('names a key for every issuer of the internal context', () => {
+    expect(Object.keys(loadConfig(everyKeySet).secrets.callerKeys).sort()).toEqual(['apps', 'events', 'gateway', 'payments', 'tickets', 'xrpc-adapter'])
+  })
+
+  it.each(CALLER_KEYS)('refuses %s at its development default in production, and equal to another key', (key) => {
+    expect(() => loadConfig(everyKeySet)).not.toThrow()
+    const { [key]: _left, ...withoutIt } = everyKeySet
+    expect(() => loadConfig(withoutIt)).toThrow(new RegExp(`${key}.*must be set in production`, 's'))
+    const other = key === 'GATEWAY_CONTEXT_KEY' ? 'ADAPTER_CONTEXT_KEY' : 'GATEWAY_CONTEXT_KEY'
+    expect(() => loadConfig({ ...everyKeySet, [key]: everyKeySet[other] })).toThrow(/must differ from/)
+    expect(() => loadConfig({ ...everyKeySet, [`${key}_PREVIOUS`]: everyKeySet[other] })).toThrow(/must differ from/)
+  })
 })
 
 describe('payment token secret rotation', () => {
