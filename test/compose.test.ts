@@ -33,7 +33,7 @@ function deployableWorkspaces(): { name: string; dir: string }[] {
 describe('docker-compose.yml', () => {
   test('finds the deployable workspaces (guards the check below against finding none)', () => {
     expect(deployableWorkspaces().map((w) => w.name).sort()).toEqual(
-      expect.arrayContaining(['@svc/apps', '@svc/actors', '@svc/payments', '@svc/events', '@svc/gateway', '@svc/xrpc-adapter']),
+      expect.arrayContaining(['@svc/apps', '@svc/actors', '@svc/payments', '@svc/events', '@svc/tickets', '@svc/gateway', '@svc/xrpc-adapter']),
     )
   })
 
@@ -64,8 +64,9 @@ describe('docker-compose.yml', () => {
     expect(compose.services.gateway?.environment?.ACTORS_SUBGRAPH_URL).toBe('http://actors:4202/graphql')
     expect(compose.services.gateway?.environment?.PAYMENTS_SUBGRAPH_URL).toBe('http://payments:4203/graphql')
     expect(compose.services.gateway?.environment?.EVENTS_SUBGRAPH_URL).toBe('http://events:4204/graphql')
+    expect(compose.services.gateway?.environment?.TICKETS_SUBGRAPH_URL).toBe('http://tickets:4205/graphql')
     expect(compose.services.events?.environment?.EVENTS_SUBGRAPH_PORT).toBe('4204')
-    expect(dependsOn('gateway')).toEqual(expect.arrayContaining(['apps', 'actors', 'payments', 'events']))
+    expect(dependsOn('gateway')).toEqual(expect.arrayContaining(['apps', 'actors', 'payments', 'events', 'tickets']))
     // the apps, payments and tickets outbox relays publish to Redis
     for (const service of ['apps', 'payments', 'tickets', 'events']) expect(dependsOn(service)).toContain('redis')
   })

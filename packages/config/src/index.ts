@@ -293,6 +293,9 @@ export interface AdapterLimits {
 
 export class ConfigError extends Error {}
 
+/** Every environment variable the configuration reads (the README names each one). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape)
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const parsed = schema.safeParse(env)
   if (!parsed.success) {

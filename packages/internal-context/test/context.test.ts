@@ -23,6 +23,7 @@ describe('round trip', () => {
     ['events', { kind: 'service', name: 'events' }],
     ['payments', { kind: 'service', name: 'payments' }],
     ['apps', { kind: 'service', name: 'apps' }],
+    ['tickets', { kind: 'service', name: 'tickets' }],
     ['gateway', { kind: 'operator', id: 'alice' }],
     ['gateway', { kind: 'gateway' }],
   ])('%s signs %o', (issuer, p) => {
@@ -50,6 +51,8 @@ describe('each issuer states only its own principals', () => {
     ['payments', { kind: 'service', name: 'events' }],
     ['payments', { kind: 'operator', id: 'x' }],
     ['apps', { kind: 'dashboard', actorDid: 'did:plc:abc', environment: 'live', sessionId: 's' }],
+    ['tickets', { kind: 'service', name: 'payments' }],
+    ['tickets', { kind: 'app', appDid: 'did:key:zExample' }],
     ['xrpc-adapter', { kind: 'service', name: 'events' }],
     ['xrpc-adapter', { kind: 'operator', id: 'x' }],
     ['gateway', { kind: 'app', appDid: 'did:key:zExample' }],

@@ -35,7 +35,7 @@ function sample(text: string, name: string, labels: Record<string, string>): num
 }
 
 it('every process of the stack answers /livez and /readyz', async () => {
-  for (const base of [stack.apiUrl, stack.checkoutUrl, stack.gatewayUrl, stack.paymentsSubgraphUrl, stack.eventsSubgraphUrl]) {
+  for (const base of [stack.apiUrl, stack.checkoutUrl, stack.gatewayUrl, stack.appsSubgraphUrl, stack.actorsSubgraphUrl, stack.paymentsSubgraphUrl, stack.eventsSubgraphUrl, stack.ticketsSubgraphUrl]) {
     expect((await httpRequest(`${origin(base)}/livez`)).body).toEqual({ ok: true })
     const ready = await httpRequest(`${origin(base)}/readyz`)
     expect({ base, status: ready.status, ok: ready.body.ok }).toEqual({ base, status: 200, ok: true })
