@@ -11,7 +11,7 @@ import { connectApps, registerApp, issueApiKey, startAppsService, type AppsModel
 import { connectPayments, startPaymentsService, type PaymentsModels } from '@svc/payments'
 import { connectEvents, startEventsService, startEventWorkers, type DeliveryLogStore, type EventsModels, type RunningEventWorkers } from '@svc/events'
 import { connectTickets, createRedisSeatMap, startTicketsService, type TicketsDomain, type TicketsModels } from '@svc/tickets'
-import type { AdapterLimits, Config, DeliverySettings, TrustProxy } from '@svc/config'
+import { loggerOptions, type AdapterLimits, type Config, type DeliverySettings, type TrustProxy } from '@svc/config'
 import { createMetrics } from '@svc/operations'
 import { buildGateway } from '@svc/gateway'
 import { buildApiServer, buildCheckoutServer, LISTEN_BACKLOG } from '@svc/xrpc-adapter'
@@ -100,6 +100,8 @@ export interface StackOptions {
   limits?: Partial<AdapterLimits>
   /** the adapter's TRUST_PROXY (default none) */
   trustProxy?: TrustProxy
+  /** every process's log lines, at debug level, are pushed here (default: no logs, unless TEST_LOG_LEVEL says) */
+  logs?: string[]
 }
 
 export const TEST_LIMITS: AdapterLimits = {
@@ -114,7 +116,9 @@ export const TEST_DELIVERY: DeliverySettings = { timeoutMs: 2000, scheduleScale:
 
 export async function startStack(label: string, opts: StackOptions = {}): Promise<TestStack> {
   const iso = isolate(label)
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
+  const logs = opts.logs
+  // with the processes' own options (their redaction included), as runProcess makes their loggers
+  const logger = logs ? pino(loggerOptions({ logLevel: 'debug' }, 'stack'), { write: (line: string) => void logs.push(line) }) : pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
   const secrets = {
     callerKeys: testCallerKeys(),
     operatorToken: randomBytes(32).toString('hex'),

@@ -88,11 +88,11 @@ async function registerOperations(app: FastifyInstance, deps: AdapterDeps): Prom
 }
 
 /**
- * Capabilities travel in some paths (browser checkout tokens, dashboard sign-in links): request logs show the
- * path with them masked, never the secret.
+ * Capabilities travel in some paths and queries (browser checkout tokens, status tokens, dashboard sign-in links,
+ * ticket pages and scan tokens), and a caller may put one in any URL: request logs show it masked, never the secret.
  */
 export function redactPath(url: string): string {
-  return url.replace(/\b(cko|pst|dsl|dss)_(test_|live_)?[A-Za-z0-9_-]{8,}/g, '$1_$2[redacted]')
+  return url.replace(/\b(cko|pst|dsl|dss|tkp|tkt)_(test_|live_)?[A-Za-z0-9_-]{8,}/g, '$1_$2[redacted]')
 }
 
 const requestSerializer = (req: { method?: string; url?: string; hostname?: string; ip?: string; id?: string }) => ({

@@ -1,0 +1,87 @@
+/**
+ * Secrets are never logged. Every process of the stack logs at debug level, with the processes' own logger options,
+ * into memory while requests carry each kind of credential and capability the service hands out: an app's JWT, an
+ * API key, the status token (in a query), the browser checkout token and a ticket page token (in paths, on matched
+ * and unmatched routes), a dashboard sign-in link and its session cookie, and organizer and buyer assertions. No log
+ * line holds the secret part of any of them, and the lines of those requests are there.
+ */
+import { randomBytes } from 'node:crypto'
+import { startStack, type TestApp, type TestStack } from '../../stack'
+import { bearer, expectOk, httpRequest, xrpcGet } from './helpers'
+import { approvedCreator, initiate, product, STATUS } from './payment-helpers'
+import { CLAIM, claimAs, enableTickets, newSigner, setUpEvent } from '../tickets/helpers'
+
+const logs: string[] = []
+let stack: TestStack
+let app: TestApp
+
+beforeAll(async () => {
+  stack = await startStack('log-redaction', { logs })
+  app = await stack.newApp()
+})
+afterAll(async () => {
+  await stack?.stop()
+})
+
+/** The part of a secret a log may never show: its last 16 characters (a key's prefix may be logged to name it). */
+const secretPart = (secret: string): string => secret.slice(-16)
+
+it('no log line holds a credential or capability that requests carried, on matched and unmatched routes', async () => {
+  const secrets: Record<string, string> = {}
+
+  // an app's JWT and API key
+  const jwt = await app.jwt(STATUS)
+  secrets.jwt = jwt
+  secrets.apiKey = await app.apiKey('test')
+  expectOk(await httpRequest(`${stack.checkoutUrl}/api/app/developer/config?app=${encodeURIComponent(app.did)}&environment=test`, { headers: bearer(secrets.apiKey) }))
+
+  // the status token in a query, the browser token in a path
+  const creator = await approvedCreator(stack, app)
+  secrets.dashboardCookie = creator.cookie.slice(creator.cookie.indexOf('=') + 1)
+  const started = expectOk(await initiate(stack, app, product(creator.did)))
+  secrets.statusToken = started.token
+  secrets.browserToken = new URL(started.url).pathname.split('/').pop()!
+  expectOk(await xrpcGet(stack, STATUS, { token: started.token }, bearer(jwt)))
+  expect((await xrpcGet(stack, 'network.svc.payment.unknownMethod', { token: started.token }, bearer(await app.jwt(STATUS)))).status).toBe(501)
+  expect((await httpRequest(started.url)).status).toBe(200)
+  expect((await httpRequest(`${started.url}/no-such-page?token=${started.token}`)).status).toBe(404)
+
+  // a ticket page token, from a free claim with organizer and buyer assertions
+  await enableTickets(stack, app)
+  const organizer = await newSigner(stack)
+  const buyer = await newSigner(stack)
+  const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Free', priceAmount: 0, currency: 'usd', capacity: 5 }])
+  const assertion = await buyer.assertion(CLAIM)
+  secrets.buyerAssertion = assertion
+  const claimed = expectOk(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }, { assertion, idempotencyKey: randomBytes(8).toString('hex') }))
+  const ticketUrl: string = claimed.ticket.url
+  secrets.ticketPageToken = new URL(ticketUrl).pathname.split('/').pop()!
+  expect((await httpRequest(ticketUrl)).status).toBe(200)
+  expect((await httpRequest(`${ticketUrl}/no-such-page`)).status).toBe(404)
+  expect((await httpRequest(`${stack.apiUrl}/no-such-route/${secrets.ticketPageToken}?token=${secrets.ticketPageToken}`)).status).toBe(404)
+
+  // a dashboard sign-in link and the session it opens
+  const signIn = await stack.dashboardLoginUrl(creator.did, 'test')
+  secrets.signInToken = new URL(signIn).pathname.split('/').pop()!
+  const signedIn = await httpRequest(signIn, { redirect: 'manual' })
+  expect([302, 303]).toContain(signedIn.status)
+
+  // the requests were logged
+  const text = logs.join('')
+  expect(text).toContain('/xrpc/network.svc.payment.status')
+  expect(text).toContain('/checkout/')
+  expect(text).toContain('/dashboard')
+
+  expect(Object.fromEntries(Object.entries(secrets).map(([name, secret]) => [name, secret.slice(0, 4)]))).toMatchObject({
+    statusToken: 'pst_',
+    browserToken: 'cko_',
+    ticketPageToken: 'tkp_',
+    dashboardCookie: 'dss_',
+    signInToken: 'dsl_',
+    apiKey: 'svc_',
+  })
+  for (const [name, secret] of Object.entries(secrets)) {
+    expect(secret.length).toBeGreaterThanOrEqual(24)
+    expect({ name, lines: logs.filter((line) => line.includes(secretPart(secret))) }).toEqual({ name, lines: [] })
+  }
+})
