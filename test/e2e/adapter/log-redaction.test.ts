@@ -2,24 +2,31 @@
  * Secrets are never logged. Every process of the stack logs at debug level, with the processes' own logger options,
  * into memory while requests carry each kind of credential and capability the service hands out: an app's JWT, an
  * API key, the status token (in a query), the browser checkout token and a ticket page token (in paths, on matched
- * and unmatched routes), a dashboard sign-in link and its session cookie, and organizer and buyer assertions. No log
- * line holds the secret part of any of them, and the lines of those requests are there.
+ * and unmatched routes), a dashboard sign-in link and its session cookie, a buyer's assertion, and the webhook signing
+ * secret that signs a delivered test event. No log line holds the secret part of any of them, and the lines of those
+ * requests are there.
  */
 import { randomBytes } from 'node:crypto'
 import { startStack, type TestApp, type TestStack } from '../../stack'
-import { bearer, expectOk, httpRequest, xrpcGet } from './helpers'
+import { bearer, expectOk, httpRequest, updateConfig, xrpcGet } from './helpers'
+import { ALL_PERMISSIONS, testEvent } from './events-helpers'
+import { waitForStatus } from '../events/helpers/events'
+import { startReceiver, type Receiver } from '../events/helpers/receiver'
 import { approvedCreator, initiate, product, STATUS } from './payment-helpers'
 import { CLAIM, claimAs, enableTickets, newSigner, setUpEvent } from '../tickets/helpers'
 
 const logs: string[] = []
 let stack: TestStack
 let app: TestApp
+let receiver: Receiver
 
 beforeAll(async () => {
-  stack = await startStack('log-redaction', { logs })
+  stack = await startStack('log-redaction', { logs, allowLoopbackWebhooks: true })
   app = await stack.newApp()
+  receiver = await startReceiver()
 })
 afterAll(async () => {
+  await receiver?.close()
   await stack?.stop()
 })
 
@@ -32,7 +39,7 @@ it('no log line holds a credential or capability that requests carried, on match
   // an app's JWT and API key
   const jwt = await app.jwt(STATUS)
   secrets.jwt = jwt
-  secrets.apiKey = await app.apiKey('test')
+  secrets.apiKey = await app.apiKey('test', ALL_PERMISSIONS)
   expectOk(await httpRequest(`${stack.checkoutUrl}/api/app/developer/config?app=${encodeURIComponent(app.did)}&environment=test`, { headers: bearer(secrets.apiKey) }))
 
   // the status token in a query, the browser token in a path
@@ -66,6 +73,12 @@ it('no log line holds a credential or capability that requests carried, on match
   const signedIn = await httpRequest(signIn, { redirect: 'manual' })
   expect([302, 303]).toContain(signedIn.status)
 
+  // the webhook signing secret, shown once, and a test event signed with it
+  secrets.signingSecret = expectOk(await updateConfig(stack, app, { environment: 'test', webhookUrl: receiver.url })).webhook.signingSecret
+  const queued = expectOk(await testEvent(stack, { app: app.did, environment: 'test' }, bearer(secrets.apiKey)))
+  await waitForStatus(stack, queued.deliveryId, 'delivered')
+  expect(receiver.requests.map((r) => r.headers['svc-delivery-id'])).toContain(queued.deliveryId)
+
   // the requests were logged
   const text = logs.join('')
   expect(text).toContain('/xrpc/network.svc.payment.status')
@@ -79,6 +92,7 @@ it('no log line holds a credential or capability that requests carried, on match
     dashboardCookie: 'dss_',
     signInToken: 'dsl_',
     apiKey: 'svc_',
+    signingSecret: 'whse',
   })
   for (const [name, secret] of Object.entries(secrets)) {
     expect(secret.length).toBeGreaterThanOrEqual(24)
