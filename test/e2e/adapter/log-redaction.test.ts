@@ -3,8 +3,8 @@
  * into memory while requests carry each kind of credential and capability the service hands out: an app's JWT, an
  * API key, the status token (in a query), the browser checkout token and a ticket page token (in paths, on matched
  * and unmatched routes), a dashboard sign-in link and its session cookie, a buyer's assertion, and the webhook signing
- * secret that signs a delivered test event. No log line holds the secret part of any of them, and the lines of those
- * requests are there.
+ * secret that signs the deliveries; and refused ones: a replayed JWT, an unknown API key, a malformed token. No log
+ * line holds the secret part of any of them, and the lines of those requests are there.
  */
 import { randomBytes } from 'node:crypto'
 import { startStack, type TestApp, type TestStack } from '../../stack'
@@ -41,6 +41,15 @@ it('no log line holds a credential or capability that requests carried, on match
   secrets.jwt = jwt
   secrets.apiKey = await app.apiKey('test', ALL_PERMISSIONS)
   expectOk(await httpRequest(`${stack.checkoutUrl}/api/app/developer/config?app=${encodeURIComponent(app.did)}&environment=test`, { headers: bearer(secrets.apiKey) }))
+
+  // refused: a bad parameter, then the same JWT again (replayed), an unknown API key, a malformed token
+  secrets.replayedJwt = await app.jwt(STATUS)
+  expect((await xrpcGet(stack, STATUS, { token: 'x' }, bearer(secrets.replayedJwt))).status).toBe(400)
+  expect((await xrpcGet(stack, STATUS, { token: 'x' }, bearer(secrets.replayedJwt))).status).toBe(401)
+  secrets.unknownApiKey = `svc_rk_test_${randomBytes(24).toString('base64url')}`
+  expect((await httpRequest(`${stack.checkoutUrl}/api/app/developer/config?app=${encodeURIComponent(app.did)}&environment=test`, { headers: bearer(secrets.unknownApiKey) })).status).toBe(401)
+  secrets.notAJwt = `eyJ${randomBytes(30).toString('base64url')}`
+  expect((await xrpcGet(stack, STATUS, { token: 'x' }, bearer(secrets.notAJwt))).status).toBe(401)
 
   // the status token in a query, the browser token in a path
   const creator = await approvedCreator(stack, app)
