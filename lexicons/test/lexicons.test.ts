@@ -40,7 +40,8 @@ const RECORDS: Record<string, 'record'> = {
 
 /** Declared errors of each method, from the contract's Errors table (own shapes: this implementation's choice). */
 const ERRORS: Record<string, string[]> = {
-  'network.svc.payment.initiate': ['InvalidProduct', 'RecipientNotPayable', 'AppUnauthorized'],
+  // the contract's three, plus our ProcessorNotConfigured for live before a live processor exists (docs/decisions.md)
+  'network.svc.payment.initiate': ['InvalidProduct', 'RecipientNotPayable', 'AppUnauthorized', 'ProcessorNotConfigured'],
   'network.svc.payment.status': ['MissingToken', 'InvalidToken', 'NotFound', 'AppUnauthorized'],
   'money.svc.actor.getPayoutStatus': ['ActorRequired', 'ActorNotFound', 'AppUnauthorized'],
   'money.svc.app.getConfig': ['AppNotRegistered', 'AppEnvironmentNotConfigured'],
@@ -63,8 +64,9 @@ const ERRORS: Record<string, string[]> = {
   'money.svc.payment.cancelSubscription': ['SubscriptionNotFound', 'NotAllowed', 'ProcessorError'],
   'money.svc.event.receiveEvent': ['InvalidSignature', 'UnsupportedEvent', 'DuplicateDelivery'],
   'tickets.svc.getTicketAvailability': ['EventRequired', 'AppUnauthorized', 'TicketsModuleDisabled'],
-  'tickets.svc.createTicketHold': ['TicketHoldUnavailable', 'BuyerAssertionInvalid', 'AppUnauthorized'],
-  'tickets.svc.claimFreeTicket': ['TicketHoldUnavailable', 'BuyerAssertionInvalid', 'DuplicateClaim'],
+  // the contract's, plus the module switch and (for a free claim) the app's access, as getTicketAvailability has them
+  'tickets.svc.createTicketHold': ['TicketHoldUnavailable', 'BuyerAssertionInvalid', 'AppUnauthorized', 'TicketsModuleDisabled'],
+  'tickets.svc.claimFreeTicket': ['TicketHoldUnavailable', 'BuyerAssertionInvalid', 'DuplicateClaim', 'AppUnauthorized', 'TicketsModuleDisabled'],
   'tickets.svc.checkInTicket': ['TicketTokenInvalid', 'TicketVoided', 'ScannerNotAuthorized', 'TicketAlreadyCheckedIn'],
 }
 

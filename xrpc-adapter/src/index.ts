@@ -1,4 +1,5 @@
 export * from './server'
 export { methodTable } from './methods'
+export { answersError, COMMON_ERRORS } from './methods/method-errors'
 export { renameErrors, xrpcMethod, type Handler, type HandlerContext, type MethodTable, type XrpcMethod } from './methods/types'
 export { didDocument, didWebDocumentPath, type ServiceIdentity } from './did-document'

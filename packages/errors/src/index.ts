@@ -68,7 +68,6 @@ export const ERROR_STATUS = {
   InternalServerError: 500,
   MethodNotImplemented: 501,
   ProcessorError: 502,
-  UpstreamFailure: 502,
   ServiceUnavailable: 503,
 } as const satisfies Record<string, number>
 

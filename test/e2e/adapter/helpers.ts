@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto'
 import { registerApp } from '@svc/apps'
 import { generateDidKeyKeypair, type DidKeyKeypair, type ServiceJwtAlg } from '@svc/service-auth'
+import { answersError } from '@svc/xrpc-adapter'
 import type { TestStack } from '../../stack'
 
 export const GET_CONFIG = 'money.svc.app.getConfig'
@@ -55,7 +56,7 @@ export async function xrpcGet(
 ): Promise<HttpResult> {
   const url = new URL(`/xrpc/${nsid}`, stack.apiUrl)
   for (const [k, v] of Object.entries(params)) for (const one of Array.isArray(v) ? v : [v]) url.searchParams.append(k, one)
-  return httpRequest(url.toString(), { method, headers })
+  return declared(nsid, await httpRequest(url.toString(), { method, headers }))
 }
 
 /** POST {apiUrl}/xrpc/{nsid} with a JSON body (or a raw body with its own content type). */
@@ -74,7 +75,16 @@ export async function xrpcPost(
     init.body = JSON.stringify(body)
     ;(init.headers as Record<string, string>)['content-type'] = 'application/json'
   }
-  return httpRequest(`${stack.apiUrl}/xrpc/${nsid}`, init)
+  return declared(nsid, await httpRequest(`${stack.apiUrl}/xrpc/${nsid}`, init))
+}
+
+/** Every error a method answers is one its lexicon declares, or one any method may answer (methods/method-errors.ts). */
+function declared(nsid: string, res: HttpResult): HttpResult {
+  const code: unknown = res.body?.error
+  if (res.status >= 400 && typeof code === 'string' && !answersError(nsid, code)) {
+    throw new Error(`${nsid} answered ${code}, which its lexicon does not declare`)
+  }
+  return res
 }
 
 /** Asserts the exact status, the exact `error` code, an `{error, message}` body and a Svc-Request-Id. */

@@ -223,9 +223,10 @@ it('BuyerAssertionInvalid: an assertion sent must be the buyer\'s, for this meth
   expect(await available(eventUri)).toEqual([3, 2])
 })
 
-it('AppUnauthorized: another app cannot hold tickets of this app\'s event; an app cannot start a ticket checkout itself', async () => {
+it('AppUnauthorized: another app cannot hold tickets of this app\'s event (TicketsModuleDisabled while its module is off); an app cannot start a ticket checkout itself', async () => {
   const { eventUri, general } = await paidEvent()
   const other = await stack.newApp()
+  expectError(await hold(stack, other, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: general, quantity: 1 }] }), 403, 'TicketsModuleDisabled')
   await enableTickets(stack, other)
   expectError(await hold(stack, other, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: general, quantity: 1 }] }), 403, 'AppUnauthorized')
   expect(await available(eventUri)).toEqual([5, 2])

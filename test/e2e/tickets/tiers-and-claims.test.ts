@@ -201,7 +201,7 @@ describe('claimFreeTicket', () => {
     expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(4)
   })
 
-  it('BuyerAssertionInvalid without an assertion or with another DID\'s; a paid tier is refused; the module must be on', async () => {
+  it('BuyerAssertionInvalid without an assertion or with another DID\'s; a paid tier is refused; the module must be on; another app\'s event is AppUnauthorized', async () => {
     const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [FREE, PAID])
     const buyer = await newSigner(stack)
     const free = { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }
@@ -211,6 +211,9 @@ describe('claimFreeTicket', () => {
     expectError(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[1]!.ticketTypeId }), 400, 'InvalidRequest', /not free/)
     const off = await stack.newApp()
     expectError(await claimAs(stack, off, buyer, free), 403, 'TicketsModuleDisabled')
+    const otherApp = await stack.newApp()
+    await enableTickets(stack, otherApp)
+    expectError(await claimAs(stack, otherApp, buyer, free), 403, 'AppUnauthorized')
     expect(await stack.tickets.Ticket.countDocuments({ tierId: free.ticketTypeId })).toBe(0)
   })
 

@@ -4,7 +4,7 @@
  * but the layers behind cannot take (below) → 400 InvalidRequest naming the field; planned method →
  * 501; the auth verifier the method was registered with; its handler (a plain function: its own checks, one gateway
  * operation, the answer mapped; the domain that serves it gathers every fact it decides on and makes every change it
- * needs); the output checked against the lexicon.
+ * needs); the output checked against the lexicon; an error the lexicon does not declare is logged (methods/method-errors.ts).
  */
 import type { LexUserType } from '@atproto/lexicon'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -12,6 +12,7 @@ import { ContractError, type ErrorCode } from '@svc/errors'
 import { lexicons, RETIRED_NSIDS } from '@svc/lexicons'
 import type { GatewayClient, GatewayDocument } from '@svc/gateway-client'
 import type { HandlerContext, MethodTable } from '../methods'
+import { answersError } from '../methods/method-errors'
 import type { AssertionVerifier } from '../auth/assertion'
 import type { Limiter } from './rate-limit'
 
@@ -189,7 +190,10 @@ export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) 
       graph: <TResult, TVariables>(document: GatewayDocument<TResult, TVariables>, variables: TVariables) => opts.gateway.query(document, variables, as),
       assertion: (jwt: string | undefined, check: { iss: string; code: ErrorCode; replayScope?: string }) => opts.assertions(jwt, { ...check, nsid }),
     } as unknown as HandlerContext<typeof route.nsid>
-    const output: unknown = await route.handler(ctx)
+    const output: unknown = await route.handler(ctx).catch((err: unknown) => {
+      if (err instanceof ContractError && !answersError(nsid, err.code)) request.log.error({ code: err.code }, 'error not declared in the lexicon')
+      throw err
+    })
     try {
       lexicons.assertValidXrpcOutput(nsid, output)
     } catch (err) {
