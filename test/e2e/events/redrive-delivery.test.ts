@@ -2,18 +2,21 @@
  * Redrive end to end, with the stack's real event workers and a local receiver (the schedule at 1/50 000 of real
  * time): a test event through the developer route fails its whole 14-attempt run, the receiver recovers, 20 parallel
  * redrives through `POST /api/webhooks/atm` queue it once, and the delivery arrives exactly once more with the same id
- * and body, attempt 15 of the log.
+ * and body, attempt 15 of the log. A redrive's run has all 14 attempts, also after a run whose job was added again for
+ * the attempts it had left.
  */
+import pino from 'pino'
 import { startStack, type TestApp, type TestStack } from '../../stack'
-import { MAX_ATTEMPTS } from '@svc/events'
+import { createDelivery, ensureSigningSecret, MAX_ATTEMPTS, newDeliveryId, reconcileDeliveries } from '@svc/events'
 import { startReceiver, type Receiver } from './helpers/receiver'
-import { attemptsOf, waitFor, waitForStatus } from './helpers/events'
+import { attemptsOf, configureChannel, getDelivery, stackQueues, waitFor, waitForStatus } from './helpers/events'
 
 let stack: TestStack
 let receiver: Receiver
 let app: TestApp
 let key: string
 let healthy = false
+const down: Receiver[] = []
 
 beforeAll(async () => {
   stack = await startStack('events-redrive-delivery', { allowLoopbackWebhooks: true })
@@ -30,6 +33,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop()
   await receiver?.close()
+  await Promise.all(down.map((r) => r.close()))
 })
 
 async function checkout(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; body: any }> {
@@ -75,4 +79,42 @@ test('a failed delivery, redriven 20 times in parallel, is sent once more and de
   // delivered: a further redrive sends it again only when asked, and a pending one is never queued twice
   const again = await checkout('GET', '/api/webhooks/atm')
   expect(again.body.deliveries[0]).toMatchObject({ id, status: 'delivered', attemptCount: MAX_ATTEMPTS + 1, failedAt: null, deliveredAt: expect.any(String) })
+})
+
+test('a redrive gives its run all 14 attempts, also when the last run was finished by a job added again for the attempts it had left', async () => {
+  const unreachable = await startReceiver(() => ({ status: 500, body: 'down' }))
+  down.push(unreachable)
+  const other = await stack.newApp()
+  await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, other.did, 'test')
+  await configureChannel(stack, other.did, { url: `${unreachable.url}/hook` })
+  const redriveKey = await other.apiKey('test', ['webhook.deliveries.redrive'])
+  // two attempts of run 1 failed; Redis lost the job before the third, and the reconciler adds it for the other 12
+  const d = await createDelivery(stack.deliveryLog, { id: newDeliveryId(), appDid: other.did, environment: 'test', eventId: null, eventType: 'app.webhook.test', source: 'test', createdAt: new Date(), data: { test: true } })
+  const failedAt = new Date(Date.now() - 60_000)
+  const failedAttempt = (number: number) => ({ number, run: 1, channel: 'webhook', url: null, attemptedAt: failedAt, durationMs: 3, statusCode: 500, outcome: 'failed', error: 'HTTP 500', responseExcerpt: null, nextAttemptAt: failedAt })
+  await stack.events.Delivery.updateOne({ _id: d._id }, { $set: { attemptCount: 2, lastAttemptAt: failedAt, nextAttemptAt: failedAt }, $push: { attempts: { $each: [failedAttempt(1), failedAttempt(2)] } } })
+  const queues = stackQueues(stack)
+  try {
+    await reconcileDeliveries(stack.events, queues.deliveries, pino({ level: 'silent' }))
+    expect((await queues.deliveries.getJob(d._id))!.opts.attempts).toBe(MAX_ATTEMPTS - 2)
+  } finally {
+    await queues.close()
+  }
+  await waitForStatus(stack, d._id, 'failed', 30_000)
+  expect(unreachable.requests).toHaveLength(MAX_ATTEMPTS - 2)
+
+  const res = await fetch(`${stack.checkoutUrl}/api/webhooks/atm?app=${encodeURIComponent(other.did)}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${redriveKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ deliveryId: d._id }),
+  })
+  expect({ status: res.status, body: await res.json() }).toEqual({ status: 200, body: { ok: true, queued: 1 } })
+  await waitFor(async () => {
+    const doc = await getDelivery(stack, d._id)
+    return doc?.run === 2 && doc.status === 'failed'
+  }, 'the redriven run to fail', 30_000)
+  const attempts = await attemptsOf(stack, d._id)
+  expect(attempts.filter((a) => a.run === 2)).toHaveLength(MAX_ATTEMPTS)
+  expect(attempts.map((a) => a.number)).toEqual(Array.from({ length: 2 * MAX_ATTEMPTS }, (_, i) => i + 1))
+  expect(unreachable.requests).toHaveLength(2 * MAX_ATTEMPTS - 2)
 })

@@ -21,6 +21,7 @@ import type { DeliveryJob } from '../queues'
 import type { EventsDomain } from './context'
 import { deliveryJob, enqueueDelivery, requeueLostDelivery } from './deliveries'
 import { DELIVERY_ID_RE } from './envelope'
+import { MAX_ATTEMPTS } from './schedule'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
 import type { RedriveInput } from '../generated/graph-types'
 
@@ -107,7 +108,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /**
  * Puts the delivery's job back for its new run (`d`, as just written): retry of the finished job (attempts reset, its
- * data the new run's), or a new job when it is gone.
+ * data the new run's), or a new job when it is gone. A job added again for the attempts its run had left (Redis lost
+ * the first) is removed and replaced instead: a retry keeps a job's attempts, and the new run needs all 14.
  */
 async function requeueJob(domain: Domain, d: DeliveryDoc): Promise<void> {
   const deliveryId = d._id
@@ -121,6 +123,10 @@ async function requeueJob(domain: Domain, d: DeliveryDoc): Promise<void> {
     const state = await job.getState()
     if (state === 'failed' || state === 'completed') {
       try {
+        if ((job.opts.attempts ?? MAX_ATTEMPTS) !== MAX_ATTEMPTS) {
+          await job.remove()
+          continue
+        }
         await job.updateData(deliveryJob(d))
         await job.retry(state, { resetAttemptsMade: true, resetAttemptsStarted: true })
         return
