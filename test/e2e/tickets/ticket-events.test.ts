@@ -143,7 +143,7 @@ describe('a free claim that stopped after keeping its seat and before inserting 
    * What such a claim leaves: its attempt's seat and share, kept, carrying the ticket's id, and no ticket. Taken in
    * the past by a clock, so the sweep's cursor is put back to where it stood then (before the claim's minute).
    */
-  async function stoppedClaim(tierId: string, ticketId: string, buyerDid: string, ageSeconds: number) {
+  async function stoppedClaim(tierId: string, ticketId: string, buyerDid: string, ageSeconds: number, stoppedAt: 'kept' | 'decided' | 'taken' = 'kept') {
     const tier = (await stack.tickets.Tier.findById(tierId).lean())!
     const then = { ...stack.ticketsDomain, now: () => new Date(Date.now() - ageSeconds * 1000) }
     await stack.tickets.SweepCursor.updateOne({ _id: 'stopped-claims' }, { $min: { minute: minuteOf(then.now()) - 1 } }, { upsert: true })
@@ -152,7 +152,9 @@ describe('a free claim that stopped after keeping its seat and before inserting 
       { tierId, seatRange: tier.seatRange, quantity: 1, buyer: { did: buyerDid, perBuyerLimit: tier.perBuyerLimit } },
     ])
     expect(taken).toEqual({ ok: true })
-    expect(await keepReservation(then, id)).toBe(true)
+    // 'decided': stopped between the keep's decision and marking the units kept; 'taken': before deciding
+    if (stoppedAt === 'kept') expect(await keepReservation(then, id)).toBe(true)
+    if (stoppedAt === 'decided') await stack.tickets.ReservationOutcome.create({ _id: id, outcome: 'kept', at: then.now() })
     return id
   }
 
@@ -231,7 +233,7 @@ describe('a free claim that stopped after keeping its seat and before inserting 
     expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 1, released: 0 })
     await expectCursorBetween(before, settledMinute())
     // what makes it cheap on FerretDB: the minute's query goes to PostgreSQL, not the whole collection to the sweep
-    const explain = (await stack.tickets.CapacityUnit.collection.find({ claimMinute: minute, kind: 'seat', expiresAt: KEPT_UNTIL }).explain()) as { filterPushdown?: boolean }
+    const explain = (await stack.tickets.CapacityUnit.collection.find({ claimMinute: minute, kind: 'seat' }).explain()) as { filterPushdown?: boolean }
     expect(explain.filterPushdown).toBe(true)
 
     // a stopped claim whose minute the cursor has passed is not read again (nor is the finished one)
@@ -244,6 +246,22 @@ describe('a free claim that stopped after keeping its seat and before inserting 
     await stack.tickets.SweepCursor.updateOne({ _id: 'stopped-claims' }, { $set: { minute: minuteOf(Date.now() - (CLAIM_ATTEMPT_SECONDS + 5) * 1000) - 1 } })
     expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 1, released: 0 })
     expect(await stack.tickets.Ticket.countDocuments({ _id: late.ticketId })).toBe(1)
+  })
+
+  test('one stopped between deciding to keep its seat and marking it kept is finished too; one stopped before deciding returns its seat', async () => {
+    const decided = await freeTier({ capacity: 2 }, 'decided')
+    const attempt = await stoppedClaim(decided.tierId, decided.ticketId, decided.buyer.did, CLAIM_ATTEMPT_SECONDS + 5, 'decided')
+    const undecided = await freeTier({ capacity: 2 }, 'undecided')
+    const lapsed = await stoppedClaim(undecided.tierId, undecided.ticketId, undecided.buyer.did, CLAIM_ATTEMPT_SECONDS + 5, 'taken')
+    // no read of either tier comes first: the sweep alone ends both
+    expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 1, released: 0 })
+    expect((await stack.tickets.Ticket.findById(decided.ticketId).lean())!).toMatchObject({ status: 'issued', reservationId: attempt })
+    const kept = await stack.tickets.CapacityUnit.find({ reservationId: attempt }).lean()
+    expect(kept.map((u) => u.expiresAt)).toEqual([KEPT_UNTIL, KEPT_UNTIL])
+    expect(await stack.tickets.CapacityUnit.countDocuments({ reservationId: lapsed })).toBe(0)
+    expect(await stack.tickets.Ticket.countDocuments({ _id: undecided.ticketId })).toBe(0)
+    expect(expectOk(await availability(stack, app, { eventUri: decided.eventUri })).items[0].available).toBe(1)
+    expect(expectOk(await availability(stack, app, { eventUri: undecided.eventUri })).items[0].available).toBe(2)
   })
 
   test('with no cursor, the first sweep reads the last day by age, units taken before they carried their minute included', async () => {

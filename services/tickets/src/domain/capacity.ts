@@ -75,7 +75,7 @@ async function take(d: TicketsDomain, r: Reservation, req: UnitRequest, unit: st
  * Releases every reservation among `units` whose time has passed without being kept (lazily, on the read that finds
  * it), and returns the units still taken.
  */
-export async function releaseLapsed(d: TicketsDomain, units: TakenUnit[]): Promise<TakenUnit[]> {
+export async function releaseLapsed<U extends TakenUnit>(d: TicketsDomain, units: U[]): Promise<U[]> {
   const now = nowOf(d).getTime()
   const lapsed = [...new Set(units.filter((u) => u.expiresAt.getTime() <= now).map((u) => u.reservationId))]
   if (lapsed.length === 0) return units

@@ -7,6 +7,10 @@
  * - the ticket exists under another attempt's units (a duplicate of the claim won meanwhile): the stopped attempt's
  *   units are deleted, so its seat returns to sale.
  *
+ * A claim may also stop between deciding to keep its units and marking them kept: they still carry their attempt's
+ * expiry. The sweep ends each due attempt whose units still expire as any reader of its tier would (releaseLapsed):
+ * kept when its decision was to keep (then finished as above), released otherwise, so no seat waits for a reader.
+ *
  * Only a claim's units carry a ticket id and the minute they were taken (a hold's and the organizer's block's do
  * not). The sweep reads each minute's claims once, by equality on that minute (FerretDB hands PostgreSQL equalities
  * only: a range would read every unit ever sold, docs/performance.md), and records in `sweep_cursors` the last minute
@@ -15,15 +19,15 @@
  * their minute.
  */
 import { findEach, type CapacityUnitDoc } from '../models'
-import { deleteUnitsOf, KEPT_UNTIL, minuteOf } from './capacity'
+import { deleteUnitsOf, KEPT_UNTIL, minuteOf, releaseLapsed } from './capacity'
 import { CLAIM_ATTEMPT_SECONDS, claimedTicket, issue } from './claim-free-ticket'
 import { nowOf, type TicketsDomain } from './context'
 
 export const STOPPED_CLAIM_WINDOW_MS = 24 * 60 * 60 * 1000
 const CURSOR = 'stopped-claims'
 
-type ClaimSeat = Pick<CapacityUnitDoc, 'reservationId' | 'ticketId' | 'tierId' | 'buyerDid' | 'createdAt'>
-const SEAT_FIELDS = { reservationId: 1, ticketId: 1, tierId: 1, buyerDid: 1, createdAt: 1 }
+type ClaimSeat = Pick<CapacityUnitDoc, 'unit' | 'reservationId' | 'ticketId' | 'tierId' | 'buyerDid' | 'createdAt' | 'expiresAt'>
+const SEAT_FIELDS = { unit: 1, reservationId: 1, ticketId: 1, tierId: 1, buyerDid: 1, createdAt: 1, expiresAt: 1 }
 
 export async function sweepStoppedClaims(d: TicketsDomain): Promise<{ issued: number; released: number }> {
   const now = nowOf(d).getTime()
@@ -32,21 +36,23 @@ export async function sweepStoppedClaims(d: TicketsDomain): Promise<{ issued: nu
   const settled = minuteOf(due) - 1
   const cursor = await d.models.SweepCursor.findById(CURSOR).lean()
   const seats = cursor ? await seatsOfMinutes(d, Math.max(cursor.minute + 1, minuteOf(now - STOPPED_CLAIM_WINDOW_MS)), minuteOf(due)) : await seatsOfWindow(d, now)
-  const finished = await finishStopped(d, seats.filter((s) => s.createdAt.getTime() <= due))
+  // an attempt's units still expiring once it is due: kept (its decision was to keep) or released here
+  const standing = await releaseLapsed(d, seats.filter((s) => s.createdAt.getTime() <= due))
+  const finished = await finishStopped(d, standing.filter((s) => s.expiresAt.getTime() <= now || s.expiresAt.getTime() === KEPT_UNTIL.getTime()))
   if (!cursor || settled > cursor.minute) await d.models.SweepCursor.updateOne({ _id: CURSOR }, { $max: { minute: settled } }, { upsert: true })
   return finished
 }
 
-/** The kept seats of the claims taken in the minutes `from` to `to`, one equality per minute. */
+/** The seats of the claims taken in the minutes `from` to `to`, one equality per minute. */
 function seatsOfMinutes(d: TicketsDomain, from: number, to: number): Promise<ClaimSeat[]> {
   const minutes = Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i)
-  return findEach(minutes, (claimMinute) => d.models.CapacityUnit.find({ claimMinute, kind: 'seat', expiresAt: KEPT_UNTIL }, SEAT_FIELDS).lean<ClaimSeat[]>())
+  return findEach(minutes, (claimMinute) => d.models.CapacityUnit.find({ claimMinute, kind: 'seat' }, SEAT_FIELDS).lean<ClaimSeat[]>())
 }
 
-/** The kept seats of the claims of the last STOPPED_CLAIM_WINDOW_MS, by age: a scan of every seat, done once. */
+/** The seats of the claims of the last STOPPED_CLAIM_WINDOW_MS, by age: a scan of every seat, done once. */
 function seatsOfWindow(d: TicketsDomain, now: number): Promise<ClaimSeat[]> {
   return d.models.CapacityUnit.find(
-    { kind: 'seat', ticketId: { $ne: null }, expiresAt: KEPT_UNTIL, createdAt: { $gt: new Date(now - STOPPED_CLAIM_WINDOW_MS) } },
+    { kind: 'seat', ticketId: { $ne: null }, createdAt: { $gt: new Date(now - STOPPED_CLAIM_WINDOW_MS) } },
     SEAT_FIELDS,
   ).lean<ClaimSeat[]>()
 }
