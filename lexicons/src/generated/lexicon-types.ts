@@ -292,7 +292,7 @@ export interface MoneySvcAppUpdateConfigWebhook {
   channel?: 'webhook' | 'xrpc' | (string & {})
   /** This implementation's own field: the origin of the app's XRPC service (the `xrpc` channel), when one is configured. */
   receiverUrl?: string
-  /** This implementation's own field: the webhook signing secret (`whsec_` + base64 of 32 random bytes). Present only in the response that created the app environment's first signing secret (the first update that left a channel configured); shown once and never returned again, also under concurrent updates. Lost: an operator rotates it. */
+  /** This implementation's own field: the webhook signing secret (`whsec_` + base64 of 32 random bytes). Present in the response of the update that created the app environment's first signing secret (the first update that left a channel configured), and of each concurrent first update (the same secret); when that response was lost before the secret was recorded as given, the next update of the environment returns it. Never returned once an update has returned it. Lost after that: an operator rotates it. */
   signingSecret?: string
 }
 

@@ -118,7 +118,7 @@ export const typeDefs = gql`
   "an update's result: the configuration, and the signing secret when this update created it"
   type AppConfigUpdate {
     config: AppEnvironmentConfig!
-    "whsec_…, only in the update that created the environment's first signing secret (shown once)"
+    "whsec_…, in the updates that hand the environment's first signing secret to the app (docs/events.md); never after"
     signingSecret: String
   }
 

@@ -83,7 +83,9 @@ export const resolvers: GraphQLResolverMap<EventsContext> = {
         throw new ContractError('NotAllowed', 'ensureSigningSecret is for the apps domain (updateConfig) and operators')
       }
       const { models, secretKey } = ctx.domain
-      const issued = await ensureSigningSecret(models, secretKey, appDidArg(args.appDid), parseEnvironment(args.environment))
+      // the apps domain asks until it has recorded the secret as handed to the app: it gets the secret each time
+      const reveal = p.kind === 'service'
+      const issued = await ensureSigningSecret(models, secretKey, appDidArg(args.appDid), parseEnvironment(args.environment), { reveal })
       if (issued.created) ctx.log.info({ appDid: args.appDid, environment: args.environment, generation: issued.generation }, 'signing secret created')
       return issuedView(issued)
     },

@@ -53,9 +53,9 @@ export const typeDefs = gql`
     reason: String
   }
 
-  "A signing secret as issued: the secret itself only in the response that created it."
+  "A signing secret as issued: the secret itself in the answer that created it, and in every answer to the apps domain."
   type SigningSecretIssued {
-    "whsec_…; null when this call did not create one (it was shown once already)"
+    "whsec_…; null for an operator's call that did not create it"
     secret: String
     created: Boolean!
     generation: Int!
@@ -85,7 +85,7 @@ export const typeDefs = gql`
     createTestDelivery(appDid: ID!, environment: String!): Delivery!
     "puts failed (or delivered) deliveries back on the queue; a delivery already queued is not queued twice"
     redriveDeliveries(appDid: ID!, environment: String!, input: RedriveInput!): RedriveResult!
-    "creates the app environment's first signing secret unless it has one (the apps domain, in updateAppConfig; operators)"
+    "creates the app environment's first signing secret unless it has one (the apps domain, in updateAppConfig, which asks until the app has it; operators)"
     ensureSigningSecret(appDid: ID!, environment: String!): SigningSecretIssued!
     "operators: a new signing secret; the previous ones keep signing for overlapSeconds (default 86400, at most 604800)"
     rotateSigningSecret(appDid: ID!, environment: String!, overlapSeconds: Int): SigningSecretIssued!

@@ -180,12 +180,15 @@ describe('signing secrets', () => {
   const ENSURE = `mutation($a: ID!, $e: String!) { ensureSigningSecret(appDid: $a, environment: $e) { secret created generation hint previousExpiresAt } }`
   const ROTATE = `mutation($a: ID!, $e: String!, $o: Int) { rotateSigningSecret(appDid: $a, environment: $e, overlapSeconds: $o) { secret created generation hint previousExpiresAt } }`
 
-  it('ensureSigningSecret: the first call creates and returns it, later calls only its hint', async () => {
+  it('ensureSigningSecret: the first call creates and returns it; later calls of the apps domain return it, of an operator only its hint', async () => {
     const app = 'did:web:ensure.example.com'
     const first = (await gql(APPS, ENSURE, { a: app, e: 'test' })).data.ensureSigningSecret
     expect(first).toEqual({ secret: expect.stringMatching(/^whsec_/), created: true, generation: 1, hint: first.secret.slice(-4), previousExpiresAt: null })
+    // the apps domain asks until the app has it, so it gets the secret again; an operator only its hint
     const again = (await gql(APPS, ENSURE, { a: app, e: 'test' })).data.ensureSigningSecret
-    expect(again).toEqual({ secret: null, created: false, generation: 1, hint: first.hint, previousExpiresAt: null })
+    expect(again).toEqual({ secret: first.secret, created: false, generation: 1, hint: first.hint, previousExpiresAt: null })
+    const operator = (await gql('operator', ENSURE, { a: app, e: 'test' })).data.ensureSigningSecret
+    expect(operator).toEqual({ secret: null, created: false, generation: 1, hint: first.hint, previousExpiresAt: null })
     expect(codeOf(await gql(APPS, ENSURE, { a: app, e: 'staging' }))).toBe('InvalidRequest')
   })
 

@@ -1,7 +1,7 @@
 /**
  * money.svc.app.updateConfig: the apps subgraph's partial update, which also has the events domain create the
- * environment's signing secret when the result leaves a channel configured (docs/events.md, "Signing secrets"). Only
- * the call that created the first secret gets it back, as `webhook.signingSecret`; every other response has none.
+ * environment's signing secret when the result leaves a channel configured (docs/events.md, "Signing secrets"). The
+ * calls that hand the secret to the app return it, as `webhook.signingSecret`; every later response has none.
  */
 import { graphql } from '@svc/graph'
 import { INPUT_KEYS } from '@svc/lexicons/types'

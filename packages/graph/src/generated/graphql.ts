@@ -81,7 +81,7 @@ export type AppAccessRecipientApprovalArgs = {
 export type AppConfigUpdate = {
   __typename?: 'AppConfigUpdate';
   config: AppEnvironmentConfig;
-  /** whsec_…, only in the update that created the environment's first signing secret (shown once) */
+  /** whsec_…, in the updates that hand the environment's first signing secret to the app (docs/events.md); never after */
   signingSecret: Maybe<Scalars['String']['output']>;
 };
 
@@ -390,7 +390,7 @@ export type Mutation = {
   declineRecipientApproval: RecipientApproval;
   /** the events workers disable an app environment's event endpoint (reason gone | failing): paused, with the reason; idempotent */
   disableEventEndpoint: EventEndpoint;
-  /** creates the app environment's first signing secret unless it has one (the apps domain, in updateAppConfig; operators) */
+  /** creates the app environment's first signing secret unless it has one (the apps domain, in updateAppConfig, which asks until the app has it; operators) */
   ensureSigningSecret: SigningSecretIssued;
   /** app: start a hosted checkout (idempotent by app order id) */
   initiateCheckout: CheckoutStarted;
@@ -945,7 +945,7 @@ export type RequestLogEntry = {
   status: Scalars['Int']['output'];
 };
 
-/** A signing secret as issued: the secret itself only in the response that created it. */
+/** A signing secret as issued: the secret itself in the answer that created it, and in every answer to the apps domain. */
 export type SigningSecretIssued = {
   __typename?: 'SigningSecretIssued';
   created: Scalars['Boolean']['output'];
@@ -954,7 +954,7 @@ export type SigningSecretIssued = {
   hint: Scalars['String']['output'];
   /** when the previous secrets stop signing (rotation); null otherwise */
   previousExpiresAt: Maybe<Scalars['String']['output']>;
-  /** whsec_…; null when this call did not create one (it was shown once already) */
+  /** whsec_…; null for an operator's call that did not create it */
   secret: Maybe<Scalars['String']['output']>;
 };
 

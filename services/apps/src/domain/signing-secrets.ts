@@ -3,21 +3,21 @@
  * domain (it signs the deliveries); the apps domain asks it for one with its idempotent `ensureSigningSecret` and
  * retries until it is done: `webhook.signingSecretEnsured` in the app environment's document records that it was.
  * A configuration saved without it (the process stopped, or the events domain could not be reached, between the two
- * writes) is completed by the next updateConfig of that environment, which creates the secret and returns it
- * (docs/events.md, "Signing secrets").
+ * writes, or its answer was lost after the secret was made) is completed by the next updateConfig of that environment,
+ * which has the secret created, or given again, and returns it (docs/events.md, "Signing secrets").
  */
 import type { Environment } from '@svc/vocabulary'
 import type { AppsModels } from '../models'
 
 export interface SigningSecrets {
-  /** the app environment's first signing secret unless it has one; the secret only to the call that created it */
+  /** the app environment's first signing secret unless it has one; the secret itself in every answer */
   ensure(appDid: string, environment: Environment): Promise<{ secret: string | null }>
 }
 
 const ATTEMPTS = 3
 const BACKOFF_MS = [100, 400]
 
-/** Ensures the secret (retrying a failed call twice), then records that it exists; returns it when this call created it. */
+/** Ensures the secret (retrying a failed call twice), returns it, and records that the app got it. */
 export async function ensureSigningSecretOf(
   d: { models: AppsModels; signingSecrets: SigningSecrets },
   appDid: string,

@@ -47,9 +47,8 @@ function sameUrl(a: string, b: string): boolean {
 export type { AppConfigUpdate }
 
 /**
- * Saves the update (last write wins), then, when the result leaves a channel configured and the events domain has not
- * yet made this environment's signing secret, has it made (signing-secrets.ts): the secret comes back only from the
- * update that created it.
+ * Saves the update (last write wins), then, when the result leaves a channel configured and the app has not yet been
+ * given this environment's signing secret, has it made (or given again) and returns it (signing-secrets.ts).
  */
 export async function updateAppConfig(
   d: Pick<ServingApps, 'models' | 'policy' | 'signingSecrets'>,

@@ -131,7 +131,7 @@ export type TicketFee = {
 /** an update's result: the configuration, and the signing secret when this update created it */
 export type AppConfigUpdate = {
   config: AppEnvironmentConfig;
-  /** whsec_…, only in the update that created the environment's first signing secret (shown once) */
+  /** whsec_…, in the updates that hand the environment's first signing secret to the app (docs/events.md); never after */
   signingSecret: Maybe<Scalars['String']['output']>;
 };
 

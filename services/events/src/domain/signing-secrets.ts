@@ -1,7 +1,7 @@
 /**
  * Webhook signing secrets (docs/events.md, "Signing secrets"): `whsec_` + base64 of 32 random bytes, one set per app
- * and environment, stored encrypted (AES-256-GCM, key = SHA-256 of WEBHOOK_SECRET_KEY), shown once. Generation 1 is
- * created with the configuration; a rotation adds the next generation and lets the earlier ones keep signing until
+ * and environment, stored encrypted (AES-256-GCM, key = SHA-256 of WEBHOOK_SECRET_KEY), shown to the app until its
+ * configuration records it as handed over (apps domain). Generation 1 is created with the configuration; a rotation adds the next generation and lets the earlier ones keep signing until
  * the overlap ends. Which generation exists is decided by a unique index, so concurrent creations make one.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
@@ -13,7 +13,7 @@ export const DEFAULT_OVERLAP_SECONDS = 24 * 3600
 export const MAX_OVERLAP_SECONDS = 7 * 24 * 3600
 
 export interface SigningSecretIssued {
-  /** the secret itself, only from the call that created it */
+  /** the secret itself: from the call that created it, and from every call that asks to reveal it */
   secret: string | null
   created: boolean
   generation: number
@@ -60,19 +60,29 @@ async function insertGeneration(
   }
 }
 
-/** The app environment's first secret unless it has one; the secret is returned only to the call that created it. */
+/**
+ * The app environment's first secret unless it has one. The secret comes back from the call that created it, and,
+ * with `reveal`, from every call: the apps domain asks until it has recorded the secret as handed to the app, so a
+ * call whose answer was lost after the secret was made (a timeout, a process stopped) is answered by the next one.
+ */
 export async function ensureSigningSecret(
   models: EventsModels,
   secretKey: string,
   appDid: string,
   environment: Environment,
+  opts: { reveal?: boolean } = {},
 ): Promise<SigningSecretIssued> {
   const existing = await models.SigningSecret.findOne({ appDid, environment }).sort({ generation: -1 }).lean()
-  if (existing) return { secret: null, created: false, generation: existing.generation, hint: existing.hint, previousExpiresAt: null }
+  if (existing) return existingSecret(secretKey, existing, opts)
   const secret = await insertGeneration(models, secretKey, appDid, environment, 1)
   if (secret) return { secret, created: true, generation: 1, hint: secret.slice(-4), previousExpiresAt: null }
   const winner = await models.SigningSecret.findOne({ appDid, environment, generation: 1 }).lean()
-  return { secret: null, created: false, generation: 1, hint: winner?.hint ?? '', previousExpiresAt: null }
+  return winner ? existingSecret(secretKey, winner, opts) : { secret: null, created: false, generation: 1, hint: '', previousExpiresAt: null }
+}
+
+function existingSecret(secretKey: string, doc: SigningSecretDoc, opts: { reveal?: boolean }): SigningSecretIssued {
+  const secret = opts.reveal ? decryptSecret(secretKey, doc) : null
+  return { secret, created: false, generation: doc.generation, hint: doc.hint, previousExpiresAt: null }
 }
 
 /**

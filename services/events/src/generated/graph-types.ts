@@ -69,9 +69,9 @@ export type RedriveResult = {
   reason: Maybe<Scalars['String']['output']>;
 };
 
-/** A signing secret as issued: the secret itself only in the response that created it. */
+/** A signing secret as issued: the secret itself in the answer that created it, and in every answer to the apps domain. */
 export type SigningSecretIssued = {
-  /** whsec_…; null when this call did not create one (it was shown once already) */
+  /** whsec_…; null for an operator's call that did not create it */
   secret: Maybe<Scalars['String']['output']>;
   created: Scalars['Boolean']['output'];
   generation: Scalars['Int']['output'];
@@ -121,7 +121,7 @@ export type Mutation = {
   createTestDelivery: Delivery;
   /** puts failed (or delivered) deliveries back on the queue; a delivery already queued is not queued twice */
   redriveDeliveries: RedriveResult;
-  /** creates the app environment's first signing secret unless it has one (the apps domain, in updateAppConfig; operators) */
+  /** creates the app environment's first signing secret unless it has one (the apps domain, in updateAppConfig, which asks until the app has it; operators) */
   ensureSigningSecret: SigningSecretIssued;
   /** operators: a new signing secret; the previous ones keep signing for overlapSeconds (default 86400, at most 604800) */
   rotateSigningSecret: SigningSecretIssued;
