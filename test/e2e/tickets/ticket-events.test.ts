@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createMemoryClaimStore, createWebhookRequestHandler, type EventEnvelope } from '@svc/sdk'
 import { randomBytes } from 'node:crypto'
-import { ANNOUNCE_GRACE_MS, CLAIM_ATTEMPT_SECONDS, claimTicketId, KEPT_UNTIL, keepReservation, minuteOf, reserve, sweepStoppedClaims, sweepUnannounced } from '@svc/tickets'
+import { ANNOUNCE_GRACE_MS, CLAIM_ATTEMPT_SECONDS, claimTicketId, KEPT_UNTIL, keepReservation, minuteOf, reserve, sweepPendingVoids, sweepStoppedClaims, sweepUnannounced, voidTicket } from '@svc/tickets'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { expectOk, updateConfig } from '../adapter/helpers'
 import { payByForm } from '../adapter/payment-helpers'
@@ -51,6 +51,7 @@ beforeAll(async () => {
     handlers: {
       'ticket.issued': async (envelope) => void handled.push(envelope as EventEnvelope<Record<string, unknown>>),
       'payment.completed': async (envelope) => void handled.push(envelope as EventEnvelope<Record<string, unknown>>),
+      'ticket.voided': async (envelope) => void handled.push(envelope as EventEnvelope<Record<string, unknown>>),
     },
   })
 })
@@ -136,6 +137,57 @@ test('the sweep announces a ticket whose claim stopped before writing its event'
   // a younger one is left to its claim
   expect((await stack.tickets.Ticket.findById(`ticket_${'c'.repeat(24)}`).lean())?.announced).toBe(false)
   expect(await sweepUnannounced(stack.ticketsDomain)).toBe(0)
+})
+
+describe('voids', () => {
+  async function claimedTicket(capacity: number) {
+    const organizer = await newSigner(stack)
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Free', priceAmount: 0, currency: 'usd', capacity }])
+    const buyer = await newSigner(stack)
+    const { ticket } = expectOk(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }, { idempotencyKey: 'void' }))
+    await waitFor(() => handled.some((e) => e.type === 'ticket.issued' && e.data.ticketId === ticket.id), 'ticket.issued')
+    return { organizer, eventUri, ticketId: ticket.id as string }
+  }
+  const available = async (eventUri: string) => expectOk(await availability(stack, app, { eventUri })).items[0].available
+  const eventsOf = (ticketId: string, type: string) => handled.filter((e) => e.type === type && e.data.ticketId === ticketId)
+
+  test('a void cut off after its ticket became voided keeps the seat out of sale; the sweep returns it once and tells the app', async () => {
+    const { eventUri, ticketId } = await claimedTicket(2)
+    expect(await available(eventUri)).toBe(1)
+    // what a void leaves when it stops right after its first two writes: the decision, and the ticket voided
+    const voidedAt = new Date()
+    await stack.tickets.ReservationOutcome.create({ _id: `void_${ticketId}`, outcome: 'released', at: voidedAt })
+    await stack.tickets.Ticket.updateOne({ _id: ticketId }, { $set: { status: 'voided', voidedAt, voidPending: true } })
+    expect(await available(eventUri)).toBe(1)
+
+    expect(await sweepPendingVoids(stack.ticketsDomain)).toBe(1)
+    expect(await available(eventUri)).toBe(2)
+    expect(await stack.tickets.Ticket.findById(ticketId).lean()).toMatchObject({ status: 'voided', voidPending: false })
+    await waitFor(() => eventsOf(ticketId, 'ticket.voided').length > 0, 'ticket.voided')
+    expect(eventsOf(ticketId, 'ticket.voided')[0]!.data.voidedAt).toBe(voidedAt.toISOString())
+    expect(await sweepPendingVoids(stack.ticketsDomain)).toBe(0)
+    await new Promise((r) => setTimeout(r, 300))
+    expect(eventsOf(ticketId, 'ticket.voided')).toHaveLength(1)
+    expect(await available(eventUri)).toBe(2)
+  })
+
+  test('a ticket whose claim stopped before announcing it, voided: the app gets its ticket.issued, then its ticket.voided, and the sweep announces nothing more', async () => {
+    const organizer = await newSigner(stack)
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Free', priceAmount: 0, currency: 'usd', capacity: 2 }])
+    const buyer = await newSigner(stack)
+    const ticketId = `ticket_${randomBytes(12).toString('hex')}`
+    const createdAt = new Date(Date.now() - ANNOUNCE_GRACE_MS - 1000)
+    await stack.tickets.Ticket.create({ _id: ticketId, appDid: app.did, environment: 'test', eventUri, tierId: tiers[0]!.ticketTypeId, buyerDid: buyer.did, reservationId: `claim_${randomBytes(12).toString('hex')}`, status: 'issued', source: 'claim', announced: false, createdAt })
+
+    expect(await voidTicket(stack.ticketsDomain, organizer.did, 'test', ticketId)).toEqual({ id: ticketId, status: 'voided' })
+    await waitFor(() => eventsOf(ticketId, 'ticket.voided').length > 0, 'ticket.voided')
+    const [issued] = eventsOf(ticketId, 'ticket.issued')
+    expect(issued!.data.issuedAt).toBe(createdAt.toISOString())
+    expect(Date.parse(issued!.createdAt)).toBeLessThanOrEqual(Date.parse(eventsOf(ticketId, 'ticket.voided')[0]!.createdAt))
+    expect(await stack.tickets.Ticket.findById(ticketId).lean()).toMatchObject({ status: 'voided', announced: true, voidPending: false })
+    expect(await sweepUnannounced(stack.ticketsDomain)).toBe(0)
+    expect(await stack.tickets.Outbox.countDocuments({ 'data.ticketId': ticketId })).toBe(2)
+  })
 })
 
 describe('a free claim that stopped after keeping its seat and before inserting its ticket', () => {

@@ -1,12 +1,15 @@
 /**
- * The organizer voids a ticket (dashboard): its seat and its buyer's share return to sale, its status becomes
- * `voided`, and `ticket.voided` reaches the app. Once per ticket: the insert of its void decision (a reservation
- * outcome `void_<ticketId>`) decides among concurrent voids; every later step only writes values derived from the
- * ticket, so a void cut off in between is completed by the next one.
+ * The organizer voids a ticket (dashboard): its status becomes `voided`, its seat and its buyer's share return to
+ * sale, and `ticket.voided` reaches the app. Once per ticket: the insert of its void decision (a reservation outcome
+ * `void_<ticketId>`) decides among concurrent voids and gives the void its time. The ticket stops being valid before
+ * its seat returns, so a void cut off in between leaves a seat out of sale, never a seat on sale whose old ticket is
+ * still valid; `voidPending` marks such a ticket until its seat is back, and the next void of it or the tickets sweep
+ * finishes it (finishVoid). A ticket never announced (its claim stopped before its `ticket.issued`) is announced
+ * first, so the app never hears of a void before the ticket.
  */
 import { ContractError } from '@svc/errors'
 import type { Environment } from '@svc/vocabulary'
-import { isDuplicateKeyError } from '../models'
+import { isDuplicateKeyError, type TicketDoc } from '../models'
 import { writeTicketEvent } from './announce'
 import { deleteUnitsById, deleteUnitsOf } from './capacity'
 import { nowOf, type TicketsDomain } from './context'
@@ -16,21 +19,34 @@ export async function voidTicket(d: TicketsDomain, organizerDid: string, environ
   const ticket = await d.models.Ticket.findById(ticketId).lean()
   if (!ticket || ticket.environment !== environment) throw new ContractError('NotFound', 'no such ticket')
   await organizersEvent(d, organizerDid, environment, ticket.eventUri)
-  if (ticket.status === 'voided') return { id: ticket._id, status: 'voided' }
+  if (ticket.status === 'voided' && !ticket.voidPending) return { id: ticket._id, status: 'voided' }
 
-  const now = nowOf(d)
   try {
-    await d.models.ReservationOutcome.create({ _id: `void_${ticket._id}`, outcome: 'released', at: now })
+    await d.models.ReservationOutcome.create({ _id: `void_${ticket._id}`, outcome: 'released', at: nowOf(d) })
   } catch (err) {
     // voided before (perhaps cut off): finish it
     if (!isDuplicateKeyError(err)) throw err
   }
+  const voidedAt = (await d.models.ReservationOutcome.findById(`void_${ticket._id}`).lean())?.at ?? nowOf(d)
+  if (ticket.status !== 'voided') await d.models.Ticket.updateOne({ _id: ticket._id }, { $set: { status: 'voided', voidedAt, voidPending: true } })
+  await finishVoid(d, { ...ticket, voidedAt })
+  d.logger?.info({ ticketId: ticket._id, environment, appDid: ticket.appDid }, 'ticket voided by its organizer')
+  return { id: ticket._id, status: 'voided' }
+}
+
+/** The rest of a void once its ticket is `voided`: its seat back on sale, the app told, the mark cleared. */
+async function finishVoid(d: TicketsDomain, ticket: TicketDoc & { voidedAt: Date }): Promise<void> {
   // a claim's ticket has a reservation of its own; a purchased one the units it was given from its hold's
   if (ticket.unitIds?.length) await deleteUnitsById(d, ticket.unitIds)
   else if (ticket.source === 'claim') await deleteUnitsOf(d, ticket.reservationId)
-  const voidedAt = (await d.models.ReservationOutcome.findById(`void_${ticket._id}`).lean())?.at ?? now
-  await writeTicketEvent(d, ticket, 'voided', voidedAt)
-  await d.models.Ticket.updateOne({ _id: ticket._id }, { $set: { status: 'voided', voidedAt } })
-  d.logger?.info({ ticketId: ticket._id, environment, appDid: ticket.appDid }, 'ticket voided by its organizer')
-  return { id: ticket._id, status: 'voided' }
+  if (!ticket.announced) await writeTicketEvent(d, ticket, 'issued', ticket.createdAt)
+  await writeTicketEvent(d, ticket, 'voided', ticket.voidedAt)
+  await d.models.Ticket.updateOne({ _id: ticket._id }, { $set: { voidPending: false, announced: true } })
+}
+
+/** Finishes the voids cut off after their ticket became `voided` (see above); returns how many. */
+export async function sweepPendingVoids(d: TicketsDomain, limit = 100): Promise<number> {
+  const pending = await d.models.Ticket.find({ voidPending: true }).limit(limit).lean()
+  for (const ticket of pending) await finishVoid(d, { ...ticket, voidedAt: ticket.voidedAt ?? nowOf(d) })
+  return pending.length
 }

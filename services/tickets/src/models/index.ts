@@ -193,6 +193,8 @@ const ticketSchema = new Schema(
     /** a purchased ticket's seat and buyer share among its hold's units (what voiding it deletes) */
     unitIds: { type: [String], default: [] },
     voidedAt: { type: Date, default: null },
+    /** voided, and its seat not yet back on sale nor `ticket.voided` written: the sweep finishes it (void-ticket.ts) */
+    voidPending: { type: Boolean },
     /** its `ticket.issued` is in the outbox (the sweep announces tickets whose claim stopped before) */
     announced: { type: Boolean, required: true, default: false },
     createdAt: { type: Date, required: true },
@@ -201,6 +203,7 @@ const ticketSchema = new Schema(
 )
 ticketSchema.index({ tierId: 1 })
 ticketSchema.index({ announced: 1 })
+ticketSchema.index({ voidPending: 1 })
 ticketSchema.index({ holdId: 1 })
 ticketSchema.index({ secret: 1 })
 
