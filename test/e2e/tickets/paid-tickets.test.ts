@@ -4,7 +4,10 @@
  * card or a cancel returns the capacity; a hold that lapsed before the payment is never charged. Every contract
  * error of the method, idempotency under concurrent duplicates, and one app never touching another's event.
  */
+import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { Queue } from 'bullmq'
 import { queuePrefix, TICKET_HOLDS_QUEUE } from '@svc/outbox'
 import { startStack, type TestApp, type TestStack } from '../../stack'
@@ -114,6 +117,31 @@ it('a hold that lapsed before the payment is never charged: its checkout ends as
   expect((await stack.payments.Settlement.findById(checkout._id).lean())!.by).toBe('expiry')
   expect(await stack.tickets.Ticket.countDocuments({ holdId: held.holdId })).toBe(0)
   expect(await available(eventUri)).toEqual([5, 0])
+})
+
+it('the operator\'s sweep (npm run operator:payments -- sweep) ends a ticket checkout past its expiry and returns its hold\'s capacity', async () => {
+  const { eventUri, vip } = await paidEvent()
+  const held = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: vip, quantity: 2 }] }))
+  expect(await available(eventUri)).toEqual([5, 0])
+  await stack.payments.Checkout.updateOne({ holdId: held.holdId }, { $set: { expiresAt: new Date(Date.now() - 1000) } })
+
+  const root = join(__dirname, '..', '..', '..')
+  const env = {
+    ...process.env,
+    MONGO_URL: stack.mongoUrl,
+    GATEWAY_URL: stack.gatewayUrl,
+    PAYMENTS_CONTEXT_KEY: stack.secrets.callerKeys.payments,
+    SERVICE_DID: stack.serviceDid,
+    CHECKOUT_URL: stack.checkoutUrl,
+    PAYMENT_TOKEN_SECRET: stack.secrets.paymentTokens,
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'warn',
+  }
+  const { stdout } = await promisify(execFile)(join(root, 'node_modules', '.bin', 'tsx'), [join(root, 'services', 'payments', 'src', 'cli', 'operator.ts'), 'sweep', '--json'], { env })
+  expect(JSON.parse(stdout)).toMatchObject({ expired: 1 })
+  expect(await stack.payments.Checkout.findOne({ holdId: held.holdId }).lean()).toMatchObject({ status: 'failed', failureReason: 'expired' })
+  expect(await stack.tickets.TicketHold.findById(held.holdId).lean()).toMatchObject({ status: 'released' })
+  expect(await available(eventUri)).toEqual([5, 2])
 })
 
 describe('the ticket-holds queue', () => {

@@ -1,7 +1,8 @@
 /**
  * Operator commands for payments (run with `npm run operator:payments -- <command> …`). They act on the payments
  * domain directly with MONGO_URL and the service's own settings (SERVICE_DID, PAYMENT_TOKEN_SECRET, CHECKOUT_URL, …;
- * defaults: the dev command's), so what they settle is what the service would have settled.
+ * defaults: the dev command's), so what they settle is what the service would have settled; a ticket checkout's hold
+ * is settled through the gateway (GATEWAY_URL, PAYMENTS_CONTEXT_KEY), as the service does it.
  *
  *   checkout   one checkout's state and settlement, by id or by the app's order id; never its tokens
  *   sweep      the expiry sweep and settlement recovery once, as the service runs it every minute
@@ -9,10 +10,12 @@
 import { parseArgs } from 'node:util'
 import pino from 'pino'
 import { loadConfig, loggerOptions } from '@svc/config'
+import { createGatewayClient } from '@svc/gateway-client'
 import { requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
 import { findCheckoutState, type CheckoutQuery, type CheckoutState } from '../domain/checkout-state'
 import type { PaymentsDomain } from '../domain/context'
 import { sweepCheckouts } from '../domain/sweep-checkouts'
+import { createGraphHolds } from '../graph-holds'
 import { createPaymentsModels } from '../models'
 import { createProcessorRegistry } from '../processors'
 
@@ -38,21 +41,28 @@ const options = {
 } as const
 
 /** The payments domain as the service builds it from the same configuration. */
-function withPayments<T>(fn: (d: PaymentsDomain) => Promise<T>): Promise<T> {
+async function withPayments<T>(fn: (d: PaymentsDomain) => Promise<T>): Promise<T> {
   const config = loadConfig()
   const logger = pino(loggerOptions(config, 'payments-operator'), pino.destination(2))
-  return withDomain(config.mongoUrl, createPaymentsModels, (models) =>
-    fn({
-      models,
-      processors: createProcessorRegistry({ liveProcessor: config.liveProcessor }, models),
-      serviceDid: config.serviceDid,
-      checkoutUrl: config.checkoutUrl,
-      tokenSecret: config.secrets.paymentTokens,
-      previousTokenSecret: config.secrets.previousPaymentTokens,
-      checkoutExpirySeconds: config.checkoutExpirySeconds,
-      logger,
-    }),
-  )
+  // asked only by a ticket checkout (its hold), so the other commands never reach the gateway
+  const gateway = createGatewayClient({ url: config.gatewayUrl, signer: { issuer: 'payments', key: config.secrets.callerKeys.payments }, timeoutMs: 10_000 })
+  try {
+    return await withDomain(config.mongoUrl, createPaymentsModels, (models) =>
+      fn({
+        models,
+        processors: createProcessorRegistry({ liveProcessor: config.liveProcessor }, models),
+        serviceDid: config.serviceDid,
+        checkoutUrl: config.checkoutUrl,
+        tokenSecret: config.secrets.paymentTokens,
+        previousTokenSecret: config.secrets.previousPaymentTokens,
+        checkoutExpirySeconds: config.checkoutExpirySeconds,
+        logger,
+        holds: createGraphHolds(gateway),
+      }),
+    )
+  } finally {
+    await gateway.close()
+  }
 }
 
 function checkoutQuery(values: { id?: string; order?: string; app?: string; env?: string }): CheckoutQuery {
