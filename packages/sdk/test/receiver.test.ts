@@ -117,6 +117,11 @@ describe('verifyWebhook', () => {
     expect(codeOf(() => verifyWebhook({ secret: SECRET, ...signed(env, { ts: Math.floor(now / 1000) + 301 }), now }))).toBe('InvalidSignature')
     expect(verifyWebhook({ secret: SECRET, ...signed(env, { ts: old }), now, toleranceSeconds: 600 }).id).toBe(env.id)
     expect(verifyWebhook({ secret: SECRET, ...signed(env, { ts: old }), now: now - 60_000 }).id).toBe(env.id)
+    // a tolerance that is not a whole number of seconds (an unset variable read as NaN) would accept any age: refused
+    for (const toleranceSeconds of [NaN, Infinity, -1, 1.5]) {
+      expect(() => verifyWebhook({ secret: SECRET, ...signed(env, { ts: old }), now, toleranceSeconds })).toThrow(TypeError)
+      expect(() => createWebhookRequestHandler({ secret: SECRET, store: createMemoryClaimStore(), handlers: {}, toleranceSeconds })).toThrow(TypeError)
+    }
   })
 
   it('refuses webhook-id ≠ envelope id and Svc-Delivery-Id ≠ webhook-id (both correctly signed)', () => {
@@ -157,6 +162,19 @@ describe('handleDelivery (memory store)', () => {
     expect(seen).toEqual([env.id])
   })
 
+  it('a failed completion is still acknowledged, also when onCompleteError throws', async () => {
+    const memory = createMemoryClaimStore()
+    const store = { ...memory, complete: async () => Promise.reject(new Error('store down')) }
+    const reported: unknown[] = []
+    const onCompleteError = (err: unknown) => {
+      reported.push(err)
+      throw new Error('the logger threw')
+    }
+    const env = envelope()
+    expect(await handleDelivery({ store, envelope: env, handlers: { 'payment.completed': async () => undefined }, onCompleteError })).toEqual({ ok: true, duplicate: false, test: false })
+    expect(reported).toHaveLength(1)
+  })
+
   it('a handler error releases the claim and is rethrown; the retry runs it again', async () => {
     const store = createMemoryClaimStore()
     let calls = 0
@@ -174,7 +192,7 @@ describe('handleDelivery (memory store)', () => {
   it('a delivery claimed elsewhere is DeliveryInProgress (409, retryable)', async () => {
     const store = createMemoryClaimStore()
     const env = envelope()
-    expect(await store.claim(env.id, 60_000)).toBe('claimed')
+    expect(await store.claim(env.id, 60_000)).toEqual({ state: 'claimed', token: expect.any(String) })
     const err = await handleDelivery({ store, envelope: env, handlers: { 'payment.completed': async () => undefined } }).catch((e) => e)
     expect(err).toBeInstanceOf(ReceiverError)
     expect([err.code, err.status, err.retryable]).toEqual(['DeliveryInProgress', 409, true])
@@ -294,9 +312,14 @@ describe('createReceiveEventHandler (money.svc.event.receiveEvent)', () => {
     const wrongIss = createReceiveEventHandler({ ...opts, verifyServiceAuth: async () => ({ iss: 'did:web:evil.example' }) })
     const refusing = createReceiveEventHandler({ ...opts, verifyServiceAuth: async () => Promise.reject(new Error('no')) })
     const env = envelope()
-    expect(await ok({ headers: { authorization: 'Bearer x' }, body: env })).toEqual({ status: 200, body: { ok: true } })
-    expect(await wrongIss({ headers: { authorization: 'Bearer x' }, body: envelope() })).toMatchObject({ status: 401 })
-    expect(await refusing({ headers: { authorization: 'Bearer x' }, body: envelope() })).toMatchObject({ status: 401 })
+    const sent = (e: { id: string }) => ({ authorization: 'Bearer x', 'svc-delivery-id': e.id, 'svc-api-version': API_VERSION })
+    expect(await ok({ headers: sent(env), body: env })).toEqual({ status: 200, body: { ok: true } })
+    expect(await wrongIss({ headers: sent(env), body: env })).toMatchObject({ status: 401 })
+    expect(await refusing({ headers: sent(env), body: env })).toMatchObject({ status: 401 })
+    // the service sends both headers on every delivery: a call without one is refused
+    const other = envelope()
+    expect(await ok({ headers: { authorization: 'Bearer x', 'svc-api-version': API_VERSION }, body: other })).toMatchObject({ status: 400, body: { error: 'InvalidEnvelope' } })
+    expect(await ok({ headers: { authorization: 'Bearer x', 'svc-delivery-id': other.id }, body: other })).toMatchObject({ status: 400, body: { error: 'ApiVersionMismatch' } })
     expect(() => createReceiveEventHandler(opts as any)).toThrow(TypeError)
   })
 })

@@ -15,7 +15,7 @@ import {
   type HeadersLike,
 } from './envelope'
 import type { DeliveryClaimStore } from './stores'
-import { assertApiVersion, verifyWebhookWithKeys, webhookKeys, type WebhookSecrets } from './verify'
+import { assertApiVersion, assertTolerance, verifyWebhookWithKeys, webhookKeys, type WebhookSecrets } from './verify'
 
 export const RECEIVE_EVENT_NSID = 'money.svc.event.receiveEvent'
 export const DEFAULT_CLAIM_TTL_MS = 5 * 60 * 1000
@@ -62,20 +62,25 @@ export async function handleDelivery(options: HandleDeliveryOptions & { envelope
     if (typeof handler !== 'function') throw new ReceiverError('UnsupportedEvent', `event type ${envelope.type} is not supported`)
   }
 
-  const state = await store.claim(envelope.id, options.claimTtlMs ?? DEFAULT_CLAIM_TTL_MS)
-  if (state === 'done') return { ok: true, duplicate: true, test }
-  if (state === 'processing') throw new ReceiverError('DeliveryInProgress', `delivery ${envelope.id} is being processed`)
+  const claim = await store.claim(envelope.id, options.claimTtlMs ?? DEFAULT_CLAIM_TTL_MS)
+  if (claim.state === 'done') return { ok: true, duplicate: true, test }
+  if (claim.state === 'processing') throw new ReceiverError('DeliveryInProgress', `delivery ${envelope.id} is being processed`)
   try {
     await handler(envelope)
   } catch (err) {
-    await store.release(envelope.id).catch(() => undefined) // if this fails the claim lapses after its TTL
+    await store.release(envelope.id, claim.token).catch(() => undefined) // if this fails the claim lapses after its TTL
     throw err
   }
   try {
-    await store.complete(envelope.id)
+    await store.complete(envelope.id, claim.token)
   } catch (err) {
-    // The work is done: acknowledging avoids a retry that would run it again once the claim lapses.
-    options.onCompleteError?.(err, envelope)
+    // The work is done: acknowledging avoids a retry that would run it again once the claim lapses (so a callback
+    // that throws is not let turn it into a 500 either).
+    try {
+      options.onCompleteError?.(err, envelope)
+    } catch {
+      // ignored, as above
+    }
   }
   return { ok: true, duplicate: false, test }
 }
@@ -106,6 +111,7 @@ export function createWebhookRequestHandler(
   options: WebhookRequestHandlerOptions,
 ): (req: { rawBody: string | Buffer | Uint8Array; headers: HeadersLike }) => Promise<ReceiverResponse> {
   const keys = webhookKeys(options)
+  assertTolerance(options.toleranceSeconds)
   return async (req) => {
     try {
       const envelope = verifyWebhookWithKeys(keys, {
@@ -148,7 +154,7 @@ export type ReceiveEventHandlerOptions = Omit<HandleDeliveryOptions, 'envelope'>
  * `(req) => { status, body }` for the XRPC procedure money.svc.event.receiveEvent. `body` is the parsed JSON input
  * (a string or Buffer is parsed). Answers 200 `{ ok: true }` (also for duplicates and test probes); 401
  * InvalidSignature when service-auth is refused or the issuer is not `serviceDid`; otherwise as the webhook handler.
- * Svc-Delivery-Id and svc-api-version are checked when sent; the envelope's apiVersion always.
+ * Svc-Delivery-Id and svc-api-version are required (the service sends both), and must match the envelope.
  */
 export function createReceiveEventHandler(
   options: ReceiveEventHandlerOptions,
@@ -182,7 +188,9 @@ export function createReceiveEventHandler(
       assertEnvelope(body)
       const deliveryId = singleHeader(req.headers, DELIVERY_ID_HEADER, 'InvalidEnvelope')
       if (deliveryId !== undefined && deliveryId !== body.id) throw new ReceiverError('InvalidEnvelope', 'Svc-Delivery-Id does not match the envelope id')
-      assertApiVersion(body, singleHeader(req.headers, API_VERSION_HEADER, 'ApiVersionMismatch'), false)
+      // the service sends both headers on every delivery; a call without them is not one of its deliveries
+      if (deliveryId === undefined) throw new ReceiverError('InvalidEnvelope', 'the Svc-Delivery-Id header is required')
+      assertApiVersion(body, singleHeader(req.headers, API_VERSION_HEADER, 'ApiVersionMismatch'), true)
       await handleDelivery({ ...options, envelope: body })
       return { status: 200, body: { ok: true } }
     } catch (err) {

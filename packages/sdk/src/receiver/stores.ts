@@ -1,22 +1,26 @@
 /**
  * Delivery claim stores: the receiver rule "claim the delivery, process it, then complete or release the claim".
  *
- * - `claim(id, ttlMs)`: 'claimed' (this caller processes it; the claim lapses after ttlMs if the process dies),
- *   'processing' (claimed elsewhere and not lapsed), 'done' (completed before).
- * - `complete(id)`: records `done` (kept `doneTtlMs`, default 30 days) and drops this store's claim.
- * - `release(id)`: drops this store's claim so a retry can process the delivery again.
+ * - `claim(id, ttlMs)`: `{ state: 'claimed', token }` (this caller processes it; the claim lapses after ttlMs if the
+ *   process dies), `{ state: 'processing' }` (claimed elsewhere and not lapsed), `{ state: 'done' }` (completed before).
+ * - `complete(id, token)`: records `done` (kept `doneTtlMs`, default 30 days) and drops the claim if it is still this one.
+ * - `release(id, token)`: drops the claim if it is still this one, so a retry can process the delivery again.
  *
- * Each claim carries a random owner token kept by the store instance, so complete/release never remove a claim that
- * lapsed and was taken over by another worker. The claim TTL must exceed the handler's longest run.
+ * Each claim carries a random owner token, which its caller hands back, so complete/release never remove a claim that
+ * lapsed and was taken over by another request, in another process or in this one. The claim TTL must exceed the
+ * handler's longest run.
  */
 import { randomBytes } from 'node:crypto'
 
 export type ClaimState = 'claimed' | 'processing' | 'done'
 
+/** What a claim got: the delivery to process, with the token its complete or release hands back; or why not. */
+export type Claim = { state: 'claimed'; token: string } | { state: 'processing' } | { state: 'done' }
+
 export interface DeliveryClaimStore {
-  claim(id: string, ttlMs: number): Promise<ClaimState>
-  complete(id: string): Promise<void>
-  release(id: string): Promise<void>
+  claim(id: string, ttlMs: number): Promise<Claim>
+  complete(id: string, token: string): Promise<void>
+  release(id: string, token: string): Promise<void>
 }
 
 export const DEFAULT_DONE_TTL_MS = 30 * 24 * 60 * 60 * 1000
@@ -33,30 +37,24 @@ export function createMemoryClaimStore(options: { doneTtlMs?: number; now?: () =
   const doneTtl = options.doneTtlMs ?? DEFAULT_DONE_TTL_MS
   const claims = new Map<string, { token: string; expiresAt: number }>()
   const done = new Map<string, number>()
-  const mine = new Map<string, string>()
   return {
     async claim(id, ttlMs) {
       assertTtl(ttlMs)
       const t = now()
       const doneUntil = done.get(id)
-      if (doneUntil !== undefined && doneUntil > t) return 'done'
+      if (doneUntil !== undefined && doneUntil > t) return { state: 'done' }
       const held = claims.get(id)
-      if (held && held.expiresAt > t) return 'processing'
+      if (held && held.expiresAt > t) return { state: 'processing' }
       const token = newToken()
       claims.set(id, { token, expiresAt: t + ttlMs })
-      mine.set(id, token)
-      return 'claimed'
+      return { state: 'claimed', token }
     },
-    async complete(id) {
+    async complete(id, token) {
       done.set(id, now() + doneTtl)
-      const token = mine.get(id)
-      mine.delete(id)
-      if (token !== undefined && claims.get(id)?.token === token) claims.delete(id)
+      if (claims.get(id)?.token === token) claims.delete(id)
     },
-    async release(id) {
-      const token = mine.get(id)
-      mine.delete(id)
-      if (token !== undefined && claims.get(id)?.token === token) claims.delete(id)
+    async release(id, token) {
+      if (claims.get(id)?.token === token) claims.delete(id)
     },
   }
 }
@@ -90,25 +88,18 @@ export function createRedisClaimStore(redis: RedisEvalClient, options: { prefix:
   const doneTtl = options.doneTtlMs ?? DEFAULT_DONE_TTL_MS
   if (!Number.isInteger(doneTtl) || doneTtl <= 0) throw new TypeError('doneTtlMs must be a positive integer')
   const keys = (id: string): [string, string] => [`${options.prefix}{${id}}:claim`, `${options.prefix}{${id}}:done`]
-  const mine = new Map<string, string>()
   return {
     async claim(id, ttlMs) {
       assertTtl(ttlMs)
       const token = newToken()
       const state = (await redis.eval(CLAIM_LUA, 2, ...keys(id), token, ttlMs)) as ClaimState
-      if (state === 'claimed') mine.set(id, token)
-      return state
+      return state === 'claimed' ? { state, token } : { state: state === 'done' ? 'done' : 'processing' }
     },
-    async complete(id) {
-      const token = mine.get(id) ?? ''
+    async complete(id, token) {
       await redis.eval(COMPLETE_LUA, 2, ...keys(id), token, doneTtl)
-      mine.delete(id)
     },
-    async release(id) {
-      const token = mine.get(id)
-      if (token === undefined) return
+    async release(id, token) {
       await redis.eval(RELEASE_LUA, 1, keys(id)[0], token)
-      mine.delete(id)
     },
   }
 }
@@ -146,7 +137,6 @@ function isDuplicateKey(err: unknown): boolean {
 export function createMongoClaimStore(collection: ClaimCollection, options: { doneTtlMs?: number; now?: () => number } = {}): DeliveryClaimStore {
   const now = options.now ?? Date.now
   const doneTtl = options.doneTtlMs ?? DEFAULT_DONE_TTL_MS
-  const mine = new Map<string, string>()
   const doneId = (id: string) => `${id}:done`
   const isDone = async (id: string) => (await collection.findOne({ _id: doneId(id) })) !== null
 
@@ -154,7 +144,7 @@ export function createMongoClaimStore(collection: ClaimCollection, options: { do
     async claim(id, ttlMs) {
       assertTtl(ttlMs)
       for (let attempt = 0; attempt < 5; attempt++) {
-        if (await isDone(id)) return 'done'
+        if (await isDone(id)) return { state: 'done' }
         const token = newToken()
         try {
           await collection.insertOne({ _id: id, token, state: 'processing', expiresAt: new Date(now() + ttlMs) })
@@ -162,34 +152,28 @@ export function createMongoClaimStore(collection: ClaimCollection, options: { do
           if (!isDuplicateKey(err)) throw err
           const held = await collection.findOne({ _id: id })
           if (held === null) continue // released meanwhile: try again
-          if (held.expiresAt.getTime() > now()) return 'processing'
+          if (held.expiresAt.getTime() > now()) return { state: 'processing' }
           await collection.deleteOne({ _id: id, token: held.token ?? '' }) // lapsed: take over (the insert decides)
           continue
         }
         if (await isDone(id)) {
           await collection.deleteOne({ _id: id, token })
-          return 'done'
+          return { state: 'done' }
         }
-        mine.set(id, token)
-        return 'claimed'
+        return { state: 'claimed', token }
       }
-      return 'processing'
+      return { state: 'processing' }
     },
-    async complete(id) {
+    async complete(id, token) {
       try {
         await collection.insertOne({ _id: doneId(id), state: 'done', expiresAt: new Date(now() + doneTtl) })
       } catch (err) {
         if (!isDuplicateKey(err)) throw err
       }
-      const token = mine.get(id)
-      mine.delete(id)
-      if (token !== undefined) await collection.deleteOne({ _id: id, token })
-    },
-    async release(id) {
-      const token = mine.get(id)
-      if (token === undefined) return
       await collection.deleteOne({ _id: id, token })
-      mine.delete(id)
+    },
+    async release(id, token) {
+      await collection.deleteOne({ _id: id, token })
     },
   }
 }

@@ -67,6 +67,13 @@ function equalConstantTime(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y)
 }
 
+/** A tolerance given must be a whole number of seconds: NaN or Infinity (an unset variable, say) would turn the replay window off. */
+export function assertTolerance(toleranceSeconds: number | undefined): void {
+  if (toleranceSeconds !== undefined && (!Number.isInteger(toleranceSeconds) || toleranceSeconds < 0)) {
+    throw new TypeError('toleranceSeconds must be a non-negative integer')
+  }
+}
+
 /** Verifies the signature with pre-built keys; see verifyWebhook. */
 export function verifyWebhookWithKeys(keys: readonly Webhook[], options: Omit<VerifyWebhookOptions, 'secret' | 'secrets'>): EventEnvelope {
   const { headers } = options
@@ -78,6 +85,7 @@ export function verifyWebhookWithKeys(keys: readonly Webhook[], options: Omit<Ve
     throw new ReceiverError('InvalidSignature', 'missing webhook-id, webhook-timestamp or webhook-signature')
   }
   if (!/^\d{1,12}$/.test(timestamp)) throw new ReceiverError('InvalidSignature', 'webhook-timestamp is not a unix time')
+  assertTolerance(options.toleranceSeconds)
   const tolerance = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS
   const nowMs = options.now === undefined ? Date.now() : typeof options.now === 'number' ? options.now : options.now.getTime()
   const ts = Number(timestamp)
