@@ -134,6 +134,19 @@ describe('one delivery', () => {
     await expectRequeued(id, 2)
   })
 
+  it('a delivery delivered more than 30 days ago is not sent again (receivers keep processed ids 30 days); one of 29 days is', async () => {
+    const dev = await newApp()
+    const old = await finished(dev, 'delivered')
+    const recent = await finished(dev, 'delivered')
+    const daysAgo = (days: number) => new Date(Date.now() - days * 24 * 3600 * 1000)
+    await stack.events.Delivery.updateOne({ _id: old }, { $set: { deliveredAt: daysAgo(31) } })
+    await stack.events.Delivery.updateOne({ _id: recent }, { $set: { deliveredAt: daysAgo(29) } })
+    expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId: old }, bearer(dev.key)))).toEqual({ ok: true, queued: 0, reason: expect.stringMatching(/^delivered more than 30 days ago/) })
+    expect(await stack.events.Delivery.findById(old).lean()).toMatchObject({ status: 'delivered', run: 1 })
+    expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId: recent }, bearer(dev.key)))).toEqual({ ok: true, queued: 1 })
+    await expectRequeued(recent, 2)
+  })
+
   it('a failed delivery whose job is gone gets a new job', async () => {
     const dev = await newApp()
     const id = await finished(dev)

@@ -156,11 +156,18 @@ async function requeueJob(domain: Domain, d: DeliveryDoc): Promise<void> {
   }
 }
 
+/**
+ * How long after its delivery a delivered delivery may be sent again: receivers keep the ids of the deliveries they
+ * processed this long (the SDK's claim stores, 30 days by default), so an older one could be processed twice.
+ */
+export const REDRIVE_DELIVERED_WITHIN_MS = 30 * 24 * 3600 * 1000
+
 /** Why a redrive of one delivery queued nothing (docs/events.md, "Developer utility routes"). */
 export const NOT_QUEUED = {
   open: 'already queued: the delivery is pending or held and its next attempt is scheduled',
   settling: `redriven less than ${REDRIVE_SETTLE_MS / 1000} s ago: its new run has started; list the deliveries before redriving again`,
   parallel: 'another redrive of this delivery queued it',
+  delivered: 'delivered more than 30 days ago: receivers keep the ids of processed deliveries for 30 days, so it could be processed twice',
 } as const
 
 type Outcome = { queued: 0; reason: string } | { queued: 1 }
@@ -183,6 +190,9 @@ async function requeueIfLost(domain: Domain, doc: DeliveryDoc, now: Date): Promi
 /** Redrives one delivery document of the caller's app environment: queued 1 by this call, or 0 and why not. */
 async function redriveOne(domain: Domain, doc: DeliveryDoc, now: Date): Promise<Outcome> {
   if (!redrivable(doc)) return requeueIfLost(domain, doc, now) // pending or held: queued, unless Redis lost the job
+  if (doc.status === 'delivered' && doc.deliveredAt && now.getTime() - new Date(doc.deliveredAt).getTime() > REDRIVE_DELIVERED_WITHIN_MS) {
+    return notQueued(NOT_QUEUED.delivered)
+  }
   const run = doc.run ?? 1
   if (run > 1) {
     const previous = await domain.redis.get(redriveClaimKey(domain.redisPrefix, doc._id, run - 1))
