@@ -119,6 +119,37 @@ it('a hold that lapsed before the payment is never charged: its checkout ends as
   expect(await available(eventUri)).toEqual([5, 0])
 })
 
+describe('a hold whose checkout could never be paid', () => {
+  it('items costing more than one checkout may charge are refused before any seat is taken', async () => {
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Gala', priceAmount: 99_999_999, currency: 'usd', capacity: 5 }])
+    const res = await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: tiers[0]!.ticketTypeId, quantity: 2 }] })
+    expectError(res, 400, 'InvalidRequest', /more than one checkout may charge/)
+    expect(await available(eventUri)).toEqual([5])
+    expect(await stack.tickets.TicketHold.countDocuments({ eventUri })).toBe(0)
+  })
+
+  it('a checkout the payments domain refuses (tickets cheaper than the fees kept from the organizer) returns the seats at once', async () => {
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Cheap', priceAmount: 20, currency: 'usd', capacity: 3 }])
+    const body = { eventUri, buyerDid: buyerDid(), appOrderId: `cheap-${randomBytes(4).toString('hex')}`, items: [{ ticketTypeId: tiers[0]!.ticketTypeId, quantity: 1 }] }
+    expectError(await hold(stack, app, body), 400, 'InvalidRequest', /amount too small/)
+    expect(await available(eventUri)).toEqual([3])
+    // a retry of the order answers the same, and takes nothing
+    expectError(await hold(stack, app, body), 400, 'InvalidRequest', /amount too small/)
+    expect(await available(eventUri)).toEqual([3])
+  })
+
+  it('many long tier names: the checkout shows the items cut to 500 characters', async () => {
+    const names = Array.from({ length: 6 }, (_, i) => `${String(i)}${'n'.repeat(99)}`)
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, names.map((name) => ({ name, priceAmount: 1000, currency: 'usd', capacity: 2 })))
+    const held = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: tiers.map((t: { ticketTypeId: string }) => ({ ticketTypeId: t.ticketTypeId, quantity: 1 })) }))
+    const checkout = (await stack.payments.Checkout.findOne({ holdId: held.holdId }).lean())!
+    expect([...checkout.description]).toHaveLength(500)
+    expect(checkout.description.startsWith(`1 × ${names[0]}, 1 × ${names[1]}`)).toBe(true)
+    expect(checkout.description.endsWith('…')).toBe(true)
+    expect(await available(eventUri)).toEqual([1, 1, 1, 1, 1, 1])
+  })
+})
+
 it('the operator\'s sweep (npm run operator:payments -- sweep) ends a ticket checkout past its expiry and returns its hold\'s capacity', async () => {
   const { eventUri, vip } = await paidEvent()
   const held = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: vip, quantity: 2 }] }))

@@ -97,6 +97,7 @@ describe('configureTicketTiers', () => {
     expectError(await send({ ...FREE, salesStartAt: '2030-01-02T00:00:00Z', salesEndAt: '2030-01-01T00:00:00Z' }), 400, 'InvalidRequest', /salesEndAt/)
     expectError(await send({ ...FREE, ticketTypeId: `tier_${'0'.repeat(24)}` }), 400, 'InvalidRequest', /not a tier of this event/)
     expectError(await send({ ...FREE, capacity: -1 }), 400, 'InvalidRequest')
+    expectError(await send({ ...FREE, name: 'n'.repeat(101) }), 400, 'InvalidRequest', /name/)
     expectError(await send({ ...FREE, priceAmount: 5_000_000_000 }), 400, 'InvalidRequest', /priceAmount/)
     expectError(await send({ ...FREE, seats: 3 }), 400, 'InvalidRequest', /seats/)
     expectError(await send(FREE, { holdDurationSeconds: 10 }), 400, 'InvalidRequest')

@@ -10,7 +10,7 @@
  * started (the process died between the two) starts it.
  */
 import { randomBytes } from 'node:crypto'
-import { isCheckoutUrl } from '@svc/checkout-product'
+import { isCheckoutUrl, MAX_AMOUNT, MAX_DESCRIPTION_LENGTH } from '@svc/checkout-product'
 import { ContractError } from '@svc/errors'
 import { isDid } from '@svc/vocabulary'
 import { isDuplicateKeyError, type TicketHoldDoc } from '../models'
@@ -68,19 +68,41 @@ function sameHold(existing: StoredHold, buyerDid: string, key: string): StoredHo
 export async function createTicketHold(d: ServingTickets, appDid: string, input: HoldRequest): Promise<{ holdId: string; expiresAt: string; checkout: { url: string } }> {
   const hold = await reserveHold(d, appDid, input)
   if (hold.status === 'held') await d.holdExpiry?.schedule(hold._id, hold.expiresAt)
-  const checkout = await d.checkouts.start({
-    appDid,
-    environment: hold.environment,
-    holdId: hold._id,
-    organizerDid: hold.organizerDid,
-    description: hold.description,
-    amount: hold.amount,
-    currency: hold.currency,
-    expiresAt: hold.expiresAt,
-    returnUrl: hold.returnUrl ?? null,
-    cancelUrl: hold.cancelUrl ?? null,
-  })
+  const checkout = await startCheckout(d, appDid, hold)
   return { holdId: hold._id, expiresAt: hold.expiresAt.toISOString(), checkout }
+}
+
+/**
+ * The hold's checkout. One the payments domain refuses for good (its rules on the amount, the fees, the URLs) can never
+ * be paid, so the hold's capacity goes back at once rather than at its expiry; a refusal that may pass on a retry
+ * (the payments domain out of reach) leaves it held for the retry.
+ */
+async function startCheckout(d: ServingTickets, appDid: string, hold: StoredHold): Promise<{ url: string }> {
+  try {
+    return await d.checkouts.start({
+      appDid,
+      environment: hold.environment,
+      holdId: hold._id,
+      organizerDid: hold.organizerDid,
+      description: hold.description,
+      amount: hold.amount,
+      currency: hold.currency,
+      expiresAt: hold.expiresAt,
+      returnUrl: hold.returnUrl ?? null,
+      cancelUrl: hold.cancelUrl ?? null,
+    })
+  } catch (err) {
+    // released only when not kept: a kept reservation is a checkout already being paid
+    if (err instanceof ContractError && err.status === 400) await releaseReservation(d, hold._id)
+    throw err
+  }
+}
+
+/** The hold's description on its checkout: its items, cut to what a checkout shows. */
+function holdDescription(items: string[]): string {
+  const whole = items.join(', ')
+  const chars = [...whole]
+  return chars.length <= MAX_DESCRIPTION_LENGTH ? whole : `${chars.slice(0, MAX_DESCRIPTION_LENGTH - 1).join('')}…`
 }
 
 /** Reserves the hold's capacity and records the hold (or finds the same hold again). */
@@ -142,6 +164,9 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
   if (currencies.size > 1) invalid('the items are priced in different currencies')
   const now = nowOf(d)
   for (const tier of tiers) if (!onSale(tier, now)) throw new ContractError('TicketHoldUnavailable', `tier ${tier._id} is not on sale now`)
+  // what one checkout may charge, checked before any seat is taken
+  const amount = input.items.reduce((sum, i) => sum + byId.get(i.ticketTypeId)!.priceAmount * i.quantity, 0)
+  if (amount > MAX_AMOUNT) invalid(`the items cost ${amount} ${tiers[0]!.currency} (minor units), more than one checkout may charge (${MAX_AMOUNT})`)
 
   const holdId = `hold_${randomBytes(12).toString('hex')}`
   const expiresAt = new Date(now.getTime() + event!.holdDurationSeconds * 1000)
@@ -179,9 +204,9 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
     buyerDid: input.buyerDid,
     items: input.items.map((i) => ({ ticketTypeId: i.ticketTypeId, quantity: i.quantity })),
     itemsKey: key,
-    amount: input.items.reduce((sum, i) => sum + byId.get(i.ticketTypeId)!.priceAmount * i.quantity, 0),
+    amount,
     currency: tiers[0]!.currency,
-    description: input.items.map((i) => `${i.quantity} × ${byId.get(i.ticketTypeId)!.name}`).join(', '),
+    description: holdDescription(input.items.map((i) => `${i.quantity} × ${byId.get(i.ticketTypeId)!.name}`)),
     organizerDid: event!.organizerDid,
     returnUrl: input.returnUrl ?? null,
     cancelUrl: input.cancelUrl ?? null,
