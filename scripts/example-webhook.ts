@@ -19,6 +19,8 @@ import { connectApps, issueApiKey, registerApp } from '@svc/apps'
 import { loadConfig } from '@svc/config'
 import { createMemoryClaimStore, createSvcClient, createWebhookRequestHandler, generateDidKeyKeypair } from '@svc/sdk'
 
+const MAX_BODY_BYTES = 1024 * 1024
+
 const config = loadConfig()
 
 async function developerRoute(method: 'GET' | 'POST', path: string, apiKey: string, body?: unknown): Promise<Record<string, unknown>> {
@@ -60,14 +62,17 @@ async function main() {
   const receiver: { handle?: ReturnType<typeof createWebhookRequestHandler> } = {}
   const server = createServer((req, res) => {
     void (async () => {
+      // a delivery is a few kilobytes: refuse anything far larger before reading it
+      if (Number(req.headers['content-length'] ?? 0) > MAX_BODY_BYTES) return res.writeHead(413).end()
       const body = await buffer(req)
+      if (body.length > MAX_BODY_BYTES) return res.writeHead(413).end()
       const answer = receiver.handle ? await receiver.handle({ rawBody: body, headers: req.headers }) : { status: 503, body: { error: 'NotReady' } }
       if (answer.status === 200) {
         const envelope = JSON.parse(body.toString('utf8')) as { id: string; type: string }
         received.push({ id: envelope.id, type: envelope.type, duplicate: (answer.body as { duplicate?: boolean }).duplicate === true })
       }
       res.writeHead(answer.status, { 'content-type': 'application/json' }).end(JSON.stringify(answer.body))
-    })()
+    })().catch(() => res.destroy()) // a request cut off while its body was read
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const webhookUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/svc`

@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto'
 import { cidForCbor } from '@atproto/common'
 import { PRODUCT_PREFIX } from '@svc/checkout-product'
+import { DASHBOARD_COOKIE } from '@svc/dashboard-session'
 import { generateDidKeyKeypair, type DidKeyKeypair } from '@svc/service-auth'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { CLAIM, enableTickets, eventUriOf, HOLD, newSigner, setUpEvent, type Signer } from '../tickets/helpers'
@@ -336,7 +337,7 @@ describe('the pages and developer routes answer hostile paths, queries and forms
         named('checkout cancel token', () => httpRequest(`${base}/checkout/${v}/cancel`, form({}))),
         ...Object.keys(card).map((field) => named(`pay form ${field}`, () => httpRequest(`${checkoutPage}/pay`, form({ ...card, [field]: value })))),
         named('dashboard login token', () => httpRequest(`${base}/dashboard/login/${v}?next=${v}`, { redirect: 'manual' })),
-        named('dashboard session', () => httpRequest(`${base}/dashboard`, { headers: { cookie: `svc_session=${v}` } })),
+        named('dashboard session', () => httpRequest(`${base}/dashboard`, { headers: { cookie: `${DASHBOARD_COOKIE}=${v}` } })),
         named('approval page id', () => httpRequest(`${base}/dashboard/approvals/${v}`, { headers: { cookie: creatorCookie } })),
         named('onboarding page id', () => httpRequest(`${base}/dashboard/onboarding/${v}`, { headers: { cookie: creatorCookie } })),
         named('approval action id', () => httpRequest(`${base}/dashboard/approvals/${v}/accept`, form({ csrf: value, termsHash: value }, { cookie: creatorCookie }))),

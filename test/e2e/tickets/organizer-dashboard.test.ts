@@ -132,3 +132,18 @@ it('another organizer, the other environment and a signed-out visitor see nothin
   const csv = await httpRequest(`${stack.checkoutUrl}/dashboard/events/attendees.csv?uri=${encodeURIComponent(eventUri)}`, { headers: { cookie: await stack.dashboardCookie(stranger.did, 'test') } })
   expect(csv.status).toBe(404)
 })
+
+it('prices show in their currency\'s own minor unit (yen have none, dinars three)', async () => {
+  const { eventUri } = await setUpEvent(stack, app, organizer, [
+    { name: 'Yen', priceAmount: 1000, currency: 'jpy', capacity: 2 },
+    { name: 'Dinar', priceAmount: 12500, currency: 'kwd', capacity: 2 },
+    { name: 'Dollar', priceAmount: 2500, currency: 'usd', capacity: 2 },
+  ])
+  const view = await httpRequest(`${stack.checkoutUrl}/dashboard/events/view?uri=${encodeURIComponent(eventUri)}`, { headers: { cookie: await stack.dashboardCookie(organizer.did, 'test') } })
+  expect(view.status).toBe(200)
+  expect(view.text).toContain('¥1,000')
+  expect(view.text).toContain('KWD')
+  expect(view.text).toContain('12.500')
+  expect(view.text).toContain('$25.00')
+  expect(view.text).not.toContain('10.00 JPY')
+})

@@ -128,7 +128,7 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
     if (!signed) return reply
     const { s, form } = signed
     const { id, action } = request.params
-    if (!APPROVAL_ID.test(id) || !(action in APPROVAL_ACTIONS)) {
+    if (!APPROVAL_ID.test(id) || !Object.hasOwn(APPROVAL_ACTIONS, action)) {
       return sendPage(reply, views.errorPage(new ContractError('NotFound', 'no such approval action')))
     }
     const variables = action === 'accept' ? { id, termsHash: typeof form.termsHash === 'string' ? form.termsHash : '' } : { id }

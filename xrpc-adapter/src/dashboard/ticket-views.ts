@@ -1,12 +1,14 @@
 /** The organizer's pages: their ticketed events, and one event's tiers and tickets (void, attendee CSV). */
 import type { DashboardSession } from '@svc/dashboard-session'
+import { formatMoney } from '../checkout/money'
 import { html, type Html } from '../pages/html'
 import type { OrganizerEventData, OrganizerEventsData } from './ticket-operations'
 import { csrfField, header, type View } from './views'
 
 export const eventPath = (eventUri: string): string => `/dashboard/events/view?uri=${encodeURIComponent(eventUri)}`
 
-const money = (amount: number, currency: string) => (amount === 0 ? 'free' : `${(amount / 100).toFixed(2)} ${currency.toUpperCase()}`)
+// the currency's own minor unit, as the checkout page shows it (¥1,000, not 10.00 JPY)
+const money = (amount: number, currency: string) => (amount === 0 ? 'free' : formatMoney(amount, currency))
 
 export function eventsPage(s: DashboardSession, data: OrganizerEventsData): View {
   const rows = data.organizerEvents.map((e) => html`<tr><td><a href="${eventPath(e.eventUri)}">${e.eventUri}</a></td><td>${e.appDid}</td><td>${e.createdAt.slice(0, 10)}</td></tr>`)
