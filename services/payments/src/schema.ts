@@ -171,6 +171,8 @@ export const typeDefs = gql`
     description: String!
     "the hold's price in integer minor units"
     amount: Int!
+    "how many tickets the hold sells: the flat ticket fee is per ticket (absent: 1)"
+    tickets: Int
     currency: String!
     "the hold's expiry: the checkout expires with it"
     expiresAt: String!

@@ -119,6 +119,15 @@ it('a hold that lapsed before the payment is never charged: its checkout ends as
   expect(await available(eventUri)).toEqual([5, 0])
 })
 
+it('the checkout\'s fee: the rate on the amount, and the flat ticket fee once per ticket', async () => {
+  const { eventUri, general, vip } = await paidEvent()
+  const held = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: general, quantity: 3 }, { ticketTypeId: vip, quantity: 1 }] }))
+  const checkout = (await stack.payments.Checkout.findOne({ holdId: held.holdId }).lean())!
+  // the stack's apps: ticketFee 250 bps + 30 usd flat; the app keeps the fee off the buyer (passToBuyer false)
+  const amount = 3 * GENERAL.priceAmount + VIP.priceAmount
+  expect(checkout).toMatchObject({ amount, serviceFee: Math.floor((amount * 250 + 5000) / 10000) + 4 * 30, buyerFee: 0, total: amount })
+})
+
 describe('a hold whose checkout could never be paid', () => {
   it('items costing more than one checkout may charge are refused before any seat is taken', async () => {
     const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Gala', priceAmount: 99_999_999, currency: 'usd', capacity: 5 }])

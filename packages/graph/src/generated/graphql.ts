@@ -975,6 +975,8 @@ export type StartTicketCheckoutInput = {
   organizerDid: Scalars['String']['input'];
   /** absent: the checkout page itself */
   returnUrl?: InputMaybe<Scalars['String']['input']>;
+  /** how many tickets the hold sells: the flat ticket fee is per ticket (absent: 1) */
+  tickets?: InputMaybe<Scalars['Int']['input']>;
 };
 
 /** issued | checked-in | voided */

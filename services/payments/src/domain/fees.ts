@@ -37,13 +37,16 @@ function check(cond: boolean, message: string): void {
 
 const isBps = (n: number) => Number.isInteger(n) && n >= 0 && n <= 10000
 
-export function computeCharges(input: { amount: number; currency: string; serviceFee: ServiceFeeRate; feeShareBps: number; selfSale: boolean }): Charges {
+/** `tickets`: how many tickets a ticket checkout sells; the flat fee is per ticket (1 for every other checkout). */
+export function computeCharges(input: { amount: number; currency: string; serviceFee: ServiceFeeRate; feeShareBps: number; selfSale: boolean; tickets?: number }): Charges {
   const { amount, currency, serviceFee: rate } = input
+  const tickets = input.tickets ?? 1
   check(Number.isSafeInteger(amount) && amount > 0, 'amount must be a positive integer of minor units')
   check(isBps(rate.bps), 'serviceFee.bps must be an integer 0-10000')
   check(Number.isSafeInteger(rate.flatAmount) && rate.flatAmount >= 0, 'serviceFee.flatAmount must be a non-negative integer')
   check(isBps(input.feeShareBps), 'feeShareBps must be an integer 0-10000')
-  const serviceFee = basisPoints(amount, rate.bps) + (rate.flatCurrency === currency ? rate.flatAmount : 0)
+  check(Number.isSafeInteger(tickets) && tickets >= 1, 'tickets must be a positive integer')
+  const serviceFee = basisPoints(amount, rate.bps) + (rate.flatCurrency === currency ? rate.flatAmount * tickets : 0)
   const buyerFee = rate.passToBuyer ? serviceFee : 0
   const total = amount + buyerFee
   const appFee = input.selfSale ? 0 : basisPoints(amount, input.feeShareBps)

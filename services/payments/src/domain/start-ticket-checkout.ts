@@ -18,9 +18,9 @@ import { computeCharges } from './fees'
 import { createOrFindCheckout, type CheckoutStarted } from './initiate-checkout'
 
 /** The checkout's charges; tickets that cost less than the fees kept from the organizer are the hold's bad input. */
-function ticketCharges(amount: number, currency: string, serviceFee: Parameters<typeof computeCharges>[0]['serviceFee']) {
+function ticketCharges(amount: number, currency: string, serviceFee: Parameters<typeof computeCharges>[0]['serviceFee'], tickets: number) {
   try {
-    return computeCharges({ amount, currency, serviceFee, feeShareBps: 0, selfSale: false })
+    return computeCharges({ amount, currency, serviceFee, feeShareBps: 0, selfSale: false, tickets })
   } catch (err) {
     if (err instanceof ContractError && err.code === 'InvalidProduct') throw new ContractError('InvalidRequest', `invalid ticket checkout: ${err.message}`)
     throw err
@@ -57,7 +57,7 @@ export async function startTicketCheckout(d: ServingPayments, input: StartTicket
   const auth = await d.facts.checkout(input.appDid, input.environment, input.organizerDid)
   const environment = parseEnvironment(auth.environment)
   if (environment !== product.environment) throw new ContractError('InvalidRequest', `the hold is in ${product.environment}, not ${environment}`)
-  const charges = ticketCharges(product.amount, product.currency, auth.serviceFee)
+  const charges = ticketCharges(product.amount, product.currency, auth.serviceFee, input.tickets ?? 1)
   const productHash = createHash('sha256').update(encodeProduct(product)).digest('hex')
   if (expiresAt <= nowOf(d)) throw new ContractError('InvalidRequest', 'the hold has lapsed')
 

@@ -169,6 +169,8 @@ export type StartTicketCheckoutInput = {
   description: Scalars['String']['input'];
   /** the hold's price in integer minor units */
   amount: Scalars['Int']['input'];
+  /** how many tickets the hold sells: the flat ticket fee is per ticket (absent: 1) */
+  tickets?: InputMaybe<Scalars['Int']['input']>;
   currency: Scalars['String']['input'];
   /** the hold's expiry: the checkout expires with it */
   expiresAt: Scalars['String']['input'];

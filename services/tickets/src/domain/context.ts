@@ -41,6 +41,8 @@ export interface HoldCheckouts {
     organizerDid: string
     description: string
     amount: number
+    /** how many tickets: the flat ticket fee is per ticket */
+    tickets: number
     currency: string
     expiresAt: Date
     returnUrl: string | null

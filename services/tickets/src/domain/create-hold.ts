@@ -86,6 +86,7 @@ async function startCheckout(d: ServingTickets, appDid: string, hold: StoredHold
       organizerDid: hold.organizerDid,
       description: hold.description,
       amount: hold.amount,
+      tickets: hold.items.reduce((sum, i) => sum + i.quantity, 0),
       currency: hold.currency,
       expiresAt: hold.expiresAt,
       returnUrl: hold.returnUrl ?? null,
