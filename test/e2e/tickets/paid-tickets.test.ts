@@ -128,6 +128,17 @@ it('the checkout\'s fee: the rate on the amount, and the flat ticket fee once pe
   expect(checkout).toMatchObject({ amount, serviceFee: Math.floor((amount * 250 + 5000) / 10000) + 4 * 30, buyerFee: 0, total: amount })
 })
 
+it('a repeat of the order after its hold lapsed answers the same hold and checkout', async () => {
+  const { eventUri, general } = await paidEvent()
+  const body = { eventUri, buyerDid: buyerDid(), appOrderId: `late-${randomBytes(4).toString('hex')}`, items: [{ ticketTypeId: general, quantity: 1 }] }
+  const first = expectOk(await hold(stack, app, body))
+  const past = new Date(Date.now() - 1000)
+  await stack.tickets.TicketHold.updateOne({ _id: first.holdId }, { $set: { expiresAt: past } })
+  await stack.payments.Checkout.updateOne({ holdId: first.holdId }, { $set: { expiresAt: past } })
+  expect(expectOk(await hold(stack, app, body))).toEqual({ ...first, expiresAt: past.toISOString() })
+  expect(await stack.payments.Checkout.countDocuments({ holdId: first.holdId })).toBe(1)
+})
+
 describe('a hold whose checkout could never be paid', () => {
   it('items costing more than one checkout may charge are refused before any seat is taken', async () => {
     const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Gala', priceAmount: 99_999_999, currency: 'usd', capacity: 5 }])
@@ -178,7 +189,8 @@ it('the operator\'s sweep (npm run operator:payments -- sweep) ends a ticket che
     LOG_LEVEL: 'warn',
   }
   const { stdout } = await promisify(execFile)(join(root, 'node_modules', '.bin', 'tsx'), [join(root, 'services', 'payments', 'src', 'cli', 'operator.ts'), 'sweep', '--json'], { env })
-  expect(JSON.parse(stdout)).toMatchObject({ expired: 1 })
+  // this checkout, and any other of this file's left past its expiry
+  expect(JSON.parse(stdout).expired).toBeGreaterThanOrEqual(1)
   expect(await stack.payments.Checkout.findOne({ holdId: held.holdId }).lean()).toMatchObject({ status: 'failed', failureReason: 'expired' })
   expect(await stack.tickets.TicketHold.findById(held.holdId).lean()).toMatchObject({ status: 'released' })
   expect(await available(eventUri)).toEqual([5, 2])

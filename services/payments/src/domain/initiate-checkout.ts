@@ -146,6 +146,12 @@ export type CheckoutFields = Omit<StoredCheckout, '_id' | 'appDid' | 'environmen
  * Inserts a checkout under its key (app, environment, appOrderId), or finds the one a duplicate inserted first: the
  * same product (its hash) gets that checkout's tokens again; another product is InvalidProduct.
  */
+/** The checkout started before under this key, answered as its start was; null when there is none. */
+export async function findStartedCheckout(d: PaymentsDomain, key: { appDid: string; environment: Environment; appOrderId: string }): Promise<CheckoutStarted | null> {
+  const existing = await d.models.Checkout.findOne(key, { _id: 1, environment: 1, nonce: 1, statusTokenHash: 1 }).lean()
+  return existing ? startedAgain(d, existing as TokenSource & { statusTokenHash: string }) : null
+}
+
 export async function createOrFindCheckout(
   d: PaymentsDomain,
   key: { appDid: string; environment: Environment; appOrderId: string; productHash: string },

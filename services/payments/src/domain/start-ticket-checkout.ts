@@ -15,7 +15,7 @@ import { parseEnvironment } from '@svc/vocabulary'
 import type { StartTicketCheckoutInput } from '../generated/graph-types'
 import { nowOf, type ServingPayments } from './context'
 import { computeCharges } from './fees'
-import { createOrFindCheckout, type CheckoutStarted } from './initiate-checkout'
+import { createOrFindCheckout, findStartedCheckout, type CheckoutStarted } from './initiate-checkout'
 
 /** The checkout's charges; tickets that cost less than the fees kept from the organizer are the hold's bad input. */
 function ticketCharges(amount: number, currency: string, serviceFee: Parameters<typeof computeCharges>[0]['serviceFee'], tickets: number) {
@@ -30,6 +30,10 @@ function ticketCharges(amount: number, currency: string, serviceFee: Parameters<
 export async function startTicketCheckout(d: ServingPayments, input: StartTicketCheckoutInput): Promise<CheckoutStarted> {
   const expiresAt = new Date(input.expiresAt)
   if (Number.isNaN(expiresAt.getTime())) throw new ContractError('InvalidRequest', 'expiresAt must be a timestamp')
+  // the hold id is the checkout's key: a repeat of the hold gets its checkout, whatever changed since it was started
+  // (the hold lapsed, is paid, or the fee rates moved)
+  const started = await findStartedCheckout(d, { appDid: input.appDid, environment: parseEnvironment(input.environment), appOrderId: input.holdId })
+  if (started) return started
   // the product's rules (amount, currency, URLs, description) are the same as for any checkout
   const placeholder = 'https://checkout.invalid/'
   let encoded: string
