@@ -1,8 +1,9 @@
 /**
  * Webhook signing secrets (docs/events.md, "Signing secrets"): `whsec_` + base64 of 32 random bytes, one set per app
  * and environment, stored encrypted (AES-256-GCM, key = SHA-256 of WEBHOOK_SECRET_KEY), shown to the app until its
- * configuration records it as handed over (apps domain). Generation 1 is created with the configuration; a rotation adds the next generation and lets the earlier ones keep signing until
- * the overlap ends. Which generation exists is decided by a unique index, so concurrent creations make one.
+ * configuration records it as handed over (apps domain). Generation 1 is created with the configuration; a rotation
+ * adds the next generation and lets the earlier ones keep signing until the overlap ends. Which generation exists is
+ * decided by a unique index, so concurrent creations make one.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
 import { ContractError } from '@svc/errors'
