@@ -12,7 +12,7 @@ export { getCheckout, toCheckoutView, type CheckoutView, type PaymentRef } from 
 export { payCheckout } from './domain/pay-checkout'
 export { cancelCheckout, lockCheckout } from './domain/close-checkout'
 export { chargeKeyOf, finishSettlement, recoverCheckout, UNANSWERED_PAYMENT_CLAIM_MS } from './domain/settlement'
-export { sweepCheckouts, type SweepResult } from './domain/sweep-checkouts'
+export { sweepCheckouts, type SweepCursor, type SweepResult } from './domain/sweep-checkouts'
 export { computeCharges, basisPoints, type Charges, type ServiceFeeRate } from './domain/fees'
 export { deriveToken, hashToken, STATUS_TOKEN_RE, BROWSER_TOKEN_RE } from './domain/tokens'
 export { validateCard, luhnValid, type CardInput } from './domain/card'

@@ -20,6 +20,7 @@ import {
   UNANSWERED_PAYMENT_CLAIM_MS,
   type ChargeRequest,
   type PaymentProcessor,
+  type SweepCursor,
 } from '../src'
 import { claimSettlement, expireCheckout, recordOutcome } from '../src/domain/settlement'
 import { authorizationFor, browserTokenOf, DECLINED_CARD, expectCode, GOOD_CARD, newDid, openDomain, productOf, SERVICE_DID, type TestDomain, serving } from './helpers'
@@ -429,6 +430,26 @@ describe('recovery of interrupted settlements', () => {
     expect((await getPaymentStatus(unreachable, { token: c.token, appDid: APP })).status).toBe('processing')
     expect((await sweepCheckouts(unreachable)).failed).toBe(0)
     expect((await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).status).toBe('failed')
+  })
+
+  test('checkouts the sweep cannot end never keep the others from their turn: each run goes on after the last one', async () => {
+    const down: PaymentProcessor = { name: 'test', charge: async () => Promise.reject(new Error('down')), resolveCharge: async () => Promise.reject(new Error('503 from the processor')) }
+    const unreachable = { ...t.domain, processors: new ProcessorRegistry({ test: down, live: null }) }
+    // processing checkouts that stay so while the processor cannot answer, one of them before the one it can end
+    const stuck = [await interrupted(null), await interrupted(null)]
+    const known = await interrupted({ ok: true, chargeId: 'ch_turn' })
+    while (!stuck.some((s) => s.checkoutId < known.checkoutId)) stuck.push(await interrupted(null))
+    t.clock.advance(UNANSWERED_PAYMENT_CLAIM_MS + 1000)
+    const statusOf = async (id: string) => (await t.models.Checkout.findById(id, { status: 1 }).lean())!.status
+
+    // one checkout of each kind per run (the limit), so every processing checkout is reached within as many runs
+    const runs = await t.models.Checkout.countDocuments({ status: 'processing' })
+    let after: SweepCursor = {}
+    for (let run = 0; run < runs && (await statusOf(known.checkoutId)) === 'processing'; run++) {
+      ;({ resumeAfter: after } = await sweepCheckouts(unreachable, { limit: 1, after }))
+    }
+    expect(await statusOf(known.checkoutId)).toBe('completed')
+    for (const s of stuck) expect(await statusOf(s.checkoutId)).toBe('processing')
   })
 })
 

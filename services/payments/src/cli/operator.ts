@@ -121,7 +121,8 @@ async function main(argv: string[]) {
     }
     case 'sweep': {
       const limit = limitOf(values.limit)
-      const result = await withPayments((d) => sweepCheckouts(d, { limit }))
+      const { expired, recovered, failed } = await withPayments((d) => sweepCheckouts(d, { limit }))
+      const result = { expired, recovered, failed }
       process.stdout.write(
         values.json ? `${JSON.stringify(result, null, 2)}\n` : `expired ${result.expired}, recovered ${result.recovered}, failed ${result.failed}\n`,
       )

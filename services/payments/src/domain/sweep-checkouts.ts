@@ -16,16 +16,36 @@ export interface SweepResult {
   recovered: number
   /** checkouts whose settlement failed this time (logged; the next sweep tries again) */
   failed: number
+  /** where the next run goes on when this one stopped at its limit (the service's sweeper passes it back) */
+  resumeAfter: SweepCursor
+}
+
+/**
+ * The last checkout id a run visited of each kind, when it stopped at its limit. The next run starts after it, so
+ * checkouts that stay due (a processor that cannot answer, a gateway away) never keep the others from their turn.
+ */
+export interface SweepCursor {
+  expiring?: string
+  processing?: string
 }
 
 /**
  * The periodic sweep: expires pending checkouts past expiresAt and finishes processing ones whose outcome is known
  * (or whose payment claim went stale), and pending ones whose payment claim was never marked. At most `limit` of each
- * per run.
+ * per run, in id order from `after`.
  */
-export async function sweepCheckouts(d: PaymentsDomain, opts: { limit?: number } = {}): Promise<SweepResult> {
+export async function sweepCheckouts(d: PaymentsDomain, opts: { limit?: number; after?: SweepCursor } = {}): Promise<SweepResult> {
   const limit = opts.limit ?? 500
-  const result: SweepResult = { expired: 0, recovered: 0, failed: 0 }
+  const after = opts.after ?? {}
+  const result: SweepResult = { expired: 0, recovered: 0, failed: 0, resumeAfter: {} }
+  /** one page of a kind in id order; the cursor is kept only when the page is full (else the next run starts over) */
+  const page = async <T extends { _id: unknown }>(kind: keyof SweepCursor, filter: Record<string, unknown>, fields: Record<string, 1>) => {
+    const from = after[kind]
+    const docs = (await d.models.Checkout.find(from ? { ...filter, _id: { $gt: from } } : filter, fields).sort({ _id: 1 }).limit(limit).lean()) as unknown as T[]
+    const last = docs.at(-1)
+    if (docs.length === limit && last) result.resumeAfter[kind] = last._id as string
+    return docs
+  }
   const each = async (checkoutId: string, step: () => Promise<void>) => {
     try {
       await step()
@@ -34,17 +54,15 @@ export async function sweepCheckouts(d: PaymentsDomain, opts: { limit?: number }
       d.logger?.error({ err, checkoutId }, 'checkout sweep: settling failed')
     }
   }
-  const due = await d.models.Checkout.find({ status: 'pending', expiresAt: { $lte: nowOf(d) } }, { _id: 1, environment: 1, appDid: 1 })
-    .limit(limit)
-    .lean()
+  const due = await page<Pick<StoredCheckout, '_id' | 'environment' | 'appDid'>>('expiring', { status: 'pending', expiresAt: { $lte: nowOf(d) } }, { _id: 1, environment: 1, appDid: 1 })
   for (const checkout of due) {
     await each(checkout._id as string, async () => {
-      const outcome = await expireCheckout(d, checkout as Pick<StoredCheckout, '_id' | 'environment' | 'appDid'>)
+      const outcome = await expireCheckout(d, checkout)
       if (outcome === 'expired') result.expired++
       else if (outcome === 'recovered') result.recovered++
     })
   }
-  const processing = await d.models.Checkout.find({ status: 'processing' }, { _id: 1 }).limit(limit).lean()
+  const processing = await page<{ _id: string }>('processing', { status: 'processing' }, { _id: 1 })
   // payment claims whose checkout may never have been marked processing (recoverCheckout settles those): the claims
   // of the last UNMARKED_CLAIMS_WINDOW_MS older than a minute; older ones are settled by the expiry of their checkout
   const now = nowOf(d).getTime()
