@@ -212,6 +212,19 @@ describe('the creator decides on the dashboard, and only there', () => {
     expect((await approvals().findOne({ id }).lean())?.status).toBe('pending')
   })
 
+  it('signing out takes the session CSRF token too: a forged sign-out leaves the session, the page\'s own form ends it', async () => {
+    const creator = await stack.newActor({ environment: 'test' })
+    const cookie = await stack.dashboardCookie(creator.did, 'test')
+    expect((await dashboardPost(stack, cookie, '/dashboard/logout', { csrf: 'forged' })).status).toBe(403)
+    expect((await dashboardPost(stack, cookie, '/dashboard/logout', {})).status).toBe(403)
+    const home = await dashboardGet(stack, cookie, '/dashboard')
+    expect(home.status).toBe(200)
+    const out = await dashboardPost(stack, cookie, '/dashboard/logout', { csrf: hiddenField(home.text, 'csrf') })
+    expect(out.status).toBe(200)
+    expect(out.headers.get('set-cookie')).toMatch(/svc_dashboard=;/)
+    expect((await dashboardGet(stack, cookie, '/dashboard')).status).toBe(401)
+  })
+
   it('another creator cannot see or decide on the request', async () => {
     const app = await stack.newApp()
     const creator = await stack.newActor({ environment: 'test' })

@@ -92,7 +92,10 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
     return reply.redirect(safeDashboardPath(request.query.next), 303)
   })
 
+  // a form of the session's own pages (its CSRF token), so another site cannot sign the creator out
   app.post('/dashboard/logout', async (request, reply) => {
+    const signed = await signedInForm(request, reply)
+    if (!signed) return reply
     await opts.sessions.destroySession(request.cookies[DASHBOARD_COOKIE])
     reply.clearCookie(DASHBOARD_COOKIE, { path: '/dashboard' })
     return sendPage(reply, views.signedOutPage())

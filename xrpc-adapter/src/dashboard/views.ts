@@ -34,7 +34,7 @@ export function csrfField(s: DashboardSession): Html {
 export function header(s: DashboardSession): Html {
   return html`<header class="bar"><a href="/dashboard">Dashboard</a> <a href="/dashboard/events" id="nav-events">Your events</a>
     <span class="who">${s.actorDid} · ${s.environment === 'test' ? 'TEST MODE' : 'live'}</span>
-    <form method="post" action="/dashboard/logout" class="inline"><button type="submit" class="link">Sign out</button></form></header>`
+    <form method="post" action="/dashboard/logout" class="inline">${csrfField(s)}<button type="submit" class="link">Sign out</button></form></header>`
 }
 
 function payoutSection(s: DashboardSession, actor: DashboardActor | null, next: string): Html {
