@@ -114,3 +114,39 @@ test('the API lists both queues of the events domain, with a job added to one of
   expect(domainEvents.jobs).toEqual([expect.objectContaining({ id: eventId, name: 'payment.completed', data: expect.objectContaining({ eventId }) })])
   expect(body.queues.find((q) => q.name === WEBHOOK_DELIVERIES_QUEUE)?.counts.waiting).toBe(0)
 })
+
+test('the board only watches: every action that would remove, add, edit, retry or move a job answers 405 and the job stays', async () => {
+  const eventId = `evt_${randomBytes(16).toString('hex')}`
+  await events.add('payment.completed', { eventId, source: 'payments', type: 'payment.completed' }, { jobId: eventId })
+  const call = (method: string, path: string, body?: unknown) =>
+    fetch(`${url}/board/api/queues/${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+  const q = DOMAIN_EVENTS_QUEUE
+  const before = await events.getJobCounts()
+  const actions: [string, string, unknown?][] = [
+    ['PUT', `${q}/${eventId}/clean`],
+    ['PATCH', `${q}/${eventId}/update-data`, { jobData: { eventId: 'evt_other' } }],
+    ['PUT', `${q}/${eventId}/promote`],
+    ['PUT', `${q}/${eventId}/retry`],
+    ['PUT', `${q}/clean/waiting`],
+    ['PUT', `${q}/clean/failed`],
+    ['PUT', `${q}/retry/failed`],
+    ['PUT', `${q}/empty`],
+    ['PUT', `${q}/obliterate`],
+    ['PUT', `${q}/pause`],
+    ['POST', `${q}/add`, { name: 'payment.completed', data: { eventId: 'evt_forged' } }],
+    ['POST', `${WEBHOOK_DELIVERIES_QUEUE}/add`, { name: 'deliver', data: { deliveryId: 'whd_forged' } }],
+  ]
+  for (const [method, path, body] of actions) expect([method, path, (await call(method, path, body)).status]).toEqual([method, path, 405])
+  const job = await events.getJob(eventId)
+  expect(job?.data).toEqual({ eventId, source: 'payments', type: 'payment.completed' })
+  expect(await job?.getState()).toBe('waiting')
+  expect(await events.isPaused()).toBe(false)
+  expect(await events.getJobCounts()).toEqual(before)
+  // the listing says so, and the page offers no actions
+  const listed = (await (await fetch(`${url}/board/api/queues?activeQueue=${q}&status=latest&page=1&jobsPerPage=10`, { headers: { authorization: `Bearer ${token}` } })).json()) as { queues: { name: string; readOnlyMode: boolean }[] }
+  expect(listed.queues.every((queue) => queue.readOnlyMode)).toBe(true)
+})

@@ -1,6 +1,6 @@
 /**
  * The operators' board (docs/events.md "Operators"): @bull-board over every queue of the events domain
- * (ALL_QUEUES, under the deployment's BullMQ prefix), behind operator authentication on every route of it: the
+ * (ALL_QUEUES, under the deployment's BullMQ prefix), read-only, behind operator authentication on every route of it: the
  * page, its static assets and its JSON API (`<basePath>/api/queues`, …). `/health` alone answers without it.
  * Request logs are pino's with a request id (also the `svc-request-id` response header); headers are not logged.
  */
@@ -59,7 +59,9 @@ export async function buildBoard(opts: BoardOptions): Promise<FastifyInstance> {
   const serverAdapter = new FastifyAdapter()
   serverAdapter.setBasePath(basePath)
   createBullBoard({
-    queues: queues.map((queue) => new BullMQAdapter(queue)),
+    // read-only: a job removed, added or edited here would be lost from, or unknown to, the database that records
+    // what is due (a relayed event has no other trace); recovery is the reconciler's and redrive's, never the board's
+    queues: queues.map((queue) => new BullMQAdapter(queue, { readOnlyMode: true })),
     serverAdapter,
     options: { uiConfig: { boardTitle: 'svc events' } },
   })
