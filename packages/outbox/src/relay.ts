@@ -254,13 +254,16 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
 
   /**
    * The relay's key missing means Redis lost its data (or this is the first start): domain events published before
-   * may be gone with it, so those relayed within the replay window become unrelayed again, for this scan.
+   * may be gone with it, so those relayed within the replay window become unrelayed again, for this scan. The key is
+   * set only once they are: a pass that fails in between (the database away) replays at its retry. Two relays
+   * replaying at once publish each event once (its id is the job id).
    */
   const replayIfRedisLost = async (): Promise<void> => {
     await redisReady()
-    if ((await redis.set(aliveKey, new Date().toISOString(), 'NX')) !== 'OK') return
+    if ((await redis.exists(aliveKey)) === 1) return
     const since = new Date(Date.now() - replayWindowMs)
     const res = await opts.model.updateMany({ relayed: true, relayedAt: { $gte: since } }, { $set: { relayed: false } })
+    await redis.set(aliveKey, new Date().toISOString())
     if (res.modifiedCount > 0) log.warn({ events: res.modifiedCount, since }, 'outbox relay: Redis lost its data (or first start); relaying recent events again')
   }
 

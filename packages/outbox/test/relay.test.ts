@@ -309,6 +309,24 @@ test('Redis loses its data: the next scan relays again the events relayed within
   expect((await model.findById(outboxEventId('old')).lean())?.relayedAt).toEqual(threeDaysAgo)
 })
 
+test('Redis loses its data and the database fails the replay: the replay happens at the retry, not never', async () => {
+  const { queue, relay, jobCount, redisPrefix } = fixture()
+  const r = relay()
+  const id = await writeOutboxEvent(model, event('lost:replay-fails'))
+  await waitFor(allRelayed)
+  await redis.del(...(await redis.keys(`${redisPrefix}*`)))
+  // the database is away for the replay's write (Redis came back first)
+  const away = jest.spyOn(model, 'updateMany').mockImplementationOnce(() => Promise.reject(new Error('connection closed')) as never)
+  try {
+    await expect(r.drain()).rejects.toThrow('connection closed')
+  } finally {
+    away.mockRestore()
+  }
+  expect(await jobCount()).toBe(0)
+  expect(await r.drain()).toBe(1)
+  expect((await queue.getJob(id))?.data.eventId).toBe(id)
+})
+
 describe('retention', () => {
   const DAY = 24 * 3600_000
   const stored = (key: string, occurredAt: Date, relayedAt: Date | null) =>
