@@ -202,6 +202,18 @@ describe('claimFreeTicket', () => {
     expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(4)
   })
 
+  it('20 concurrent duplicates of a claim on the last seat all get its ticket (none is told the tier is sold out)', async () => {
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ ...FREE, capacity: 1 }])
+    const buyer = await newSigner(stack)
+    const assertion = await buyer.assertion(CLAIM)
+    const results = await Promise.all(Array.from({ length: 20 }, () => claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }, { idempotencyKey: 'last', assertion })))
+    expect(new Set(results.map((r) => expectOk(r).ticket.id)).size).toBe(1)
+    expect(await stack.tickets.Ticket.countDocuments({ tierId: tiers[0]!.ticketTypeId })).toBe(1)
+    expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(0)
+    // another buyer finds it sold out
+    expectError(await claimAs(stack, app, await newSigner(stack), { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }), 409, 'TicketHoldUnavailable')
+  })
+
   it('BuyerAssertionInvalid without an assertion or with another DID\'s; a paid tier is refused; the module must be on; another app\'s event is AppUnauthorized', async () => {
     const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [FREE, PAID])
     const buyer = await newSigner(stack)

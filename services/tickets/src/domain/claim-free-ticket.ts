@@ -84,6 +84,7 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
   const record = (reservationId: string) =>
     claimedTicket({ ticketId, appDid, environment, eventUri: input.eventUri, tierId: tier._id, buyerDid: input.buyerDid, reservationId, now: nowOf(d) })
   const deadline = Date.now() + DUPLICATE_WAIT_MS
+  let shareRetried = false
   for (;;) {
     const existing = await d.models.Ticket.findById(ticketId).lean()
     if (existing) {
@@ -101,11 +102,19 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
     if (!onSale(tier, nowOf(d))) throw new ContractError('TicketHoldUnavailable', 'this tier is not on sale now')
     const attempt = { id: `claim_${randomBytes(12).toString('hex')}`, expiresAt: new Date(nowOf(d).getTime() + CLAIM_ATTEMPT_SECONDS * 1000), buyerDid: input.buyerDid, ticketId }
     const result = await reserve(d, attempt, [{ tierId: tier._id, seatRange: tier.seatRange, quantity: 1, buyer: { did: input.buyerDid, perBuyerLimit: tier.perBuyerLimit } }])
-    if (!result.ok && result.lacking === 'seat') throw new ContractError('TicketHoldUnavailable', 'no ticket of this tier is left')
     if (!result.ok) {
-      // the buyer's shares are all held: by this very claim in flight (a duplicate: wait for its ticket), or by others
-      const inFlight = await d.models.CapacityUnit.findOne({ tierId: tier._id, kind: 'buyer', buyerDid: input.buyerDid, ticketId }, { _id: 1 }).lean()
-      if (!inFlight) throw new ContractError('DuplicateClaim', `the buyer already holds ${tier.perBuyerLimit} ticket(s) of this tier under other claim keys`)
+      // what is lacking may be held by this very claim in flight (a duplicate, its units carry the ticket's id: the
+      // last seat, or the buyer's share): wait for its ticket
+      const inFlight = await d.models.CapacityUnit.findOne({ ticketId, expiresAt: { $gt: nowOf(d) } }, { _id: 1 }).lean()
+      if (!inFlight) {
+        if (result.lacking === 'seat') throw new ContractError('TicketHoldUnavailable', 'no ticket of this tier is left')
+        // a share held by a duplicate that failed meanwhile is free again: one more try before answering
+        if (!shareRetried) {
+          shareRetried = true
+          continue
+        }
+        throw new ContractError('DuplicateClaim', `the buyer already holds ${tier.perBuyerLimit} ticket(s) of this tier under other claim keys`)
+      }
       if (Date.now() > deadline) throw new ContractError('ServiceUnavailable', 'the same claim is still in progress; retry')
       await sleep(DUPLICATE_POLL_MS)
       continue

@@ -1,0 +1,76 @@
+/**
+ * Free claims in the tickets domain, on its own database of the test FerretDB: a duplicate that meets its twin in
+ * flight waits for the twin's ticket, whatever the twin holds that it lacks (the last seat, or the buyer's share).
+ * The interleavings are set up by hand (the twin's units first, its ticket later), so each runs the same every time.
+ * The app's facts are the domain's port, answered here.
+ */
+import { randomBytes } from 'node:crypto'
+import type mongoose from 'mongoose'
+import { ContractError } from '@svc/errors'
+import { isolate } from '@svc/testing/src/isolation'
+import { claimFreeTicket, claimTicketId, configureTicketTiers, connectTickets, keepReservation, reserve, type ServingTickets, type TicketsModels } from '../src'
+import { claimedTicket, issue, CLAIM_ATTEMPT_SECONDS } from '../src/domain/claim-free-ticket'
+
+const APP = 'did:web:app.example.com'
+const ORGANIZER = 'did:plc:organizer0000000000000000'
+let conn: mongoose.Connection
+let models: TicketsModels
+const clock = { now: new Date() }
+let d: ServingTickets
+
+beforeAll(async () => {
+  ;({ conn, models } = await connectTickets(isolate('tickets-claims').mongoUrl))
+  const checkouts = { start: () => Promise.reject(new Error('a free claim starts no checkout')) }
+  d = { models, now: () => clock.now, checkoutUrl: 'http://checkout.invalid', facts: { ticketsAccess: async () => ({ environment: 'test', ticketsEnabled: true }) }, checkouts }
+})
+afterAll(async () => {
+  await conn.dropDatabase().catch(() => undefined)
+  await conn.close()
+})
+
+const buyer = () => `did:plc:${randomBytes(12).toString('hex')}`
+
+async function freeTier(capacity: number) {
+  const eventUri = `at://${ORGANIZER}/community.lexicon.calendar.event/${randomBytes(6).toString('hex')}`
+  const configured = await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [{ name: 'Free', priceAmount: 0, currency: 'usd', capacity }] })
+  const tier = (await models.Tier.findById(configured.tiers[0]!.ticketTypeId).lean())!
+  return { eventUri, tier }
+}
+
+/** A twin of the claim in flight: its attempt holds the units (carrying the ticket's id); its ticket comes later. */
+async function twinInFlight(eventUri: string, tier: Awaited<ReturnType<typeof freeTier>>['tier'], buyerDid: string, idempotencyKey: string) {
+  const ticketId = claimTicketId({ appDid: APP, environment: 'test', eventUri, tierId: tier._id, buyerDid, idempotencyKey })
+  const attempt = { id: `claim_${randomBytes(12).toString('hex')}`, expiresAt: new Date(clock.now.getTime() + CLAIM_ATTEMPT_SECONDS * 1000), buyerDid, ticketId }
+  expect(await reserve(d, attempt, [{ tierId: tier._id, seatRange: tier.seatRange, quantity: 1, buyer: { did: buyerDid, perBuyerLimit: tier.perBuyerLimit } }])).toEqual({ ok: true })
+  const finish = async () => {
+    expect(await keepReservation(d, attempt.id)).toBe(true)
+    await issue(d, claimedTicket({ ticketId, appDid: APP, environment: 'test', eventUri, tierId: tier._id, buyerDid, reservationId: attempt.id, now: clock.now }))
+  }
+  return { ticketId, finish }
+}
+
+test('a duplicate that finds the last seat held by its twin in flight gets the twin\'s ticket, not TicketHoldUnavailable', async () => {
+  const { eventUri, tier } = await freeTier(1)
+  const buyerDid = buyer()
+  const twin = await twinInFlight(eventUri, tier, buyerDid, 'last')
+  const claimed = claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid, idempotencyKey: 'last' })
+  await new Promise((r) => setTimeout(r, 150))
+  await twin.finish()
+  expect((await claimed).id).toBe(twin.ticketId)
+  expect(await models.Ticket.countDocuments({ tierId: tier._id })).toBe(1)
+  // another buyer is told it is sold out
+  const other = await claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid: buyer(), idempotencyKey: 'last' }).catch((e: unknown) => e)
+  expect(other).toBeInstanceOf(ContractError)
+  expect((other as ContractError).code).toBe('TicketHoldUnavailable')
+})
+
+test('a duplicate that finds the buyer\'s share held by its twin in flight gets the twin\'s ticket', async () => {
+  const { eventUri, tier } = await freeTier(5)
+  const buyerDid = buyer()
+  const twin = await twinInFlight(eventUri, tier, buyerDid, 'share')
+  const claimed = claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid, idempotencyKey: 'share' })
+  await new Promise((r) => setTimeout(r, 150))
+  await twin.finish()
+  expect((await claimed).id).toBe(twin.ticketId)
+  expect(await models.Ticket.countDocuments({ tierId: tier._id })).toBe(1)
+})
