@@ -22,7 +22,7 @@ import { developerConfigRoute } from './developer/config-route'
 import { deliveriesRoute } from './developer/deliveries-route'
 import { redriveRoute } from './developer/redrive-route'
 import { testEventRoute } from './developer/test-event-route'
-import { requestLogPlugin } from './developer/request-log'
+import { isUtilityRoute, requestLogPlugin } from './developer/request-log'
 import type { GatewayClient } from '@svc/gateway-client'
 import { methodTable, type AuthVerifiers, type MethodTable } from './methods'
 import { errorsPlugin } from './plugins/errors'
@@ -141,8 +141,9 @@ export async function buildCheckoutServer(deps: AdapterDeps): Promise<FastifyIns
   await registerRateLimitStore(app, deps.redis, deps.redisPrefix)
   const utilityLimit = createLimiter(app, 'utility', deps.limits.utility)
   app.addHook('onRequest', async (request, reply) => {
-    // the utility routes, per presented API key; a request without one is refused by its route
-    const keyHash = request.url.startsWith('/api/') ? apiKeyHashForLimit(request.headers.authorization) : null
+    // the utility routes, per presented API key; a request without one is refused by its route. By the route matched,
+    // not the raw URL, which may spell the same route percent-encoded (/%61pi/…)
+    const keyHash = isUtilityRoute(request) ? apiKeyHashForLimit(request.headers.authorization) : null
     if (keyHash) await utilityLimit(request, reply, keyHash)
   })
   await app.register(developerConfigRoute, { gateway: deps.gateway })

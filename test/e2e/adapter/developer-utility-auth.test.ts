@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto'
 import { hashApiKey, revokeApiKey } from '@svc/apps'
 import { startStack, type TestApp, type TestStack } from '../../stack'
-import { bearer, expectError, expectOk, GET_CONFIG, readRequestLog, updateConfig, type HttpResult } from './helpers'
+import { bearer, expectError, expectOk, GET_CONFIG, httpRequest, readRequestLog, updateConfig, type HttpResult } from './helpers'
 import { ALL_PERMISSIONS, ATM_PATH, listDeliveries, redrive, TEST_EVENT_PATH, testEvent } from './events-helpers'
 
 let stack: TestStack
@@ -254,6 +254,13 @@ describe('Svc-Request-Id and the request log', () => {
         { status: res.status, errorCode: res.body?.error ?? null },
       ])
     }
+  })
+
+  it('a route spelled percent-encoded (/%61pi/…) is logged as any call of it', async () => {
+    const res = await httpRequest(`${stack.checkoutUrl}/%61pi/app/developer/config?app=${encodeURIComponent(app.did)}&environment=test`, { headers: bearer(key) })
+    expect(res.status).toBe(200)
+    const log = await readRequestLog(stack, { environment: 'test', appDid: app.did })
+    expect(log.filter((e) => e.requestId === res.requestId)).toEqual([expect.objectContaining({ status: 200, method: 'GET' })])
   })
 
   it('no input makes a 5xx', async () => {

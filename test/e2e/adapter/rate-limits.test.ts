@@ -90,4 +90,14 @@ describe('utility routes: per API key', () => {
     for (const refused of results.filter((r) => r.status === 429)) expectLimited(refused, UTILITY_MAX)
     expect((await httpRequest(url, { headers: bearer(otherKey) })).status).toBe(200)
   })
+
+  it('counts a route spelled percent-encoded (/%61pi/…) as the route it is', async () => {
+    const app = await stack.newApp()
+    const key = await app.apiKey('test')
+    const query = `?app=${encodeURIComponent(app.did)}&environment=test`
+    const encoded = await Promise.all(Array.from({ length: UTILITY_MAX }, () => httpRequest(`${stack.checkoutUrl}/%61pi/app/developer/config${query}`, { headers: bearer(key) })))
+    expect(statuses(encoded)).toEqual(Array(UTILITY_MAX).fill(200))
+    expectLimited(await httpRequest(`${stack.checkoutUrl}/api/app/developer/config${query}`, { headers: bearer(key) }), UTILITY_MAX)
+    expectLimited(await httpRequest(`${stack.checkoutUrl}/%61pi/app/developer/config${query}`, { headers: bearer(key) }), UTILITY_MAX)
+  })
 })

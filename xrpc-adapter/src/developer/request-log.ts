@@ -3,7 +3,7 @@
  * response leaves, so a client that reads the log right after a call finds it. The key itself is never
  * recorded, only its display prefix.
  */
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { GatewayClient } from '@svc/gateway-client'
 import { graphql } from '@svc/graph'
@@ -17,9 +17,12 @@ function oneValue(value: unknown): string | null {
   return typeof value === 'string' && value !== '' ? value : null
 }
 
+/** A developer utility route (`/api/…`), by the route the router matched: the raw URL may be percent-encoded. */
+export const isUtilityRoute = (request: FastifyRequest): boolean => request.routeOptions.url?.startsWith('/api/') === true
+
 export const requestLogPlugin = fp(async (app: FastifyInstance, opts: { gateway: GatewayClient }) => {
   app.addHook('onSend', async (request, reply, payload) => {
-    if (!request.url.startsWith('/api/')) return payload
+    if (!isUtilityRoute(request)) return payload
     const query = request.query as { app?: unknown; environment?: unknown }
     const key = apiKeyForLog(request.headers.authorization)
     const environment = key?.environment ?? oneValue(query.environment)
