@@ -102,6 +102,8 @@ interface Variant {
   send(): Promise<HttpResult>
   /** the unchanged request: it must succeed, or the variants would only meet the error of a broken baseline */
   valid?: true
+  /** a body the contract refuses whole: 400 InvalidRequest */
+  refused?: true
 }
 
 /** The variants of a procedure: its valid body (made fresh for each call) with one field changed, and bodies of another shape. */
@@ -113,7 +115,9 @@ function bodyVariants(stack: TestStack, app: TestApp, nsid: string, valid: () =>
   }
   const variants: Variant[] = [
     { name: 'the valid body', send: () => post((b) => b), valid: true },
-    { name: 'an unknown field', send: () => post((b) => ({ ...b, unexpected: { $gt: '' } })) },
+    { name: 'an unknown field', send: () => post((b) => ({ ...b, unexpected: { $gt: '' } })), refused: true },
+    // keys every object inherits: a lookup in the lexicon's shape must not find Object.prototype's
+    ...(['toString', 'constructor', 'hasOwnProperty', 'valueOf'] as const).map((key) => ({ name: `a ${key} key`, send: () => post((b) => ({ ...b, [key]: 1 })), refused: true as const })),
     { name: 'a __proto__ key', send: () => post((b) => b, (b) => JSON.stringify(b).replace(/^\{/, '{"__proto__":{"isAdmin":true},')) },
     ...[[], 'body', 1, null].map((other) => ({ name: `the body ${JSON.stringify(other)}`, send: () => post(() => other as Json) })),
   ]
@@ -159,7 +163,7 @@ async function offenders(nsid: string, variants: Variant[]): Promise<string[]> {
       const res = await v.send()
       const contractError = typeof res.body?.error === 'string' && res.body.error !== '' && typeof res.body?.message === 'string'
       const ok = res.status >= 200 && res.status < 500 && (res.status < 400 || contractError) && /^req_[0-9a-f]{32}$/.test(res.requestId ?? '')
-      if (!ok || (v.valid && res.status !== 200)) found.push(`${nsid} with ${v.name}: ${res.status} ${res.text.slice(0, 200)}`)
+      if (!ok || (v.valid && res.status !== 200) || (v.refused && (res.status !== 400 || res.body?.error !== 'InvalidRequest'))) found.push(`${nsid} with ${v.name}: ${res.status} ${res.text.slice(0, 200)}`)
     }
   }
   await Promise.all(Array.from({ length: 6 }, worker))

@@ -13,7 +13,8 @@ export function assertOnlyKeys(value: unknown, shape: KeyShape, refusal: (path: 
   if (typeof value !== 'object' || value === null) return
   for (const [key, child] of Object.entries(value)) {
     const at = path ? `${path}.${key}` : key
-    const allowed = shape[key]
+    // own keys only: `toString` or `constructor` must not find Object.prototype's
+    const allowed = Object.hasOwn(shape, key) ? shape[key] : undefined
     if (!allowed) throw new ContractError('InvalidRequest', refusal(at))
     if (allowed !== true) assertOnlyKeys(child, allowed, refusal, at)
   }

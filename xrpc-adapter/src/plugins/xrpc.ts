@@ -67,7 +67,7 @@ function decodeParams(def: MethodDef, query: Record<string, string | string[] | 
   const out: Record<string, unknown> = {}
   const props = def.parameters?.properties ?? {}
   for (const [name, raw] of Object.entries(query)) {
-    const prop = props[name]
+    const prop = Object.hasOwn(props, name) ? props[name] : undefined
     if (!prop || raw === undefined) continue // unknown parameters are ignored, as atproto does
     const values = Array.isArray(raw) ? raw : [raw]
     if (prop.type === 'array') {
