@@ -101,6 +101,9 @@ describe('configureTicketTiers', () => {
     expectError(await send({ ...FREE, priceAmount: 5_000_000_000 }), 400, 'InvalidRequest', /priceAmount/)
     expectError(await send({ ...FREE, seats: 3 }), 400, 'InvalidRequest', /seats/)
     expectError(await send(FREE, { holdDurationSeconds: 10 }), 400, 'InvalidRequest')
+    // datetimes the lexicon takes whose UTC year is not four digits, so they could never be answered back
+    expectError(await send({ ...FREE, salesEndAt: '9999-12-31T23:59:59-12:00' }), 400, 'InvalidRequest', /salesEndAt/)
+    expectError(await send({ ...FREE, salesStartAt: '0000-01-01T00:00:00+01:00' }), 400, 'InvalidRequest', /salesStartAt/)
     expect(expectOk(await availability(stack, app, { eventUri })).items).toEqual([{ ticketTypeId: tiers[0]!.ticketTypeId, available: 5 }])
   })
 

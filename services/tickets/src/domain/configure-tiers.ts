@@ -26,6 +26,9 @@ function parseDate(value: string | null | undefined, field: string): Date | null
   if (value === undefined || value === null) return null
   const date = new Date(value)
   if (Number.isNaN(date.getTime())) invalid(`${field} must be a datetime`)
+  // answered back as an atproto datetime, whose year has four digits in UTC (9999-12-31T23:00:00-12:00 is year 10000)
+  const year = date.getUTCFullYear()
+  if (year < 1 || year > 9999) invalid(`${field} must fall within the years 0001 to 9999 in UTC`)
   return date
 }
 
