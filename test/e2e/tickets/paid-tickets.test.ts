@@ -56,6 +56,9 @@ it('holds every item, answers a checkout under {checkout_url}/checkout/, and the
   const checkout = (await stack.payments.Checkout.findOne({ holdId: held.holdId }).lean())!
   expect(checkout).toMatchObject({ paymentType: 'ticket', amount: 2 * 2500 + 9000, currency: 'usd', recipientDid: organizer.did, description: '2 × General, 1 × VIP', appOrderId: held.holdId })
   expect(checkout.expiresAt.toISOString()).toBe(held.expiresAt)
+  // no URLs given: the checkout returns to its own page, which is not stored (its link is the buyer's capability)
+  expect(checkout).toMatchObject({ returnUrl: null, cancelUrl: null })
+  expect(JSON.stringify(checkout)).not.toContain(held.checkout.url.split('/checkout/')[1])
 
   // a retry (the items in another order) gets the same hold and checkout
   expect(expectOk(await hold(stack, app, { ...body, items: [...body.items].reverse() }))).toEqual(held)

@@ -8,7 +8,10 @@ import type { FailureReason, SettlementClaim } from '../models'
 import { toCheckoutView, type CheckoutView, type StoredCheckout } from './checkout-view'
 import type { PaymentsDomain } from './context'
 
-export interface CheckoutState extends CheckoutView {
+export interface CheckoutState extends Omit<CheckoutView, 'returnUrl' | 'cancelUrl'> {
+  /** null: the checkout's own page (its browser link, which an operator is never shown) */
+  returnUrl: string | null
+  cancelUrl: string | null
   appDid: string
   appOrderId: string
   createdAt: string
@@ -41,7 +44,9 @@ export async function findCheckoutState(d: PaymentsDomain, query: CheckoutQuery)
   }
   const settlement = await d.models.Settlement.findById(checkout._id).lean()
   return {
-    ...toCheckoutView(checkout),
+    ...toCheckoutView(checkout, ''),
+    returnUrl: checkout.returnUrl ?? null,
+    cancelUrl: checkout.cancelUrl ?? null,
     appDid: checkout.appDid,
     appOrderId: checkout.appOrderId,
     createdAt: iso(checkout.createdAt) ?? '',

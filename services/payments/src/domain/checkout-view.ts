@@ -17,7 +17,11 @@ export function refString(ref: { uri?: string | null; cid?: string | null } | nu
   return ref?.uri && ref.cid ? { uri: ref.uri, cid: ref.cid } : null
 }
 
-export function toCheckoutView(c: StoredCheckout): CheckoutView {
+/** A checkout's own page: its browser link. */
+export const ownPageOf = (d: Pick<PaymentsDomain, 'checkoutUrl'>, browserToken: string): string => `${d.checkoutUrl.replace(/\/+$/, '')}/checkout/${browserToken}`
+
+/** The page's view; `ownPage` is where a checkout without return and cancel URLs sends the buyer back to. */
+export function toCheckoutView(c: StoredCheckout, ownPage: string): CheckoutView {
   return {
     id: c._id,
     environment: c.environment,
@@ -34,18 +38,18 @@ export function toCheckoutView(c: StoredCheckout): CheckoutView {
     serviceFee: c.serviceFee,
     buyerFee: c.buyerFee,
     total: c.total,
-    returnUrl: c.returnUrl,
-    cancelUrl: c.cancelUrl,
+    returnUrl: c.returnUrl ?? ownPage,
+    cancelUrl: c.cancelUrl ?? ownPage,
     expiresAt: new Date(c.expiresAt).toISOString(),
     ref: refString(c.ref),
   }
 }
 
-/** The checkout of a browser token, settled when due; `reload` reads it again after an action. */
+/** The checkout of a browser token, settled when due; `reload` reads it again after an action, `view` answers it. */
 export async function findByBrowserToken(
   d: PaymentsDomain,
   browserToken: string,
-): Promise<{ checkout: StoredCheckout; reload: () => Promise<StoredCheckout | null> }> {
+): Promise<{ checkout: StoredCheckout; reload: () => Promise<StoredCheckout | null>; view: (c: StoredCheckout) => CheckoutView }> {
   if (typeof browserToken !== 'string' || !tokenEnvironment('browser', browserToken)) {
     throw new ContractError('InvalidToken', 'this is not a checkout link')
   }
@@ -53,10 +57,12 @@ export async function findByBrowserToken(
   const reload = () => d.models.Checkout.findOne({ browserTokenHash: hash }).lean() as Promise<StoredCheckout | null>
   const checkout = await reload()
   if (!checkout) throw new ContractError('NotFound', 'no checkout for this link')
-  return { checkout: await settleOnRead(d, checkout, reload), reload }
+  const ownPage = ownPageOf(d, browserToken)
+  return { checkout: await settleOnRead(d, checkout, reload), reload, view: (c) => toCheckoutView(c, ownPage) }
 }
 
 /** The hosted page's view of a checkout (its browser token), expired or finished first when due. */
 export async function getCheckout(d: PaymentsDomain, browserToken: string): Promise<CheckoutView> {
-  return toCheckoutView((await findByBrowserToken(d, browserToken)).checkout)
+  const { checkout, view } = await findByBrowserToken(d, browserToken)
+  return view(checkout)
 }

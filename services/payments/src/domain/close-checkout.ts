@@ -1,12 +1,12 @@
 /** A pending checkout closed without a payment by the hosted checkout page: the buyer cancels, or card testing locks it. */
 import type { FailureReason, SettlementClaim } from '../models'
 import { checkoutClosed } from './checkout-errors'
-import { findByBrowserToken, toCheckoutView, type CheckoutView } from './checkout-view'
+import { findByBrowserToken, type CheckoutView } from './checkout-view'
 import type { PaymentsDomain } from './context'
 import { claimSettlement, FAILURE_MESSAGES, finishSettlement, recoverCheckout } from './settlement'
 
 async function closePending(d: PaymentsDomain, browserToken: string, by: SettlementClaim, reason: FailureReason & keyof typeof FAILURE_MESSAGES): Promise<CheckoutView> {
-  const { checkout, reload } = await findByBrowserToken(d, browserToken)
+  const { checkout, reload, view } = await findByBrowserToken(d, browserToken)
   if (checkout.status !== 'pending') throw checkoutClosed()
   const won = await claimSettlement(d, checkout, by, { outcome: { ok: false, reason, code: reason, message: FAILURE_MESSAGES[reason] } })
   if (!won) {
@@ -16,7 +16,7 @@ async function closePending(d: PaymentsDomain, browserToken: string, by: Settlem
   await finishSettlement(d, checkout._id)
   const after = await reload()
   if (!after) throw new Error(`checkout ${checkout._id} vanished`)
-  return toCheckoutView(after)
+  return view(after)
 }
 
 /** The buyer cancels a pending checkout: it fails as `canceled` (a closed one: CheckoutClosed). */

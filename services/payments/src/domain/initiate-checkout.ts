@@ -15,7 +15,7 @@ import { ContractError } from '@svc/errors'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
 import { isDuplicateKeyError } from '../models'
 import { appUnauthorized } from './checkout-errors'
-import type { StoredCheckout } from './checkout-view'
+import { ownPageOf, type StoredCheckout } from './checkout-view'
 import { nowOf, type PaymentsDomain, type ServingPayments } from './context'
 import { computeCharges } from './fees'
 import { deriveToken, hashToken, newNonce } from './tokens'
@@ -38,7 +38,7 @@ function tokensOf(secret: string, checkout: TokenSource): { statusToken: string;
 
 function started(d: PaymentsDomain, checkout: TokenSource, secret = d.tokenSecret): CheckoutStarted {
   const { statusToken, browserToken } = tokensOf(secret, checkout)
-  return { token: statusToken, url: `${d.checkoutUrl.replace(/\/+$/, '')}/checkout/${browserToken}`, checkoutId: checkout._id }
+  return { token: statusToken, url: ownPageOf(d, browserToken), checkoutId: checkout._id }
 }
 
 /**

@@ -5,7 +5,7 @@ import pTimeout from 'p-timeout'
 import type { Card, PaymentProcessor } from '../processors'
 import { validateCard, type CardInput } from './card'
 import { checkoutClosed } from './checkout-errors'
-import { findByBrowserToken, toCheckoutView, type CheckoutView, type StoredCheckout } from './checkout-view'
+import { findByBrowserToken, type CheckoutView, type StoredCheckout } from './checkout-view'
 import { holdsOf, nowOf, processorTimeoutOf, type PaymentsDomain } from './context'
 import { askProcessor, chargeKeyOf, claimSettlement, expireCheckout, FAILURE_MESSAGES, finishSettlement, keepOutcome, outcomeOf, recoverCheckout, type SettlementOutcome } from './settlement'
 
@@ -39,13 +39,13 @@ async function charge(d: PaymentsDomain, processor: PaymentProcessor, checkout: 
  * as expired with nothing charged.
  */
 export async function payCheckout(d: PaymentsDomain, browserToken: string, cardInput: CardInput): Promise<CheckoutView> {
-  const { checkout, reload } = await findByBrowserToken(d, browserToken)
+  const { checkout, reload, view } = await findByBrowserToken(d, browserToken)
   if (checkout.status !== 'pending') throw checkoutClosed()
   const card = validateCard(cardInput, nowOf(d))
   const processor = d.processors.forEnvironment(checkout.environment as Environment)
   if (checkout.holdId && !(await holdsOf(d).secure(checkout.holdId))) {
     await expireCheckout(d, checkout)
-    return toCheckoutView((await reload())!)
+    return view((await reload())!)
   }
   const won = await claimSettlement(d, checkout, 'payment', { processor: processor.name, recordTid: TID.nextStr() })
   if (!won) {
@@ -63,5 +63,5 @@ export async function payCheckout(d: PaymentsDomain, browserToken: string, cardI
   }
   const after = await reload()
   if (!after) throw new Error(`checkout ${checkout._id} vanished`)
-  return toCheckoutView(after)
+  return view(after)
 }

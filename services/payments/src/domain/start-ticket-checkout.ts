@@ -65,15 +65,16 @@ export async function startTicketCheckout(d: ServingPayments, input: StartTicket
   const productHash = createHash('sha256').update(encodeProduct(product)).digest('hex')
   if (expiresAt <= nowOf(d)) throw new ContractError('InvalidRequest', 'the hold has lapsed')
 
-  return createOrFindCheckout(d, { appDid: input.appDid, environment, appOrderId: input.holdId, productHash }, (ownPage) => ({
+  return createOrFindCheckout(d, { appDid: input.appDid, environment, appOrderId: input.holdId, productHash }, () => ({
     status: 'pending',
     recipientDid: product.recipientDid,
     paymentType: 'ticket',
     description: product.description,
     currency: product.currency,
     amount: product.amount,
-    returnUrl: input.returnUrl ?? ownPage,
-    cancelUrl: input.cancelUrl ?? ownPage,
+    // none given: the checkout's own page, answered from its browser token when shown (never stored with it)
+    returnUrl: input.returnUrl ?? null,
+    cancelUrl: input.cancelUrl ?? null,
     cadence: null,
     holdId: input.holdId,
     selfSale: false,

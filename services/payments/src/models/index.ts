@@ -57,8 +57,9 @@ const checkoutSchema = new Schema(
     description: { type: String, required: true },
     currency: { type: String, required: true },
     amount: { type: Number, required: true },
-    returnUrl: { type: String, required: true },
-    cancelUrl: { type: String, required: true },
+    // null: the checkout's own page (a ticket checkout without the hold's URLs); never stored, it holds the browser token
+    returnUrl: { type: String, default: null },
+    cancelUrl: { type: String, default: null },
     cadence: { type: String, default: null },
     holdId: { type: String, default: null },
     // snapshots taken at initiation
