@@ -65,7 +65,7 @@ const ERRORS: Record<string, string[]> = {
   'money.svc.event.receiveEvent': ['InvalidSignature', 'UnsupportedEvent', 'DuplicateDelivery'],
   'tickets.svc.getTicketAvailability': ['EventRequired', 'AppUnauthorized', 'TicketsModuleDisabled'],
   // the contract's, plus the module switch and (for a free claim) the app's access, as getTicketAvailability has them
-  'tickets.svc.createTicketHold': ['TicketHoldUnavailable', 'BuyerAssertionInvalid', 'AppUnauthorized', 'TicketsModuleDisabled'],
+  'tickets.svc.createTicketHold': ['TicketHoldUnavailable', 'BuyerAssertionInvalid', 'AppUnauthorized', 'TicketsModuleDisabled', 'ProcessorNotConfigured'],
   'tickets.svc.claimFreeTicket': ['TicketHoldUnavailable', 'BuyerAssertionInvalid', 'DuplicateClaim', 'AppUnauthorized', 'TicketsModuleDisabled'],
   'tickets.svc.checkInTicket': ['TicketTokenInvalid', 'TicketVoided', 'ScannerNotAuthorized', 'TicketAlreadyCheckedIn'],
 }

@@ -262,6 +262,18 @@ it('test and live never meet: a test event\'s tiers cannot be held in live, and 
   expect((await stack.tickets.TicketHold.findById(held.holdId).lean())!.environment).toBe('test')
 })
 
+it('a live hold of paid tickets before a live processor is configured: 403 ProcessorNotConfigured, and no seat stays taken', async () => {
+  const both = await stack.newApp({ environments: ['test', 'live'] })
+  await enableTickets(stack, both, 'live')
+  const { eventUri, tiers } = await setUpEvent(stack, both, organizer, [GENERAL], { environment: 'live' })
+  const body = { environment: 'live', eventUri, buyerDid: buyerDid(), appOrderId: 'live-order', items: [{ ticketTypeId: tiers[0]!.ticketTypeId, quantity: 2 }] }
+  expectError(await hold(stack, both, body), 403, 'ProcessorNotConfigured')
+  expect(await stack.payments.Checkout.countDocuments({ appDid: both.did, environment: 'live' })).toBe(0)
+  expect(expectOk(await availability(stack, both, { eventUri, environment: 'live' })).items.map((i: { available: number }) => i.available)).toEqual([GENERAL.capacity])
+  // a retry answers the same
+  expectError(await hold(stack, both, body), 403, 'ProcessorNotConfigured')
+})
+
 it('concurrent duplicates of one order converge on one hold and one checkout', async () => {
   const { eventUri, general } = await paidEvent()
   const body = { eventUri, buyerDid: buyerDid(), appOrderId: `dup-${randomBytes(4).toString('hex')}`, items: [{ ticketTypeId: general, quantity: 2 }] }

@@ -61,6 +61,8 @@ export async function startTicketCheckout(d: ServingPayments, input: StartTicket
   const auth = await d.facts.checkout(input.appDid, input.environment, input.organizerDid)
   const environment = parseEnvironment(auth.environment)
   if (environment !== product.environment) throw new ContractError('InvalidRequest', `the hold is in ${product.environment}, not ${environment}`)
+  // a checkout no processor could charge (live, before one is configured) is not started: ProcessorNotConfigured
+  d.processors.forEnvironment(environment)
   const charges = ticketCharges(product.amount, product.currency, auth.serviceFee, input.tickets ?? 1)
   const productHash = createHash('sha256').update(encodeProduct(product)).digest('hex')
   if (expiresAt <= nowOf(d)) throw new ContractError('InvalidRequest', 'the hold has lapsed')

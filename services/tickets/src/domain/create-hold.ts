@@ -93,8 +93,9 @@ async function startCheckout(d: ServingTickets, appDid: string, hold: StoredHold
       cancelUrl: hold.cancelUrl ?? null,
     })
   } catch (err) {
-    // released only when not kept: a kept reservation is a checkout already being paid
-    if (err instanceof ContractError && err.status === 400) await releaseReservation(d, hold._id)
+    // a checkout refused for good (bad input, no processor for the environment) returns the seats at once; released
+    // only when not kept: a kept reservation is a checkout already being paid
+    if (err instanceof ContractError && (err.status === 400 || err.code === 'ProcessorNotConfigured')) await releaseReservation(d, hold._id)
     throw err
   }
 }
