@@ -385,6 +385,9 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>, name: string) {
         '*.signingSecret',
         '*.secrets',
         '*.apiKey',
+        // ioredis puts a failed command on its error, AUTH's password included
+        'err.command.args',
+        '*.err.command.args',
       ],
       censor: '[redacted]',
     },

@@ -1,0 +1,44 @@
+/**
+ * The loggers every process makes (loggerOptions): secrets never reach a log line, among them what a library puts on
+ * its errors. Against the real Redis: a wrong password makes ioredis fail AUTH with the password on the error.
+ */
+import Redis from 'ioredis'
+import pino from 'pino'
+import { isolate } from '@svc/testing/src/isolation'
+import { loggerOptions } from '../src'
+
+function capture() {
+  const lines: string[] = []
+  const logger = pino(loggerOptions({ logLevel: 'info' }, 'test'), { write: (line: string) => void lines.push(line) })
+  return { logger, lines }
+}
+
+it("a Redis error carrying the AUTH password is logged without it, as the queues' error listeners log it", async () => {
+  const password = `pw-${Math.random().toString(36).slice(2)}`
+  const url = new URL(isolate('config_logging').redisUrl)
+  url.username = 'svc-nobody'
+  url.password = password
+  const redis = new Redis(url.toString(), { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  // what a queue's 'error' listener receives
+  const emitted = new Promise<unknown>((resolve) => redis.once('error', resolve))
+  await redis.connect().catch(() => undefined)
+  const err = await emitted
+  redis.disconnect()
+  expect(err).toBeInstanceOf(Error)
+  // what makes the test meaningful: the library's error holds the password
+  expect(JSON.stringify((err as { command?: unknown }).command)).toContain(password)
+  const { logger, lines } = capture()
+  logger.warn({ err, queue: 'domain-events' }, 'queue connection error')
+  logger.error({ job: { err } }, 'nested')
+  expect(lines).toHaveLength(2)
+  for (const line of lines) {
+    expect(line).not.toContain(password)
+    expect(line).toContain('[redacted]')
+  }
+})
+
+it('tokens, secrets and authorization headers are redacted', () => {
+  const { logger, lines } = capture()
+  logger.info({ req: { headers: { authorization: 'Bearer abc-secret-1' } }, checkout: { token: 'pst_test_secret2' }, env: { signingSecret: 'whsec_secret3', apiKey: 'svc_rk_secret4' } }, 'x')
+  for (const secret of ['abc-secret-1', 'pst_test_secret2', 'whsec_secret3', 'svc_rk_secret4']) expect(lines[0]).not.toContain(secret)
+})
