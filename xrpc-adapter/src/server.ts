@@ -92,7 +92,12 @@ async function registerOperations(app: FastifyInstance, deps: AdapterDeps): Prom
  * ticket pages and scan tokens), and a caller may put one in any URL: request logs show it masked, never the secret.
  */
 export function redactPath(url: string): string {
-  return url.replace(/\b(cko|pst|dsl|dss|tkp|tkt)_(test_|live_)?[A-Za-z0-9_-]{8,}/g, '$1_$2[redacted]')
+  const mask = (u: string) => u.replace(/\b(cko|pst|dsl|dss|tkp|tkt)_(test_|live_)?[A-Za-z0-9_-]{8,}/g, '$1_$2[redacted]')
+  // the router and the query parser decode what the URL percent-encodes (pst%5Ftest%5F…): mask what they see. Only
+  // ASCII escapes are decoded (tokens are ASCII), so a malformed escape elsewhere cannot hide one
+  const decoded = url.replace(/%([0-7][0-9A-Fa-f])/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)))
+  const masked = mask(decoded)
+  return masked === decoded ? url : masked
 }
 
 const requestSerializer = (req: { method?: string; url?: string; hostname?: string; ip?: string; id?: string }) => ({

@@ -61,6 +61,9 @@ it('no log line holds a credential or capability that requests carried, on match
   expect((await xrpcGet(stack, 'network.svc.payment.unknownMethod', { token: started.token }, bearer(await app.jwt(STATUS)))).status).toBe(501)
   expect((await httpRequest(started.url)).status).toBe(200)
   expect((await httpRequest(`${started.url}/no-such-page?token=${started.token}`)).status).toBe(404)
+  // the same token percent-encoded, which the query parser decodes: masked all the same
+  const encodedStatus = `${stack.apiUrl}/xrpc/${STATUS}?token=${started.token.replace(/^pst_test_/, 'pst%5Ftest%5F')}`
+  expect((await httpRequest(encodedStatus, { headers: bearer(await app.jwt(STATUS)) })).status).toBe(200)
 
   // a ticket page token, from a free claim with organizer and buyer assertions
   await enableTickets(stack, app)
@@ -81,6 +84,9 @@ it('no log line holds a credential or capability that requests carried, on match
   secrets.signInToken = new URL(signIn).pathname.split('/').pop()!
   const signedIn = await httpRequest(signIn, { redirect: 'manual' })
   expect([302, 303]).toContain(signedIn.status)
+  const encodedSignIn = await stack.dashboardLoginUrl(creator.did, 'test')
+  secrets.encodedSignInToken = new URL(encodedSignIn).pathname.split('/').pop()!
+  expect([302, 303]).toContain((await httpRequest(encodedSignIn.replace(/dsl_/, 'dsl%5F'), { redirect: 'manual' })).status)
 
   // the webhook signing secret, shown once, and a test event signed with it
   secrets.signingSecret = expectOk(await updateConfig(stack, app, { environment: 'test', webhookUrl: receiver.url })).webhook.signingSecret
