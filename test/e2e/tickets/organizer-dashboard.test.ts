@@ -133,6 +133,17 @@ it('another organizer, the other environment and a signed-out visitor see nothin
   expect(csv.status).toBe(404)
 })
 
+it('an event address that is no record URI (a NUL character, a bare repository) is a 404 page, not a failure', async () => {
+  const cookie = await stack.dashboardCookie(organizer.did, 'test')
+  for (const uri of ['at://a\u0000b', `at://${organizer.did}`, `at://${organizer.did}/community.lexicon.calendar.event/x\u0000`]) {
+    for (const path of ['/dashboard/events/view', '/dashboard/events/attendees.csv']) {
+      const res = await httpRequest(`${stack.checkoutUrl}${path}?uri=${encodeURIComponent(uri)}`, { headers: { cookie } })
+      expect([path, uri, res.status]).toEqual([path, uri, 404])
+      expect(res.text).toContain('no such event')
+    }
+  }
+})
+
 it('prices show in their currency\'s own minor unit (yen have none, dinars three)', async () => {
   const { eventUri } = await setUpEvent(stack, app, organizer, [
     { name: 'Yen', priceAmount: 1000, currency: 'jpy', capacity: 2 },

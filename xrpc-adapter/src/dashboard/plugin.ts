@@ -10,6 +10,7 @@ import fastifyFormbody from '@fastify/formbody'
 import { ContractError } from '@svc/errors'
 import { csrfMatches, DASHBOARD_COOKIE, isDashboardPath, SESSION_TTL_SECONDS, type DashboardSession, type DashboardSessions } from '@svc/dashboard-session'
 import type { Principal } from '@svc/internal-context'
+import { parseRecordUri } from '@svc/vocabulary'
 import type { GatewayClient, GatewayDocument } from '@svc/gateway-client'
 import { sendPage } from '../pages/html'
 import {
@@ -159,7 +160,8 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
   const TICKET_ID = /^ticket_[0-9a-f]{24}$/
   const eventUriOf = (request: FastifyRequest): string | null => {
     const uri = (request.query as { uri?: unknown }).uri
-    return typeof uri === 'string' && uri.startsWith('at://') && uri.length <= 2048 ? uri : null
+    // a record's AT-URI, as every configured event is (anything else, a NUL character say, names no event)
+    return typeof uri === 'string' && uri.length <= 2048 && parseRecordUri(uri) ? uri : null
   }
 
   app.get('/dashboard/events', async (request, reply) => {
