@@ -9,7 +9,7 @@ import pino from 'pino'
 import { createMemoryClaimStore, createReceiveEventHandler, type EventEnvelope } from '@svc/sdk'
 import { createServiceAuthVerifier } from '@svc/service-auth'
 import { startStack, type TestStack } from '../../stack'
-import { startEventWorkers } from '@svc/events'
+import { ensureSigningSecret, startEventWorkers } from '@svc/events'
 import { startReceiver, type Receiver } from './helpers/receiver'
 import { attemptsOf, configureChannel, waitFor, waitForStatus, writeEvent } from './helpers/events'
 
@@ -101,4 +101,30 @@ it('delivers through receiveEvent with service-auth; a forged JWT is refused and
   expect(claims.exp as number).toBe((claims.iat as number) + 60)
   expect(claims.jti).toEqual(expect.any(String))
   expect(jwtPayload(receiver.requests[0]!.headers.authorization).jti).not.toBe(claims.jti)
+})
+
+it("a receiver's DuplicateDelivery error (receiveEvent's lexicon: an id it has processed) ends the delivery delivered; the webhook channel knows no such answer", async () => {
+  await stack.startWorkers()
+  const app = await stack.newApp()
+  const duplicate = await startReceiver(() => ({ status: 409, body: { error: 'DuplicateDelivery', message: 'already processed' } }))
+  try {
+    await configureChannel(stack, app.did, { channel: 'xrpc', receiverUrl: duplicate.url })
+    const { deliveryId } = await writeEvent(stack, { appDid: app.did, type: 'payment.completed', data: { amount: 100 } })
+    const delivered = await waitForStatus(stack, deliveryId, 'delivered')
+    expect(delivered.attemptCount).toBe(1)
+    expect((await attemptsOf(stack, deliveryId)).map((a) => [a.outcome, a.statusCode, a.error])).toEqual([['delivered', 409, null]])
+
+    // another 4xx is a failure, as is the same answer from a webhook endpoint
+    const other = await stack.newApp()
+    await configureChannel(stack, other.did, { channel: 'webhook', url: duplicate.url })
+    await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, other.did, 'test')
+    const webhook = await writeEvent(stack, { appDid: other.did, type: 'payment.completed', data: { amount: 100 } })
+    const [failed] = await waitFor(async () => {
+      const attempts = await attemptsOf(stack, webhook.deliveryId)
+      return attempts[0] ? attempts : null
+    }, 'the webhook attempt')
+    expect(failed).toMatchObject({ outcome: 'failed', statusCode: 409, error: 'HTTP 409' })
+  } finally {
+    await duplicate.close()
+  }
 })

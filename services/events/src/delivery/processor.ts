@@ -33,7 +33,7 @@ import type { SigningSecretsReader } from './app-environment-cache'
 import type { EndpointHealth } from './endpoint-health'
 import type { EndpointClient } from './endpoint'
 import { parseRetryAfter } from './retry-after'
-import { isDelivered, sendAttempt, type AttemptResult, type OutgoingRequest } from './transport'
+import { isDelivered, isDuplicateDeliveryAnswer, sendAttempt, type AttemptResult, type OutgoingRequest } from './transport'
 import type { Environment } from '@svc/vocabulary'
 
 export const INTERRUPTED_ERROR = 'the worker stopped during this attempt'
@@ -296,7 +296,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     }
 
     const finishedAt = new Date()
-    const delivered = isDelivered(result)
+    const delivered = isDelivered(result) || (channel === 'xrpc' && isDuplicateDeliveryAnswer(result))
     const attemptsInRun = a.attemptsBefore + job.attemptsMade + 1
     const last = job.attemptsMade + 1 >= (job.opts.attempts ?? MAX_ATTEMPTS)
     const delayMs = delivered || last ? null : nextDelayMs(attemptsInRun, { scale: settings.scheduleScale }, parseRetryAfter(result.retryAfter ?? undefined, finishedAt.getTime()))

@@ -42,6 +42,19 @@ export function isDelivered(result: AttemptResult): boolean {
   return result.error === null && result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300
 }
 
+/**
+ * An XRPC receiver's `DuplicateDelivery` error (a 4xx whose body's `error` names it): receiveEvent's lexicon declares
+ * it for a delivery id the receiver has already processed, so the delivery arrived.
+ */
+export function isDuplicateDeliveryAnswer(result: AttemptResult): boolean {
+  if (result.statusCode === null || result.statusCode < 400 || result.statusCode >= 500 || result.responseExcerpt === null) return false
+  try {
+    return (JSON.parse(result.responseExcerpt) as { error?: unknown } | null)?.error === 'DuplicateDelivery'
+  } catch {
+    return false
+  }
+}
+
 /** The connect check refused the address: the error text of the attempt. */
 export class AddressRefusedError extends Error {
   override readonly name = 'AddressRefusedError'
