@@ -17,7 +17,7 @@ export {
 } from './domain/signing-secrets'
 export { LOG_PAGE_SIZE, logCounterKey, logPageKey, logPageNumber, type DeliveryLogStore } from './domain/delivery-log-pages'
 export { API_VERSION, DELIVERY_ID_RE, TEST_EVENT_TYPE, deliveryIdForEvent, newDeliveryId, serializeEnvelope, type Envelope } from './domain/envelope'
-export { ENDED_JOB_GRACE_MS, reconcileDeliveries, type ReconcileResult } from './domain/reconcile'
+export { ENDED_JOB_GRACE_MS, RECONCILE_PROGRESS_EVERY, reconcileDeliveries, type ReconcileProgress, type ReconcileResult } from './domain/reconcile'
 export { MAX_ATTEMPTS, DELAYS_MS, JITTER, nextDelayMs, scheduleSpanMs, type ScheduleOptions } from './domain/schedule'
 export { ALL_QUEUES, WEBHOOK_DELIVERIES_QUEUE, DOMAIN_EVENTS_QUEUE, EVENTS_MAINTENANCE_QUEUE, DELIVERY_BACKOFF, queuePrefix, type DeliveryJob } from './queues'
 export { startEventWorkers, type EventWorkersOptions, type RunningEventWorkers } from './workers'

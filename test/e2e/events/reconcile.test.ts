@@ -16,9 +16,11 @@ import {
   EVENTS_MAINTENANCE_QUEUE,
   newDeliveryId,
   queuePrefix,
+  RECONCILE_PROGRESS_EVERY,
   reconcileDeliveries,
   WEBHOOK_DELIVERIES_QUEUE,
   type DeliveryDoc,
+  type ReconcileProgress,
   type RunningEventWorkers,
 } from '@svc/events'
 import { startStack, type TestApp, type TestStack } from '../../stack'
@@ -85,6 +87,8 @@ it('at start: open deliveries without a job are queued again (the run continues)
   try {
     const runs = await maintenance.getJobs(['completed'])
     expect(runs.map((r) => r.returnvalue)).toContainEqual({ checked: 3, requeued: 2, domainEventsRetried: 0 })
+    // and its progress, which a long run shows as it goes
+    expect(runs.map((r) => r.progress)).toContainEqual({ found: 3, checked: 3, requeued: 2 })
   } finally {
     await maintenance.close()
   }
@@ -143,6 +147,18 @@ it('a domain event whose job failed for good is retried by the reconciler until 
   expect(await queues.domainEvents.getFailedCount()).toBe(0)
   await workers.stop()
   workers = undefined
+})
+
+it('a run reports its progress every RECONCILE_PROGRESS_EVERY deliveries and at its end', async () => {
+  const { app } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
+  for (let i = 0; i < RECONCILE_PROGRESS_EVERY + 1; i++) await enqueueDelivery(queues.deliveries, await newDelivery(app.did))
+  const seen: ReconcileProgress[] = []
+  await reconcileDeliveries(stack.events, queues.deliveries, pino({ level: 'silent' }), new Date(), async (p) => void seen.push(p))
+  expect(seen.length).toBeGreaterThanOrEqual(2)
+  expect(seen[0]!.checked).toBe(RECONCILE_PROGRESS_EVERY)
+  const last = seen.at(-1)!
+  expect(last.checked).toBe(last.found)
+  expect(last.found).toBeGreaterThanOrEqual(RECONCILE_PROGRESS_EVERY + 1)
 })
 
 it('a delivery left open by a job that failed for good (its outcome could not be written) is queued again once the grace is past', async () => {

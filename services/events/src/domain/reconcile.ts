@@ -29,14 +29,32 @@ const OPEN = ['pending', 'held'] as const
  */
 export const ENDED_JOB_GRACE_MS = 5000
 
-export async function reconcileDeliveries(models: EventsModels, queue: Queue<DeliveryJob>, log: Logger, now = new Date()): Promise<ReconcileResult> {
+/** How far a run is: shown on the board while it works through many open deliveries (after Redis lost its data). */
+export interface ReconcileProgress extends ReconcileResult {
+  /** the open deliveries found so far (each status is read before it is worked through) */
+  found: number
+}
+
+/** A run reports its progress every this many deliveries, and at its end. */
+export const RECONCILE_PROGRESS_EVERY = 200
+
+export async function reconcileDeliveries(
+  models: EventsModels,
+  queue: Queue<DeliveryJob>,
+  log: Logger,
+  now = new Date(),
+  onProgress: (progress: ReconcileProgress) => Promise<void> = async () => undefined,
+): Promise<ReconcileResult> {
   let checked = 0
   let requeued = 0
+  let found = 0
   for (const status of OPEN) {
     // only what names the delivery: the few whose job is missing are read in full by requeueLostDelivery
     const open = (await models.Delivery.find({ status }, { _id: 1, status: 1, attemptCount: 1, nextAttemptAt: 1 }).lean()) as DeliveryDoc[]
+    found += open.length
     for (const d of open) {
       checked++
+      if (checked % RECONCILE_PROGRESS_EVERY === 0) await onProgress({ found, checked, requeued })
       const job = await queue.getJob(d._id)
       if (job) {
         const state = await job.getState()
@@ -52,5 +70,6 @@ export async function reconcileDeliveries(models: EventsModels, queue: Queue<Del
     }
   }
   if (requeued > 0) log.info({ checked, requeued }, 'reconcile: deliveries queued again')
+  await onProgress({ found, checked, requeued })
   return { checked, requeued }
 }

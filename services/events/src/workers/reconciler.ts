@@ -35,7 +35,8 @@ export function startReconciler(opts: {
   const worker = new Worker<unknown, ReconcileResult & { domainEventsRetried: number }>(
     EVENTS_MAINTENANCE_QUEUE,
     async (job) => {
-      const result = await reconcileDeliveries(opts.models, opts.deliveries, log)
+      // its progress on the board as it goes (a job's progress may fail to save: the run goes on)
+      const result = await reconcileDeliveries(opts.models, opts.deliveries, log, new Date(), (progress) => job.updateProgress({ ...progress }).catch(() => undefined))
       const domainEventsRetried = await retryFailedDomainEvents(opts.domainEvents, log)
       await job.log(`checked ${result.checked} open deliveries, queued ${result.requeued} again; retried ${domainEventsRetried} failed domain events`).catch(() => undefined)
       return { ...result, domainEventsRetried }
