@@ -187,7 +187,15 @@ const schema = z
     if (env.DEV_ALLOW_LOOPBACK_WEBHOOKS) {
       ctx.addIssue({ code: 'custom', path: ['DEV_ALLOW_LOOPBACK_WEBHOOKS'], message: 'is a development setting' })
     }
+    // the pages' capabilities (checkout links, the dashboard's session cookie, Secure only over https) cross the network
+    // in the clear over http; a loopback host (a container tried locally) never leaves the machine
+    for (const key of ['CHECKOUT_URL', 'DASHBOARD_URL'] as const) {
+      const url = new URL(env[key])
+      if (url.protocol !== 'https:' && !LOOPBACK_HOSTS.has(url.hostname)) ctx.addIssue({ code: 'custom', path: [key], message: 'must be https in production (http only on a loopback host)' })
+    }
   })
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
 
 export interface Config {
   nodeEnv: 'development' | 'test' | 'production'

@@ -32,6 +32,15 @@ describe('internal callers\' keys', () => {
     expect(loadConfig({ ...production, EVENTS_CONTEXT_KEY: token('e') }).secrets.callerKeys.events).toBe(token('e'))
   })
 
+  it('refuses pages served over http in production, except on a loopback host', () => {
+    const production = { ...everyKeySet, CHECKOUT_URL: 'http://pay.example.com' }
+    expect(() => loadConfig(production)).toThrow(/CHECKOUT_URL.*must be https in production/s)
+    expect(() => loadConfig({ ...production, CHECKOUT_URL: 'https://pay.example.com', DASHBOARD_URL: 'http://pay.example.com/dashboard' })).toThrow(/DASHBOARD_URL.*must be https/s)
+    expect(loadConfig({ ...production, CHECKOUT_URL: 'https://pay.example.com', DASHBOARD_URL: 'https://pay.example.com/dashboard' }).checkoutUrl).toBe('https://pay.example.com')
+    expect(loadConfig({ ...production, CHECKOUT_URL: 'http://localhost:4001', DASHBOARD_URL: 'http://localhost:4001/dashboard' }).checkoutUrl).toBe('http://localhost:4001')
+    expect(() => loadConfig({ ...production, NODE_ENV: 'development' })).not.toThrow()
+  })
+
   const CALLER_KEYS = ['GATEWAY_CONTEXT_KEY', 'ADAPTER_CONTEXT_KEY', 'EVENTS_CONTEXT_KEY', 'PAYMENTS_CONTEXT_KEY', 'APPS_CONTEXT_KEY', 'TICKETS_CONTEXT_KEY']
   const everyKeySet: Record<string, string> = { NODE_ENV: 'production', OPERATOR_TOKEN: token('o'), PAYMENT_TOKEN_SECRET: token('s'), WEBHOOK_SECRET_KEY: token('w'), SERVICE_SIGNING_KEY: 'ab'.repeat(32), ...Object.fromEntries(CALLER_KEYS.map((key, i) => [key, token(String(i))])) }
 
