@@ -3,13 +3,18 @@
  * its command (MaxRetriesPerRequestError, as when Redis restarts under the JWT replay check or a rate limit), and
  * the route answers 503 ServiceUnavailable through real HTTP, never a 500. Anything else unexpected stays a masked 500.
  */
-import { createServer } from 'node:net'
+import { createServer, type Server } from 'node:net'
 import Fastify, { type FastifyInstance } from 'fastify'
 import Redis from 'ioredis'
 import { errorsPlugin } from '../src/plugins/errors'
+import { assertionVerifier } from '../src/auth/assertion'
+import type { ServiceAuthVerifier } from '@svc/service-auth'
 
 let app: FastifyInstance
 let redis: Redis
+/** A server speaking Redis's protocol that answers every command as a replica does a write during a failover. */
+let replica: Server
+let readOnly: Redis
 
 /** A loopback port nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -23,6 +28,10 @@ async function closedPort(): Promise<number> {
 beforeAll(async () => {
   redis = new Redis({ host: '127.0.0.1', port: await closedPort(), maxRetriesPerRequest: 1, retryStrategy: () => 10, lazyConnect: false })
   redis.on('error', () => undefined)
+  replica = createServer((socket) => socket.on('data', () => socket.write("-READONLY You can't write against a read only replica.\r\n")))
+  await new Promise<void>((resolve) => replica.listen(0, '127.0.0.1', resolve))
+  readOnly = new Redis({ host: '127.0.0.1', port: (replica.address() as { port: number }).port, enableReadyCheck: false, maxRetriesPerRequest: 0 })
+  readOnly.on('error', () => undefined)
   app = Fastify({ logger: false })
   await app.register(errorsPlugin)
   app.get('/uses-redis', async () => ({ value: await redis.get('k') }))
@@ -31,6 +40,13 @@ beforeAll(async () => {
     closed.disconnect()
     return { value: await closed.get('k') }
   })
+  app.get('/read-only-redis', async () => ({ value: await readOnly.set('k', 'v') }))
+  // an assertion whose replay check meets the same Redis: the service's failure, not the assertion's
+  const verify = assertionVerifier({ verify: async () => readOnly.set('jti', '1', 'NX') } as unknown as ServiceAuthVerifier)
+  app.get('/assertion', async () => {
+    await verify('a.b.c', { nsid: 'tickets.svc.claimFreeTicket', iss: 'did:plc:x', code: 'BuyerAssertionInvalid' })
+    return {}
+  })
   app.get('/throws', async () => {
     throw new Error('boom: a secret detail')
   })
@@ -38,6 +54,8 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   redis.disconnect()
+  readOnly.disconnect()
+  await new Promise((resolve) => replica.close(resolve))
   await app.close()
 })
 
@@ -59,4 +77,12 @@ it('any other unexpected error stays a masked 500', async () => {
   const res = await fetch(url('/throws'))
   expect(res.status).toBe(500)
   expect(await res.json()).toEqual({ error: 'InternalServerError', message: 'internal error' })
+})
+
+it('Redis answering that it cannot take commands now (READONLY during a failover) answers 503, also under an assertion check', async () => {
+  for (const path of ['/read-only-redis', '/assertion']) {
+    const res = await fetch(url(path))
+    expect([path, res.status]).toEqual([path, 503])
+    expect(((await res.json()) as { error: string }).error).toBe('ServiceUnavailable')
+  }
 })

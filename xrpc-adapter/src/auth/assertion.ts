@@ -5,6 +5,7 @@
  */
 import { ContractError, type ErrorCode } from '@svc/errors'
 import type { ServiceAuthVerifier } from '@svc/service-auth'
+import { isRedisUnavailable } from '../plugins/errors'
 
 export interface AssertionCheck {
   nsid: string
@@ -22,6 +23,8 @@ export function assertionVerifier(verifier: ServiceAuthVerifier): AssertionVerif
   return async (jwt, { nsid, iss, code, replayScope }) => {
     if (jwt === undefined || jwt === '') throw new ContractError(code, 'the assertion is required')
     const verified = await verifier.verify(`Bearer ${jwt}`, nsid, { replayScope }).catch((err: unknown) => {
+      // Redis away (the replay check counts there) is the service's failure, which a retry passes: not the assertion's
+      if (isRedisUnavailable(err)) throw err
       throw new ContractError(code, `the assertion is invalid (${err instanceof ContractError ? err.code : 'unverifiable'})`)
     })
     if (verified.iss !== iss) throw new ContractError(code, `the assertion is issued by another DID than ${iss}`)

@@ -14,10 +14,17 @@ declare module 'fastify' {
   }
 }
 
-/** ioredis gave up on a command (its retries while reconnecting used up), or its connection is closed. */
-function isRedisUnavailable(err: unknown): boolean {
+/** Redis's answers for a server that cannot take the command now (a failover, a restart, memory full). */
+const REDIS_BUSY_REPLY = /^(READONLY|LOADING|OOM|MASTERDOWN|BUSY|TRYAGAIN|CLUSTERDOWN)\b/
+
+/**
+ * ioredis gave up on a command (its retries while reconnecting used up), its connection is closed, or Redis answered
+ * that it cannot take commands now (a replica during a failover, a server loading its data): all pass with a retry.
+ */
+export function isRedisUnavailable(err: unknown): boolean {
   const e = err as { name?: unknown; message?: unknown }
-  return e.name === 'MaxRetriesPerRequestError' || e.message === 'Connection is closed.'
+  if (e.name === 'MaxRetriesPerRequestError' || e.message === 'Connection is closed.') return true
+  return e.name === 'ReplyError' && typeof e.message === 'string' && REDIS_BUSY_REPLY.test(e.message)
 }
 
 export function toContractError(err: unknown, request: FastifyRequest): ContractError {
