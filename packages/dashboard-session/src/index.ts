@@ -104,8 +104,14 @@ export function createDashboardSessions(opts: { redis: Redis; prefix: string; se
     },
     async redeemLoginLink(token) {
       if (!LOGIN_RE.test(token)) return null
-      const who = parseWho(await redis.getdel(loginKey(token)))
-      return who ? createSession(who) : null
+      const who = parseWho(await redis.get(loginKey(token)))
+      if (!who) return null
+      // the session first, then the link is spent: a failure in between (Redis away) leaves the link for a retry.
+      // Single use all the same: of concurrent redeemers only the one whose delete removed the link keeps its session
+      const started = await createSession(who)
+      if ((await redis.del(loginKey(token))) === 1) return started
+      await redis.del(sessionKey(started.cookie))
+      return null
     },
     createSession,
     async getSession(cookie) {
