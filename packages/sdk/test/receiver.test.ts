@@ -218,6 +218,19 @@ describe('handleDelivery (memory store)', () => {
       expect([type, err?.code]).toEqual([type, 'UnsupportedEvent'])
     }
   })
+
+  it('a receiver of one environment refuses the other\'s events before any handler or claim (InvalidEnvelope)', async () => {
+    const store = createMemoryClaimStore()
+    const seen: string[] = []
+    const handlers = { 'payment.completed': async (e: EventEnvelope) => void seen.push(e.environment) }
+    const test = envelope({ environment: 'test' })
+    const err = await handleDelivery({ store, envelope: test, handlers, environment: 'live' }).catch((e) => e)
+    expect(err).toMatchObject({ code: 'InvalidEnvelope', status: 400, message: 'this receiver takes live events only; this is a test event' })
+    // nothing was claimed: a receiver of that environment still takes it
+    expect(await handleDelivery({ store, envelope: test, handlers, environment: 'test' })).toEqual({ ok: true, duplicate: false, test: false })
+    expect(await handleDelivery({ store, envelope: envelope({ environment: 'live' }), handlers, environment: 'live' })).toMatchObject({ ok: true })
+    expect(seen).toEqual(['test', 'live'])
+  })
 })
 
 describe('createWebhookRequestHandler', () => {

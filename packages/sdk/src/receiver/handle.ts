@@ -27,6 +27,13 @@ export type EventHandlers = Partial<Record<string, EventHandler>>
 export interface HandleDeliveryOptions {
   store: DeliveryClaimStore
   handlers: EventHandlers
+  /**
+   * The one environment this receiver takes events of: another environment's event is refused (InvalidEnvelope, so
+   * its delivery fails in that environment's log) before any handler or claim. Set it when one receiver URL is
+   * configured for both environments: on the XRPC channel the service's token is the same for test and live, so
+   * only the envelope's `environment` tells a test order from a live one.
+   */
+  environment?: 'test' | 'live'
   /** Runs for `app.webhook.test` probes (claimed like any delivery). Without it they are acknowledged untouched. */
   onTestEvent?: EventHandler
   /** How long a claim holds before another worker may take over (default 5 minutes). */
@@ -51,6 +58,9 @@ export interface HandleDeliveryResult {
  */
 export async function handleDelivery(options: HandleDeliveryOptions & { envelope: EventEnvelope }): Promise<HandleDeliveryResult> {
   const { store, envelope } = options
+  if (options.environment !== undefined && envelope.environment !== options.environment) {
+    throw new ReceiverError('InvalidEnvelope', `this receiver takes ${options.environment} events only; this is a ${envelope.environment} event`)
+  }
   const test = envelope.type === TEST_EVENT_TYPE
   let handler: EventHandler | undefined
   if (test) {
