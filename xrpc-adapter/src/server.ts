@@ -22,7 +22,7 @@ import { developerConfigRoute } from './developer/config-route'
 import { deliveriesRoute } from './developer/deliveries-route'
 import { redriveRoute } from './developer/redrive-route'
 import { testEventRoute } from './developer/test-event-route'
-import { isUtilityRoute, requestLogPlugin } from './developer/request-log'
+import { isUtilityRoute, leaveOutOfRequestLog, requestLogPlugin } from './developer/request-log'
 import type { GatewayClient } from '@svc/gateway-client'
 import { methodTable, type AuthVerifiers, type MethodTable } from './methods'
 import { errorsPlugin } from './plugins/errors'
@@ -91,6 +91,9 @@ async function registerOperations(app: FastifyInstance, deps: AdapterDeps): Prom
  * Capabilities travel in some paths and queries (browser checkout tokens, status tokens, dashboard sign-in links,
  * ticket pages and scan tokens), and a caller may put one in any URL: request logs show it masked, never the secret.
  */
+/** The utility routes' limit per client address, in keys' worth of the per-key limit. */
+export const UTILITY_KEYS_PER_ADDRESS = 10
+
 export function redactPath(url: string): string {
   const mask = (u: string) => u.replace(/\b(cko|pst|dsl|dss|tkp|tkt)_(test_|live_)?[A-Za-z0-9_-]{8,}/g, '$1_$2[redacted]')
   // the router and the query parser decode what the URL percent-encodes (pst%5Ftest%5F…): mask what they see. Only
@@ -145,10 +148,19 @@ export async function buildCheckoutServer(deps: AdapterDeps): Promise<FastifyIns
   app.get('/health', async () => ({ ok: true }))
   await registerRateLimitStore(app, deps.redis, deps.redisPrefix)
   const utilityLimit = createLimiter(app, 'utility', deps.limits.utility)
+  // and per client address, at ten keys' worth: calls without a key, or with made-up keys (each of which would have a
+  // count of its own), are refused and logged, and are not let write the request log without end
+  const { max, windowMs } = deps.limits.utility
+  const utilityAddressLimit = createLimiter(app, 'utility-address', { max: max * UTILITY_KEYS_PER_ADDRESS, windowMs })
   app.addHook('onRequest', async (request, reply) => {
     // the utility routes, per presented API key; a request without one is refused by its route. By the route matched,
     // not the raw URL, which may spell the same route percent-encoded (/%61pi/…)
-    const keyHash = isUtilityRoute(request) ? apiKeyHashForLimit(request.headers.authorization) : null
+    if (!isUtilityRoute(request)) return
+    await utilityAddressLimit(request, reply, request.ip).catch((err: unknown) => {
+      leaveOutOfRequestLog(request)
+      throw err
+    })
+    const keyHash = apiKeyHashForLimit(request.headers.authorization)
     if (keyHash) await utilityLimit(request, reply, keyHash)
   })
   await app.register(developerConfigRoute, { gateway: deps.gateway })

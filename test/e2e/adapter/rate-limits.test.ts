@@ -6,7 +6,9 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startStack, type TestApp, type TestStack } from '../../stack'
-import { bearer, expectError, expectOk, getConfig, GET_CONFIG, httpRequest, updateConfig, xrpcGet, type HttpResult } from './helpers'
+import { randomBytes } from 'node:crypto'
+import { UTILITY_KEYS_PER_ADDRESS } from '@svc/xrpc-adapter'
+import { bearer, expectError, expectOk, getConfig, GET_CONFIG, httpRequest, readRequestLog, updateConfig, xrpcGet, type HttpResult } from './helpers'
 
 const XRPC_MAX = 5
 const UTILITY_MAX = 3
@@ -89,6 +91,21 @@ describe('utility routes: per API key', () => {
     expect(statuses(results)).toEqual([...Array(UTILITY_MAX).fill(200), ...Array(4).fill(429)])
     for (const refused of results.filter((r) => r.status === 429)) expectLimited(refused, UTILITY_MAX)
     expect((await httpRequest(url, { headers: bearer(otherKey) })).status).toBe(200)
+  })
+
+  it('per client address too, at ten keys\' worth: calls without a key or with made-up keys stop there', async () => {
+    const app = await stack.newApp()
+    // a window of its own (the other tests of this file called from this address too)
+    await new Promise((r) => setTimeout(r, WINDOW_MS))
+    const url = `${stack.checkoutUrl}/api/app/developer/config?app=${encodeURIComponent(app.did)}&environment=test`
+    const madeUp = () => bearer(`svc_rk_test_${randomBytes(24).toString('base64url')}`)
+    const results = await Promise.all(Array.from({ length: UTILITY_MAX * UTILITY_KEYS_PER_ADDRESS + 2 }, (_, i) => httpRequest(url, i % 2 ? { headers: madeUp() } : {})))
+    expect(statuses(results)).toEqual([...Array(UTILITY_MAX * UTILITY_KEYS_PER_ADDRESS).fill(401), 429, 429])
+    for (const refused of results.filter((r) => r.status === 429)) expectLimited(refused, UTILITY_MAX * UTILITY_KEYS_PER_ADDRESS)
+    // the refused calls are answered but not written to the request log: only the 401s are there
+    const logged = new Set((await readRequestLog(stack, { appDid: app.did })).map((e) => e.requestId))
+    expect(results.filter((r) => logged.has(r.requestId!)).map((r) => r.status)).toEqual(Array(UTILITY_MAX * UTILITY_KEYS_PER_ADDRESS).fill(401))
+    await new Promise((r) => setTimeout(r, WINDOW_MS))
   })
 
   it('counts a route spelled percent-encoded (/%61pi/…) as the route it is', async () => {

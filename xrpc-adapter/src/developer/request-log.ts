@@ -17,12 +17,16 @@ function oneValue(value: unknown): string | null {
   return typeof value === 'string' && value !== '' ? value : null
 }
 
+/** Requests refused before they are calls of anyone's (past the per-address limit): not written to the log. */
+const unrecorded = new WeakSet<FastifyRequest>()
+export const leaveOutOfRequestLog = (request: FastifyRequest): void => void unrecorded.add(request)
+
 /** A developer utility route (`/api/…`), by the route the router matched: the raw URL may be percent-encoded. */
 export const isUtilityRoute = (request: FastifyRequest): boolean => request.routeOptions.url?.startsWith('/api/') === true
 
 export const requestLogPlugin = fp(async (app: FastifyInstance, opts: { gateway: GatewayClient }) => {
   app.addHook('onSend', async (request, reply, payload) => {
-    if (!isUtilityRoute(request)) return payload
+    if (!isUtilityRoute(request) || unrecorded.has(request)) return payload
     const query = request.query as { app?: unknown; environment?: unknown }
     const key = apiKeyForLog(request.headers.authorization)
     const environment = key?.environment ?? oneValue(query.environment)
