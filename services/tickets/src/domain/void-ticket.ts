@@ -5,7 +5,7 @@
  * its seat returns, so a void cut off in between leaves a seat out of sale, never a seat on sale whose old ticket is
  * still valid; `voidPending` marks such a ticket until its seat is back, and the next void of it or the tickets sweep
  * finishes it (finishVoid). A ticket never announced (its claim stopped before its `ticket.issued`) is announced
- * first, so the app never hears of a void before the ticket.
+ * first, so the app is told of its issue too (deliveries are not ordered: `ticket.voided` carries the issue's fields).
  */
 import { ContractError } from '@svc/errors'
 import type { Environment } from '@svc/vocabulary'
