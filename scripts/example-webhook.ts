@@ -83,7 +83,7 @@ async function main() {
   const updated = await client.updateConfig({ environment: 'test', webhookUrl })
   const secret = updated.webhook.signingSecret
   if (!secret) throw new Error('updateConfig did not return the signing secret')
-  console.log(`3. webhook configured: ${updated.webhook.configured}; signing secret whsec_…${secret.slice(-4)} (shown once: store it)`)
+  console.log(`3. webhook configured: ${updated.webhook.configured}; signing secret whsec_…${secret.slice(-4)} (store it; an update naming the URL shows it again)`)
   receiver.handle = createWebhookRequestHandler({
     secret,
     store: createMemoryClaimStore(),

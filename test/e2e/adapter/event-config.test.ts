@@ -105,7 +105,7 @@ describe('refusals change nothing', () => {
   })
 })
 
-describe('signing secret: created with the configuration, shown once', () => {
+describe('signing secret: created with the configuration, shown with the updates that name the channel', () => {
   it('the first update that configures a channel returns it; later responses and getConfig never do', async () => {
     const app = await stack.newApp()
     const none = expectOk(await updateConfig(stack, app, { environment: 'test', modules: { tickets: true } }))
@@ -116,12 +116,16 @@ describe('signing secret: created with the configuration, shown once', () => {
     expect(first.webhook).toEqual({ configured: true, url: 'https://93.184.216.34/hook', paused: false, channel: 'webhook', signingSecret: expect.stringMatching(SECRET) })
     const secret: string = first.webhook.signingSecret
 
+    // an update that names the channel's URL (a retry of the first one, whose answer may have been lost) gets the
+    // same secret again; any other update answers without it
     for (const body of [
       { environment: 'test', webhookUrl: 'https://93.184.216.34/hook' },
       { environment: 'test', webhookUrl: 'https://93.184.216.34/other' },
       { environment: 'test', eventChannel: 'xrpc', receiverUrl: 'https://93.184.216.34' },
-      { environment: 'test' },
     ]) {
+      expect(expectOk(await updateConfig(stack, app, body)).webhook.signingSecret).toBe(secret)
+    }
+    for (const body of [{ environment: 'test' }, { environment: 'test', webhookPaused: false }, { environment: 'test', modules: { tickets: false } }]) {
       const again = expectOk(await updateConfig(stack, app, body))
       expect(again.webhook.signingSecret).toBeUndefined()
       expect(JSON.stringify(again)).not.toContain(secret)
@@ -138,13 +142,13 @@ describe('signing secret: created with the configuration, shown once', () => {
     expect(JSON.stringify(await stack.models.RequestLog.find({}).lean())).not.toContain(secret)
   })
 
-  it('10 parallel first updates: one secret exists, and each response that carries it carries that one', async () => {
+  it('10 parallel first updates: one secret exists, and every response carries it', async () => {
     const app = await stack.newApp()
     const tokens = await Promise.all(Array.from({ length: 10 }, () => app.jwt(UPDATE_CONFIG)))
     const body = { environment: 'test', webhookUrl: 'https://93.184.216.34/hook' }
     const results = await Promise.all(tokens.map((t) => xrpcPost(stack, UPDATE_CONFIG, body, bearer(t))))
-    const secrets = results.map((r) => expectOk(r).webhook.signingSecret).filter((s) => s !== undefined)
-    expect(secrets.length).toBeGreaterThanOrEqual(1)
+    const secrets = results.map((r) => expectOk(r).webhook.signingSecret)
+    expect(secrets).toHaveLength(10)
     expect(new Set(secrets).size).toBe(1)
     expect(secrets[0]).toMatch(SECRET)
     const stored = await stack.events.SigningSecret.find({ appDid: app.did, environment: 'test' }).lean()
@@ -152,7 +156,7 @@ describe('signing secret: created with the configuration, shown once', () => {
     expect(decryptSecret(stack.secrets.webhookSecretKey, stored[0]!)).toBe(secrets[0])
   })
 
-  it('test and live each get their own secret, each shown once', async () => {
+  it('test and live each get their own secret', async () => {
     const app = await stack.newApp({ environments: ['test', 'live'] })
     const t = expectOk(await updateConfig(stack, app, { environment: 'test', webhookUrl: 'https://93.184.216.34/hook' })).webhook.signingSecret
     const l = expectOk(await updateConfig(stack, app, { environment: 'live', webhookUrl: 'https://93.184.216.34/hook' })).webhook.signingSecret

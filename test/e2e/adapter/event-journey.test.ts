@@ -1,6 +1,6 @@
 /**
  * Domain events reach the app, end to end through the real stack and the real workers: the app configures its webhook
- * with money.svc.app.updateConfig (and keeps the signing secret shown once), a creator accepts and later revokes the
+ * with money.svc.app.updateConfig (and keeps the signing secret it answers), a creator accepts and later revokes the
  * app's terms in the dashboard, a buyer pays the hosted checkout with a test card. The app's receiver, built with the
  * SDK's createWebhookRequestHandler on loopback, gets app.authorization.granted, payment.completed and
  * app.authorization.revoked, each verified, each once, with the envelope and `data` that docs/events.md documents and

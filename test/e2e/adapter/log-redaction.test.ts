@@ -88,7 +88,7 @@ it('no log line holds a credential or capability that requests carried, on match
   secrets.encodedSignInToken = new URL(encodedSignIn).pathname.split('/').pop()!
   expect([302, 303]).toContain((await httpRequest(encodedSignIn.replace(/dsl_/, 'dsl%5F'), { redirect: 'manual' })).status)
 
-  // the webhook signing secret, shown once, and a test event signed with it
+  // the webhook signing secret, as the update answers it, and a test event signed with it
   secrets.signingSecret = expectOk(await updateConfig(stack, app, { environment: 'test', webhookUrl: receiver.url })).webhook.signingSecret
   const queued = expectOk(await testEvent(stack, { app: app.did, environment: 'test' }, bearer(secrets.apiKey)))
   await waitForStatus(stack, queued.deliveryId, 'delivered')

@@ -50,7 +50,7 @@ test('cut off between the two writes: the configuration is saved, the secret pen
   expect(await activeSigningSecrets(stack.events, stack.secrets.webhookSecretKey, app.did, 'test')).toEqual([retried.webhook.signingSecret])
   expect((await environmentDoc())?.webhook?.signingSecretEnsured).toBe(true)
 
-  // shown once: every later update answers without it, and no second secret is made
+  // given: later updates that do not name the channel's URL answer without it, and no second secret is made
   const later = await Promise.all(Array.from({ length: 5 }, () => updateConfig(stack, app, { environment: 'test', webhookPaused: false })))
   for (const res of later) expect(expectOk(res).webhook).not.toHaveProperty('signingSecret')
   expect(await secretsOf()).toBe(1)

@@ -47,8 +47,10 @@ function sameUrl(a: string, b: string): boolean {
 export type { AppConfigUpdate }
 
 /**
- * Saves the update (last write wins), then, when the result leaves a channel configured and the app has not yet been
- * given this environment's signing secret, has it made (or given again) and returns it (signing-secrets.ts).
+ * Saves the update (last write wins), then, when the result leaves a channel configured, returns this environment's
+ * signing secret (made when there is none, signing-secrets.ts) if the app has not been given it yet, or if the update
+ * names the channel's URL: a retry of the update that configured the channel, whose answer was lost, must get the
+ * secret again (the contract: safe to retry with the same desired configuration). Other updates answer without it.
  */
 export async function updateAppConfig(
   d: Pick<ServingApps, 'models' | 'policy' | 'signingSecrets'>,
@@ -56,7 +58,8 @@ export async function updateAppConfig(
   input: UpdateAppConfigInput,
 ): Promise<AppConfigUpdate> {
   const saved = await saveAppConfig(d, appDid, input)
-  const needsSecret = saved.view.webhook.configured && !saved.signingSecretEnsured
+  const namesChannel = input.webhookUrl != null || input.receiverUrl != null
+  const needsSecret = saved.view.webhook.configured && (!saved.signingSecretEnsured || namesChannel)
   const signingSecret = needsSecret ? await ensureSigningSecretOf(d, appDid, parseEnvironment(saved.view.environment)) : null
   return { config: saved.view, signingSecret }
 }

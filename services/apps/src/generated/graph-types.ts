@@ -128,10 +128,10 @@ export type TicketFee = {
   passToBuyer: Scalars['Boolean']['output'];
 };
 
-/** an update's result: the configuration, and the signing secret when this update created it */
+/** an update's result: the configuration, and the signing secret when the app is to be given it */
 export type AppConfigUpdate = {
   config: AppEnvironmentConfig;
-  /** whsec_…, in the updates that hand the environment's first signing secret to the app (docs/events.md); never after */
+  /** whsec_…, the current secret: in the update that first configures a channel and in every update naming the channel's URL (docs/events.md) */
   signingSecret: Maybe<Scalars['String']['output']>;
 };
 
