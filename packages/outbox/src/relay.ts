@@ -45,7 +45,12 @@ export const DEFAULT_OUTBOX_PRUNE_INTERVAL_MS = 3600_000
 const PRUNE_BATCH = 1000
 const PRUNE_MAX_PER_RUN = 20 * PRUNE_BATCH
 
-/** The relay's key in Redis: present while Redis keeps what the relay published. */
+/**
+ * The relay's key in Redis: a sequence every relay of the domain advances after each publish. While Redis keeps what
+ * the relays published it is there and never goes down; missing (Redis lost its data) or lower than a relay has seen
+ * (a failover to a replica that was behind: replication keeps the order of writes, so a replica with the sequence at
+ * n has every job published before n) means jobs may be gone.
+ */
 export function relayAliveKey(redisPrefix: string, source: EventSource): string {
   return `${redisPrefix}outbox-relay:${source}`
 }
@@ -158,7 +163,11 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     log.warn({ err }, 'outbox relay: queue connection error')
   })
 
-  /** Publishes events (their marks are the caller's). */
+  /** the highest value of the domain's relay sequence this process has seen (its own advances, and its reads) */
+  let seenSeq = 0
+  const sawSeq = (value: number) => void (seenSeq = Math.max(seenSeq, value))
+
+  /** Publishes events (their marks are the caller's), then advances the relay sequence past them. */
   const publish = async (batch: OutboxEvent[]): Promise<void> => {
     // BullMQ waits for a connection forever: wait a bounded time here instead, so a pass (and stop) always ends
     await redisReady()
@@ -176,6 +185,7 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     )
     publishing = settled
     await bounded(add, PUBLISH_TIMEOUT_MS, 'publishing to domain-events')
+    sawSeq(await redis.incr(aliveKey))
   }
 
   /**
@@ -253,18 +263,31 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   }
 
   /**
-   * The relay's key missing means Redis lost its data (or this is the first start): domain events published before
-   * may be gone with it, so those relayed within the replay window become unrelayed again, for this scan. The key is
-   * set only once they are: a pass that fails in between (the database away) replays at its retry. Two relays
-   * replaying at once publish each event once (its id is the job id).
+   * The relay sequence missing (Redis lost its data, or the first start) or below what this process has seen (Redis
+   * went back in time: a failover to a replica that was behind): domain events published before may be gone with it,
+   * so those relayed within the replay window become unrelayed again, for this scan. The sequence advances only once
+   * they are: a pass that fails in between (the database away) replays at its retry. Two relays replaying at once
+   * publish each event once (its id is the job id).
    */
   const replayIfRedisLost = async (): Promise<void> => {
     await redisReady()
-    if ((await redis.exists(aliveKey)) === 1) return
+    const raw = await redis.get(aliveKey)
+    const seq = raw !== null && /^\d+$/.test(raw) ? Number(raw) : null
+    if (raw !== null && seq === null) {
+      // the marker of a relay before the sequence (a date): Redis kept its data; the sequence starts from here
+      await redis.set(aliveKey, '1')
+      return sawSeq(1)
+    }
+    if (seq !== null && seq >= seenSeq) return sawSeq(seq)
+    const seen = seenSeq
     const since = new Date(Date.now() - replayWindowMs)
     const res = await opts.model.updateMany({ relayed: true, relayedAt: { $gte: since } }, { $set: { relayed: false } })
-    await redis.set(aliveKey, new Date().toISOString())
-    if (res.modifiedCount > 0) log.warn({ events: res.modifiedCount, since }, 'outbox relay: Redis lost its data (or first start); relaying recent events again')
+    // a new baseline: what this process saw before Redis went back no longer counts
+    seenSeq = await redis.incr(aliveKey)
+    if (res.modifiedCount > 0) {
+      const why = seq === null ? 'Redis lost its data (or first start)' : `Redis went back in time (relay sequence ${seq}, seen ${seen})`
+      log.warn({ events: res.modifiedCount, since }, `outbox relay: ${why}; relaying recent events again`)
+    }
   }
 
   /**

@@ -14,6 +14,7 @@ import {
   DOMAIN_EVENTS_QUEUE,
   outboxEventId,
   queuePrefix,
+  relayAliveKey,
   startOutboxRelay,
   writeOutboxEvent,
   type DomainEventJob,
@@ -325,6 +326,40 @@ test('Redis loses its data and the database fails the replay: the replay happens
   expect(await jobCount()).toBe(0)
   expect(await r.drain()).toBe(1)
   expect((await queue.getJob(id))?.data.eventId).toBe(id)
+})
+
+test('Redis goes back in time (a failover to a replica that was behind): the jobs it lost are published again', async () => {
+  const { queue, relay, redisPrefix } = fixture()
+  const r = relay()
+  const first = await writeOutboxEvent(model, event('behind:1'))
+  await waitFor(allRelayed)
+  const key = relayAliveKey(redisPrefix, 'payments')
+  const replicaSeq = await redis.get(key)
+  expect(replicaSeq).toMatch(/^\d+$/)
+  const second = await writeOutboxEvent(model, event('behind:2'))
+  await waitFor(async () => (await allRelayed()) && (await queue.getJob(second)) !== undefined)
+  expect(Number(await redis.get(key))).toBeGreaterThan(Number(replicaSeq))
+  // the replica that takes over had the first event's job and its sequence, not the second's
+  await (await queue.getJob(second))!.remove()
+  await redis.set(key, replicaSeq!)
+  await r.drain()
+  expect((await queue.getJob(second))?.data.eventId).toBe(second)
+  expect((await queue.getJob(first))?.data.eventId).toBe(first)
+  expect(await unrelayed()).toBe(0)
+  // the sequence moved on from there: the next scan replays nothing
+  expect(await r.drain()).toBe(0)
+})
+
+test('a relay marker from before the sequence (a date) is taken as Redis having kept its data: no replay', async () => {
+  const { relay, redisPrefix, jobCount } = fixture()
+  await writeOutboxEvent(model, event('legacy:1'))
+  const key = relayAliveKey(redisPrefix, 'payments')
+  await redis.set(key, new Date().toISOString())
+  await model.updateMany({}, { $set: { relayed: true, relayedAt: new Date() } })
+  const r = relay()
+  expect(await r.drain()).toBe(0)
+  expect(await jobCount()).toBe(0)
+  expect(await redis.get(key)).toBe('1')
 })
 
 describe('retention', () => {
