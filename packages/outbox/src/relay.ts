@@ -45,6 +45,9 @@ export const DEFAULT_OUTBOX_PRUNE_INTERVAL_MS = 3600_000
 const PRUNE_BATCH = 1000
 const PRUNE_MAX_PER_RUN = 20 * PRUNE_BATCH
 
+/** The most events one scan takes on (the rest by the next scan, at once). */
+const SCAN_MAX = 10_000
+
 /**
  * The relay's key in Redis: a sequence every relay of the domain advances after each publish. While Redis keeps what
  * the relays published it is there and never goes down; missing (Redis lost its data) or lower than a relay has seen
@@ -214,16 +217,27 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     await mark(ids)
   }
 
-  /** One batch of the scan: the oldest unrelayed events, published, then marked. Returns how many it relayed. */
-  const relayBatch = async (): Promise<number> => {
-    const batch = await opts.model
-      .find({ relayed: false })
-      .sort({ occurredAt: 1, _id: 1 })
-      .limit(batchSize)
-      .lean<OutboxEvent[]>()
+  /**
+   * The scan's events: the oldest unrelayed ones, at most SCAN_MAX, named once per pass. FerretDB hands
+   * `relayed: false` to PostgreSQL but sorts (and limits) in its own process, so a query per batch would decode
+   * the whole unrelayed set once per batch: quadratic in a backlog (a day's events replayed after Redis lost its
+   * data). Their documents are then read by `_id` a batch at a time.
+   */
+  const listUnrelayed = async (): Promise<string[]> => {
+    const due = await opts.model.find({ relayed: false }, { _id: 1, occurredAt: 1 }).lean<Pick<OutboxEvent, '_id' | 'occurredAt'>[]>()
+    due.sort((a, b) => a.occurredAt.getTime() - b.occurredAt.getTime() || a._id.localeCompare(b._id))
+    return due.slice(0, SCAN_MAX).map((event) => event._id)
+  }
+
+  /** One batch of the scan, by id: those still unrelayed published, then marked (each by its `_id`). */
+  const relayBatch = async (ids: string[]): Promise<number> => {
+    const docs = await Promise.all(ids.map((id) => opts.model.findById(id).lean<OutboxEvent>()))
+    const batch = docs.filter((event): event is OutboxEvent => event !== null && !event.relayed)
     if (batch.length === 0) return 0
     await publish(batch)
-    await mark(batch.map((event) => event._id))
+    await opts.beforeMark?.(batch.map((event) => event._id))
+    const $set = { relayed: true, relayedAt: new Date() }
+    await Promise.all(batch.map((event) => opts.model.updateOne({ _id: event._id }, { $set })))
     return batch.length
   }
 
@@ -314,16 +328,20 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     if (deleted > 0) log.info({ deleted, relayedBefore: before }, 'outbox: deleted events relayed before the retention')
   }
 
-  /** Batches until one comes back short: everything unrelayed when the pass started is on the queue. */
+  /**
+   * Every event unrelayed when the pass started, oldest first, in batches. A backlog beyond SCAN_MAX is finished by
+   * the next passes, which come at once, so this process's own writes are published in between.
+   */
   const relayAll = async (): Promise<number> => {
     await upgradeOutbox()
     await flushMarks()
     await replayIfRedisLost()
+    const ids = await listUnrelayed()
     let total = 0
-    for (;;) {
-      const relayed = await relayBatch()
-      total += relayed
-      if (relayed < batchSize || stopped) break
+    for (let i = 0; i < ids.length && !stopped; i += batchSize) total += await relayBatch(ids.slice(i, i + batchSize))
+    if (ids.length === SCAN_MAX) {
+      scanDue = true
+      wake()
     }
     if (total > 0) log.info({ relayed: total }, 'outbox events relayed')
     // a failed prune costs the relay nothing: the next one, an interval later, deletes what it left

@@ -149,6 +149,39 @@ test('polling relays writes it was not told about (another process), oldest firs
   expect((await queue.getJob(outboxEventId('raw:3')))?.data.occurredAt).toBe(new Date(base + 3000).toISOString())
 })
 
+test('a backlog is named once per scan, not once per batch (FerretDB decodes the whole unrelayed set for each such query)', async () => {
+  const { relay, jobCount } = fixture()
+  const base = Date.parse('2026-06-01T00:00:00Z')
+  const docs = Array.from({ length: 25 }, (_, i) => ({
+    _id: outboxEventId(`backlog:${i}`),
+    type: 'payment.completed',
+    environment: 'test',
+    appDid: APP,
+    data: { i },
+    key: `backlog:${i}`,
+    occurredAt: new Date(base + (24 - i) * 1000),
+    relayed: false,
+    relayedAt: null,
+  }))
+  await model.collection.insertMany(docs as never[])
+  const order: string[] = []
+  const r = relay({ batchSize: 5, beforeMark: (ids) => void order.push(...ids) })
+  await r.drain()
+  const find = jest.spyOn(model, 'find')
+  try {
+    await model.updateMany({}, { $set: { relayed: false } })
+    await r.drain()
+    // one query by `relayed: false` for five batches
+    expect(find.mock.calls.filter(([filter]) => (filter as { relayed?: unknown })?.relayed === false)).toHaveLength(1)
+  } finally {
+    find.mockRestore()
+  }
+  expect(await jobCount()).toBe(25)
+  expect(await unrelayed()).toBe(0)
+  // oldest first, each batch in order
+  expect(order.slice(0, 25)).toEqual(docs.map((d) => d._id).reverse())
+})
+
 test("this process's writes are relayed by their ids, not by a scan: an unannounced event waits for the next poll", async () => {
   const { relay, jobCount } = fixture()
   const r = relay() // polls every minute: only the start scans
