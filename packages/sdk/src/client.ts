@@ -105,6 +105,14 @@ export interface SvcClient {
 }
 
 
+/** The service refuses a service JWT that lives longer (docs/decisions.md). */
+const MAX_JWT_LIFETIME_SECONDS = 300
+/** A private key is a scalar from 1 to the curve's order - 1. */
+const CURVE_ORDER = {
+  ES256K: 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n,
+  ES256: 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n,
+} as const
+
 function assertOptions(options: SvcClientOptions): URL {
   let base: URL
   try {
@@ -120,6 +128,16 @@ function assertOptions(options: SvcClientOptions): URL {
   if (hasKeypair === hasHex) throw new TypeError('give exactly one of keypair or privateKeyHex (with alg)')
   if (hasHex && options.alg !== 'ES256K' && options.alg !== 'ES256') throw new TypeError('privateKeyHex needs alg ES256K or ES256')
   if (hasHex && !/^(0x)?[0-9a-fA-F]{64}$/.test(options.privateKeyHex!.trim())) throw new TypeError('privateKeyHex must be 32 bytes of hex')
+  if (hasHex) {
+    const scalar = BigInt(`0x${options.privateKeyHex!.trim().replace(/^0x/, '')}`)
+    if (scalar === 0n || scalar >= CURVE_ORDER[options.alg!]) throw new TypeError(`privateKeyHex is not a valid ${options.alg} private key (out of range)`)
+  }
+  const lifetime = options.jwtExpiresInSeconds
+  if (lifetime !== undefined && !(Number.isInteger(lifetime) && lifetime >= 1 && lifetime <= MAX_JWT_LIFETIME_SECONDS)) {
+    throw new RangeError(`jwtExpiresInSeconds must be a whole number from 1 to ${MAX_JWT_LIFETIME_SECONDS} (the service refuses longer)`)
+  }
+  const timeout = options.requestTimeoutMs
+  if (timeout !== undefined && !(timeout >= 1 && timeout <= 2 ** 31 - 1)) throw new RangeError('requestTimeoutMs must be from 1 to 2147483647 ms')
   return base
 }
 
@@ -193,7 +211,8 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
       const message = typeof b.message === 'string' ? b.message : `${nsid}: HTTP ${res.status}`
       throw new SvcError({ status: res.status, error: code, message, requestId, nsid, retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) })
     }
-    if (!parsed || (text !== '' && (typeof body !== 'object' || body === null))) {
+    // every method answers a JSON object: an empty body (a proxy's 200 or 204) is not an answer either
+    if (!parsed || typeof body !== 'object' || body === null) {
       throw new SvcError({ status: res.status, error: 'InvalidResponse', message: `${nsid}: the response is not a JSON object`, requestId, nsid })
     }
     return body as Methods[N]['output']

@@ -10,7 +10,6 @@
  *   const onWebhook = createWebhookRequestHandler({ secret, store, handlers })   // receiving events (src/receiver)
  *   await client.claimFreeTicket({ eventUri, ticketTypeId, buyerDid, idempotencyKey, buyerAssertionJwt })   // tickets
  */
-import { encodeProduct, type CheckoutProduct } from '@svc/checkout-product'
 
 export { API_VERSION, SDK_VERSION } from './version'
 
@@ -29,6 +28,7 @@ export { mintAssertion } from './tickets'
 export { PollTimeoutError, REQUEST_ID_HEADER, SvcError, isTransientError, isTransientStatus, parseRetryAfter } from './errors'
 export {
   TERMINAL_PAYMENT_STATUSES,
+  buildProduct,
   initiateCheckout,
   pollPaymentStatus,
   sleep,
@@ -54,11 +54,3 @@ export {
 export { ENVIRONMENTS, type Environment } from '@svc/vocabulary'
 export { generateDidKeyKeypair, keypairFromPrivateKeyHex, type ServiceJwtAlg } from '@svc/service-auth'
 
-/**
- * Validates the fields and returns the `svc.checkout.v1:` product string; throws InvalidProductError. `environment`
- * ('test' | 'live') is optional: without it the app's only configured environment applies, so an app configured for
- * both must name it (initiate answers InvalidProduct otherwise).
- */
-export function buildProduct(fields: CheckoutProduct): string {
-  return encodeProduct(fields)
-}

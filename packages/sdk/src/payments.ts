@@ -2,7 +2,7 @@
  * The contract's payment rules as helpers: poll network.svc.payment.status with backoff until a terminal status,
  * and initiate a checkout with the retry rule (same product, same app order id, after a transient failure).
  */
-import { encodeProduct, type CheckoutProduct } from '@svc/checkout-product'
+import { encodeProduct, InvalidProductError, type CheckoutProduct } from '@svc/checkout-product'
 import type { SvcClient } from './client'
 import { PollTimeoutError, SvcError, isTransientError } from './errors'
 import type { Methods } from '@svc/lexicons/types'
@@ -26,7 +26,23 @@ export interface BackoffOptions {
   signal?: AbortSignal
 }
 
-/** Waits `ms`, or rejects with the signal's reason when it aborts first. */
+/**
+ * Validates the fields and returns the `svc.checkout.v1:` product string; throws InvalidProductError. `environment`
+ * ('test' | 'live') is optional: without it the app's only configured environment applies, so an app configured for
+ * both must name it (initiate answers InvalidProduct otherwise). Only `tip` and `shop` checkouts are initiated by
+ * apps: a ticket's checkout comes from tickets.svc.createTicketHold, and subscriptions are not available yet, so
+ * both are refused here rather than by initiate.
+ */
+export function buildProduct(fields: CheckoutProduct): string {
+  if (fields.paymentType === 'ticket') throw new InvalidProductError('InvalidFields', 'ticket checkouts come from tickets.svc.createTicketHold (its checkout.url), not from initiate')
+  if (fields.paymentType === 'subscription') throw new InvalidProductError('InvalidFields', 'subscription checkouts are not available yet')
+  return encodeProduct(fields)
+}
+
+/** The longest delay a timer takes (2^31 - 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/** Waits `ms` (at most MAX_TIMER_MS), or rejects with the signal's reason when it aborts first. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason)
@@ -34,10 +50,11 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
       clearTimeout(timer)
       reject(signal!.reason)
     }
+    // a longer delay would overflow the timer, which Node then fires at once (a huge Retry-After: a tight loop)
     const timer = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort)
       resolve()
-    }, Math.max(0, ms))
+    }, Math.min(Math.max(0, ms), MAX_TIMER_MS))
     signal?.addEventListener('abort', onAbort, { once: true })
   })
 }
@@ -62,9 +79,14 @@ function backoff(options: BackoffOptions, defaultInitial: number) {
   }
 }
 
+/** How long one status request of a poll waits by default (the client's own default). */
+const DEFAULT_POLL_REQUEST_TIMEOUT_MS = 30_000
+
 export interface PollPaymentStatusOptions extends BackoffOptions {
   /** Give up after this many ms with PollTimeoutError (default: no limit; pass a signal or a timeout in workers). */
   timeoutMs?: number
+  /** Each status request waits at most this long, or the time left of `timeoutMs` when less (default 30 000). */
+  requestTimeoutMs?: number
   /** Called with every non-terminal status read (e.g. to record progress). */
   onStatus?: (status: PaymentStatusOutput) => void
 }
@@ -77,6 +99,9 @@ export interface PollPaymentStatusOptions extends BackoffOptions {
  */
 export async function pollPaymentStatus(client: Pick<SvcClient, 'getPaymentStatus'>, token: string, options: PollPaymentStatusOptions = {}): Promise<PaymentStatusOutput> {
   const { signal, timeoutMs, onStatus } = options
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_POLL_REQUEST_TIMEOUT_MS
+  if (timeoutMs !== undefined && !(timeoutMs > 0)) throw new RangeError('timeoutMs must be a positive number of ms')
+  if (!(requestTimeoutMs >= 1 && requestTimeoutMs <= MAX_TIMER_MS)) throw new RangeError(`requestTimeoutMs must be from 1 to ${MAX_TIMER_MS} ms`)
   const delays = backoff(options, 1000)
   const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs
   let attempts = 0
@@ -86,8 +111,8 @@ export async function pollPaymentStatus(client: Pick<SvcClient, 'getPaymentStatu
     let floor = 0
     try {
       attempts++
-      const remaining = deadline === undefined ? undefined : Math.max(1, deadline - Date.now())
-      const res = await client.getPaymentStatus({ token }, { signal, ...(remaining === undefined ? {} : { timeoutMs: remaining }) })
+      const remaining = deadline === undefined ? Infinity : Math.max(1, deadline - Date.now())
+      const res = await client.getPaymentStatus({ token }, { signal, timeoutMs: Math.min(remaining, requestTimeoutMs) })
       lastStatus = res.status
       if (TERMINAL_PAYMENT_STATUSES.has(res.status)) return res
       onStatus?.(res)
@@ -124,7 +149,7 @@ export async function initiateCheckout(
 ): Promise<InitiateOutput> {
   const retries = options.retries ?? 3
   if (!Number.isInteger(retries) || retries < 0) throw new RangeError('retries must be a non-negative integer')
-  const productString = typeof product === 'string' ? product : encodeProduct(product)
+  const productString = typeof product === 'string' ? product : buildProduct(product)
   const delays = backoff(options, 500)
   for (let attempt = 0; ; attempt++) {
     if (options.signal?.aborted) throw options.signal.reason

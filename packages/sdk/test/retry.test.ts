@@ -151,6 +151,23 @@ describe('pollPaymentStatus', () => {
     expect(seen).toHaveLength(1)
   })
 
+  it('a request that hangs waits its own timeout, not the whole poll\'s: the next request gets the answer', async () => {
+    script = ['hang', ok({ status: 'completed', ref: REF })]
+    const res = await pollPaymentStatus(client, 'tok_hang', { ...FAST, timeoutMs: 5000, requestTimeoutMs: 50 })
+    expect(res).toEqual({ status: 'completed', ref: REF })
+    expect(seen).toHaveLength(2)
+  })
+
+  it('a Retry-After beyond what a timer takes waits (it used to overflow and retry at once)', async () => {
+    script = [err(429, 'RateLimitExceeded', { 'retry-after': '3000000' }), ok({ status: 'completed', ref: REF })]
+    const controller = new AbortController()
+    const polling = pollPaymentStatus(client, 'tok_long', { ...FAST, signal: controller.signal })
+    await new Promise((r) => setTimeout(r, 200))
+    expect(seen).toHaveLength(1)
+    controller.abort(new Error('enough'))
+    await expect(polling).rejects.toThrow('enough')
+  })
+
   it('stops when the signal aborts, with the abort reason', async () => {
     script = Array.from({ length: 100 }, () => ok({ status: 'pending' }))
     const controller = new AbortController()
@@ -220,6 +237,15 @@ describe('initiateCheckout', () => {
     await expect(initiateCheckout(client, { ...JSON.parse('{}'), paymentType: 'tip' }, FAST)).rejects.toThrow(/invalid checkout product/)
     expect(seen).toHaveLength(0)
   })
+
+  it('ticket and subscription products, which initiate always refuses, are refused by the builder', async () => {
+    const fields = { recipientDid: 'did:plc:creator', appOrderId: 'order-1', description: 'x', amount: 500, currency: 'usd', returnUrl: 'https://app.example/ok', cancelUrl: 'https://app.example/no' }
+    expect(() => buildProduct({ ...fields, paymentType: 'ticket', holdId: 'hold_1' } as never)).toThrow(/createTicketHold/)
+    expect(() => buildProduct({ ...fields, paymentType: 'subscription', cadence: 'month' } as never)).toThrow(/not available yet/)
+    await expect(initiateCheckout(client, { ...fields, paymentType: 'subscription', cadence: 'month' } as never, FAST)).rejects.toThrow(/not available yet/)
+    expect(buildProduct({ ...fields, paymentType: 'tip' })).toMatch(/^svc\.checkout\.v1:/)
+    expect(seen).toHaveLength(0)
+  })
 })
 
 describe('the client', () => {
@@ -230,6 +256,9 @@ describe('the client', () => {
     script = [{ status: 200, body: 'just text' }]
     const second = (await rejection(client.getPaymentStatus({ token: 't' }))) as SvcError
     expect(second.error).toBe('InvalidResponse')
+    // an empty 200 (a proxy's) is no answer either
+    script = [{ status: 200 }]
+    expect(((await rejection(client.getPaymentStatus({ token: 't' }))) as SvcError).error).toBe('InvalidResponse')
   })
 
   it('refuses bad options synchronously', () => {
@@ -237,5 +266,12 @@ describe('the client', () => {
     expect(() => createSvcClient({ baseUrl, appDid: 'app', serviceDid: SERVICE_DID, privateKeyHex: '00'.repeat(32), alg: 'ES256K' })).toThrow(/appDid/)
     expect(() => createSvcClient({ baseUrl, appDid, serviceDid: SERVICE_DID, privateKeyHex: 'abc', alg: 'ES256K' })).toThrow(/32 bytes/)
     expect(() => createSvcClient({ baseUrl, appDid, serviceDid: SERVICE_DID } as never)).toThrow(/exactly one/)
+    const key = { baseUrl, appDid, serviceDid: SERVICE_DID, privateKeyHex: '11'.repeat(32), alg: 'ES256K' as const }
+    // a scalar outside the curve's range, a token the service would refuse to accept, a timeout no timer takes
+    expect(() => createSvcClient({ ...key, privateKeyHex: 'ff'.repeat(32) })).toThrow(/out of range/)
+    expect(() => createSvcClient({ ...key, jwtExpiresInSeconds: 600 })).toThrow(/jwtExpiresInSeconds/)
+    expect(() => createSvcClient({ ...key, jwtExpiresInSeconds: 0 })).toThrow(/jwtExpiresInSeconds/)
+    expect(() => createSvcClient({ ...key, requestTimeoutMs: Infinity })).toThrow(/requestTimeoutMs/)
+    expect(() => createSvcClient(key)).not.toThrow()
   })
 })
