@@ -57,7 +57,8 @@ const schema = z
     PLC_URL: z.string().url().default('https://plc.directory'),
     BASE_URL: z.string().url().default('http://127.0.0.1:4000'),
     CHECKOUT_URL: z.string().url().default('http://127.0.0.1:4001'),
-    DASHBOARD_URL: z.string().url().default('http://127.0.0.1:4001/dashboard'),
+    // default: {CHECKOUT_URL}/dashboard (the checkout host serves the dashboard)
+    DASHBOARD_URL: z.string().url().optional(),
     HOST: z.string().default('127.0.0.1'),
     API_PORT: port.default(4000),
     CHECKOUT_PORT: port.default(4001),
@@ -190,7 +191,9 @@ const schema = z
     // the pages' capabilities (checkout links, the dashboard's session cookie, Secure only over https) cross the network
     // in the clear over http; a loopback host (a container tried locally) never leaves the machine
     for (const key of ['CHECKOUT_URL', 'DASHBOARD_URL'] as const) {
-      const url = new URL(env[key])
+      const value = env[key]
+      if (value === undefined) continue
+      const url = new URL(value)
       if (url.protocol !== 'https:' && !LOOPBACK_HOSTS.has(url.hostname)) ctx.addIssue({ code: 'custom', path: [key], message: 'must be https in production (http only on a loopback host)' })
     }
   })
@@ -321,7 +324,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     plcUrl: e.PLC_URL,
     baseUrl: e.BASE_URL.replace(/\/$/, ''),
     checkoutUrl: e.CHECKOUT_URL.replace(/\/$/, ''),
-    dashboardUrl: e.DASHBOARD_URL.replace(/\/$/, ''),
+    dashboardUrl: (e.DASHBOARD_URL ?? `${e.CHECKOUT_URL.replace(/\/$/, '')}/dashboard`).replace(/\/$/, ''),
     host: e.HOST,
     ports: {
       api: e.API_PORT,

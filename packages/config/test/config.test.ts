@@ -32,6 +32,12 @@ describe('internal callers\' keys', () => {
     expect(loadConfig({ ...production, EVENTS_CONTEXT_KEY: token('e') }).secrets.callerKeys.events).toBe(token('e'))
   })
 
+  it('the dashboard is on the checkout host unless DASHBOARD_URL says otherwise', () => {
+    expect(loadConfig({ CHECKOUT_URL: 'https://pay.example.com/' }).dashboardUrl).toBe('https://pay.example.com/dashboard')
+    expect(loadConfig({}).dashboardUrl).toBe('http://127.0.0.1:4001/dashboard')
+    expect(loadConfig({ CHECKOUT_URL: 'https://pay.example.com', DASHBOARD_URL: 'https://creators.example.com/' }).dashboardUrl).toBe('https://creators.example.com')
+  })
+
   it('refuses pages served over http in production, except on a loopback host', () => {
     const production = { ...everyKeySet, CHECKOUT_URL: 'http://pay.example.com' }
     expect(() => loadConfig(production)).toThrow(/CHECKOUT_URL.*must be https in production/s)

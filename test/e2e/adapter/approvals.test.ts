@@ -4,7 +4,7 @@
  * decisions on the dashboard pages with a real session cookie. Every contract error, the idempotency scope
  * under parallel duplicates, terms changes, the dashboard-only acceptance, and test/live and app isolation.
  */
-import { startStack, type TestStack } from '../../stack'
+import { startStack, type TestApp, type TestStack } from '../../stack'
 import { bearer, expectError, expectOk } from './helpers'
 import { dashboardGet, dashboardPost, decide, getApproval, hiddenField, requestApproval } from './payment-helpers'
 
@@ -279,5 +279,27 @@ describe('the creator decides on the dashboard, and only there', () => {
     expect(accepted.status).toBe(303)
     expect(accepted.headers.get('location')).toBe(`https://app.example.com/creators/done?svc_approval=approved&approval_id=${id}`)
     expect(expectOk(await getApproval(stack, app, { recipientDid: creator.did }))).toMatchObject({ status: 'approved', paymentSetup: 'ready' })
+  })
+
+  it('without a setupReturnUrl, or with one the app has since moved away from, onboarding returns to the registered origin', async () => {
+    const acceptFromOnboarding = async (app: TestApp, body: Record<string, unknown>, beforeAccept: () => Promise<void> = async () => undefined) => {
+      const creator = await stack.newActor({ environment: 'test', payoutStatus: 'ready' })
+      const { id } = expectOk(await requestApproval(stack, app, { recipientDid: creator.did, environment: 'test', paymentTypes: ['tip'], ...body }))
+      const cookie = await stack.dashboardCookie(creator.did, 'test')
+      await beforeAccept()
+      const page = await dashboardGet(stack, cookie, `/dashboard/onboarding/${id}`)
+      const accepted = await dashboardPost(stack, cookie, `/dashboard/approvals/${id}/accept`, { csrf: hiddenField(page.text, 'csrf'), termsHash: hiddenField(page.text, 'termsHash'), from: 'onboarding' })
+      return { id, page, location: accepted.headers.get('location') }
+    }
+    const plain = await acceptFromOnboarding(await stack.newApp(), {})
+    expect(plain.page.text).toContain('After you accept you return to https://app.example.com.')
+    expect(plain.location).toBe(`https://app.example.com/?svc_approval=approved&approval_id=${plain.id}`)
+
+    const moved = await stack.newApp()
+    const stale = await acceptFromOnboarding(moved, { setupReturnUrl: 'https://app.example.com/creators/done' }, async () => {
+      // the operator re-registered the app under another origin
+      await stack.models.AppEnvironment.updateOne({ appDid: moved.did, environment: 'test' }, { $set: { appUrl: 'https://new.example.com' } })
+    })
+    expect(stale.location).toBe(`https://new.example.com/?svc_approval=approved&approval_id=${stale.id}`)
   })
 })

@@ -139,13 +139,15 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
     try {
       const data = (await ask(request, s, APPROVAL_ACTIONS[action as ApprovalAction] as GatewayDocument<unknown, typeof variables>, variables)) as Record<
         string,
-        { setupReturnUrl: string | null; status: string }
+        { setupReturnUrl: string | null; appOrigin: string; status: string }
       >
       const approval = Object.values(data)[0]!
       request.log.info({ approvalId: id, action, status: approval.status }, 'approval decision')
-      // After accepting from the onboarding flow the creator goes back to the app (its registered origin).
-      if (action === 'accept' && form.from === 'onboarding' && approval.setupReturnUrl) {
-        const back = new URL(approval.setupReturnUrl)
+      // After accepting from the onboarding flow the creator goes back to the app: its setupReturnUrl, or its
+      // registered origin when it gave none (or the origin has changed since)
+      const target = action === 'accept' && form.from === 'onboarding' ? views.returnTarget(approval) : null
+      if (target) {
+        const back = new URL(target)
         back.searchParams.set('svc_approval', approval.status)
         back.searchParams.set('approval_id', id)
         return reply.redirect(back.toString(), 303)

@@ -27,6 +27,24 @@ const STATUS_TEXT: Record<string, string> = {
 
 const percent = (bps: number) => `${(bps / 100).toFixed(2).replace(/\.?0+$/, '')}%`
 
+/**
+ * Where onboarding sends the creator back to after accepting: the request's setupReturnUrl while it is on the app's
+ * registered origin (it was checked against it when asked; an operator may have moved the app since), else that origin.
+ */
+export function returnTarget(a: { setupReturnUrl?: string | null; appOrigin: string }): string | null {
+  const origin = (url: string) => {
+    try {
+      const u = new URL(url)
+      return u.protocol === 'https:' || u.protocol === 'http:' ? u.origin : null
+    } catch {
+      return null
+    }
+  }
+  const appOrigin = origin(a.appOrigin)
+  if (a.setupReturnUrl && appOrigin !== null && origin(a.setupReturnUrl) === appOrigin) return a.setupReturnUrl
+  return appOrigin === null ? null : `${appOrigin}/`
+}
+
 export function csrfField(s: DashboardSession): Html {
   return html`<input type="hidden" name="csrf" value="${s.csrfToken}">`
 }
@@ -107,7 +125,7 @@ export function approvalPage(s: DashboardSession, data: ApprovalData, mode: 'rev
         ${acceptable ? html`<p>Accepting lets this app start checkouts that pay you, on exactly these terms. If the app changes them, it must ask again.</p>` : ''}
         <div class="actions">${actions}</div>
       </section>
-      ${mode === 'onboarding' && a.setupReturnUrl ? html`<p class="hint">After you accept you return to ${new URL(a.setupReturnUrl).origin}.</p>` : ''}
+      ${mode === 'onboarding' && returnTarget(a) ? html`<p class="hint">After you accept you return to ${new URL(returnTarget(a)!).origin}.</p>` : ''}
     </main>`,
   }
 }
