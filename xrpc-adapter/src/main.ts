@@ -47,7 +47,9 @@ runProcess('xrpc-adapter', async (config, logger) => {
   await api.listen({ host: config.host, port: config.ports.api, backlog: LISTEN_BACKLOG })
   await checkout.listen({ host: config.host, port: config.ports.checkout, backlog: LISTEN_BACKLOG })
   return async () => {
-    await Promise.allSettled([api.close(), checkout.close(), gateway.close()])
+    // the listeners first: requests in flight still call the gateway (and write the request log) while they drain
+    await Promise.allSettled([api.close(), checkout.close()])
+    await gateway.close()
     await redis.quit()
   }
 })

@@ -17,7 +17,8 @@ export function requiredOption(values: Record<string, unknown>, name: string): s
 /** Runs an operator command's main and turns its failures into messages and exit codes. */
 export function runOperatorCommand(main: (argv: string[]) => Promise<void>, usage: string): void {
   main(process.argv.slice(2)).catch((err: unknown) => {
-    if (err instanceof UsageError || (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    // node's parseArgs: an unknown option, an option without its value, a value given to a flag
+    if (err instanceof UsageError || String((err as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')) {
       process.stderr.write(`${(err as Error).message}\n\n${usage}\n`)
       process.exit(2)
     }

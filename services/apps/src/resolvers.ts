@@ -158,7 +158,9 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
     updateAppConfig: (_: unknown, args: MutationUpdateAppConfigArgs, ctx: AppsContext) =>
       updateAppConfig(ctx.domain, require(ctx, 'app').appDid, args.input),
     recordDeveloperRequest: async (_: unknown, args: MutationRecordDeveloperRequestArgs, ctx: AppsContext) => {
-      require(ctx, 'service')
+      // the adapter's record of its developer routes' calls; no other service writes that log
+      const p = require(ctx, 'service')
+      if (p.name !== SERVICE_PRINCIPALS.xrpcAdapter) throw new ContractError('NotAllowed', 'recordDeveloperRequest is the XRPC adapter\'s')
       await recordRequest(ctx.domain, args.input)
       return true
     },

@@ -206,6 +206,9 @@ describe('requestRecipientApproval: refusals change nothing', () => {
   test('the app itself as recipient → InvalidRequest (an app selling for itself needs no approval)', async () => {
     const err = await contractError(requestRecipientApproval({ models, facts: knownActors }, app, input(app)))
     expect(err.code).toBe('InvalidRequest')
+    // also when the app is no actor: the request is refused for what it is, not for a missing recipient
+    const noActor = await contractError(requestRecipientApproval({ models, facts: { actor: async () => null } }, app, input(app)))
+    expect(noActor.code).toBe('InvalidRequest')
     expect(err.message).toMatch(/itself/)
     expect(await models.RecipientApproval.countDocuments({ recipientDid: app })).toBe(0)
   })

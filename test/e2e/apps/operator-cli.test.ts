@@ -104,4 +104,10 @@ test('bad input is refused with the contract error and a non-zero exit, and chan
   expect(usage.code).toBe(2)
   expect(usage.stderr).toMatch(/--did is required/)
   expect(unknownCommand.code).toBe(2)
+
+  // an option given without its value is a usage error too (node's parseArgs: ERR_PARSE_ARGS_INVALID_OPTION_VALUE)
+  const noValue = await operator('register-app', '--did')
+  expect(noValue.code).toBe(2)
+  expect(noValue.stderr).toMatch(/usage/i)
+  expect(noValue.stderr).not.toMatch(/ {4}at /)
 })

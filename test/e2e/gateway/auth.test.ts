@@ -196,6 +196,13 @@ describe('contract error codes through the gateway', () => {
     expect(await fx.apps.models.RequestLog.countDocuments({ requestId: 'r-app' })).toBe(0)
   })
 
+  test('another service (the checkout pages) recording a developer request → NotAllowed, nothing recorded', async () => {
+    const mutation = `mutation { recordDeveloperRequest(input: { requestId: "r-checkout", method: "GET", path: "/x", status: 200, durationMs: 1 }) }`
+    const res = await postGraphQL(fx.graphqlUrl, mutation, adapter({ kind: 'service', name: 'checkout' }))
+    expect(res.body.errors?.[0]?.extensions?.code).toBe('NotAllowed')
+    expect(await fx.apps.models.RequestLog.countDocuments({ requestId: 'r-checkout' })).toBe(0)
+  })
+
   test('the adapter service records a developer request; an operator reads it', async () => {
     const mutation = `mutation { recordDeveloperRequest(input: { requestId: "r-svc", environment: "test", appDid: "${REGISTERED}", method: "GET", path: "/api/app/developer/config", status: 200, durationMs: 3.4 }) }`
     const rec = await postGraphQL(fx.graphqlUrl, mutation, adapter({ kind: 'service', name: 'xrpc-adapter' }))

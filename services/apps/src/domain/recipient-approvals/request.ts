@@ -66,10 +66,10 @@ export async function requestRecipientApproval(
   const { environment } = await resolveAppAccess(d, appDid, input.environment)
   const recipientDid = input.recipientDid
   if (typeof recipientDid !== 'string' || !isDid(recipientDid)) invalid('recipientDid must be a DID')
+  if (recipientDid === appDid) invalid('recipientDid is the app itself: an app selling for itself needs no approval')
   if (!(await d.facts.actor(recipientDid, environment))) {
     throw new ContractError('RecipientNotFound', `recipient ${recipientDid} is not a known actor in ${environment}`)
   }
-  if (recipientDid === appDid) invalid('recipientDid is the app itself: an app selling for itself needs no approval')
   const paymentTypes = parsePaymentTypes(input.paymentTypes)
   const requestedFeeShare = parseFeeShare(input.feeShareBps)
   const publicRecords = parsePublicRecords(input.publicRecords)
