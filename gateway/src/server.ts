@@ -11,6 +11,7 @@ import { CONTEXT_HEADER, REQUEST_ID_HEADER, signContext, type CallerKeys } from 
 import { createMetrics, operationsRoutes, type ProcessMetrics } from '@svc/operations'
 import { authenticate, type Authenticated } from './principal'
 import { formatGatewayErrors } from './subgraph-failures'
+import { createSubgraphAgent } from './subgraph-agent'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -70,6 +71,13 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     reply.header(REQUEST_ID_HEADER, request.id)
   })
 
+  const subgraphTimeoutMs = opts.subgraphTimeoutMs ?? SUBGRAPH_TIMEOUT_MS
+  const agents = opts.services.map((service) => createSubgraphAgent(service.url, { connections: 32, headersTimeout: subgraphTimeoutMs, bodyTimeout: subgraphTimeoutMs }))
+  // mercurius leaves an agent it was given open: closed after the gateway (the listener first, then the pools)
+  app.addHook('onClose', async () => {
+    await Promise.allSettled(agents.map((agent) => agent.destroy()))
+  })
+
   await app.register(mercuriusGateway, {
     path: GRAPHQL_PATH,
     graphiql: opts.graphiql,
@@ -78,13 +86,11 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     gateway: {
       retryServicesCount: opts.retryServicesCount ?? 20,
       retryServicesInterval: 500,
-      services: opts.services.map((service) => ({
+      services: opts.services.map((service, i) => ({
         name: service.name,
         url: service.url,
         mandatory: true,
-        connections: 32,
-        headersTimeout: opts.subgraphTimeoutMs ?? SUBGRAPH_TIMEOUT_MS,
-        bodyTimeout: opts.subgraphTimeoutMs ?? SUBGRAPH_TIMEOUT_MS,
+        agent: agents[i] as never,
         initHeaders: () => ({
           [CONTEXT_HEADER]: signContext(
             { issuer: 'gateway', key: opts.secrets.callerKeys.gateway },

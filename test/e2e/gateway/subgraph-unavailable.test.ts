@@ -43,6 +43,8 @@ let subgraph: RunningSubgraph
 /** the subgraph as the gateway sees it: passes requests on, or answers HTML as a proxy in front of one that is down */
 let proxy: Server
 let proxyAnswersHtml = false
+/** a JSON answer that is not GraphQL: Fastify's own 503 while the subgraph drains at a restart */
+let proxyAnswersDraining = false
 let gateway: FastifyInstance
 let client: GatewayClient
 const as = { principal: { kind: 'app', appDid: 'did:web:lagging.example.com' } as const, requestId: 'req-unavailable' }
@@ -54,6 +56,11 @@ beforeAll(async () => {
     if (proxyAnswersHtml) {
       req.resume()
       res.writeHead(502, { 'content-type': 'text/html' }).end('<html>bad gateway</html>')
+      return
+    }
+    if (proxyAnswersDraining) {
+      req.resume()
+      res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'Service Unavailable', message: 'Service Unavailable', statusCode: 503 }))
       return
     }
     const chunks: Buffer[] = []
@@ -110,6 +117,16 @@ test('a subgraph that answers no GraphQL is ServiceUnavailable', async () => {
   } finally {
     proxyAnswersHtml = false
   }
+})
+
+test('a subgraph that answers JSON that is not GraphQL (its 503 while it drains at a restart) is ServiceUnavailable', async () => {
+  proxyAnswersDraining = true
+  try {
+    await expect(ask('{ quick }')).resolves.toMatchObject({ code: 'ServiceUnavailable', status: 503 })
+  } finally {
+    proxyAnswersDraining = false
+  }
+  await expect(ask('{ quick }')).resolves.toEqual({ quick: 'quick' })
 })
 
 test('a subgraph that has stopped listening is ServiceUnavailable', async () => {

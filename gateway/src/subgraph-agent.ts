@@ -1,0 +1,44 @@
+/**
+ * The connection pool the gateway asks a subgraph through. Mercurius reads any JSON answer as a GraphQL one: a JSON
+ * body without `data` or `errors` (Fastify's own 503 while a subgraph drains at a restart, a 413, a 404) then fails
+ * later in the gateway as a TypeError, which its callers answer 500. Here such an answer is a failed request, which
+ * the gateway answers ServiceUnavailable like a refused connection (subgraph-failures.ts).
+ */
+import { Pool } from 'undici'
+
+type PoolRequest = Parameters<Pool['request']>[0]
+
+/** An answer mercurius can read: the body already read, as text. */
+interface ReadAnswer {
+  statusCode: number
+  headers: Record<string, string | string[] | undefined>
+  body: { text(): Promise<string> }
+}
+
+function isGraphQLAnswer(text: string): boolean {
+  try {
+    const json = JSON.parse(text) as unknown
+    return typeof json === 'object' && json !== null && ('data' in json || 'errors' in json)
+  } catch {
+    // not JSON: mercurius's own parse fails it as a transport failure already
+    return true
+  }
+}
+
+export interface SubgraphAgent {
+  request(opts: PoolRequest): Promise<ReadAnswer>
+  destroy(): Promise<void>
+}
+
+export function createSubgraphAgent(url: string, opts: { connections: number; headersTimeout: number; bodyTimeout: number }): SubgraphAgent {
+  const pool = new Pool(new URL(url).origin, { ...opts, keepAliveMaxTimeout: 5000 })
+  return {
+    async request(req) {
+      const res = await pool.request(req)
+      const text = await res.body.text()
+      if (!isGraphQLAnswer(text)) throw new Error(`the subgraph answered HTTP ${res.statusCode} without a GraphQL answer`)
+      return { statusCode: res.statusCode, headers: res.headers, body: { text: async () => text } }
+    },
+    destroy: () => pool.destroy(),
+  }
+}
