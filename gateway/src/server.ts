@@ -12,6 +12,7 @@ import { createMetrics, operationsRoutes, type ProcessMetrics } from '@svc/opera
 import { authenticate, type Authenticated } from './principal'
 import { formatGatewayErrors } from './subgraph-failures'
 import { createSubgraphAgent } from './subgraph-agent'
+import { maxQueryCost } from './query-cost'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -83,6 +84,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     graphiql: opts.graphiql,
     jit: 1,
     errorFormatter: formatGatewayErrors,
+    validationRules: [maxQueryCost],
     gateway: {
       retryServicesCount: opts.retryServicesCount ?? 20,
       retryServicesInterval: 500,

@@ -211,3 +211,25 @@ describe('contract error codes through the gateway', () => {
     expect(res.body).toEqual({ data: { requestLog: [{ requestId: 'r-svc', path: '/api/app/developer/config', status: 200, durationMs: 3 }] } })
   })
 })
+
+describe('what one operation may ask (the gateway costs it before any subgraph is asked)', () => {
+  test('thousands of aliases of a list field are refused with 400, and no subgraph is asked', async () => {
+    const aliases = Array.from({ length: 2000 }, (_, i) => `a${i}: requestLog(limit: 200) { requestId }`).join(' ')
+    const res = await postGraphQL(fx.graphqlUrl, `{ ${aliases} }`, operator())
+    expect(res.status).toBe(400)
+    expect(res.body.errors?.[0]?.message).toMatch(/asks too much at once/)
+  })
+
+  test('list fields nested through each other (approvals → recipient → approvals …) are refused with 400', async () => {
+    const nested = `{ actor(did: "${REGISTERED}", environment: "test") { recipientApprovals { recipient { recipientApprovals { recipient { recipientApprovals { recipient { recipientApprovals { id } } } } } } } } }`
+    const res = await postGraphQL(fx.graphqlUrl, nested, operator())
+    expect(res.status).toBe(400)
+    expect(res.body.errors?.[0]?.message).toMatch(/asks too much at once/)
+  })
+
+  test('an operator\'s ordinary reads pass', async () => {
+    const res = await postGraphQL(fx.graphqlUrl, `{ requestLog(limit: 200) { requestId path status } app(did: "${REGISTERED}") { did } }`, operator())
+    expect(res.status).toBe(200)
+    expect(res.body.errors).toBeUndefined()
+  })
+})
