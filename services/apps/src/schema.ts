@@ -141,7 +141,7 @@ export const typeDefs = gql`
     paused: Boolean!
     "webhook | xrpc"
     channel: String!
-    "set when the events workers disabled the endpoint (it answered 410, or failed every attempt for days); unpausing or a new URL clears it"
+    "set when the events workers disabled the endpoint (it answered 410, or failed every attempt for days); unpausing (webhookPaused false) clears it"
     disabled: EndpointDisabled
   }
 

@@ -317,7 +317,7 @@ export type DeveloperWebhookState = {
   channel: Scalars['String']['output'];
   /** the chosen channel has its URL */
   configured: Scalars['Boolean']['output'];
-  /** set when the events workers disabled the endpoint (it answered 410, or failed every attempt for days); unpausing or a new URL clears it */
+  /** set when the events workers disabled the endpoint (it answered 410, or failed every attempt for days); unpausing (webhookPaused false) clears it */
   disabled: Maybe<EndpointDisabled>;
   paused: Scalars['Boolean']['output'];
 };

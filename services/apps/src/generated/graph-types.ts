@@ -154,7 +154,7 @@ export type DeveloperWebhookState = {
   paused: Scalars['Boolean']['output'];
   /** webhook | xrpc */
   channel: Scalars['String']['output'];
-  /** set when the events workers disabled the endpoint (it answered 410, or failed every attempt for days); unpausing or a new URL clears it */
+  /** set when the events workers disabled the endpoint (it answered 410, or failed every attempt for days); unpausing (webhookPaused false) clears it */
   disabled: Maybe<EndpointDisabled>;
 };
 

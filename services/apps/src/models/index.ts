@@ -42,7 +42,7 @@ const appEnvironmentSchema = new Schema(
       /**
        * set with paused when the events workers disabled the endpoint (docs/events.md, "Endpoint health"):
        * `gone` (it answered 410) or `failing` (every attempt failed for DELIVERY_DISABLE_AFTER_MS); cleared when the
-       * app unpauses it or sets a new URL
+       * app unpauses it (webhookPaused false)
        */
       disabledReason: { type: String, enum: ['gone', 'failing', null], default: null },
       disabledAt: { type: Date, default: null },
