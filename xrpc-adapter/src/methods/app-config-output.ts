@@ -16,7 +16,7 @@ export const APP_CONFIG_FIELDS = graphql(`fragment AppConfigFields on AppEnviron
 /** The configuration as the apps subgraph's SDL declares it (the fragment above). */
 export type AppConfigData = ResultOf<typeof APP_CONFIG_FIELDS>
 
-/** The lexicons' webhook object (getConfig's; updateConfig's adds the signing secret once). */
+/** The lexicons' webhook object (getConfig's; updateConfig's adds the signing secret when it answers it). */
 export function webhookOutput(w: AppConfigData['webhook']): MoneySvcAppGetConfigWebhook {
   return {
     configured: w.configured,

@@ -1,7 +1,8 @@
 /**
  * money.svc.app.updateConfig: the apps subgraph's partial update, which also has the events domain create the
  * environment's signing secret when the result leaves a channel configured (docs/events.md, "Signing secrets"). The
- * calls that hand the secret to the app return it, as `webhook.signingSecret`; every later response has none.
+ * update that first configures a channel, and every update naming the channel's URL, return it as
+ * `webhook.signingSecret`; other responses have none.
  */
 import { graphql } from '@svc/graph'
 import { INPUT_KEYS } from '@svc/lexicons/types'
