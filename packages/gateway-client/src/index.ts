@@ -81,6 +81,12 @@ export function createGatewayClient(opts: GatewayClientOptions): GatewayClient {
       as.log?.error({ err }, 'gateway unreachable')
       throw new GatewayUnavailableError(typeof code === 'string' ? code : 'unreachable')
     }
+    if (status === 401) {
+      // the gateway refused this process's signed context (a key it does not know, a clock too far apart): a
+      // deployment fault every call of this process meets, said once per call rather than as an unexplained 500
+      as.log?.error({ status, answer: text.slice(0, 200) }, 'the gateway refused this process\'s context: check its key (*_CONTEXT_KEY) and the clock')
+      throw new ContractError('InternalServerError', 'internal error')
+    }
     try {
       return JSON.parse(text) as GraphQLAnswer<T>
     } catch {
@@ -101,7 +107,10 @@ export function createGatewayClient(opts: GatewayClientOptions): GatewayClient {
         as.log?.error({ errors: answer.errors }, 'gateway returned an unexpected error')
         throw new ContractError('InternalServerError', 'internal error')
       }
-      if (answer.data == null) throw new ContractError('InternalServerError', 'internal error')
+      if (answer.data == null) {
+        as.log?.error({ answer: JSON.stringify(answer).slice(0, 200) }, 'gateway answered neither data nor errors')
+        throw new ContractError('InternalServerError', 'internal error')
+      }
       return answer.data
     },
     close: () => pool.close(),

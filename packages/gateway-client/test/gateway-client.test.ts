@@ -84,7 +84,16 @@ it('turns an uncoded error, an InternalServerError or an answer without data int
     const err = await client().query('{ x }', {}, { ...as, log }).catch((e: unknown) => e)
     expect(err).toMatchObject({ code: 'InternalServerError', message: 'internal error' })
   }
-  expect(logged).toEqual(['gateway returned an unexpected error', 'gateway returned an unexpected error'])
+  expect(logged).toEqual(['gateway returned an unexpected error', 'gateway returned an unexpected error', 'gateway answered neither data nor errors'])
+})
+
+it("says in the log when the gateway refuses this process's context (a wrong key, clocks apart), rather than an unexplained 500", async () => {
+  const logged: string[] = []
+  const log = { error: (_obj: object, msg: string) => void logged.push(msg) }
+  answer = () => ({ status: 401, body: JSON.stringify({ error: 'Unauthorized', message: 'the gateway needs a signed internal context or the operator credential' }) })
+  const err = await client().query('{ x }', {}, { ...as, log }).catch((e: unknown) => e)
+  expect(err).toMatchObject({ code: 'InternalServerError' })
+  expect(logged).toEqual([expect.stringMatching(/refused this process's context: check its key/)])
 })
 
 it('is GatewayUnavailableError (ServiceUnavailable) when the gateway cannot be reached, answers no GraphQL, or is too slow', async () => {
