@@ -67,6 +67,14 @@ test('register-app, issue-key with chosen permissions, revoke-key', async () => 
   const cfg = await fetch(`${stack.apiUrl}/xrpc/money.svc.app.getConfig?environment=live`, { headers: { authorization: `Bearer ${jwt}` } })
   expect(await cfg.json()).toMatchObject({ feeShareBps: 750, appConfig: { ticketFee: { bps: 300, flatAmount: 45, flatCurrency: 'eur', passToBuyer: false } } })
 
+  // re-registered to move the app's origin, naming no rate: the platform's fees stay as they were
+  const moved = await operator('register-app', '--json', '--did', key.did, '--env', 'live', '--app-url', 'https://moved.example.com')
+  expect(moved.code).toBe(0)
+  expect(JSON.parse(moved.stdout)).toMatchObject({ appUrl: 'https://moved.example.com', feeShareBps: 750, ticketFee: { bps: 300, flatAmount: 45, flatCurrency: 'eur' } })
+  // and a rate named is changed alone
+  const oneRate = await operator('register-app', '--json', '--did', key.did, '--env', 'live', '--app-url', 'https://moved.example.com', '--ticket-fee-bps', '250')
+  expect(JSON.parse(oneRate.stdout)).toMatchObject({ feeShareBps: 750, ticketFee: { bps: 250, flatAmount: 45, flatCurrency: 'eur' } })
+
   const issued = await operator('issue-key', '--json', '--did', key.did, '--env', 'live', '--permissions', 'webhook.deliveries.read')
   expect(issued.code).toBe(0)
   const { key: apiKey, keyId, permissions } = JSON.parse(issued.stdout) as { key: string; keyId: string; permissions: string[] }

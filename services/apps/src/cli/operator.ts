@@ -61,6 +61,10 @@ function int(values: Values, name: keyof Values, fallback: number): number {
   return Number(v)
 }
 
+function optionalInt(values: Values, name: keyof Values): number | undefined {
+  return values[name] === undefined ? undefined : int(values, name, 0)
+}
+
 function alg(values: Values): ServiceJwtAlg {
   const a = values.alg ?? 'ES256K'
   if (a !== 'ES256K' && a !== 'ES256') throw new UsageError('--alg must be ES256K or ES256')
@@ -114,12 +118,13 @@ async function main(argv: string[]) {
           did: requiredOption(values, 'did'),
           environment: requiredOption(values, 'env'),
           appUrl: requiredOption(values, 'app-url'),
-          feeShareBps: int(values, 'fee-share-bps', 0),
+          // an option left out keeps the app environment's rate (0, or usd, on a first registration)
+          feeShareBps: optionalInt(values, 'fee-share-bps'),
           name: values.name,
           ticketFee: {
-            bps: int(values, 'ticket-fee-bps', 0),
-            flatAmount: int(values, 'ticket-fee-flat', 0),
-            flatCurrency: values['ticket-fee-currency'] ?? 'usd',
+            bps: optionalInt(values, 'ticket-fee-bps'),
+            flatAmount: optionalInt(values, 'ticket-fee-flat'),
+            flatCurrency: values['ticket-fee-currency'],
           },
         }),
       )

@@ -1,7 +1,8 @@
 /**
  * Operator-side registration of an app DID for an environment: the registered app origin, the app's
- * fee share and the platform-owned ticket fee rates. Re-registering updates those operator-owned
- * fields and keeps what the app configured itself.
+ * fee share and the platform-owned ticket fee rates. Re-registering updates the operator-owned fields it is given
+ * and keeps the others (a re-registration that changes only the origin must not zero the platform's fees), and keeps
+ * what the app configured itself. A new registration takes 0 for the rates not given, and `usd`.
  */
 import { ContractError } from '@svc/errors'
 import { isDuplicateKeyError } from '../models'
@@ -13,7 +14,7 @@ export interface RegisterAppInput {
   did: string
   environment: string
   appUrl: string
-  feeShareBps: number
+  feeShareBps?: number
   name?: string
   ticketFee?: { bps?: number; flatAmount?: number; flatCurrency?: string }
 }
@@ -38,11 +39,22 @@ export function normalizeAppUrl(raw: string): string {
 export async function registerApp(d: Pick<AppsDomain, 'models'>, input: RegisterAppInput): Promise<AppConfigView> {
   if (!isDid(input.did)) throw new ContractError('InvalidRequest', 'did must be a DID')
   const environment = parseEnvironment(input.environment)
-  assertInt(input.feeShareBps, 'feeShareBps', 0, 10000)
-  const fee = { bps: input.ticketFee?.bps ?? 0, flatAmount: input.ticketFee?.flatAmount ?? 0, flatCurrency: input.ticketFee?.flatCurrency ?? 'usd' }
-  assertInt(fee.bps, 'ticketFee.bps', 0, 10000)
-  assertInt(fee.flatAmount, 'ticketFee.flatAmount', 0, 100_000_00)
-  if (!/^[a-z]{3}$/.test(fee.flatCurrency)) throw new ContractError('InvalidRequest', 'ticketFee.flatCurrency must be a lowercase ISO 4217 code')
+  // the rates given are set; those not given keep their value, or take their default on a first registration
+  const given: Record<string, unknown> = {}
+  const defaults: Record<string, unknown> = {}
+  const rate = (path: string, value: number | string | undefined, fallback: number | string, check: (v: never) => void) => {
+    if (value === undefined) defaults[path] = fallback
+    else {
+      check(value as never)
+      given[path] = value
+    }
+  }
+  rate('feeShareBps', input.feeShareBps, 0, (v: number) => assertInt(v, 'feeShareBps', 0, 10000))
+  rate('ticketFee.bps', input.ticketFee?.bps, 0, (v: number) => assertInt(v, 'ticketFee.bps', 0, 10000))
+  rate('ticketFee.flatAmount', input.ticketFee?.flatAmount, 0, (v: number) => assertInt(v, 'ticketFee.flatAmount', 0, 100_000_00))
+  rate('ticketFee.flatCurrency', input.ticketFee?.flatCurrency, 'usd', (v: string) => {
+    if (typeof v !== 'string' || !/^[a-z]{3}$/.test(v)) throw new ContractError('InvalidRequest', 'ticketFee.flatCurrency must be a lowercase ISO 4217 code')
+  })
   const appUrl = normalizeAppUrl(input.appUrl)
 
   // Upserts race on the unique indexes; the loser of a race simply retries as an update.
@@ -56,14 +68,8 @@ export async function registerApp(d: Pick<AppsDomain, 'models'>, input: Register
       const doc = await d.models.AppEnvironment.findOneAndUpdate(
         { appDid: input.did, environment },
         {
-          $set: {
-            appUrl,
-            feeShareBps: input.feeShareBps,
-            'ticketFee.bps': fee.bps,
-            'ticketFee.flatAmount': fee.flatAmount,
-            'ticketFee.flatCurrency': fee.flatCurrency,
-          },
-          $setOnInsert: { appDid: input.did, environment, status: 'active' },
+          $set: { appUrl, ...given },
+          $setOnInsert: { appDid: input.did, environment, status: 'active', ...defaults },
         },
         { upsert: true, returnDocument: 'after', lean: true, setDefaultsOnInsert: true },
       )
