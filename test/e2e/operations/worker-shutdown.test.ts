@@ -76,6 +76,8 @@ it('serves readiness and metrics, and on SIGTERM finishes the attempt in flight 
   const second = await writeEvent(stack, { appDid: app.did, type: 'payment.completed' })
   await waitFor(async () => receiver.requests.length >= 2, 'the second attempt to reach the receiver', 20_000)
   process.kill(-worker.pid!, 'SIGTERM')
+  // while it finishes that attempt it says it is not ready, so a balancer sends it nothing more
+  await waitFor(async () => (await httpRequest(`${base}/readyz`).catch(() => null))?.status === 503, 'readiness to answer 503 while draining', 5000)
   const code = await exited
   expect({ code, output: code === 0 ? '' : output }).toEqual({ code: 0, output: '' })
   // the attempt finished and was recorded before the process exited: nothing is left for another worker

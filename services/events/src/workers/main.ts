@@ -23,12 +23,15 @@ runProcess('events-workers', async (config, logger) => {
     metrics,
     databaseCommandMetrics: config.databaseCommandMetrics,
   })
+  let stopping = false
+  const ready = () => (stopping ? Promise.reject(new Error('stopping: finishing the jobs in hand')) : workers.ready())
   const operations = Fastify()
-  await operations.register(operationsRoutes, { metrics, operatorToken: config.secrets.operatorToken, readiness: { 'database and redis': workers.ready } })
+  await operations.register(operationsRoutes, { metrics, operatorToken: config.secrets.operatorToken, readiness: { 'database and redis': ready } })
   await operations.listen({ host: config.host, port: config.ports.workers })
   return async () => {
-    // readiness answers 503 first, then the workers finish their jobs
-    await operations.close()
+    // readiness answers 503 while the workers finish their jobs, then the routes close
+    stopping = true
     await workers.stop()
+    await operations.close()
   }
 })
