@@ -18,7 +18,7 @@ const ENVIRONMENT = graphql(`query PaymentsAppEnvironment($appDid: ID!, $environ
 const CHECKOUT = graphql(`query PaymentsCheckoutFacts($appDid: ID!, $environment: String, $recipient: String!) {
   appAccessFor(appDid: $appDid, environment: $environment) {
     environment
-    config { ticketFee { bps flatAmount flatCurrency passToBuyer } }
+    config { feeShareBps ticketFee { bps flatAmount flatCurrency passToBuyer } }
     recipientApproval(recipientDid: $recipient) {
       id status paymentTypes feeShareBps recipient { did displayName payable payoutStatus }
     }
@@ -47,6 +47,7 @@ export function createGraphFacts(gateway: GatewayClient, requestId: string): App
       return {
         environment: a.environment,
         serviceFee: a.config.ticketFee,
+        feeShareCapBps: a.config.feeShareBps,
         approval: approval ? { id: approval.id, status: approval.status, paymentTypes: approval.paymentTypes, feeShareBps: approval.feeShareBps } : null,
         recipient: approval?.recipient ?? null,
       }

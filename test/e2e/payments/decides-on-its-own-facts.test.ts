@@ -76,6 +76,20 @@ test('an approved, payable recipient: the checkout starts (the same path the ref
   expect(await stack.payments.Checkout.countDocuments({ recipientDid: did })).toBe(1)
 })
 
+test('the fee share a creator accepted is capped by the app\'s registered share now (an operator lowered it since)', async () => {
+  const lowered = await stack.newApp()
+  const recipient = await stack.newActor({ environment: 'test', payoutStatus: 'ready' })
+  const asLowered: Principal = { kind: 'app', appDid: lowered.did }
+  const requested = await gql(asLowered, REQUEST, { input: { environment: 'test', recipientDid: recipient.did, paymentTypes: ['tip'], feeShareBps: 400 } })
+  const { id, termsHash } = requested.data.requestRecipientApproval
+  await gql({ kind: 'dashboard', actorDid: recipient.did, environment: 'test', sessionId: 'sess_cap' }, ACCEPT, { id, termsHash })
+  await stack.models.AppEnvironment.updateOne({ appDid: lowered.did, environment: 'test' }, { $set: { feeShareBps: 100 } })
+  const answer = await gql(asLowered, INITIATE, { product: product(recipient.did, { environment: 'test', amount: 10_000 }) })
+  expect(answer.errors).toBeUndefined()
+  const checkout = (await stack.payments.Checkout.findById(answer.data.initiateCheckout.checkoutId).lean())!
+  expect(checkout).toMatchObject({ feeShareBps: 100, appFee: 100 })
+})
+
 test('a recipient who has not approved the app → AppUnauthorized, no checkout', async () => {
   await expectNoCheckout(await creator({ environments: ['test'], payoutStatus: 'ready' }), 'AppUnauthorized')
   // asked but not yet approved

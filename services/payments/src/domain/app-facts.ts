@@ -29,6 +29,8 @@ export interface CheckoutFacts {
   environment: string
   /** the app's platform fee rates in that environment */
   serviceFee: ServiceFeeRate
+  /** the most the app may take of a sale (its registered fee share), which caps what an approval grants */
+  feeShareCapBps: number
   /** the app's approval by the recipient; null when there is none */
   approval: Omit<ApprovalFacts, 'publicRecords'> | null
   /** the recipient actor in that environment; null when unknown */

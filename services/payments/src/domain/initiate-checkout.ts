@@ -101,7 +101,8 @@ export async function initiateCheckout(d: ServingPayments, input: { appDid: stri
     if (!recipient.payable) {
       throw new ContractError('RecipientNotPayable', `recipient ${product.recipientDid} cannot receive payments now (payout status ${recipient.payoutStatus})`)
     }
-    feeShareBps = approval.feeShareBps
+    // the share the creator accepted, but never more than the app may take now (an operator may have lowered it)
+    feeShareBps = Math.min(approval.feeShareBps, auth.feeShareCapBps)
     approvalId = approval.id
     recipientName = recipient.displayName ?? null
   }
