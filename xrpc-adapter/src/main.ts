@@ -36,7 +36,8 @@ runProcess('xrpc-adapter', async (config, logger) => {
     operatorToken: config.secrets.operatorToken,
     readiness: {
       gateway: async () => {
-        const res = await fetch(new URL('/livez', config.gatewayUrl))
+        // the check gives up after 2 s; the request is dropped then too, so slow checks do not pile up
+        const res = await fetch(new URL('/livez', config.gatewayUrl), { signal: AbortSignal.timeout(2000) })
         if (!res.ok) throw new Error(`gateway answered ${res.status}`)
       },
     },
