@@ -5,27 +5,21 @@
  * The app's facts are the domain's port, answered here.
  */
 import { randomBytes } from 'node:crypto'
-import type mongoose from 'mongoose'
 import { ContractError } from '@svc/errors'
-import { isolate } from '@svc/testing/src/isolation'
-import { claimFreeTicket, claimTicketId, configureTicketTiers, connectTickets, keepReservation, reserve, type ServingTickets, type TicketsModels } from '../src'
+import { claimFreeTicket, claimTicketId, configureTicketTiers, keepReservation, reserve, type ServingTickets, type TicketsModels } from '../src'
 import { claimedTicket, issue, CLAIM_ATTEMPT_SECONDS } from '../src/domain/claim-free-ticket'
+import { APP, ORGANIZER, openTicketsDomain } from './helpers'
 
-const APP = 'did:web:app.example.com'
-const ORGANIZER = 'did:plc:organizer0000000000000000'
-let conn: mongoose.Connection
 let models: TicketsModels
 const clock = { now: new Date() }
 let d: ServingTickets
+let close: () => Promise<void>
 
 beforeAll(async () => {
-  ;({ conn, models } = await connectTickets(isolate('tickets-claims').mongoUrl))
-  const checkouts = { start: () => Promise.reject(new Error('a free claim starts no checkout')) }
-  d = { models, now: () => clock.now, checkoutUrl: 'http://checkout.invalid', facts: { ticketsAccess: async () => ({ environment: 'test', ticketsEnabled: true }) }, checkouts }
+  ;({ models, d, close } = await openTicketsDomain('tickets-claims', clock))
 })
 afterAll(async () => {
-  await conn.dropDatabase().catch(() => undefined)
-  await conn.close()
+  await close()
 })
 
 const buyer = () => `did:plc:${randomBytes(12).toString('hex')}`

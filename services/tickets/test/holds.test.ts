@@ -5,28 +5,22 @@
  * The app's facts (environment, tickets module) are the domain's port, answered here.
  */
 import { randomBytes } from 'node:crypto'
-import type mongoose from 'mongoose'
 import { ContractError } from '@svc/errors'
-import { isolate } from '@svc/testing/src/isolation'
-import { availableSeats, configureTicketTiers, connectTickets, reserve, type ServingTickets, type TicketsModels } from '../src'
+import { availableSeats, configureTicketTiers, reserve, type ServingTickets, type TicketsModels } from '../src'
 import { HOLD_ATTEMPT_SECONDS, holdTickets, type HoldRequest } from '../src/domain/create-hold'
+import { APP, ORGANIZER, openTicketsDomain } from './helpers'
 
-const APP = 'did:web:app.example.com'
-const ORGANIZER = 'did:plc:organizer0000000000000000'
-let conn: mongoose.Connection
 let models: TicketsModels
 const clock = { now: new Date() }
 let d: ServingTickets
+let close: () => Promise<void>
 
 beforeAll(async () => {
-  ;({ conn, models } = await connectTickets(isolate('tickets-holds').mongoUrl))
   // holdTickets only reserves; the checkout (payments) is tested through the stack (test/e2e/tickets)
-  const checkouts = { start: () => Promise.reject(new Error('holdTickets starts no checkout')) }
-  d = { models, now: () => clock.now, checkoutUrl: 'http://checkout.invalid', facts: { ticketsAccess: async () => ({ environment: 'test', ticketsEnabled: true }) }, checkouts }
+  ;({ models, d, close } = await openTicketsDomain('tickets-holds', clock))
 })
 afterAll(async () => {
-  await conn.dropDatabase().catch(() => undefined)
-  await conn.close()
+  await close()
 })
 
 const buyer = () => `did:plc:${randomBytes(12).toString('hex')}`
