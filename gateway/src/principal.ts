@@ -5,14 +5,8 @@
  * operator or internal dashboard sends the operator token instead, and the gateway signs an operator context itself.
  * Anything else is refused with 401 before GraphQL runs.
  */
-import { timingSafeEqual, createHash } from 'node:crypto'
 import { signContext, verifyContext, type CallerKeys, type Principal } from '@svc/internal-context'
-
-function sameSecret(a: string, b: string): boolean {
-  const ha = createHash('sha256').update(a).digest()
-  const hb = createHash('sha256').update(b).digest()
-  return timingSafeEqual(ha, hb)
-}
+import { sameSecret } from '@svc/operations'
 
 export interface Authenticated {
   principal: Principal

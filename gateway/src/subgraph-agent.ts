@@ -1,6 +1,6 @@
 /**
- * The connection pool the gateway asks a subgraph through. Mercurius reads any JSON answer as a GraphQL one: a JSON
- * body without `data` or `errors` (Fastify's own 503 while a subgraph drains at a restart, a 413, a 404) then fails
+ * The connection pool the gateway asks a subgraph through. Mercurius reads any JSON answer as a GraphQL one: an error
+ * status whose JSON body has no `data` or `errors` (Fastify's own 503 while a subgraph drains at a restart, a 413, a 404) then fails
  * later in the gateway as a TypeError, which its callers answer 500. Here such an answer is a failed request, which
  * the gateway answers ServiceUnavailable like a refused connection (subgraph-failures.ts).
  */
@@ -35,6 +35,9 @@ export function createSubgraphAgent(url: string, opts: { connections: number; he
   return {
     async request(req) {
       const res = await pool.request(req)
+      // a subgraph's own answers that are not 2xx carry `errors` (a 400 for a bad document); only those are read
+      // here, so the answers on the hot path are parsed once, by mercurius
+      if (res.statusCode < 400) return res as unknown as ReadAnswer
       const text = await res.body.text()
       if (!isGraphQLAnswer(text)) throw new Error(`the subgraph answered HTTP ${res.statusCode} without a GraphQL answer`)
       return { statusCode: res.statusCode, headers: res.headers, body: { text: async () => text } }

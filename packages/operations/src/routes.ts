@@ -30,8 +30,11 @@ export interface OperationsOptions {
 
 const OPERATIONS_PATHS = new Set(['/livez', '/readyz', '/metrics'])
 
-/** Compared as SHA-256 digests, so neither the comparison's time nor an early length check tells the token's length. */
-function sameSecret(presented: string, expected: string): boolean {
+/**
+ * A presented secret (the operator token) against the expected one, compared as SHA-256 digests: neither the
+ * comparison's time nor an early length check tells anything of the token. The gateway and the board use it too.
+ */
+export function sameSecret(presented: string, expected: string): boolean {
   const digest = (value: string) => createHash('sha256').update(value).digest()
   return timingSafeEqual(digest(presented), digest(expected))
 }

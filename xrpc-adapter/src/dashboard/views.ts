@@ -104,6 +104,7 @@ function action(s: DashboardSession, a: ApprovalDetail, name: string, label: str
 
 export function approvalPage(s: DashboardSession, data: ApprovalData, mode: 'review' | 'onboarding'): View {
   const a = data.dashboardApproval
+  const back = returnTarget(a)
   const acceptable = a.status === 'pending' || a.status === 'declined'
   const actions: Html[] = []
   if (acceptable) {
@@ -125,7 +126,7 @@ export function approvalPage(s: DashboardSession, data: ApprovalData, mode: 'rev
         ${acceptable ? html`<p>Accepting lets this app start checkouts that pay you, on exactly these terms. If the app changes them, it must ask again.</p>` : ''}
         <div class="actions">${actions}</div>
       </section>
-      ${mode === 'onboarding' && returnTarget(a) ? html`<p class="hint">After you accept you return to ${new URL(returnTarget(a)!).origin}.</p>` : ''}
+      ${mode === 'onboarding' && back ? html`<p class="hint">After you accept you return to ${new URL(back).origin}.</p>` : ''}
     </main>`,
   }
 }

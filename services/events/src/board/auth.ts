@@ -3,16 +3,10 @@
  * asks for) or `Authorization: Bearer <OPERATOR_TOKEN>` (scripts). Compared in constant time over SHA-256 digests,
  * as the gateway compares its tokens.
  */
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { sameSecret } from '@svc/operations'
 
 /** The challenge of every 401, so a browser asks for the credentials. */
 export const BOARD_REALM = 'Basic realm="svc board"'
-
-function sameSecret(a: string, b: string): boolean {
-  const ha = createHash('sha256').update(a).digest()
-  const hb = createHash('sha256').update(b).digest()
-  return timingSafeEqual(ha, hb)
-}
 
 /** Why a request is refused, for the log (never the credential itself). */
 export type OperatorAuthFailure = 'missing' | 'malformed' | 'wrong-token'
