@@ -383,10 +383,12 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     passQueued = true
     void exclusive(async () => {
       passQueued = false
-      if (stopped) return
+      // a pass asked for before stop() still publishes what was handed to it (a request that finished while the
+      // process drained), so those events leave now rather than at the next start's scan
+      if (stopped && written.size === 0) return
       const taken = written
       written = new Map()
-      const scan = scanDue
+      const scan = scanDue && !stopped
       scanDue = false
       try {
         let relayed = taken.size > 0 ? await relayWritten(taken) : 0

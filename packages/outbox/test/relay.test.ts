@@ -305,6 +305,25 @@ test('stop() lets the running pass finish (its events are marked), and a stopped
   expect(await jobCount()).toBe(1)
 })
 
+test('stop() publishes the events handed to it while a pass ran (a request that finished during the drain), not at the next start', async () => {
+  const { relay, jobCount } = fixture()
+  let entered!: () => void
+  const inPass = new Promise<void>((resolve) => (entered = resolve))
+  const r = relay({
+    beforeMark: async () => {
+      entered()
+      await new Promise((resolve) => setTimeout(resolve, 300))
+    },
+  })
+  await writeOutboxEvent(model, event('payment.completed:chk_before_drain'))
+  await inPass
+  // written while the pass is busy: its wake-up waits behind the pass, and stop() comes first
+  await writeOutboxEvent(model, event('payment.completed:chk_during_drain'))
+  await r.stop()
+  expect(await unrelayed()).toBe(0)
+  expect(await jobCount()).toBe(2)
+})
+
 test('Redis unreachable: a pass fails (the events stay unrelayed, for the next pass) and stop() still returns at once', async () => {
   const lines: { msg?: string; err?: { message?: string } }[] = []
   const captured = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) })

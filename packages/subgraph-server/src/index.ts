@@ -275,10 +275,14 @@ export interface DomainSubgraphOptions<M, TContext extends SubgraphContext> exte
   extendContext: (base: SubgraphContext, models: M) => TContext
 }
 
-/** A domain subgraph: its connection and models, its GraphQL server; stop() closes both. */
+/**
+ * A domain subgraph: its connection and models, its GraphQL server. stopServing() closes the server once its requests
+ * have finished, so a service stops its relay and sweeps after it (an event a draining request writes still leaves);
+ * stop() closes both.
+ */
 export async function startDomainSubgraph<M, TContext extends SubgraphContext>(
   opts: DomainSubgraphOptions<M, TContext>,
-): Promise<RunningSubgraph & { models: M }> {
+): Promise<RunningSubgraph & { models: M; stopServing(): Promise<void> }> {
   const databaseCommandMetrics = opts.databaseCommandMetrics ?? false
   const { conn, models, clientOptions } = await connectDomain(opts.mongoUrl, opts.createModels, { monitorCommands: databaseCommandMetrics, logger: opts.logger })
   const metrics = createMetrics(`subgraph-${opts.name}`)
@@ -291,12 +295,15 @@ export async function startDomainSubgraph<M, TContext extends SubgraphContext>(
     metrics,
     readiness: { database: () => conn.db!.admin().ping() },
   })
+  let serving: Promise<void> | undefined
+  const stopServing = () => (serving ??= running.stop())
   return {
     url: running.url,
     models,
+    stopServing,
     async stop() {
+      await stopServing()
       watch.stop()
-      await running.stop()
       await conn.close()
     },
   }

@@ -54,6 +54,8 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
     url: running.url,
     models: running.models,
     async stop() {
+      // requests first: one finishing during the drain may write an event, which the relay then publishes
+      await running.stopServing()
       await relay?.stop()
       await running.stop()
       await gateway.close()

@@ -85,6 +85,8 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
     url: running.url,
     models: running.models,
     async stop() {
+      // requests first: one finishing during the drain may write an event, which the relay then publishes
+      await running.stopServing()
       await sweeper.stop()
       await relay?.stop()
       await running.stop()

@@ -66,6 +66,8 @@ export async function startTicketsService(opts: TicketsServiceOptions): Promise<
     url: running.url,
     models: running.models,
     async stop() {
+      // requests first: one finishing during the drain may write an event, which the relay then publishes
+      await running.stopServing()
       await sweeper.stop()
       await relay?.stop()
       await expiryQueue?.stop()
