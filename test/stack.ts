@@ -107,6 +107,7 @@ export interface StackOptions {
 export const TEST_LIMITS: AdapterLimits = {
   xrpc: { max: 100_000, windowMs: 60_000 },
   utility: { max: 100_000, windowMs: 60_000 },
+  requestTimeoutMs: 30_000,
   payAttemptsPerCheckout: 5,
   payAttemptsPerAddress: { max: 100_000, windowMs: 3_600_000 },
 }

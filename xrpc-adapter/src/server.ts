@@ -110,8 +110,27 @@ const requestSerializer = (req: { method?: string; url?: string; hostname?: stri
   remoteAddress: req.ip,
 })
 
+/**
+ * How long a client may take to send a request on the public hosts: headers within HEADERS_TIMEOUT_MS (or the request
+ * timeout, if shorter), the whole request within the request timeout, else 408 and the connection closed. Node checks
+ * these every `connectionsCheckingInterval` (30 s by default, which would let a slow client hold its connection up to
+ * twice as long): a quarter of the shorter timeout here.
+ */
+const HEADERS_TIMEOUT_MS = 10_000
+
+function requestTimeouts(requestTimeoutMs: number) {
+  return {
+    requestTimeout: requestTimeoutMs,
+    http: {
+      headersTimeout: Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs),
+      connectionsCheckingInterval: Math.max(100, Math.floor(Math.min(HEADERS_TIMEOUT_MS, requestTimeoutMs) / 4)),
+    },
+  }
+}
+
 function baseServer(deps: AdapterDeps, name: string): FastifyInstance {
   const app = Fastify({
+    ...requestTimeouts(deps.limits.requestTimeoutMs),
     loggerInstance: deps.logger.child({ host: name }, { serializers: { req: requestSerializer } }) as FastifyBaseLogger,
     genReqId: () => `req_${randomUUID().replace(/-/g, '')}`,
     bodyLimit: deps.bodyLimit ?? 256 * 1024,

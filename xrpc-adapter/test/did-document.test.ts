@@ -30,7 +30,7 @@ async function apiServer(identity?: ServiceIdentity): Promise<FastifyInstance> {
     redisPrefix: 'did-document-test:',
     metrics: createMetrics('xrpc-adapter'),
     operatorToken: 'unused',
-    limits: { xrpc: { max: 0, windowMs: 60_000 }, utility: { max: 0, windowMs: 60_000 }, payAttemptsPerCheckout: 5, payAttemptsPerAddress: { max: 0, windowMs: 60_000 } },
+    limits: { xrpc: { max: 0, windowMs: 60_000 }, utility: { max: 0, windowMs: 60_000 }, requestTimeoutMs: 30_000, payAttemptsPerCheckout: 5, payAttemptsPerAddress: { max: 0, windowMs: 60_000 } },
   })
   servers.push(app)
   return app

@@ -148,6 +148,11 @@ const schema = z
     /** requests per API key on the developer utility routes in each window (0: no limit) */
     UTILITY_RATE_LIMIT_MAX: z.coerce.number().int().min(0).default(600),
     UTILITY_RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
+    /**
+     * the adapter's public hosts: a request whose headers have not all arrived in 10 s (or this, if shorter), or
+     * whose body has not arrived in this time, is answered 408 and its connection closed (slow-request floods)
+     */
+    REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
     /** card testing: pay-form submissions one checkout accepts before it is locked (failed, too_many_attempts) */
     PAY_ATTEMPTS_PER_CHECKOUT: z.coerce.number().int().min(1).max(100).default(5),
     /** card testing: pay-form submissions from one client address in each window before the checkouts it pays are locked */
@@ -296,6 +301,8 @@ export interface AdapterLimits {
   xrpc: RateLimit
   /** per API key on the developer utility routes */
   utility: RateLimit
+  /** REQUEST_TIMEOUT_MS: the whole request (headers within min(10 s, this)) must arrive within it, or 408 */
+  requestTimeoutMs: number
   /** pay-form submissions per checkout before it is locked */
   payAttemptsPerCheckout: number
   /** pay-form submissions per client address per window before the checkouts it pays are locked */
@@ -367,6 +374,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     limits: {
       xrpc: { max: e.XRPC_RATE_LIMIT_MAX, windowMs: e.XRPC_RATE_LIMIT_WINDOW_MS },
       utility: { max: e.UTILITY_RATE_LIMIT_MAX, windowMs: e.UTILITY_RATE_LIMIT_WINDOW_MS },
+      requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
       payAttemptsPerCheckout: e.PAY_ATTEMPTS_PER_CHECKOUT,
       payAttemptsPerAddress: { max: e.PAY_ATTEMPTS_PER_ADDRESS, windowMs: e.PAY_ATTEMPTS_WINDOW_MS },
     },
