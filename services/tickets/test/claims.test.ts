@@ -68,3 +68,18 @@ test('a duplicate that finds the buyer\'s share held by its twin in flight gets 
   expect((await claimed).id).toBe(twin.ticketId)
   expect(await models.Ticket.countDocuments({ tierId: tier._id })).toBe(1)
 })
+
+test('a retry gets the ticket its key issued even after the organizer made the tier paid or ended its sale', async () => {
+  const { eventUri, tier } = await freeTier(5)
+  const buyerDid = buyer()
+  const claim = () => claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid, idempotencyKey: 'retry' })
+  const first = await claim()
+  const tierNow = (changes: object) => ({ ticketTypeId: tier._id, name: 'Free', priceAmount: 0, currency: 'usd', capacity: 5, ...changes })
+  await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tierNow({ priceAmount: 500 })] })
+  expect(await claim()).toEqual(first)
+  await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tierNow({ salesEndAt: new Date(clock.now.getTime() - 1000).toISOString() })] })
+  expect(await claim()).toEqual(first)
+  // a new key is refused as before
+  const fresh = await claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid: buyer(), idempotencyKey: 'retry' }).catch((e: unknown) => e)
+  expect((fresh as ContractError).code).toBe('TicketHoldUnavailable')
+})

@@ -71,27 +71,35 @@ export const claimedTicket = (c: Pick<TicketDoc, 'appDid' | 'environment' | 'eve
   createdAt: c.now,
 })
 
+/** The ticket a claim's key issued, or null; a retry after a claim that stopped before its event writes it now. */
+async function issuedTicket(d: ServingTickets, ticketId: string): Promise<Ticket | null> {
+  const existing = await d.models.Ticket.findById(ticketId).lean()
+  if (!existing) return null
+  if (!existing.announced) await announceIssued(d, existing)
+  return ticketView(d, existing)
+}
+
 export async function claimFreeTicket(d: ServingTickets, appDid: string, input: ClaimFreeTicketInput): Promise<Ticket> {
   if (!isDid(input.buyerDid)) throw new ContractError('InvalidRequest', 'buyerDid must be a DID')
   if (input.idempotencyKey === '' || input.idempotencyKey.length > 256) throw new ContractError('InvalidRequest', 'idempotencyKey must be 1 to 256 characters')
   const environment = await ticketsEnvironment(d, appDid, input.environment ?? null)
+  const ticketId = claimTicketId({ appDid, environment, eventUri: input.eventUri, tierId: input.ticketTypeId, buyerDid: input.buyerDid, idempotencyKey: input.idempotencyKey })
+  // a retry gets the ticket its key issued, whatever the organizer changed since (the tier's price, its sale window)
+  const issued = await issuedTicket(d, ticketId)
+  if (issued) return issued
+
   const event = await appEvent(d, appDid, environment, input.eventUri)
   const [tier] = event ? await eventTiers(d, event, [input.ticketTypeId]) : []
   if (!event || !tier) throw new ContractError('InvalidRequest', `ticketTypeId ${input.ticketTypeId} is not a tier of this event`)
   if (tier.priceAmount !== 0) throw new ContractError('InvalidRequest', 'this tier is not free: hold its tickets with createTicketHold and pay at checkout')
 
-  const ticketId = claimTicketId({ appDid, environment, eventUri: input.eventUri, tierId: tier._id, buyerDid: input.buyerDid, idempotencyKey: input.idempotencyKey })
   const record = (reservationId: string) =>
     claimedTicket({ ticketId, appDid, environment, eventUri: input.eventUri, tierId: tier._id, buyerDid: input.buyerDid, reservationId, now: nowOf(d) })
   const deadline = Date.now() + DUPLICATE_WAIT_MS
   let shareRetried = false
   for (;;) {
-    const existing = await d.models.Ticket.findById(ticketId).lean()
-    if (existing) {
-      // a retry after a claim that stopped before its event writes it now
-      if (!existing.announced) await announceIssued(d, existing)
-      return ticketView(d, existing)
-    }
+    const existing = await issuedTicket(d, ticketId)
+    if (existing) return existing
 
     // an earlier attempt kept its units and died before the ticket: adopt them
     const orphan = await d.models.CapacityUnit.findOne({ ticketId, expiresAt: { $gt: nowOf(d) } }, { reservationId: 1 }).lean()
