@@ -4,12 +4,14 @@
  * The adapter verified the organizer's assertion; here the organizer must be the authority of the event's AT-URI,
  * the app must have the tickets module on, and the event must be the app's (the first app its organizer configured
  * it through). Every tier is checked before anything is written. A capacity never falls below what is sold and held:
- * lowering it takes free seats into the organizer's block (capacity.ts), and is refused when too few are free.
+ * lowering it takes free seats into the organizer's block (capacity.ts), and is refused when too few are free. One
+ * configuration of an event runs at a time (configuration-turns.ts).
  */
 import { ContractError } from '@svc/errors'
 import { hasControlCharacters, parseRecordUri } from '@svc/vocabulary'
 import { isDuplicateKeyError, type TicketedEventDoc, type TierDoc } from '../models'
 import { deleteUnitsById, KEPT_UNTIL, reserve, takenSeats } from './capacity'
+import { inConfigurationTurn } from './configuration-turns'
 import { nowOf, type ServingTickets, type TicketsDomain } from './context'
 import { eventKey, invalid, ticketsEnvironment } from './event-access'
 import { newTierId } from './ids'
@@ -69,19 +71,33 @@ export async function tierCapacity(d: TicketsDomain, tier: Pick<TierDoc, '_id' |
   return tier.seatRange - (await blockedSeats(d, tier._id)).length
 }
 
-/** Moves a tier's capacity to `capacity`: frees blocked seats or widens the range, or blocks free seats. */
-async function setCapacity(d: TicketsDomain, tier: TierDoc, capacity: number): Promise<void> {
+/**
+ * Lowers the capacities that go down, before anything else is written: free seats taken into each tier's block. When
+ * one tier has too few free seats (holds took them since the check), the blocks this call took are given back and
+ * the request is refused, having changed nothing.
+ */
+async function cutCapacities(d: TicketsDomain, cuts: { tier: TierDoc; capacity: number }[]): Promise<void> {
+  const taken: string[][] = []
+  for (const { tier, capacity } of cuts) {
+    const before = new Set(await blockedSeats(d, tier._id))
+    const current = tier.seatRange - before.size
+    const result = await reserve(d, { id: blockReservation(tier._id), expiresAt: KEPT_UNTIL }, [{ tierId: tier._id, seatRange: tier.seatRange, quantity: current - capacity }])
+    if (!result.ok) {
+      await deleteUnitsById(d, taken.flat())
+      invalid(`tier ${tier._id}: capacity ${capacity} is below the tickets already sold or held`)
+    }
+    taken.push((await blockedSeats(d, tier._id)).filter((id) => !before.has(id)))
+  }
+}
+
+/** Raises a tier's capacity to `capacity`: frees blocked seats, then widens the range. */
+async function raiseCapacity(d: TicketsDomain, tier: TierDoc, capacity: number): Promise<void> {
   const blocked = await blockedSeats(d, tier._id)
   const current = tier.seatRange - blocked.length
-  if (capacity > current) {
-    const unblock = blocked.slice(0, capacity - current)
-    await deleteUnitsById(d, unblock)
-    const widen = capacity - current - unblock.length
-    if (widen > 0) await d.models.Tier.updateOne({ _id: tier._id }, { $set: { seatRange: tier.seatRange + widen } })
-  } else if (capacity < current) {
-    const result = await reserve(d, { id: blockReservation(tier._id), expiresAt: KEPT_UNTIL }, [{ tierId: tier._id, seatRange: tier.seatRange, quantity: current - capacity }])
-    if (!result.ok) invalid(`tier ${tier._id}: capacity ${capacity} is below the tickets already sold or held`)
-  }
+  const unblock = blocked.slice(0, capacity - current)
+  await deleteUnitsById(d, unblock)
+  const widen = capacity - current - unblock.length
+  if (widen > 0) await d.models.Tier.updateOne({ _id: tier._id }, { $set: { seatRange: tier.seatRange + widen } })
 }
 
 export async function eventView(d: TicketsDomain, event: TicketedEventDoc): Promise<TicketedEvent> {
@@ -116,43 +132,53 @@ export async function configureTicketTiers(d: ServingTickets, appDid: string, in
 
   const environment = await ticketsEnvironment(d, appDid, input.environment ?? null)
   const key = eventKey(environment, input.eventUri)
-  const now = nowOf(d)
-  let event = await d.models.TicketedEvent.findById(key).lean()
-  if (event && event.appDid !== appDid) throw new ContractError('AppUnauthorized', 'this event is ticketed through another app')
+  // one configuration of the event at a time: each decides on what the one before it wrote (configuration-turns.ts)
+  return inConfigurationTurn(d, key, async () => {
+    const now = nowOf(d)
+    let event = await d.models.TicketedEvent.findById(key).lean()
+    if (event && event.appDid !== appDid) throw new ContractError('AppUnauthorized', 'this event is ticketed through another app')
 
-  // every named tier must be the event's, and a lower capacity must fit, before anything is written
-  const existing = new Map((event ? await d.models.Tier.find({ eventKey: key }).lean() : []).map((t) => [t._id, t]))
-  for (const t of tiers) {
-    if (t.ticketTypeId === null) continue
-    const tier = existing.get(t.ticketTypeId)
-    if (!tier) invalid(`ticketTypeId ${t.ticketTypeId} is not a tier of this event`)
-    const taken = (await takenSeats(d, tier!._id)).length - (await blockedSeats(d, tier!._id)).length
-    if (t.capacity < taken) invalid(`tier ${tier!._id}: capacity ${t.capacity} is below the ${taken} tickets already sold or held`)
-  }
-  if (existing.size + tiers.filter((t) => t.ticketTypeId === null).length > MAX_TIERS_PER_EVENT) invalid(`an event has at most ${MAX_TIERS_PER_EVENT} tiers`)
-
-  if (!event) {
-    try {
-      await d.models.TicketedEvent.create({ _id: key, appDid, environment, eventUri: input.eventUri, organizerDid: input.organizerDid, holdDurationSeconds: hold ?? DEFAULT_HOLD_SECONDS, createdAt: now, updatedAt: now })
-    } catch (err) {
-      if (!isDuplicateKeyError(err)) throw err
+    // every named tier must be the event's, and a lower capacity must fit, before anything is written
+    const existing = new Map((event ? await d.models.Tier.find({ eventKey: key }).lean() : []).map((t) => [t._id, t]))
+    const capacities = new Map<string, number>()
+    for (const t of tiers) {
+      if (t.ticketTypeId === null) continue
+      const tier = existing.get(t.ticketTypeId)
+      if (!tier) invalid(`ticketTypeId ${t.ticketTypeId} is not a tier of this event`)
+      const blocked = (await blockedSeats(d, tier!._id)).length
+      const taken = (await takenSeats(d, tier!._id)).length - blocked
+      if (t.capacity < taken) invalid(`tier ${tier!._id}: capacity ${t.capacity} is below the ${taken} tickets already sold or held`)
+      capacities.set(tier!._id, tier!.seatRange - blocked)
     }
-    event = await d.models.TicketedEvent.findById(key).lean()
-    if (!event || event.appDid !== appDid) throw new ContractError('AppUnauthorized', 'this event is ticketed through another app')
-  } else if (hold !== undefined && hold !== null) {
-    await d.models.TicketedEvent.updateOne({ _id: key }, { $set: { holdDurationSeconds: hold, updatedAt: now } })
-  }
+    if (existing.size + tiers.filter((t) => t.ticketTypeId === null).length > MAX_TIERS_PER_EVENT) invalid(`an event has at most ${MAX_TIERS_PER_EVENT} tiers`)
+    await cutCapacities(
+      d,
+      tiers.flatMap((t) => (t.ticketTypeId !== null && t.capacity < capacities.get(t.ticketTypeId)! ? [{ tier: existing.get(t.ticketTypeId)!, capacity: t.capacity }] : [])),
+    )
 
-  let position = existing.size
-  for (const t of tiers) {
-    const fields = { name: t.name, priceAmount: t.priceAmount, currency: t.currency, perBuyerLimit: t.perBuyerLimit, salesStartAt: t.salesStartAt, salesEndAt: t.salesEndAt, updatedAt: now }
-    if (t.ticketTypeId === null) {
-      await d.models.Tier.create({ _id: newTierId(), eventKey: key, appDid, environment, eventUri: input.eventUri, seatRange: t.capacity, position: position++, createdAt: now, ...fields })
-      continue
+    if (!event) {
+      try {
+        await d.models.TicketedEvent.create({ _id: key, appDid, environment, eventUri: input.eventUri, organizerDid: input.organizerDid, holdDurationSeconds: hold ?? DEFAULT_HOLD_SECONDS, createdAt: now, updatedAt: now })
+      } catch (err) {
+        if (!isDuplicateKeyError(err)) throw err
+      }
+      event = await d.models.TicketedEvent.findById(key).lean()
+      if (!event || event.appDid !== appDid) throw new ContractError('AppUnauthorized', 'this event is ticketed through another app')
+    } else if (hold !== undefined && hold !== null) {
+      await d.models.TicketedEvent.updateOne({ _id: key }, { $set: { holdDurationSeconds: hold, updatedAt: now } })
     }
-    const tier = existing.get(t.ticketTypeId)!
-    await d.models.Tier.updateOne({ _id: tier._id }, { $set: fields })
-    await setCapacity(d, tier, t.capacity)
-  }
-  return eventView(d, (await d.models.TicketedEvent.findById(key).lean())!)
+
+    let position = existing.size
+    for (const t of tiers) {
+      const fields = { name: t.name, priceAmount: t.priceAmount, currency: t.currency, perBuyerLimit: t.perBuyerLimit, salesStartAt: t.salesStartAt, salesEndAt: t.salesEndAt, updatedAt: now }
+      if (t.ticketTypeId === null) {
+        await d.models.Tier.create({ _id: newTierId(), eventKey: key, appDid, environment, eventUri: input.eventUri, seatRange: t.capacity, position: position++, createdAt: now, ...fields })
+        continue
+      }
+      const tier = existing.get(t.ticketTypeId)!
+      await d.models.Tier.updateOne({ _id: tier._id }, { $set: fields })
+      if (t.capacity > capacities.get(tier._id)!) await raiseCapacity(d, tier, t.capacity)
+    }
+    return eventView(d, (await d.models.TicketedEvent.findById(key).lean())!)
+  })
 }

@@ -1,0 +1,139 @@
+/**
+ * configureTicketTiers in the tickets domain, on its own database of the test FerretDB: two configurations of one
+ * event never decide on each other's half-done work (one runs at a time), and a refused capacity cut changes nothing.
+ * A configuration is held at a chosen point by a gate on its reads of the seat units, so each interleaving runs the
+ * same every time.
+ */
+import { randomBytes } from 'node:crypto'
+import { ContractError } from '@svc/errors'
+import { configureTicketTiers, reserve, type ServingTickets, type TicketsModels } from '../src'
+import { availableSeats } from '../src/domain/availability'
+import { KEPT_UNTIL } from '../src/domain/capacity'
+import { tierCapacity } from '../src/domain/configure-tiers'
+import { eventKey } from '../src/domain/event-access'
+import { APP, ORGANIZER, openTicketsDomain } from './helpers'
+
+let models: TicketsModels
+const clock = { now: new Date() }
+let d: ServingTickets
+let close: () => Promise<void>
+
+beforeAll(async () => {
+  ;({ models, d, close } = await openTicketsDomain('tickets-configure', clock))
+})
+afterAll(async () => {
+  await close()
+})
+
+const newEventUri = () => `at://${ORGANIZER}/community.lexicon.calendar.event/${randomBytes(6).toString('hex')}`
+const tier = (id: string, capacity: number, o: object = {}) => ({ ticketTypeId: id, name: 'General', priceAmount: 1500, currency: 'usd', capacity, ...o })
+
+async function pricedTier(capacity: number) {
+  const eventUri = newEventUri()
+  const configured = await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [{ name: 'General', priceAmount: 1500, currency: 'usd', capacity }] })
+  return { eventUri, tierId: configured.tiers[0]!.ticketTypeId }
+}
+
+/** The domain with its `nth` read of seat units held until `open()`; `reached` resolves when it is. */
+function gated(nth: number): { d: ServingTickets; reached: Promise<void>; open: () => void } {
+  let open!: () => void
+  let reach!: () => void
+  const gate = new Promise<void>((resolve) => (open = resolve))
+  const reached = new Promise<void>((resolve) => (reach = resolve))
+  let reads = 0
+  const units = new Proxy(models.CapacityUnit, {
+    get(target, prop, receiver) {
+      if (prop !== 'find') return Reflect.get(target, prop, receiver)
+      return (...args: Parameters<typeof target.find>) => {
+        if (++reads !== nth) return target.find(...args)
+        reach()
+        return { lean: async () => (await gate, target.find(...args).lean()) }
+      }
+    },
+  })
+  return { d: { ...d, models: { ...models, CapacityUnit: units } }, reached, open }
+}
+
+/** Sells `count` seats of the tier as it is now (kept, as paid tickets' seats are). */
+async function sell(tierId: string, count: number) {
+  const current = (await models.Tier.findById(tierId).lean())!
+  const result = await reserve(d, { id: `sold_${randomBytes(8).toString('hex')}`, expiresAt: KEPT_UNTIL }, [{ tierId, seatRange: current.seatRange, quantity: count }])
+  expect(result).toEqual({ ok: true })
+}
+
+test('two overlapping configurations: the later decides on what the earlier wrote, so the capacity never falls below what is sold', async () => {
+  const { eventUri, tierId } = await pricedTier(100)
+  // B reads the tier (range 100), checks it and is held just before it decides (its third read of the seat units)
+  const slow = gated(3)
+  const b = configureTicketTiers(slow.d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 105)] })
+  await slow.reached
+  // A raises the capacity to 150 meanwhile; whatever A managed to open is sold at once
+  const a = configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 150)] })
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  const current = (await models.Tier.findById(tierId).lean())!
+  await sell(tierId, current.seatRange)
+  slow.open()
+  const answers = await Promise.allSettled([b, a])
+  const sold = await models.CapacityUnit.countDocuments({ tierId, kind: 'seat', reservationId: /^sold_/ })
+  const final = (await models.Tier.findById(tierId).lean())!
+  // no seat sold lies outside the range, and the capacity covers every seat sold
+  expect(final.seatRange).toBeGreaterThanOrEqual(sold)
+  expect(await tierCapacity(d, final)).toBeGreaterThanOrEqual(sold)
+  // one ran after the other: the one that answered last set the capacity
+  expect(answers.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled'])
+  expect(await tierCapacity(d, final)).toBe(150)
+  expect(await availableSeats(d, final)).toBe(150 - sold)
+})
+
+test('a configuration that waits longer than its turn allows is answered ServiceUnavailable and changes nothing', async () => {
+  const { eventUri, tierId } = await pricedTier(10)
+  // the event's first turn was its creation; the second is taken by a holder that neither ends it nor lets it lapse
+  const key = eventKey('test', eventUri)
+  await models.ConfigurationTurn.create({ _id: `${key}#2`, eventKey: key, n: 2, expiresAt: new Date(Date.now() + 60_000) })
+  const answer = await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 20)] }).catch((e: unknown) => e)
+  expect((answer as ContractError).code).toBe('ServiceUnavailable')
+  expect(await tierCapacity(d, (await models.Tier.findById(tierId).lean())!)).toBe(10)
+  // once the dead holder's turn lapses, the next configuration takes the turn after it
+  await models.ConfigurationTurn.updateOne({ _id: `${key}#2` }, { $set: { expiresAt: new Date(Date.now() - 1) } })
+  await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 20)] })
+  expect(await tierCapacity(d, (await models.Tier.findById(tierId).lean())!)).toBe(20)
+  expect(await models.ConfigurationTurn.exists({ _id: `${key}#3` })).toBeTruthy()
+}, 20_000)
+
+test('eight concurrent configurations of one event each run alone: each answers its own capacity, and the last one stands', async () => {
+  const { eventUri, tierId } = await pricedTier(100)
+  const capacities = [101, 140, 90, 120, 95, 160, 100, 130]
+  const answers = await Promise.all(capacities.map((capacity) => configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, capacity)] })))
+  expect(answers.map((a) => a.tiers[0]!.capacity)).toEqual(capacities)
+  const final = (await models.Tier.findById(tierId).lean())!
+  expect(capacities).toContain(await tierCapacity(d, final))
+  expect(await availableSeats(d, final)).toBe(await tierCapacity(d, final))
+})
+
+test('a capacity cut refused because holds took the free seats meanwhile changes nothing: no new tier, no field, no block', async () => {
+  const { eventUri, tierId } = await pricedTier(100)
+  const second = await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 100), { name: 'Second', priceAmount: 900, currency: 'usd', capacity: 100 }] })
+  const secondId = second.tiers[1]!.ticketTypeId
+  await sell(tierId, 70)
+  // cut the second tier to 50 and the first to 80 (20 of its 30 free seats): checked (four reads of the seat units),
+  // then held
+  const slow = gated(5)
+  const cut = configureTicketTiers(slow.d, APP, {
+    environment: 'test',
+    eventUri,
+    organizerDid: ORGANIZER,
+    tiers: [tier(secondId, 50, { name: 'Second renamed' }), tier(tierId, 80, { name: 'Renamed' }), { name: 'VIP', priceAmount: 5000, currency: 'usd', capacity: 10 }],
+  })
+  await slow.reached
+  // holds take 25 of the first tier's 30 free seats before the cut blocks its 20
+  await sell(tierId, 25)
+  slow.open()
+  const answer = await cut.catch((e: unknown) => e)
+  expect((answer as ContractError).code).toBe('InvalidRequest')
+  expect(await models.Tier.countDocuments({ eventUri })).toBe(2)
+  const [first, other] = await Promise.all([models.Tier.findById(tierId).lean(), models.Tier.findById(secondId).lean()])
+  expect(first!.name).toBe('General')
+  expect(other!.name).toBe('Second')
+  expect(await tierCapacity(d, first!)).toBe(100)
+  expect(await tierCapacity(d, other!)).toBe(100)
+})
