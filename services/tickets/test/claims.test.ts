@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { ContractError } from '@svc/errors'
-import { claimFreeTicket, claimTicketId, configureTicketTiers, keepReservation, reserve, type ServingTickets, type TicketsModels } from '../src'
+import { announceIssued, claimFreeTicket, claimTicketId, configureTicketTiers, keepReservation, reserve, voidTicket, type ServingTickets, type TicketsModels } from '../src'
 import { claimedTicket, issue, CLAIM_ATTEMPT_SECONDS } from '../src/domain/claim-free-ticket'
 import { APP, ORGANIZER, openTicketsDomain } from './helpers'
 
@@ -82,4 +82,21 @@ test('a retry gets the ticket its key issued even after the organizer made the t
   // a new key is refused as before
   const fresh = await claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid: buyer(), idempotencyKey: 'retry' }).catch((e: unknown) => e)
   expect((fresh as ContractError).code).toBe('TicketHoldUnavailable')
+})
+
+test('a void racing the announcement of a ticket whose claim stopped before announcing it: the ticket ends voided, its seat back', async () => {
+  const { eventUri, tier } = await freeTier(40)
+  for (let i = 0; i < 30; i++) {
+    const claimed = await claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid: buyer(), idempotencyKey: `race-${i}` })
+    // as a claim that stopped between its ticket and its event leaves it
+    await models.Ticket.updateOne({ _id: claimed.id }, { $set: { announced: false } })
+    const ticket = (await models.Ticket.findById(claimed.id).lean())!
+    await Promise.all([
+      voidTicket(d, ORGANIZER, 'test', claimed.id),
+      new Promise((resolve) => setTimeout(resolve, i % 6)).then(() => announceIssued(d, ticket)),
+    ])
+    const after = (await models.Ticket.findById(claimed.id).lean())!
+    expect({ i, status: after.status }).toEqual({ i, status: 'voided' })
+    expect(await models.CapacityUnit.countDocuments({ ticketId: claimed.id })).toBe(0)
+  }
 })

@@ -41,7 +41,9 @@ async function finishVoid(d: TicketsDomain, ticket: TicketDoc & { voidedAt: Date
   else if (ticket.source === 'claim') await deleteUnitsOf(d, ticket.reservationId)
   if (!ticket.announced) await writeTicketEvent(d, ticket, 'issued', ticket.createdAt)
   await writeTicketEvent(d, ticket, 'voided', ticket.voidedAt)
-  await d.models.Ticket.updateOne({ _id: ticket._id }, { $set: { voidPending: false, announced: true } })
+  // the status again: on FerretDB an announcement's write that read the ticket before the void can have put
+  // `issued` back (docs/decisions.md), and the seat is on sale again by now
+  await d.models.Ticket.updateOne({ _id: ticket._id }, { $set: { status: 'voided', voidedAt: ticket.voidedAt, voidPending: false, announced: true } })
 }
 
 /** Finishes the voids cut off after their ticket became `voided` (see above); returns how many. */
