@@ -164,6 +164,17 @@ describe('claimFreeTicket', () => {
     expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(4)
   })
 
+  it('a retry that names the environment the first call left to the default carries the same assertion and gets the ticket', async () => {
+    // an app configured for test only: a call without `environment` acts in test
+    const testOnly = await stack.newApp({ environments: ['test'] })
+    await enableTickets(stack, testOnly, 'test')
+    const { eventUri, tiers } = await setUpEvent(stack, testOnly, organizer, [FREE])
+    const buyer = await newSigner(stack)
+    const body = { eventUri, ticketTypeId: tiers[0]!.ticketTypeId, buyerDid: buyer.did, buyerAssertionJwt: await buyer.assertion(CLAIM), idempotencyKey: 'env-default' }
+    const first = expectOk(await claim(stack, testOnly, body))
+    expect(expectOk(await claim(stack, testOnly, { ...body, environment: 'test' }))).toEqual(first)
+  })
+
   it("answers the buyer's page of the ticket: its QR code, for its page token only", async () => {
     const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [FREE])
     const buyer = await newSigner(stack)

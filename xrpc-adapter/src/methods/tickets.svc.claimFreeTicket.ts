@@ -14,7 +14,8 @@ const CLAIM = graphql(`mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) {
 export async function claimFreeTicket({ input, graph, assertion, caller }: HandlerContext<'tickets.svc.claimFreeTicket'>) {
   assertOnlyKeys(input, INPUT_KEYS['tickets.svc.claimFreeTicket'], (field) => `${field} is not a field of a free claim`)
   const { buyerAssertionJwt, ...claim } = input
-  const replayScope = JSON.stringify(['claim', caller.appDid, input.environment ?? null, input.eventUri, input.ticketTypeId, input.buyerDid, input.idempotencyKey])
+  // not the environment as sent: a retry may name the one the first call left to the default
+  const replayScope = JSON.stringify(['claim', caller.appDid, input.eventUri, input.ticketTypeId, input.buyerDid, input.idempotencyKey])
   await assertion(buyerAssertionJwt, { iss: input.buyerDid, code: 'BuyerAssertionInvalid', replayScope })
   const { claimFreeTicket: t } = await graph(CLAIM, { input: claim }).catch(renameErrors(APP_ACCESS_ERRORS))
   return { ticket: { id: t.id, status: t.status, ...(t.url ? { url: t.url } : {}) } }

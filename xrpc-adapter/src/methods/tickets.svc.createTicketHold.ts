@@ -14,7 +14,8 @@ export async function createTicketHold({ input, graph, assertion, caller }: Hand
   assertOnlyKeys(input, INPUT_KEYS['tickets.svc.createTicketHold'], (field) => `${field} is not a field of a ticket hold`)
   const { buyerAssertionJwt, ...hold } = input
   if (buyerAssertionJwt !== undefined) {
-    const replayScope = JSON.stringify(['hold', caller.appDid, input.environment ?? null, input.appOrderId, input.buyerDid])
+    // not the environment as sent: a retry may name the one the first call left to the default
+    const replayScope = JSON.stringify(['hold', caller.appDid, input.appOrderId, input.buyerDid])
     await assertion(buyerAssertionJwt, { iss: input.buyerDid, code: 'BuyerAssertionInvalid', replayScope })
   }
   const { createTicketHold: h } = await graph(HOLD, { input: hold }).catch(renameErrors(APP_ACCESS_ERRORS))
