@@ -28,6 +28,7 @@ import { methodTable, type AuthVerifiers, type MethodTable } from './methods'
 import { errorsPlugin } from './plugins/errors'
 import { xrpcPlugin } from './plugins/xrpc'
 import { createCounter, createLimiter, registerRateLimitStore } from './plugins/rate-limit'
+import { clientNetwork } from './plugins/client-network'
 import { apiKeyHashForLimit } from './auth/api-key'
 import { API_VERSION } from '@svc/vocabulary'
 
@@ -175,7 +176,7 @@ export async function buildCheckoutServer(deps: AdapterDeps): Promise<FastifyIns
     // the utility routes, per presented API key; a request without one is refused by its route. By the route matched,
     // not the raw URL, which may spell the same route percent-encoded (/%61pi/…)
     if (!isUtilityRoute(request)) return
-    await utilityAddressLimit(request, reply, request.ip).catch((err: unknown) => {
+    await utilityAddressLimit(request, reply, clientNetwork(request.ip)).catch((err: unknown) => {
       leaveOutOfRequestLog(request)
       throw err
     })

@@ -95,6 +95,15 @@ it('behind a trusted proxy each client address is counted on its own (X-Forwarde
   expect((await pay((await newCheckout()).url, VALID)).status).toBe(303)
 })
 
+it('IPv6 clients are counted by their /64: a new address of the same network for each submission changes nothing', async () => {
+  for (let i = 1; i <= PER_ADDRESS; i++) expect((await pay((await newCheckout()).url, NOT_A_CARD, `2001:db8:1:2::${i}`)).status).toBe(400)
+  const next = await newCheckout()
+  expect((await pay(next.url, VALID, '2001:db8:1:2:ffff::99')).status).toBe(429)
+  await expectLocked(next)
+  // another /64 is another client
+  expect((await pay((await newCheckout()).url, VALID, '2001:db8:1:3::1')).status).toBe(303)
+})
+
 it('concurrent submissions on one checkout charge it at most once and never past the limit', async () => {
   const checkout = await newCheckout()
   const results = await Promise.all(Array.from({ length: PER_CHECKOUT + 3 }, () => pay(checkout.url, VALID)))

@@ -23,6 +23,7 @@ import { HOLD_TICKETS_QUERY, TICKET_PAGE_QUERY, ticketPage, ticketsSection } fro
 import { checkoutFormPage, checkoutStatePage, errorPage, invalidLinkPage, withCheckoutParam, type CheckoutView } from './views'
 import { SERVICE_PRINCIPALS, TICKET_PAGE_TOKEN_RE } from '@svc/vocabulary'
 import type { Counter } from '../plugins/rate-limit'
+import { clientNetwork } from '../plugins/client-network'
 
 export interface CheckoutPagesOptions {
   gateway: GatewayClient
@@ -146,7 +147,7 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
     const checkoutKey = createHash('sha256').update(token).digest('base64url')
     const [perCheckout, perAddress] = await Promise.all([
       opts.payAttempts.perCheckout(request, checkoutKey),
-      opts.payAttempts.perAddress(request, request.ip),
+      opts.payAttempts.perAddress(request, clientNetwork(request.ip)),
     ])
     if (!perCheckout?.exceeded && !perAddress?.exceeded) return false
     request.log.warn({ perCheckout: Boolean(perCheckout?.exceeded), perAddress: Boolean(perAddress?.exceeded) }, 'too many pay attempts: the checkout is locked')
