@@ -88,6 +88,10 @@ export interface StackOptions {
   methods?: Parameters<typeof buildApiServer>[0]['methods']
   /** seconds before an abandoned checkout expires (default 24 h) */
   checkoutExpirySeconds?: number
+  /** the test processor's wait before it charges (TEST_PROCESSOR_LATENCY_MS, default 0) */
+  testProcessorLatencyMs?: number
+  /** how long the gateway waits for a subgraph (SUBGRAPH_TIMEOUT_MS, default 30 s) */
+  subgraphTimeoutMs?: number
   /** start the event workers in this process (default true); false: the test runs its own */
   workers?: boolean
   /** delivery settings over the test defaults (schedule at 1/50 000, 1 s locks, 200 ms hold rechecks, 2 s timeout) */
@@ -168,6 +172,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     tokenSecret: secrets.paymentTokens,
     checkoutExpirySeconds: opts.checkoutExpirySeconds ?? 24 * 3600,
     liveProcessor: 'none',
+    testProcessorLatencyMs: opts.testProcessorLatencyMs,
     sweepIntervalMs: 0,
     relay,
   })
@@ -207,6 +212,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     secrets,
     graphiql: false,
     logger,
+    subgraphTimeoutMs: opts.subgraphTimeoutMs,
   })
   await gatewayHost.release()
   await gateway.listen({ host: '127.0.0.1', port: gatewayPort })

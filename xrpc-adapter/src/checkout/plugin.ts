@@ -190,6 +190,9 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
     } catch (err) {
       if (isCode(err, 'InvalidRequest')) return refusedForm(request, reply, token, scrubCardData(err.message, card), form.nameOnCard)
       if (isCode(err, 'CheckoutClosed')) return closed(request, reply, token)
+      // the payment may have gone through (a charge that outlasted the gateway's wait goes on): the checkout's page
+      // says what became of it, rather than a page asking the buyer to try again
+      if (isCode(err, 'ServiceUnavailable')) return reply.redirect(`/checkout/${token}`, 303)
       throw err
     }
     if (view.status === 'completed') return reply.redirect(withCheckoutParam(view.returnUrl, 'completed'), 303)

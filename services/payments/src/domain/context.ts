@@ -46,8 +46,12 @@ export function holdsOf(d: PaymentsDomain): TicketHolds {
 
 export const nowOf = (d: PaymentsDomain): Date => (d.now ? d.now() : new Date())
 
-/** how long a processor call may take (processorTimeoutMs, default 30 s) */
-export const processorTimeoutOf = (d: PaymentsDomain): number => d.processorTimeoutMs ?? 30_000
+/**
+ * how long a processor call may take (processorTimeoutMs, default 20 s): with the question that follows a timeout
+ * (5 s), within the gateway's default wait for a subgraph (SUBGRAPH_TIMEOUT_MS, 30 s), so the buyer's page learns
+ * the outcome
+ */
+export const processorTimeoutOf = (d: PaymentsDomain): number => d.processorTimeoutMs ?? 20_000
 
 /**
  * how long asking a processor what became of a charge may take: a lookup, and a status read may be the one asking,
