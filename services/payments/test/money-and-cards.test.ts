@@ -42,6 +42,19 @@ describe('fees', () => {
     expect(computeCharges({ amount: 1000, currency: 'eur', serviceFee: RATE, feeShareBps: 0, selfSale: false }).serviceFee).toBe(25)
   })
 
+  test('a total past what one checkout charges (flat fees per ticket passed to the buyer) is InvalidProduct; a full-rate buyer fee on the largest amount is not', () => {
+    const flat = { bps: 0, flatAmount: 10_000_000, flatCurrency: 'usd', passToBuyer: true }
+    let err: unknown
+    try {
+      computeCharges({ amount: 100_000_000, currency: 'usd', serviceFee: flat, feeShareBps: 0, selfSale: false, tickets: 2000 })
+    } catch (e) {
+      err = e
+    }
+    expect((err as ContractError).code).toBe('InvalidProduct')
+    expect((err as ContractError).message).toMatch(/more than one checkout may charge \(200000000\)/)
+    expect(computeCharges({ amount: 100_000_000, currency: 'usd', serviceFee: { ...flat, bps: 10_000, flatAmount: 0 }, feeShareBps: 0, selfSale: false }).total).toBe(200_000_000)
+  })
+
   test('an app selling for itself takes no app fee', () => {
     expect(computeCharges({ amount: 1000, currency: 'usd', serviceFee: RATE, feeShareBps: 500, selfSale: true })).toMatchObject({ appFee: 0, recipientNet: 945 })
   })

@@ -3,11 +3,15 @@
  *
  *   serviceFee   = round-half-up(amount × bps / 10 000) + (flatCurrency = currency ? flatAmount : 0)   platform fee
  *   buyerFee     = passToBuyer ? serviceFee : 0                                                       added for the buyer
- *   total        = amount + buyerFee                                                                  what the buyer pays
+ *   total        = amount + buyerFee                                                                  what the buyer pays, at most MAX_TOTAL
  *   appFee       = round-half-up(amount × feeShareBps / 10 000), 0 when the app sells for itself       the app's share
  *   recipientNet = amount − appFee − (passToBuyer ? 0 : serviceFee)                                   never below 0
  */
+import { MAX_AMOUNT } from '@svc/checkout-product'
 import { ContractError } from '@svc/errors'
+
+/** The most one checkout charges, fees included: twice the largest amount. */
+export const MAX_TOTAL = 2 * MAX_AMOUNT
 
 export interface ServiceFeeRate {
   bps: number
@@ -51,6 +55,8 @@ export function computeCharges(input: { amount: number; currency: string; servic
   const total = amount + buyerFee
   const appFee = input.selfSale ? 0 : basisPoints(amount, input.feeShareBps)
   const recipientNet = amount - appFee - (rate.passToBuyer ? 0 : serviceFee)
+  // a buyer fee may at most double the amount by its rate; only flat fees (per ticket) could take the total past it
+  if (total > MAX_TOTAL) throw new ContractError('InvalidProduct', `the total with fees, ${total} ${currency}, is more than one checkout may charge (${MAX_TOTAL})`)
   if (recipientNet < 0) {
     throw new ContractError('InvalidProduct', `amount too small to cover fees: ${amount} ${currency} is less than the fees of ${appFee + (rate.passToBuyer ? 0 : serviceFee)}`)
   }
