@@ -266,6 +266,18 @@ describe('one settlement per checkout, under concurrency', () => {
     }
   })
 
+  test('a cancel cut off after its claim (its checkout left pending) is applied by the next sweep, not at expiry', async () => {
+    const c = await start()
+    const checkout = (await t.models.Checkout.findById(c.checkoutId).lean())!
+    expect(await claimSettlement(t.domain, checkout, 'cancel', { outcome: { ok: false, reason: 'canceled', code: 'canceled', message: 'canceled' } })).toBe(true)
+    expect((await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).status).toBe('pending')
+    expect((await sweepCheckouts(t.domain)).recovered).toBeGreaterThanOrEqual(1)
+    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null })
+    expect(await getCheckout(t.domain, c.browser)).toMatchObject({ status: 'failed', failureReason: 'canceled' })
+    // applied: the next sweep has nothing left of it
+    expect((await t.models.Settlement.findById(c.checkoutId).lean())?.awaiting).toBe(false)
+  })
+
   test('10 concurrent pays and cancels: one winner, at most one charge, one record at most', async () => {
     const c = await start()
     const attempts = Array.from({ length: 10 }, (_, i) => (i % 3 === 2 ? cancelCheckout(t.domain, c.browser) : payCheckout(t.domain, c.browser, GOOD_CARD)))

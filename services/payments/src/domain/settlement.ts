@@ -68,7 +68,9 @@ export async function claimSettlement(
       recordTid: extra.recordTid ?? null,
       outcome: extra.outcome ?? null,
       settledAt: extra.outcome ? now : null,
-      awaiting: !extra.outcome,
+      // a close (cancel, lock) stays awaiting until applied: one cut off before that is finished by the sweep, not
+      // left pending until the checkout expires
+      awaiting: !extra.outcome || by === 'cancel' || by === 'lock',
     })
     return true
   } catch (err) {
@@ -123,7 +125,8 @@ export async function finishSettlement(d: PaymentsDomain, checkoutId: string): P
   if (!settlement?.outcome) return
   const checkout = (await d.models.Checkout.findById(checkoutId).lean()) as StoredCheckout | null
   if (!checkout) throw new Error(`settlement ${checkoutId} has no checkout`)
-  if (checkout.status === 'completed' || checkout.status === 'failed') return
+  const applied = () => (settlement.awaiting ? d.models.Settlement.updateOne({ _id: checkoutId }, { $set: { awaiting: false } }) : undefined)
+  if (checkout.status === 'completed' || checkout.status === 'failed') return void (await applied())
   const outcome = settlement.outcome
   const settledAt = settlement.settledAt ?? settlement.claimedAt
   if (outcome.ok) {
@@ -166,6 +169,7 @@ export async function finishSettlement(d: PaymentsDomain, checkoutId: string): P
     )
     d.logger?.info({ checkoutId, environment: checkout.environment, appDid: checkout.appDid, reason }, 'checkout failed')
   }
+  await applied()
 }
 
 /**

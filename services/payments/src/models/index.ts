@@ -119,7 +119,8 @@ const settlementSchema = new Schema(
     outcome: { type: outcomeSchema, default: null },
     settledAt: { type: Date, default: null },
     /**
-     * true while the claim has no outcome (a payment waiting for its processor's answer), set with the outcome: the
+     * true while the claim has no outcome (a payment waiting for its processor's answer), set with the outcome; a
+     * close (cancel, lock) is true from its claim until its checkout is closed: the
      * sweep finds these by this equality, which FerretDB hands to PostgreSQL (a filter on `outcome: null` or on a
      * range of `claimedAt` reads every settlement ever made; sweep-checkouts.ts)
      */
