@@ -62,7 +62,8 @@ const ERRORS: Record<string, string[]> = {
   ],
   'money.svc.payment.listSubscriptions': ['AppUnauthorized', 'InvalidRole'],
   'money.svc.payment.cancelSubscription': ['SubscriptionNotFound', 'NotAllowed', 'ProcessorError'],
-  'money.svc.event.receiveEvent': ['InvalidSignature', 'UnsupportedEvent', 'DuplicateDelivery'],
+  // the contract's three, plus what the SDK's receiver also answers (packages/sdk/src/receiver/envelope.ts)
+  'money.svc.event.receiveEvent': ['InvalidSignature', 'UnsupportedEvent', 'DuplicateDelivery', 'ApiVersionMismatch', 'InvalidEnvelope', 'DeliveryInProgress'],
   'tickets.svc.getTicketAvailability': ['EventRequired', 'AppUnauthorized', 'TicketsModuleDisabled'],
   // the contract's, plus the module switch and (for a free claim) the app's access, as getTicketAvailability has them
   'tickets.svc.createTicketHold': ['TicketHoldUnavailable', 'BuyerAssertionInvalid', 'AppUnauthorized', 'TicketsModuleDisabled', 'ProcessorNotConfigured'],

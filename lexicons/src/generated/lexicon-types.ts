@@ -387,7 +387,7 @@ export interface MoneySvcEventReceiveEventInput {
   /** Delivery id, prefix `whd_`; equals the `Svc-Delivery-Id` header. */
   id: string
   /** Event kind. */
-  type: 'payment.completed' | 'app.webhook.test' | (string & {})
+  type: 'payment.completed' | 'app.webhook.test' | 'app.authorization.granted' | 'app.authorization.revoked' | 'ticket.issued' | 'ticket.voided' | (string & {})
   /** When the event was created. */
   createdAt: string
   /** API version of the event; equals the `svc-api-version` header. */
@@ -648,7 +648,7 @@ export interface TicketsSvcConfigureTicketTiersInput {
   organizerDid: string
   /** Organizer assertion (JWT with iss = organizerDid and lxm = this NSID); absent or invalid is answered with OrganizerAssertionInvalid. */
   organizerAssertionJwt?: string
-  /** Tiers to create or update. */
+  /** Tiers to create or update (an event has at most 50). */
   tiers: Array<TicketsSvcConfigureTicketTiersTierInput>
   /** How long a ticket hold lasts for this event (default 600 seconds). */
   holdDurationSeconds?: number
@@ -720,7 +720,7 @@ export interface TicketsSvcCreateTicketHoldInput {
   returnUrl?: string
   /** Where the checkout sends the buyer after canceling; absent: the checkout page itself. */
   cancelUrl?: string
-  /** Tiers and quantities to hold. */
+  /** Tiers and quantities to hold (1 to 20). */
   items: Array<TicketsSvcCreateTicketHoldItem>
 }
 /** The hold and its checkout. */
