@@ -183,6 +183,10 @@ const schema = z
     if (env.PAYMENT_TOKEN_SECRET_PREVIOUS === env.PAYMENT_TOKEN_SECRET) {
       ctx.addIssue({ code: 'custom', path: ['PAYMENT_TOKEN_SECRET_PREVIOUS'], message: 'must differ from PAYMENT_TOKEN_SECRET (it is the one before the rotation)' })
     }
+    if (env.NODE_ENV === 'development' && !LISTEN_LOOPBACK.has(env.HOST) && usesDevelopmentSecrets(env)) {
+      // NODE_ENV defaults to development: a deployment that forgot it would serve the world with secrets everyone has
+      ctx.addIssue({ code: 'custom', path: ['HOST'], message: `${env.HOST} is reachable beyond this machine, and the development defaults of the secrets are public: set NODE_ENV=production with real secrets, or HOST=127.0.0.1` })
+    }
     if (env.NODE_ENV !== 'production') return
     for (const key of [...CONTEXT_KEYS, 'OPERATOR_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY'] as const) {
       if (env[key].startsWith(DEV_SECRET)) ctx.addIssue({ code: 'custom', path: [key], message: 'must be set in production' })
@@ -204,6 +208,14 @@ const schema = z
   })
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
+/** HOST values that listen on this machine only */
+const LISTEN_LOOPBACK = new Set(['localhost', '127.0.0.1', '::1'])
+
+/** Whether any secret is still its development default (public: it is in this repository). */
+function usesDevelopmentSecrets(env: { [K in ContextKey | 'OPERATOR_TOKEN' | 'PAYMENT_TOKEN_SECRET' | 'WEBHOOK_SECRET_KEY' | 'SERVICE_SIGNING_KEY']: string }): boolean {
+  const secrets = [...CONTEXT_KEYS, 'OPERATOR_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY'] as const
+  return secrets.some((key) => env[key].startsWith(DEV_SECRET)) || env.SERVICE_SIGNING_KEY === DEV_SIGNING_KEY
+}
 
 export interface Config {
   nodeEnv: 'development' | 'test' | 'production'

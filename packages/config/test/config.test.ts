@@ -47,6 +47,17 @@ describe('internal callers\' keys', () => {
     expect(() => loadConfig({ ...production, NODE_ENV: 'development' })).not.toThrow()
   })
 
+  it('refuses the development defaults on a host reachable beyond this machine (NODE_ENV left at its default)', () => {
+    expect(() => loadConfig({ HOST: '0.0.0.0' })).toThrow(/HOST.*set NODE_ENV=production with real secrets, or HOST=127\.0\.0\.1/s)
+    expect(() => loadConfig({ HOST: '10.1.2.3', NODE_ENV: 'development' })).toThrow(/HOST/)
+    for (const host of ['127.0.0.1', 'localhost', '::1']) expect(loadConfig({ HOST: host }).host).toBe(host)
+    // real secrets everywhere: a developer's own choice
+    const { NODE_ENV: _production, ...realSecrets } = everyKeySet
+    expect(loadConfig({ ...realSecrets, HOST: '0.0.0.0' }).host).toBe('0.0.0.0')
+    // tests choose their own hosts
+    expect(loadConfig({ HOST: '0.0.0.0', NODE_ENV: 'test' }).host).toBe('0.0.0.0')
+  })
+
   const CALLER_KEYS = ['GATEWAY_CONTEXT_KEY', 'ADAPTER_CONTEXT_KEY', 'EVENTS_CONTEXT_KEY', 'PAYMENTS_CONTEXT_KEY', 'APPS_CONTEXT_KEY', 'TICKETS_CONTEXT_KEY']
   const everyKeySet: Record<string, string> = { NODE_ENV: 'production', OPERATOR_TOKEN: token('o'), PAYMENT_TOKEN_SECRET: token('s'), WEBHOOK_SECRET_KEY: token('w'), SERVICE_SIGNING_KEY: 'ab'.repeat(32), ...Object.fromEntries(CALLER_KEYS.map((key, i) => [key, token(String(i))])) }
 
