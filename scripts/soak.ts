@@ -68,12 +68,12 @@ async function main() {
   const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0'
   const redisPrefix = `svcsoak:${randomBytes(3).toString('hex')}:`
   const serviceDid = 'did:web:svc.soak'
-  const operatorToken = randomBytes(32).toString('hex')
+  const metricsToken = randomBytes(32).toString('hex')
   const env: Record<string, string> = {
     NODE_ENV: 'development',
     LOG_LEVEL: 'warn',
     ...componentEnv({ host, ports, mongoUrl: mongoUrl.toString(), redisUrl, redisPrefix, serviceDid }),
-    OPERATOR_TOKEN: operatorToken,
+    METRICS_TOKEN: metricsToken,
     DEV_ALLOW_LOOPBACK_WEBHOOKS: 'true',
     // one app makes every request: its limits are checked but never reached
     XRPC_RATE_LIMIT_MAX: '1000000000',
@@ -180,7 +180,7 @@ async function main() {
     const sample = async (atSeconds: number) => {
       const s: Sample = { atSeconds, rss: {}, heap: {} }
       for (const [name, port] of Object.entries(processes)) {
-        const res = await fetch(`http://${host}:${port}/metrics`, { headers: { authorization: `Bearer ${operatorToken}` } })
+        const res = await fetch(`http://${host}:${port}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })
         const text = await res.text()
         s.rss[name] = +((metricValue(text, 'process_resident_memory_bytes') ?? 0) / 2 ** 20).toFixed(1)
         s.heap[name] = +((metricValue(text, 'nodejs_heap_size_used_bytes') ?? 0) / 2 ** 20).toFixed(1)

@@ -42,7 +42,7 @@ describe('docker-compose.yml', () => {
     expect(service).toBeDefined()
     const startScript = (JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start
     expect(startScript).toBe('tsx src/main.ts')
-    for (const key of ['MONGO_URL', 'REDIS_URL', 'SERVICE_DID', 'GATEWAY_CONTEXT_KEY', 'ADAPTER_CONTEXT_KEY', 'EVENTS_CONTEXT_KEY', 'PAYMENTS_CONTEXT_KEY', 'APPS_CONTEXT_KEY', 'TICKETS_CONTEXT_KEY', 'OPERATOR_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY', 'SERVICE_SIGNING_KEY', 'NODE_ENV']) {
+    for (const key of ['MONGO_URL', 'REDIS_URL', 'SERVICE_DID', 'GATEWAY_CONTEXT_KEY', 'ADAPTER_CONTEXT_KEY', 'EVENTS_CONTEXT_KEY', 'PAYMENTS_CONTEXT_KEY', 'APPS_CONTEXT_KEY', 'TICKETS_CONTEXT_KEY', 'OPERATOR_TOKEN', 'METRICS_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY', 'SERVICE_SIGNING_KEY', 'NODE_ENV']) {
       expect(service?.environment).toHaveProperty(key)
     }
     expect(service?.environment?.NODE_ENV).toBe('production')

@@ -44,7 +44,7 @@ export async function composeGraphSchema(): Promise<string> {
     }
     const gateway = await buildGateway({
       services: SUBGRAPHS.map((s, i) => ({ name: s.name, url: running[i]!.url })),
-      secrets: { callerKeys, operatorToken },
+      secrets: { callerKeys, operatorToken, metricsToken: randomBytes(32).toString('hex') },
       graphiql: false,
       logger,
       retryServicesCount: 1,

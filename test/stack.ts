@@ -127,6 +127,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const secrets = {
     callerKeys: testCallerKeys(),
     operatorToken: randomBytes(32).toString('hex'),
+    metricsToken: randomBytes(32).toString('hex'),
     paymentTokens: randomBytes(32).toString('hex'),
     previousPaymentTokens: null,
     webhookSecretKey: randomBytes(32).toString('hex'),
@@ -146,7 +147,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const checkoutUrl = `http://127.0.0.1:${checkoutPort}`
   const apps = await startAppsService({
     mongoUrl: iso.mongoUrl,
-    operatorToken: secrets.operatorToken,
+    metricsToken: secrets.metricsToken,
     databaseCommandMetrics: true,
     callerKeys: secrets.callerKeys,
     gatewayUrl,
@@ -157,10 +158,10 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     dashboardUrl: `${checkoutUrl}/dashboard`,
     relay,
   })
-  const actors = await startActorsService({ mongoUrl: iso.mongoUrl, callerKeys: secrets.callerKeys, host: '127.0.0.1', port: 0, logger, operatorToken: secrets.operatorToken, databaseCommandMetrics: true })
+  const actors = await startActorsService({ mongoUrl: iso.mongoUrl, callerKeys: secrets.callerKeys, host: '127.0.0.1', port: 0, logger, metricsToken: secrets.metricsToken, databaseCommandMetrics: true })
   const payments = await startPaymentsService({
     mongoUrl: iso.mongoUrl,
-    operatorToken: secrets.operatorToken,
+    metricsToken: secrets.metricsToken,
     databaseCommandMetrics: true,
     callerKeys: secrets.callerKeys,
     gatewayUrl,
@@ -178,7 +179,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   })
   const events = await startEventsService({
     mongoUrl: iso.mongoUrl,
-    operatorToken: secrets.operatorToken,
+    metricsToken: secrets.metricsToken,
     databaseCommandMetrics: true,
     callerKeys: secrets.callerKeys,
     host: '127.0.0.1',
@@ -190,7 +191,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   })
   const tickets = await startTicketsService({
     mongoUrl: iso.mongoUrl,
-    operatorToken: secrets.operatorToken,
+    metricsToken: secrets.metricsToken,
     databaseCommandMetrics: true,
     callerKeys: secrets.callerKeys,
     gatewayUrl,
@@ -233,7 +234,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     limits,
     trustProxy: opts.trustProxy,
     metrics: createMetrics('xrpc-adapter'),
-    operatorToken: secrets.operatorToken,
+    metricsToken: secrets.metricsToken,
     databaseCommandMetrics: true,
   }
   const apiServer = await buildApiServer(deps)

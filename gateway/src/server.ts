@@ -22,7 +22,8 @@ declare module 'fastify' {
 
 export interface GatewayOptions {
   services: { name: string; url: string }[]
-  secrets: { callerKeys: CallerKeys; operatorToken: string }
+  /** every caller's context key (to verify), OPERATOR_TOKEN (operators' bearer), METRICS_TOKEN (`/metrics`) */
+  secrets: { callerKeys: CallerKeys; operatorToken: string; metricsToken: string }
   graphiql: boolean
   logger: Logger
   /** retries while subgraphs start (the dev command starts everything at once) */
@@ -50,7 +51,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   app.get('/health', async () => ({ ok: true, services: opts.services.map((s) => s.name) }))
   // ready once the schema is composed (buildGateway resolves after that); a subgraph that is down fails only the
   // requests that need it, so it does not take the gateway out of the balancer
-  await app.register(operationsRoutes, { metrics: opts.metrics ?? createMetrics('gateway'), operatorToken: opts.secrets.operatorToken, readiness: {} })
+  await app.register(operationsRoutes, { metrics: opts.metrics ?? createMetrics('gateway'), metricsToken: opts.secrets.metricsToken, readiness: {} })
 
   app.addHook('onRequest', async (request, reply) => {
     // Decided on the route matched, not the raw URL or method: mercurius also serves GET /graphql?query=…,

@@ -33,7 +33,7 @@ runProcess('xrpc-adapter', async (config, logger) => {
     limits: config.limits,
     trustProxy: config.trustProxy,
     metrics: createMetrics('xrpc-adapter'),
-    operatorToken: config.secrets.operatorToken,
+    metricsToken: config.secrets.metricsToken,
     readiness: {
       gateway: async () => {
         // the check gives up after 2 s; the request is dropped then too, so slow checks do not pile up

@@ -62,8 +62,8 @@ export interface AdapterDeps {
   trustProxy?: TrustProxy
   /** the process's metrics, shared by both hosts (docs/operations.md) */
   metrics: ProcessMetrics
-  /** OPERATOR_TOKEN: what `/metrics` asks for */
-  operatorToken: string
+  /** METRICS_TOKEN: what `/metrics` asks for */
+  metricsToken: string
   /** what `/readyz` asks besides Redis (main.ts: the gateway) */
   readiness?: Record<string, ReadinessCheck>
 }
@@ -82,7 +82,7 @@ function xrpcRouteLabel(request: FastifyRequest): string | undefined {
 async function registerOperations(app: FastifyInstance, deps: AdapterDeps): Promise<void> {
   await app.register(operationsRoutes, {
     metrics: deps.metrics,
-    operatorToken: deps.operatorToken,
+    metricsToken: deps.metricsToken,
     readiness: { redis: () => deps.redis.ping(), ...deps.readiness },
     routeLabel: xrpcRouteLabel,
   })

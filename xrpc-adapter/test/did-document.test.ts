@@ -29,7 +29,7 @@ async function apiServer(identity?: ServiceIdentity): Promise<FastifyInstance> {
     redis: new Redis({ lazyConnect: true }),
     redisPrefix: 'did-document-test:',
     metrics: createMetrics('xrpc-adapter'),
-    operatorToken: 'unused',
+    metricsToken: 'unused',
     limits: { xrpc: { max: 0, windowMs: 60_000 }, utility: { max: 0, windowMs: 60_000 }, requestTimeoutMs: 30_000, payAttemptsPerCheckout: 5, payAttemptsPerAddress: { max: 0, windowMs: 60_000 } },
   })
   servers.push(app)

@@ -28,7 +28,7 @@ async function listening(build: typeof buildApiServer): Promise<number> {
     redis,
     redisPrefix: 'request-timeouts-test:',
     metrics: createMetrics('xrpc-adapter'),
-    operatorToken: 'unused',
+    metricsToken: 'unused',
     limits: {
       xrpc: { max: 0, windowMs: 60_000 },
       utility: { max: 0, windowMs: 60_000 },

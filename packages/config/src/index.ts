@@ -168,13 +168,15 @@ const schema = z
       .regex(/^(?!\s*\d+\s*$)/, 'a number of hops is not supported: list the proxies (addresses or CIDRs) or say true')
       .optional(),
     OPERATOR_TOKEN: z.string().min(32).default(`${DEV_SECRET}-operator`),
+    /** what every process's `/metrics` asks for (a scraper's credential: it grants nothing else) */
+    METRICS_TOKEN: z.string().min(32).default(`${DEV_SECRET}-metrics`),
     GRAPHIQL: bool.optional(),
     DEV_ALLOW_LOOPBACK_WEBHOOKS: bool.default(false),
     ALLOW_INSECURE_DID_WEB: bool.default(false),
   })
   .superRefine((env, ctx) => {
     // each caller is known by its key alone, so no two may share one (a key before a rotation included)
-    const credentials = [...CONTEXT_KEYS, ...CONTEXT_KEYS.map((k) => `${k}_PREVIOUS` as const), 'OPERATOR_TOKEN'] as const
+    const credentials = [...CONTEXT_KEYS, ...CONTEXT_KEYS.map((k) => `${k}_PREVIOUS` as const), 'OPERATOR_TOKEN', 'METRICS_TOKEN'] as const
     for (const [i, key] of credentials.entries()) {
       if (env[key] === undefined) continue
       const same = credentials.slice(0, i).find((other) => env[other] === env[key])
@@ -188,7 +190,7 @@ const schema = z
       ctx.addIssue({ code: 'custom', path: ['HOST'], message: `${env.HOST} is reachable beyond this machine, and the development defaults of the secrets are public: set NODE_ENV=production with real secrets, or HOST=127.0.0.1` })
     }
     if (env.NODE_ENV !== 'production') return
-    for (const key of [...CONTEXT_KEYS, 'OPERATOR_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY'] as const) {
+    for (const key of [...CONTEXT_KEYS, 'OPERATOR_TOKEN', 'METRICS_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY'] as const) {
       if (env[key].startsWith(DEV_SECRET)) ctx.addIssue({ code: 'custom', path: [key], message: 'must be set in production' })
     }
     if (env.SERVICE_SIGNING_KEY === DEV_SIGNING_KEY) {
@@ -212,8 +214,8 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
 const LISTEN_LOOPBACK = new Set(['localhost', '127.0.0.1', '::1'])
 
 /** Whether any secret is still its development default (public: it is in this repository). */
-function usesDevelopmentSecrets(env: { [K in ContextKey | 'OPERATOR_TOKEN' | 'PAYMENT_TOKEN_SECRET' | 'WEBHOOK_SECRET_KEY' | 'SERVICE_SIGNING_KEY']: string }): boolean {
-  const secrets = [...CONTEXT_KEYS, 'OPERATOR_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY'] as const
+function usesDevelopmentSecrets(env: { [K in ContextKey | 'OPERATOR_TOKEN' | 'METRICS_TOKEN' | 'PAYMENT_TOKEN_SECRET' | 'WEBHOOK_SECRET_KEY' | 'SERVICE_SIGNING_KEY']: string }): boolean {
+  const secrets = [...CONTEXT_KEYS, 'OPERATOR_TOKEN', 'METRICS_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY'] as const
   return secrets.some((key) => env[key].startsWith(DEV_SECRET)) || env.SERVICE_SIGNING_KEY === DEV_SIGNING_KEY
 }
 
@@ -250,7 +252,10 @@ export interface Config {
   secrets: {
     /** every issuer's internal-context key; a process signs with its own (`callerKeys[issuer]`) */
     callerKeys: CallerKeys
+    /** OPERATOR_TOKEN: an operator's bearer at the gateway, and the board's password */
     operatorToken: string
+    /** METRICS_TOKEN: what `/metrics` asks for */
+    metricsToken: string
     paymentTokens: string
     /** PAYMENT_TOKEN_SECRET_PREVIOUS, or null */
     previousPaymentTokens: string | null
@@ -368,6 +373,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         perIssuer((variable) => e[`${variable}_PREVIOUS`]),
       ),
       operatorToken: e.OPERATOR_TOKEN,
+      metricsToken: e.METRICS_TOKEN,
       paymentTokens: e.PAYMENT_TOKEN_SECRET,
       previousPaymentTokens: e.PAYMENT_TOKEN_SECRET_PREVIOUS ?? null,
       webhookSecretKey: e.WEBHOOK_SECRET_KEY,

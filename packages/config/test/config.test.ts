@@ -13,6 +13,8 @@ describe('internal callers\' keys', () => {
   it('refuses at start two callers sharing one key', () => {
     expect(() => loadConfig({ EVENTS_CONTEXT_KEY: token('a'), ADAPTER_CONTEXT_KEY: token('a') })).toThrow(/EVENTS_CONTEXT_KEY.*must differ from ADAPTER_CONTEXT_KEY/s)
     expect(() => loadConfig({ OPERATOR_TOKEN: token('e'), PAYMENTS_CONTEXT_KEY: token('e') })).toThrow(/OPERATOR_TOKEN.*must differ from PAYMENTS_CONTEXT_KEY/s)
+    // the metrics token opens /metrics only: it may not be the operator token
+    expect(() => loadConfig({ OPERATOR_TOKEN: token('o'), METRICS_TOKEN: token('o') })).toThrow(/METRICS_TOKEN.*must differ from OPERATOR_TOKEN/s)
   })
 
   it('refuses the development credential in production', () => {
@@ -24,6 +26,7 @@ describe('internal callers\' keys', () => {
       APPS_CONTEXT_KEY: token('q'),
       TICKETS_CONTEXT_KEY: token('t'),
       OPERATOR_TOKEN: token('o'),
+      METRICS_TOKEN: token('m'),
       PAYMENT_TOKEN_SECRET: token('p'),
       WEBHOOK_SECRET_KEY: token('w'),
       SERVICE_SIGNING_KEY: 'ab'.repeat(32),
@@ -59,7 +62,7 @@ describe('internal callers\' keys', () => {
   })
 
   const CALLER_KEYS = ['GATEWAY_CONTEXT_KEY', 'ADAPTER_CONTEXT_KEY', 'EVENTS_CONTEXT_KEY', 'PAYMENTS_CONTEXT_KEY', 'APPS_CONTEXT_KEY', 'TICKETS_CONTEXT_KEY']
-  const everyKeySet: Record<string, string> = { NODE_ENV: 'production', OPERATOR_TOKEN: token('o'), PAYMENT_TOKEN_SECRET: token('s'), WEBHOOK_SECRET_KEY: token('w'), SERVICE_SIGNING_KEY: 'ab'.repeat(32), ...Object.fromEntries(CALLER_KEYS.map((key, i) => [key, token(String(i))])) }
+  const everyKeySet: Record<string, string> = { NODE_ENV: 'production', OPERATOR_TOKEN: token('o'), METRICS_TOKEN: token('m'), PAYMENT_TOKEN_SECRET: token('s'), WEBHOOK_SECRET_KEY: token('w'), SERVICE_SIGNING_KEY: 'ab'.repeat(32), ...Object.fromEntries(CALLER_KEYS.map((key, i) => [key, token(String(i))])) }
 
   it('names a key for every issuer of the internal context', () => {
     expect(Object.keys(loadConfig(everyKeySet).secrets.callerKeys).sort()).toEqual(['apps', 'events', 'gateway', 'payments', 'tickets', 'xrpc-adapter'])

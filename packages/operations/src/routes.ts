@@ -4,7 +4,7 @@
  *   GET /livez     200 while the process runs (a liveness probe restarts it otherwise)
  *   GET /readyz    200 when every dependency it needs answers, else 503 naming which did not; 503 once it is
  *                  shutting down, so a balancer stops sending it work before it closes
- *   GET /metrics   Prometheus text, only with `Authorization: Bearer <OPERATOR_TOKEN>` (else 401)
+ *   GET /metrics   Prometheus text, only with `Authorization: Bearer <METRICS_TOKEN>` (else 401)
  *
  * and counts the duration of every other request it serves.
  */
@@ -19,7 +19,8 @@ export type ReadinessCheck = () => Promise<unknown>
 
 export interface OperationsOptions {
   metrics: ProcessMetrics
-  operatorToken: string
+  /** METRICS_TOKEN: what /metrics asks for (a scraper's credential, not an operator's) */
+  metricsToken: string
   /** the dependencies that must answer for the process to take work (database, Redis, the gateway, …) */
   readiness: Record<string, ReadinessCheck>
   /** the label a request is counted under (default: its route pattern; unmatched: `unmatched`) */
@@ -31,7 +32,7 @@ export interface OperationsOptions {
 const OPERATIONS_PATHS = new Set(['/livez', '/readyz', '/metrics'])
 
 /**
- * A presented secret (the operator token) against the expected one, compared as SHA-256 digests: neither the
+ * A presented secret (the metrics or the operator token) against the expected one, compared as SHA-256 digests: neither the
  * comparison's time nor an early length check tells anything of the token. The gateway and the board use it too.
  */
 export function sameSecret(presented: string, expected: string): boolean {
@@ -68,8 +69,8 @@ export const operationsRoutes = fp(
 
     app.get('/metrics', async (request, reply) => {
       const token = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1]
-      if (!token || !sameSecret(token, opts.operatorToken)) {
-        return reply.code(401).send({ error: 'Unauthorized', message: 'metrics need the operator token: Authorization: Bearer <OPERATOR_TOKEN>' })
+      if (!token || !sameSecret(token, opts.metricsToken)) {
+        return reply.code(401).send({ error: 'Unauthorized', message: 'metrics need the metrics token: Authorization: Bearer <METRICS_TOKEN>' })
       }
       return reply.type(opts.metrics.registry.contentType).send(await opts.metrics.registry.metrics())
     })

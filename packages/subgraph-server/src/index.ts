@@ -35,8 +35,8 @@ export interface SubgraphOptions<TContext extends SubgraphContext> {
   logger: Logger
   /** extra per-request context on top of principal, requestId and log */
   extendContext?: (base: SubgraphContext) => TContext | Promise<TContext>
-  /** OPERATOR_TOKEN, which `/metrics` asks for (without it `/metrics` answers no one) */
-  operatorToken?: string
+  /** METRICS_TOKEN, which `/metrics` asks for (without it `/metrics` answers no one) */
+  metricsToken?: string
   /** DB_COMMAND_METRICS: time every database command for `/metrics` (the driver's command monitoring: it costs) */
   databaseCommandMetrics?: boolean
 }
@@ -163,7 +163,7 @@ export async function startSubgraph<TContext extends SubgraphContext>(
   await server.start()
   await app.register(operationsRoutes, {
     metrics: opts.metrics ?? createMetrics(`subgraph-${opts.name}`),
-    operatorToken: opts.operatorToken ?? '',
+    metricsToken: opts.metricsToken ?? '',
     readiness: opts.readiness ?? {},
   })
   await app.register(fastifyApollo(server), { path: '/graphql', context: (request) => context({ req: request }) })
@@ -252,8 +252,8 @@ export interface DomainProcessOptions {
   host: string
   port: number
   logger: Logger
-  /** OPERATOR_TOKEN: what the subgraph's `/metrics` asks for */
-  operatorToken?: string
+  /** METRICS_TOKEN: what the subgraph's `/metrics` asks for */
+  metricsToken?: string
   /** DB_COMMAND_METRICS: each database command's duration on `/metrics` */
   databaseCommandMetrics?: boolean
 }
@@ -265,7 +265,7 @@ export const processOptionsOf = (o: DomainProcessOptions): DomainProcessOptions 
   host: o.host,
   port: o.port,
   logger: o.logger,
-  operatorToken: o.operatorToken,
+  metricsToken: o.metricsToken,
   databaseCommandMetrics: o.databaseCommandMetrics,
 })
 

@@ -9,7 +9,7 @@ runProcess('actors', async (config, logger) => {
     host: config.host,
     port: config.ports.actorsSubgraph,
     logger,
-    operatorToken: config.secrets.operatorToken,
+    metricsToken: config.secrets.metricsToken,
     databaseCommandMetrics: config.databaseCommandMetrics,
   })
   return service.stop

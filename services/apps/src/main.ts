@@ -10,7 +10,7 @@ runProcess('apps', async (config, logger) => {
     host: config.host,
     port: config.ports.appsSubgraph,
     logger,
-    operatorToken: config.secrets.operatorToken,
+    metricsToken: config.secrets.metricsToken,
     databaseCommandMetrics: config.databaseCommandMetrics,
     allowLoopbackWebhooksInTest: config.devAllowLoopbackWebhooks,
     dashboardUrl: config.dashboardUrl,

@@ -9,7 +9,7 @@ runProcess('events', async (config, logger) => {
     host: config.host,
     port: config.ports.eventsSubgraph,
     logger,
-    operatorToken: config.secrets.operatorToken,
+    metricsToken: config.secrets.metricsToken,
     databaseCommandMetrics: config.databaseCommandMetrics,
     redisUrl: config.redisUrl,
     redisPrefix: config.redisPrefix,

@@ -10,7 +10,7 @@ runProcess('payments', async (config, logger) => {
     host: config.host,
     port: config.ports.paymentsSubgraph,
     logger,
-    operatorToken: config.secrets.operatorToken,
+    metricsToken: config.secrets.metricsToken,
     databaseCommandMetrics: config.databaseCommandMetrics,
     serviceDid: config.serviceDid,
     checkoutUrl: config.checkoutUrl,

@@ -11,7 +11,7 @@ runProcess('tickets', async (config, logger) => {
     host: config.host,
     port: config.ports.ticketsSubgraph,
     logger,
-    operatorToken: config.secrets.operatorToken,
+    metricsToken: config.secrets.metricsToken,
     databaseCommandMetrics: config.databaseCommandMetrics,
     relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, retentionMs: config.outboxRetentionMs },
   })

@@ -15,7 +15,7 @@ import { isolate, reservePort, testCallerKeys } from '@svc/testing'
 import { buildGateway } from '@svc/gateway'
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
-const secrets = { callerKeys: testCallerKeys(), operatorToken: randomBytes(32).toString('hex') }
+const secrets = { callerKeys: testCallerKeys(), operatorToken: randomBytes(32).toString('hex'), metricsToken: randomBytes(32).toString('hex') }
 
 /** A second domain subgraph: it extends App (owned by apps) and hands out App references of its own. */
 const featuredTypeDefs = gql`

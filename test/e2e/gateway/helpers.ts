@@ -15,7 +15,7 @@ import { buildGateway } from '@svc/gateway'
 export const testLogger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
 
 export function newSecrets() {
-  return { callerKeys: testCallerKeys(), operatorToken: randomBytes(32).toString('hex') }
+  return { callerKeys: testCallerKeys(), operatorToken: randomBytes(32).toString('hex'), metricsToken: randomBytes(32).toString('hex') }
 }
 
 export interface GraphQLBody {

@@ -16,7 +16,7 @@ import { reservePort, testCallerKeys } from '@svc/testing'
 import { buildGateway } from '@svc/gateway'
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
-const secrets = { callerKeys: testCallerKeys(), operatorToken: randomBytes(32).toString('hex') }
+const secrets = { callerKeys: testCallerKeys(), operatorToken: randomBytes(32).toString('hex'), metricsToken: randomBytes(32).toString('hex') }
 const SUBGRAPH_TIMEOUT_MS = 300
 
 const typeDefs = gql`

@@ -1,6 +1,6 @@
 /**
  * The operations routes (docs/operations.md) on the real stack: /livez, /readyz and /metrics on the adapter's two
- * hosts, the gateway and a subgraph; metrics only with the operator token; requests counted per NSID; database
+ * hosts, the gateway and a subgraph; metrics only with the metrics token; requests counted per NSID; database
  * commands counted by the subgraph; readiness 503 naming the dependency that does not answer.
  */
 import Redis from 'ioredis'
@@ -44,11 +44,12 @@ it('every process of the stack answers /livez and /readyz', async () => {
   expect((await httpRequest(`${origin(stack.apiUrl)}/readyz`)).body.checks).toEqual({ redis: 'ok' })
 })
 
-it('metrics only with the operator token', async () => {
+it('metrics only with the metrics token (the operator token is not it)', async () => {
   for (const base of [stack.apiUrl, stack.gatewayUrl, stack.paymentsSubgraphUrl]) {
     expect((await metrics(base)).status).toBe(401)
-    expect((await metrics(base, 'not-the-operator-token')).status).toBe(401)
-    const res = await metrics(base, stack.secrets.operatorToken)
+    expect((await metrics(base, 'not-the-metrics-token')).status).toBe(401)
+    expect((await metrics(base, stack.secrets.operatorToken)).status).toBe(401)
+    const res = await metrics(base, stack.secrets.metricsToken)
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/)
     expect(res.text).toContain('process_resident_memory_bytes')
@@ -60,12 +61,12 @@ it('the adapter counts requests per NSID and status; the subgraph counts its dat
   expectOk(await getConfig(stack, app, 'test'))
   expectOk(await getConfig(stack, app, 'test'))
   await httpRequest(`${stack.apiUrl}/xrpc/com.example.notAMethod`)
-  const adapter = (await metrics(stack.apiUrl, stack.secrets.operatorToken)).text
+  const adapter = (await metrics(stack.apiUrl, stack.secrets.metricsToken)).text
   const counted = sample(adapter, 'svc_http_request_duration_seconds_count', { process: 'xrpc-adapter', method: 'GET', route: 'money.svc.app.getConfig', status: '200' })
   expect(counted).toBeGreaterThanOrEqual(2)
   expect(sample(adapter, 'svc_http_request_duration_seconds_count', { route: 'unknown-nsid', status: '501' })).toBeGreaterThanOrEqual(1)
 
-  const apps = (await metrics(stack.appsSubgraphUrl, stack.secrets.operatorToken)).text
+  const apps = (await metrics(stack.appsSubgraphUrl, stack.secrets.metricsToken)).text
   expect(sample(apps, 'svc_db_command_duration_seconds_count', { process: 'subgraph-apps', command: 'find', outcome: 'ok' })).toBeGreaterThanOrEqual(2)
   expect(sample(apps, 'svc_http_request_duration_seconds_count', { route: '/graphql', status: '200' })).toBeGreaterThanOrEqual(2)
 })
@@ -82,7 +83,7 @@ it('readiness answers 503 naming the dependency that does not answer', async () 
     redisPrefix: 'operations-test:',
     limits: TEST_LIMITS,
     metrics: createMetrics('xrpc-adapter'),
-    operatorToken: stack.secrets.operatorToken,
+    metricsToken: stack.secrets.metricsToken,
     readiness: { gateway: async () => { throw new Error('gateway answered 502') } },
   })
   try {

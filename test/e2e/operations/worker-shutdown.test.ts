@@ -39,7 +39,7 @@ it('serves readiness and metrics, and on SIGTERM finishes the attempt in flight 
   await configureChannel(stack, app.did, { url: `${receiver.url}/events` })
 
   const port = await freePort()
-  const env: NodeJS.ProcessEnv = { ...process.env, ...stack.workerEnv({ timeoutMs: 5000 }), WORKERS_PORT: String(port), OPERATOR_TOKEN: stack.secrets.operatorToken, SHUTDOWN_TIMEOUT_MS: '10000' }
+  const env: NodeJS.ProcessEnv = { ...process.env, ...stack.workerEnv({ timeoutMs: 5000 }), WORKERS_PORT: String(port), METRICS_TOKEN: stack.secrets.metricsToken, SHUTDOWN_TIMEOUT_MS: '10000' }
   delete env.NODE_OPTIONS
   worker = spawn(resolve(ROOT, 'node_modules/.bin/tsx'), ['services/events/src/workers/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   let output = ''
@@ -64,7 +64,7 @@ it('serves readiness and metrics, and on SIGTERM finishes the attempt in flight 
     throw new Error(`${(err as Error).message}\n${JSON.stringify(d)}\nworker output:\n${output}`)
   }
   const delivered = /^svc_delivery_jobs_total\{[^}]*outcome="delivered"[^}]*\} [1-9]/m
-  const metrics = async () => (await httpRequest(`${base}/metrics`, { headers: bearer(stack.secrets.operatorToken) })).text
+  const metrics = async () => (await httpRequest(`${base}/metrics`, { headers: bearer(stack.secrets.metricsToken) })).text
   // the job is counted when it ends, a moment after its attempt wrote the delivery's status
   await waitFor(async () => delivered.test(await metrics()), 'the delivered job counted', 10_000)
   const text = await metrics()

@@ -26,7 +26,7 @@ runProcess('events-workers', async (config, logger) => {
   let stopping = false
   const ready = () => (stopping ? Promise.reject(new Error('stopping: finishing the jobs in hand')) : workers.ready())
   const operations = Fastify()
-  await operations.register(operationsRoutes, { metrics, operatorToken: config.secrets.operatorToken, readiness: { 'database and redis': ready } })
+  await operations.register(operationsRoutes, { metrics, metricsToken: config.secrets.metricsToken, readiness: { 'database and redis': ready } })
   await operations.listen({ host: config.host, port: config.ports.workers })
   return async () => {
     // readiness answers 503 while the workers finish their jobs, then the routes close
