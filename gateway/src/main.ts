@@ -10,7 +10,7 @@ runProcess('gateway', async (config, logger) => {
       { name: 'events', url: config.subgraphs.events },
       { name: 'tickets', url: config.subgraphs.tickets },
     ],
-    secrets: config.secrets,
+    secrets: { callerKeys: config.secrets.callerKeys, operatorToken: config.secrets.operatorToken, metricsToken: config.secrets.metricsToken },
     graphiql: config.graphiql,
     logger,
     subgraphTimeoutMs: config.subgraphTimeoutMs,

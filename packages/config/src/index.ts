@@ -46,7 +46,7 @@ function withPrevious(current: Readonly<Record<Issuer, string>>, previous: Recor
   return Object.keys(set).length > 0 ? { ...current, previous: set } : current
 }
 
-const schema = z
+const variables = z
   .object({
     NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -174,26 +174,65 @@ const schema = z
     DEV_ALLOW_LOOPBACK_WEBHOOKS: bool.default(false),
     ALLOW_INSECURE_DID_WEB: bool.default(false),
   })
-  .superRefine((env, ctx) => {
+
+/** The secrets, each held only by the processes that use it (COMPONENT_SECRETS). */
+const SECRETS = [...CONTEXT_KEYS, 'OPERATOR_TOKEN', 'METRICS_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY', 'SERVICE_SIGNING_KEY'] as const
+export type Secret = (typeof SECRETS)[number]
+
+/**
+ * What each process (by its runProcess name) holds. The gateway and the subgraphs verify every caller's context, so
+ * they hold every context key (an HMAC key verifies and signs alike); a process that only calls holds its own. The
+ * operator token is held where operators are let in (the gateway, the board); everything else by its one user. A
+ * process reading a secret it does not hold fails at once, naming it (loadConfig).
+ */
+export const COMPONENT_SECRETS = {
+  gateway: [...CONTEXT_KEYS, 'OPERATOR_TOKEN', 'METRICS_TOKEN'],
+  'xrpc-adapter': ['ADAPTER_CONTEXT_KEY', 'SERVICE_SIGNING_KEY', 'METRICS_TOKEN'],
+  'events-workers': ['EVENTS_CONTEXT_KEY', 'WEBHOOK_SECRET_KEY', 'SERVICE_SIGNING_KEY', 'METRICS_TOKEN'],
+  board: ['OPERATOR_TOKEN'],
+  apps: [...CONTEXT_KEYS, 'METRICS_TOKEN'],
+  actors: [...CONTEXT_KEYS, 'METRICS_TOKEN'],
+  payments: [...CONTEXT_KEYS, 'PAYMENT_TOKEN_SECRET', 'METRICS_TOKEN'],
+  events: [...CONTEXT_KEYS, 'WEBHOOK_SECRET_KEY', 'METRICS_TOKEN'],
+  tickets: [...CONTEXT_KEYS, 'METRICS_TOKEN'],
+} as const satisfies Record<string, readonly Secret[]>
+export type Component = keyof typeof COMPONENT_SECRETS
+
+/**
+ * The secret variables `component` is given: its secrets, and the ones before a rotation where it verifies with them
+ * (every context key, for the gateway and the subgraphs) or reads tokens made under them (the payment token secret).
+ */
+export function componentSecretVariables(component: Component): string[] {
+  const held: readonly Secret[] = COMPONENT_SECRETS[component]
+  const verifies = CONTEXT_KEYS.every((key) => held.includes(key))
+  const rotated = (secret: Secret) => secret === 'PAYMENT_TOKEN_SECRET' || (verifies && (CONTEXT_KEYS as readonly string[]).includes(secret))
+  return held.flatMap((secret) => (rotated(secret) ? [secret, `${secret}_PREVIOUS`] : [secret]))
+}
+
+/** The schema for a process holding `held` (every secret when it is not one of the components: tools, tests). */
+const schemaFor = (held: ReadonlySet<Secret>) =>
+  variables.superRefine((env, ctx) => {
+    const holds = (key: Secret) => held.has(key)
     // each caller is known by its key alone, so no two may share one (a key before a rotation included)
-    const credentials = [...CONTEXT_KEYS, ...CONTEXT_KEYS.map((k) => `${k}_PREVIOUS` as const), 'OPERATOR_TOKEN', 'METRICS_TOKEN'] as const
+    const keys = CONTEXT_KEYS.filter(holds)
+    const credentials = [...keys, ...keys.map((k) => `${k}_PREVIOUS` as const), ...(['OPERATOR_TOKEN', 'METRICS_TOKEN'] as const).filter(holds)]
     for (const [i, key] of credentials.entries()) {
       if (env[key] === undefined) continue
       const same = credentials.slice(0, i).find((other) => env[other] === env[key])
       if (same) ctx.addIssue({ code: 'custom', path: [key], message: `must differ from ${same}` })
     }
-    if (env.PAYMENT_TOKEN_SECRET_PREVIOUS === env.PAYMENT_TOKEN_SECRET) {
+    if (holds('PAYMENT_TOKEN_SECRET') && env.PAYMENT_TOKEN_SECRET_PREVIOUS === env.PAYMENT_TOKEN_SECRET) {
       ctx.addIssue({ code: 'custom', path: ['PAYMENT_TOKEN_SECRET_PREVIOUS'], message: 'must differ from PAYMENT_TOKEN_SECRET (it is the one before the rotation)' })
     }
-    if (env.NODE_ENV === 'development' && !LISTEN_LOOPBACK.has(env.HOST) && usesDevelopmentSecrets(env)) {
+    if (env.NODE_ENV === 'development' && !LISTEN_LOOPBACK.has(env.HOST) && usesDevelopmentSecrets(env, held)) {
       // NODE_ENV defaults to development: a deployment that forgot it would serve the world with secrets everyone has
       ctx.addIssue({ code: 'custom', path: ['HOST'], message: `${env.HOST} is reachable beyond this machine, and the development defaults of the secrets are public: set NODE_ENV=production with real secrets, or HOST=127.0.0.1` })
     }
     if (env.NODE_ENV !== 'production') return
-    for (const key of [...CONTEXT_KEYS, 'OPERATOR_TOKEN', 'METRICS_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY'] as const) {
-      if (env[key].startsWith(DEV_SECRET)) ctx.addIssue({ code: 'custom', path: [key], message: 'must be set in production' })
+    for (const key of SECRETS.filter(holds)) {
+      if (key !== 'SERVICE_SIGNING_KEY' && env[key].startsWith(DEV_SECRET)) ctx.addIssue({ code: 'custom', path: [key], message: 'must be set in production' })
     }
-    if (env.SERVICE_SIGNING_KEY === DEV_SIGNING_KEY) {
+    if (holds('SERVICE_SIGNING_KEY') && env.SERVICE_SIGNING_KEY === DEV_SIGNING_KEY) {
       ctx.addIssue({ code: 'custom', path: ['SERVICE_SIGNING_KEY'], message: 'must be set in production' })
     }
     if (env.DEV_ALLOW_LOOPBACK_WEBHOOKS) {
@@ -213,10 +252,9 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
 /** HOST values that listen on this machine only */
 const LISTEN_LOOPBACK = new Set(['localhost', '127.0.0.1', '::1'])
 
-/** Whether any secret is still its development default (public: it is in this repository). */
-function usesDevelopmentSecrets(env: { [K in ContextKey | 'OPERATOR_TOKEN' | 'METRICS_TOKEN' | 'PAYMENT_TOKEN_SECRET' | 'WEBHOOK_SECRET_KEY' | 'SERVICE_SIGNING_KEY']: string }): boolean {
-  const secrets = [...CONTEXT_KEYS, 'OPERATOR_TOKEN', 'METRICS_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY'] as const
-  return secrets.some((key) => env[key].startsWith(DEV_SECRET)) || env.SERVICE_SIGNING_KEY === DEV_SIGNING_KEY
+/** Whether any secret held is still its development default (public: it is in this repository). */
+function usesDevelopmentSecrets(env: { [K in Secret]: string }, held: ReadonlySet<Secret>): boolean {
+  return SECRETS.some((key) => held.has(key) && (key === 'SERVICE_SIGNING_KEY' ? env[key] === DEV_SIGNING_KEY : env[key].startsWith(DEV_SECRET)))
 }
 
 export interface Config {
@@ -328,11 +366,36 @@ export interface AdapterLimits {
 
 export class ConfigError extends Error {}
 
-/** Every environment variable the configuration reads (the README names each one). */
-export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape)
+/**
+ * `values` with the entries whose secret is held; reading another throws, naming the secret and the process. Those
+ * are not enumerable either, so spreading or logging the object never touches them.
+ */
+function heldOnly<T extends object>(values: T, secretOf: { [K in keyof T]: Secret }, held: ReadonlySet<Secret>, component: Component | undefined): T {
+  const out = {} as T
+  for (const key of Object.keys(values) as (keyof T)[]) {
+    if (held.has(secretOf[key])) out[key] = values[key]
+    else {
+      Object.defineProperty(out, key, {
+        enumerable: false,
+        get() {
+          throw new ConfigError(`${component} does not hold ${secretOf[key]} (packages/config, COMPONENT_SECRETS)`)
+        },
+      })
+    }
+  }
+  return out
+}
 
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const parsed = schema.safeParse(env)
+/** Every environment variable the configuration reads (the README names each one). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(variables.shape)
+
+/**
+ * The configuration of `component` (a process: it holds only its secrets, COMPONENT_SECRETS), or, without one, of a
+ * tool or test that may use them all.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env, component?: Component): Config {
+  const held = new Set<Secret>(component ? COMPONENT_SECRETS[component] : SECRETS)
+  const parsed = schemaFor(held).safeParse(env)
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`)
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`)
@@ -367,18 +430,37 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     gatewayUrl: e.GATEWAY_URL,
     subgraphTimeoutMs: e.SUBGRAPH_TIMEOUT_MS,
     subgraphs: { apps: e.APPS_SUBGRAPH_URL, actors: e.ACTORS_SUBGRAPH_URL, payments: e.PAYMENTS_SUBGRAPH_URL, events: e.EVENTS_SUBGRAPH_URL, tickets: e.TICKETS_SUBGRAPH_URL },
-    secrets: {
-      callerKeys: withPrevious(
-        perIssuer((variable) => e[variable]),
-        perIssuer((variable) => e[`${variable}_PREVIOUS`]),
+    // a verifier holds every context key, with those before a rotation; a caller only its own, which it signs with
+    secrets: Object.assign(
+      heldOnly(
+        {
+          operatorToken: e.OPERATOR_TOKEN,
+          metricsToken: e.METRICS_TOKEN,
+          paymentTokens: e.PAYMENT_TOKEN_SECRET,
+          previousPaymentTokens: e.PAYMENT_TOKEN_SECRET_PREVIOUS ?? null,
+          webhookSecretKey: e.WEBHOOK_SECRET_KEY,
+          serviceSigningKey: e.SERVICE_SIGNING_KEY,
+        },
+        {
+          operatorToken: 'OPERATOR_TOKEN',
+          metricsToken: 'METRICS_TOKEN',
+          paymentTokens: 'PAYMENT_TOKEN_SECRET',
+          previousPaymentTokens: 'PAYMENT_TOKEN_SECRET',
+          webhookSecretKey: 'WEBHOOK_SECRET_KEY',
+          serviceSigningKey: 'SERVICE_SIGNING_KEY',
+        },
+        held,
+        component,
       ),
-      operatorToken: e.OPERATOR_TOKEN,
-      metricsToken: e.METRICS_TOKEN,
-      paymentTokens: e.PAYMENT_TOKEN_SECRET,
-      previousPaymentTokens: e.PAYMENT_TOKEN_SECRET_PREVIOUS ?? null,
-      webhookSecretKey: e.WEBHOOK_SECRET_KEY,
-      serviceSigningKey: e.SERVICE_SIGNING_KEY,
-    },
+      {
+        callerKeys: CONTEXT_KEYS.every((key) => held.has(key))
+          ? withPrevious(
+              perIssuer((variable) => e[variable]),
+              perIssuer((variable) => e[`${variable}_PREVIOUS`]),
+            )
+          : heldOnly(perIssuer((variable) => e[variable]), perIssuer((variable) => variable), held, component),
+      },
+    ),
     delivery: {
       timeoutMs: e.DELIVERY_TIMEOUT_MS,
       scheduleScale: e.DELIVERY_SCHEDULE_SCALE,
@@ -437,9 +519,9 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>, name: string) {
  * On SIGTERM or SIGINT the process stops and exits 0; one that has not stopped within SHUTDOWN_TIMEOUT_MS exits 1,
  * saying so. A configuration or start failure is printed and exits 1.
  */
-export function runProcess(name: string, start: (config: Config, logger: Logger) => Promise<() => Promise<unknown>>): void {
+export function runProcess(name: Component, start: (config: Config, logger: Logger) => Promise<() => Promise<unknown>>): void {
   const run = async () => {
-    const config = loadConfig()
+    const config = loadConfig(process.env, name)
     const logger = pino(loggerOptions(config, name))
     const stop = await start(config, logger)
     let stopping = false

@@ -33,7 +33,8 @@ export type Principal =
 export const ISSUERS = ['gateway', 'xrpc-adapter', 'events', 'payments', 'apps', 'tickets'] as const
 export type Issuer = (typeof ISSUERS)[number]
 /**
- * Every issuer's key: the gateway and every subgraph hold them to verify; a process signs with its own only. During
+ * Every issuer's key: the gateway and every subgraph hold them to verify; a process that only calls holds (and signs
+ * with) its own only. During
  * a rotation an issuer's key before it (`previous`) still verifies (docs/architecture.md, "Rotating a context key").
  */
 export type CallerKeys = Readonly<Record<Issuer, string>> & { readonly previous?: Readonly<Partial<Record<Issuer, string>>> }
