@@ -129,6 +129,22 @@ test('a hold attempt that died between taking its seats and inserting its hold: 
   expect(await available(tier._id)).toBe(0)
 }, 30_000)
 
+test('a slow hold attempt whose first seat is older than the limit but whose last is recent is in flight, not let go', async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 1 }, { capacity: 1 }])
+  const [first, second] = await Promise.all(tierIds.map(async (id) => (await models.Tier.findById(id).lean())!))
+  const request = { buyerDid: buyer(), appOrderId: 'slow-attempt' }
+  const slow = { id: `hold_${randomBytes(12).toString('hex')}`, expiresAt: new Date(clock.now.getTime() + 600_000), buyerDid: request.buyerDid, orderKey: `${APP} test slow-attempt` }
+  const unit = (tier: typeof first) => [{ tierId: tier!._id, seatRange: tier!.seatRange, quantity: 1, buyer: { did: request.buyerDid, perBuyerLimit: 10 } }]
+  expect(await reserve(d, slow, unit(first))).toEqual({ ok: true })
+  clock.now = new Date(clock.now.getTime() + (HOLD_ATTEMPT_SECONDS - 1) * 1000)
+  expect(await reserve(d, slow, unit(second))).toEqual({ ok: true })
+  clock.now = new Date(clock.now.getTime() + 2000)
+  // the retry waits for it (then asks to be retried) rather than releasing a live attempt's seats
+  expect(await refusal(hold(eventUri, [{ ticketTypeId: first!._id, quantity: 1 }, { ticketTypeId: second!._id, quantity: 1 }], request))).toBe('ServiceUnavailable')
+  expect(await models.ReservationOutcome.findById(slow.id).lean()).toBeNull()
+  expect(await models.CapacityUnit.countDocuments({ reservationId: slow.id })).toBe(4)
+}, 30_000)
+
 test('a thousand concurrent holds on 100 seats hold exactly 100, and seats that lapse mid-run are sold again, never twice', async () => {
   const { eventUri, tierIds } = await event([{ capacity: 100 }], 60)
   const tier = tierIds[0]!

@@ -181,7 +181,8 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
     }),
   )
   if (!result.ok) {
-    const twin = await d.models.CapacityUnit.findOne({ orderKey }, { reservationId: 1, createdAt: 1 }).lean()
+    // judged by its newest unit: a slow attempt takes its units over time, and its first may be old while it lives
+    const twin = await d.models.CapacityUnit.findOne({ orderKey }, { reservationId: 1, createdAt: 1 }).sort({ createdAt: -1 }).lean()
     if (twin && twin.createdAt.getTime() > now.getTime() - HOLD_ATTEMPT_SECONDS * 1000) return 'in flight'
     if (twin) {
       // its attempt died between taking the capacity and inserting the hold: let its units go (should it be alive
@@ -218,6 +219,8 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
     expiresAt,
     createdAt: now,
   } satisfies StoredHold
+  // a retry that took this attempt for dead let its units go: a hold now could never keep its seats (nor be paid)
+  if ((await d.models.ReservationOutcome.findById(holdId, { outcome: 1 }).lean())?.outcome === 'released') return 'contended'
   try {
     await d.models.TicketHold.create(hold)
     return hold
