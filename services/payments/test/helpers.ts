@@ -21,7 +21,8 @@ export interface TestDomain {
   mongoUrl: string
   conn: mongoose.Connection
   models: PaymentsModels
-  domain: PaymentsDomain
+  /** the domain as it serves a request; the other domains' facts approve every checkout (authorizationFor) unless a test says otherwise (serving) */
+  domain: ServingPayments
   clock: { now: Date; advance(ms: number): void }
   close(): Promise<void>
 }
@@ -35,7 +36,7 @@ export async function openDomain(label: string, over: Partial<PaymentsDomain> = 
       clock.now = new Date(clock.now.getTime() + ms)
     },
   }
-  const domain: PaymentsDomain = {
+  const base: PaymentsDomain = {
     models,
     processors: createProcessorRegistry({ liveProcessor: 'none' }, models),
     serviceDid: SERVICE_DID,
@@ -45,6 +46,7 @@ export async function openDomain(label: string, over: Partial<PaymentsDomain> = 
     now: () => clock.now,
     ...over,
   }
+  const domain = serving(base, { checkout: (recipientDid) => authorizationFor(recipientDid) })
   return {
     mongoUrl,
     conn,
@@ -105,8 +107,8 @@ export const browserTokenOf = (url: string) => url.slice(url.lastIndexOf('/') + 
 
 /** What the apps and actors domains answer in a test: the facts a use case reads (graph-facts.ts in the service). */
 export interface TestFacts {
-  /** a checkout's facts (initiateCheckout) */
-  checkout?: CheckoutFacts
+  /** a checkout's facts (initiateCheckout, and payCheckout reading them again), or those of each recipient */
+  checkout?: CheckoutFacts | ((recipientDid: string) => CheckoutFacts)
   /** the app's registered URL and whether the record's repository is a known actor (registerAppLink) */
   appUrl?: string
   repoKnown?: boolean
@@ -123,9 +125,9 @@ export function serving(domain: PaymentsDomain, f: TestFacts = {}): ServingPayme
   const env = (asked: string | null) => (asked === 'live' ? 'live' : 'test')
   const facts: AppFacts = {
     environment: async (_app, asked) => env(asked),
-    checkout: async () => {
+    checkout: async (_app, _asked, recipientDid) => {
       if (!f.checkout) throw new Error('this test gave no checkout facts')
-      return f.checkout
+      return typeof f.checkout === 'function' ? f.checkout(recipientDid) : f.checkout
     },
     appLink: async (_app, asked) => ({ environment: env(asked), appUrl: f.appUrl ?? 'https://app.example.com', repoKnown: f.repoKnown ?? true }),
     proofDelegation: async (_app, asked) => ({ environment: env(asked), delegated: f.delegated ?? true }),

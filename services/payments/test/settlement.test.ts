@@ -220,6 +220,33 @@ describe('paying', () => {
   })
 })
 
+describe('the authorization read again at pay', () => {
+  test.each([
+    ['the approval revoked', { approval: { id: 'apr_test', status: 'revoked', paymentTypes: ['tip', 'shop'], feeShareBps: 500 } }, 'approval_ended'],
+    ['another approval (asked for again)', { approval: { id: 'apr_other', status: 'approved', paymentTypes: ['tip', 'shop'], feeShareBps: 500 } }, 'approval_ended'],
+    ['tips no longer approved', { approval: { id: 'apr_test', status: 'approved', paymentTypes: ['shop'], feeShareBps: 500 } }, 'payment_type_not_approved'],
+    ['a lower fee share accepted', { approval: { id: 'apr_test', status: 'approved', paymentTypes: ['tip', 'shop'], feeShareBps: 300 } }, 'fee_share_lowered'],
+    ['a lower cap set by an operator', { feeShareCapBps: 100 }, 'fee_share_lowered'],
+    ['the recipient restricted', { recipient: { did: 'x', displayName: null, payable: false, payoutStatus: 'restricted' } }, 'recipient_not_payable'],
+  ] as const)('%s: the checkout fails as not_authorized, nothing is charged', async (_case, change, code) => {
+    const c = await start()
+    const before = processor.charges.length
+    const now = (recipientDid: string) => ({ ...authorizationFor(recipientDid), ...change }) as ReturnType<typeof authorizationFor>
+    const view = await payCheckout(serving(t.domain, { checkout: now }), c.browser, GOOD_CARD)
+    expect(view).toMatchObject({ status: 'failed', failureReason: 'not_authorized' })
+    expect(processor.charges.length).toBe(before)
+    expect(await t.models.Settlement.findById(c.checkoutId).lean()).toMatchObject({ by: 'refusal', outcome: { ok: false, reason: 'not_authorized', code } })
+    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null })
+    await expectCode(payCheckout(t.domain, c.browser, GOOD_CARD), 'CheckoutClosed')
+  })
+
+  test('an app selling for itself needs no approval: its pay reads none', async () => {
+    const started = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(APP) }), { appDid: APP, product: productOf(APP) })
+    const noFacts = serving(t.domain, {})
+    expect(await payCheckout(noFacts, browserTokenOf(started.url), GOOD_CARD)).toMatchObject({ status: 'completed' })
+  })
+})
+
 describe('canceling', () => {
   test('the buyer cancels → failed (canceled); then closed', async () => {
     const c = await start()

@@ -7,9 +7,10 @@
  */
 import { createHash } from 'node:crypto'
 import { cidForCbor } from '@atproto/common'
+import { chargeKeyOf } from '@svc/payments'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { expectError, expectOk, httpRequest } from './helpers'
-import { approvedCreator, initiate, payByForm, paymentStatus, product, requestApproval } from './payment-helpers'
+import { approvedCreator, decide, initiate, payByForm, paymentStatus, product, requestApproval } from './payment-helpers'
 
 let stack: TestStack
 
@@ -170,6 +171,20 @@ describe('status', () => {
     // single use: paying again charges nothing and changes nothing
     expect((await payByForm(url, '4242424242424242')).status).toBe(409)
     expect(expectOk(await paymentStatus(stack, app, token))).toEqual(body)
+  })
+
+  it('a checkout started before the creator revoked the approval is refused at pay: failed, nothing charged, no event', async () => {
+    const { did, approvalId, cookie } = await approvedCreator(stack, app)
+    const { token, url } = expectOk(await initiate(stack, app, product(did, { appOrderId: 'order-revoked-1' })))
+    expect((await decide(stack, cookie, approvalId, 'revoke')).status).toBe(303)
+    const refused = await payByForm(url, '4242 4242 4242 4242')
+    expect(refused.status).toBe(200)
+    expect(refused.text).toContain('no longer accepts this payment')
+    expect(expectOk(await paymentStatus(stack, app, token))).toEqual({ status: 'failed' })
+    const checkout = await checkouts().findOne({ statusTokenHash: createHash('sha256').update(token).digest('hex') }).lean()
+    expect(checkout).toMatchObject({ status: 'failed', failureReason: 'not_authorized' })
+    expect(await stack.payments.TestCharge.countDocuments({ _id: chargeKeyOf(checkout!._id) })).toBe(0)
+    expect(await stack.payments.Outbox.countDocuments({ type: 'payment.completed', appDid: app.did, 'data.appOrderId': 'order-revoked-1' })).toBe(0)
   })
 
   it('failed after a declined card, with no record', async () => {

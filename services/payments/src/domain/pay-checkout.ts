@@ -6,7 +6,7 @@ import type { Card, PaymentProcessor } from '../processors'
 import { validateCard, type CardInput } from './card'
 import { checkoutClosed } from './checkout-errors'
 import { findByBrowserToken, type CheckoutView, type StoredCheckout } from './checkout-view'
-import { holdsOf, nowOf, processorTimeoutOf, type PaymentsDomain } from './context'
+import { holdsOf, nowOf, processorTimeoutOf, type PaymentsDomain, type ServingPayments } from './context'
 import { askProcessor, chargeKeyOf, claimSettlement, expireCheckout, FAILURE_MESSAGES, finishSettlement, keepOutcome, outcomeOf, recoverCheckout, type SettlementOutcome } from './settlement'
 
 /**
@@ -31,6 +31,23 @@ async function charge(d: PaymentsDomain, processor: PaymentProcessor, checkout: 
 }
 
 /**
+ * Why the recipient no longer lets this app take the payment, or null. A checkout stays payable for a day (or more),
+ * so what initiate decided on is read again: the approval it was started under revoked or blocked, or no longer for
+ * this payment type; the app's share above what the creator accepts (or the operator allows) now; the recipient no
+ * longer payable. A ticket checkout is the organizer's sale (docs/tickets.md), an app's own sale needs no approval.
+ */
+async function noLongerAuthorized(d: ServingPayments, checkout: StoredCheckout): Promise<string | null> {
+  if (checkout.selfSale || checkout.holdId) return null
+  const facts = await d.facts.checkout(checkout.appDid, checkout.environment, checkout.recipientDid)
+  const approval = facts.approval
+  if (!approval || approval.id !== checkout.approvalId || approval.status !== 'approved') return 'approval_ended'
+  if (!approval.paymentTypes.includes(checkout.paymentType)) return 'payment_type_not_approved'
+  if (checkout.feeShareBps > Math.min(approval.feeShareBps, facts.feeShareCapBps)) return 'fee_share_lowered'
+  if (!facts.recipient?.payable) return 'recipient_not_payable'
+  return null
+}
+
+/**
  * The buyer pays: the card form is checked first (InvalidRequest; the checkout stays payable), then the settlement
  * is claimed (someone else had it: CheckoutClosed), the checkout is `processing` while the processor charges, and
  * the outcome ends it (completed, or failed as declined / processor_error). Never charges a checkout twice.
@@ -38,11 +55,20 @@ async function charge(d: PaymentsDomain, processor: PaymentProcessor, checkout: 
  * A ticket checkout first secures its hold (the tickets domain keeps its seats); a hold that lapsed ends the checkout
  * as expired with nothing charged.
  */
-export async function payCheckout(d: PaymentsDomain, browserToken: string, cardInput: CardInput): Promise<CheckoutView> {
+export async function payCheckout(d: ServingPayments, browserToken: string, cardInput: CardInput): Promise<CheckoutView> {
   const { checkout, reload, view } = await findByBrowserToken(d, browserToken)
   if (checkout.status !== 'pending') throw checkoutClosed()
   const card = validateCard(cardInput, nowOf(d))
   const processor = d.processors.forEnvironment(checkout.environment as Environment)
+  const refused = await noLongerAuthorized(d, checkout)
+  if (refused) {
+    // closed through the one settlement claim, like a cancel: nothing is charged, and a pay racing it finds it closed
+    const outcome = { ok: false, reason: 'not_authorized' as const, code: refused, message: FAILURE_MESSAGES.not_authorized }
+    if (await claimSettlement(d, checkout, 'refusal', { outcome })) await finishSettlement(d, checkout._id)
+    else await recoverCheckout(d, checkout._id)
+    d.logger?.warn({ checkoutId: checkout._id, appDid: checkout.appDid, reason: refused }, 'checkout refused at pay: the recipient no longer authorizes it')
+    return view((await reload())!)
+  }
   if (checkout.holdId && !(await holdsOf(d).secure(checkout.holdId))) {
     await expireCheckout(d, checkout)
     return view((await reload())!)

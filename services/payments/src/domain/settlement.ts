@@ -35,6 +35,7 @@ export const FAILURE_MESSAGES = {
   expired: 'This checkout expired before it was paid. No payment was made.',
   canceled: 'The checkout was canceled. No payment was made.',
   too_many_attempts: 'Too many payment attempts were made. This checkout is closed and no payment was made.',
+  not_authorized: 'The recipient no longer accepts this payment through this app. No payment was made.',
   processorUnreachable: 'The payment could not be processed. No payment was made.',
   unconfirmed: 'The payment could not be confirmed. No payment was made.',
 } as const
@@ -68,9 +69,9 @@ export async function claimSettlement(
       recordTid: extra.recordTid ?? null,
       outcome: extra.outcome ?? null,
       settledAt: extra.outcome ? now : null,
-      // a close (cancel, lock) stays awaiting until applied: one cut off before that is finished by the sweep, not
-      // left pending until the checkout expires
-      awaiting: !extra.outcome || by === 'cancel' || by === 'lock',
+      // a close (cancel, lock, refusal) stays awaiting until applied: one cut off before that is finished by the
+      // sweep, not left pending until the checkout expires
+      awaiting: !extra.outcome || by === 'cancel' || by === 'lock' || by === 'refusal',
     })
     return true
   } catch (err) {

@@ -25,11 +25,11 @@ export const CHECKOUT_STATUSES = ['pending', 'processing', 'completed', 'failed'
 export type CheckoutStatus = (typeof CHECKOUT_STATUSES)[number]
 
 /** Why a checkout failed. */
-export const FAILURE_REASONS = ['declined', 'expired', 'canceled', 'processor_error', 'too_many_attempts'] as const
+export const FAILURE_REASONS = ['declined', 'expired', 'canceled', 'processor_error', 'too_many_attempts', 'not_authorized'] as const
 export type FailureReason = (typeof FAILURE_REASONS)[number]
 
 /** Who won a checkout's settlement claim. */
-export const SETTLEMENT_CLAIMS = ['payment', 'cancel', 'expiry', 'lock'] as const
+export const SETTLEMENT_CLAIMS = ['payment', 'cancel', 'expiry', 'lock', 'refusal'] as const
 export type SettlementClaim = (typeof SETTLEMENT_CLAIMS)[number]
 
 const refSchema = new Schema({ uri: { type: String, required: true }, cid: { type: String, required: true } }, { _id: false })
@@ -120,7 +120,7 @@ const settlementSchema = new Schema(
     settledAt: { type: Date, default: null },
     /**
      * true while the claim has no outcome (a payment waiting for its processor's answer), set with the outcome; a
-     * close (cancel, lock) is true from its claim until its checkout is closed: the
+     * close (cancel, lock, refusal) is true from its claim until its checkout is closed: the
      * sweep finds these by this equality, which FerretDB hands to PostgreSQL (a filter on `outcome: null` or on a
      * range of `claimedAt` reads every settlement ever made; sweep-checkouts.ts)
      */
