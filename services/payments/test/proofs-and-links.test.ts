@@ -41,6 +41,10 @@ describe('registerCreatorProof', () => {
     expect(first).toEqual({ paymentUri: uri, ...proof, status: 'registered', registeredAt: expect.any(String) })
     t.clock.advance(5000)
     expect(await registerCreatorProof(serving(t.domain, { delegated: true }), { appDid: APP, input })).toEqual(first)
+    // a retry after the creator revoked the delegation still answers the registration that stands
+    expect(await registerCreatorProof(serving(t.domain, { delegated: false }), { appDid: APP, input })).toEqual(first)
+    // a new proof needs the delegation
+    await expectCode(registerCreatorProof(serving(t.domain, { delegated: false }), { appDid: APP, input: { ...input, ...(await proofOf(creator)) } }), 'NotAllowed', /delegated/)
     const record = await findPaymentRecord(t.domain, uri, 'test')
     expect(record?.proof).toEqual({ status: 'registered', ...proof, at: first.registeredAt })
     expect(record).toMatchObject({ uri, recipient: creator, app: APP, recordType: 'money.svc.payment.record' })

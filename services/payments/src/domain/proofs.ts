@@ -53,6 +53,13 @@ export async function registerCreatorProof(d: ServingPayments, input: { appDid: 
   const { environment, delegated } = await d.facts.proofDelegation(input.appDid, input.input.environment ?? null, recipientDid)
   const record = await ownRecord(d, input.appDid, environment, paymentUri)
   if (recipientDid !== record.recipientDid) throw new ContractError('NotAllowed', `${recipientDid} is not the recipient of this payment`)
+  // a repeat of a registration that stands answers it, whatever became of the delegation since (idempotent per
+  // payment and proof); only a new registration needs a current delegation
+  const registered = (await d.models.ProofSlot.findById(paymentUri).lean()) as Slot | null
+  if (registered?.status === 'registered' && registered.proofUri === proofUri && registered.proofCid === proofCid) {
+    await mirror(d, registered)
+    return { paymentUri, proofUri, proofCid, status: 'registered', registeredAt: new Date(registered.at).toISOString() }
+  }
   if (!delegated) throw new ContractError('NotAllowed', 'the recipient has not delegated proof registration to this app')
   const proof = typeof proofUri === 'string' ? parseRecordUri(proofUri) : null
   if (!proof) throw new ContractError('InvalidRequest', 'proofUri must be an AT-URI')
