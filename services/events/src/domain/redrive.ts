@@ -21,7 +21,7 @@ import type { DeliveryJob } from '../queues'
 import type { EventsDomain } from './context'
 import { deliveryJob, enqueueDelivery, requeueLostDelivery } from './deliveries'
 import { DELIVERY_ID_RE } from './envelope'
-import { MAX_ATTEMPTS } from './schedule'
+import { MAX_ATTEMPTS, scheduleSpanMs } from './schedule'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
 import type { RedriveInput } from '../generated/graph-types'
 
@@ -156,18 +156,22 @@ async function requeueJob(domain: Domain, d: DeliveryDoc): Promise<void> {
   }
 }
 
+/** How long receivers keep the ids of the deliveries they processed (the SDK's claim stores, by default). */
+const RECEIVERS_KEEP_IDS_MS = 30 * 24 * 3600 * 1000
 /**
- * How long after its delivery a delivered delivery may be sent again: receivers keep the ids of the deliveries they
- * processed this long (the SDK's claim stores, 30 days by default), so an older one could be processed twice.
+ * How long after it was delivered a delivery may be sent again: a new run may take the whole retry schedule (about
+ * 3 days), and each of its attempts must reach receivers that still know the id, or it could be processed twice.
+ * Whatever its status now: a delivered one redriven into a run that failed was delivered all the same.
  */
-export const REDRIVE_DELIVERED_WITHIN_MS = 30 * 24 * 3600 * 1000
+export const REDRIVE_DELIVERED_WITHIN_MS = RECEIVERS_KEEP_IDS_MS - scheduleSpanMs()
+const REDRIVE_DELIVERED_WITHIN_DAYS = Math.floor(REDRIVE_DELIVERED_WITHIN_MS / (24 * 3600 * 1000))
 
 /** Why a redrive of one delivery queued nothing (docs/events.md, "Developer utility routes"). */
 export const NOT_QUEUED = {
   open: 'already queued: the delivery is pending or held and its next attempt is scheduled',
   settling: `redriven less than ${REDRIVE_SETTLE_MS / 1000} s ago: its new run has started; list the deliveries before redriving again`,
   parallel: 'another redrive of this delivery queued it',
-  delivered: 'delivered more than 30 days ago: receivers keep the ids of processed deliveries for 30 days, so it could be processed twice',
+  delivered: `delivered more than ${REDRIVE_DELIVERED_WITHIN_DAYS} days ago: receivers keep the ids of processed deliveries for 30 days, and a new run's attempts may take 3 days, so it could be processed twice`,
 } as const
 
 type Outcome = { queued: 0; reason: string } | { queued: 1 }
@@ -190,7 +194,7 @@ async function requeueIfLost(domain: Domain, doc: DeliveryDoc, now: Date): Promi
 /** Redrives one delivery document of the caller's app environment: queued 1 by this call, or 0 and why not. */
 async function redriveOne(domain: Domain, doc: DeliveryDoc, now: Date): Promise<Outcome> {
   if (!redrivable(doc)) return requeueIfLost(domain, doc, now) // pending or held: queued, unless Redis lost the job
-  if (doc.status === 'delivered' && doc.deliveredAt && now.getTime() - new Date(doc.deliveredAt).getTime() > REDRIVE_DELIVERED_WITHIN_MS) {
+  if (doc.deliveredAt && now.getTime() - new Date(doc.deliveredAt).getTime() > REDRIVE_DELIVERED_WITHIN_MS) {
     return notQueued(NOT_QUEUED.delivered)
   }
   const run = doc.run ?? 1
