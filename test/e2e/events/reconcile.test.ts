@@ -3,11 +3,13 @@
  * are queued again by the workers' reconciler (at start, on reconnect, every DELIVERY_RECONCILE_MS), continuing
  * their run; a delivery whose job exists is not doubled, a settled one is left alone.
  */
-import { Queue, Worker } from 'bullmq'
+import { Queue, Worker, type Job } from 'bullmq'
+import type { DomainEventJob } from '@svc/outbox'
 import Redis from 'ioredis'
 import pino from 'pino'
 import {
   createDelivery,
+  createDomainEventProcessor,
   DELIVERY_JOB_OPTIONS,
   deliveryJob,
   ENDED_JOB_GRACE_MS,
@@ -20,12 +22,13 @@ import {
   reconcileDeliveries,
   WEBHOOK_DELIVERIES_QUEUE,
   type DeliveryDoc,
+  type DeliveryJob,
   type ReconcileProgress,
   type RunningEventWorkers,
 } from '@svc/events'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { startReceiver, type Receiver } from './helpers/receiver'
-import { attemptsOf, configureChannel, getDelivery, publishDomainEvent, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
+import { attemptsOf, configureChannel, getDelivery, newEventId, publishDomainEvent, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
 
 let stack: TestStack
 let queues: StackQueues
@@ -193,4 +196,30 @@ it('a delivery left open by a job that failed for good (its outcome could not be
   expect(requestsFor(receiver, open._id)).toHaveLength(1)
   await workers.stop()
   workers = undefined
+})
+
+it('an event replayed after Redis lost its data queues an open delivery for the rest of its run, not a new schedule', async () => {
+  // a queue of this test's own, which no worker takes from: the jobs the replay adds stay to be read
+  const own = new Queue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, { connection: stack.redis, prefix: queuePrefix(`${stack.redisPrefix}replay:`) })
+  try {
+    const processEvent = createDomainEventProcessor({ ...stack.deliveryLog, deliveries: own, logger: pino({ level: 'silent' }) })
+    const app = await stack.newApp()
+    const job: DomainEventJob = { eventId: newEventId(), source: 'payments', type: 'payment.completed', environment: 'test', appDid: app.did, data: { amount: 1500 }, occurredAt: new Date().toISOString() }
+    const id = await processEvent({ data: job } as Job<DomainEventJob>)
+    // three attempts of run 1 failed, the next due in an hour; then Redis lost the job
+    const failedAt = new Date(Date.now() - 60_000)
+    const nextAttemptAt = new Date(Date.now() + 3_600_000)
+    const failed = (number: number) => ({ number, run: 1, channel: 'webhook', url: null, attemptedAt: failedAt, durationMs: 3, statusCode: 500, outcome: 'failed', error: 'HTTP 500', responseExcerpt: null, nextAttemptAt })
+    await stack.events.Delivery.updateOne({ _id: id }, { $set: { attemptCount: 3, lastAttemptAt: failedAt, nextAttemptAt }, $push: { attempts: { $each: [failed(1), failed(2), failed(3)] } } })
+    await (await own.getJob(id))!.remove()
+
+    await processEvent({ data: job } as Job<DomainEventJob>)
+    const requeued = await own.getJob(id)
+    expect(requeued!.opts.attempts).toBe(11)
+    expect(requeued!.data).toMatchObject({ run: 1, next: 4, attemptsBefore: 3 })
+    expect(requeued!.opts.delay).toBeGreaterThan(3_500_000)
+  } finally {
+    await own.obliterate({ force: true })
+    await own.close()
+  }
 })

@@ -171,9 +171,17 @@ export async function enqueueDelivery(queue: Queue<DeliveryJob>, d: DeliveryDoc)
 export async function requeueLostDelivery(models: EventsModels, queue: Queue<DeliveryJob>, deliveryId: string, now: Date): Promise<boolean> {
   const d = (await models.Delivery.findById(deliveryId).lean()) as DeliveryDoc | null
   if (!d || (d.status !== 'pending' && d.status !== 'held')) return false
+  await queueRestOfRun(queue, d, now)
+  return true
+}
+
+/**
+ * Adds an open delivery's job for the rest of its run (a new delivery: the whole schedule, at once); a no-op on the
+ * queue when the job exists.
+ */
+export async function queueRestOfRun(queue: Queue<DeliveryJob>, d: DeliveryDoc, now: Date): Promise<void> {
   const run = d.run ?? 1
   const made = Math.min((d.attempts ?? []).filter((a) => a.run === run).length, MAX_ATTEMPTS - 1)
   const delay = Math.max(0, (d.nextAttemptAt?.getTime() ?? now.getTime()) - now.getTime())
   await queue.add('deliver', deliveryJob(d, made), { ...DELIVERY_JOB_OPTIONS, attempts: MAX_ATTEMPTS - made, delay, jobId: d._id })
-  return true
 }

@@ -7,7 +7,7 @@ import type { Job, Queue } from 'bullmq'
 import type { Logger } from 'pino'
 import type { DomainEventJob } from '@svc/outbox'
 import { deliveryIdForEvent } from '../domain/envelope'
-import { createDelivery, enqueueDelivery } from '../domain/deliveries'
+import { createDelivery, queueRestOfRun } from '../domain/deliveries'
 import type { DeliveryLogStore } from '../domain/delivery-log-pages'
 import type { DeliveryJob } from '../queues'
 
@@ -27,8 +27,9 @@ export function createDomainEventProcessor(deps: DeliveryLogStore & { deliveries
       createdAt: occurredAt,
       data: event.data,
     })
-    // A delivery already settled needs no job; one still open is (re)queued, a no-op while its job exists.
-    if (delivery.status === 'pending' || delivery.status === 'held') await enqueueDelivery(deps.deliveries, delivery)
+    // A delivery already settled needs no job; one still open is (re)queued for the rest of its run (the event
+    // replayed after Redis lost its data: the attempts it has left, at its next attempt), a no-op while its job exists
+    if (delivery.status === 'pending' || delivery.status === 'held') await queueRestOfRun(deps.deliveries, delivery, new Date())
     deps.logger.info({ eventId: event.eventId, eventType: event.type, deliveryId: id, appDid: event.appDid, environment: event.environment }, 'domain event → delivery')
     return id
   }
