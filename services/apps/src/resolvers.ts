@@ -145,7 +145,7 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
     disableEventEndpoint: (_: unknown, args: MutationDisableEventEndpointArgs, ctx: AppsContext) => {
       const p = require(ctx, 'service')
       if (p.name !== SERVICE_PRINCIPALS.events) throw new ContractError('NotAllowed', 'disableEventEndpoint is for the events workers')
-      return disableEventEndpoint(ctx.domain, args.appDid, parseEnvironment(args.environment), args.reason)
+      return disableEventEndpoint(ctx.domain, args.appDid, parseEnvironment(args.environment), args.reason, args.url ?? null)
     },
     requestRecipientApproval: (_: unknown, args: MutationRequestRecipientApprovalArgs, ctx: AppsContext) =>
       requestRecipientApproval(ctx.domain, require(ctx, 'app').appDid, args.input),

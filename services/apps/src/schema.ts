@@ -273,8 +273,8 @@ export const typeDefs = gql`
     updateAppConfig(input: UpdateAppConfigInput!): AppConfigUpdate!
     "the XRPC adapter records a developer utility call"
     recordDeveloperRequest(input: DeveloperRequestInput!): Boolean!
-    "the events workers disable an app environment's event endpoint (reason gone | failing): paused, with the reason; idempotent"
-    disableEventEndpoint(appDid: ID!, environment: String!, reason: String!): EventEndpoint!
+    "the events workers disable an app environment's event endpoint (reason gone | failing): paused, with the reason; idempotent; not when its URL is no longer url (the failures were another URL's)"
+    disableEventEndpoint(appDid: ID!, environment: String!, reason: String!, url: String): EventEndpoint!
     "the calling app asks a creator to approve its terms (app service-auth); idempotent by app, recipient and environment"
     requestRecipientApproval(input: RecipientApprovalInput!): RecipientApproval!
     "dashboard: the signed-in creator accepts the terms it was shown (termsHash)"

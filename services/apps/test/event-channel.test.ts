@@ -9,7 +9,7 @@ import { connectApps, type AppsModels } from '../src'
 import { registerApp } from '../src/domain/registration'
 import type { UpdatePolicy } from '../src/domain/context'
 import { findAppEnvironment } from '../src/domain/app-environment'
-import { eventEndpointOf } from '../src/domain/event-endpoint'
+import { disableEventEndpoint, eventEndpointOf } from '../src/domain/event-endpoint'
 import { getAppConfig } from '../src/domain/get-app-config'
 import { updateAppConfig } from '../src/domain/update-app-config'
 import type { SigningSecrets } from '../src/domain/signing-secrets'
@@ -81,4 +81,16 @@ it.each<[string, Record<string, unknown>, string]>([
 it('http receivers are refused in live', async () => {
   const did = await newApp('live')
   expect((await contractError(updateAppConfig({ models, policy, signingSecrets: secretsMade }, did, { environment: 'live', receiverUrl: 'http://receiver.example.com' }))).code).toBe('WebhookUrlNotAllowed')
+})
+
+it('the workers disable an endpoint only while its URL is the one that failed: an app that moved keeps its new URL enabled', async () => {
+  const did = await newApp()
+  const deps = { models, policy, signingSecrets: secretsMade }
+  await updateAppConfig(deps, did, { environment: 'test', webhookUrl: 'https://old.example.com/hook' })
+  await updateAppConfig(deps, did, { environment: 'test', webhookUrl: 'https://new.example.com/hook' })
+  // an attempt in flight to the old URL answered 410
+  expect(await disableEventEndpoint({ models }, did, 'test', 'gone', 'https://old.example.com/hook')).toMatchObject({ url: 'https://new.example.com/hook', paused: false })
+  expect((await findAppEnvironment({ models }, did, 'test')).webhook?.disabledReason ?? null).toBeNull()
+  expect(await disableEventEndpoint({ models }, did, 'test', 'gone', 'https://new.example.com/hook')).toMatchObject({ paused: true })
+  expect((await findAppEnvironment({ models }, did, 'test')).webhook?.disabledReason).toBe('gone')
 })

@@ -88,3 +88,23 @@ it('an endpoint failing every attempt for the period is disabled as failing; one
   expect((await webhookState(flaky, flakyKey)).disabled).toBeNull()
   expect((await getDelivery(stack, ok.deliveryId))?.status).toBe('delivered')
 })
+
+it('an endpoint disabled as failing and enabled again starts a fresh clock: one more failure does not disable it again', async () => {
+  let answers = [500]
+  const { app, key } = await appAnswering(() => answers.shift() ?? 200)
+  const first = await writeEvent(stack, { appDid: app.did, type: 'payment.completed' })
+  answers = new Array<number>(1000).fill(500)
+  await waitFor(async () => ((await webhookState(app, key)).disabled ? true : null), 'the endpoint to be disabled', 20_000)
+  // a failure clock lives twice the period: with the real period (5 days) it would still be there when the app
+  // enables the endpoint again days later; here (1 s) it is kept as long
+  for (const clock of await stack.redis.keys(`${stack.redisPrefix}endpoint-failing:${app.did}:*`)) await stack.redis.pexpire(clock, 60_000)
+  await waitForStatus(stack, first.deliveryId, 'held')
+  // the app fixes its receiver, which fails once more as it starts, and enables the endpoint again (at once: the
+  // first failure's time would lapse after twice the period)
+  answers = [500]
+  const attemptsBefore = (await getDelivery(stack, first.deliveryId))!.attempts!.length
+  expectOk(await updateConfig(stack, app, { environment: 'test', webhookPaused: false }))
+  const delivered = await waitForStatus(stack, first.deliveryId, 'delivered')
+  expect(delivered.attempts!.slice(attemptsBefore).map((a) => a.statusCode)).toEqual([500, 200])
+  expect((await webhookState(app, key)).disabled).toBeNull()
+})

@@ -19,7 +19,7 @@ type Documents = {
     "mutation AppsEnsureSigningSecret($appDid: ID!, $environment: String!) {\n  ensureSigningSecret(appDid: $appDid, environment: $environment) { secret }\n}": typeof types.AppsEnsureSigningSecretDocument,
     "query AppsActorFacts($did: ID!, $environment: String!) { actor(did: $did, environment: $environment) { did payoutStatus } }": typeof types.AppsActorFactsDocument,
     "query EventEndpoint($appDid: ID!, $environment: String!) {\n  eventEndpoint(appDid: $appDid, environment: $environment) { channel url configured paused }\n}": typeof types.EventEndpointDocument,
-    "mutation DisableEventEndpoint($appDid: ID!, $environment: String!, $reason: String!) {\n  disableEventEndpoint(appDid: $appDid, environment: $environment, reason: $reason) { paused }\n}": typeof types.DisableEventEndpointDocument,
+    "mutation DisableEventEndpoint($appDid: ID!, $environment: String!, $reason: String!, $url: String) {\n  disableEventEndpoint(appDid: $appDid, environment: $environment, reason: $reason, url: $url) { paused }\n}": typeof types.DisableEventEndpointDocument,
     "query PaymentsAppEnvironment($appDid: ID!, $environment: String) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment }\n}": typeof types.PaymentsAppEnvironmentDocument,
     "query PaymentsCheckoutFacts($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) {\n    environment\n    config { feeShareBps ticketFee { bps flatAmount flatCurrency passToBuyer } }\n    recipientApproval(recipientDid: $recipient) {\n      id status paymentTypes feeShareBps recipient { did displayName payable payoutStatus }\n    }\n  }\n}": typeof types.PaymentsCheckoutFactsDocument,
     "query PaymentsAppLinkFacts($appDid: ID!, $environment: String, $repo: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { appUrl } repo: profile(actor: $repo) { did } }\n}": typeof types.PaymentsAppLinkFactsDocument,
@@ -77,7 +77,7 @@ const documents: Documents = {
     "mutation AppsEnsureSigningSecret($appDid: ID!, $environment: String!) {\n  ensureSigningSecret(appDid: $appDid, environment: $environment) { secret }\n}": types.AppsEnsureSigningSecretDocument,
     "query AppsActorFacts($did: ID!, $environment: String!) { actor(did: $did, environment: $environment) { did payoutStatus } }": types.AppsActorFactsDocument,
     "query EventEndpoint($appDid: ID!, $environment: String!) {\n  eventEndpoint(appDid: $appDid, environment: $environment) { channel url configured paused }\n}": types.EventEndpointDocument,
-    "mutation DisableEventEndpoint($appDid: ID!, $environment: String!, $reason: String!) {\n  disableEventEndpoint(appDid: $appDid, environment: $environment, reason: $reason) { paused }\n}": types.DisableEventEndpointDocument,
+    "mutation DisableEventEndpoint($appDid: ID!, $environment: String!, $reason: String!, $url: String) {\n  disableEventEndpoint(appDid: $appDid, environment: $environment, reason: $reason, url: $url) { paused }\n}": types.DisableEventEndpointDocument,
     "query PaymentsAppEnvironment($appDid: ID!, $environment: String) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment }\n}": types.PaymentsAppEnvironmentDocument,
     "query PaymentsCheckoutFacts($appDid: ID!, $environment: String, $recipient: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) {\n    environment\n    config { feeShareBps ticketFee { bps flatAmount flatCurrency passToBuyer } }\n    recipientApproval(recipientDid: $recipient) {\n      id status paymentTypes feeShareBps recipient { did displayName payable payoutStatus }\n    }\n  }\n}": types.PaymentsCheckoutFactsDocument,
     "query PaymentsAppLinkFacts($appDid: ID!, $environment: String, $repo: String!) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { appUrl } repo: profile(actor: $repo) { did } }\n}": types.PaymentsAppLinkFactsDocument,
@@ -147,7 +147,7 @@ export function graphql(source: "query EventEndpoint($appDid: ID!, $environment:
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "mutation DisableEventEndpoint($appDid: ID!, $environment: String!, $reason: String!) {\n  disableEventEndpoint(appDid: $appDid, environment: $environment, reason: $reason) { paused }\n}"): typeof import('./graphql').DisableEventEndpointDocument;
+export function graphql(source: "mutation DisableEventEndpoint($appDid: ID!, $environment: String!, $reason: String!, $url: String) {\n  disableEventEndpoint(appDid: $appDid, environment: $environment, reason: $reason, url: $url) { paused }\n}"): typeof import('./graphql').DisableEventEndpointDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

@@ -388,7 +388,7 @@ export type Mutation = {
   declinePaymentRecord: DeclinedRecord;
   /** dashboard: pending → declined */
   declineRecipientApproval: RecipientApproval;
-  /** the events workers disable an app environment's event endpoint (reason gone | failing): paused, with the reason; idempotent */
+  /** the events workers disable an app environment's event endpoint (reason gone | failing): paused, with the reason; idempotent; not when its URL is no longer url (the failures were another URL's) */
   disableEventEndpoint: EventEndpoint;
   /** creates the app environment's first signing secret unless it has one (the apps domain, in updateAppConfig, which asks until the app has it; operators) */
   ensureSigningSecret: SigningSecretIssued;
@@ -478,6 +478,7 @@ export type MutationDisableEventEndpointArgs = {
   appDid: Scalars['ID']['input'];
   environment: Scalars['String']['input'];
   reason: Scalars['String']['input'];
+  url?: InputMaybe<Scalars['String']['input']>;
 };
 
 
@@ -1131,6 +1132,7 @@ export type DisableEventEndpointMutationVariables = Exact<{
   appDid: Scalars['ID']['input'];
   environment: Scalars['String']['input'];
   reason: Scalars['String']['input'];
+  url?: InputMaybe<Scalars['String']['input']>;
 }>;
 
 
@@ -1646,11 +1648,12 @@ export const EventEndpointDocument = new TypedDocumentString(`
 }
     `) as unknown as TypedDocumentString<EventEndpointQuery, EventEndpointQueryVariables>;
 export const DisableEventEndpointDocument = new TypedDocumentString(`
-    mutation DisableEventEndpoint($appDid: ID!, $environment: String!, $reason: String!) {
+    mutation DisableEventEndpoint($appDid: ID!, $environment: String!, $reason: String!, $url: String) {
   disableEventEndpoint(
     appDid: $appDid
     environment: $environment
     reason: $reason
+    url: $url
   ) {
     paused
   }

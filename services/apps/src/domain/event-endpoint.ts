@@ -36,10 +36,13 @@ export async function disableEventEndpoint(
   appDid: string,
   environment: Environment,
   reason: string,
+  url: string | null = null,
 ): Promise<EventEndpointView> {
   if (!(DISABLE_REASONS as readonly string[]).includes(reason)) throw new ContractError('InvalidRequest', `reason must be one of ${DISABLE_REASONS.join(', ')}`)
   const current = await findAppEnvironment(d, appDid, environment)
   if (current.webhook?.disabledReason) return eventEndpointOf(current)
+  // the app moved to another URL (or channel) since the attempts that failed: those were the old one's
+  if (url !== null && eventEndpointOf(current).url !== url) return eventEndpointOf(current)
   const updated = await d.models.AppEnvironment.findOneAndUpdate(
     { appDid, environment },
     { $set: { 'webhook.paused': true, 'webhook.disabledReason': reason, 'webhook.disabledAt': new Date() } },

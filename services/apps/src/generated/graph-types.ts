@@ -353,7 +353,7 @@ export type Mutation = {
   updateAppConfig: AppConfigUpdate;
   /** the XRPC adapter records a developer utility call */
   recordDeveloperRequest: Scalars['Boolean']['output'];
-  /** the events workers disable an app environment's event endpoint (reason gone | failing): paused, with the reason; idempotent */
+  /** the events workers disable an app environment's event endpoint (reason gone | failing): paused, with the reason; idempotent; not when its URL is no longer url (the failures were another URL's) */
   disableEventEndpoint: EventEndpoint;
   /** the calling app asks a creator to approve its terms (app service-auth); idempotent by app, recipient and environment */
   requestRecipientApproval: RecipientApproval;
@@ -384,6 +384,7 @@ export type MutationDisableEventEndpointArgs = {
   appDid: Scalars['ID']['input'];
   environment: Scalars['String']['input'];
   reason: Scalars['String']['input'];
+  url: InputMaybe<Scalars['String']['input']>;
 };
 
 

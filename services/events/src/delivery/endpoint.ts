@@ -28,8 +28,11 @@ export type EndpointLookup =
 
 export interface EndpointClient {
   lookup(appDid: string, environment: string, requestId?: string): Promise<EndpointLookup>
-  /** disables the endpoint (docs/events.md, "Endpoint health"): the apps domain pauses it, with the reason */
-  disable(appDid: string, environment: string, reason: 'gone' | 'failing'): Promise<void>
+  /**
+   * disables the endpoint (docs/events.md, "Endpoint health"): the apps domain pauses it, with the reason, unless its
+   * URL is no longer `url` (the app moved; the failures were the old URL's)
+   */
+  disable(appDid: string, environment: string, reason: 'gone' | 'failing', url: string): Promise<void>
   close(): Promise<void>
 }
 
@@ -37,8 +40,8 @@ const QUERY = graphql(`query EventEndpoint($appDid: ID!, $environment: String!) 
   eventEndpoint(appDid: $appDid, environment: $environment) { channel url configured paused }
 }`)
 
-const DISABLE = graphql(`mutation DisableEventEndpoint($appDid: ID!, $environment: String!, $reason: String!) {
-  disableEventEndpoint(appDid: $appDid, environment: $environment, reason: $reason) { paused }
+const DISABLE = graphql(`mutation DisableEventEndpoint($appDid: ID!, $environment: String!, $reason: String!, $url: String) {
+  disableEventEndpoint(appDid: $appDid, environment: $environment, reason: $reason, url: $url) { paused }
 }`)
 
 /** Contract errors that mean "nowhere to send": the attempt fails as not configured. */
@@ -62,8 +65,8 @@ export function createEndpointClient(opts: { url: string; key: string; timeoutMs
       if (!endpoint) return { kind: 'unavailable', error: "could not read the app's event endpoint: the gateway answered without one" }
       return { kind: 'found', endpoint: { channel: endpoint.channel === 'xrpc' ? 'xrpc' : 'webhook', url: endpoint.url, configured: endpoint.configured, paused: endpoint.paused } }
     },
-    async disable(appDid, environment, reason) {
-      await gateway.query(DISABLE, { appDid, environment, reason }, { principal: CALLER, requestId: randomUUID() })
+    async disable(appDid, environment, reason, url) {
+      await gateway.query(DISABLE, { appDid, environment, reason, url }, { principal: CALLER, requestId: randomUUID() })
     },
     close: () => gateway.close(),
   }

@@ -208,12 +208,17 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     return { request: webhookRequest(url, target, secrets) }
   }
 
-  /** The endpoint's health after an attempt that reached it; disabling it holds its next attempts. Never fails the job. */
-  async function recordHealth(a: Attempting, delivered: boolean, statusCode: number | null): Promise<void> {
+  /**
+   * The endpoint's health after an attempt that reached it; disabling it holds its next attempts, unless the app has
+   * moved to another URL meanwhile (the apps domain compares). Never fails the job.
+   */
+  async function recordHealth(a: Attempting, endpoint: { channel: Channel; url: string }, delivered: boolean, statusCode: number | null): Promise<void> {
     try {
-      const reason = await deps.health.record(a.appDid, a.environment, { delivered, statusCode })
+      const id = `${endpoint.channel} ${endpoint.url}`
+      const reason = await deps.health.record(a.appDid, a.environment, id, { delivered, statusCode })
       if (!reason) return
-      await deps.endpoints.disable(a.appDid, a.environment, reason)
+      await deps.endpoints.disable(a.appDid, a.environment, reason, endpoint.url)
+      await deps.health.reset(a.appDid, a.environment, id)
       log.warn({ appDid: a.appDid, environment: a.environment, reason, deliveryId: a.id }, 'event endpoint disabled: its deliveries are held until the app unpauses it')
     } catch (err) {
       log.error({ appDid: a.appDid, environment: a.environment, err: { message: (err as Error).message } }, 'could not record the endpoint health')
@@ -266,12 +271,15 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     // Where this attempt goes, or why it cannot go anywhere (still a failed attempt, retried on the schedule).
     let channel: Channel | null = null
     let target: string | null = null
+    /** the endpoint's URL as the app configured it (its health is counted by it) */
+    let configuredUrl: string | null = null
     let failure: string | null = null
     if (lookup.kind === 'unavailable') failure = lookup.error
     else if (lookup.kind === 'not-configured') failure = `${NOT_CONFIGURED_ERROR} (${lookup.reason})`
     else {
       channel = lookup.endpoint.channel
       const raw = lookup.endpoint.configured ? lookup.endpoint.url : null
+      configuredUrl = raw
       if (raw === null) failure = NOT_CONFIGURED_ERROR
       else if ((target = httpUrl(raw)) === null) failure = 'the configured URL is not a valid http(s) URL'
     }
@@ -322,7 +330,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const number = entry.number
 
     const logged = { deliveryId: a.id, appDid: a.appDid, environment: a.environment, number, channel, statusCode: result.statusCode, durationMs: result.durationMs }
-    if (sent) await recordHealth(a, delivered, result.statusCode)
+    if (sent && channel !== null && configuredUrl !== null) await recordHealth(a, { channel, url: configuredUrl }, delivered, result.statusCode)
     if (delivered) {
       log.info({ ...logged, outcome: 'delivered' }, 'delivery attempt')
       await boardLog(job, `attempt ${number} (${channel}): delivered, HTTP ${result.statusCode} in ${result.durationMs} ms`)
