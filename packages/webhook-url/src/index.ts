@@ -18,9 +18,11 @@ for (const [net, prefix] of [
   ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) nonPublic.addSubnet(net, prefix, 'ipv4')
 for (const [net, prefix] of [
-  // ::/96 also covers the deprecated IPv4-compatible form (::127.0.0.1); 6to4 (2002::/16) and
-  // IPv4-translated (::ffff:0:0:0/96) addresses can embed any IPv4 address, so they are refused whole.
-  ['::', 96], ['::ffff:0:0:0', 96], ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001:db8::', 32],
+  // ::/96 also covers the deprecated IPv4-compatible form (::127.0.0.1); 6to4 (2002::/16), Teredo (2001::/32),
+  // IPv4-translated (::ffff:0:0:0/96) and NAT64 (64:ff9b::/96, and local-use 64:ff9b:1::/48) addresses can embed
+  // any IPv4 address, so they are refused whole; as are site-local (fec0::/10) and discard-only (100::/64) ones.
+  ['::', 96], ['::ffff:0:0:0', 96], ['2002::', 16], ['2001::', 32], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+  ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001:db8::', 32],
 ] as const) nonPublic.addSubnet(net, prefix, 'ipv6')
 
 const loopback = new BlockList()

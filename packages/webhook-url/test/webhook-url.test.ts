@@ -58,6 +58,10 @@ describe('non-public IP literals are refused in both environments, whatever the 
     ['::/96 (IPv4-compatible)', ['[::127.0.0.1]', '[::a00:1]']],
     ['2002::/16 (6to4)', ['[2002:7f00:1::1]', '[2002:a00:1::]']],
     ['::ffff:0:0:0/96 (IPv4-translated)', ['[::ffff:0:a00:1]']],
+    ['64:ff9b:1::/48 (local-use NAT64)', ['[64:ff9b:1::a00:1]']],
+    ['2001::/32 (Teredo)', ['[2001:0:4136:e378:8000:63bf:3fff:fdd2]']],
+    ['fec0::/10 (site-local)', ['[fec0::1]']],
+    ['100::/64 (discard-only)', ['[100::1]']],
   ] as const
   for (const [label, hosts] of cases) {
     for (const host of hosts) {
