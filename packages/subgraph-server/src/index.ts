@@ -322,3 +322,4 @@ export { UsageError, requiredOption, runOperatorCommand } from './operator-comma
 export { watchDatabase, type DatabaseWatchOptions } from './database-watch'
 export { startSweep, type Sweep } from './sweep'
 export { deleteByIds, findEach } from './by-key'
+export { createTurnModel, inTurn, type TurnModel, type TurnOptions } from './turns'

@@ -510,3 +510,21 @@ describe('the creator decides (dashboard)', () => {
     expect(await listDashboardApprovals({ models }, creatorOf(creator, 'live'))).toHaveLength(1)
   })
 })
+
+describe('an app repeating its request while the creator decides', () => {
+  it('a revoke in the middle of 16 concurrent repeats (same terms, other reasons) stands: the request never reads approved again (revoked, or pending once asked again)', async () => {
+    for (let round = 0; round < 16; round++) {
+      const app = await newApp()
+      const creator = newCreator()
+      const serving = { models, facts: knownActors }
+      const first = await requestRecipientApproval(serving, app, input(creator))
+      await acceptApproval({ models }, creatorOf(creator), first.id, first.termsHash)
+      const repeats = Array.from({ length: 16 }, (_, i) => requestRecipientApproval(serving, app, input(creator, { requestReason: i % 2 ? 'a' : 'b' })))
+      const revoked = revokeApproval({ models }, creatorOf(creator), first.id)
+      await Promise.allSettled([...repeats, revoked])
+      // revoked, or pending again where a repeat came after the revoke (the app asking again): never approved
+      expect({ round, status: effectiveStatus((await raw(first.id))!) }).toEqual({ round, status: expect.stringMatching(/^(revoked|pending)$/) })
+      expect((await findAppApproval({ models }, app, 'test', creator))?.status).not.toBe('approved')
+    }
+  }, 60_000)
+})

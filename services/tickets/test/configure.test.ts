@@ -89,7 +89,7 @@ test('a configuration that waits longer than its turn allows is answered Service
   const { eventUri, tierId } = await pricedTier(10)
   // the event's first turn was its creation; the second is taken by a holder that neither ends it nor lets it lapse
   const key = eventKey('test', eventUri)
-  await models.ConfigurationTurn.create({ _id: `${key}#2`, eventKey: key, n: 2, expiresAt: new Date(Date.now() + 60_000) })
+  await models.ConfigurationTurn.create({ _id: `${key}#2`, key, n: 2, expiresAt: new Date(Date.now() + 60_000) })
   const answer = await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 20)] }).catch((e: unknown) => e)
   expect((answer as ContractError).code).toBe('ServiceUnavailable')
   expect(await tierCapacity(d, (await models.Tier.findById(tierId).lean())!)).toBe(10)

@@ -6,6 +6,7 @@
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
 import { ENVIRONMENTS } from '@svc/vocabulary'
 import { createOutboxModel, type OutboxModel } from '@svc/outbox'
+import { createTurnModel, type TurnModel } from '@svc/subgraph-server'
 
 export const API_KEY_PERMISSIONS = [
   'app.config.read',
@@ -159,6 +160,8 @@ export interface AppsModels {
   ApiKey: Model<ApiKeyDoc>
   RequestLog: Model<RequestLogDoc>
   RecipientApproval: Model<RecipientApprovalDoc>
+  /** one change of an approval request at a time: the app's request or the creator's decision (recipient-approvals/turns.ts) */
+  ApprovalTurn: TurnModel
   /** domain events of the apps domain (app.authorization.granted / revoked), relayed by the events domain */
   Outbox: OutboxModel
 }
@@ -170,6 +173,7 @@ export async function createAppsModels(conn: Connection): Promise<AppsModels> {
     ApiKey: conn.model<ApiKeyDoc>('ApiKey', apiKeySchema),
     RequestLog: conn.model<RequestLogDoc>('RequestLog', requestLogSchema),
     RecipientApproval: conn.model<RecipientApprovalDoc>('RecipientApproval', recipientApprovalSchema),
+    ApprovalTurn: await createTurnModel(conn, 'ApprovalTurn', 'approval_turns'),
     Outbox: await createOutboxModel(conn, 'apps'),
   }
   // (createOutboxModel initialized the outbox already)

@@ -20,7 +20,7 @@
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
 import { ENVIRONMENTS } from '@svc/vocabulary'
 import { createOutboxModel, type OutboxModel } from '@svc/outbox'
-import { connectDomain } from '@svc/subgraph-server'
+import { connectDomain, createTurnModel, type TurnModel } from '@svc/subgraph-server'
 
 const ticketedEventSchema = new Schema(
   {
@@ -123,23 +123,6 @@ const sweepCursorSchema = new Schema(
   { collection: 'sweep_cursors', versionKey: false },
 )
 
-/**
- * One turn at configuring an event (configuration-turns.ts): `<eventKey>#<n>`, inserted by the call that takes it
- * and written once more, by that call only, when it ends.
- */
-const configurationTurnSchema = new Schema(
-  {
-    _id: { type: String, required: true },
-    eventKey: { type: String, required: true },
-    n: { type: Number, required: true },
-    /** a holder that died: the next call may take the turn after this */
-    expiresAt: { type: Date, required: true },
-    endedAt: { type: Date, default: null },
-  },
-  { collection: 'configuration_turns', versionKey: false },
-)
-configurationTurnSchema.index({ eventKey: 1, n: -1 })
-
 /** A hold lapsing at expiresAt is not a state: its reservation is released and it stays `held` (docs/tickets.md). */
 export const HOLD_STATUSES = ['held', 'paid', 'released'] as const
 export type HoldStatus = (typeof HOLD_STATUSES)[number]
@@ -229,7 +212,6 @@ export type TierDoc = InferSchemaType<typeof tierSchema>
 export type CapacityUnitDoc = InferSchemaType<typeof capacityUnitSchema>
 export type ReservationOutcomeDoc = InferSchemaType<typeof reservationOutcomeSchema>
 export type SweepCursorDoc = InferSchemaType<typeof sweepCursorSchema>
-export type ConfigurationTurnDoc = InferSchemaType<typeof configurationTurnSchema>
 export type TicketDoc = InferSchemaType<typeof ticketSchema>
 export type TicketHoldDoc = InferSchemaType<typeof ticketHoldSchema>
 
@@ -239,7 +221,8 @@ export interface TicketsModels {
   CapacityUnit: Model<CapacityUnitDoc>
   ReservationOutcome: Model<ReservationOutcomeDoc>
   SweepCursor: Model<SweepCursorDoc>
-  ConfigurationTurn: Model<ConfigurationTurnDoc>
+  /** one configuration of an event at a time (domain/configuration-turns.ts) */
+  ConfigurationTurn: TurnModel
   Ticket: Model<TicketDoc>
   TicketHold: Model<TicketHoldDoc>
   Outbox: OutboxModel
@@ -252,12 +235,12 @@ export async function createTicketsModels(conn: Connection): Promise<TicketsMode
     CapacityUnit: conn.model<CapacityUnitDoc>('CapacityUnit', capacityUnitSchema),
     ReservationOutcome: conn.model<ReservationOutcomeDoc>('ReservationOutcome', reservationOutcomeSchema),
     SweepCursor: conn.model<SweepCursorDoc>('SweepCursor', sweepCursorSchema),
-    ConfigurationTurn: conn.model<ConfigurationTurnDoc>('ConfigurationTurn', configurationTurnSchema),
+    ConfigurationTurn: await createTurnModel(conn, 'ConfigurationTurn', 'configuration_turns'),
     Ticket: conn.model<TicketDoc>('Ticket', ticketSchema),
     TicketHold: conn.model<TicketHoldDoc>('TicketHold', ticketHoldSchema),
     Outbox: await createOutboxModel(conn, 'tickets'),
   }
-  await Promise.all([models.TicketedEvent.init(), models.Tier.init(), models.CapacityUnit.init(), models.ReservationOutcome.init(), models.ConfigurationTurn.init(), models.Ticket.init(), models.TicketHold.init()])
+  await Promise.all([models.TicketedEvent.init(), models.Tier.init(), models.CapacityUnit.init(), models.ReservationOutcome.init(), models.Ticket.init(), models.TicketHold.init()])
   return models
 }
 

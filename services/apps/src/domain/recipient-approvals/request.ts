@@ -9,6 +9,7 @@ import { invalid } from './errors'
 import { newApprovalId } from './ids'
 import { effectiveStatus, MAX_ATTEMPTS, requestAgain } from './state'
 import { parseFeeShare, parsePaymentTypes, parsePublicRecords, storedTermsOf, type ApprovalTerms } from './terms'
+import { inApprovalTurn } from './turns'
 import { toApprovalView, type RecipientApprovalView } from './views'
 import type { RecipientApprovalInput } from '../../generated/graph-types'
 
@@ -57,7 +58,7 @@ function parseSetupReturnUrl(value: unknown, appOrigin: string): string | null {
  * RecipientNotFound). Idempotent by app DID, recipient DID and environment; refusals change nothing.
  */
 export async function requestRecipientApproval(
-  d: Pick<ServingApps, 'models' | 'facts'>,
+  d: Pick<ServingApps, 'models' | 'facts' | 'logger'>,
   appDid: string,
   input: RecipientApprovalInput,
 ): Promise<RecipientApprovalView> {
@@ -89,52 +90,55 @@ export async function requestRecipientApproval(
   const termFields = storedTermsOf(terms)
   const key = { appDid, recipientDid, environment }
 
-  // Creation: the unique index decides which of concurrent first requests inserts; the others continue below.
-  // (No automatic timestamps here: they would $set updatedAt on an existing request, which this must not touch.)
-  const now = new Date()
-  try {
-    const res = await models.RecipientApproval.updateOne(
-      key,
-      {
-        $setOnInsert: {
-          createdAt: now,
-          updatedAt: now,
-          ...key,
-          ...termFields,
-          id: newApprovalId(),
-          status: 'pending',
-          revision: 1,
-          requestReason,
-          setupReturnUrl,
-          approvedTermsHash: null,
-          approvedAt: null,
-          revokedRevision: null,
-          revokedAt: null,
+  // one change of the request at a time: the creator's decisions take the same turn (turns.ts)
+  return inApprovalTurn(d, key, async () => {
+    // Creation: the unique index decides which of concurrent first requests inserts; the others continue below.
+    // (No automatic timestamps here: they would $set updatedAt on an existing request, which this must not touch.)
+    const now = new Date()
+    try {
+      const res = await models.RecipientApproval.updateOne(
+        key,
+        {
+          $setOnInsert: {
+            createdAt: now,
+            updatedAt: now,
+            ...key,
+            ...termFields,
+            id: newApprovalId(),
+            status: 'pending',
+            revision: 1,
+            requestReason,
+            setupReturnUrl,
+            approvedTermsHash: null,
+            approvedAt: null,
+            revokedRevision: null,
+            revokedAt: null,
+          },
         },
-      },
-      { upsert: true, setDefaultsOnInsert: false, timestamps: false },
-    )
-    if (res.upsertedCount === 1) {
-      const created = await models.RecipientApproval.findOne(key).lean()
-      if (created) return toApprovalView(created)
+        { upsert: true, setDefaultsOnInsert: false, timestamps: false },
+      )
+      if (res.upsertedCount === 1) {
+        const created = await models.RecipientApproval.findOne(key).lean()
+        if (created) return toApprovalView(created)
+      }
+    } catch (err) {
+      if (!isDuplicateKeyError(err)) throw err
     }
-  } catch (err) {
-    if (!isDuplicateKeyError(err)) throw err
-  }
 
-  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const cur = await models.RecipientApproval.findOne(key).lean()
-    if (!cur) throw new Error('approval request vanished after creation')
-    const set = requestAgain(cur, effectiveStatus(cur), termFields)
-    if ((cur.requestReason ?? null) !== requestReason) set.requestReason = requestReason
-    if ((cur.setupReturnUrl ?? null) !== setupReturnUrl) set.setupReturnUrl = setupReturnUrl
-    if (Object.keys(set).length === 0) return toApprovalView(cur)
-    const doc = await models.RecipientApproval.findOneAndUpdate(
-      { id: cur.id, revision: cur.revision, status: cur.status },
-      { $set: set },
-      { returnDocument: 'after', lean: true },
-    )
-    if (doc) return toApprovalView(doc)
-  }
-  throw new Error('approval request: too many concurrent changes')
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const cur = await models.RecipientApproval.findOne(key).lean()
+      if (!cur) throw new Error('approval request vanished after creation')
+      const set = requestAgain(cur, effectiveStatus(cur), termFields)
+      if ((cur.requestReason ?? null) !== requestReason) set.requestReason = requestReason
+      if ((cur.setupReturnUrl ?? null) !== setupReturnUrl) set.setupReturnUrl = setupReturnUrl
+      if (Object.keys(set).length === 0) return toApprovalView(cur)
+      const doc = await models.RecipientApproval.findOneAndUpdate(
+        { id: cur.id, revision: cur.revision, status: cur.status },
+        { $set: set },
+        { returnDocument: 'after', lean: true },
+      )
+      if (doc) return toApprovalView(doc)
+    }
+    throw new Error('approval request: too many concurrent changes')
+  })
 }
