@@ -43,8 +43,12 @@ async function post(url: string, form: Record<string, string>, cookie?: string):
 
 /** What the creator does in the browser: sign in, complete payout onboarding (test), accept the terms. */
 async function creatorInBrowser(signInUrl: string, approvalId: string): Promise<void> {
-  const signIn = await fetch(signInUrl, { redirect: 'manual' })
-  const cookie = signIn.headers.get('set-cookie')?.split(';')[0]
+  // the link's page asks; its Sign in button posts back the page's nonce, with the cookie the page set
+  const asked = await fetch(signInUrl, { redirect: 'manual' })
+  const askedPage = await asked.text()
+  const nonceCookie = asked.headers.get('set-cookie')?.split(';')[0] ?? ''
+  const signIn = await post(signInUrl.split('?')[0]!, { next: field(askedPage, 'next'), nonce: field(askedPage, 'nonce') }, nonceCookie)
+  const cookie = signIn.headers.get('set-cookie')?.split(/,\s*(?=svc_)/).find((c) => c.startsWith('svc_dashboard='))?.split(';')[0]
   if (!cookie) throw new Error(`sign-in failed (${signIn.status})`)
   const onboarding = `${config.dashboardUrl}/onboarding/${approvalId}`
   let page = await (await fetch(onboarding, { headers: { cookie } })).text()

@@ -30,6 +30,8 @@ export interface DashboardSession {
 
 export interface DashboardSessions {
   issueLoginLink(who: { actorDid: string; environment: Environment }): Promise<{ token: string; expiresAt: Date }>
+  /** whom a sign-in link would sign in, without spending it; null when it is unknown, used or expired */
+  peekLoginLink(token: string): Promise<{ actorDid: string; environment: Environment } | null>
   /** the session started by a sign-in link, once; null when the link is unknown, used or expired */
   redeemLoginLink(token: string): Promise<{ cookie: string; session: DashboardSession } | null>
   createSession(who: { actorDid: string; environment: Environment }): Promise<{ cookie: string; session: DashboardSession }>
@@ -101,6 +103,10 @@ export function createDashboardSessions(opts: { redis: Redis; prefix: string; se
       const token = secret('dsl_')
       await redis.set(loginKey(token), JSON.stringify({ actorDid: who.actorDid, environment: who.environment }), 'EX', loginTtl)
       return { token, expiresAt: new Date(Date.now() + loginTtl * 1000) }
+    },
+    async peekLoginLink(token) {
+      if (!LOGIN_RE.test(token)) return null
+      return parseWho(await redis.get(loginKey(token)))
     },
     async redeemLoginLink(token) {
       if (!LOGIN_RE.test(token)) return null

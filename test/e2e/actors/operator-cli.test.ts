@@ -120,11 +120,28 @@ test('dashboard-link prints a single-use sign-in link that opens a dashboard ses
   const { url, expiresAt } = JSON.parse(printed.stdout) as { url: string; expiresAt: string }
   expect(url).toMatch(new RegExp(`^${stack.checkoutUrl}/dashboard/login/dsl_[A-Za-z0-9_-]{43}\\?next=%2Fdashboard$`))
   expect(new Date(expiresAt).getTime() - Date.now()).toBeGreaterThan(14 * 60_000)
-  const signIn = await fetch(url, { redirect: 'manual' })
+  // opening the link asks (a mail scanner fetching it spends nothing, and no session starts)
+  const page = await fetch(url, { redirect: 'manual' })
+  expect(page.status).toBe(200)
+  const pageText = await page.text()
+  expect(pageText).toContain(did)
+  expect(page.headers.get('set-cookie')).not.toMatch(/svc_dashboard=/)
+  expect((await fetch(url, { redirect: 'manual' })).status).toBe(200)
+  const nonceCookie = page.headers.get('set-cookie')!.split(';')[0]!
+  expect(page.headers.get('set-cookie')).toMatch(/SameSite=Strict/i)
+  const nonce = /name="nonce" value="([^"]+)"/.exec(pageText)![1]!
+  const post = (headers: Record<string, string>, body: Record<string, string>) =>
+    fetch(new URL(url).origin + new URL(url).pathname, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(body).toString() })
+  // a post from elsewhere carries no nonce cookie (SameSite=Strict): nothing happens, the link stays
+  const forged = await post({}, { next: '/dashboard', nonce })
+  expect(forged.headers.get('set-cookie') ?? '').not.toMatch(/svc_dashboard=/)
+  // the page's own button signs in and spends the link
+  const signIn = await post({ cookie: nonceCookie }, { next: '/dashboard', nonce })
   expect({ status: signIn.status, location: signIn.headers.get('location') }).toEqual({ status: 303, location: '/dashboard' })
-  const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!
+  const cookie = signIn.headers.get('set-cookie')!.split(', ').find((c) => c.startsWith('svc_dashboard='))!.split(';')[0]!
   const home = await fetch(`${stack.checkoutUrl}/dashboard`, { headers: { cookie } })
   expect(home.status).toBe(200)
   expect(await home.text()).toContain(did)
   expect((await fetch(url, { redirect: 'manual' })).status).toBe(401)
+  expect((await post({ cookie: nonceCookie }, { next: '/dashboard', nonce })).status).toBe(401)
 })

@@ -6,7 +6,7 @@
  */
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { bearer, expectError, expectOk } from './helpers'
-import { dashboardGet, dashboardPost, decide, getApproval, hiddenField, requestApproval } from './payment-helpers'
+import { dashboardGet, dashboardPost, decide, getApproval, hiddenField, requestApproval, signInWithLink } from './payment-helpers'
 
 let stack: TestStack
 
@@ -258,10 +258,11 @@ describe('the creator decides on the dashboard, and only there', () => {
     )
     // sign in with a single-use link that leads to the onboarding page
     const login = await stack.dashboardLoginUrl(creator.did, 'test')
-    const signIn = await fetch(`${login}?next=${encodeURIComponent(new URL(onboardingUrl).pathname)}`, { redirect: 'manual' })
+    const { page: confirm, signIn, cookie: session } = await signInWithLink(login, new URL(onboardingUrl).pathname)
+    expect(confirm.status).toBe(200)
     expect(signIn.status).toBe(303)
     expect(signIn.headers.get('location')).toBe(`/dashboard/onboarding/${id}`)
-    const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!
+    const cookie = session!
     expect(signIn.headers.get('set-cookie')).toMatch(/HttpOnly/i)
     expect((await fetch(login, { redirect: 'manual' })).status).toBe(401) // single use
 

@@ -57,7 +57,8 @@ it('approval request → creator onboards and accepts in the dashboard → check
   const page = await context.newPage()
   const signIn = `${await stack.dashboardLoginUrl(creator.did, 'test')}?next=${encodeURIComponent(new URL(request.onboardingUrl).pathname)}`
   await page.goto(signIn)
-  expect(new URL(page.url()).pathname).toBe(`/dashboard/onboarding/${request.id}`)
+  expect(await page.textContent('#actor')).toBe(creator.did)
+  await Promise.all([page.waitForURL((u) => u.pathname === `/dashboard/onboarding/${request.id}`), page.click('#sign-in')])
   expect(await page.textContent('#terms-payment-types')).toBe('tip')
   expect(await page.textContent('#terms-fee-share')).toContain('2.5%')
   expect(await page.textContent('#payout-status')).toBe('onboarding-required')

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { encodeProduct, type CheckoutProduct } from '@svc/checkout-product'
+import { DASHBOARD_COOKIE } from '@svc/dashboard-session'
 import type { TestApp, TestStack } from '../../stack'
 import { bearer, httpRequest, xrpcGet, xrpcPost, type HttpResult } from './helpers'
 
@@ -64,6 +65,23 @@ export async function dashboardPost(stack: TestStack, cookie: string | null, pat
     body: new URLSearchParams(form).toString(),
     redirect: 'manual',
   })
+}
+
+/**
+ * The creator opens a sign-in link (`next` a dashboard path) and presses its Sign in button: the page's POST, with
+ * the nonce of the cookie the page set. The answer of that POST, and the session cookie it set (null if none).
+ */
+export async function signInWithLink(loginUrl: string, next?: string): Promise<{ page: HttpResult; signIn: HttpResult; cookie: string | null }> {
+  const page = await httpRequest(`${loginUrl}${next ? `?next=${encodeURIComponent(next)}` : ''}`, { redirect: 'manual' })
+  const nonceCookie = (page.headers.get('set-cookie') ?? '').split(';')[0]!
+  const signIn = await httpRequest(loginUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: nonceCookie },
+    body: new URLSearchParams({ next: page.status === 200 ? hiddenField(page.text, 'next') : '', nonce: page.status === 200 ? hiddenField(page.text, 'nonce') : '' }).toString(),
+    redirect: 'manual',
+  })
+  const session = (signIn.headers.get('set-cookie') ?? '').split(/,\s*(?=svc_)/).find((c) => c.startsWith(`${DASHBOARD_COOKIE}=`))
+  return { page, signIn, cookie: session ? session.split(';')[0]! : null }
 }
 
 /** The creator opens the request's dashboard page and presses one of its buttons (accept posts the terms shown). */

@@ -51,7 +51,7 @@ it('lists the organizer\'s events and an event\'s tiers and tickets; voiding a t
   const context = await browser.newContext()
   const page = await context.newPage()
   await page.goto(`${await stack.dashboardLoginUrl(organizer.did, 'test')}?next=${encodeURIComponent('/dashboard/events')}`)
-  expect(new URL(page.url()).pathname).toBe('/dashboard/events')
+  await Promise.all([page.waitForURL((u) => u.pathname === '/dashboard/events'), page.click('#sign-in')])
   await Promise.all([page.waitForURL((u) => u.pathname === '/dashboard/events/view'), page.click(`a[href*="${encodeURIComponent(eventUri)}"]`)])
 
   const row = async (tierId: string) => ({

@@ -4,6 +4,7 @@
  * revoke, block. The only credential here is the dashboard session cookie: an Authorization header (a
  * service-auth JWT, an API key) is never read, so no identity assertion can accept an app's terms.
  */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyCookie from '@fastify/cookie'
 import fastifyFormbody from '@fastify/formbody'
@@ -33,6 +34,10 @@ export interface DashboardPluginOptions {
 }
 
 const APPROVAL_ID = /^apr_[A-Za-z0-9]{8,64}$/
+/** the sign-in page's nonce, which its form posts back (SameSite=Strict: never sent with another site's post) */
+const LOGIN_NONCE_COOKIE = 'svc_dashboard_login'
+
+const sameNonce = (a: string, b: string) => timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest())
 
 /** Only paths of this dashboard are followed after sign-in or an action: never another origin. */
 export function safeDashboardPath(value: unknown, fallback = '/dashboard'): string {
@@ -79,7 +84,23 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
     return { s, form }
   }
 
+  // A sign-in link opens a page that asks; its button's POST spends the link (views.signInConfirmPage says why). The
+  // POST must carry the nonce of the cookie set with the page: SameSite=Strict, so a post from another site has none.
   app.get('/dashboard/login/:token', async (request: FastifyRequest<{ Params: { token: string }; Querystring: { next?: string } }>, reply) => {
+    const who = await opts.sessions.peekLoginLink(request.params.token)
+    if (!who) return sendPage(reply, views.signInLinkInvalidPage())
+    const nonce = randomBytes(18).toString('base64url')
+    reply.setCookie(LOGIN_NONCE_COOKIE, nonce, { path: '/dashboard/login', httpOnly: true, sameSite: 'strict', secure: opts.secureCookies, maxAge: 15 * 60 })
+    return sendPage(reply, views.signInConfirmPage(request.params.token, who, safeDashboardPath(request.query.next), nonce))
+  })
+
+  app.post('/dashboard/login/:token', async (request: FastifyRequest<{ Params: { token: string }; Body: { next?: unknown; nonce?: unknown } }>, reply) => {
+    const form = (request.body ?? {}) as { next?: unknown; nonce?: unknown }
+    const cookieNonce = request.cookies[LOGIN_NONCE_COOKIE]
+    if (typeof form.nonce !== 'string' || !cookieNonce || !sameNonce(form.nonce, cookieNonce)) {
+      return sendPage(reply, views.errorPage(new ContractError('NotAllowed', 'this sign-in form has expired or was not opened here; open the sign-in link again')))
+    }
+    reply.clearCookie(LOGIN_NONCE_COOKIE, { path: '/dashboard/login' })
     const started = await opts.sessions.redeemLoginLink(request.params.token)
     if (!started) return sendPage(reply, views.signInLinkInvalidPage())
     reply.setCookie(DASHBOARD_COOKIE, started.cookie, {
@@ -90,7 +111,7 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
       maxAge: SESSION_TTL_SECONDS,
     })
     request.log.info({ sessionId: started.session.sessionId, actorDid: started.session.actorDid }, 'dashboard session started')
-    return reply.redirect(safeDashboardPath(request.query.next), 303)
+    return reply.redirect(safeDashboardPath(typeof form.next === 'string' ? form.next : undefined), 303)
   })
 
   // a form of the session's own pages (its CSRF token), so another site cannot sign the creator out

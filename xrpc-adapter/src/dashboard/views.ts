@@ -141,6 +141,25 @@ export function signInRequiredPage(path: string): View {
   }
 }
 
+/**
+ * What a sign-in link opens: whom it signs in, and a button. Only the button's POST spends the link and starts the
+ * session, so a mail scanner that fetches the link spends nothing, and another site cannot sign the creator in to
+ * someone else's session (the form carries a nonce of a SameSite=Strict cookie set with this page).
+ */
+export function signInConfirmPage(token: string, who: { actorDid: string; environment: string }, next: string, nonce: string): View {
+  return {
+    status: 200,
+    title: 'Sign in',
+    body: html`<main><h1>Sign in to your dashboard</h1>
+      <p>You are signing in as <code id="actor">${who.actorDid}</code> (${who.environment}).</p>
+      <form method="post" action="/dashboard/login/${token}">
+        <input type="hidden" name="next" value="${next}">
+        <input type="hidden" name="nonce" value="${nonce}">
+        <button type="submit" id="sign-in">Sign in</button>
+      </form></main>`,
+  }
+}
+
 export function signInLinkInvalidPage(): View {
   return {
     status: 401,
