@@ -528,3 +528,33 @@ describe('an app repeating its request while the creator decides', () => {
     }
   }, 60_000)
 })
+
+describe('a move whose event write was lost', () => {
+  it('an accept or a revoke cut off before its event (an error page for the creator) gets the event from the next read of the request, once', async () => {
+    const app = await newApp()
+    const creator = newCreator()
+    const first = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))
+    const outboxAway = new Proxy(models.Outbox, {
+      get: (target, prop, receiver) => (prop === 'create' ? async () => Promise.reject(new Error('database away')) : Reflect.get(target, prop, receiver)),
+    })
+    const failing = { ...models, Outbox: outboxAway }
+    const types = async () => (await events(first.id)).map((e) => e.type)
+
+    await expect(acceptApproval({ models: failing }, creatorOf(creator), first.id, first.termsHash)).rejects.toThrow('database away')
+    expect(effectiveStatus((await raw(first.id))!)).toBe('approved')
+    expect(await types()).toEqual([])
+    // the creator reloads the page: it shows approved, with no button that would repeat the accept
+    await getDashboardApproval({ models }, creatorOf(creator), first.id)
+    expect(await types()).toEqual(['app.authorization.granted'])
+
+    await expect(revokeApproval({ models: failing }, creatorOf(creator), first.id)).rejects.toThrow('database away')
+    expect(await types()).toEqual(['app.authorization.granted'])
+    // the app reads its request
+    expect((await findAppApproval({ models }, app, 'test', creator))?.status).toBe('revoked')
+    expect(await types()).toEqual(['app.authorization.granted', 'app.authorization.revoked'])
+    // written once: later reads write nothing more
+    await getDashboardApproval({ models }, creatorOf(creator), first.id)
+    await findAppApproval({ models }, app, 'test', creator)
+    expect(await models.Outbox.countDocuments({ 'data.approvalId': first.id })).toBe(2)
+  })
+})

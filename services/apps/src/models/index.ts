@@ -140,6 +140,13 @@ const recipientApprovalSchema = new Schema(
     approvedAt: { type: Date, default: null },
     revokedRevision: { type: Number, default: null },
     revokedAt: { type: Date, default: null },
+    /**
+     * set by the move that approves (the revision approved) or ends an approval (the revision ended), in the same
+     * write, and removed once its event is written (recipient-approvals/events.ts): a read finds a move whose event
+     * write was lost (recovery.ts)
+     */
+    grantedDue: { type: Number },
+    revokedDue: { type: Number },
   },
   // `id` is a stored field here, not mongoose's virtual alias of _id
   { timestamps: true, collection: 'recipient_approvals', id: false },

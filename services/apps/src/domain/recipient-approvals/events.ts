@@ -1,7 +1,8 @@
 /**
  * The outbox events of approvals (docs/events.md). Events are keyed by the fact
- * (`app.authorization.granted:<id>:<revision>`), written after the state change and written again by a repeat of
- * the same move (the recovery step), so they are never lost nor duplicated.
+ * (`app.authorization.granted:<id>:<revision>`), written after the state change, which notes them due; a repeat of
+ * the same move, or the next read of the request (recovery.ts), writes one still due, so they are never lost nor
+ * duplicated.
  */
 import { writeOutboxEvent } from '@svc/outbox'
 import type { Environment } from '@svc/vocabulary'
@@ -44,7 +45,7 @@ export async function writeGrantedEvent(d: Pick<AppsDomain, 'models'>, doc: Stor
       approvedAt: approvedAt.toISOString(),
     },
   })
-  return settleTimestamp(d, doc, eventId, 'approvedAt')
+  return written(d, await settleTimestamp(d, doc, eventId, 'approvedAt'), 'grantedDue', doc.revision)
 }
 
 /** app.authorization.revoked for the approval of revision `revokedRevision`, ended by the creator's revoke or block. */
@@ -64,5 +65,28 @@ export async function writeRevokedEvent(d: Pick<AppsDomain, 'models'>, doc: Stor
       revokedAt: revokedAt.toISOString(),
     },
   })
-  return settleTimestamp(d, doc, eventId, 'revokedAt')
+  return written(d, await settleTimestamp(d, doc, eventId, 'revokedAt'), 'revokedDue', doc.revokedRevision)
+}
+
+/** The move's event is written: it is due no more (in the move's turn: no other write of the request runs). */
+async function written(d: Pick<AppsDomain, 'models'>, doc: StoredApproval, field: 'grantedDue' | 'revokedDue', revision: number): Promise<StoredApproval> {
+  if (doc[field] !== revision) return doc
+  await d.models.RecipientApproval.updateOne({ id: doc.id }, { $unset: { [field]: 1 } }, { timestamps: false })
+  const { [field]: _written, ...rest } = doc
+  return rest as StoredApproval
+}
+
+/**
+ * Whether a move's event write was lost: the move stored its state with the event due (grantedDue, revokedDue), then
+ * the database went away or the process stopped before the event was written.
+ */
+export function eventsMissing(doc: StoredApproval): boolean {
+  return typeof doc.grantedDue === 'number' || typeof doc.revokedDue === 'number'
+}
+
+/** A due event the request has moved past (asked again with new terms since): it is dropped, not written. */
+export async function dropDue(d: Pick<AppsDomain, 'models'>, doc: StoredApproval, field: 'grantedDue' | 'revokedDue'): Promise<StoredApproval> {
+  await d.models.RecipientApproval.updateOne({ id: doc.id }, { $unset: { [field]: 1 } }, { timestamps: false })
+  const { [field]: _dropped, ...rest } = doc
+  return rest as StoredApproval
 }

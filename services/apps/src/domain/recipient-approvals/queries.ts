@@ -3,6 +3,7 @@ import { ContractError } from '@svc/errors'
 import type { Environment } from '@svc/vocabulary'
 import type { AppsDomain } from '../context'
 import type { StoredApproval } from './state'
+import { withEventsWritten } from './recovery'
 import { toApprovalView, type RecipientApprovalView } from './views'
 
 /** dashboardApprovals returns at most this many requests, newest first */
@@ -15,10 +16,10 @@ export interface DashboardActor {
 }
 
 /** The app's request to one recipient in one environment, or null (read-only; never creates). */
-export async function findAppApproval(d: Pick<AppsDomain, 'models'>, appDid: string, environment: Environment, recipientDid: string): Promise<RecipientApprovalView | null> {
+export async function findAppApproval(d: Pick<AppsDomain, 'models' | 'logger'>, appDid: string, environment: Environment, recipientDid: string): Promise<RecipientApprovalView | null> {
   if (typeof recipientDid !== 'string') return null
   const doc = await d.models.RecipientApproval.findOne({ appDid, recipientDid, environment }).lean()
-  return doc ? toApprovalView(doc) : null
+  return doc ? toApprovalView(await withEventsWritten(d, doc)) : null
 }
 
 /** A request by id, or null; who may see it is the caller's check. */
@@ -46,6 +47,6 @@ export async function findAddressedApproval(d: Pick<AppsDomain, 'models'>, who: 
 }
 
 /** NotFound unless the request is addressed to the signed-in creator in its environment. */
-export async function getDashboardApproval(d: Pick<AppsDomain, 'models'>, who: DashboardActor, id: string): Promise<RecipientApprovalView> {
-  return toApprovalView(await findAddressedApproval(d, who, id))
+export async function getDashboardApproval(d: Pick<AppsDomain, 'models' | 'logger'>, who: DashboardActor, id: string): Promise<RecipientApprovalView> {
+  return toApprovalView(await withEventsWritten(d, await findAddressedApproval(d, who, id)))
 }

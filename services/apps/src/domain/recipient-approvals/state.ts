@@ -63,7 +63,8 @@ export function acceptTransition(cur: StoredApproval, status: ApprovalStatus, te
     throw new ContractError('ApprovalTermsChanged', 'the app changed its terms since they were shown: review the current terms and accept again')
   }
   if (status === 'approved') return { unchanged: true }
-  return { set: { status: 'approved', approvedTermsHash: cur.termsHash, approvedAt: new Date() } }
+  // its event is due until written (events.ts)
+  return { set: { status: 'approved', approvedTermsHash: cur.termsHash, approvedAt: new Date(), grantedDue: cur.revision } }
 }
 
 /** pending → declined (declined again → unchanged). */
@@ -83,6 +84,8 @@ function endApproval(cur: StoredApproval, status: 'revoked' | 'blocked'): Record
     approvedAt: null,
     revokedRevision: cur.revision,
     revokedAt: new Date(),
+    // its event is due until written (events.ts)
+    revokedDue: cur.revision,
   }
 }
 

@@ -1,0 +1,26 @@
+/**
+ * A read finishes a move left half done. A move stores the request's state, then writes its event; one cut off in
+ * between (the database away, the process stopped: the creator saw an error page) left the event unwritten, and the
+ * dashboard then offers no repeat of the same move that would write it. So the app's read of its request and the
+ * creator's page of it write the events still due (grantedDue, revokedDue: events.ts), in the request's turn.
+ */
+import type { AppsDomain } from '../context'
+import { dropDue, eventsMissing, writeGrantedEvent, writeRevokedEvent } from './events'
+import { effectiveStatus, type StoredApproval } from './state'
+import { inApprovalTurn } from './turns'
+
+export async function withEventsWritten(d: Pick<AppsDomain, 'models' | 'logger'>, doc: StoredApproval): Promise<StoredApproval> {
+  if (!eventsMissing(doc)) return doc
+  return inApprovalTurn(d, doc, async () => {
+    let cur = (await d.models.RecipientApproval.findOne({ id: doc.id }).lean()) ?? doc
+    if (typeof cur.grantedDue === 'number') {
+      // the grant of that revision, as long as the request still stands approved at it
+      cur = effectiveStatus(cur) === 'approved' && cur.revision === cur.grantedDue ? await writeGrantedEvent(d, cur) : await dropDue(d, cur, 'grantedDue')
+    }
+    if (typeof cur.revokedDue === 'number') {
+      cur = cur.revokedRevision === cur.revokedDue ? await writeRevokedEvent(d, cur) : await dropDue(d, cur, 'revokedDue')
+    }
+    d.logger?.warn({ approvalId: cur.id }, 'approval: the event of a move cut off before it was written is written now')
+    return cur
+  })
+}
