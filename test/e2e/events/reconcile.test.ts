@@ -10,6 +10,7 @@ import pino from 'pino'
 import {
   createDelivery,
   createDomainEventProcessor,
+  createTestDelivery,
   DELIVERY_JOB_OPTIONS,
   deliveryJob,
   ENDED_JOB_GRACE_MS,
@@ -218,6 +219,28 @@ it('an event replayed after Redis lost its data queues an open delivery for the 
     expect(requeued!.opts.attempts).toBe(11)
     expect(requeued!.data).toMatchObject({ run: 1, next: 4, attemptsBefore: 3 })
     expect(requeued!.opts.delay).toBeGreaterThan(3_500_000)
+  } finally {
+    await own.obliterate({ force: true })
+    await own.close()
+  }
+})
+
+it('a test delivery whose queue add reached Redis but lost its answer leaves neither its job nor its log entry (the developer retries)', async () => {
+  const own = new Queue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, { connection: stack.redis, prefix: queuePrefix(`${stack.redisPrefix}lost-answer:`) })
+  try {
+    const answerLost = new Proxy(own, {
+      get: (target, prop, receiver) =>
+        prop === 'add'
+          ? async (...args: Parameters<typeof target.add>) => {
+              await target.add(...args)
+              throw new Error('connection reset')
+            }
+          : Reflect.get(target, prop, receiver),
+    })
+    const app = await stack.newApp()
+    await expect(createTestDelivery({ ...stack.deliveryLog, deliveries: answerLost, logger: pino({ level: 'silent' }) }, app.did, 'test')).rejects.toThrow(/queue is unavailable/)
+    expect(Object.values(await own.getJobCounts()).reduce((a, b) => a + b, 0)).toBe(0)
+    expect(await stack.events.Delivery.countDocuments({ appDid: app.did })).toBe(0)
   } finally {
     await own.obliterate({ force: true })
     await own.close()

@@ -31,7 +31,10 @@ export async function createTestDelivery(
   try {
     await enqueueDelivery(domain.deliveries, delivery)
   } catch (err) {
-    // Not queued: remove it, so the log never shows a test delivery that nothing will send; the caller may retry.
+    // Not queued: remove it, so the log never shows a test delivery that nothing will send; the caller may retry. The
+    // add may have reached Redis with only its answer lost: its job goes too (best effort), or a probe missing from
+    // the log would be sent besides the retry's
+    await domain.deliveries.remove(delivery._id).catch(() => undefined)
     await domain.models.Delivery.deleteOne({ _id: delivery._id }).catch(() => undefined)
     domain.logger.error({ err, deliveryId: delivery._id }, 'test delivery: could not queue it')
     throw new ContractError('ServiceUnavailable', 'the delivery queue is unavailable; retry with backoff')
