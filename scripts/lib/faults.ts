@@ -436,9 +436,12 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
         redirect: 'manual',
       })
       if (paid.status >= 400) throw new HttpStatus(paid.status, `pay answered ${paid.status} (request ${paid.headers.get('svc-request-id')}) ${page.slice(0, 300)}`)
-      // completed: to the return URL; failed: to the cancel URL; processing (the charge's answer was lost): its page
+      // completed: to the return URL; failed: to the cancel URL; processing (the charge's answer was lost): its page,
+      // or back to it (303) when the pay outlasted the gateway's wait (a subgraph away): the charge may go on
       if (paid.status !== 303) return 'processing'
-      return paid.headers.get('location')?.includes('svc_checkout=completed') ? 'completed' : 'failed'
+      const location = paid.headers.get('location') ?? ''
+      if (location.startsWith('/checkout/')) return 'processing'
+      return location.includes('svc_checkout=completed') ? 'completed' : 'failed'
     }
 
     /**
