@@ -6,32 +6,18 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import Redis from 'ioredis'
-import pino from 'pino'
-import { createMetrics } from '@svc/operations'
-import type { DashboardSessions } from '@svc/dashboard-session'
-import { createServiceAuthVerifier, keypairFromPrivateKeyHex, mintServiceJwt, type ServiceAuthVerifier } from '@svc/service-auth'
+import { createServiceAuthVerifier, keypairFromPrivateKeyHex, mintServiceJwt } from '@svc/service-auth'
 import { freePort, isolate } from '@svc/testing'
 import { createGatewayClient } from '@svc/gateway-client'
 import { buildApiServer, didWebDocumentPath, type ServiceIdentity } from '../src'
+import { bareServerDeps } from './helpers'
 
 const signingKeyHex = randomBytes(32).toString('hex')
 const servers: FastifyInstance[] = []
 const gateway = createGatewayClient({ url: 'http://127.0.0.1:1/graphql', signer: { issuer: 'xrpc-adapter', key: 'unused' } })
 
 async function apiServer(identity?: ServiceIdentity): Promise<FastifyInstance> {
-  const app = await buildApiServer({
-    logger: pino({ level: 'silent' }),
-    gateway,
-    serviceAuth: {} as ServiceAuthVerifier,
-    dashboardSessions: {} as DashboardSessions,
-    checkoutUrl: 'http://127.0.0.1:1',
-    serviceIdentity: identity,
-    redis: new Redis({ lazyConnect: true }),
-    redisPrefix: 'did-document-test:',
-    metrics: createMetrics('xrpc-adapter'),
-    metricsToken: 'unused',
-    limits: { xrpc: { max: 0, windowMs: 60_000 }, utility: { max: 0, windowMs: 60_000 }, requestTimeoutMs: 30_000, payAttemptsPerCheckout: 5, payAttemptsPerAddress: { max: 0, windowMs: 60_000 } },
-  })
+  const app = await buildApiServer(bareServerDeps(gateway, { serviceIdentity: identity }))
   servers.push(app)
   return app
 }

@@ -6,12 +6,9 @@
 import { connect } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import Redis from 'ioredis'
-import pino from 'pino'
-import { createMetrics } from '@svc/operations'
-import type { DashboardSessions } from '@svc/dashboard-session'
-import type { ServiceAuthVerifier } from '@svc/service-auth'
 import { createGatewayClient } from '@svc/gateway-client'
 import { buildApiServer, buildCheckoutServer } from '../src'
+import { bareServerDeps } from './helpers'
 
 const REQUEST_TIMEOUT_MS = 1000
 const gateway = createGatewayClient({ url: 'http://127.0.0.1:1/graphql', signer: { issuer: 'xrpc-adapter', key: 'unused' } })
@@ -19,24 +16,8 @@ const redis = new Redis({ lazyConnect: true })
 const servers: FastifyInstance[] = []
 
 async function listening(build: typeof buildApiServer): Promise<number> {
-  const app = await build({
-    logger: pino({ level: 'silent' }),
-    gateway,
-    serviceAuth: {} as ServiceAuthVerifier,
-    dashboardSessions: {} as DashboardSessions,
-    checkoutUrl: 'http://127.0.0.1:1',
-    redis,
-    redisPrefix: 'request-timeouts-test:',
-    metrics: createMetrics('xrpc-adapter'),
-    metricsToken: 'unused',
-    limits: {
-      xrpc: { max: 0, windowMs: 60_000 },
-      utility: { max: 0, windowMs: 60_000 },
-      requestTimeoutMs: REQUEST_TIMEOUT_MS,
-      payAttemptsPerCheckout: 5,
-      payAttemptsPerAddress: { max: 0, windowMs: 60_000 },
-    },
-  })
+  const deps = bareServerDeps(gateway)
+  const app = await build({ ...deps, redis, limits: { ...deps.limits, requestTimeoutMs: REQUEST_TIMEOUT_MS } })
   servers.push(app)
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()

@@ -284,8 +284,8 @@ test('50 parallel writes of the same fact: one event, one job', async () => {
   expect((await queue.getJob(ids[0]!))?.name).toBe('payment.completed')
 })
 
-test('stop() lets the running pass finish (its events are marked), and a stopped relay relays nothing more', async () => {
-  const { relay, jobCount } = fixture()
+/** A relay whose passes each wait 300 ms before marking; `inPass` resolves when the first one does. */
+function slowToMark(relay: ReturnType<typeof fixture>['relay']): { r: OutboxRelay; inPass: Promise<void> } {
   let entered!: () => void
   const inPass = new Promise<void>((resolve) => (entered = resolve))
   const r = relay({
@@ -294,6 +294,12 @@ test('stop() lets the running pass finish (its events are marked), and a stopped
       await new Promise((resolve) => setTimeout(resolve, 300))
     },
   })
+  return { r, inPass }
+}
+
+test('stop() lets the running pass finish (its events are marked), and a stopped relay relays nothing more', async () => {
+  const { relay, jobCount } = fixture()
+  const { r, inPass } = slowToMark(relay)
   const id = await writeOutboxEvent(model, event('payment.completed:chk_stop'))
   await inPass
   await r.stop()
@@ -307,14 +313,7 @@ test('stop() lets the running pass finish (its events are marked), and a stopped
 
 test('stop() publishes the events handed to it while a pass ran (a request that finished during the drain), not at the next start', async () => {
   const { relay, jobCount } = fixture()
-  let entered!: () => void
-  const inPass = new Promise<void>((resolve) => (entered = resolve))
-  const r = relay({
-    beforeMark: async () => {
-      entered()
-      await new Promise((resolve) => setTimeout(resolve, 300))
-    },
-  })
+  const { r, inPass } = slowToMark(relay)
   await writeOutboxEvent(model, event('payment.completed:chk_before_drain'))
   await inPass
   // written while the pass is busy: its wake-up waits behind the pass, and stop() comes first
