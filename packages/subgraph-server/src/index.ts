@@ -313,10 +313,7 @@ export async function startDomainSubgraph<M, TContext extends SubgraphContext>(
 export { pino }
 export type { Logger }
 
-/** MongoDB's (and FerretDB's) duplicate-key error: a unique index refused the write. */
-export function isDuplicateKeyError(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000
-}
+export { isDuplicateKeyError } from './duplicate-key'
 
 export { UsageError, requiredOption, runOperatorCommand } from './operator-command'
 export { watchDatabase, type DatabaseWatchOptions } from './database-watch'

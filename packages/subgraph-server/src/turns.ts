@@ -7,8 +7,10 @@
  * Nothing here rests on a filtered update, so it holds on FerretDB as on MongoDB.
  */
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import { ContractError } from '@svc/errors'
+import { isDuplicateKeyError } from './duplicate-key'
 
 const turnSchema = new Schema(
   {
@@ -45,7 +47,6 @@ export interface TurnOptions {
 }
 
 const POLL_MS = 25
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Runs `fn` in `key`'s next turn: no other writer of `key` runs meanwhile. */
 export async function inTurn<T>(model: TurnModel, key: string, fn: () => Promise<T>, opts: TurnOptions = {}): Promise<T> {
@@ -74,7 +75,7 @@ async function takeTurn(model: TurnModel, key: string, opts: TurnOptions): Promi
         if (n > 2) await model.deleteMany({ key, n: { $lt: n - 1 } }).catch(() => undefined)
         return id
       } catch (err) {
-        if ((err as { code?: number }).code !== 11000) throw err
+        if (!isDuplicateKeyError(err)) throw err
         continue // another writer took this turn: wait for it
       }
     }

@@ -4,11 +4,12 @@
  * revoke, block. The only credential here is the dashboard session cookie: an Authorization header (a
  * service-auth JWT, an API key) is never read, so no identity assertion can accept an app's terms.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fastifyCookie from '@fastify/cookie'
 import fastifyFormbody from '@fastify/formbody'
 import { ContractError } from '@svc/errors'
+import { sameSecret } from '@svc/operations'
 import { csrfMatches, DASHBOARD_COOKIE, isDashboardPath, SESSION_TTL_SECONDS, type DashboardSession, type DashboardSessions } from '@svc/dashboard-session'
 import type { Principal } from '@svc/internal-context'
 import { parseRecordUri } from '@svc/vocabulary'
@@ -36,8 +37,6 @@ export interface DashboardPluginOptions {
 const APPROVAL_ID = /^apr_[A-Za-z0-9]{8,64}$/
 /** the sign-in page's nonce, which its form posts back (SameSite=Strict: never sent with another site's post) */
 const LOGIN_NONCE_COOKIE = 'svc_dashboard_login'
-
-const sameNonce = (a: string, b: string) => timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest())
 
 /** Only paths of this dashboard are followed after sign-in or an action: never another origin. */
 export function safeDashboardPath(value: unknown, fallback = '/dashboard'): string {
@@ -97,7 +96,7 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
   app.post('/dashboard/login/:token', async (request: FastifyRequest<{ Params: { token: string }; Body: { next?: unknown; nonce?: unknown } }>, reply) => {
     const form = (request.body ?? {}) as { next?: unknown; nonce?: unknown }
     const cookieNonce = request.cookies[LOGIN_NONCE_COOKIE]
-    if (typeof form.nonce !== 'string' || !cookieNonce || !sameNonce(form.nonce, cookieNonce)) {
+    if (typeof form.nonce !== 'string' || !cookieNonce || !sameSecret(form.nonce, cookieNonce)) {
       return sendPage(reply, views.errorPage(new ContractError('NotAllowed', 'this sign-in form has expired or was not opened here; open the sign-in link again')))
     }
     reply.clearCookie(LOGIN_NONCE_COOKIE, { path: '/dashboard/login' })

@@ -14,7 +14,7 @@ import { encodeProduct, parseProduct } from '@svc/checkout-product'
 import { ContractError } from '@svc/errors'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
 import { isDuplicateKeyError } from '../models'
-import { appUnauthorized } from './checkout-errors'
+import { authorizationOf } from './authorization'
 import { ownPageOf, type StoredCheckout } from './checkout-view'
 import { nowOf, type PaymentsDomain, type ServingPayments } from './context'
 import { computeCharges } from './fees'
@@ -87,24 +87,10 @@ export async function initiateCheckout(d: ServingPayments, input: { appDid: stri
     // an app selling for itself needs no approval and no payout facts
     if (auth.recipient?.did === product.recipientDid) recipientName = auth.recipient.displayName ?? null
   } else {
-    const approval = auth.approval
-    if (!approval) appUnauthorized(`recipient ${product.recipientDid} has not approved this app in ${environment}`)
-    if (approval.status !== 'approved') appUnauthorized(`this app's approval by recipient ${product.recipientDid} is ${approval.status}, not approved`)
-    if (!approval.paymentTypes.includes(product.paymentType)) {
-      appUnauthorized(
-        `recipient ${product.recipientDid} approved this app for ${approval.paymentTypes.join(', ') || 'no'} payments, not ${product.paymentType}`,
-      )
-    }
-    const recipient = auth.recipient
-    if (!recipient) throw new ContractError('RecipientNotPayable', `recipient ${product.recipientDid} is unknown in ${environment}`)
-    if (recipient.did !== product.recipientDid) throw new ContractError('InvalidRequest', 'the recipient facts are of another DID than the product’s')
-    if (!recipient.payable) {
-      throw new ContractError('RecipientNotPayable', `recipient ${product.recipientDid} cannot receive payments now (payout status ${recipient.payoutStatus})`)
-    }
-    // the share the creator accepted, but never more than the app may take now (an operator may have lowered it)
-    feeShareBps = Math.min(approval.feeShareBps, auth.feeShareCapBps)
-    approvalId = approval.id
-    recipientName = recipient.displayName ?? null
+    if (auth.recipient && auth.recipient.did !== product.recipientDid) throw new ContractError('InvalidRequest', 'the recipient facts are of another DID than the product’s')
+    const authorization = authorizationOf({ ...auth, environment }, product.recipientDid, product.paymentType)
+    if (!authorization.ok) throw authorization.error
+    ;({ feeShareBps, approvalId, recipientName } = authorization)
   }
   const charges = computeCharges({ amount: product.amount, currency: product.currency, serviceFee: auth.serviceFee, feeShareBps, selfSale })
   // the canonical product string with its environment resolved: naming the environment or not is the same purchase

@@ -7,6 +7,7 @@ import { validateCard, type CardInput } from './card'
 import { checkoutClosed } from './checkout-errors'
 import { findByBrowserToken, type CheckoutView, type StoredCheckout } from './checkout-view'
 import { holdsOf, nowOf, processorTimeoutOf, type PaymentsDomain, type ServingPayments } from './context'
+import { authorizationOf } from './authorization'
 import { askProcessor, chargeKeyOf, claimSettlement, expireCheckout, FAILURE_MESSAGES, finishSettlement, keepOutcome, outcomeOf, recoverCheckout, type SettlementOutcome } from './settlement'
 
 /**
@@ -38,12 +39,11 @@ async function charge(d: PaymentsDomain, processor: PaymentProcessor, checkout: 
  */
 async function noLongerAuthorized(d: ServingPayments, checkout: StoredCheckout): Promise<string | null> {
   if (checkout.selfSale || checkout.holdId) return null
-  const facts = await d.facts.checkout(checkout.appDid, checkout.environment, checkout.recipientDid)
-  const approval = facts.approval
-  if (!approval || approval.id !== checkout.approvalId || approval.status !== 'approved') return 'approval_ended'
-  if (!approval.paymentTypes.includes(checkout.paymentType)) return 'payment_type_not_approved'
-  if (checkout.feeShareBps > Math.min(approval.feeShareBps, facts.feeShareCapBps)) return 'fee_share_lowered'
-  if (!facts.recipient?.payable) return 'recipient_not_payable'
+  const now = authorizationOf(await d.facts.checkout(checkout.appDid, checkout.environment, checkout.recipientDid), checkout.recipientDid, checkout.paymentType)
+  if (!now.ok) return now.code
+  // the approval it was started under (not one asked for again since), granting at least the share it was priced with
+  if (now.approvalId !== checkout.approvalId) return 'approval_ended'
+  if (checkout.feeShareBps > now.feeShareBps) return 'fee_share_lowered'
   return null
 }
 

@@ -31,6 +31,9 @@ export const UNANSWERED_PAYMENT_CLAIM_MS = 60 * 1000
 /** The idempotency key of a checkout's charge: one per checkout, so the processor charges it at most once. */
 export const chargeKeyOf = (checkoutId: string): string => `checkout:${checkoutId}`
 
+/** The claims that close a checkout without a charge, their outcome known at the claim (the sweep applies one cut off). */
+export const CLOSING_CLAIMS: ReadonlySet<string> = new Set<SettlementClaim>(['cancel', 'lock', 'refusal'])
+
 export const FAILURE_MESSAGES = {
   expired: 'This checkout expired before it was paid. No payment was made.',
   canceled: 'The checkout was canceled. No payment was made.',
@@ -71,7 +74,7 @@ export async function claimSettlement(
       settledAt: extra.outcome ? now : null,
       // a close (cancel, lock, refusal) stays awaiting until applied: one cut off before that is finished by the
       // sweep, not left pending until the checkout expires
-      awaiting: !extra.outcome || by === 'cancel' || by === 'lock' || by === 'refusal',
+      awaiting: !extra.outcome || CLOSING_CLAIMS.has(by),
     })
     return true
   } catch (err) {

@@ -4,7 +4,7 @@
  */
 import type { CheckoutDoc } from '../models'
 import { nowOf, type PaymentsDomain } from './context'
-import { expireCheckout, finishSettlement, recoverCheckout, UNANSWERED_PAYMENT_CLAIM_MS } from './settlement'
+import { CLOSING_CLAIMS, expireCheckout, finishSettlement, recoverCheckout, UNANSWERED_PAYMENT_CLAIM_MS } from './settlement'
 
 /** how far back the sweep looks for payment claims left without outcome on a pending checkout */
 const UNMARKED_CLAIMS_WINDOW_MS = 10 * 60 * 1000
@@ -73,7 +73,7 @@ export async function sweepCheckouts(d: PaymentsDomain, opts: { limit?: number; 
     .slice(0, limit)
   // closes (a cancel, a lock) whose checkout was not closed after their claim (the request was cut off): their outcome
   // is known, so applying it is all that is left
-  const unapplied = awaiting.filter((s) => s.by === 'cancel' || s.by === 'lock' || s.by === 'refusal').slice(0, limit)
+  const unapplied = awaiting.filter((s) => CLOSING_CLAIMS.has(s.by)).slice(0, limit)
   for (const claim of unapplied) {
     await each(claim._id as string, async () => {
       await finishSettlement(d, claim._id as string)

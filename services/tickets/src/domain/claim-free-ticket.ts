@@ -97,8 +97,9 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
     claimedTicket({ ticketId, appDid, environment, eventUri: input.eventUri, tierId: tier._id, buyerDid: input.buyerDid, reservationId, now: nowOf(d) })
   const deadline = Date.now() + DUPLICATE_WAIT_MS
   let shareRetried = false
-  for (;;) {
-    const existing = await issuedTicket(d, ticketId)
+  for (let pass = 0; ; pass++) {
+    // (the first pass was just looked up, above the tier checks)
+    const existing = pass === 0 ? null : await issuedTicket(d, ticketId)
     if (existing) return existing
 
     // an earlier attempt kept its units and died before the ticket: adopt them

@@ -70,10 +70,7 @@ export async function writeRevokedEvent(d: Pick<AppsDomain, 'models'>, doc: Stor
 
 /** The move's event is written: it is due no more (in the move's turn: no other write of the request runs). */
 async function written(d: Pick<AppsDomain, 'models'>, doc: StoredApproval, field: 'grantedDue' | 'revokedDue', revision: number): Promise<StoredApproval> {
-  if (doc[field] !== revision) return doc
-  await d.models.RecipientApproval.updateOne({ id: doc.id }, { $unset: { [field]: 1 } }, { timestamps: false })
-  const { [field]: _written, ...rest } = doc
-  return rest as StoredApproval
+  return doc[field] === revision ? dropDue(d, doc, field) : doc
 }
 
 /**
@@ -84,9 +81,9 @@ export function eventsMissing(doc: StoredApproval): boolean {
   return typeof doc.grantedDue === 'number' || typeof doc.revokedDue === 'number'
 }
 
-/** A due event the request has moved past (asked again with new terms since): it is dropped, not written. */
+/** A due event noted as due no more: written, or one the request has moved past (asked again with new terms since). */
 export async function dropDue(d: Pick<AppsDomain, 'models'>, doc: StoredApproval, field: 'grantedDue' | 'revokedDue'): Promise<StoredApproval> {
   await d.models.RecipientApproval.updateOne({ id: doc.id }, { $unset: { [field]: 1 } }, { timestamps: false })
-  const { [field]: _dropped, ...rest } = doc
+  const { [field]: _due, ...rest } = doc
   return rest as StoredApproval
 }
