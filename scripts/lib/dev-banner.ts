@@ -8,7 +8,7 @@ export function devBanner(config: Config): string {
   creator dashboard ${config.dashboardUrl}     (sign in with: npm run operator:actors -- dashboard-link --did <did> --env test)
   GraphQL gateway   http://${config.host}:${config.ports.gateway}/graphql   (GraphiQL: http://${config.host}:${config.ports.gateway}/graphiql,
                     header Authorization: Bearer <OPERATOR_TOKEN>; dev default in packages/config)
-  apps subgraph     ${config.subgraphs.apps}  (internal: refuses calls not signed by the gateway)
+  apps subgraph     ${config.subgraphs.apps}  (internal: refuses calls without a context the service signed)
   actors subgraph   ${config.subgraphs.actors}  (internal, likewise)
   payments subgraph ${config.subgraphs.payments}  (internal, likewise)
   events subgraph   ${config.subgraphs.events}  (internal, likewise: deliveries, signing secrets)

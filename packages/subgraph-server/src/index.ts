@@ -142,7 +142,7 @@ export function buildSubgraphServer<TContext extends SubgraphContext>(opts: Subg
     const raw = req.headers[CONTEXT_HEADER]
     const verified = verifyContext(opts.callerKeys, Array.isArray(raw) ? raw[0] : raw)
     if (!verified.ok) {
-      throw new GraphQLError(`subgraph ${opts.name} accepts only requests signed by the gateway (${verified.reason})`, {
+      throw new GraphQLError(`subgraph ${opts.name} accepts only requests whose context this service signed (${verified.reason})`, {
         extensions: { code: 'UNAUTHENTICATED', http: { status: 401 } },
       })
     }

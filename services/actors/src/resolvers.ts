@@ -43,12 +43,12 @@ function dashboard(ctx: ActorsContext): DashboardPrincipal {
 /**
  * ActorProfile references are handed out by other subgraphs (apps: an approval's recipient). Apps and operators
  * may read actors (apps read any actor of an environment through AppAccess.profile anyway); a dashboard session
- * only actors of its own environment; nobody else.
+ * only its own creator (the recipient of its approvals); nobody else.
  */
-function allowReference(ctx: ActorsContext, environment: Environment): void {
+function allowReference(ctx: ActorsContext, did: string, environment: Environment): void {
   const p = ctx.principal
   if (p.kind === 'app' || p.kind === 'operator' || isActorReader(p)) return
-  if (p.kind === 'dashboard' && p.environment === environment) return
+  if (p.kind === 'dashboard' && p.environment === environment && p.actorDid === did) return
   throw new ContractError('NotAllowed', 'this caller may not read actors')
 }
 
@@ -72,10 +72,11 @@ export const resolvers: GraphQLResolverMap<ActorsContext> = {
     },
   },
   ActorProfile: {
-    __resolveReference: async (ref: { did: string; environment: string }, ctx: ActorsContext) => {
+    __resolveReference: async (ref: { did: unknown; environment: string }, ctx: ActorsContext) => {
       if (ref.environment !== 'test' && ref.environment !== 'live') return null
-      allowReference(ctx, ref.environment)
-      return typeof ref.did === 'string' ? lookupActor(ctx.domain, ref.did, ref.environment) : null
+      if (typeof ref.did !== 'string') return null
+      allowReference(ctx, ref.did, ref.environment)
+      return lookupActor(ctx.domain, ref.did, ref.environment)
     },
   },
   AppAccess: {

@@ -131,12 +131,14 @@ describe('ActorProfile entity', () => {
     expect((await gql(app, ENTITY(did, 'prod'))).data._entities).toEqual([null])
   })
 
-  test('apps and operators read any actor; a dashboard session only actors of its environment; others NotAllowed', async () => {
+  test('apps and operators read any actor; a dashboard session only its own creator; others NotAllowed', async () => {
     const did = newDid()
     await upsertActor({ models: actors.models }, { did, environment: 'test' })
     expect((await gql({ kind: 'operator', id: 'ops' }, ENTITY(did, 'test'))).data._entities[0].did).toBe(did)
     expect((await gql(dashboard(did), ENTITY(did, 'test'))).data._entities[0].did).toBe(did)
     expect(codeOf(await gql(dashboard(did, 'live'), ENTITY(did, 'test')))).toBe('NotAllowed')
+    // another creator's session, same environment: the profile and payout status stay its own
+    expect(codeOf(await gql(dashboard(newDid()), ENTITY(did, 'test')))).toBe('NotAllowed')
     expect(codeOf(await gql({ kind: 'service', name: 'events' }, ENTITY(did, 'test')))).toBe('NotAllowed')
   })
 })

@@ -204,7 +204,13 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
     paymentSetup: (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => paymentSetupOf(ctx.domain, a),
   },
   App: {
-    __resolveReference: (ref: { did: string }, ctx: AppsContext) => findApp(ctx.domain, ref.did),
+    // No subgraph hands out App references today; a caller reaching _entities directly reads only its own app.
+    __resolveReference: (ref: { did: unknown }, ctx: AppsContext) => {
+      const p = require(ctx, 'operator', 'app')
+      if (typeof ref.did !== 'string') return null
+      if (p.kind === 'app' && p.appDid !== ref.did) throw new ContractError('NotAllowed', 'an app reads only its own registration')
+      return findApp(ctx.domain, ref.did)
+    },
     createdAt: (app: { createdAt?: Date }) => (app.createdAt ?? new Date(0)).toISOString(),
     environments: async (app: { did: string }, _: unknown, ctx: AppsContext) => {
       require(ctx, 'operator')

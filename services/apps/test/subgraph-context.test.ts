@@ -19,10 +19,10 @@ interface Body {
   errors?: { message: string; extensions?: Record<string, unknown> }[]
 }
 
-async function post(query: string, context?: string): Promise<{ status: number; body: Body }> {
+async function post(query: string, context?: string, variables?: Record<string, unknown>): Promise<{ status: number; body: Body }> {
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   if (context !== undefined) headers[CONTEXT_HEADER] = context
-  const res = await fetch(apps.url, { method: 'POST', headers, body: JSON.stringify({ query }) })
+  const res = await fetch(apps.url, { method: 'POST', headers, body: JSON.stringify({ query, variables }) })
   return { status: res.status, body: (await res.json()) as Body }
 }
 
@@ -66,6 +66,21 @@ test('a correctly signed context is answered', async () => {
 test('the principal in the context is the one the resolvers see', async () => {
   const res = await post('{ appConfig(environment: "test") { appDid appUrl } }', good({ kind: 'app', appDid: DID }))
   expect(res.body).toEqual({ data: { appConfig: { appDid: DID, appUrl: 'https://ctx-app.example.com' } } })
+})
+
+test('an App entity is resolved for an operator and for the app itself, never for another app or a creator', async () => {
+  const other = 'did:web:ctx-other.example.com'
+  await registerApp({ models: apps.models }, { did: other, environment: 'test', appUrl: 'https://ctx-other.example.com', feeShareBps: 0, name: 'Other' })
+  const entity = (principal: Principal, did: unknown) =>
+    post('query($r: [_Any!]!) { _entities(representations: $r) { ... on App { did name } } }', good(principal), { r: [{ __typename: 'App', did }] })
+  const codeOf = (res: { body: Body }) => res.body.errors?.[0]?.extensions?.code
+  const creator: Principal = { kind: 'dashboard', actorDid: 'did:plc:creator', environment: 'test', sessionId: 's' }
+  expect((await entity(operator, other)).body.data).toEqual({ _entities: [{ did: other, name: 'Other' }] })
+  expect((await entity({ kind: 'app', appDid: DID }, DID)).body.data).toEqual({ _entities: [{ did: DID, name: 'Ctx' }] })
+  expect(codeOf(await entity({ kind: 'app', appDid: DID }, other))).toBe('NotAllowed')
+  expect(codeOf(await entity(creator, DID))).toBe('NotAllowed')
+  // a query operator in the representation reads nothing (it would walk the registered apps)
+  expect((await entity(operator, { $gt: '' })).body.data).toEqual({ _entities: [null] })
 })
 
 test('(a) no svc-context header → 401', async () => {

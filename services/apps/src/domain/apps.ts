@@ -4,6 +4,7 @@ import { toAppConfigView, type AppConfigView } from './app-config-view'
 
 /** The app of a DID, or null when it is not registered. */
 export async function findApp(d: Pick<AppsDomain, 'models'>, did: string) {
+  if (typeof did !== 'string') return null // never a query operator from a caller's variables
   return d.models.App.findOne({ did }).lean()
 }
 
