@@ -9,7 +9,7 @@ export { configureTicketTiers, DEFAULT_HOLD_SECONDS } from './domain/configure-t
 export { getTicketAvailability, availableSeats } from './domain/availability'
 export { claimFreeTicket, CLAIM_ATTEMPT_SECONDS } from './domain/claim-free-ticket'
 export { announceIssued, sweepUnannounced, ANNOUNCE_GRACE_MS } from './domain/announce'
-export { sweepStoppedClaims } from './domain/stopped-claims'
+export { STOPPED_CLAIM_MINUTES_PER_RUN, sweepStoppedClaims } from './domain/stopped-claims'
 export { voidTicket, sweepPendingVoids } from './domain/void-ticket'
 export { claimTicketId } from './domain/ids'
 export { startTicketsSweeper, DEFAULT_TICKETS_SWEEP_MS } from './sweeper'

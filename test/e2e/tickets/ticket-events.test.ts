@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createMemoryClaimStore, createWebhookRequestHandler, type EventEnvelope } from '@svc/sdk'
 import { randomBytes } from 'node:crypto'
-import { ANNOUNCE_GRACE_MS, CLAIM_ATTEMPT_SECONDS, claimTicketId, KEPT_UNTIL, keepReservation, minuteOf, reserve, sweepPendingVoids, sweepStoppedClaims, sweepUnannounced, voidTicket } from '@svc/tickets'
+import { ANNOUNCE_GRACE_MS, CLAIM_ATTEMPT_SECONDS, claimTicketId, KEPT_UNTIL, keepReservation, minuteOf, reserve, STOPPED_CLAIM_MINUTES_PER_RUN, sweepPendingVoids, sweepStoppedClaims, sweepUnannounced, voidTicket } from '@svc/tickets'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { expectOk, updateConfig } from '../adapter/helpers'
 import { payByForm } from '../adapter/payment-helpers'
@@ -298,6 +298,26 @@ describe('a free claim that stopped after keeping its seat and before inserting 
     await stack.tickets.SweepCursor.updateOne({ _id: 'stopped-claims' }, { $set: { minute: minuteOf(Date.now() - (CLAIM_ATTEMPT_SECONDS + 5) * 1000) - 1 } })
     expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 1, released: 0 })
     expect(await stack.tickets.Ticket.countDocuments({ _id: late.ticketId })).toBe(1)
+  })
+
+  test('after the sweep was stopped for more than a day, it catches up on every minute missed, a bounded stretch per run', async () => {
+    const { eventUri, tierId, buyer, ticketId } = await freeTier({ capacity: 2 }, 'long-stop')
+    // the claim stopped 25 h ago, and no sweep has run since the minute before it
+    const attempt = await stoppedClaim(tierId, ticketId, buyer.did, 25 * 60 * 60)
+    const start = (await stack.tickets.SweepCursor.findById('stopped-claims').lean())!.minute
+    let issued = 0
+    let runs = 0
+    for (let last = start; last < settledMinute(); runs++) {
+      issued += (await sweepStoppedClaims(stack.ticketsDomain)).issued
+      const { minute } = (await stack.tickets.SweepCursor.findById('stopped-claims').lean())!
+      expect(minute).toBeLessThanOrEqual(last + STOPPED_CLAIM_MINUTES_PER_RUN)
+      expect(minute).toBeGreaterThan(last)
+      last = minute
+    }
+    expect(runs).toBeGreaterThan(1)
+    expect(issued).toBe(1)
+    expect((await stack.tickets.Ticket.findById(ticketId).lean())!).toMatchObject({ status: 'issued', reservationId: attempt })
+    expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(1)
   })
 
   test('one stopped between deciding to keep its seat and marking it kept is finished too; one stopped before deciding returns its seat', async () => {

@@ -14,9 +14,10 @@
  * Only a claim's units carry a ticket id and the minute they were taken (a hold's and the organizer's block's do
  * not). The sweep reads each minute's claims once, by equality on that minute (FerretDB hands PostgreSQL equalities
  * only: a range would read every unit ever sold, docs/performance.md), and records in `sweep_cursors` the last minute
- * whose attempts it has all finished; each run reads the minutes after it. With no cursor (the first run on a
- * database) it reads the last STOPPED_CLAIM_WINDOW_MS by age once, which also finds units taken before they carried
- * their minute.
+ * whose attempts it has all finished; each run reads the minutes after it, at most STOPPED_CLAIM_MINUTES_PER_RUN, so a
+ * sweep that was stopped for days catches up over several runs and never skips a minute (a skipped minute's kept seat
+ * would be out of sale for good). With no cursor (the first run on a database) it reads the last
+ * STOPPED_CLAIM_WINDOW_MS by age once, which also finds units taken before they carried their minute.
  */
 import { findEach, type CapacityUnitDoc } from '../models'
 import { deleteUnitsOf, KEPT_UNTIL, minuteOf, releaseLapsed } from './capacity'
@@ -24,6 +25,9 @@ import { CLAIM_ATTEMPT_SECONDS, claimedTicket, issue } from './claim-free-ticket
 import { nowOf, type TicketsDomain } from './context'
 
 export const STOPPED_CLAIM_WINDOW_MS = 24 * 60 * 60 * 1000
+/** The most minutes one run reads after its cursor (six hours: 360 equality reads, MINUTES_AT_ONCE at a time). */
+export const STOPPED_CLAIM_MINUTES_PER_RUN = 360
+const MINUTES_AT_ONCE = 24
 const CURSOR = 'stopped-claims'
 
 type ClaimSeat = Pick<CapacityUnitDoc, 'unit' | 'reservationId' | 'ticketId' | 'tierId' | 'buyerDid' | 'createdAt' | 'expiresAt'>
@@ -35,18 +39,24 @@ export async function sweepStoppedClaims(d: TicketsDomain): Promise<{ issued: nu
   // the minute holding `due` is read again next run: its later attempts are not due yet
   const settled = minuteOf(due) - 1
   const cursor = await d.models.SweepCursor.findById(CURSOR).lean()
-  const seats = cursor ? await seatsOfMinutes(d, Math.max(cursor.minute + 1, minuteOf(now - STOPPED_CLAIM_WINDOW_MS)), minuteOf(due)) : await seatsOfWindow(d, now)
+  const to = cursor ? Math.min(minuteOf(due), cursor.minute + STOPPED_CLAIM_MINUTES_PER_RUN) : minuteOf(due)
+  const seats = cursor ? await seatsOfMinutes(d, cursor.minute + 1, to) : await seatsOfWindow(d, now)
   // an attempt's units still expiring once it is due: kept (its decision was to keep) or released here
   const standing = await releaseLapsed(d, seats.filter((s) => s.createdAt.getTime() <= due))
   const finished = await finishStopped(d, standing.filter((s) => s.expiresAt.getTime() <= now || s.expiresAt.getTime() === KEPT_UNTIL.getTime()))
-  if (!cursor || settled > cursor.minute) await d.models.SweepCursor.updateOne({ _id: CURSOR }, { $max: { minute: settled } }, { upsert: true })
+  const reached = Math.min(settled, to)
+  if (!cursor || reached > cursor.minute) await d.models.SweepCursor.updateOne({ _id: CURSOR }, { $max: { minute: reached } }, { upsert: true })
   return finished
 }
 
-/** The seats of the claims taken in the minutes `from` to `to`, one equality per minute. */
-function seatsOfMinutes(d: TicketsDomain, from: number, to: number): Promise<ClaimSeat[]> {
-  const minutes = Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i)
-  return findEach(minutes, (claimMinute) => d.models.CapacityUnit.find({ claimMinute, kind: 'seat' }, SEAT_FIELDS).lean<ClaimSeat[]>())
+/** The seats of the claims taken in the minutes `from` to `to`, one equality per minute, MINUTES_AT_ONCE at a time. */
+async function seatsOfMinutes(d: TicketsDomain, from: number, to: number): Promise<ClaimSeat[]> {
+  const seats: ClaimSeat[] = []
+  for (let start = from; start <= to; start += MINUTES_AT_ONCE) {
+    const minutes = Array.from({ length: Math.min(MINUTES_AT_ONCE, to - start + 1) }, (_, i) => start + i)
+    seats.push(...(await findEach(minutes, (claimMinute) => d.models.CapacityUnit.find({ claimMinute, kind: 'seat' }, SEAT_FIELDS).lean<ClaimSeat[]>())))
+  }
+  return seats
 }
 
 /** The seats of the claims of the last STOPPED_CLAIM_WINDOW_MS, by age: a scan of every seat, done once. */
