@@ -159,6 +159,19 @@ describe('a hold whose checkout could never be paid', () => {
     // a retry of the order answers the same, and takes nothing
     expectError(await hold(stack, app, body), 400, 'InvalidRequest', /amount too small/)
     expect(await available(eventUri)).toEqual([3])
+    expect(await stack.tickets.TicketHold.countDocuments({ eventUri })).toBe(0)
+  })
+
+  it('a refused hold leaves its order id free: the same order, corrected, is held', async () => {
+    const { eventUri, general } = await paidEvent()
+    const long = (path: string) => `https://app.example.com/${path}?${'a'.repeat(1990)}`
+    const body = { eventUri, buyerDid: buyerDid(), appOrderId: `long-${randomBytes(4).toString('hex')}`, items: [{ ticketTypeId: general, quantity: 1 }] }
+    // each URL within the lexicon's 2048, together more than one checkout carries
+    expectError(await hold(stack, app, { ...body, returnUrl: long('done'), cancelUrl: long('cancel') }), 400, 'InvalidRequest', /returnUrl and cancelUrl are together too long/)
+    expect(await available(eventUri)).toEqual([5, 2])
+    const held = expectOk(await hold(stack, app, { ...body, returnUrl: 'https://app.example.com/done', cancelUrl: 'https://app.example.com/cancel' }))
+    expect(await available(eventUri)).toEqual([4, 2])
+    expect(await stack.payments.Checkout.findOne({ holdId: held.holdId }).lean()).toMatchObject({ returnUrl: 'https://app.example.com/done' })
   })
 
   it('many long tier names: the checkout shows the items cut to 500 characters', async () => {

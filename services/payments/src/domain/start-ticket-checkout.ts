@@ -52,6 +52,8 @@ export async function startTicketCheckout(d: ServingPayments, input: StartTicket
       cancelUrl: input.cancelUrl ?? placeholder,
     })
   } catch (err) {
+    // the hold's own fields make the product: only its URLs can make it too long
+    if (err instanceof InvalidProductError && err.code === 'TooLong') throw new ContractError('InvalidRequest', 'returnUrl and cancelUrl are together too long for the hold\'s checkout')
     if (err instanceof InvalidProductError) throw new ContractError('InvalidRequest', `invalid ticket checkout: ${err.reason}`)
     throw err
   }

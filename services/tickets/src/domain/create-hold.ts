@@ -74,8 +74,10 @@ export async function createTicketHold(d: ServingTickets, appDid: string, input:
 
 /**
  * The hold's checkout. One the payments domain refuses for good (its rules on the amount, the fees, the URLs) can never
- * be paid, so the hold's capacity goes back at once rather than at its expiry; a refusal that may pass on a retry
- * (the payments domain out of reach) leaves it held for the retry.
+ * be paid, so the hold's capacity goes back at once rather than at its expiry, and the hold goes: the order id is free
+ * again, so a repeat is judged as a first call (the same body refused the same way; a corrected one, say shorter
+ * URLs or a tier the organizer repriced, held). A refusal that may pass on a retry (the payments domain out of reach)
+ * leaves the hold for the retry.
  */
 async function startCheckout(d: ServingTickets, appDid: string, hold: StoredHold): Promise<{ url: string }> {
   try {
@@ -95,7 +97,10 @@ async function startCheckout(d: ServingTickets, appDid: string, hold: StoredHold
   } catch (err) {
     // a checkout refused for good (bad input, no processor for the environment) returns the seats at once; released
     // only when not kept: a kept reservation is a checkout already being paid
-    if (err instanceof ContractError && (err.status === 400 || err.code === 'ProcessorNotConfigured')) await releaseReservation(d, hold._id)
+    if (err instanceof ContractError && (err.status === 400 || err.code === 'ProcessorNotConfigured')) {
+      // no checkout was started (payments answers a started one before any check), so nothing refers to the hold
+      if (await releaseReservation(d, hold._id)) await d.models.TicketHold.deleteOne({ _id: hold._id })
+    }
     throw err
   }
 }
