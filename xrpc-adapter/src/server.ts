@@ -4,7 +4,8 @@
  * {checkout_url} with the developer utility routes (restricted API keys only), the hosted checkout pages
  * (/checkout/<browser token>) and the creators' dashboard (/dashboard, session cookie only). Both put `Svc-Request-Id` on every response and log with that id.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import { ContractError } from '@svc/errors'
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
@@ -16,6 +17,9 @@ import type { ServiceAuthVerifier } from '@svc/service-auth'
 import { assertionVerifier } from './auth/assertion'
 import { appServiceAuth } from './auth/service-auth'
 import { checkoutPagesPlugin } from './checkout/plugin'
+import { invalidLinkPage } from './checkout/views'
+import { errorPage } from './dashboard/views'
+import { sendPage } from './pages/html'
 import { dashboardPlugin } from './dashboard/plugin'
 import { didDocumentRoute, type ServiceIdentity } from './did-document'
 import { developerConfigRoute } from './developer/config-route'
@@ -129,13 +133,33 @@ function requestTimeouts(requestTimeoutMs: number) {
   }
 }
 
+/** The longest path segment the router reads (an NSID is at most 317 characters; a checkout token far less). */
+const MAX_PARAM_LENGTH = 512
+
+/**
+ * A path the router cannot read (a malformed percent-escape, a segment longer than MAX_PARAM_LENGTH) gets what any
+ * unknown path of the host gets: the invalid-link page under /checkout, the dashboard's not-found page under
+ * /dashboard, else 400 InvalidRequest; with the request id, and never repeating the path (it may carry a token).
+ * Fastify's own answer was a bare JSON body outside the contract, without either.
+ */
+function unreadablePath(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  reply.header(REQUEST_ID_RESPONSE_HEADER, request.id)
+  reply.contractError = 'InvalidRequest'
+  request.log.info({ code: error.code }, 'unreadable request path')
+  const path = (request.raw.url ?? '').split('?')[0]!
+  if (path === '/checkout' || path.startsWith('/checkout/')) void sendPage(reply, invalidLinkPage())
+  else if (path === '/dashboard' || path.startsWith('/dashboard/')) void sendPage(reply, errorPage(new ContractError('NotFound', 'there is no such page')))
+  else void reply.code(400).send(new ContractError('InvalidRequest', 'the request path is malformed or too long').toBody())
+}
+
 function baseServer(deps: AdapterDeps, name: string): FastifyInstance {
   const app = Fastify({
     ...requestTimeouts(deps.limits.requestTimeoutMs),
+    frameworkErrors: unreadablePath,
     loggerInstance: deps.logger.child({ host: name }, { serializers: { req: requestSerializer } }) as FastifyBaseLogger,
     genReqId: () => `req_${randomUUID().replace(/-/g, '')}`,
     bodyLimit: deps.bodyLimit ?? 256 * 1024,
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
     trustProxy: deps.trustProxy ?? false,
   })
   app.addHook('onRequest', async (request, reply) => {
