@@ -78,8 +78,14 @@ describe('configureTicketTiers', () => {
     expectError(await configure(stack, app, { ...base, organizerAssertionJwt: await stranger.assertion(CONFIGURE) }), 400, 'OrganizerAssertionInvalid')
     expectError(await configure(stack, app, { ...base, organizerAssertionJwt: await organizer.assertion(CLAIM) }), 400, 'OrganizerAssertionInvalid')
     const once = await organizer.assertion(CONFIGURE)
+    // refused for its input, then corrected: the organizer's assertion is good for this app's setup of this event
+    expectError(await configure(stack, app, { ...base, tiers: [{ ...FREE, currency: 'USD' }], organizerAssertionJwt: once }), 400, 'InvalidRequest', /currency/)
     expectOk(await configure(stack, app, { ...base, organizerAssertionJwt: once }))
-    expectError(await configure(stack, app, { ...base, organizerAssertionJwt: once }), 400, 'OrganizerAssertionInvalid', /JwtReplayed/)
+    // and for nothing else: another event of the organizer, or another app
+    expectError(await configure(stack, app, { ...base, eventUri: eventUriOf(organizer), organizerAssertionJwt: once }), 400, 'OrganizerAssertionInvalid', /JwtReplayed/)
+    const other = await stack.newApp()
+    await enableTickets(stack, other)
+    expectError(await configure(stack, other, { ...base, organizerAssertionJwt: once }), 400, 'OrganizerAssertionInvalid', /JwtReplayed/)
     // a valid assertion of an organizer who does not own the event
     expectError(
       await configure(stack, app, { ...base, eventUri: eventUriOf(stranger), organizerAssertionJwt: await organizer.assertion(CONFIGURE) }),

@@ -13,12 +13,15 @@ const CONFIGURE = graphql(`mutation ConfigureTicketTiers($input: ConfigureTicket
 
 /**
  * The organizer's assertion proves the organizer authorized this app for the event; the tickets domain checks that
- * the organizer is the event's authority, the app's tickets module and that the event is this app's.
+ * the organizer is the event's authority, the app's tickets module and that the event is this app's. The assertion
+ * may be sent again for the same app, event and organizer (a setup refused for its input and corrected, or retried
+ * after a 503), and for nothing else: the organizer signs once per setup, not once per attempt.
  */
-export async function configureTicketTiers({ input, graph, assertion }: HandlerContext<'tickets.svc.configureTicketTiers'>) {
+export async function configureTicketTiers({ input, graph, assertion, caller }: HandlerContext<'tickets.svc.configureTicketTiers'>) {
   assertOnlyKeys(input, INPUT_KEYS['tickets.svc.configureTicketTiers'], (field) => `${field} is not a field of a tier setup`)
   const { organizerAssertionJwt, ...setup } = input
-  await assertion(organizerAssertionJwt, { iss: input.organizerDid, code: 'OrganizerAssertionInvalid' })
+  const replayScope = JSON.stringify(['configure', caller.appDid, input.eventUri, input.organizerDid])
+  await assertion(organizerAssertionJwt, { iss: input.organizerDid, code: 'OrganizerAssertionInvalid', replayScope })
   const { configureTicketTiers: e } = await graph(CONFIGURE, { input: setup }).catch(renameErrors(APP_ACCESS_ERRORS))
   return {
     eventUri: e.eventUri,
