@@ -62,6 +62,15 @@ describe('/xrpc: per app and environment', () => {
     expectOk(await getConfig(stack, app, 'test'))
   })
 
+  it('counts every made-up environment under one count, so new values do not get fresh ones', async () => {
+    const fresh = await stack.newApp()
+    const results: HttpResult[] = []
+    for (let i = 0; i < XRPC_MAX + 2; i++) results.push(await xrpcGet(stack, GET_CONFIG, { environment: `made-up-${i}` }, bearer(await fresh.jwt(GET_CONFIG))))
+    expect(results.map((r) => r.status)).toEqual([...Array(XRPC_MAX).fill(400), 429, 429])
+    // the real environments keep their own counts
+    expectOk(await getConfig(stack, fresh, 'test'))
+  })
+
   it('refuses an updateConfig past the limit without changing anything', async () => {
     const fresh = await stack.newApp()
     for (let i = 0; i < XRPC_MAX; i++) expectOk(await getConfig(stack, fresh, 'test'))
