@@ -6,7 +6,9 @@
  */
 import { randomBytes } from 'node:crypto'
 import { ContractError } from '@svc/errors'
-import { availableSeats, configureTicketTiers, reserve, type ServingTickets, type TicketsModels } from '../src'
+import { availableSeats, configureTicketTiers, reserve, voidTicket, type ServingTickets, type TicketsModels } from '../src'
+import { secureHold, settleHold } from '../src/domain/hold-payment'
+import { purchaseTicketIds } from '../src/domain/ids'
 import { HOLD_ATTEMPT_SECONDS, holdTickets, type HoldRequest } from '../src/domain/create-hold'
 import { APP, ORGANIZER, openTicketsDomain } from './helpers'
 
@@ -176,4 +178,36 @@ test('a hold released by a process that stopped before deleting its seats is fin
   expect(await models.CapacityUnit.countDocuments({ reservationId: stopped.holdId })).toBe(0)
   await hold(eventUri, [{ ticketTypeId: tier, quantity: 2 }])
   expect(await available(tier)).toBe(0)
+})
+
+test('a paid hold whose first settle stopped mid-insert, then a ticket voided: the rest get seats of their own', async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 5 }])
+  const tier = tierIds[0]!
+  const items = [{ ticketTypeId: tier, quantity: 3 }]
+  const held = await hold(eventUri, items)
+  expect(await secureHold(d, held.holdId)).toBe(true)
+  const payment = { checkoutId: 'cko_test_partial', paymentUri: `at://did:web:svc.example.com/money.svc.payment.record/${randomBytes(6).toString('hex')}` }
+  // the first settle inserts the first ticket, then its connection drops
+  const insertMany = jest.spyOn(models.Ticket, 'insertMany').mockImplementationOnce((async (docs: unknown[]) => {
+    await models.Ticket.create(docs[0])
+    throw new Error('connection reset')
+  }) as never)
+  try {
+    await expect(settleHold(d, held.holdId, payment)).rejects.toThrow('connection reset')
+  } finally {
+    insertMany.mockRestore()
+  }
+  const [first] = purchaseTicketIds(held.holdId, items)
+  await voidTicket(d, ORGANIZER, 'test', first!.id)
+  expect(await available(tier)).toBe(3)
+
+  const issued = (await settleHold(d, held.holdId, payment)).filter((t) => t.status === 'issued')
+  expect(issued).toHaveLength(2)
+  const units = issued.flatMap((t) => t.unitIds ?? [])
+  expect(units).toHaveLength(4)
+  expect(new Set(units).size).toBe(4)
+  // voiding them returns every seat the hold took
+  for (const ticket of issued) await voidTicket(d, ORGANIZER, 'test', ticket._id)
+  expect(await available(tier)).toBe(5)
+  expect(await models.CapacityUnit.countDocuments({ reservationId: held.holdId })).toBe(0)
 })

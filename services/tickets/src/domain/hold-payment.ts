@@ -55,41 +55,51 @@ export async function settleHold(d: TicketsDomain, holdId: string, payment: Hold
   // the payment was claimed after secureHold kept the seats; this only confirms it
   if (!(await keepReservation(d, holdId))) throw new Error(`hold ${holdId} was paid but its reservation was released`)
   const now = nowOf(d)
-  // each ticket gets one seat and one buyer share of its tier from the hold's units, in a fixed order, so a repeat
-  // assigns the same ones (voiding a ticket deletes exactly its own)
+  const ids = purchaseTicketIds(holdId, hold.items)
+  // each ticket gets one seat and one buyer share of its tier from the hold's units, in a fixed order: the missing
+  // ones get, in ticket order, the units no existing ticket has. So every run assigns the same units, also after a
+  // ticket inserted by an earlier run was voided (its units deleted), which shifted positions in the units left.
+  // The units are read before the tickets: a ticket voided after this read is among the tickets read after it
   const units = await d.models.CapacityUnit.find({ reservationId: holdId }, { _id: 1, tierId: 1, kind: 1, unit: 1 }).lean()
-  const byTierAndKind = new Map<string, string[]>()
+  // a repeat (after a crash mid-insert, or alongside another run) inserts only the tickets still missing
+  const existing = await findEach(ids.map((t) => t.id), (id) => d.models.Ticket.findById(id, { _id: 1, unitIds: 1 }).lean())
+  const inserted = new Set(existing.map((t) => t._id))
+  const taken = new Set(existing.flatMap((t) => t.unitIds ?? []))
+  const free = new Map<string, string[]>()
   for (const u of [...units].sort((a, b) => a.unit.localeCompare(b.unit))) {
+    if (taken.has(u._id)) continue
     const key = `${u.tierId} ${u.kind}`
-    byTierAndKind.set(key, [...(byTierAndKind.get(key) ?? []), u._id])
+    free.set(key, [...(free.get(key) ?? []), u._id])
   }
-  const unitsOf = (tierId: string, kind: string) => byTierAndKind.get(`${tierId} ${kind}`) ?? []
-  const tickets: TicketDoc[] = purchaseTicketIds(holdId, hold.items).map(({ id, tierId, n }) => ({
-    _id: id,
-    appDid: hold.appDid,
-    environment: hold.environment,
-    eventUri: hold.eventUri,
-    tierId,
-    buyerDid: hold.buyerDid,
-    reservationId: holdId,
-    status: 'issued',
-    source: 'purchase',
-    holdId,
-    appOrderId: hold.appOrderId,
-    secret: newScanToken(),
-    pageToken: newPageToken(id),
-    unitIds: [unitsOf(tierId, 'seat')[n], unitsOf(tierId, 'buyer')[n]].filter((u): u is string => u !== undefined),
-    announced: false,
-    createdAt: now,
-  }))
+  const next = (tierId: string, kind: string) => free.get(`${tierId} ${kind}`)?.shift()
+  const tickets: TicketDoc[] = ids
+    .filter(({ id }) => !inserted.has(id))
+    .map(({ id, tierId }) => ({
+      _id: id,
+      appDid: hold.appDid,
+      environment: hold.environment,
+      eventUri: hold.eventUri,
+      tierId,
+      buyerDid: hold.buyerDid,
+      reservationId: holdId,
+      status: 'issued',
+      source: 'purchase',
+      holdId,
+      appOrderId: hold.appOrderId,
+      secret: newScanToken(),
+      pageToken: newPageToken(id),
+      unitIds: [next(tierId, 'seat'), next(tierId, 'buyer')].filter((u): u is string => u !== undefined),
+      announced: false,
+      createdAt: now,
+    }))
   try {
-    await d.models.Ticket.insertMany(tickets, { ordered: false })
+    if (tickets.length > 0) await d.models.Ticket.insertMany(tickets, { ordered: false })
   } catch (err) {
-    // a repeat: the tickets (some or all) exist already
+    // a concurrent run inserted some of them first (the same units: the assignment is the same)
     if (!isDuplicateKeyError(err)) throw err
   }
-  const stored = await findEach(tickets.map((t) => t._id), (id) => d.models.Ticket.findById(id).lean())
-  if (stored.length !== tickets.length) throw new Error(`hold ${holdId}: ${tickets.length - stored.length} of its tickets are missing after their insert`)
+  const stored = await findEach(ids.map((t) => t.id), (id) => d.models.Ticket.findById(id).lean())
+  if (stored.length !== ids.length) throw new Error(`hold ${holdId}: ${ids.length - stored.length} of its tickets are missing after their insert`)
   for (const ticket of stored) if (!ticket.announced) await announceIssued(d, ticket)
   if (hold.status !== 'paid') await d.models.TicketHold.updateOne({ _id: holdId }, { $set: { status: 'paid', checkoutId: payment.checkoutId, paymentUri: payment.paymentUri } })
   d.logger?.info({ holdId, environment: hold.environment, appDid: hold.appDid, tickets: stored.length }, 'hold paid: tickets issued')
