@@ -189,7 +189,7 @@ test('a paid hold whose first settle stopped mid-insert, then a ticket voided: t
   const payment = { checkoutId: 'cko_test_partial', paymentUri: `at://did:web:svc.example.com/money.svc.payment.record/${randomBytes(6).toString('hex')}` }
   // the first settle inserts the first ticket, then its connection drops
   const insertMany = jest.spyOn(models.Ticket, 'insertMany').mockImplementationOnce((async (docs: unknown[]) => {
-    await models.Ticket.create(docs[0])
+    await models.Ticket.create(docs[0] as never)
     throw new Error('connection reset')
   }) as never)
   try {
@@ -210,4 +210,21 @@ test('a paid hold whose first settle stopped mid-insert, then a ticket voided: t
   for (const ticket of issued) await voidTicket(d, ORGANIZER, 'test', ticket._id)
   expect(await available(tier)).toBe(5)
   expect(await models.CapacityUnit.countDocuments({ reservationId: held.holdId })).toBe(0)
+})
+
+test('a large reservation takes its seats in batches alongside concurrent ones: each gets exactly its count or nothing', async () => {
+  const { tierIds } = await event([{ capacity: 1500 }])
+  const tier = (await models.Tier.findById(tierIds[0]!).lean())!
+  const big = (id: string, quantity: number) => reserve(d, { id, expiresAt: new Date(clock.now.getTime() + 600_000) }, [{ tierId: tier._id, seatRange: tier.seatRange, quantity }])
+  // 1,200 seats in three commands of 500 or fewer, racing 40 reservations of 10 for the same seats
+  const ids = ['block_big', ...Array.from({ length: 40 }, (_, i) => `hold_small${i}`)]
+  const results = await Promise.all(ids.map((id, i) => big(id, i === 0 ? 1200 : 10)))
+  let total = 0
+  for (const [i, id] of ids.entries()) {
+    const units = await models.CapacityUnit.countDocuments({ reservationId: id, kind: 'seat' })
+    expect(units).toBe(results[i]!.ok ? (i === 0 ? 1200 : 10) : 0)
+    total += units
+  }
+  expect(total).toBeLessThanOrEqual(1500)
+  expect(await available(tier._id)).toBe(1500 - total)
 })

@@ -44,31 +44,59 @@ export interface Reservation {
 
 export type ReserveResult = { ok: true } | { ok: false; lacking: 'seat' | 'buyer'; tierId: string }
 
-type UnitToDelete = Pick<CapacityUnitDoc, '_id' | 'unit' | 'kind' | 'tierId'>
+export type UnitToDelete = Pick<CapacityUnitDoc, '_id' | 'unit' | 'kind' | 'tierId'>
+
+/** The unit document a reservation inserts to take `unit`. */
+function unitDoc(d: TicketsDomain, r: Reservation, req: UnitRequest, unit: string, kind: 'seat' | 'buyer'): CapacityUnitDoc {
+  const at = nowOf(d)
+  return {
+    _id: unitId(r.id, unit),
+    unit,
+    kind,
+    tierId: req.tierId,
+    reservationId: r.id,
+    buyerDid: r.buyerDid ?? null,
+    ticketId: r.ticketId ?? null,
+    claimMinute: r.ticketId ? minuteOf(at) : null,
+    orderKey: r.orderKey ?? null,
+    expiresAt: r.expiresAt,
+    createdAt: at,
+  }
+}
 
 /** Inserts one unit; false when another reservation holds it. */
 async function take(d: TicketsDomain, r: Reservation, req: UnitRequest, unit: string, kind: 'seat' | 'buyer'): Promise<boolean> {
-  const at = nowOf(d)
   try {
-    await d.models.CapacityUnit.create({
-      _id: unitId(r.id, unit),
-      unit,
-      kind,
-      tierId: req.tierId,
-      reservationId: r.id,
-      buyerDid: r.buyerDid ?? null,
-      ticketId: r.ticketId ?? null,
-      claimMinute: r.ticketId ? minuteOf(at) : null,
-      orderKey: r.orderKey ?? null,
-      expiresAt: r.expiresAt,
-      createdAt: at,
-    })
+    await d.models.CapacityUnit.create(unitDoc(d, r, req, unit, kind))
     if (kind === 'seat') await onMap(d, 'took', (m) => m.took(req.tierId, [seatNumber(unit)]))
     return true
   } catch (err) {
     if (isDuplicateKeyError(err)) return false
     throw err
   }
+}
+
+/** Seats inserted per command when a reservation takes many (a hold of 100, the organizer's block of a cut). */
+export const SEATS_PER_INSERT = 500
+
+/**
+ * Inserts these seat units in one unordered command: each insert is decided alone by the unique unit, as `take`'s.
+ * Returns the units inserted (those another reservation holds are left out).
+ */
+async function takeSeatBatch(d: TicketsDomain, r: Reservation, req: UnitRequest, units: string[]): Promise<string[]> {
+  if (units.length === 1) return (await take(d, r, req, units[0]!, 'seat')) ? units : []
+  let refused = new Set<number>()
+  try {
+    await d.models.CapacityUnit.collection.insertMany(units.map((unit) => unitDoc(d, r, req, unit, 'seat')) as never[], { ordered: false })
+  } catch (err) {
+    const writeErrors = (err as { writeErrors?: unknown }).writeErrors
+    const errors = (Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : []) as { index: number; code?: number }[]
+    if (errors.length === 0 || errors.some((e) => e.code !== 11000)) throw err
+    refused = new Set(errors.map((e) => e.index))
+  }
+  const got = units.filter((_, i) => !refused.has(i))
+  if (got.length > 0) await onMap(d, 'took', (m) => m.took(req.tierId, got.map(seatNumber)))
+  return got
 }
 
 /**
@@ -250,9 +278,11 @@ async function takeSeats(d: TicketsDomain, r: Reservation, req: UnitRequest, cou
     const free = round === 0 ? firstRead : await freeSeats(d, req)
     if (free.count === 0) break
     const tries = free.draw((count - got.length) * 2 + SEAT_TRIES_PER_ROUND)
-    for (const unit of tries) {
-      if (got.length === count) break
-      if (await take(d, r, req, unit, 'seat')) got.push(unit)
+    // never more at once than are still wanted, so no seat is taken beyond the count
+    for (let next = 0; next < tries.length && got.length < count; ) {
+      const batch = tries.slice(next, next + Math.min(count - got.length, SEATS_PER_INSERT))
+      next += batch.length
+      got.push(...(await takeSeatBatch(d, r, req, batch)))
     }
   }
   return got
@@ -363,7 +393,7 @@ export async function deleteUnitsOf(d: TicketsDomain, reservationId: string): Pr
   for (const tierId of new Set(units.map((u) => u.tierId))) await onMap(d, 'ended', (m) => m.ended(tierId, [reservationId]))
 }
 
-/** Deletes these units (by `_id`, see deleteUnitsOf), for a voided ticket or an unblocked seat. */
+/** Deletes these units (by `_id`, see deleteUnitsOf), for a voided ticket. */
 export async function deleteUnitsById(d: TicketsDomain, ids: string[]): Promise<void> {
   await deleteUnits(d, await findEach(ids, (id) => d.models.CapacityUnit.findById(id, { _id: 1, unit: 1, kind: 1, tierId: 1 }).lean()))
 }
@@ -373,12 +403,33 @@ export async function deleteUnitsById(d: TicketsDomain, ids: string[]): Promise<
  * leaves no seat the map shows taken. (Not again after it: a seat taken by another reservation in between would be
  * shown free.)
  */
-async function deleteUnits(d: TicketsDomain, units: UnitToDelete[]): Promise<void> {
+export async function deleteUnits(d: TicketsDomain, units: UnitToDelete[]): Promise<void> {
   if (units.length === 0) return
-  const seats = new Map<string, number[]>()
-  for (const u of units) if (u.kind === 'seat') seats.set(u.tierId, [...(seats.get(u.tierId) ?? []), seatNumber(u.unit)])
-  await Promise.all([...seats].map(([tierId, ns]) => onMap(d, 'freed', (m) => m.freed(tierId, ns))))
+  await freeOnMap(d, units)
   await deleteByIds(d.models.CapacityUnit, units.map((u) => u._id))
+}
+
+/** Tells the map the seats among these units are free (before their delete: see deleteUnits). */
+async function freeOnMap(d: TicketsDomain, units: UnitToDelete[]): Promise<void> {
+  const seats = new Map<string, number[]>()
+  for (const u of units) {
+    if (u.kind !== 'seat') continue
+    const numbers = seats.get(u.tierId) ?? []
+    numbers.push(seatNumber(u.unit))
+    seats.set(u.tierId, numbers)
+  }
+  await Promise.all([...seats].map(([tierId, ns]) => onMap(d, 'freed', (m) => m.freed(tierId, ns))))
+}
+
+/**
+ * Deletes these units of one reservation (the organizer's block, when a capacity is raised) in one command: FerretDB
+ * reads the reservation's units by equality and deletes those named, where a delete per unit costs a statement each.
+ */
+export async function deleteUnitsOfReservation(d: TicketsDomain, reservationId: string, units: UnitToDelete[]): Promise<void> {
+  if (units.length === 0) return
+  await freeOnMap(d, units)
+  const all = (await d.models.CapacityUnit.countDocuments({ reservationId })) === units.length
+  await d.models.CapacityUnit.deleteMany(all ? { reservationId } : { reservationId, _id: { $in: units.map((u) => u._id) } })
 }
 
 /**

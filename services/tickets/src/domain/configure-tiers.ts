@@ -10,7 +10,7 @@
 import { ContractError } from '@svc/errors'
 import { hasControlCharacters, parseRecordUri } from '@svc/vocabulary'
 import { isDuplicateKeyError, type TicketedEventDoc, type TierDoc } from '../models'
-import { deleteUnitsById, KEPT_UNTIL, reserve, takenSeats } from './capacity'
+import { deleteUnitsOfReservation, KEPT_UNTIL, reserve, takenSeats, type UnitToDelete } from './capacity'
 import { inConfigurationTurn } from './configuration-turns'
 import { nowOf, type ServingTickets, type TicketsDomain } from './context'
 import { eventKey, invalid, ticketsEnvironment } from './event-access'
@@ -62,9 +62,8 @@ function checkTier(t: TierInput, i: number): CheckedTier {
 }
 
 /** The organizer's block: seats kept out of sale so that the capacity is seatRange minus them. */
-async function blockedSeats(d: TicketsDomain, tierId: string): Promise<string[]> {
-  const units = await d.models.CapacityUnit.find({ reservationId: blockReservation(tierId) }, { _id: 1 }).lean()
-  return units.map((u) => u._id)
+async function blockedSeats(d: TicketsDomain, tierId: string): Promise<UnitToDelete[]> {
+  return d.models.CapacityUnit.find({ reservationId: blockReservation(tierId) }, { _id: 1, unit: 1, kind: 1, tierId: 1 }).lean()
 }
 
 export async function tierCapacity(d: TicketsDomain, tier: Pick<TierDoc, '_id' | 'seatRange'>): Promise<number> {
@@ -77,16 +76,16 @@ export async function tierCapacity(d: TicketsDomain, tier: Pick<TierDoc, '_id' |
  * the request is refused, having changed nothing.
  */
 async function cutCapacities(d: TicketsDomain, cuts: { tier: TierDoc; capacity: number }[]): Promise<void> {
-  const taken: string[][] = []
+  const taken: UnitToDelete[][] = []
   for (const { tier, capacity } of cuts) {
-    const before = new Set(await blockedSeats(d, tier._id))
+    const before = new Set((await blockedSeats(d, tier._id)).map((u) => u._id))
     const current = tier.seatRange - before.size
     const result = await reserve(d, { id: blockReservation(tier._id), expiresAt: KEPT_UNTIL }, [{ tierId: tier._id, seatRange: tier.seatRange, quantity: current - capacity }])
     if (!result.ok) {
-      await deleteUnitsById(d, taken.flat())
+      for (const [i, units] of taken.entries()) await deleteUnitsOfReservation(d, blockReservation(cuts[i]!.tier._id), units)
       invalid(`tier ${tier._id}: capacity ${capacity} is below the tickets already sold or held`)
     }
-    taken.push((await blockedSeats(d, tier._id)).filter((id) => !before.has(id)))
+    taken.push((await blockedSeats(d, tier._id)).filter((u) => !before.has(u._id)))
   }
 }
 
@@ -95,7 +94,7 @@ async function raiseCapacity(d: TicketsDomain, tier: TierDoc, capacity: number):
   const blocked = await blockedSeats(d, tier._id)
   const current = tier.seatRange - blocked.length
   const unblock = blocked.slice(0, capacity - current)
-  await deleteUnitsById(d, unblock)
+  await deleteUnitsOfReservation(d, blockReservation(tier._id), unblock)
   const widen = capacity - current - unblock.length
   if (widen > 0) await d.models.Tier.updateOne({ _id: tier._id }, { $set: { seatRange: tier.seatRange + widen } })
 }

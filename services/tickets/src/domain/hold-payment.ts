@@ -69,7 +69,9 @@ export async function settleHold(d: TicketsDomain, holdId: string, payment: Hold
   for (const u of [...units].sort((a, b) => a.unit.localeCompare(b.unit))) {
     if (taken.has(u._id)) continue
     const key = `${u.tierId} ${u.kind}`
-    free.set(key, [...(free.get(key) ?? []), u._id])
+    const list = free.get(key) ?? []
+    list.push(u._id)
+    free.set(key, list)
   }
   const next = (tierId: string, kind: string) => free.get(`${tierId} ${kind}`)?.shift()
   const tickets: TicketDoc[] = ids
