@@ -134,21 +134,26 @@ describe('one delivery', () => {
     await expectRequeued(id, 2)
   })
 
-  it('a delivery delivered more than 27 days ago is not sent again (receivers keep processed ids 30 days, a run may take 3); one of 26 days is', async () => {
+  it('a delivery first delivered more than 24 days ago is not sent again (receivers keep processed ids 30 days, a run may take 3 or more); one of 23 days is', async () => {
     const dev = await newApp()
     const old = await finished(dev, 'delivered')
     const recent = await finished(dev, 'delivered')
     // delivered long ago, then redriven into a run that failed: delivered all the same
     const redrivenAndFailed = await finished(dev, 'failed')
+    // delivered long ago, then redriven into a run that delivered again yesterday (the receiver answered a duplicate)
+    const redrivenAndDelivered = await finished(dev, 'delivered')
     const daysAgo = (days: number) => new Date(Date.now() - days * 24 * 3600 * 1000)
-    await stack.events.Delivery.updateOne({ _id: old }, { $set: { deliveredAt: daysAgo(28) } })
-    await stack.events.Delivery.updateOne({ _id: recent }, { $set: { deliveredAt: daysAgo(26) } })
-    await stack.events.Delivery.updateOne({ _id: redrivenAndFailed }, { $set: { deliveredAt: daysAgo(28), run: 2 } })
-    const tooOld = { ok: true, queued: 0, reason: expect.stringMatching(/^delivered more than 27 days ago/) }
+    await stack.events.Delivery.updateOne({ _id: old }, { $set: { deliveredAt: daysAgo(25), firstDeliveredAt: daysAgo(25) } })
+    await stack.events.Delivery.updateOne({ _id: recent }, { $set: { deliveredAt: daysAgo(23), firstDeliveredAt: daysAgo(23) } })
+    await stack.events.Delivery.updateOne({ _id: redrivenAndFailed }, { $set: { deliveredAt: daysAgo(25), firstDeliveredAt: daysAgo(25), run: 2 } })
+    await stack.events.Delivery.updateOne({ _id: redrivenAndDelivered }, { $set: { deliveredAt: daysAgo(1), firstDeliveredAt: daysAgo(25), run: 2 } })
+    const tooOld = { ok: true, queued: 0, reason: expect.stringMatching(/^first delivered more than 24 days ago/) }
     expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId: old }, bearer(dev.key)))).toEqual(tooOld)
     expect(await stack.events.Delivery.findById(old).lean()).toMatchObject({ status: 'delivered', run: 1 })
     expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId: redrivenAndFailed }, bearer(dev.key)))).toEqual(tooOld)
     expect(await stack.events.Delivery.findById(redrivenAndFailed).lean()).toMatchObject({ status: 'failed', run: 2 })
+    expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId: redrivenAndDelivered }, bearer(dev.key)))).toEqual(tooOld)
+    expect(await stack.events.Delivery.findById(redrivenAndDelivered).lean()).toMatchObject({ status: 'delivered', run: 2 })
     expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId: recent }, bearer(dev.key)))).toEqual({ ok: true, queued: 1 })
     await expectRequeued(recent, 2)
   })

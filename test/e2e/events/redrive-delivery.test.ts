@@ -118,3 +118,17 @@ test('a redrive gives its run all 14 attempts, also when the last run was finish
   expect(attempts.map((a) => a.number)).toEqual(Array.from({ length: 2 * MAX_ATTEMPTS }, (_, i) => i + 1))
   expect(unreachable.requests).toHaveLength(2 * MAX_ATTEMPTS - 2)
 })
+
+test('a delivered delivery redriven and delivered again keeps the time it was first delivered (the redrive window counts from it)', async () => {
+  healthy = true
+  const created = await checkout('POST', '/api/app/developer/test-event')
+  const id: string = created.body.deliveryId
+  await waitForStatus(stack, id, 'delivered', 20_000)
+  const first = (await stack.events.Delivery.findById(id).lean())!
+  expect(first.firstDeliveredAt).toEqual(first.deliveredAt)
+  expect((await checkout('POST', '/api/webhooks/atm', { deliveryId: id })).body.queued).toBe(1)
+  await waitFor(async () => (await stack.events.Delivery.findById(id).lean())?.run === 2 && (await stack.events.Delivery.findById(id).lean())?.status === 'delivered', 'the second run delivered')
+  const second = (await stack.events.Delivery.findById(id).lean())!
+  expect(second.deliveredAt!.getTime()).toBeGreaterThan(first.deliveredAt!.getTime())
+  expect(second.firstDeliveredAt).toEqual(first.deliveredAt)
+})

@@ -238,10 +238,13 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const { nextAttemptAt } = entry
     const state = delivered ? { status: 'delivered', deliveredAt: finishedAt } : nextAttemptAt === null ? { status: 'failed', failedAt: finishedAt } : { status: 'pending' }
     const counted = (n: number) => ({ attemptCount: n, lastAttemptAt: entry.attemptedAt, nextAttemptAt, lastStatusCode: entry.statusCode, lastError: entry.error })
+    // the first delivery's time stays: a redriven run that delivers again (the receiver answers it as a duplicate)
+    // must not move the redrive window along (domain/redrive.ts)
+    const firstDelivered = delivered ? { $min: { firstDeliveredAt: finishedAt } } : {}
     const lowest = a.interrupted[0]?.number ?? entry.number
     const first = await models.Delivery.updateOne(
       { _id: a.id, status: { $ne: 'delivered' }, attemptCount: { $lt: lowest } },
-      withAttempts({ ...state, ...counted(entry.number) }, [...a.interrupted.map((i) => interruptedEntry(i, a.run)), entry]),
+      { ...withAttempts({ ...state, ...counted(entry.number) }, [...a.interrupted.map((i) => interruptedEntry(i, a.run)), entry]), ...firstDelivered },
     )
     if (first.matchedCount > 0) return 'written'
     for (let tries = 0; tries < 5; tries++) {
@@ -251,7 +254,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       const counts = d.attemptCount ?? 0
       log.warn({ deliveryId: a.id, number: entry.number, counted: counts }, 'delivery attempt numbered after the ones its delivery counted (the job was behind)')
       entry.number = counts + 1
-      const res = await models.Delivery.updateOne({ _id: a.id, status: { $ne: 'delivered' }, attemptCount: counts }, withAttempts({ ...state, ...counted(entry.number) }, [entry]))
+      const res = await models.Delivery.updateOne({ _id: a.id, status: { $ne: 'delivered' }, attemptCount: counts }, { ...withAttempts({ ...state, ...counted(entry.number) }, [entry]), ...firstDelivered })
       if (res.matchedCount > 0) return 'written'
     }
     throw new Error(`the outcome of an attempt of ${a.id} could not be written: its count kept changing`)

@@ -159,11 +159,14 @@ async function requeueJob(domain: Domain, d: DeliveryDoc): Promise<void> {
 /** How long receivers keep the ids of the deliveries they processed (the SDK's claim stores, by default). */
 const RECEIVERS_KEEP_IDS_MS = 30 * 24 * 3600 * 1000
 /**
- * How long after it was delivered a delivery may be sent again: a new run may take the whole retry schedule (about
- * 3 days), and each of its attempts must reach receivers that still know the id, or it could be processed twice.
- * Whatever its status now: a delivered one redriven into a run that failed was delivered all the same.
+ * How long after it was first delivered a delivery may be sent again: each attempt of a new run must reach receivers
+ * that still know the id, or it could be processed twice. A run takes the retry schedule (about 3 days) and may take
+ * longer (each delay has 10% of jitter, and a receiver's Retry-After can stretch a step): twice the schedule covers
+ * both. Measured from the first delivery, whatever the status now: a delivered one redriven into a run that failed
+ * was delivered all the same, and one redriven into a run that delivered again (the receiver answered a duplicate)
+ * did not make receivers remember it any longer.
  */
-export const REDRIVE_DELIVERED_WITHIN_MS = RECEIVERS_KEEP_IDS_MS - scheduleSpanMs()
+export const REDRIVE_DELIVERED_WITHIN_MS = RECEIVERS_KEEP_IDS_MS - 2 * scheduleSpanMs()
 const REDRIVE_DELIVERED_WITHIN_DAYS = Math.floor(REDRIVE_DELIVERED_WITHIN_MS / (24 * 3600 * 1000))
 
 /** Why a redrive of one delivery queued nothing (docs/events.md, "Developer utility routes"). */
@@ -171,7 +174,7 @@ export const NOT_QUEUED = {
   open: 'already queued: the delivery is pending or held and its next attempt is scheduled',
   settling: `redriven less than ${REDRIVE_SETTLE_MS / 1000} s ago: its new run has started; list the deliveries before redriving again`,
   parallel: 'another redrive of this delivery queued it',
-  delivered: `delivered more than ${REDRIVE_DELIVERED_WITHIN_DAYS} days ago: receivers keep the ids of processed deliveries for 30 days, and a new run's attempts may take 3 days, so it could be processed twice`,
+  delivered: `first delivered more than ${REDRIVE_DELIVERED_WITHIN_DAYS} days ago: receivers keep the ids of processed deliveries for 30 days, and a new run's attempts may take 3 days or more, so it could be processed twice`,
 } as const
 
 type Outcome = { queued: 0; reason: string } | { queued: 1 }
@@ -194,7 +197,8 @@ async function requeueIfLost(domain: Domain, doc: DeliveryDoc, now: Date): Promi
 /** Redrives one delivery document of the caller's app environment: queued 1 by this call, or 0 and why not. */
 async function redriveOne(domain: Domain, doc: DeliveryDoc, now: Date): Promise<Outcome> {
   if (!redrivable(doc)) return requeueIfLost(domain, doc, now) // pending or held: queued, unless Redis lost the job
-  if (doc.deliveredAt && now.getTime() - new Date(doc.deliveredAt).getTime() > REDRIVE_DELIVERED_WITHIN_MS) {
+  const firstDelivered = doc.firstDeliveredAt ?? doc.deliveredAt
+  if (firstDelivered && now.getTime() - new Date(firstDelivered).getTime() > REDRIVE_DELIVERED_WITHIN_MS) {
     return notQueued(NOT_QUEUED.delivered)
   }
   const run = doc.run ?? 1

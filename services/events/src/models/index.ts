@@ -78,6 +78,8 @@ const deliverySchema = new Schema(
     lastStatusCode: { type: Number, default: null },
     lastError: { type: String, default: null },
     deliveredAt: { type: Date, default: null },
+    /** when it was first delivered, never moved by a later run (a redrive's window is measured from it); no default: `$min` sets it */
+    firstDeliveredAt: { type: Date },
     failedAt: { type: Date, default: null },
     /** the attempt log, oldest first */
     attempts: { type: [attemptSchema], default: [] },
