@@ -212,6 +212,17 @@ describe('batch: {"status": "failed", "since"?, "limit"?}', () => {
     expect(expectOk(await redrive(stack, { app: dev.app.did }, { status: 'failed' }, bearer(dev.key)))).toEqual({ ok: true, queued: 0 })
   })
 
+  it('leaves out the failed deliveries first delivered too long ago, so they do not take the places of newer ones', async () => {
+    const dev = await newApp()
+    const tooOld = [await finished(dev), await finished(dev), await finished(dev)]
+    const daysAgo = (days: number) => new Date(Date.now() - days * 24 * 3600 * 1000)
+    for (const id of tooOld) await stack.events.Delivery.updateOne({ _id: id }, { $set: { deliveredAt: daysAgo(25), firstDeliveredAt: daysAgo(25), run: 2 } })
+    const newer = await finished(dev)
+    expect(expectOk(await redrive(stack, { app: dev.app.did }, { status: 'failed', limit: 3 }, bearer(dev.key)))).toEqual({ ok: true, queued: 1 })
+    await expectRequeued(newer, 2)
+    for (const id of tooOld) expect(await stack.events.Delivery.findById(id).lean()).toMatchObject({ status: 'failed', run: 2 })
+  })
+
   it('parallel batch redrives queue each failed delivery exactly once in total', async () => {
     const dev = await newApp()
     const failed: string[] = []

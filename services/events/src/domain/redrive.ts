@@ -239,6 +239,10 @@ export async function redriveDeliveries(
 
   const filter: Record<string, unknown> = { appDid, environment, status: 'failed' }
   if (request.since) filter.createdAt = { $gte: request.since }
+  // only those a redrive may send: never delivered, or first delivered within the window (the others, always refused,
+  // would take the batch's places, oldest first, and keep newer failures from ever being reached)
+  const cutoff = new Date(now.getTime() - REDRIVE_DELIVERED_WITHIN_MS)
+  filter.$or = [{ deliveredAt: null }, { firstDeliveredAt: { $gte: cutoff } }, { firstDeliveredAt: { $exists: false }, deliveredAt: { $gte: cutoff } }]
   const docs = (await domain.models.Delivery.find(filter, { attempts: 0 }).sort({ createdAt: 1, _id: 1 }).limit(request.limit).lean()) as DeliveryDoc[]
   let queued = 0
   let done = 0
