@@ -211,9 +211,10 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
       const message = typeof b.message === 'string' ? b.message : `${nsid}: HTTP ${res.status}`
       throw new SvcError({ status: res.status, error: code, message, requestId, nsid, retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) })
     }
-    // every method answers a JSON object: an empty body (a proxy's 200 or 204) is not an answer either
+    // every method answers a JSON object: an empty body (a proxy's 200 or 204) is not an answer either. Status 0, as
+    // for no response: nothing readable arrived, so the call may be repeated (a poll keeps polling)
     if (!parsed || typeof body !== 'object' || body === null) {
-      throw new SvcError({ status: res.status, error: 'InvalidResponse', message: `${nsid}: the response is not a JSON object`, requestId, nsid })
+      throw new SvcError({ status: 0, error: 'InvalidResponse', message: `${nsid}: the response (HTTP ${res.status}) is not a JSON object`, requestId, nsid })
     }
     return body as Methods[N]['output']
   }

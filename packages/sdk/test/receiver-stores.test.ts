@@ -115,3 +115,22 @@ describe.each(kinds)('%s claim store', (_kind, storeFor) => {
     expect(await storeFor(3).claim(id, 60_000)).toEqual({ state: 'done' })
   })
 })
+
+describe.each<[string, (doneTtlMs: number, now: () => number) => DeliveryClaimStore]>([
+  ['memory', (doneTtlMs, now) => createMemoryClaimStore({ doneTtlMs, now })],
+  ['redis', (doneTtlMs) => createRedisClaimStore(redis, { prefix: `${iso.redisPrefix}sliding:`, doneTtlMs })],
+])('%s claim store: the done marker', (_kind, storeWith) => {
+  it('is kept doneTtlMs after the last delivery that met it, so a delivery sent again later is still known', async () => {
+    let clock = Date.now()
+    const store = storeWith(1500, () => clock)
+    const id = envelope().id
+    const claimed = await store.claim(id, 60_000)
+    await store.complete(id, (claimed as { token: string }).token)
+    // met again before it lapses (a redriven run, answered as a duplicate), then again past the first 1.5 s
+    for (const wait of [1000, 1000]) {
+      clock += wait
+      await new Promise((r) => setTimeout(r, wait))
+      expect(await store.claim(id, 60_000)).toEqual({ state: 'done' })
+    }
+  })
+})

@@ -310,6 +310,18 @@ describe('createReceiveEventHandler (money.svc.event.receiveEvent)', () => {
       expect(await handle({ headers: await headers(token), body: env })).toMatchObject({ status: 401, body: { error: 'InvalidSignature' } })
     }
     expect(await handle({ headers: {}, body: env })).toMatchObject({ status: 401, body: { error: 'InvalidSignature' } })
+    // a token of another issuer is refused before the verifier resolves its key or records its jti
+    const foreign = await jwt(stranger)
+    expect(await handle({ headers: await headers(foreign), body: env })).toMatchObject({ status: 401, body: { error: 'InvalidSignature' } })
+    expect(await redis.keys(`${iso.redisPrefix}jti:${stranger.did}:*`)).toEqual([])
+    const resolving = createReceiveEventHandler({
+      serviceDid: service.did,
+      verifier: createServiceAuthVerifier({ serviceDid: appDid, plcUrl: 'http://127.0.0.1:9', redis, replayKeyPrefix: `${iso.redisPrefix}jti:` }),
+      store: createMemoryClaimStore(),
+      handlers: {},
+    })
+    const evil = `${Buffer.from('{"alg":"ES256","typ":"JWT"}').toString('base64url')}.${Buffer.from(JSON.stringify({ iss: 'did:web:internal.evil.example', aud: appDid, lxm: 'money.svc.event.receiveEvent', exp: Math.floor(Date.now() / 1000) + 60, iat: Math.floor(Date.now() / 1000), jti: 'x' })).toString('base64url')}.c2ln`
+    expect(await resolving({ headers: await headers(evil), body: env })).toMatchObject({ status: 401, body: { error: 'InvalidSignature', message: expect.stringMatching(/issuer is not the service/) } })
     const oldVersion = envelope({ apiVersion: '2025-01' })
     expect(await handle({ headers: { ...(await headers(await jwt())), 'svc-delivery-id': oldVersion.id }, body: oldVersion })).toMatchObject({
       status: 400,

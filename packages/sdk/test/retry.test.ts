@@ -108,6 +108,12 @@ describe('pollPaymentStatus', () => {
     expect(seen).toHaveLength(2)
   })
 
+  it('a 200 that is not JSON (a proxy\'s page mid-deploy) is retried like no answer', async () => {
+    script = [{ status: 200, body: '<html>deploying</html>' }, { status: 200 }, ok({ status: 'completed', ref: REF })]
+    expect(await pollPaymentStatus(client, 'tok_4', FAST)).toEqual({ status: 'completed', ref: REF })
+    expect(seen).toHaveLength(3)
+  })
+
   it('a 429 with Retry-After and a dropped connection are retried', async () => {
     script = [err(429, 'RateLimited', { 'retry-after': '1' }), 'drop', err(502, 'BadGateway'), ok({ status: 'completed', ref: REF })]
     expect(await pollPaymentStatus(client, 'tok_3', FAST)).toEqual({ status: 'completed', ref: REF })
@@ -255,7 +261,7 @@ describe('the client', () => {
     expect({ status: first.status, error: first.error, transient: first.transient }).toEqual({ status: 502, error: 'HttpError', transient: true })
     script = [{ status: 200, body: 'just text' }]
     const second = (await rejection(client.getPaymentStatus({ token: 't' }))) as SvcError
-    expect(second.error).toBe('InvalidResponse')
+    expect({ status: second.status, error: second.error, transient: second.transient }).toEqual({ status: 0, error: 'InvalidResponse', transient: true })
     // an empty 200 (a proxy's) is no answer either
     script = [{ status: 200 }]
     expect(((await rejection(client.getPaymentStatus({ token: 't' }))) as SvcError).error).toBe('InvalidResponse')

@@ -166,6 +166,19 @@ export type ReceiveEventHandlerOptions = Omit<HandleDeliveryOptions, 'envelope'>
  * InvalidSignature when service-auth is refused or the issuer is not `serviceDid`; otherwise as the webhook handler.
  * Svc-Delivery-Id and svc-api-version are required (the service sends both), and must match the envelope.
  */
+/** The `iss` a bearer JWT names, unverified; undefined when it cannot be read (the verifier then refuses it). */
+function unverifiedIssuer(authorization: string | undefined): string | undefined {
+  const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1]
+  const payload = token?.split('.')[1]
+  if (!payload) return undefined
+  try {
+    const iss = (JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { iss?: unknown }).iss
+    return typeof iss === 'string' ? iss : undefined
+  } catch {
+    return undefined
+  }
+}
+
 export function createReceiveEventHandler(
   options: ReceiveEventHandlerOptions,
 ): (req: { headers: HeadersLike; body: unknown }) => Promise<ReceiverResponse> {
@@ -177,7 +190,12 @@ export function createReceiveEventHandler(
     try {
       let iss: string
       try {
-        iss = (await authenticate(singleHeader(req.headers, 'authorization', 'InvalidSignature'))).iss
+        const authorization = singleHeader(req.headers, 'authorization', 'InvalidSignature')
+        // a token naming another issuer is refused before the verifier resolves that issuer's key (a DID document
+        // fetched from a host the caller picked) or spends its jti
+        const claimed = unverifiedIssuer(authorization)
+        if (claimed !== undefined && claimed !== options.serviceDid) throw new ReceiverError('InvalidSignature', 'service-auth issuer is not the service')
+        iss = (await authenticate(authorization)).iss
       } catch (err) {
         if (err instanceof ReceiverError) throw err
         // The verifier refuses with a ContractError (401); anything else from it (e.g. Redis down) is a 500.

@@ -3,7 +3,8 @@
  *
  * - `claim(id, ttlMs)`: `{ state: 'claimed', token }` (this caller processes it; the claim lapses after ttlMs if the
  *   process dies), `{ state: 'processing' }` (claimed elsewhere and not lapsed), `{ state: 'done' }` (completed before).
- * - `complete(id, token)`: records `done` (kept `doneTtlMs`, default 30 days) and drops the claim if it is still this one.
+ * - `complete(id, token)`: records `done` (kept `doneTtlMs`, default 30 days, from the last claim that met it: a
+ *   delivery sent again, say by a redrive, is remembered as long after that) and drops the claim if it is still this one.
  * - `release(id, token)`: drops the claim if it is still this one, so a retry can process the delivery again.
  *
  * Each claim carries a random owner token, which its caller hands back, so complete/release never remove a claim that
@@ -42,7 +43,10 @@ export function createMemoryClaimStore(options: { doneTtlMs?: number; now?: () =
       assertTtl(ttlMs)
       const t = now()
       const doneUntil = done.get(id)
-      if (doneUntil !== undefined && doneUntil > t) return { state: 'done' }
+      if (doneUntil !== undefined && doneUntil > t) {
+        done.set(id, t + doneTtl) // kept doneTtlMs after the last delivery of it, not the first
+        return { state: 'done' }
+      }
       const held = claims.get(id)
       if (held && held.expiresAt > t) return { state: 'processing' }
       const token = newToken()
@@ -64,9 +68,9 @@ export interface RedisEvalClient {
   eval(script: string, numkeys: number, ...args: (string | number)[]): Promise<unknown>
 }
 
-// KEYS[1] claim, KEYS[2] done; ARGV[1] token, ARGV[2] ttl ms
+// KEYS[1] claim, KEYS[2] done; ARGV[1] token, ARGV[2] ttl ms, ARGV[3] done ttl ms (a done marker met is kept again)
 const CLAIM_LUA = `
-if redis.call('EXISTS', KEYS[2]) == 1 then return 'done' end
+if redis.call('PEXPIRE', KEYS[2], ARGV[3]) == 1 then return 'done' end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 'claimed' end
 return 'processing'`
 // KEYS[1] claim, KEYS[2] done; ARGV[1] token, ARGV[2] done ttl ms
@@ -80,7 +84,7 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0`
 
 /**
- * Redis (ioredis) store: claim = one script doing "done marker? else SET claim NX PX ttl"; complete sets the done
+ * Redis (ioredis) store: claim = one script doing "done marker? (kept doneTtlMs again) else SET claim NX PX ttl"; complete sets the done
  * marker (PX doneTtlMs) and deletes the claim if it still holds this owner token; release is that compare-and-delete.
  * Keys: `<prefix>{<id>}:claim` and `<prefix>{<id>}:done` (hash-tagged: one cluster slot per delivery).
  */
@@ -92,7 +96,7 @@ export function createRedisClaimStore(redis: RedisEvalClient, options: { prefix:
     async claim(id, ttlMs) {
       assertTtl(ttlMs)
       const token = newToken()
-      const state = (await redis.eval(CLAIM_LUA, 2, ...keys(id), token, ttlMs)) as ClaimState
+      const state = (await redis.eval(CLAIM_LUA, 2, ...keys(id), token, ttlMs, doneTtl)) as ClaimState
       return state === 'claimed' ? { state, token } : { state: state === 'done' ? 'done' : 'processing' }
     },
     async complete(id, token) {
