@@ -18,7 +18,7 @@ import mongoose, { type Connection, type ConnectOptions } from 'mongoose'
 import pino, { type Logger } from 'pino'
 import { ContractError, contractExtensions } from '@svc/errors'
 import { CONTEXT_HEADER, verifyContext, type CallerKeys, type Principal } from '@svc/internal-context'
-import { createMetrics, observeDatabaseCommands, operationsRoutes, type ProcessMetrics, type ReadinessCheck } from '@svc/operations'
+import { createMetrics, isRedisUnavailable, observeDatabaseCommands, operationsRoutes, type ProcessMetrics, type ReadinessCheck } from '@svc/operations'
 import { watchDatabase } from './database-watch'
 
 export interface SubgraphContext {
@@ -98,7 +98,8 @@ export function isDatabaseUnreachable(err: unknown): boolean {
 }
 
 /**
- * Keeps ContractError codes for the adapter; a database that cannot be reached is ServiceUnavailable; hides other
+ * Keeps ContractError codes for the adapter; a database that cannot be reached, or a Redis that cannot take commands
+ * now (a failover, a restart), is ServiceUnavailable; hides other
  * unexpected errors behind InternalServerError.
  */
 export function formatSubgraphError(log: Logger) {
@@ -112,8 +113,8 @@ export function formatSubgraphError(log: Logger) {
       return { message: formatted.message, extensions: { ...contractExtensions('InvalidRequest'), graphqlCode: code } }
     }
     if (code === 'UNAUTHENTICATED' || code === 'BAD_REQUEST') return formatted
-    if (isDatabaseUnreachable(original)) {
-      log.warn({ err: original }, 'the database cannot be reached')
+    if (isDatabaseUnreachable(original) || isRedisUnavailable(original)) {
+      log.warn({ err: original }, isRedisUnavailable(original) ? 'redis cannot take commands now' : 'the database cannot be reached')
       return { message: 'the service is briefly unavailable; retry with backoff', path: formatted.path, extensions: contractExtensions('ServiceUnavailable') }
     }
     log.error({ err: original }, 'unexpected resolver error')

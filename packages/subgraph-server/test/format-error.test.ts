@@ -87,3 +87,16 @@ it('a contract error keeps its code; anything else is a masked InternalServerErr
   expect(isDatabaseUnreachable(new TypeError('x is undefined'))).toBe(false)
   expect(format(formatted, new TypeError('x is undefined'))).toEqual({ message: 'internal error', path: ['checkout'], extensions: { code: 'InternalServerError', http: { status: 500 } } })
 })
+
+it('a Redis that cannot take commands now (a replica in a failover, a restart) is ServiceUnavailable, not a 500', () => {
+  // the shapes ioredis rejects with: its ReplyError for a busy server, its MaxRetriesPerRequestError while reconnecting
+  const busy = Object.assign(new Error("READONLY You can't write against a read only replica."), { name: 'ReplyError' })
+  const loading = Object.assign(new Error('LOADING Redis is loading the dataset in memory'), { name: 'ReplyError' })
+  const reconnecting = Object.assign(new Error('Reached the max retries per request limit (which is 20).'), { name: 'MaxRetriesPerRequestError' })
+  for (const err of [busy, loading, reconnecting]) {
+    expect(format(formatted, err)).toMatchObject({ extensions: { code: 'ServiceUnavailable', http: { status: 503 } } })
+  }
+  // a script's own error is no outage
+  const wrong = Object.assign(new Error('ERR wrong number of arguments'), { name: 'ReplyError' })
+  expect(format(formatted, wrong)).toMatchObject({ extensions: { code: 'InternalServerError' } })
+})

@@ -5,7 +5,7 @@
  */
 import { ContractError, type ErrorCode } from '@svc/errors'
 import type { ServiceAuthVerifier } from '@svc/service-auth'
-import { isRedisUnavailable } from '../plugins/errors'
+import { isRedisUnavailable } from '@svc/operations'
 
 export interface AssertionCheck {
   nsid: string
