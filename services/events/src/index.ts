@@ -23,5 +23,5 @@ export { ALL_QUEUES, WEBHOOK_DELIVERIES_QUEUE, DOMAIN_EVENTS_QUEUE, EVENTS_MAINT
 export { startEventWorkers, type EventWorkersOptions, type RunningEventWorkers } from './workers'
 export { createDomainEventProcessor } from './workers/domain-events'
 export { createTestDelivery } from './domain/test-delivery'
-export { NOT_QUEUED, REDRIVE_CLAIM_TTL_SECONDS, REDRIVE_SETTLE_MS, STALE_CLAIM_MS, redriveClaimKey } from './domain/redrive'
+export { NOT_QUEUED, REDRIVE_CLAIM_TTL_SECONDS, REDRIVE_SETTLE_MS, STALE_CLAIM_MS, redriveClaimKey, redriveDeliveries } from './domain/redrive'
 export { foldLegacyAttempts } from './models/legacy-attempts'

@@ -280,6 +280,8 @@ describe('400 InvalidRequest bodies change nothing', () => {
     ['since not ISO', { status: 'failed', since: 'yesterday' }, 'application/json'],
     ['since without a zone', { status: 'failed', since: '2026-01-01T00:00:00' }, 'application/json'],
     ['since not a date', { status: 'failed', since: '2026-13-45T00:00:00Z' }, 'application/json'],
+    ['since a day the month lacks', { status: 'failed', since: '2026-02-30T00:00:00Z' }, 'application/json'],
+    ['since hour 24', { status: 'failed', since: '2026-01-01T24:00:00Z' }, 'application/json'],
     ['since a number', { status: 'failed', since: 1767225600000 }, 'application/json'],
     ['limit 0', { status: 'failed', limit: 0 }, 'application/json'],
     ['limit 1001', { status: 'failed', limit: 1001 }, 'application/json'],

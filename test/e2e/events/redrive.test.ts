@@ -10,7 +10,8 @@ import { UnrecoverableError, Worker, type Job } from 'bullmq'
 import Redis from 'ioredis'
 import { startStack, type TestStack } from '../../stack'
 import { DELIVERY_JOB_OPTIONS, queuePrefix, WEBHOOK_DELIVERIES_QUEUE, type DeliveryJob } from '@svc/events'
-import { NOT_QUEUED, REDRIVE_CLAIM_TTL_SECONDS, REDRIVE_SETTLE_MS, redriveClaimKey, STALE_CLAIM_MS } from '@svc/events'
+import { NOT_QUEUED, REDRIVE_CLAIM_TTL_SECONDS, REDRIVE_SETTLE_MS, redriveClaimKey, redriveDeliveries, STALE_CLAIM_MS } from '@svc/events'
+import pino from 'pino'
 import { queueTestDelivery, stackQueues, type StackQueues } from './helpers/events'
 
 let stack: TestStack
@@ -143,6 +144,38 @@ describe('the claim', () => {
     expect(results.reduce((n, r) => n + (r.queued ?? NaN), 0)).toBe(1)
     expect(await stack.events.Delivery.findById(id).lean()).toMatchObject({ status: 'pending', run: 2 })
     expect(await state(id)).toBe('waiting')
+  })
+
+  it('a claim winner that stalled past the takeover does not start the run again once the takeover started it', async () => {
+    const app = newApp()
+    const id = await queueTestDelivery(stack, queues, app)
+    await finish(id, 'failed')
+    // the use case itself, on this test's models, so that the first redrive's update can be held
+    const domain = { models: stack.events, deliveries: queues.deliveries, redis: stack.redis, redisPrefix: stack.redisPrefix, logger: pino({ level: 'silent' }) }
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    let reached!: () => void
+    const atUpdate = new Promise<void>((resolve) => (reached = resolve))
+    const original = stack.events.Delivery.updateOne.bind(stack.events.Delivery)
+    const spy = jest.spyOn(stack.events.Delivery, 'updateOne').mockImplementationOnce(((...args: Parameters<typeof original>) => {
+      reached()
+      return gate.then(() => original(...args))
+    }) as never)
+    try {
+      // A wins the claim, then stalls at its update; its claim looks abandoned to B, which starts run 2
+      const a = redriveDeliveries(domain as never, app, 'test', { deliveryId: id })
+      await atUpdate
+      await stack.redis.set(redriveClaimKey(stack.redisPrefix, id, 1), String(Date.now() - STALE_CLAIM_MS - 1000), 'KEEPTTL')
+      expect(await redriveDeliveries(domain as never, app, 'test', { deliveryId: id })).toEqual({ ok: true, queued: 1 })
+      await finish(id, 'delivered')
+      release()
+      expect(await a).toEqual({ ok: true, queued: 0, reason: NOT_QUEUED.parallel })
+    } finally {
+      release()
+      spy.mockRestore()
+    }
+    expect(await stack.events.Delivery.findById(id).lean()).toMatchObject({ status: 'delivered', run: 2 })
+    expect(await state(id)).toBe('completed')
   })
 
   it('a run started by a redrive less than REDRIVE_SETTLE_MS ago is not redriven again, even once it ended', async () => {

@@ -48,6 +48,13 @@ export type RedriveRequest = { kind: 'one'; deliveryId: string } | { kind: 'batc
 
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/
 
+/** The date and hour as written exist (Date.parse rolls 2026-02-30 over to March 2 and takes hour 24 as the next day). */
+function isCalendarDate(value: string): boolean {
+  const [year, month, day, hour] = [value.slice(0, 4), value.slice(5, 7), value.slice(8, 10), value.slice(11, 13)].map(Number) as [number, number, number, number]
+  const date = new Date(Date.UTC(year, month - 1, day))
+  return date.getUTCMonth() === month - 1 && date.getUTCDate() === day && hour <= 23
+}
+
 /** Exactly one of deliveryId or status (only `failed`); `since` (ISO 8601 with a zone) and `limit` go with status. */
 export function parseRedriveInput(input: RedriveInput | null | undefined): RedriveRequest {
   const i = input ?? {}
@@ -64,7 +71,7 @@ export function parseRedriveInput(input: RedriveInput | null | undefined): Redri
   if (i.status !== 'failed') throw new ContractError('InvalidRequest', 'status must be "failed": only failed deliveries are redriven in a batch')
   let since: Date | null = null
   if (i.since !== undefined && i.since !== null) {
-    const t = typeof i.since === 'string' && ISO_DATE_TIME.test(i.since) ? Date.parse(i.since) : NaN
+    const t = typeof i.since === 'string' && ISO_DATE_TIME.test(i.since) && isCalendarDate(i.since) ? Date.parse(i.since) : NaN
     if (Number.isNaN(t)) throw new ContractError('InvalidRequest', 'since must be an ISO 8601 date-time with a time zone, e.g. 2026-06-01T00:00:00Z')
     since = new Date(t)
   }
@@ -207,10 +214,13 @@ async function redriveOne(domain: Domain, doc: DeliveryDoc, now: Date): Promise<
     if (previous !== null && Date.now() - Number(previous) < REDRIVE_SETTLE_MS) return notQueued(NOT_QUEUED.settling) // this run is a redrive of moments ago
   }
   if (!(await claimRun(domain, doc))) return notQueued(NOT_QUEUED.parallel)
-  await domain.models.Delivery.updateOne(
-    { _id: doc._id, appDid: doc.appDid, environment: doc.environment },
+  // only from the run it read, still finished: a claim winner that stalled past the takeover must not start the
+  // next run a second time (its delivery already moved on: queued, perhaps delivered, by the redrive that took over)
+  const started = await domain.models.Delivery.updateOne(
+    { _id: doc._id, appDid: doc.appDid, environment: doc.environment, run: run === 1 ? { $in: [1, null] } : run, status: { $in: ['failed', 'delivered'] } },
     { $set: { status: 'pending', run: run + 1, nextAttemptAt: now, failedAt: null } },
   )
+  if (started.matchedCount === 0) return notQueued(NOT_QUEUED.parallel)
   await requeueJob(domain, { ...doc, run: run + 1 })
   domain.logger.info({ deliveryId: doc._id, run: run + 1 }, 'redrive: delivery queued')
   return { queued: 1 }
