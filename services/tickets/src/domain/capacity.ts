@@ -355,7 +355,7 @@ export async function reserve(d: TicketsDomain, r: Reservation, requests: UnitRe
 }
 
 /** Inserts the reservation's outcome; returns the outcome that stands (this one, or the one inserted first). */
-async function decide(d: TicketsDomain, reservationId: string, outcome: 'kept' | 'released'): Promise<'kept' | 'released'> {
+export async function decide(d: TicketsDomain, reservationId: string, outcome: 'kept' | 'released'): Promise<'kept' | 'released'> {
   try {
     await d.models.ReservationOutcome.create({ _id: reservationId, outcome, at: nowOf(d) })
     return outcome

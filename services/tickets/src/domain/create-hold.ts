@@ -15,7 +15,7 @@ import { ContractError } from '@svc/errors'
 import { isDid } from '@svc/vocabulary'
 import { isDuplicateKeyError, type TicketHoldDoc } from '../models'
 import { onSale } from './availability'
-import { releaseReservation, reserve } from './capacity'
+import { decide, releaseReservation, reserve } from './capacity'
 import { nowOf, type ServingTickets } from './context'
 import { DUPLICATE_POLL_MS, DUPLICATE_WAIT_MS, sleep } from './duplicates'
 import { appEvent, eventTiers, invalid, ticketsEnvironment } from './event-access'
@@ -149,6 +149,18 @@ async function reserveHold(d: ServingTickets, appDid: string, input: HoldRequest
  */
 export const HOLD_ATTEMPT_SECONDS = 60
 
+const attemptId = (holdId: string) => `attempt_${holdId}`
+
+/**
+ * A retry's verdict on an attempt of its order that looks dead (its newest unit older than HOLD_ATTEMPT_SECONDS, no
+ * hold): abandoned, and its units released, unless the attempt decided first to insert its hold (false: it lives).
+ */
+export async function abandonHoldAttempt(d: ServingTickets, holdId: string): Promise<boolean> {
+  if ((await decide(d, attemptId(holdId), 'released')) === 'kept') return false
+  await releaseReservation(d, holdId)
+  return true
+}
+
 /** How often a hold refused only for the buyer's shares is tried again (its concurrent duplicates may have held them). */
 const BUYER_CONTENTION_RETRIES = 5
 
@@ -190,10 +202,9 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
     const twin = await d.models.CapacityUnit.findOne({ orderKey }, { reservationId: 1, createdAt: 1 }).sort({ createdAt: -1 }).lean()
     if (twin && twin.createdAt.getTime() > now.getTime() - HOLD_ATTEMPT_SECONDS * 1000) return 'in flight'
     if (twin) {
-      // its attempt died between taking the capacity and inserting the hold: let its units go (should it be alive
-      // after all, the released outcome keeps it from ever keeping them) and try again
-      await releaseReservation(d, twin.reservationId)
-      return 'contended'
+      // its attempt died between taking the capacity and inserting the hold: let its units go and try again; unless
+      // it is alive after all and already on its way to insert its hold (then its hold is waited for)
+      return (await abandonHoldAttempt(d, twin.reservationId)) ? 'contended' : 'in flight'
     }
     if (result.lacking === 'buyer' && retryBuyer) return 'contended'
     const tier = byId.get(result.tierId)!
@@ -224,8 +235,12 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
     expiresAt,
     createdAt: now,
   } satisfies StoredHold
-  // a retry that took this attempt for dead let its units go: a hold now could never keep its seats (nor be paid)
-  if ((await d.models.ReservationOutcome.findById(holdId, { outcome: 1 }).lean())?.outcome === 'released') return 'contended'
+  // this attempt goes on to insert its hold, unless a retry took it for dead and let its units go first (a hold then
+  // could never keep its seats, nor be paid): one insert-only decision, so never both
+  if ((await decide(d, attemptId(holdId), 'kept')) === 'released') {
+    await releaseReservation(d, holdId)
+    return 'contended'
+  }
   try {
     await d.models.TicketHold.create(hold)
     return hold
