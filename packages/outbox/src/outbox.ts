@@ -97,3 +97,26 @@ export async function writeOutboxEvent(model: OutboxModel, event: NewOutboxEvent
   outboxWrites.emit(OUTBOX_WRITTEN, outboxNamespace(model), _id, written)
   return _id
 }
+
+/**
+ * Writes the events of many facts in one unordered command (as writeOutboxEvent each: a fact already written is a
+ * no-op) and wakes the relays for those inserted. Returns the event ids, in order.
+ */
+export async function writeOutboxEvents(model: OutboxModel, events: NewOutboxEvent[]): Promise<string[]> {
+  if (events.length === 0) return []
+  const docs: OutboxEvent[] = events.map((event) => ({ _id: outboxEventId(event.key), ...event, occurredAt: event.occurredAt ?? new Date(), relayed: false, relayedAt: null }))
+  let repeated = new Set<number>()
+  try {
+    await model.collection.insertMany(docs as never[], { ordered: false })
+  } catch (err) {
+    const writeErrors = (err as { writeErrors?: unknown }).writeErrors
+    const errors = (Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : []) as { index: number; code?: number }[]
+    if (errors.length === 0 || errors.some((e) => e.code !== 11000)) throw err
+    repeated = new Set(errors.map((e) => e.index))
+  }
+  const namespace = outboxNamespace(model)
+  docs.forEach((doc, i) => {
+    if (!repeated.has(i)) outboxWrites.emit(OUTBOX_WRITTEN, namespace, doc._id, doc)
+  })
+  return docs.map((doc) => doc._id)
+}

@@ -17,6 +17,7 @@ import {
   relayAliveKey,
   startOutboxRelay,
   writeOutboxEvent,
+  writeOutboxEvents,
   type DomainEventJob,
   type OutboxModel,
   type OutboxRelay,
@@ -454,4 +455,17 @@ describe('retention', () => {
 
     expect(() => relay({ retentionMs: DAY, replayWindowMs: 2 * DAY })).toThrow('retentionMs must be at least replayWindowMs')
   })
+})
+
+test('events written many at once are relayed once each, by their ids; writing them again (some or all) changes nothing', async () => {
+  const { relay, jobCount } = fixture()
+  const r = relay() // polls every minute: only the writes' notices relay them
+  expect(await r.drain()).toBe(0)
+  const first = await writeOutboxEvents(model, [event('ticket.issued:t1'), event('ticket.issued:t2')])
+  expect(first).toEqual([outboxEventId('ticket.issued:t1'), outboxEventId('ticket.issued:t2')])
+  const again = await writeOutboxEvents(model, [event('ticket.issued:t2'), event('ticket.issued:t3'), event('ticket.issued:t1')])
+  expect(again).toEqual([outboxEventId('ticket.issued:t2'), outboxEventId('ticket.issued:t3'), outboxEventId('ticket.issued:t1')])
+  await waitFor(async () => (await model.countDocuments({ relayed: true })) === 3)
+  expect(await model.countDocuments({})).toBe(3)
+  expect(await jobCount()).toBe(3)
 })

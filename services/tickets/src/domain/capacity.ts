@@ -369,7 +369,8 @@ export async function decide(d: TicketsDomain, reservationId: string, outcome: '
 /** Keeps a reservation's units for good; false when it was released first (its units are gone). */
 export async function keepReservation(d: TicketsDomain, reservationId: string): Promise<boolean> {
   if ((await decide(d, reservationId, 'kept')) !== 'kept') return false
-  await d.models.CapacityUnit.updateMany({ reservationId }, { $set: { expiresAt: KEPT_UNTIL } })
+  // again on every call (a process may have stopped between the decision and this), writing only what is not kept yet
+  await d.models.CapacityUnit.updateMany({ reservationId, expiresAt: { $ne: KEPT_UNTIL } }, { $set: { expiresAt: KEPT_UNTIL } })
   return true
 }
 

@@ -12,8 +12,8 @@
  * settlement) until they answer.
  */
 import { ContractError } from '@svc/errors'
-import { findEach, isDuplicateKeyError, type TicketDoc, type TicketHoldDoc } from '../models'
-import { announceIssued } from './announce'
+import { isDuplicateKeyError, type TicketDoc, type TicketHoldDoc } from '../models'
+import { announceHoldTickets } from './announce'
 import { deleteUnitsOf, keepReservation, releaseReservation } from './capacity'
 import { nowOf, type TicketsDomain } from './context'
 import { newPageToken, newScanToken, purchaseTicketIds } from './ids'
@@ -62,7 +62,7 @@ export async function settleHold(d: TicketsDomain, holdId: string, payment: Hold
   // The units are read before the tickets: a ticket voided after this read is among the tickets read after it
   const units = await d.models.CapacityUnit.find({ reservationId: holdId }, { _id: 1, tierId: 1, kind: 1, unit: 1 }).lean()
   // a repeat (after a crash mid-insert, or alongside another run) inserts only the tickets still missing
-  const existing = await findEach(ids.map((t) => t.id), (id) => d.models.Ticket.findById(id, { _id: 1, unitIds: 1 }).lean())
+  const existing = await d.models.Ticket.find({ holdId }, { _id: 1, unitIds: 1 }).lean()
   const inserted = new Set(existing.map((t) => t._id))
   const taken = new Set(existing.flatMap((t) => t.unitIds ?? []))
   const free = new Map<string, string[]>()
@@ -100,9 +100,10 @@ export async function settleHold(d: TicketsDomain, holdId: string, payment: Hold
     // a concurrent run inserted some of them first (the same units: the assignment is the same)
     if (!isDuplicateKeyError(err)) throw err
   }
-  const stored = await findEach(ids.map((t) => t.id), (id) => d.models.Ticket.findById(id).lean())
+  const byId = new Map((await d.models.Ticket.find({ holdId }).lean()).map((t) => [t._id, t]))
+  const stored = ids.flatMap(({ id }) => byId.get(id) ?? [])
   if (stored.length !== ids.length) throw new Error(`hold ${holdId}: ${ids.length - stored.length} of its tickets are missing after their insert`)
-  for (const ticket of stored) if (!ticket.announced) await announceIssued(d, ticket)
+  await announceHoldTickets(d, holdId, stored)
   if (hold.status !== 'paid') await d.models.TicketHold.updateOne({ _id: holdId }, { $set: { status: 'paid', checkoutId: payment.checkoutId, paymentUri: payment.paymentUri } })
   d.logger?.info({ holdId, environment: hold.environment, appDid: hold.appDid, tickets: stored.length }, 'hold paid: tickets issued')
   return stored
