@@ -85,7 +85,11 @@ export async function payCheckout(d: ServingPayments, browserToken: string, card
   const outcome = await charge(d, processor, checkout, card)
   if (outcome) {
     await keepOutcome(d, checkout._id, outcome)
-    await finishSettlement(d, checkout._id)
+    // the outcome is recorded: a finish that fails now (its event, its record, a hold's tickets) is the next read's
+    // or the sweep's to do, and the buyer is shown the payment processing, never asked to pay again
+    await finishSettlement(d, checkout._id).catch((err: unknown) => {
+      d.logger?.warn({ checkoutId: checkout._id, err }, 'the charge is recorded but its settlement could not finish; a read or the sweep finishes it')
+    })
   }
   const after = await reload()
   if (!after) throw new Error(`checkout ${checkout._id} vanished`)

@@ -230,8 +230,25 @@ export async function expireCheckout(
 }
 
 /**
+ * Finishing runs of a processing checkout in flight in this process: concurrent reads (an app polling, the buyer's
+ * page, the sweep) share one, rather than each starting another (a paid hold's settle issues up to 2,000 tickets).
+ */
+const recovering = new Map<string, Promise<boolean>>()
+
+function recoverShared(d: PaymentsDomain, checkoutId: string): Promise<boolean> {
+  let run = recovering.get(checkoutId)
+  if (!run) {
+    run = recoverCheckout(d, checkoutId).finally(() => recovering.delete(checkoutId))
+    recovering.set(checkoutId, run)
+  }
+  return run
+}
+
+/**
  * A checkout as a read should see it: a pending one past expiresAt is expired now (so polling ends without the
- * sweep), a processing one whose outcome is known is finished. Returns the checkout as stored afterwards.
+ * sweep), a processing one whose outcome is known is finished. Returns the checkout as stored afterwards. A finish
+ * that fails (the tickets domain slow to settle a large hold, say) leaves it processing for this read, which answers
+ * that rather than an error: the next read or the sweep finishes it.
  */
 export async function settleOnRead<T extends Pick<StoredCheckout, '_id' | 'environment' | 'appDid' | 'status' | 'expiresAt'>>(
   d: PaymentsDomain,
@@ -242,7 +259,10 @@ export async function settleOnRead<T extends Pick<StoredCheckout, '_id' | 'envir
   if (checkout.status === 'pending' && new Date(checkout.expiresAt).getTime() <= nowOf(d).getTime()) {
     changed = (await expireCheckout(d, checkout)) !== 'claimed'
   } else if (checkout.status === 'processing') {
-    changed = await recoverCheckout(d, checkout._id)
+    changed = await recoverShared(d, checkout._id).catch((err: unknown) => {
+      d.logger?.warn({ checkoutId: checkout._id, err }, 'a read could not finish the processing checkout; it answers it processing')
+      return false
+    })
   }
   if (!changed) return checkout
   return (await reload()) ?? checkout

@@ -1,0 +1,71 @@
+/**
+ * A ticket checkout whose hold is slow to settle (a large hold's tickets take the tickets domain longer than the
+ * payments domain waits): the buyer's pay, once charged, answers the checkout processing, never an error that reads
+ * as "pay again"; reads answer it processing while the settle fails, sharing one run rather than each starting
+ * another; and the first read after the tickets domain answers finishes it, completed, charged once.
+ */
+import { ContractError } from '@svc/errors'
+import { getPaymentStatus, payCheckout, ProcessorRegistry, TestProcessor, type PaymentsDomain } from '../src'
+import { startTicketCheckout } from '../src/domain/start-ticket-checkout'
+import { authorizationFor, browserTokenOf, GOOD_CARD, newDid, openDomain, serving, type TestDomain } from './helpers'
+
+const APP = 'did:web:ticket-settle-app.example.com'
+let t: TestDomain
+let processor: TestProcessor
+const settle = { failing: true, inFlight: 0, most: 0, calls: 0, release: () => undefined as void }
+
+const holds: NonNullable<PaymentsDomain['holds']> = {
+  secure: async () => true,
+  settle: async () => {
+    settle.calls++
+    settle.most = Math.max(settle.most, ++settle.inFlight)
+    try {
+      // as the gateway client gives up on the tickets domain: after a wait, unavailable
+      await new Promise<void>((resolve) => {
+        settle.release = resolve
+        setTimeout(resolve, 300)
+      })
+      if (settle.failing) throw new ContractError('ServiceUnavailable', 'the gateway did not answer in time')
+    } finally {
+      settle.inFlight--
+    }
+  },
+}
+
+beforeAll(async () => {
+  t = await openDomain('payments_ticket_settle', { holds })
+  processor = new TestProcessor(t.models.TestCharge)
+  t.domain.processors = new ProcessorRegistry({ test: processor, live: null })
+})
+afterAll(async () => {
+  await t?.close()
+})
+
+test('charged, the pay answers processing; reads share one settle and answer processing until it succeeds', async () => {
+  const organizer = newDid()
+  const started = await startTicketCheckout(serving(t.domain, { checkout: authorizationFor(organizer) }), {
+    appDid: APP,
+    environment: 'test',
+    holdId: 'hold_000000000000000000000001',
+    organizerDid: organizer,
+    description: '2 × General',
+    amount: 5000,
+    tickets: 2,
+    currency: 'usd',
+    expiresAt: new Date(t.clock.now.getTime() + 600_000).toISOString(),
+    returnUrl: null,
+    cancelUrl: null,
+  })
+  const paid = await payCheckout(t.domain, browserTokenOf(started.url), GOOD_CARD)
+  expect(paid.status).toBe('processing')
+
+  settle.calls = 0
+  settle.most = 0
+  const reads = await Promise.all(Array.from({ length: 5 }, () => getPaymentStatus(t.domain, { token: started.token, appDid: APP })))
+  expect(reads.map((r) => r.status)).toEqual(Array(5).fill('processing'))
+  expect(settle.most).toBe(1)
+
+  settle.failing = false
+  expect((await getPaymentStatus(t.domain, { token: started.token, appDid: APP })).status).toBe('completed')
+  expect(await t.models.TestCharge.countDocuments({})).toBe(1)
+})
