@@ -23,7 +23,7 @@ export interface PaymentsDomain {
   logger?: Logger
   /** the clock (tests move it) */
   now?: () => Date
-  /** how long a processor call may take before the payment fails with processor_error (default 30 s) */
+  /** how long a processor call may take before the payment fails with processor_error (default 20 s) */
   processorTimeoutMs?: number
   /** how long a payment keeps trying to write its processor's answer (default OUTCOME_WRITE_RETRY_MS, 2 min) */
   outcomeWriteRetryMs?: number

@@ -23,7 +23,7 @@ import type { ChargeResult, PaymentProcessor } from '../processors'
 
 /**
  * A payment claim without an outcome after this long lost its processor's answer: the call takes at most the
- * processor timeout (30 s), so its process died or failed after the claim. Recovery then asks the processor. Until
+ * processor timeout (20 s by default), so its process died or failed after the claim. Recovery then asks the processor. Until
  * then the checkout refuses every pay (the claim is taken): its claimant may still be on its way to the charge.
  */
 export const UNANSWERED_PAYMENT_CLAIM_MS = 60 * 1000

@@ -6,9 +6,6 @@ import type { CheckoutDoc } from '../models'
 import { nowOf, type PaymentsDomain } from './context'
 import { CLOSING_CLAIMS, expireCheckout, finishSettlement, recoverCheckout, UNANSWERED_PAYMENT_CLAIM_MS } from './settlement'
 
-/** how far back the sweep looks for payment claims left without outcome on a pending checkout */
-const UNMARKED_CLAIMS_WINDOW_MS = 10 * 60 * 1000
-
 type StoredCheckout = CheckoutDoc & { _id: string }
 
 export interface SweepResult {
@@ -63,13 +60,13 @@ export async function sweepCheckouts(d: PaymentsDomain, opts: { limit?: number; 
     })
   }
   const processing = await page<{ _id: string }>('processing', { status: 'processing' }, { _id: 1 })
-  // payment claims whose checkout may never have been marked processing (recoverCheckout settles those): the claims
-  // of the last UNMARKED_CLAIMS_WINDOW_MS older than a minute; older ones are settled by the expiry of their checkout
+  // payment claims whose checkout may never have been marked processing (recoverCheckout settles those): those older
+  // than a minute, however old (a sweep that was away or slow must not leave one pending until its checkout expires)
   const now = nowOf(d).getTime()
   // found by the equality FerretDB pushes down (the claims awaiting an answer are those in flight, few); their age here
   const awaiting = await d.models.Settlement.find({ awaiting: true }, { _id: 1, by: 1, claimedAt: 1 }).lean()
   const unmarked = awaiting
-    .filter((s) => s.by === 'payment' && s.claimedAt.getTime() >= now - UNMARKED_CLAIMS_WINDOW_MS && s.claimedAt.getTime() <= now - UNANSWERED_PAYMENT_CLAIM_MS)
+    .filter((s) => s.by === 'payment' && s.claimedAt.getTime() <= now - UNANSWERED_PAYMENT_CLAIM_MS)
     .slice(0, limit)
   // closes (a cancel, a lock) whose checkout was not closed after their claim (the request was cut off): their outcome
   // is known, so applying it is all that is left
