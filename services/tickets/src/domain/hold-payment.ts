@@ -103,7 +103,7 @@ export async function settleHold(d: TicketsDomain, holdId: string, payment: Hold
   const byId = new Map((await d.models.Ticket.find({ holdId }).lean()).map((t) => [t._id, t]))
   const stored = ids.flatMap(({ id }) => byId.get(id) ?? [])
   if (stored.length !== ids.length) throw new Error(`hold ${holdId}: ${ids.length - stored.length} of its tickets are missing after their insert`)
-  await announceHoldTickets(d, holdId, stored)
+  await announceHoldTickets(d, stored)
   if (hold.status !== 'paid') await d.models.TicketHold.updateOne({ _id: holdId }, { $set: { status: 'paid', checkoutId: payment.checkoutId, paymentUri: payment.paymentUri } })
   d.logger?.info({ holdId, environment: hold.environment, appDid: hold.appDid, tickets: stored.length }, 'hold paid: tickets issued')
   return stored
