@@ -63,10 +63,11 @@ const DATABASE_UNREACHABLE = new Set([
 ])
 
 /**
- * FerretDB answers when it cannot reach its own backend (PostgreSQL restarting, out of connections): an
- * `InternalError` (code 1) whose message is the PostgreSQL driver's. The database is away all the same.
+ * FerretDB answers when it cannot reach its own backend (PostgreSQL restarting, out of connections), or, on SQLite
+ * (used when no PostgreSQL answers), when its database file is locked by another writer: an `InternalError` (code 1)
+ * whose message is the backend driver's. The database is away, or busy, all the same: a retry passes.
  */
-const BACKEND_UNREACHABLE = /failed to connect to `|too many clients|the database system is (starting up|shutting down|in recovery mode)/
+const BACKEND_UNREACHABLE = /failed to connect to `|too many clients|the database system is (starting up|shutting down|in recovery mode)|\(SQLITE_BUSY\)/
 
 function isBackendUnreachable(err: Error): boolean {
   // an insertMany gets the same answer as a bulk error

@@ -100,3 +100,12 @@ it('a Redis that cannot take commands now (a replica in a failover, a restart) i
   const wrong = Object.assign(new Error('ERR wrong number of arguments'), { name: 'ReplyError' })
   expect(format(formatted, wrong)).toMatchObject({ extensions: { code: 'InternalServerError' } })
 })
+
+it('a FerretDB on SQLite whose database file is locked by another writer is ServiceUnavailable (its answer, as seen in a fault run)', () => {
+  const locked = Object.assign(
+    new Error('[msg_update.go:133 handler.(*Handler).updateDocument] [update.go:114 common.UpdateDocument] [collection.go:191 sqlite.(*collection).UpdateAll] database is locked (5) (SQLITE_BUSY)'),
+    { name: 'MongoServerError', code: 1 },
+  )
+  expect(isDatabaseUnreachable(locked)).toBe(true)
+  expect(format(formatted, locked)).toMatchObject({ extensions: { code: 'ServiceUnavailable', http: { status: 503 } } })
+})
