@@ -40,6 +40,11 @@ export interface DeliveryJob {
   inFlight?: UnrecordedAttempt | null
   /** attempts of workers that died, not yet written to the delivery's log (with the next outcome) */
   interrupted?: UnrecordedAttempt[]
+  /**
+   * For a run of a delivery delivered before (a redrive's): the time (ms since the epoch) after which no attempt is
+   * sent, as receivers may have forgotten its id (domain/deliveries.ts, sendBefore)
+   */
+  sendBefore?: number
 }
 
 /** The backoff type of delivery jobs; the workers' backoffStrategy implements the schedule. */

@@ -132,3 +132,31 @@ test('a delivered delivery redriven and delivered again keeps the time it was fi
   expect(second.deliveredAt!.getTime()).toBeGreaterThan(first.deliveredAt!.getTime())
   expect(second.firstDeliveredAt).toEqual(first.deliveredAt)
 })
+
+test('a redriven run still held when 30 days have passed since the first delivery ends unsent when its endpoint is unpaused', async () => {
+  healthy = true
+  const created = await checkout('POST', '/api/app/developer/test-event')
+  const id: string = created.body.deliveryId
+  const first = await waitForStatus(stack, id, 'delivered', 20_000)
+  await configureChannel(stack, app.did, { url: `${receiver.url}/hooks/svc`, paused: true })
+  const sent = receiver.requests.length
+  const queues = stackQueues(stack)
+  try {
+    expect((await checkout('POST', '/api/webhooks/atm', { deliveryId: id })).body.queued).toBe(1)
+    await waitForStatus(stack, id, 'held', 20_000)
+    // the run's job knows when receivers may forget the id: 30 days after the first delivery
+    const job = (await queues.deliveries.getJob(id))!
+    expect(job.data.sendBefore).toBe(first.firstDeliveredAt!.getTime() + 30 * 24 * 3600 * 1000)
+    // those 30 days pass while the endpoint is paused
+    await job.updateData({ ...job.data, sendBefore: Date.now() - 1 })
+    await configureChannel(stack, app.did, { url: `${receiver.url}/hooks/svc`, paused: false })
+    const ended = await waitForStatus(stack, id, 'failed', 20_000)
+    expect(ended.run).toBe(2)
+    expect(ended.lastError).toMatch(/^not sent: first delivered more than 30 days ago/)
+    expect((await attemptsOf(stack, id)).filter((a) => a.run === 2)).toEqual([])
+    await new Promise((r) => setTimeout(r, 500))
+    expect(receiver.requests).toHaveLength(sent)
+  } finally {
+    await queues.close()
+  }
+})

@@ -28,6 +28,7 @@ import type { MintServiceJwtParams } from '@svc/service-auth'
 import { MAX_ATTEMPTS, nextDelayMs } from '../domain/schedule'
 import { ATTEMPT_LOG_LIMIT, type AttemptDoc, type Channel, type DeliveryDoc, type EventsModels } from '../models'
 import type { DeliveryJob, UnrecordedAttempt } from '../queues'
+import { sendBefore } from '../domain/deliveries'
 import { receiveEventUrl, webhookRequest, xrpcRequest } from './channels'
 import type { SigningSecretsReader } from './app-environment-cache'
 import type { EndpointHealth } from './endpoint-health'
@@ -38,6 +39,7 @@ import type { Environment } from '@svc/vocabulary'
 
 export const INTERRUPTED_ERROR = 'the worker stopped during this attempt'
 export const NOT_CONFIGURED_ERROR = 'no webhook or receiver configured'
+export const TOO_LATE_ERROR = 'not sent: first delivered more than 30 days ago, receivers may no longer know its id (it would be processed twice)'
 
 /** A failed attempt; `delayMs` is the wait before the next one (null: it was the run's last). */
 export class AttemptFailedError extends Error {
@@ -76,7 +78,7 @@ export interface DeliveryProcessorDeps {
   health: EndpointHealth
 }
 
-export type ProcessOutcome = 'delivered' | 'already-delivered' | 'gone'
+export type ProcessOutcome = 'delivered' | 'already-delivered' | 'gone' | 'too-late'
 
 type Prepared = { request: OutgoingRequest } | { error: string }
 
@@ -107,12 +109,14 @@ interface Attempting {
   interrupted: UnrecordedAttempt[]
   /** attempts of the run made before the job was re-created (the reconciler's) */
   attemptsBefore: number
+  /** for a delivery delivered before: no attempt is sent from this time on (domain/deliveries.ts, sendBefore) */
+  sendBefore: number | null
 }
 
 /** The job's data for the attempt after `a` (or `a` itself again, when `next` is its number). */
 function jobData(a: Attempting, next: number, inFlight: UnrecordedAttempt | null, interrupted: UnrecordedAttempt[]): DeliveryJob {
-  const { id: deliveryId, appDid, environment, body, run, attemptsBefore } = a
-  return { deliveryId, appDid, environment, body, run, next, inFlight, interrupted, ...(attemptsBefore > 0 ? { attemptsBefore } : {}) }
+  const { id: deliveryId, appDid, environment, body, run, attemptsBefore, sendBefore: until } = a
+  return { deliveryId, appDid, environment, body, run, next, inFlight, interrupted, ...(attemptsBefore > 0 ? { attemptsBefore } : {}), ...(until !== null ? { sendBefore: until } : {}) }
 }
 
 function interruptedEntry(a: UnrecordedAttempt, run: number): AttemptDoc {
@@ -160,7 +164,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const data = job.data
     const attemptsBefore = data.attemptsBefore ?? 0
     if (!data.inFlight && data.body !== undefined && data.appDid && data.environment && data.run && data.next) {
-      return { id: data.deliveryId, appDid: data.appDid, environment: data.environment, body: data.body, run: data.run, number: data.next, interrupted: data.interrupted ?? [], attemptsBefore }
+      return { id: data.deliveryId, appDid: data.appDid, environment: data.environment, body: data.body, run: data.run, number: data.next, interrupted: data.interrupted ?? [], attemptsBefore, sendBefore: data.sendBefore ?? null }
     }
     const d = (await models.Delivery.findById(data.deliveryId, { attempts: 0 }).lean()) as DeliveryDoc | null
     if (!d) return 'gone'
@@ -168,7 +172,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const interrupted = unrecorded(data, d.attemptCount ?? 0)
     for (const a of interrupted) log.warn({ deliveryId: d._id, number: a.number }, 'delivery attempt interrupted by a worker that stopped')
     const last = interrupted.at(-1)?.number ?? d.attemptCount ?? 0
-    return { id: d._id, appDid: d.appDid, environment: d.environment as Environment, body: d.body, run: d.run ?? 1, number: last + 1, interrupted, attemptsBefore }
+    return { id: d._id, appDid: d.appDid, environment: d.environment as Environment, body: d.body, run: d.run ?? 1, number: last + 1, interrupted, attemptsBefore, sendBefore: sendBefore(d) }
   }
 
   /** Paused: `held` (with the log of attempts that died), the job back to delayed; nothing sent, nothing counted. */
@@ -184,6 +188,21 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     if (!token) throw new Error('a held delivery needs the job token')
     await job.moveToDelayed(nextAttemptAt.getTime(), token)
     throw new DelayedError()
+  }
+
+  /**
+   * Too late to send (see sendBefore): the run ends `failed` without an attempt (the attempts its dead workers left in
+   * flight logged `interrupted`), and a redrive refuses it too.
+   */
+  async function endTooLate(a: Attempting): Promise<'too-late'> {
+    const dead = a.interrupted.map((i) => interruptedEntry(i, a.run))
+    const counted = dead.length > 0 ? { attemptCount: dead.at(-1)!.number } : {}
+    const open = { _id: a.id, status: { $in: ['pending' as const, 'held' as const] } }
+    const ended = withAttempts({ status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: TOO_LATE_ERROR, ...counted }, dead)
+    const logged = dead.length > 0 && (await models.Delivery.updateOne({ ...open, attemptCount: { $lt: dead[0]!.number } }, ended)).matchedCount > 0
+    if (!logged) await models.Delivery.updateOne(open, { $set: { status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: TOO_LATE_ERROR } })
+    log.warn({ deliveryId: a.id, appDid: a.appDid, environment: a.environment, run: a.run }, 'delivery run ended unsent: first delivered more than 30 days ago')
+    return 'too-late'
   }
 
   /** The channel's request; a problem on our side (no secret, one that does not decrypt) fails the attempt unsent. */
@@ -267,6 +286,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       return 'gone'
     }
     if (a === 'already-delivered') return a
+    if (a.sendBefore !== null && Date.now() >= a.sendBefore) return endTooLate(a)
 
     const lookup = await deps.endpoints.lookup(a.appDid, a.environment, `${a.id}.${a.number}`)
     if (lookup.kind === 'found' && lookup.endpoint.paused) return hold(job, token, a)

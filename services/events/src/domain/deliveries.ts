@@ -144,7 +144,21 @@ async function settleByReading(models: EventsModels, batch: Waiting[], err: unkn
 }
 
 /** The job of the delivery's current run, from its stored document (`attemptsBefore`: attempts of the run already made). */
-export function deliveryJob(d: Pick<DeliveryDoc, '_id' | 'appDid' | 'environment' | 'body' | 'run' | 'attemptCount'>, attemptsBefore = 0): DeliveryJob {
+/** How long receivers keep the ids of the deliveries they processed (the SDK's claim stores, by default). */
+export const RECEIVERS_KEEP_IDS_MS = 30 * 24 * 3600 * 1000
+
+/**
+ * When the attempts of a delivery delivered before must stop: once receivers may have forgotten its id, a run (a
+ * redrive's, held while its endpoint was paused, say) that sent it would have it processed twice. Null for one never
+ * delivered.
+ */
+export function sendBefore(d: Pick<DeliveryDoc, 'firstDeliveredAt' | 'deliveredAt'>): number | null {
+  const firstDelivered = d.firstDeliveredAt ?? d.deliveredAt
+  return firstDelivered ? new Date(firstDelivered).getTime() + RECEIVERS_KEEP_IDS_MS : null
+}
+
+export function deliveryJob(d: Pick<DeliveryDoc, '_id' | 'appDid' | 'environment' | 'body' | 'run' | 'attemptCount' | 'firstDeliveredAt' | 'deliveredAt'>, attemptsBefore = 0): DeliveryJob {
+  const until = sendBefore(d)
   return {
     deliveryId: d._id,
     appDid: d.appDid,
@@ -155,6 +169,7 @@ export function deliveryJob(d: Pick<DeliveryDoc, '_id' | 'appDid' | 'environment
     inFlight: null,
     interrupted: [],
     ...(attemptsBefore > 0 ? { attemptsBefore } : {}),
+    ...(until !== null ? { sendBefore: until } : {}),
   }
 }
 

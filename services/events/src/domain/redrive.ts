@@ -19,7 +19,7 @@ import { ContractError } from '@svc/errors'
 import type { DeliveryDoc } from '../models'
 import type { DeliveryJob } from '../queues'
 import type { EventsDomain } from './context'
-import { deliveryJob, enqueueDelivery, requeueLostDelivery } from './deliveries'
+import { deliveryJob, enqueueDelivery, RECEIVERS_KEEP_IDS_MS, requeueLostDelivery } from './deliveries'
 import { DELIVERY_ID_RE } from './envelope'
 import { MAX_ATTEMPTS, scheduleSpanMs } from './schedule'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
@@ -163,8 +163,6 @@ async function requeueJob(domain: Domain, d: DeliveryDoc): Promise<void> {
   }
 }
 
-/** How long receivers keep the ids of the deliveries they processed (the SDK's claim stores, by default). */
-const RECEIVERS_KEEP_IDS_MS = 30 * 24 * 3600 * 1000
 /**
  * How long after it was first delivered a delivery may be sent again: each attempt of a new run must reach receivers
  * that still know the id, or it could be processed twice. A run takes the retry schedule (about 3 days) and may take
