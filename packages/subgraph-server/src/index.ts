@@ -321,4 +321,5 @@ export { UsageError, requiredOption, runOperatorCommand } from './operator-comma
 export { watchDatabase, type DatabaseWatchOptions } from './database-watch'
 export { startSweep, type Sweep } from './sweep'
 export { deleteByIds, findEach } from './by-key'
+export { sharedRun } from './shared-runs'
 export { createTurnModel, inTurn, type TurnModel, type TurnOptions } from './turns'

@@ -9,7 +9,7 @@ import type { Principal } from '@svc/internal-context'
 import { parseEnvironment, SERVICE_PRINCIPALS } from '@svc/vocabulary'
 import type { AppFacts } from './domain/app-facts'
 import type { HoldCheckouts } from './domain/context'
-import { sharedRead } from './domain/shared-reads'
+import { sharedRun } from '@svc/subgraph-server'
 
 const TICKETS: Principal = { kind: 'service', name: SERVICE_PRINCIPALS.tickets }
 
@@ -33,13 +33,13 @@ export function createGraphCheckouts(gateway: GatewayClient, requestId: string):
 
 /**
  * `requestId` ties the reads to the request being served (the logs of every hop carry it). Concurrent requests of
- * one app share its read (domain/shared-reads.ts): a crowd of buyers is one app asking the same many times at once.
+ * one app share its read (sharedRun of @svc/subgraph-server): a crowd of buyers is one app asking the same many times at once.
  */
 export function createGraphFacts(gateway: GatewayClient, requestId: string): AppFacts {
   const as = { principal: TICKETS, requestId }
   return {
     ticketsAccess: (appDid, environment) =>
-      sharedRead(gateway, JSON.stringify(['access', appDid, environment]), async () => {
+      sharedRun(gateway, JSON.stringify(['access', appDid, environment]), async () => {
         const { appAccessFor: a } = await gateway.query(ACCESS, { appDid, environment }, as)
         return { environment: parseEnvironment(a.environment), ticketsEnabled: a.config.modules.tickets }
       }),

@@ -15,6 +15,7 @@
 import { writeOutboxEvent } from '@svc/outbox'
 import pRetry from 'p-retry'
 import pTimeout from 'p-timeout'
+import { sharedRun } from '@svc/subgraph-server'
 import { isDuplicateKeyError, type CheckoutDoc, type FailureReason, type SettlementClaim } from '../models'
 import { holdsOf, nowOf, resolveTimeoutOf, type PaymentsDomain } from './context'
 import { buildPaymentRecord, storePaymentRecord } from './payment-records'
@@ -230,19 +231,10 @@ export async function expireCheckout(
 }
 
 /**
- * Finishing runs of a processing checkout in flight in this process: concurrent reads (an app polling, the buyer's
- * page, the sweep) share one, rather than each starting another (a paid hold's settle issues up to 2,000 tickets).
+ * Finishing a processing checkout, shared in this process: concurrent reads (an app polling, the buyer's page, the
+ * sweep) join the run in flight rather than each starting another (a paid hold's settle issues up to 2,000 tickets).
  */
-const recovering = new Map<string, Promise<boolean>>()
-
-function recoverShared(d: PaymentsDomain, checkoutId: string): Promise<boolean> {
-  let run = recovering.get(checkoutId)
-  if (!run) {
-    run = recoverCheckout(d, checkoutId).finally(() => recovering.delete(checkoutId))
-    recovering.set(checkoutId, run)
-  }
-  return run
-}
+const recoverShared = (d: PaymentsDomain, checkoutId: string): Promise<boolean> => sharedRun(d.models, `recover ${checkoutId}`, () => recoverCheckout(d, checkoutId))
 
 /**
  * A checkout as a read should see it: a pending one past expiresAt is expired now (so polling ends without the

@@ -13,7 +13,7 @@ import { randomInt } from 'node:crypto'
 import { deleteByIds, findEach, isDuplicateKeyError, type CapacityUnitDoc } from '../models'
 import { nowOf, type TicketsDomain } from './context'
 import { bitIsSet, seatNumber, type SeatMapState, type TakenUnit } from './seat-map'
-import { sharedRead } from './shared-reads'
+import { sharedRun } from '@svc/subgraph-server'
 
 export const seatUnit = (tierId: string, n: number): string => `${tierId}#${n}`
 export const buyerUnit = (tierId: string, buyerDid: string, k: number): string => `${tierId}@${buyerDid}#${k}`
@@ -123,19 +123,10 @@ async function releaseDue(d: TicketsDomain, lapsed: string[]): Promise<Set<strin
 }
 
 /**
- * Releases in flight in this process: a crowd of readers meeting the same lapsed reservations shares one release of
+ * A release shared in this process: a crowd of readers meeting the same lapsed reservations joins one release of
  * each (its outcome inserted, or the one another reader inserted first read), instead of each reader deciding it.
  */
-const releasing = new Map<string, Promise<boolean>>()
-
-function releaseShared(d: TicketsDomain, reservationId: string): Promise<boolean> {
-  let release = releasing.get(reservationId)
-  if (!release) {
-    release = releaseReservation(d, reservationId).finally(() => releasing.delete(reservationId))
-    releasing.set(reservationId, release)
-  }
-  return release
-}
+const releaseShared = (d: TicketsDomain, reservationId: string): Promise<boolean> => sharedRun(d.models, `release ${reservationId}`, () => releaseReservation(d, reservationId))
 
 /**
  * The seat units of a tier taken now (lapsed reservations released first), read from the units: exact, for the
@@ -157,7 +148,7 @@ export interface TakenSeatNumbers {
 /**
  * The seats of a tier taken now, for choosing seats and counting them: from the seat map (seat-map.ts) when it is
  * built, releasing the reservations it says are due; otherwise from the units, building the map on the way.
- * `shared`: a read of the units is shared with concurrent requests (shared-reads.ts), for the first look of a hold,
+ * `shared`: a read of the units is shared with concurrent requests (sharedRun), for the first look of a hold,
  * a claim or availability.
  */
 export async function seatsTakenNow(d: TicketsDomain, tierId: string, range: number, opts: { shared?: boolean } = {}): Promise<TakenSeatNumbers> {
@@ -181,7 +172,7 @@ export async function seatsTakenNow(d: TicketsDomain, tierId: string, range: num
     }
   }
   const read = () => readSeatUnits(d, tierId)
-  return fromUnits(await releaseLapsed(d, await (opts.shared ? sharedRead(d.models, `seats ${tierId}`, read) : read())), range)
+  return fromUnits(await releaseLapsed(d, await (opts.shared ? sharedRun(d.models, `seats ${tierId}`, read) : read())), range)
 }
 
 /** The map's state; null when it is not built, undefined when Redis did not answer (then the units are read). */

@@ -7,7 +7,7 @@ import { ContractError } from '@svc/errors'
 import type { Environment } from '@svc/vocabulary'
 import type { TicketedEventDoc, TierDoc } from '../models'
 import type { ServingTickets } from './context'
-import { sharedRead } from './shared-reads'
+import { sharedRun } from '@svc/subgraph-server'
 
 /** Bad input: InvalidRequest with what was wrong. */
 export const invalid = (message: string): never => {
@@ -25,17 +25,17 @@ export async function ticketsEnvironment(d: ServingTickets, appDid: string, envi
 
 /**
  * The event as the app sees it: null when it has no tiers yet, AppUnauthorized when another app owns it. The read is
- * shared by concurrent requests (shared-reads.ts).
+ * shared by concurrent requests (sharedRun).
  */
 export async function appEvent(d: ServingTickets, appDid: string, environment: Environment, eventUri: string): Promise<TicketedEventDoc | null> {
   const key = eventKey(environment, eventUri)
-  const event = await sharedRead(d.models, `event ${key}`, () => d.models.TicketedEvent.findById(key).lean())
+  const event = await sharedRun(d.models, `event ${key}`, () => d.models.TicketedEvent.findById(key).lean())
   if (event && event.appDid !== appDid) throw new ContractError('AppUnauthorized', 'this event is ticketed through another app')
   return event
 }
 
 /** The event's tiers among `tierIds` (others, and other events' tiers, are left out); each read shared. */
 export async function eventTiers(d: ServingTickets, event: Pick<TicketedEventDoc, '_id'>, tierIds: string[]): Promise<TierDoc[]> {
-  const tiers: (TierDoc | null)[] = await Promise.all(tierIds.map((id) => sharedRead(d.models, `tier ${id}`, () => d.models.Tier.findById(id).lean<TierDoc>())))
+  const tiers: (TierDoc | null)[] = await Promise.all(tierIds.map((id) => sharedRun(d.models, `tier ${id}`, () => d.models.Tier.findById(id).lean<TierDoc>())))
   return tiers.filter((t): t is TierDoc => t !== null && t.eventKey === event._id)
 }
