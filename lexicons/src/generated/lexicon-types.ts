@@ -681,7 +681,7 @@ export interface TicketsSvcConfigureTicketTiersTier {
   /** End of the sale window. */
   salesEndAt?: string
 }
-/** A tier to create (without ticketTypeId) or update (with ticketTypeId). */
+/** A tier to create (without ticketTypeId) or update (with ticketTypeId). An update gives the whole tier: an optional field left out takes its default or is cleared, as on creation. */
 export interface TicketsSvcConfigureTicketTiersTierInput {
   /** Tier id, prefix `tier_`, of an existing tier to update. */
   ticketTypeId?: string

@@ -137,3 +137,13 @@ test('a capacity cut refused because holds took the free seats meanwhile changes
   expect(await tierCapacity(d, first!)).toBe(100)
   expect(await tierCapacity(d, other!)).toBe(100)
 })
+
+test('an update gives the whole tier: an optional field left out takes its default or is cleared, as on creation', async () => {
+  const eventUri = newEventUri()
+  const window = { salesStartAt: '2026-01-01T00:00:00.000Z', salesEndAt: '2030-01-01T00:00:00.000Z' }
+  const created = await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [{ name: 'General', priceAmount: 1500, currency: 'usd', capacity: 10, perBuyerLimit: 4, ...window }] })
+  const tierId = created.tiers[0]!.ticketTypeId
+  expect(await models.Tier.findById(tierId).lean()).toMatchObject({ perBuyerLimit: 4, salesStartAt: new Date(window.salesStartAt), salesEndAt: new Date(window.salesEndAt) })
+  await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 10, { name: 'Renamed' })] })
+  expect(await models.Tier.findById(tierId).lean()).toMatchObject({ name: 'Renamed', perBuyerLimit: 10, salesStartAt: null, salesEndAt: null })
+})

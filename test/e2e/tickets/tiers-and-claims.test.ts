@@ -113,6 +113,15 @@ describe('configureTicketTiers', () => {
     expect(expectOk(await availability(stack, app, { eventUri })).items).toEqual([{ ticketTypeId: tiers[0]!.ticketTypeId, available: 5 }])
   })
 
+  it('counts a tier name in graphemes, as the lexicon does', async () => {
+    // 100 flags are 200 code points; 100 accented letters written with a combining accent, 200 code points too
+    for (const name of ['🇫🇷'.repeat(100), 'e\u0301'.repeat(100)]) {
+      const { tiers } = await setUpEvent(stack, app, organizer, [{ ...FREE, name }])
+      expect(tiers[0]).toMatchObject({ name })
+    }
+    expectError(await configure(stack, app, { environment: 'test', eventUri: eventUriOf(organizer), organizerDid: organizer.did, organizerAssertionJwt: await organizer.assertion(CONFIGURE), tiers: [{ ...FREE, name: '🇫🇷'.repeat(101) }] }), 400, 'InvalidRequest', /name/)
+  })
+
   it('TicketsModuleDisabled with the module off; AppUnauthorized in an environment the app lacks and for another app\'s event', async () => {
     const off = await stack.newApp()
     const body = async (env: string, eventUri = eventUriOf(organizer)) => ({ environment: env, eventUri, organizerDid: organizer.did, organizerAssertionJwt: await organizer.assertion(CONFIGURE), tiers: [FREE] })
