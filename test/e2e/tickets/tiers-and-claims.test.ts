@@ -55,6 +55,21 @@ describe('configureTicketTiers', () => {
     expect((second as any).holdDurationSeconds).toBe(120)
   })
 
+  it('a call that creates tiers, sent 6 times in parallel and retried, creates each tier once', async () => {
+    const eventUri = eventUriOf(organizer)
+    const assertion = await organizer.assertion(CONFIGURE)
+    const send = () => configure(stack, app, { environment: 'test', eventUri, organizerDid: organizer.did, organizerAssertionJwt: assertion, tiers: [FREE, PAID] })
+    const answers = (await Promise.all(Array.from({ length: 6 }, send))).map((r) => expectOk(r))
+    answers.push(expectOk(await send()))
+    const ids = answers[0].tiers.map((t: { ticketTypeId: string }) => t.ticketTypeId)
+    expect(ids).toHaveLength(2)
+    for (const answer of answers) expect(answer.tiers.map((t: { ticketTypeId: string; capacity: number }) => [t.ticketTypeId, t.capacity])).toEqual([[ids[0], 5], [ids[1], 10]])
+    expect(expectOk(await availability(stack, app, { eventUri })).items).toEqual([{ ticketTypeId: ids[0], available: 5 }, { ticketTypeId: ids[1], available: 10 }])
+    // another call creates its own tiers, even one like a tier the first created
+    const another = expectOk(await configure(stack, app, { environment: 'test', eventUri, organizerDid: organizer.did, organizerAssertionJwt: assertion, tiers: [FREE] }))
+    expect(another.tiers.map((t: { ticketTypeId: string }) => t.ticketTypeId)).toEqual([...ids, expect.not.stringMatching(new RegExp(`^(${ids.join('|')})$`))])
+  })
+
   it('never lowers a capacity below what is claimed; lowering to exactly that, and raising again, work', async () => {
     const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ ...FREE, capacity: 10, perBuyerLimit: 1 }])
     const tier = { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }

@@ -5,7 +5,7 @@
  * the app must have the tickets module on, and the event must be the app's (the first app its organizer configured
  * it through). Every tier is checked before anything is written. A capacity never falls below what is sold and held:
  * lowering it takes free seats into the organizer's block (capacity.ts), and is refused when too few are free. One
- * configuration of an event runs at a time (configuration-turns.ts).
+ * configuration of an event runs at a time (configuration-turns.ts), and a repeat of a call creates no tier twice.
  */
 import { ContractError } from '@svc/errors'
 import { graphemeLength, hasControlCharacters, parseRecordUri } from '@svc/vocabulary'
@@ -14,7 +14,7 @@ import { deleteUnitsOfReservation, KEPT_UNTIL, reserve, takenSeats, type UnitToD
 import { inConfigurationTurn } from './configuration-turns'
 import { nowOf, type ServingTickets, type TicketsDomain } from './context'
 import { eventKey, invalid, ticketsEnvironment } from './event-access'
-import { newTierId } from './ids'
+import { createdTierId } from './ids'
 import type { ConfigureTicketTiersInput, TicketedEvent, TicketTier, TierInput } from '../generated/graph-types'
 
 export const DEFAULT_HOLD_SECONDS = 600
@@ -118,6 +118,16 @@ export async function eventView(d: TicketsDomain, event: TicketedEventDoc): Prom
   }
 }
 
+/**
+ * The id each entry without ticketTypeId creates its tier with: derived from the event and every tier the call
+ * creates, so a repeat of the same call names the same tiers (ids of the entries that update are never used).
+ */
+function createdTierIds(eventKey: string, tiers: CheckedTier[]): string[] {
+  const creations = tiers.flatMap((t) => (t.ticketTypeId !== null ? [] : [[t.name, t.priceAmount, t.currency, t.capacity, t.perBuyerLimit, t.salesStartAt?.toISOString() ?? null, t.salesEndAt?.toISOString() ?? null]]))
+  let n = 0
+  return tiers.map((t) => (t.ticketTypeId !== null ? '' : createdTierId(eventKey, creations, n++)))
+}
+
 export async function configureTicketTiers(d: ServingTickets, appDid: string, input: ConfigureTicketTiersInput): Promise<TicketedEvent> {
   const record = parseRecordUri(input.eventUri)
   if (!record) invalid('eventUri must be the AT-URI of a record (at://<did>/<collection>/<rkey>)')
@@ -125,8 +135,8 @@ export async function configureTicketTiers(d: ServingTickets, appDid: string, in
   const hold = input.holdDurationSeconds
   if (hold !== undefined && hold !== null && (!Number.isInteger(hold) || hold < 60 || hold > 86_400)) invalid('holdDurationSeconds must be an integer from 60 to 86400')
   if (input.tiers.length === 0 || input.tiers.length > MAX_TIERS_PER_EVENT) invalid(`tiers must hold 1 to ${MAX_TIERS_PER_EVENT} tiers`)
-  const tiers = input.tiers.map(checkTier)
-  const named = tiers.map((t) => t.ticketTypeId).filter((id): id is string => id !== null)
+  const checked = input.tiers.map(checkTier)
+  const named = checked.map((t) => t.ticketTypeId).filter((id): id is string => id !== null)
   if (new Set(named).size !== named.length) invalid('a ticketTypeId appears twice')
 
   const environment = await ticketsEnvironment(d, appDid, input.environment ?? null)
@@ -137,8 +147,12 @@ export async function configureTicketTiers(d: ServingTickets, appDid: string, in
     let event = await d.models.TicketedEvent.findById(key).lean()
     if (event && event.appDid !== appDid) throw new ContractError('AppUnauthorized', 'this event is ticketed through another app')
 
-    // every named tier must be the event's, and a lower capacity must fit, before anything is written
     const existing = new Map((event ? await d.models.Tier.find({ eventKey: key }).lean() : []).map((t) => [t._id, t]))
+    // the tiers this very call created, if it ran before (a retry after a lost answer or a 503): updated, not created
+    // again (which would put the event's seats on sale twice)
+    const created = createdTierIds(key, checked)
+    const tiers = checked.map((t, i) => (t.ticketTypeId === null && existing.has(created[i]!) ? { ...t, ticketTypeId: created[i]! } : t))
+    // every named tier must be the event's, and a lower capacity must fit, before anything is written
     const capacities = new Map<string, number>()
     for (const t of tiers) {
       if (t.ticketTypeId === null) continue
@@ -168,10 +182,10 @@ export async function configureTicketTiers(d: ServingTickets, appDid: string, in
     }
 
     let position = existing.size
-    for (const t of tiers) {
+    for (const [i, t] of tiers.entries()) {
       const fields = { name: t.name, priceAmount: t.priceAmount, currency: t.currency, perBuyerLimit: t.perBuyerLimit, salesStartAt: t.salesStartAt, salesEndAt: t.salesEndAt, updatedAt: now }
       if (t.ticketTypeId === null) {
-        await d.models.Tier.create({ _id: newTierId(), eventKey: key, appDid, environment, eventUri: input.eventUri, seatRange: t.capacity, position: position++, createdAt: now, ...fields })
+        await d.models.Tier.create({ _id: created[i]!, eventKey: key, appDid, environment, eventUri: input.eventUri, seatRange: t.capacity, position: position++, createdAt: now, ...fields })
         continue
       }
       const tier = existing.get(t.ticketTypeId)!

@@ -1,7 +1,13 @@
 /** Ids of the tickets domain: a prefix and 24 hex characters. */
 import { createHash, randomBytes } from 'node:crypto'
 
-export const newTierId = (): string => `tier_${randomBytes(12).toString('hex')}`
+/**
+ * The id of the `n`-th tier a configuration call creates, derived from the event and all the tiers the call creates:
+ * a repeat of the call names the same tiers, so it creates none twice.
+ */
+export function createdTierId(eventKey: string, creations: unknown[], n: number): string {
+  return `tier_${createHash('sha256').update(JSON.stringify([eventKey, creations, n])).digest('hex').slice(0, 24)}`
+}
 
 /** A free claim's ticket id derives from its whole scope, so every retry and duplicate names the same ticket. */
 export function claimTicketId(scope: { appDid: string; environment: string; eventUri: string; tierId: string; buyerDid: string; idempotencyKey: string }): string {
