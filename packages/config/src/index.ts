@@ -489,11 +489,34 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
 }
 
+/**
+ * Fields of a database error that hold whole documents or the values of a key: mongoose puts an insertMany's
+ * documents on its error (`results`, `insertedDocs`), the driver each failed write's document (`writeErrors[].op`)
+ * and the server's answer (`errorResponse`, `keyValue`). A paid hold's tickets carry their scan and page tokens, so
+ * none of them is logged; the message, code and `keyPattern` say what failed.
+ */
+const ERROR_FIELDS_WITH_DOCUMENTS = ['results', 'insertedDocs', 'writeErrors', 'op', 'result', 'errorResponse', 'writeConcernError', 'errInfo', 'keyValue', 'document'] as const
+
+/** pino's error serializer, without the fields above (on the error, its cause and the errors it aggregates). */
+export function serializeError(err: Error): Record<string, unknown> {
+  const strip = (value: unknown): void => {
+    if (typeof value !== 'object' || value === null) return
+    const o = value as Record<string, unknown>
+    for (const field of ERROR_FIELDS_WITH_DOCUMENTS) delete o[field]
+    strip(o.cause)
+    if (Array.isArray(o.aggregateErrors)) o.aggregateErrors.forEach(strip)
+  }
+  const serialized = pino.stdSerializers.err(err) as unknown as Record<string, unknown>
+  strip(serialized)
+  return serialized
+}
+
 /** Logger options shared by every component: structured JSON, secrets redacted. */
 export function loggerOptions(config: Pick<Config, 'logLevel'>, name: string) {
   return {
     name,
     level: config.logLevel,
+    serializers: { err: serializeError },
     redact: {
       paths: [
         'req.headers.authorization',
@@ -504,6 +527,7 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>, name: string) {
         '*.signingSecret',
         '*.secrets',
         '*.apiKey',
+        '*.pageToken',
         // ioredis puts a failed command on its error, AUTH's password included
         'err.command.args',
         '*.err.command.args',

@@ -3,6 +3,7 @@
  * its errors. Against the real Redis: a wrong password makes ioredis fail AUTH with the password on the error.
  */
 import Redis from 'ioredis'
+import mongoose from 'mongoose'
 import pino from 'pino'
 import { isolate } from '@svc/testing/src/isolation'
 import { loggerOptions } from '../src'
@@ -41,4 +42,29 @@ it('tokens, secrets and authorization headers are redacted', () => {
   const { logger, lines } = capture()
   logger.info({ req: { headers: { authorization: 'Bearer abc-secret-1' } }, checkout: { token: 'pst_test_secret2' }, env: { signingSecret: 'whsec_secret3', apiKey: 'svc_rk_secret4' } }, 'x')
   for (const secret of ['abc-secret-1', 'pst_test_secret2', 'whsec_secret3', 'svc_rk_secret4']) expect(lines[0]).not.toContain(secret)
+})
+
+it("a database error carrying the documents of an insertMany (a paid hold's tickets, their tokens) is logged without them", async () => {
+  const conn = await mongoose.createConnection(isolate('config_logging_documents').mongoUrl).asPromise()
+  try {
+    const Ticket = conn.model('Ticket', new mongoose.Schema({ _id: String, secret: String, pageToken: String }, { versionKey: false }))
+    const ticket = { _id: `ticket_${Math.random().toString(36).slice(2)}`, secret: 'tkt_scan_LEAK', pageToken: 'tkp_page_LEAK' }
+    await Ticket.create(ticket)
+    // the settle of a paid hold inserts its tickets this way; this one fails on its duplicate
+    const err = await Ticket.insertMany([ticket, { ...ticket, _id: `${ticket._id}_2` }], { ordered: false }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(Error)
+    // what makes the test meaningful: the errors hold the tokens
+    expect(JSON.stringify({ ...(err as object) })).toContain('tkt_scan_LEAK')
+    const { logger, lines } = capture()
+    logger.warn({ err }, 'the database cannot be reached')
+    logger.error({ err: new Error('wrapped', { cause: err }) }, 'unexpected resolver error')
+    expect(lines).toHaveLength(2)
+    for (const line of lines) {
+      expect(line).not.toMatch(/tkt_scan_LEAK|tkp_page_LEAK/)
+      expect(line).toContain('E11000')
+    }
+  } finally {
+    await conn.dropDatabase()
+    await conn.close()
+  }
 })
