@@ -98,28 +98,62 @@ export function isDatabaseUnreachable(err: unknown): boolean {
   )
 }
 
+/** What a resolver's error is to the caller: its own contract error, or one of ours (unavailable, unexpected). */
+function kindOf(original: unknown): 'contract' | 'database' | 'redis' | 'unexpected' {
+  if (original instanceof ContractError) return 'contract'
+  if (isDatabaseUnreachable(original)) return 'database'
+  if (isRedisUnavailable(original)) return 'redis'
+  return 'unexpected'
+}
+
+const CALLER_ERRORS = new Set(['GRAPHQL_VALIDATION_FAILED', 'BAD_USER_INPUT', 'GRAPHQL_PARSE_FAILED', 'UNAUTHENTICATED', 'BAD_REQUEST'])
+
 /**
  * Keeps ContractError codes for the adapter; a database that cannot be reached, or a Redis that cannot take commands
- * now (a failover, a restart), is ServiceUnavailable; hides other
- * unexpected errors behind InternalServerError.
+ * now (a failover, a restart), is ServiceUnavailable; hides other unexpected errors behind InternalServerError. The
+ * errors of ours are logged with the request's logger (errorLogging, below).
  */
-export function formatSubgraphError(log: Logger) {
+export function formatSubgraphError() {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
     const original = unwrapResolverError(error)
-    if (original instanceof ContractError) {
-      return { message: original.message, path: formatted.path, extensions: contractExtensions(original.code) }
-    }
     const code = formatted.extensions?.code
+    const kind = kindOf(original)
+    if (kind === 'contract') {
+      return { message: (original as ContractError).message, path: formatted.path, extensions: contractExtensions((original as ContractError).code) }
+    }
     if (code === 'GRAPHQL_VALIDATION_FAILED' || code === 'BAD_USER_INPUT' || code === 'GRAPHQL_PARSE_FAILED') {
       return { message: formatted.message, extensions: { ...contractExtensions('InvalidRequest'), graphqlCode: code } }
     }
     if (code === 'UNAUTHENTICATED' || code === 'BAD_REQUEST') return formatted
-    if (isDatabaseUnreachable(original) || isRedisUnavailable(original)) {
-      log.warn({ err: original }, isRedisUnavailable(original) ? 'redis cannot take commands now' : 'the database cannot be reached')
+    if (kind === 'database' || kind === 'redis') {
       return { message: 'the service is briefly unavailable; retry with backoff', path: formatted.path, extensions: contractExtensions('ServiceUnavailable') }
     }
-    log.error({ err: original }, 'unexpected resolver error')
     return { message: 'internal error', path: formatted.path, extensions: contractExtensions('InternalServerError') }
+  }
+}
+
+/**
+ * Logs the errors a request answers as ServiceUnavailable or InternalServerError with the request's logger (its
+ * `reqId`, so the line meets the adapter's and the gateway's); a request refused before it had a context logs with
+ * the process's.
+ */
+export function errorLogging<TContext extends SubgraphContext>(root: Logger): ApolloServerPlugin<TContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async didEncounterErrors({ contextValue, errors }) {
+          const log = (contextValue as TContext | undefined)?.log ?? root
+          for (const error of errors) {
+            if (CALLER_ERRORS.has(String(error.extensions?.code))) continue
+            const original = unwrapResolverError(error)
+            const kind = kindOf(original)
+            if (kind === 'database') log.warn({ err: original }, 'the database cannot be reached')
+            else if (kind === 'redis') log.warn({ err: original }, 'redis cannot take commands now')
+            else if (kind === 'unexpected') log.error({ err: original }, 'unexpected resolver error')
+          }
+        },
+      }
+    },
   }
 }
 
@@ -132,13 +166,13 @@ export function buildSubgraphServer<TContext extends SubgraphContext>(opts: Subg
   const userQuery = (opts.resolvers as Record<string, unknown>).Query as Record<string, unknown> | undefined
   const resolvers = { ...opts.resolvers, Query: { ...userQuery, _service: () => ({ sdl }) } } as GraphQLResolverMap<unknown>
   const schema = buildSubgraphSchema([{ typeDefs: opts.typeDefs, resolvers }])
-  const plugins: ApolloServerPlugin<TContext>[] = [ApolloServerPluginInlineTraceDisabled()]
+  const plugins: ApolloServerPlugin<TContext>[] = [ApolloServerPluginInlineTraceDisabled(), errorLogging(opts.logger)]
   const server = new ApolloServer<TContext>({
     schema,
     plugins,
     introspection: true,
     includeStacktraceInErrorResponses: false,
-    formatError: formatSubgraphError(opts.logger),
+    formatError: formatSubgraphError(),
   })
   const context = async ({ req }: { req: { headers: Record<string, string | string[] | undefined> } }): Promise<TContext> => {
     const raw = req.headers[CONTEXT_HEADER]

@@ -3,12 +3,11 @@
  * other unexpected error a masked 500. The database errors are the driver's own, from a real FerretDB stopped mid-way.
  */
 import mongoose from 'mongoose'
-import pino from 'pino'
 import { ContractError } from '@svc/errors'
 import { startFerretDb, startFerretDbWithoutBackend } from '@svc/testing'
 import { formatSubgraphError, isDatabaseAway, isDatabaseUnreachable } from '../src'
 
-const format = formatSubgraphError(pino({ level: 'silent' }))
+const format = formatSubgraphError()
 const formatted = { message: 'raw', path: ['checkout'] }
 
 it('a database that stopped answering is ServiceUnavailable, for reads and writes', async () => {
