@@ -94,13 +94,18 @@ async function registerOperations(app: FastifyInstance, deps: AdapterDeps): Prom
 
 /**
  * Capabilities travel in some paths and queries (browser checkout tokens, status tokens, dashboard sign-in links,
- * ticket pages and scan tokens), and a caller may put one in any URL: request logs show it masked, never the secret.
+ * ticket pages and scan tokens), and a caller may put one in any URL, or a credential (an API key, a webhook signing
+ * secret, a JWT): request logs show it masked, never the secret.
  */
 /** The utility routes' limit per client address, in keys' worth of the per-key limit. */
 export const UTILITY_KEYS_PER_ADDRESS = 10
 
 export function redactPath(url: string): string {
-  const mask = (u: string) => u.replace(/\b(cko|pst|dsl|dss|tkp|tkt)_(test_|live_)?[A-Za-z0-9_-]{8,}/g, '$1_$2[redacted]')
+  const mask = (u: string) =>
+    u
+      .replace(/\b(cko|pst|dsl|dss|tkp|tkt|svc_rk)_(test_|live_)?[A-Za-z0-9_-]{8,}/g, '$1_$2[redacted]')
+      .replace(/\bwhsec_[A-Za-z0-9+/=]{8,}/g, 'whsec_[redacted]')
+      .replace(/\beyJ[A-Za-z0-9_-]{8,}(\.[A-Za-z0-9_-]*){0,2}/g, 'eyJ[redacted]')
   // the router and the query parser decode what the URL percent-encodes (pst%5Ftest%5F…): mask what they see. Only
   // ASCII escapes are decoded (tokens are ASCII), so a malformed escape elsewhere cannot hide one
   const decoded = url.replace(/%([0-7][0-9A-Fa-f])/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)))

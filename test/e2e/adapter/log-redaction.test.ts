@@ -94,6 +94,13 @@ it('no log line holds a credential or capability that requests carried, on match
   await waitForStatus(stack, queued.deliveryId, 'delivered')
   expect(receiver.requests.map((r) => r.headers['svc-delivery-id'])).toContain(queued.deliveryId)
 
+  // credentials and capabilities a caller put in URLs where none belongs: in a query, in a checkout path's later segment
+  secrets.jwtInUrl = await app.jwt(STATUS)
+  const misplaced = `key=${secrets.apiKey}&secret=${encodeURIComponent(secrets.signingSecret!)}&access_token=${secrets.jwtInUrl}`
+  expect((await httpRequest(`${stack.apiUrl}/xrpc/${STATUS}?token=x&${misplaced}`)).status).toBe(401)
+  expect((await httpRequest(`${stack.checkoutUrl}/api/app/developer/config?app=${encodeURIComponent(app.did)}&${misplaced}`)).status).toBe(401)
+  expect((await httpRequest(`${stack.checkoutUrl}/checkout/x/${secrets.browserToken}?${misplaced}`)).status).toBe(404)
+
   // the requests were logged
   const text = logs.join('')
   expect(text).toContain('/xrpc/network.svc.payment.status')

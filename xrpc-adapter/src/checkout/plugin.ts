@@ -48,7 +48,8 @@ const UNKNOWN_TOKEN_CODES = new Set(['NotFound', 'InvalidToken'])
 
 /**
  * What logs may show of a URL: a checkout URL loses its token and its query (`/checkout/<token>/pay?x` →
- * `/checkout/:token/pay`); any other URL is returned as it is.
+ * `/checkout/:token/pay`), and any later segment that is not a word (`/checkout/x/<token>` → `/checkout/:token/:segment`);
+ * any other URL is returned as it is.
  */
 export function redactCheckoutUrl(url: string): string {
   let path = url.split(/[?#]/, 1)[0] ?? ''
@@ -58,7 +59,7 @@ export function redactCheckoutUrl(url: string): string {
     // not decodable: judge the raw path
   }
   if (!/^\/+checkout(?:\/|$)/i.test(path)) return url
-  return path.replace(/^(\/+checkout\/+)[^/]+/i, '$1:token')
+  return path.replace(/^(\/+checkout\/+)[^/]+/i, '$1:token').replace(/\/([^/]+)/g, (segment, name: string) => (name === ':token' || /^[a-z-]{1,32}$/i.test(name) ? segment : '/:segment'))
 }
 
 /**
