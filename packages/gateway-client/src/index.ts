@@ -38,6 +38,8 @@ export interface GatewayClientOptions {
   connections?: number
   /** how long the gateway may take to answer; default undici's (300 s) */
   timeoutMs?: number
+  /** where a failed call is logged, with its request id, when the call brings no logger of its own */
+  logger?: { error(obj: object, msg: string): void }
 }
 
 /** The gateway could not be reached or did not answer GraphQL; `reason` says how (a socket error code or `HTTP 502`). */
@@ -56,6 +58,10 @@ export function createGatewayClient(opts: GatewayClientOptions): GatewayClient {
   const url = new URL(opts.url)
   const pool = new Pool(url.origin, { connections: opts.connections ?? 64, pipelining: 1 })
   const timeouts = opts.timeoutMs ? { headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs } : {}
+
+  /** the call's logger, or the client's with the call's request id */
+  const logOf = (as: GatewayCall): GatewayCall['log'] =>
+    as.log ?? (opts.logger ? { error: (obj, msg) => opts.logger!.error({ reqId: as.requestId, ...obj }, msg) } : undefined)
 
   async function post<T>(document: string, variables: unknown, as: GatewayCall): Promise<GraphQLAnswer<T>> {
     // a principal this process may not state is a programming error, thrown before anything is sent
@@ -78,19 +84,19 @@ export function createGatewayClient(opts: GatewayClientOptions): GatewayClient {
       text = await res.body.text()
     } catch (err) {
       const code = (err as { code?: unknown }).code
-      as.log?.error({ err }, 'gateway unreachable')
+      logOf(as)?.error({ err }, 'gateway unreachable')
       throw new GatewayUnavailableError(typeof code === 'string' ? code : 'unreachable')
     }
     if (status === 401) {
       // the gateway refused this process's signed context (a key it does not know, a clock too far apart): a
       // deployment fault every call of this process meets, said once per call rather than as an unexplained 500
-      as.log?.error({ status, answer: text.slice(0, 200) }, 'the gateway refused this process\'s context: check its key (*_CONTEXT_KEY) and the clock')
+      logOf(as)?.error({ status, answer: text.slice(0, 200) }, 'the gateway refused this process\'s context: check its key (*_CONTEXT_KEY) and the clock')
       throw new ContractError('InternalServerError', 'internal error')
     }
     try {
       return JSON.parse(text) as GraphQLAnswer<T>
     } catch {
-      as.log?.error({ status }, 'gateway answered something other than GraphQL')
+      logOf(as)?.error({ status }, 'gateway answered something other than GraphQL')
       throw new GatewayUnavailableError(`HTTP ${status}`)
     }
   }
@@ -104,11 +110,11 @@ export function createGatewayClient(opts: GatewayClientOptions): GatewayClient {
         const coded = answer.errors.find((e) => isErrorCode(e.extensions?.code))
         const code = coded?.extensions?.code
         if (coded && isErrorCode(code) && code !== 'InternalServerError') throw new ContractError(code, coded.message)
-        as.log?.error({ errors: answer.errors }, 'gateway returned an unexpected error')
+        logOf(as)?.error({ errors: answer.errors }, 'gateway returned an unexpected error')
         throw new ContractError('InternalServerError', 'internal error')
       }
       if (answer.data == null) {
-        as.log?.error({ answer: JSON.stringify(answer).slice(0, 200) }, 'gateway answered neither data nor errors')
+        logOf(as)?.error({ answer: JSON.stringify(answer).slice(0, 200) }, 'gateway answered neither data nor errors')
         throw new ContractError('InternalServerError', 'internal error')
       }
       return answer.data

@@ -96,6 +96,16 @@ it("says in the log when the gateway refuses this process's context (a wrong key
   expect(logged).toEqual([expect.stringMatching(/refused this process's context: check its key/)])
 })
 
+it("logs a failed call that brings no logger with the client's own, with the call's request id", async () => {
+  const logged: { obj: object; msg: string }[] = []
+  const logger = { error: (obj: object, msg: string) => void logged.push({ obj, msg }) }
+  const c = createGatewayClient({ url, signer: { issuer: 'events', key: keys.events }, logger })
+  clients.push(c)
+  answer = () => ({ body: JSON.stringify({ errors: [{ message: 'boom' }] }) })
+  expect(await c.query('{ x }', {}, as).catch((e: unknown) => e)).toMatchObject({ code: 'InternalServerError' })
+  expect(logged).toEqual([{ obj: expect.objectContaining({ reqId: 'req-1' }), msg: 'gateway returned an unexpected error' }])
+})
+
 it('is GatewayUnavailableError (ServiceUnavailable) when the gateway cannot be reached, answers no GraphQL, or is too slow', async () => {
   const closedPort = await freePort()
   const refused = await client({ url: `http://127.0.0.1:${closedPort}/graphql` }).query('{ x }', {}, as).catch((e: unknown) => e)

@@ -28,7 +28,7 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
     dashboardUrl: opts.dashboardUrl,
     logger: opts.logger,
   }
-  const gateway = createGatewayClient({ url: opts.gatewayUrl, signer: { issuer: 'apps', key: opts.callerKeys.apps }, connections: 16, timeoutMs: 10_000 })
+  const gateway = createGatewayClient({ url: opts.gatewayUrl, signer: { issuer: 'apps', key: opts.callerKeys.apps }, connections: 16, timeoutMs: 10_000, logger: opts.logger })
   const running = await startDomainSubgraph({
     ...processOptionsOf(opts),
     name: 'apps',

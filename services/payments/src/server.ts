@@ -38,7 +38,7 @@ export interface PaymentsServiceOptions extends DomainProcessOptions {
 export async function startPaymentsService(opts: PaymentsServiceOptions): Promise<{ url: string; models: PaymentsModels; stop(): Promise<void> }> {
   if (typeof opts.tokenSecret !== 'string' || opts.tokenSecret.length < 32) throw new Error('payments: tokenSecret must be at least 32 characters')
   if (!Number.isInteger(opts.checkoutExpirySeconds) || opts.checkoutExpirySeconds < 1) throw new Error('payments: checkoutExpirySeconds must be a positive integer')
-  const gateway = createGatewayClient({ url: opts.gatewayUrl, signer: { issuer: 'payments', key: opts.callerKeys.payments }, connections: 32, timeoutMs: 10_000 })
+  const gateway = createGatewayClient({ url: opts.gatewayUrl, signer: { issuer: 'payments', key: opts.callerKeys.payments }, connections: 32, timeoutMs: 10_000, logger: opts.logger })
   const settings: Omit<PaymentsDomain, 'models' | 'processors'> = {
     serviceDid: opts.serviceDid,
     checkoutUrl: opts.checkoutUrl.replace(/\/+$/, ''),

@@ -30,7 +30,7 @@ export interface TicketsServiceOptions extends DomainProcessOptions {
 }
 
 export async function startTicketsService(opts: TicketsServiceOptions): Promise<{ url: string; models: TicketsModels; stop(): Promise<void> }> {
-  const gateway = createGatewayClient({ url: opts.gatewayUrl, signer: { issuer: 'tickets', key: opts.callerKeys.tickets }, connections: 32, timeoutMs: 10_000 })
+  const gateway = createGatewayClient({ url: opts.gatewayUrl, signer: { issuer: 'tickets', key: opts.callerKeys.tickets }, connections: 32, timeoutMs: 10_000, logger: opts.logger })
   // the worker works on the same models as the subgraph: made once they exist (below), used by the requests after
   let expiryQueue: HoldExpiryQueue | null = null
   // the seat map lives in the Redis the relay uses; without one, seats are counted from the units

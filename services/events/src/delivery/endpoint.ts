@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { ContractError } from '@svc/errors'
-import { createGatewayClient, GatewayUnavailableError } from '@svc/gateway-client'
+import { createGatewayClient, GatewayUnavailableError, type GatewayClientOptions } from '@svc/gateway-client'
 import { graphql, type ResultOf } from '@svc/graph'
 import type { Principal } from '@svc/internal-context'
 import { SERVICE_PRINCIPALS } from '@svc/vocabulary'
@@ -49,8 +49,8 @@ const NOT_CONFIGURED = new Set<string>(['AppEnvironmentNotConfigured', 'AppNotRe
 
 const CALLER: Principal = { kind: 'service', name: SERVICE_PRINCIPALS.events }
 
-export function createEndpointClient(opts: { url: string; key: string; timeoutMs?: number }): EndpointClient {
-  const gateway = createGatewayClient({ url: opts.url, signer: { issuer: 'events', key: opts.key }, connections: 16, timeoutMs: opts.timeoutMs ?? 10_000 })
+export function createEndpointClient(opts: { url: string; key: string; timeoutMs?: number; logger?: GatewayClientOptions['logger'] }): EndpointClient {
+  const gateway = createGatewayClient({ url: opts.url, signer: { issuer: 'events', key: opts.key }, connections: 16, timeoutMs: opts.timeoutMs ?? 10_000, logger: opts.logger })
   return {
     async lookup(appDid, environment, requestId = randomUUID()) {
       let endpoint: ResultOf<typeof QUERY>['eventEndpoint'] | null

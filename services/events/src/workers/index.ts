@@ -69,7 +69,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
   const prefix = queuePrefix(opts.redisPrefix)
   const deliveries = new Queue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, { connection: redis, prefix })
-  const endpoints = cachedEndpoints(createEndpointClient({ url: opts.gateway.url, key: opts.gateway.key }), opts.delivery.appCacheMs)
+  const endpoints = cachedEndpoints(createEndpointClient({ url: opts.gateway.url, key: opts.gateway.key, logger: log }), opts.delivery.appCacheMs)
   const signingSecrets = cachedSigningSecrets(activeSigningSecrets.bind(null, models, opts.secretKey), opts.delivery.appCacheMs)
   const agents = {
     test: createGuardedAgent({ environment: 'test', allowLoopbackInTest: opts.allowLoopbackWebhooks }, opts.delivery.timeoutMs),
