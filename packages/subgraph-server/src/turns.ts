@@ -71,8 +71,9 @@ async function takeTurn(model: TurnModel, key: string, opts: TurnOptions): Promi
       const id = `${key}#${n}`
       try {
         await model.create({ _id: id, key, n, expiresAt: new Date(Date.now() + turnMs) })
-        // the turns before the last one are history
-        if (n > 2) await model.deleteMany({ key, n: { $lt: n - 1 } }).catch(() => undefined)
+        // the turns before the last one are history, once they are old: a writer that read turn k as the last and
+        // stalled must still meet turn k+1 at its insert, not find it deleted and take it a second time
+        if (n > 2) await model.deleteMany({ key, n: { $lt: n - 1 }, expiresAt: { $lt: new Date(Date.now() - turnMs) } }).catch(() => undefined)
         return id
       } catch (err) {
         if (!isDuplicateKeyError(err)) throw err
