@@ -94,3 +94,26 @@ it('the workers disable an endpoint only while its URL is the one that failed: a
   expect(await disableEventEndpoint({ models }, did, 'test', 'gone', 'https://new.example.com/hook')).toMatchObject({ paused: true })
   expect((await findAppEnvironment({ models }, did, 'test')).webhook?.disabledReason).toBe('gone')
 })
+
+it("writes of one app environment take turns: an app's updates of different fields, the workers' disable and an operator's registration running at once all stay", async () => {
+  const deps = { models, policy, signingSecrets: secretsMade }
+  for (let round = 0; round < 8; round++) {
+    const did = await newApp()
+    await updateAppConfig(deps, did, { environment: 'test', webhookUrl: 'https://hooks.example.com/svc' })
+    await Promise.all([
+      updateAppConfig(deps, did, { environment: 'test', modules: { tickets: true } }),
+      updateAppConfig(deps, did, { environment: 'test', ticketing: { qrPasses: true } }),
+      disableEventEndpoint({ models }, did, 'test', 'gone', 'https://hooks.example.com/svc'),
+      registerApp({ models }, { did, environment: 'test', appUrl: 'https://app.example.com', feeShareBps: 125 }),
+    ])
+    const stored = await findAppEnvironment({ models }, did, 'test')
+    expect({ round, tickets: stored.modules?.tickets, qrPasses: stored.ticketing?.qrPasses, disabled: stored.webhook?.disabledReason, paused: stored.webhook?.paused, feeShareBps: stored.feeShareBps }).toEqual({
+      round,
+      tickets: true,
+      qrPasses: true,
+      disabled: 'gone',
+      paused: true,
+      feeShareBps: 125,
+    })
+  }
+})

@@ -1,5 +1,6 @@
 /** The configuration of one app environment, as every use case that needs a configured app looks it up. */
 import { ContractError } from '@svc/errors'
+import { inTurn } from '@svc/subgraph-server'
 import type { Environment } from '@svc/vocabulary'
 import type { AppsDomain } from './context'
 
@@ -10,4 +11,14 @@ export async function findAppEnvironment(d: Pick<AppsDomain, 'models'>, appDid: 
   // Only a miss needs to tell the two errors apart.
   if (!(await d.models.App.exists({ did: appDid }))) throw new ContractError('AppNotRegistered', `app ${appDid} is not registered`)
   throw new ContractError('AppEnvironmentNotConfigured', `app ${appDid} has no ${environment} configuration`)
+}
+
+/**
+ * One write of an app environment at a time: the app's updateConfig, the events workers disabling its endpoint, an
+ * operator's registration and the signing secret's mark each write in the environment's turn (`app_environment_turns`).
+ * On FerretDB two overlapping updates of one document keep only one of them (docs/decisions.md): an app's update could
+ * put back an endpoint the workers had just disabled, or an operator's lower fee share could be lost.
+ */
+export function inAppEnvironmentTurn<T>(d: Pick<AppsDomain, 'models' | 'logger'>, appDid: string, environment: Environment, write: () => Promise<T>): Promise<T> {
+  return inTurn(d.models.AppEnvironmentTurn, `${environment} ${appDid}`, write, { logger: d.logger, busyMessage: 'another change of this app environment is in progress; retry' })
 }

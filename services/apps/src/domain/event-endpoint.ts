@@ -3,7 +3,7 @@ import { ContractError } from '@svc/errors'
 import type { AppEnvironmentDoc } from '../models'
 import type { Environment } from '@svc/vocabulary'
 import type { AppsDomain } from './context'
-import { findAppEnvironment } from './app-environment'
+import { findAppEnvironment, inAppEnvironmentTurn } from './app-environment'
 import type { EventEndpoint as EventEndpointView } from '../generated/graph-types'
 
 export type EventChannel = 'webhook' | 'xrpc'
@@ -39,18 +39,25 @@ export async function disableEventEndpoint(
   url: string | null = null,
 ): Promise<EventEndpointView> {
   if (!(DISABLE_REASONS as readonly string[]).includes(reason)) throw new ContractError('InvalidRequest', `reason must be one of ${DISABLE_REASONS.join(', ')}`)
-  const current = await findAppEnvironment(d, appDid, environment)
-  if (current.webhook?.disabledReason) return eventEndpointOf(current)
-  // the app moved to another URL (or channel) since the attempts that failed: those were the old one's
-  if (url !== null && eventEndpointOf(current).url !== url) return eventEndpointOf(current)
-  const updated = await d.models.AppEnvironment.findOneAndUpdate(
-    { appDid, environment },
-    { $set: { 'webhook.paused': true, 'webhook.disabledReason': reason, 'webhook.disabledAt': new Date() } },
-    { returnDocument: 'after', lean: true },
-  )
-  if (!updated) throw new ContractError('AppEnvironmentNotConfigured', `app ${appDid} has no ${environment} configuration`)
-  d.logger?.warn({ appDid, environment, reason, channel: channelOf(updated) }, 'event endpoint disabled: its deliveries are held until the app unpauses it')
-  return eventEndpointOf(updated)
+  // decided on what the turn reads: an app's update in flight could otherwise be written back over the disable
+  const updated = await inAppEnvironmentTurn(d, appDid, environment, async () => {
+    const current = await findAppEnvironment(d, appDid, environment)
+    if (current.webhook?.disabledReason) return { unchanged: current }
+    // the app moved to another URL (or channel) since the attempts that failed: those were the old one's
+    if (url !== null && eventEndpointOf(current).url !== url) return { unchanged: current }
+    return {
+      unchanged: null,
+      disabled: await d.models.AppEnvironment.findOneAndUpdate(
+        { appDid, environment },
+        { $set: { 'webhook.paused': true, 'webhook.disabledReason': reason, 'webhook.disabledAt': new Date() } },
+        { returnDocument: 'after', lean: true },
+      ),
+    }
+  })
+  if (updated.unchanged) return eventEndpointOf(updated.unchanged)
+  if (!updated.disabled) throw new ContractError('AppEnvironmentNotConfigured', `app ${appDid} has no ${environment} configuration`)
+  d.logger?.warn({ appDid, environment, reason, channel: channelOf(updated.disabled) }, 'event endpoint disabled: its deliveries are held until the app unpauses it')
+  return eventEndpointOf(updated.disabled)
 }
 
 /** The event endpoint of a configured app environment (AppNotRegistered / AppEnvironmentNotConfigured otherwise). */

@@ -8,6 +8,7 @@ import { ContractError } from '@svc/errors'
 import { isDuplicateKeyError } from '../models'
 import type { AppsDomain } from './context'
 import { toAppConfigView, type AppConfigView } from './app-config-view'
+import { inAppEnvironmentTurn } from './app-environment'
 import { isDid, parseEnvironment } from '@svc/vocabulary'
 
 export interface RegisterAppInput {
@@ -36,7 +37,7 @@ export function normalizeAppUrl(raw: string): string {
   return url.origin
 }
 
-export async function registerApp(d: Pick<AppsDomain, 'models'>, input: RegisterAppInput): Promise<AppConfigView> {
+export async function registerApp(d: Pick<AppsDomain, 'models' | 'logger'>, input: RegisterAppInput): Promise<AppConfigView> {
   if (!isDid(input.did)) throw new ContractError('InvalidRequest', 'did must be a DID')
   const environment = parseEnvironment(input.environment)
   // the rates given are set; those not given keep their value, or take their default on a first registration
@@ -65,13 +66,15 @@ export async function registerApp(d: Pick<AppsDomain, 'models'>, input: Register
         input.name === undefined ? { $setOnInsert: { did: input.did, name: null } } : { $set: { name: input.name }, $setOnInsert: { did: input.did } },
         { upsert: true },
       )
-      const doc = await d.models.AppEnvironment.findOneAndUpdate(
-        { appDid: input.did, environment },
-        {
-          $set: { appUrl, ...given },
-          $setOnInsert: { appDid: input.did, environment, status: 'active', ...defaults },
-        },
-        { upsert: true, returnDocument: 'after', lean: true, setDefaultsOnInsert: true },
+      const doc = await inAppEnvironmentTurn(d, input.did, environment, () =>
+        d.models.AppEnvironment.findOneAndUpdate(
+          { appDid: input.did, environment },
+          {
+            $set: { appUrl, ...given },
+            $setOnInsert: { appDid: input.did, environment, status: 'active', ...defaults },
+          },
+          { upsert: true, returnDocument: 'after', lean: true, setDefaultsOnInsert: true },
+        ),
       )
       if (!doc) throw new Error('registration upsert returned nothing')
       return toAppConfigView(doc)

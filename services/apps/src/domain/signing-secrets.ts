@@ -8,6 +8,8 @@
  */
 import type { Environment } from '@svc/vocabulary'
 import type { AppsModels } from '../models'
+import type { AppsDomain } from './context'
+import { inAppEnvironmentTurn } from './app-environment'
 
 export interface SigningSecrets {
   /** the app environment's first signing secret unless it has one; the secret itself in every answer */
@@ -19,7 +21,7 @@ const BACKOFF_MS = [100, 400]
 
 /** Ensures the secret (retrying a failed call twice), returns it, and records that the app got it. */
 export async function ensureSigningSecretOf(
-  d: { models: AppsModels; signingSecrets: SigningSecrets },
+  d: { models: AppsModels; signingSecrets: SigningSecrets; logger?: AppsDomain['logger'] },
   appDid: string,
   environment: Environment,
 ): Promise<string | null> {
@@ -32,6 +34,8 @@ export async function ensureSigningSecretOf(
       await new Promise((resolve) => setTimeout(resolve, BACKOFF_MS[attempt - 1]))
     }
   }
-  await d.models.AppEnvironment.updateOne({ appDid, environment }, { $set: { 'webhook.signingSecretEnsured': true } }, { timestamps: false })
+  await inAppEnvironmentTurn(d, appDid, environment, () =>
+    d.models.AppEnvironment.updateOne({ appDid, environment }, { $set: { 'webhook.signingSecretEnsured': true } }, { timestamps: false }),
+  )
   return issued.secret
 }

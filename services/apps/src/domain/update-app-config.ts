@@ -8,7 +8,7 @@ import { ContractError } from '@svc/errors'
 import { assertWebhookUrlAllowed } from '@svc/webhook-url'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
 import type { ServingApps, UpdatePolicy } from './context'
-import { findAppEnvironment } from './app-environment'
+import { findAppEnvironment, inAppEnvironmentTurn } from './app-environment'
 import { toAppConfigView, type AppConfigView } from './app-config-view'
 import { EVENT_CHANNELS, type EventChannel } from './event-endpoint'
 import { ensureSigningSecretOf } from './signing-secrets'
@@ -53,7 +53,7 @@ export type { AppConfigUpdate }
  * secret again (the contract: safe to retry with the same desired configuration). Other updates answer without it.
  */
 export async function updateAppConfig(
-  d: Pick<ServingApps, 'models' | 'policy' | 'signingSecrets'>,
+  d: Pick<ServingApps, 'models' | 'policy' | 'signingSecrets' | 'logger'>,
   appDid: string,
   input: UpdateAppConfigInput,
 ): Promise<AppConfigUpdate> {
@@ -65,7 +65,7 @@ export async function updateAppConfig(
 }
 
 async function saveAppConfig(
-  d: Pick<ServingApps, 'models' | 'policy'>,
+  d: Pick<ServingApps, 'models' | 'policy' | 'logger'>,
   appDid: string,
   input: UpdateAppConfigInput,
 ): Promise<{ view: AppConfigView; signingSecretEnsured: boolean }> {
@@ -102,10 +102,8 @@ async function saveAppConfig(
   if (input.receiverUrl != null) set['webhook.receiverUrl'] = await allowedReceiverOrigin(input.receiverUrl, policy, environment)
   const ensured = (doc: { webhook?: { signingSecretEnsured?: boolean | null } | null }) => Boolean(doc.webhook?.signingSecretEnsured)
   if (Object.keys(set).length === 0) return { view: toAppConfigView(current), signingSecretEnsured: ensured(current) }
-  const updated = await models.AppEnvironment.findOneAndUpdate(
-    { appDid, environment },
-    { $set: set },
-    { returnDocument: 'after', lean: true },
+  const updated = await inAppEnvironmentTurn(d, appDid, environment, () =>
+    models.AppEnvironment.findOneAndUpdate({ appDid, environment }, { $set: set }, { returnDocument: 'after', lean: true }),
   )
   if (!updated) throw new ContractError('AppEnvironmentNotConfigured', `app ${appDid} has no ${environment} configuration`)
   return { view: toAppConfigView(updated), signingSecretEnsured: ensured(updated) }

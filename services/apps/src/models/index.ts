@@ -169,6 +169,8 @@ export interface AppsModels {
   RecipientApproval: Model<RecipientApprovalDoc>
   /** one change of an approval request at a time: the app's request or the creator's decision (recipient-approvals/turns.ts) */
   ApprovalTurn: TurnModel
+  /** one write of an app environment at a time (domain/app-environment.ts, inAppEnvironmentTurn) */
+  AppEnvironmentTurn: TurnModel
   /** domain events of the apps domain (app.authorization.granted / revoked), relayed by the events domain */
   Outbox: OutboxModel
 }
@@ -181,6 +183,7 @@ export async function createAppsModels(conn: Connection): Promise<AppsModels> {
     RequestLog: conn.model<RequestLogDoc>('RequestLog', requestLogSchema),
     RecipientApproval: conn.model<RecipientApprovalDoc>('RecipientApproval', recipientApprovalSchema),
     ApprovalTurn: await createTurnModel(conn, 'ApprovalTurn', 'approval_turns'),
+    AppEnvironmentTurn: await createTurnModel(conn, 'AppEnvironmentTurn', 'app_environment_turns'),
     Outbox: await createOutboxModel(conn, 'apps'),
   }
   // (createOutboxModel initialized the outbox already)
