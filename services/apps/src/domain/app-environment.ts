@@ -2,10 +2,11 @@
 import { ContractError } from '@svc/errors'
 import { inTurn } from '@svc/subgraph-server'
 import type { Environment } from '@svc/vocabulary'
-import type { AppsDomain } from './context'
+import type { Logger } from 'pino'
+import type { AppsModels } from '../models'
 
 /** AppNotRegistered when the DID has no registration; AppEnvironmentNotConfigured when the environment has no configuration. */
-export async function findAppEnvironment(d: Pick<AppsDomain, 'models'>, appDid: string, environment: Environment) {
+export async function findAppEnvironment(d: { models: AppsModels }, appDid: string, environment: Environment) {
   const config = await d.models.AppEnvironment.findOne({ appDid, environment }).lean()
   if (config) return config
   // Only a miss needs to tell the two errors apart.
@@ -19,6 +20,6 @@ export async function findAppEnvironment(d: Pick<AppsDomain, 'models'>, appDid: 
  * On FerretDB two overlapping updates of one document keep only one of them (docs/decisions.md): an app's update could
  * put back an endpoint the workers had just disabled, or an operator's lower fee share could be lost.
  */
-export function inAppEnvironmentTurn<T>(d: Pick<AppsDomain, 'models' | 'logger'>, appDid: string, environment: Environment, write: () => Promise<T>): Promise<T> {
+export function inAppEnvironmentTurn<T>(d: { models: AppsModels; logger?: Logger }, appDid: string, environment: Environment, write: () => Promise<T>): Promise<T> {
   return inTurn(d.models.AppEnvironmentTurn, `${environment} ${appDid}`, write, { logger: d.logger, busyMessage: 'another change of this app environment is in progress; retry' })
 }

@@ -8,7 +8,7 @@
  */
 import type { Environment } from '@svc/vocabulary'
 import type { AppsModels } from '../models'
-import type { AppsDomain } from './context'
+import type { Logger } from 'pino'
 import { inAppEnvironmentTurn } from './app-environment'
 
 export interface SigningSecrets {
@@ -21,7 +21,7 @@ const BACKOFF_MS = [100, 400]
 
 /** Ensures the secret (retrying a failed call twice), returns it, and records that the app got it. */
 export async function ensureSigningSecretOf(
-  d: { models: AppsModels; signingSecrets: SigningSecrets; logger?: AppsDomain['logger'] },
+  d: { models: AppsModels; signingSecrets: SigningSecrets; logger?: Logger },
   appDid: string,
   environment: Environment,
 ): Promise<string | null> {
