@@ -139,8 +139,21 @@ test('the board only watches: every action that would remove, add, edit, retry o
     ['PUT', `${q}/pause`],
     ['POST', `${q}/add`, { name: 'payment.completed', data: { eventId: 'evt_forged' } }],
     ['POST', `${WEBHOOK_DELIVERIES_QUEUE}/add`, { name: 'deliver', data: { deliveryId: 'whd_forged' } }],
+    // what would move a job in time (a hold's expiry, a delivery's next attempt) or throttle a queue's workers
+    ['PATCH', `${q}/${eventId}/delay`, { runAt: Date.now() + 60_000 }],
+    ['PATCH', `${q}/${eventId}/priority`, { priority: 1 }],
+    ['PUT', `${q}/${eventId}/remove-unprocessed-children`],
+    ['PUT', `${q}/concurrency`, { concurrency: 1 }],
+    ['PUT', `${q}/rate-limit`, { max: 1, duration: 60_000 }],
+    ['PUT', `${q}/rate-limit/release`],
+    ['PUT', `${q}/resume`],
+    ['PUT', `${q}/job-schedulers/any/remove`],
+    ['PATCH', `${q}/job-schedulers/any`, { every: 1000 }],
+    ['PUT', `${q}/job-schedulers/any/run`],
   ]
   for (const [method, path, body] of actions) expect([method, path, (await call(method, path, body)).status]).toEqual([method, path, 405])
+  // pausing every queue at once skips the read-only ones: nothing is paused
+  expect((await call('PUT', 'pause')).status).toBeLessThan(500)
   const job = await events.getJob(eventId)
   expect(job?.data).toEqual({ eventId, source: 'payments', type: 'payment.completed' })
   expect(await job?.getState()).toBe('waiting')
