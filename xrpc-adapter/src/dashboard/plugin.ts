@@ -14,7 +14,8 @@ import { csrfMatches, DASHBOARD_COOKIE, isDashboardPath, SESSION_TTL_SECONDS, ty
 import type { Principal } from '@svc/internal-context'
 import { parseRecordUri } from '@svc/vocabulary'
 import type { GatewayClient, GatewayDocument } from '@svc/gateway-client'
-import { sendPage } from '../pages/html'
+import { isRedisUnavailable } from '@svc/operations'
+import { sendPage, setSecurityHeaders } from '../pages/html'
 import {
   APPROVAL,
   APPROVAL_ACTIONS,
@@ -45,9 +46,32 @@ export function safeDashboardPath(value: unknown, fallback = '/dashboard'): stri
 
 type IdRequest = FastifyRequest<{ Params: { id: string } }>
 
+/** The largest form the dashboard reads (its forms carry a CSRF token and a few fields). */
+const FORM_LIMIT_BYTES = 16 * 1024
+
 export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPluginOptions) {
   await app.register(fastifyCookie)
-  await app.register(fastifyFormbody)
+  // forms only: no JSON or text bodies in this scope (another type is 415, rendered as a page)
+  app.removeAllContentTypeParsers()
+  await app.register(fastifyFormbody, { bodyLimit: FORM_LIMIT_BYTES })
+
+  // every answer of the dashboard, pages, redirects and errors alike, has the pages' security headers
+  app.addHook('onRequest', async (_request, reply) => {
+    setSecurityHeaders(reply)
+  })
+
+  // what a route did not answer itself (a body it cannot read, Redis away, …) is a page too, never bare JSON
+  app.setErrorHandler(async (err, request, reply) => {
+    if (err instanceof ContractError && err.status < 500) return sendPage(reply, views.errorPage(err))
+    const status = (err as { statusCode?: unknown }).statusCode
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      const code = status === 413 ? 'PayloadTooLarge' : 'InvalidRequest'
+      return sendPage(reply, views.errorPage(new ContractError(code, status === 413 ? 'this form is too large' : 'this form could not be read')))
+    }
+    if (isRedisUnavailable(err) || (err instanceof ContractError && err.code === 'ServiceUnavailable')) request.log.warn({ err }, 'dashboard: a backing service is unavailable')
+    else request.log.error({ err }, 'dashboard request failed')
+    return sendPage(reply, views.unavailablePage())
+  })
 
   const sessionOf = (request: FastifyRequest) => opts.sessions.getSession(request.cookies[DASHBOARD_COOKIE])
   const principalOf = (s: DashboardSession): Principal => ({ kind: 'dashboard', actorDid: s.actorDid, environment: s.environment, sessionId: s.sessionId })
@@ -249,4 +273,9 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
       return failure(request, reply, err)
     }
   })
+
+  // anything else under /dashboard is the not-found page
+  const notFound = async (_request: FastifyRequest, reply: FastifyReply) => sendPage(reply, views.errorPage(new ContractError('NotFound', 'there is no such page')))
+  app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'], url: '/dashboard/*', exposeHeadRoute: false, handler: notFound })
+  app.route({ method: ['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'], url: '/dashboard', handler: notFound })
 }

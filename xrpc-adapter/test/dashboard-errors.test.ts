@@ -1,0 +1,37 @@
+/**
+ * The dashboard answers what its routes do not (an unknown page, a body it cannot read, a method it has no route for)
+ * with its own pages and the pages' security headers, never the API's bare JSON: a browser is on the other end.
+ */
+import type { FastifyInstance, InjectOptions } from 'fastify'
+import { createGatewayClient } from '@svc/gateway-client'
+import { buildCheckoutServer } from '../src'
+import { bareServerDeps } from './helpers'
+
+const gateway = createGatewayClient({ url: 'http://127.0.0.1:1/graphql', signer: { issuer: 'xrpc-adapter', key: 'unused' } })
+let checkout: FastifyInstance
+
+beforeAll(async () => {
+  checkout = await buildCheckoutServer(bareServerDeps(gateway))
+})
+afterAll(async () => {
+  await checkout.close()
+  await gateway.close()
+})
+
+const form = (body: string, contentType: string): InjectOptions => ({ method: 'POST', url: '/dashboard/logout', headers: { 'content-type': contentType }, body })
+
+test.each<[string, InjectOptions, number]>([
+  ['an unknown page', { method: 'GET', url: '/dashboard/nope' }, 404],
+  ['logout asked with GET', { method: 'GET', url: '/dashboard/logout' }, 404],
+  ['a method the dashboard has no route for', { method: 'PUT', url: '/dashboard' }, 404],
+  ['a multipart body', form('--x\r\n\r\n--x--', 'multipart/form-data; boundary=x'), 400],
+  ['a JSON body', form('{', 'application/json'), 400],
+  ['a form over 16 KiB', form(`csrf=${'a'.repeat(20 * 1024)}`, 'application/x-www-form-urlencoded'), 413],
+])('%s: a page with the security headers', async (_what, request, status) => {
+  const res = await checkout.inject(request)
+  expect(res.statusCode).toBe(status)
+  expect(res.headers['content-type']).toMatch(/^text\/html/)
+  expect(res.headers['x-frame-options']).toBe('DENY')
+  expect(res.headers['cache-control']).toBe('no-store')
+  expect(res.headers['svc-request-id']).toMatch(/^req_/)
+})
