@@ -41,11 +41,20 @@ function header(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
 }
 
+/** A caller's request id is kept when it looks like one of ours (the adapter's `req_…`, a worker's UUID). */
+const REQUEST_ID = /^[A-Za-z0-9_-]{1,64}$/
+
+/** The request line logged: its path only (mercurius serves GET /graphql?query=…&variables=…, which may carry anything). */
+const requestSerializer = (req: { method?: string; url?: string; ip?: string }) => ({ method: req.method, url: (req.url ?? '').split('?')[0], remoteAddress: req.ip })
+
 export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    loggerInstance: opts.logger as FastifyBaseLogger,
-    requestIdHeader: REQUEST_ID_HEADER,
-    genReqId: () => randomUUID(),
+    loggerInstance: opts.logger.child({}, { serializers: { req: requestSerializer } }) as FastifyBaseLogger,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = header(req.headers[REQUEST_ID_HEADER])
+      return given && REQUEST_ID.test(given) ? given : randomUUID()
+    },
   })
 
   app.get('/health', async () => ({ ok: true, services: opts.services.map((s) => s.name) }))

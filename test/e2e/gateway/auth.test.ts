@@ -6,7 +6,9 @@
  * survive the gateway in `errors[0].extensions.code`.
  */
 import { createHmac } from 'node:crypto'
+import pino from 'pino'
 import { registerApp } from '@svc/apps'
+import { buildGateway } from '@svc/gateway'
 import type { Issuer } from '@svc/internal-context'
 import { postGraphQL, startGatewayWithApps, type GatewayFixture, type GraphQLBody } from './helpers'
 
@@ -231,5 +233,33 @@ describe('what one operation may ask (the gateway costs it before any subgraph i
     const res = await postGraphQL(fx.graphqlUrl, `{ requestLog(limit: 200) { requestId path status } app(did: "${REGISTERED}") { did } }`, operator())
     expect(res.status).toBe(200)
     expect(res.body.errors).toBeUndefined()
+  })
+})
+
+describe('request ids and request lines', () => {
+  test("a caller's request id is kept only when it looks like one; a request line shows the path, not the query", async () => {
+    const lines: string[] = []
+    const gateway = await buildGateway({
+      services: [{ name: 'apps', url: fx.apps.url }, { name: 'actors', url: fx.actors.url }],
+      secrets: fx.secrets,
+      graphiql: false,
+      logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(line) }),
+      retryServicesCount: 1,
+    })
+    try {
+      const ask = (requestId: string, url = '/graphql') =>
+        gateway.inject({ method: 'POST', url, headers: { ...operator(), 'content-type': 'application/json', 'svc-request-id': requestId }, payload: JSON.stringify({ query: APP_QUERY }) })
+      expect((await ask('req_0123456789abcdef')).headers['svc-request-id']).toBe('req_0123456789abcdef')
+      for (const forged of ['x'.repeat(65), 'a b', 'req\n{"level":60}']) {
+        const res = await ask(forged)
+        expect(res.statusCode).toBe(200)
+        expect(res.headers['svc-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+      }
+      await ask('req_withquery', '/graphql?variables=%7B%22t%22%3A%22cko_test_SECRETSECRET%22%7D')
+      expect(lines.join('')).not.toContain('SECRETSECRET')
+      expect(lines.some((l) => l.includes('"url":"/graphql"'))).toBe(true)
+    } finally {
+      await gateway.close()
+    }
   })
 })
