@@ -6,7 +6,7 @@
  * One module holds the rules so the builder and the parser can never disagree.
  */
 import { z } from 'zod'
-import { ENVIRONMENTS, hasControlCharacters, isDid, type Environment } from '@svc/vocabulary'
+import { ENVIRONMENTS, hasControlCharacters, isCurrencyCode, isDid, type Environment } from '@svc/vocabulary'
 
 /** The version prefix every product string starts with. */
 export const PRODUCT_PREFIX = 'svc.checkout.v1:'
@@ -62,7 +62,7 @@ export const checkoutProductSchema = z
       .int('amount must be an integer number of minor units')
       .min(MIN_AMOUNT, `amount must be at least ${MIN_AMOUNT}`)
       .max(MAX_AMOUNT, `amount must be at most ${MAX_AMOUNT}`),
-    currency: z.string().regex(/^[a-z]{3}$/, 'currency must be a lowercase three-letter ISO 4217 code'),
+    currency: z.string().refine(isCurrencyCode, 'currency must be a lowercase three-letter ISO 4217 code'),
     appOrderId: z.string().regex(APP_ORDER_ID_RE, 'appOrderId must be 1-128 characters of A-Z a-z 0-9 . _ : -'),
     description: z
       .string()

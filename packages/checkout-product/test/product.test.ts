@@ -213,6 +213,7 @@ describe('field refusals (encodeProduct throws, parseProduct refuses)', () => {
     ['four letters', 'usdt'],
     ['digits', '840'],
     ['number', 840],
+    ['three letters that are no currency', 'abc'],
   ])('currency %s', (_name, value) => {
     expectFieldRefused({ ...TIP, currency: value }, /currency/)
   })

@@ -1,5 +1,5 @@
 import { ContractError } from '@svc/errors'
-import { graphemeLength, hasControlCharacters, isDid, isEnvironment, isWithinBounds, parseEnvironment, parseRecordUri, recordUri } from '../src'
+import { graphemeLength, hasControlCharacters, isCurrencyCode, isDid, isEnvironment, isWithinBounds, parseEnvironment, parseRecordUri, recordUri } from '../src'
 
 describe('environment', () => {
   it('accepts test and live only', () => {
@@ -54,4 +54,9 @@ describe('bounded text', () => {
     expect(hasControlCharacters('a\u009fb')).toBe(true)
     expect(hasControlCharacters('plain text, é')).toBe(false)
   })
+})
+
+test('currencies: lowercase ISO 4217 codes in use', () => {
+  for (const code of ['usd', 'eur', 'jpy', 'kwd', 'gbp']) expect(isCurrencyCode(code)).toBe(true)
+  for (const value of ['USD', 'abc', 'us', 'usdt', '840', 840, null]) expect(isCurrencyCode(value)).toBe(false)
 })

@@ -115,6 +115,7 @@ describe('configureTicketTiers', () => {
     const send = async (tier: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
       configure(stack, app, { environment: 'test', eventUri, organizerDid: organizer.did, organizerAssertionJwt: await organizer.assertion(CONFIGURE), tiers: [tier], ...extra })
     expectError(await send({ ...FREE, currency: 'USD' }), 400, 'InvalidRequest', /currency/)
+    expectError(await send({ ...FREE, currency: 'abc' }), 400, 'InvalidRequest', /currency/)
     expectError(await send({ ...FREE, salesStartAt: '2030-01-02T00:00:00Z', salesEndAt: '2030-01-01T00:00:00Z' }), 400, 'InvalidRequest', /salesEndAt/)
     expectError(await send({ ...FREE, ticketTypeId: `tier_${'0'.repeat(24)}` }), 400, 'InvalidRequest', /not a tier of this event/)
     expectError(await send({ ...FREE, capacity: -1 }), 400, 'InvalidRequest')

@@ -9,7 +9,7 @@ import { isDuplicateKeyError } from '../models'
 import type { AppsDomain } from './context'
 import { toAppConfigView, type AppConfigView } from './app-config-view'
 import { inAppEnvironmentTurn } from './app-environment'
-import { isDid, parseEnvironment } from '@svc/vocabulary'
+import { isCurrencyCode, isDid, parseEnvironment } from '@svc/vocabulary'
 
 export interface RegisterAppInput {
   did: string
@@ -54,7 +54,7 @@ export async function registerApp(d: Pick<AppsDomain, 'models' | 'logger'>, inpu
   rate('ticketFee.bps', input.ticketFee?.bps, 0, (v: number) => assertInt(v, 'ticketFee.bps', 0, 10000))
   rate('ticketFee.flatAmount', input.ticketFee?.flatAmount, 0, (v: number) => assertInt(v, 'ticketFee.flatAmount', 0, 100_000_00))
   rate('ticketFee.flatCurrency', input.ticketFee?.flatCurrency, 'usd', (v: string) => {
-    if (typeof v !== 'string' || !/^[a-z]{3}$/.test(v)) throw new ContractError('InvalidRequest', 'ticketFee.flatCurrency must be a lowercase ISO 4217 code')
+    if (!isCurrencyCode(v)) throw new ContractError('InvalidRequest', 'ticketFee.flatCurrency must be a lowercase ISO 4217 code')
   })
   const appUrl = normalizeAppUrl(input.appUrl)
 

@@ -8,7 +8,7 @@
  * configuration of an event runs at a time (configuration-turns.ts), and a repeat of a call creates no tier twice.
  */
 import { ContractError } from '@svc/errors'
-import { graphemeLength, hasControlCharacters, parseRecordUri } from '@svc/vocabulary'
+import { graphemeLength, hasControlCharacters, isCurrencyCode, parseRecordUri } from '@svc/vocabulary'
 import { isDuplicateKeyError, type TicketedEventDoc, type TierDoc } from '../models'
 import { deleteUnitsOfReservation, KEPT_UNTIL, reserve, takenSeats, type UnitToDelete } from './capacity'
 import { inConfigurationTurn } from './configuration-turns'
@@ -50,7 +50,7 @@ function checkTier(t: TierInput, i: number): CheckedTier {
   const name = t.name.trim()
   if (name === '' || graphemeLength(name) > 100 || hasControlCharacters(name)) invalid(`${at}.name must be 1 to 100 printable characters`)
   if (!Number.isInteger(t.priceAmount) || t.priceAmount < 0 || t.priceAmount > MAX_PRICE) invalid(`${at}.priceAmount must be an integer from 0 to ${MAX_PRICE}`)
-  if (!/^[a-z]{3}$/.test(t.currency)) invalid(`${at}.currency must be a lowercase three-letter currency code`)
+  if (!isCurrencyCode(t.currency)) invalid(`${at}.currency must be a lowercase three-letter ISO 4217 code`)
   if (!Number.isInteger(t.capacity) || t.capacity < 0 || t.capacity > 100_000) invalid(`${at}.capacity must be an integer from 0 to 100000`)
   const perBuyerLimit = t.perBuyerLimit ?? (t.priceAmount === 0 ? 1 : 10)
   if (!Number.isInteger(perBuyerLimit) || perBuyerLimit < 1 || perBuyerLimit > 100) invalid(`${at}.perBuyerLimit must be an integer from 1 to 100`)
