@@ -68,6 +68,17 @@ describe('configureTicketTiers', () => {
     // another call creates its own tiers, even one like a tier the first created
     const another = expectOk(await configure(stack, app, { environment: 'test', eventUri, organizerDid: organizer.did, organizerAssertionJwt: assertion, tiers: [FREE] }))
     expect(another.tiers.map((t: { ticketTypeId: string }) => t.ticketTypeId)).toEqual([...ids, expect.not.stringMatching(new RegExp(`^(${ids.join('|')})$`))])
+    // and so does one that renames the tier that call made and adds one like it: the rename stays, the tier is new
+    const made = another.tiers[2].ticketTypeId
+    const renamed = expectOk(
+      await configure(stack, app, { environment: 'test', eventUri, organizerDid: organizer.did, organizerAssertionJwt: assertion, tiers: [{ ...FREE, ticketTypeId: made, name: 'Early bird' }, FREE] }),
+    )
+    expect(renamed.tiers.map((t: { ticketTypeId: string; name: string }) => [t.ticketTypeId === made, t.name])).toEqual([
+      [false, FREE.name],
+      [false, PAID.name],
+      [true, 'Early bird'],
+      [false, FREE.name],
+    ])
   })
 
   it('never lowers a capacity below what is claimed; lowering to exactly that, and raising again, work', async () => {

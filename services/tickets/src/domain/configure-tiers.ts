@@ -119,13 +119,13 @@ export async function eventView(d: TicketsDomain, event: TicketedEventDoc): Prom
 }
 
 /**
- * The id each entry without ticketTypeId creates its tier with: derived from the event and every tier the call
- * creates, so a repeat of the same call names the same tiers (ids of the entries that update are never used).
+ * The id each entry without ticketTypeId creates its tier with: derived from the event, the call's whole list of
+ * tiers (those it updates with their ids) and the entry's place in it, so a repeat of the same call names the same
+ * tiers, and a call that also updates tiers never derives the id of one it names (ids of updating entries: '').
  */
 function createdTierIds(eventKey: string, tiers: CheckedTier[]): string[] {
-  const creations = tiers.flatMap((t) => (t.ticketTypeId !== null ? [] : [[t.name, t.priceAmount, t.currency, t.capacity, t.perBuyerLimit, t.salesStartAt?.toISOString() ?? null, t.salesEndAt?.toISOString() ?? null]]))
-  let n = 0
-  return tiers.map((t) => (t.ticketTypeId !== null ? '' : createdTierId(eventKey, creations, n++)))
+  const call = tiers.map((t) => [t.ticketTypeId, t.name, t.priceAmount, t.currency, t.capacity, t.perBuyerLimit, t.salesStartAt?.toISOString() ?? null, t.salesEndAt?.toISOString() ?? null])
+  return tiers.map((t, i) => (t.ticketTypeId !== null ? '' : createdTierId(eventKey, call, i)))
 }
 
 export async function configureTicketTiers(d: ServingTickets, appDid: string, input: ConfigureTicketTiersInput): Promise<TicketedEvent> {
@@ -185,7 +185,12 @@ export async function configureTicketTiers(d: ServingTickets, appDid: string, in
     for (const [i, t] of tiers.entries()) {
       const fields = { name: t.name, priceAmount: t.priceAmount, currency: t.currency, perBuyerLimit: t.perBuyerLimit, salesStartAt: t.salesStartAt, salesEndAt: t.salesEndAt, updatedAt: now }
       if (t.ticketTypeId === null) {
-        await d.models.Tier.create({ _id: created[i]!, eventKey: key, appDid, environment, eventUri: input.eventUri, seatRange: t.capacity, position: position++, createdAt: now, ...fields })
+        try {
+          await d.models.Tier.create({ _id: created[i]!, eventKey: key, appDid, environment, eventUri: input.eventUri, seatRange: t.capacity, position: position++, createdAt: now, ...fields })
+        } catch (err) {
+          // a duplicate of this call that ran beside it (its turn had lapsed) made the tier first: it stands
+          if (!isDuplicateKeyError(err)) throw err
+        }
         continue
       }
       const tier = existing.get(t.ticketTypeId)!

@@ -2,11 +2,11 @@
 import { createHash, randomBytes } from 'node:crypto'
 
 /**
- * The id of the `n`-th tier a configuration call creates, derived from the event and all the tiers the call creates:
- * a repeat of the call names the same tiers, so it creates none twice.
+ * The id of the tier the `n`-th entry of a configuration call creates, derived from the event and the call's whole list
+ * of tiers: a repeat of the call names the same tiers, so it creates none twice.
  */
-export function createdTierId(eventKey: string, creations: unknown[], n: number): string {
-  return `tier_${createHash('sha256').update(JSON.stringify([eventKey, creations, n])).digest('hex').slice(0, 24)}`
+export function createdTierId(eventKey: string, call: unknown[], n: number): string {
+  return `tier_${createHash('sha256').update(JSON.stringify([eventKey, call, n])).digest('hex').slice(0, 24)}`
 }
 
 /** A free claim's ticket id derives from its whole scope, so every retry and duplicate names the same ticket. */
