@@ -42,9 +42,10 @@ export interface DeliveryJob {
   interrupted?: UnrecordedAttempt[]
   /**
    * For a run of a delivery delivered before (a redrive's): the time (ms since the epoch) after which no attempt is
-   * sent, as receivers may have forgotten its id (domain/deliveries.ts, sendBefore)
+   * sent, as receivers may have forgotten its id (domain/deliveries.ts, sendBefore); null for one never delivered.
+   * Absent from jobs made before it existed: the worker reads the delivery for those of a redrive's run.
    */
-  sendBefore?: number
+  sendBefore?: number | null
 }
 
 /** The backoff type of delivery jobs; the workers' backoffStrategy implements the schedule. */

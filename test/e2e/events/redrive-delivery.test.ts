@@ -160,3 +160,29 @@ test('a redriven run still held when 30 days have passed since the first deliver
     await queues.close()
   }
 })
+
+test('a redriven run queued before jobs carried sendBefore reads the delivery for it: held past 30 days, it ends unsent too', async () => {
+  healthy = true
+  const created = await checkout('POST', '/api/app/developer/test-event')
+  const id: string = created.body.deliveryId
+  await waitForStatus(stack, id, 'delivered', 20_000)
+  await configureChannel(stack, app.did, { url: `${receiver.url}/hooks/svc`, paused: true })
+  const sent = receiver.requests.length
+  const queues = stackQueues(stack)
+  try {
+    expect((await checkout('POST', '/api/webhooks/atm', { deliveryId: id })).body.queued).toBe(1)
+    await waitForStatus(stack, id, 'held', 20_000)
+    // a job of the earlier version, and the delivery first delivered 31 days ago
+    const job = (await queues.deliveries.getJob(id))!
+    const { sendBefore: _dropped, ...legacy } = job.data
+    await job.updateData(legacy)
+    await stack.events.Delivery.updateOne({ _id: id }, { $set: { firstDeliveredAt: new Date(Date.now() - 31 * 24 * 3600 * 1000) } })
+    await configureChannel(stack, app.did, { url: `${receiver.url}/hooks/svc`, paused: false })
+    const ended = await waitForStatus(stack, id, 'failed', 20_000)
+    expect(ended.lastError).toMatch(/^not sent: first delivered more than 30 days ago/)
+    await new Promise((r) => setTimeout(r, 500))
+    expect(receiver.requests).toHaveLength(sent)
+  } finally {
+    await queues.close()
+  }
+})

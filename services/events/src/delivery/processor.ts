@@ -115,8 +115,8 @@ interface Attempting {
 
 /** The job's data for the attempt after `a` (or `a` itself again, when `next` is its number). */
 function jobData(a: Attempting, next: number, inFlight: UnrecordedAttempt | null, interrupted: UnrecordedAttempt[]): DeliveryJob {
-  const { id: deliveryId, appDid, environment, body, run, attemptsBefore, sendBefore: until } = a
-  return { deliveryId, appDid, environment, body, run, next, inFlight, interrupted, ...(attemptsBefore > 0 ? { attemptsBefore } : {}), ...(until !== null ? { sendBefore: until } : {}) }
+  const { id: deliveryId, appDid, environment, body, run, attemptsBefore, sendBefore } = a
+  return { deliveryId, appDid, environment, body, run, next, inFlight, interrupted, ...(attemptsBefore > 0 ? { attemptsBefore } : {}), sendBefore }
 }
 
 function interruptedEntry(a: UnrecordedAttempt, run: number): AttemptDoc {
@@ -163,7 +163,8 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   async function resume(job: Job<DeliveryJob>): Promise<Attempting | 'gone' | 'already-delivered'> {
     const data = job.data
     const attemptsBefore = data.attemptsBefore ?? 0
-    if (!data.inFlight && data.body !== undefined && data.appDid && data.environment && data.run && data.next) {
+    // (a redrive's run queued before jobs carried sendBefore reads the delivery for it)
+    if (!data.inFlight && data.body !== undefined && data.appDid && data.environment && data.run && data.next && (data.sendBefore !== undefined || data.run === 1)) {
       return { id: data.deliveryId, appDid: data.appDid, environment: data.environment, body: data.body, run: data.run, number: data.next, interrupted: data.interrupted ?? [], attemptsBefore, sendBefore: data.sendBefore ?? null }
     }
     const d = (await models.Delivery.findById(data.deliveryId, { attempts: 0 }).lean()) as DeliveryDoc | null

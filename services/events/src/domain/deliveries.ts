@@ -169,7 +169,7 @@ export function deliveryJob(d: Pick<DeliveryDoc, '_id' | 'appDid' | 'environment
     inFlight: null,
     interrupted: [],
     ...(attemptsBefore > 0 ? { attemptsBefore } : {}),
-    ...(until !== null ? { sendBefore: until } : {}),
+    sendBefore: until,
   }
 }
 
