@@ -41,8 +41,8 @@ function header(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value
 }
 
-/** A caller's request id is kept when it looks like one of ours (the adapter's `req_…`, a worker's UUID). */
-const REQUEST_ID = /^[A-Za-z0-9_-]{1,64}$/
+/** A caller's request id is kept when it looks like one of ours (the adapter's `req_…`, a UUID, a delivery attempt's `whd_….3`). */
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
 
 /** The request line logged: its path only (mercurius serves GET /graphql?query=…&variables=…, which may carry anything). */
 const requestSerializer = (req: { method?: string; url?: string; ip?: string }) => ({ method: req.method, url: (req.url ?? '').split('?')[0], remoteAddress: req.ip })

@@ -507,8 +507,10 @@ export function serializeError(err: Error): Record<string, unknown> {
     if (Array.isArray(o.aggregateErrors)) o.aggregateErrors.forEach(strip)
   }
   const serialized = pino.stdSerializers.err(err) as unknown as Record<string, unknown>
-  strip(serialized)
-  return serialized
+  // pino returns what is not error-like as it is: strip a copy, never the caller's object
+  const copy = (serialized as unknown) === err ? { ...serialized } : serialized
+  strip(copy)
+  return copy
 }
 
 /** Logger options shared by every component: structured JSON, secrets redacted. */

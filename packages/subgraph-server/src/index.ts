@@ -132,25 +132,30 @@ export function formatSubgraphError() {
   }
 }
 
+/** Logs an error answered as ServiceUnavailable or InternalServerError; a caller's own error is not logged. */
+function logAnswered(log: Logger, error: GraphQLError | Error): void {
+  if (CALLER_ERRORS.has(String((error as GraphQLError).extensions?.code))) return
+  const original = unwrapResolverError(error)
+  const kind = kindOf(original)
+  if (kind === 'database') log.warn({ err: original }, 'the database cannot be reached')
+  else if (kind === 'redis') log.warn({ err: original }, 'redis cannot take commands now')
+  else if (kind === 'unexpected') log.error({ err: original }, 'unexpected resolver error')
+}
+
 /**
  * Logs the errors a request answers as ServiceUnavailable or InternalServerError with the request's logger (its
- * `reqId`, so the line meets the adapter's and the gateway's); a request refused before it had a context logs with
+ * `reqId`, so the line meets the adapter's and the gateway's); a request whose context could not be built logs with
  * the process's.
  */
 export function errorLogging<TContext extends SubgraphContext>(root: Logger): ApolloServerPlugin<TContext> {
   return {
+    async contextCreationDidFail({ error }) {
+      logAnswered(root, error)
+    },
     async requestDidStart() {
       return {
         async didEncounterErrors({ contextValue, errors }) {
-          const log = (contextValue as TContext | undefined)?.log ?? root
-          for (const error of errors) {
-            if (CALLER_ERRORS.has(String(error.extensions?.code))) continue
-            const original = unwrapResolverError(error)
-            const kind = kindOf(original)
-            if (kind === 'database') log.warn({ err: original }, 'the database cannot be reached')
-            else if (kind === 'redis') log.warn({ err: original }, 'redis cannot take commands now')
-            else if (kind === 'unexpected') log.error({ err: original }, 'unexpected resolver error')
-          }
+          for (const error of errors) logAnswered((contextValue as TContext | undefined)?.log ?? root, error)
         },
       }
     },

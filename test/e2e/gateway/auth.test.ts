@@ -250,6 +250,7 @@ describe('request ids and request lines', () => {
       const ask = (requestId: string, url = '/graphql') =>
         gateway.inject({ method: 'POST', url, headers: { ...operator(), 'content-type': 'application/json', 'svc-request-id': requestId }, payload: JSON.stringify({ query: APP_QUERY }) })
       expect((await ask('req_0123456789abcdef')).headers['svc-request-id']).toBe('req_0123456789abcdef')
+      expect((await ask('whd_0123456789abcdef.3')).headers['svc-request-id']).toBe('whd_0123456789abcdef.3')
       for (const forged of ['x'.repeat(65), 'a b', 'req\n{"level":60}']) {
         const res = await ask(forged)
         expect(res.statusCode).toBe(200)
