@@ -51,7 +51,7 @@ const FORM_LIMIT_BYTES = 16 * 1024
 
 export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPluginOptions) {
   await app.register(fastifyCookie)
-  // forms only: no JSON or text bodies in this scope (another type is 415, rendered as a page)
+  // forms only: no JSON or text bodies in this scope (another type is refused with the error page, 400)
   app.removeAllContentTypeParsers()
   await app.register(fastifyFormbody, { bodyLimit: FORM_LIMIT_BYTES })
 
