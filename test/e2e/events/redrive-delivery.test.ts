@@ -133,17 +133,23 @@ test('a delivered delivery redriven and delivered again keeps the time it was fi
   expect(second.firstDeliveredAt).toEqual(first.deliveredAt)
 })
 
-test('a redriven run still held when 30 days have passed since the first delivery ends unsent when its endpoint is unpaused', async () => {
+/** A test event delivered, its endpoint paused, then redriven: the second run's job waits, held. */
+async function redriveWhilePaused() {
   healthy = true
   const created = await checkout('POST', '/api/app/developer/test-event')
   const id: string = created.body.deliveryId
   const first = await waitForStatus(stack, id, 'delivered', 20_000)
   await configureChannel(stack, app.did, { url: `${receiver.url}/hooks/svc`, paused: true })
   const sent = receiver.requests.length
+  expect((await checkout('POST', '/api/webhooks/atm', { deliveryId: id })).body.queued).toBe(1)
+  await waitForStatus(stack, id, 'held', 20_000)
+  return { id, first, sent }
+}
+
+test('a redriven run still held when 30 days have passed since the first delivery ends unsent when its endpoint is unpaused', async () => {
+  const { id, first, sent } = await redriveWhilePaused()
   const queues = stackQueues(stack)
   try {
-    expect((await checkout('POST', '/api/webhooks/atm', { deliveryId: id })).body.queued).toBe(1)
-    await waitForStatus(stack, id, 'held', 20_000)
     // the run's job knows when receivers may forget the id: 30 days after the first delivery
     const job = (await queues.deliveries.getJob(id))!
     expect(job.data.sendBefore).toBe(first.firstDeliveredAt!.getTime() + 30 * 24 * 3600 * 1000)
@@ -162,16 +168,9 @@ test('a redriven run still held when 30 days have passed since the first deliver
 })
 
 test('a redriven run queued before jobs carried sendBefore reads the delivery for it: held past 30 days, it ends unsent too', async () => {
-  healthy = true
-  const created = await checkout('POST', '/api/app/developer/test-event')
-  const id: string = created.body.deliveryId
-  await waitForStatus(stack, id, 'delivered', 20_000)
-  await configureChannel(stack, app.did, { url: `${receiver.url}/hooks/svc`, paused: true })
-  const sent = receiver.requests.length
+  const { id, sent } = await redriveWhilePaused()
   const queues = stackQueues(stack)
   try {
-    expect((await checkout('POST', '/api/webhooks/atm', { deliveryId: id })).body.queued).toBe(1)
-    await waitForStatus(stack, id, 'held', 20_000)
     // a job of the earlier version, and the delivery first delivered 31 days ago
     const job = (await queues.deliveries.getJob(id))!
     const { sendBefore: _dropped, ...legacy } = job.data
