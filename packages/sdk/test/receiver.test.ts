@@ -122,6 +122,10 @@ describe('verifyWebhook', () => {
       expect(() => verifyWebhook({ secret: SECRET, ...signed(env, { ts: old }), now, toleranceSeconds })).toThrow(TypeError)
       expect(() => createWebhookRequestHandler({ secret: SECRET, store: createMemoryClaimStore(), handlers: {}, toleranceSeconds })).toThrow(TypeError)
     }
+    // so would a clock that is not a time (NaN from an unset variable, an invalid Date): refused, not any age accepted
+    for (const broken of [NaN, Infinity, new Date('not a date')]) {
+      expect(() => verifyWebhook({ secret: SECRET, ...signed(env, { ts: 1_000_000 }), now: broken })).toThrow(TypeError)
+    }
   })
 
   it('refuses webhook-id ≠ envelope id and Svc-Delivery-Id ≠ webhook-id (both correctly signed)', () => {

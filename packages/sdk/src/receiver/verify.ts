@@ -88,6 +88,8 @@ export function verifyWebhookWithKeys(keys: readonly Webhook[], options: Omit<Ve
   assertTolerance(options.toleranceSeconds)
   const tolerance = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS
   const nowMs = options.now === undefined ? Date.now() : typeof options.now === 'number' ? options.now : options.now.getTime()
+  // NaN would make every age pass the comparison below
+  if (!Number.isFinite(nowMs)) throw new TypeError('now must be a valid time')
   const ts = Number(timestamp)
   if (Math.abs(Math.floor(nowMs / 1000) - ts) > tolerance) {
     throw new ReceiverError('InvalidSignature', 'webhook-timestamp is outside the tolerance')
