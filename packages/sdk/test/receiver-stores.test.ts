@@ -134,3 +134,79 @@ describe.each<[string, (doneTtlMs: number, now: () => number) => DeliveryClaimSt
     }
   })
 })
+
+/**
+ * FerretDB 1.x runs a delete "by `_id` and token" as a read, then a delete by `_id`. This collection does the same
+ * on the test database, and holds each such delete between its read and its delete until `ordered` lets it go, so
+ * the interleavings that are rare on a real server happen every time.
+ */
+function ferretLikeCollection(real: ClaimCollection & { deleteOne(filter: { _id: string }): Promise<unknown> }) {
+  const gates: (() => void)[] = []
+  let readers = 0
+  let bothRead: () => void = () => undefined
+  const read = new Promise<void>((resolve) => (bothRead = resolve))
+  const collection = {
+    insertOne: (doc: Parameters<ClaimCollection['insertOne']>[0]) => real.insertOne(doc),
+    findOne: (filter: { _id: string }) => real.findOne(filter),
+    async deleteOne(filter: { _id: string; token: string }) {
+      const held = await real.findOne({ _id: filter._id })
+      if (held?.token !== filter.token) return { deletedCount: 0 }
+      if (++readers === 2) bothRead()
+      await new Promise<void>((resolve) => gates.push(resolve))
+      await real.deleteOne({ _id: filter._id })
+      return { deletedCount: 1 }
+    },
+  }
+  /** Lets the held deletes go one at a time, the last one read first, each followed by `between`. */
+  const ordered = async (between: () => Promise<void>) => {
+    await Promise.race([read, new Promise((r) => setTimeout(r, 1000))])
+    for (let i = 0; i < 2 && gates.length > 0; i++) {
+      gates.pop()!()
+      await between()
+    }
+  }
+  return { collection, ordered }
+}
+
+describe('mongo claim store on a server whose filtered deletes are not atomic (FerretDB)', () => {
+  const real = () => collection as unknown as ClaimCollection & { deleteOne(filter: { _id: string }): Promise<unknown> }
+
+  it('two requests taking over the same lapsed claim: only one of them is claimed', async () => {
+    let clock = Date.now()
+    const { collection: ferret, ordered } = ferretLikeCollection(real())
+    const store = () => createMongoClaimStore(ferret, { now: () => clock })
+    const id = envelope().id
+    expect(await store().claim(id, 1000)).toMatchObject({ state: 'claimed' })
+    clock += 5000
+    const b = store().claim(id, 60_000)
+    const c = store().claim(id, 60_000)
+    await ordered(() => new Promise((r) => setTimeout(r, 200)))
+    const states = (await Promise.all([b, c])).map((r) => r.state).sort()
+    expect(states).toEqual(['claimed', 'processing'])
+  })
+
+  it('an old owner releasing its lapsed claim while another request takes it over does not free the delivery for a third', async () => {
+    let clock = Date.now()
+    const { collection: ferret, ordered } = ferretLikeCollection(real())
+    const store = () => createMongoClaimStore(ferret, { now: () => clock })
+    const id = envelope().id
+    const first = await store().claim(id, 1000)
+    clock += 5000
+    const late = store().release(id, (first as { token: string }).token)
+    const taken = store().claim(id, 60_000)
+    await ordered(() => new Promise((r) => setTimeout(r, 200)))
+    await late
+    expect(await taken).toMatchObject({ state: 'claimed' })
+    expect(await store().claim(id, 60_000)).toEqual({ state: 'processing' })
+  })
+
+  it('a claim of the store before generations is still honoured until it lapses', async () => {
+    let clock = Date.now()
+    const store = createMongoClaimStore(collection, { now: () => clock })
+    const id = envelope().id
+    await collection.insertOne({ _id: id, token: 'abc', state: 'processing', expiresAt: new Date(clock + 1000) })
+    expect(await store.claim(id, 60_000)).toEqual({ state: 'processing' })
+    clock += 5000
+    expect(await store.claim(id, 60_000)).toMatchObject({ state: 'claimed' })
+  })
+})

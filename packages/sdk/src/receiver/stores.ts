@@ -108,11 +108,15 @@ export function createRedisClaimStore(redis: RedisEvalClient, options: { prefix:
   }
 }
 
-/** A claim or done document. Claims: `_id` = delivery id; done markers: `_id` = `<delivery id>:done`. */
+/**
+ * A document of the MongoDB store: a claim's generation (`<id>#<n>`), the end of one (`<id>#<n>:end`), or the done
+ * marker (`<id>:done`). `lapsesAt` is when a generation's claim lapses; `expiresAt` when any document may be purged.
+ */
 export interface ClaimDocument {
   _id: string
   token?: string
-  state: 'processing' | 'done'
+  state: 'processing' | 'ended' | 'done'
+  lapsesAt?: Date
   expiresAt: Date
 }
 
@@ -120,64 +124,90 @@ export interface ClaimDocument {
 export interface ClaimCollection {
   insertOne(doc: ClaimDocument): Promise<unknown>
   findOne(filter: { _id: string }): Promise<ClaimDocument | null>
-  deleteOne(filter: { _id: string; token: string }): Promise<{ deletedCount?: number }>
 }
 
 function isDuplicateKey(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000
 }
 
+/** More generations than a delivery's retries and redrives can make: a bound, so damaged data cannot loop forever. */
+const MAX_GENERATIONS = 1000
+
 /**
- * MongoDB / FerretDB store. Only single-document inserts (the unique `_id` arbitrates the claim) and deletes by
- * `_id` + owner token are used: no filtered updates, which FerretDB does not apply atomically.
- * - claim: done marker? → insert `{ _id: id, token, expiresAt }`; on a duplicate key, a live claim is 'processing',
- *   a lapsed one is deleted by its token and the insert retried. After a successful insert the done marker is read
- *   again (a completion may have landed between the first read and the insert); if present the claim is dropped.
- * - complete: insert `{ _id: id + ':done' }` (duplicate = already done), then delete the claim by this owner token.
- * - release: delete the claim by this owner token.
- * `expiresAt` is set on every document: a TTL index on it (where the server supports one) keeps the collection small;
- * without it done markers are kept and still honoured.
+ * MongoDB / FerretDB store. It only inserts, and reads by `_id`: the unique `_id` arbitrates every claim, and nothing
+ * is ever updated or deleted, because FerretDB 1.x applies neither a filtered update nor a filtered delete atomically
+ * (a delete "by `_id` and token" is a read, then a delete by `_id`, which can remove a claim taken meanwhile).
+ * - A delivery's claims are generations `<id>#1`, `<id>#2`, …, each inserted once with its owner token and `lapsesAt`.
+ *   claim: done marker? → the first generation that is live (not lapsed, not ended) means 'processing'; past the
+ *   last one, insert the next (a duplicate key: another request took it, read it again). After the insert the done
+ *   marker is read again (a completion may have landed meanwhile); if present, the generation is ended at once.
+ * - complete: insert `<id>:done` (duplicate = already done), then end this generation (`<id>#<n>:end`).
+ * - release: end this generation, if the token is still its own.
+ * The token handed out is `<n>.<random>`. `expiresAt` (now + doneTtlMs) is set on every document: a TTL index on it
+ * (where the server supports one) keeps the collection small; without one the documents are kept and still honoured.
  */
 export function createMongoClaimStore(collection: ClaimCollection, options: { doneTtlMs?: number; now?: () => number } = {}): DeliveryClaimStore {
   const now = options.now ?? Date.now
   const doneTtl = options.doneTtlMs ?? DEFAULT_DONE_TTL_MS
   const doneId = (id: string) => `${id}:done`
+  const generationId = (id: string, n: number) => `${id}#${n}`
+  const endId = (id: string, n: number) => `${id}#${n}:end`
   const isDone = async (id: string) => (await collection.findOne({ _id: doneId(id) })) !== null
+  const insertOnce = async (doc: ClaimDocument): Promise<boolean> => {
+    try {
+      await collection.insertOne(doc)
+      return true
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err
+      return false
+    }
+  }
+  const end = (id: string, n: number) => insertOnce({ _id: endId(id, n), state: 'ended', expiresAt: new Date(now() + doneTtl) })
+  /** This store's generation and random part of a token, or null for one it did not hand out. */
+  const parse = (token: string): { n: number; secret: string } | null => {
+    const m = /^([1-9][0-9]{0,5})\.([0-9a-f]+)$/.exec(token)
+    return m ? { n: Number(m[1]), secret: m[2]! } : null
+  }
+  const endOwn = async (id: string, token: string) => {
+    const own = parse(token)
+    if (own === null) return
+    const generation = await collection.findOne({ _id: generationId(id, own.n) })
+    if (generation?.token === own.secret) await end(id, own.n)
+  }
 
   return {
     async claim(id, ttlMs) {
       assertTtl(ttlMs)
-      for (let attempt = 0; attempt < 5; attempt++) {
-        if (await isDone(id)) return { state: 'done' }
-        const token = newToken()
-        try {
-          await collection.insertOne({ _id: id, token, state: 'processing', expiresAt: new Date(now() + ttlMs) })
-        } catch (err) {
-          if (!isDuplicateKey(err)) throw err
-          const held = await collection.findOne({ _id: id })
-          if (held === null) continue // released meanwhile: try again
-          if (held.expiresAt.getTime() > now()) return { state: 'processing' }
-          await collection.deleteOne({ _id: id, token: held.token ?? '' }) // lapsed: take over (the insert decides)
+      if (await isDone(id)) return { state: 'done' }
+      // a claim of the store before generations (`_id` = the delivery id), until it lapses
+      const legacy = await collection.findOne({ _id: id })
+      if (legacy !== null && legacy.state === 'processing' && legacy.expiresAt.getTime() > now()) return { state: 'processing' }
+      for (let n = 1; n <= MAX_GENERATIONS; ) {
+        const generation = await collection.findOne({ _id: generationId(id, n) })
+        if (generation !== null) {
+          const lapsed = (generation.lapsesAt?.getTime() ?? 0) <= now()
+          if (!lapsed && (await collection.findOne({ _id: endId(id, n) })) === null) return { state: 'processing' }
+          n++
           continue
         }
+        const secret = newToken()
+        const t = now()
+        const taken = await insertOnce({ _id: generationId(id, n), token: secret, state: 'processing', lapsesAt: new Date(t + ttlMs), expiresAt: new Date(t + doneTtl) })
+        if (!taken) continue // another request took generation n: read it
         if (await isDone(id)) {
-          await collection.deleteOne({ _id: id, token })
+          await end(id, n)
           return { state: 'done' }
         }
-        return { state: 'claimed', token }
+        return { state: 'claimed', token: `${n}.${secret}` }
       }
       return { state: 'processing' }
     },
     async complete(id, token) {
-      try {
-        await collection.insertOne({ _id: doneId(id), state: 'done', expiresAt: new Date(now() + doneTtl) })
-      } catch (err) {
-        if (!isDuplicateKey(err)) throw err
-      }
-      await collection.deleteOne({ _id: id, token })
+      await insertOnce({ _id: doneId(id), state: 'done', expiresAt: new Date(now() + doneTtl) })
+      await endOwn(id, token)
     },
     async release(id, token) {
-      await collection.deleteOne({ _id: id, token })
+      await endOwn(id, token)
     },
   }
 }
