@@ -88,12 +88,18 @@ interface AppAccessRef {
 
 /** The domains that read an app's access for the app they serve (appAccessFor): payments and tickets. */
 const ACCESS_READERS: readonly string[] = [SERVICE_PRINCIPALS.payments, SERVICE_PRINCIPALS.tickets]
+/** Of those, the ones that read an app's approval by a recipient: payments only (a ticket sale involves none). */
+const APPROVAL_READERS: readonly string[] = [SERVICE_PRINCIPALS.payments]
 
-/** AppAccess fields read for the app the access belongs to (appAccess checked it), the domains serving it, and operators. */
-function allowAccess(ctx: AppsContext, access: AppAccessRef): void {
+/**
+ * AppAccess fields read for the app the access belongs to (appAccess checked it), operators, and the serving domains
+ * that need the field (`readers`).
+ */
+function allowAccess(ctx: AppsContext, access: AppAccessRef, readers: readonly string[]): void {
   const p = ctx.principal
   if (p.kind === 'operator') return
-  if (p.kind === 'service' && ACCESS_READERS.includes(p.name)) return
+  if (p.kind === 'service' && readers.includes(p.name)) return
+  if (p.kind === 'service') throw new ContractError('NotAllowed', `the service ${p.name} does not read this field`)
   if (p.kind !== 'app') throw new ContractError('NotAllowed', 'this operation is for app callers')
   if (p.appDid !== access.appDid) throw new ContractError('AppUnauthorized', 'this access belongs to another app')
 }
@@ -169,11 +175,11 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
     // Only the gateway hands out AppAccess references, from appAccess above (already checked); the key is the entity.
     __resolveReference: (ref: { appDid: string; environment: string }) => ({ appDid: ref.appDid, environment: ref.environment }),
     recipientApproval: (access: AppAccessRef, args: AppAccessRecipientApprovalArgs, ctx: AppsContext) => {
-      allowAccess(ctx, access)
+      allowAccess(ctx, access, APPROVAL_READERS)
       return findAppApproval(ctx.domain, access.appDid, parseEnvironment(access.environment), args.recipientDid)
     },
     config: async (access: AppAccessRef, _: unknown, ctx: AppsContext) => {
-      allowAccess(ctx, access)
+      allowAccess(ctx, access, ACCESS_READERS)
       return toAppConfigView(await findAppEnvironment(ctx.domain, access.appDid, parseEnvironment(access.environment)))
     },
   },

@@ -192,6 +192,22 @@ describe('AppAccess: recipientApproval and config', () => {
     expect((await gql(operator, entity)).data._entities[0].recipientApproval.id).toMatch(/^apr_/)
   })
 
+  test("the serving domains read an app's access as far as they need it: tickets its configuration, payments its approvals too", async () => {
+    const creator = newCreator()
+    const a = (await request(creator)).data.requestRecipientApproval
+    const FOR = `query ($recipientDid: String!) { appAccessFor(appDid: "${APP}", environment: "test") {
+      environment config { modules { tickets } } recipientApproval(recipientDid: $recipientDid) { id status paymentSetup }
+    } }`
+    const payments = await gql({ kind: 'service', name: 'payments' }, FOR, { recipientDid: creator })
+    expect(payments.errors).toBeUndefined()
+    expect(payments.data.appAccessFor).toMatchObject({ environment: 'test', recipientApproval: { id: a.id, status: 'pending' } })
+    // a ticket sale involves no approval: the tickets domain does not read one, nor the creator's payout readiness
+    const tickets = await gql({ kind: 'service', name: 'tickets' }, FOR, { recipientDid: creator })
+    expect(codeOf(tickets)).toBe('NotAllowed')
+    expect(tickets.errors!.map((e) => e.path)).toEqual([['appAccessFor', 'recipientApproval']])
+    expect(tickets.data.appAccessFor.config).toEqual({ modules: { tickets: expect.any(Boolean) } })
+  })
+
   test('a RecipientApproval reference resolves for its app, its creator and operators; null for anyone else', async () => {
     const creator = newCreator()
     const a = (await request(creator)).data.requestRecipientApproval
