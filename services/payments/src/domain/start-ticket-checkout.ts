@@ -41,7 +41,8 @@ export async function startTicketCheckout(d: ServingPayments, input: StartTicket
     encoded = encodeProduct({
       paymentType: 'ticket',
       holdId: input.holdId,
-      // the checkout's real key is the hold id (below); a product's order id has no underscore
+      // a placeholder: the checkout's real key is the hold id (below). An app's own order id could name it only by
+      // reusing a hold id it was given, after the hold's checkout exists: a different product, refused InvalidProduct
       appOrderId: 'ticket-hold',
       recipientDid: input.organizerDid,
       environment: parseEnvironment(input.environment),
