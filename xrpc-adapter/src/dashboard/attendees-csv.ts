@@ -1,12 +1,14 @@
 /**
  * The attendee list as CSV (csv-stringify). A cell that a spreadsheet would read as a formula (it starts with =, +,
- * -, @, a tab or a carriage return) gets a leading apostrophe, so a tier name or an app's order id can never run as
- * one (OWASP, "CSV injection").
+ * -, @, a tab, a carriage return or a line feed, or with one of =, +, -, @ after blanks, which an import that trims
+ * cells would then read) gets a leading apostrophe, so a tier name or an app's order id can never run as one (OWASP,
+ * "CSV injection").
  */
 import { stringify } from 'csv-stringify/sync'
 import type { OrganizerEventData } from './ticket-operations'
 
-const FORMULA_START = /^[=+\-@\t\r]/
+// \s covers the tab, line breaks, no-break and other Unicode spaces and the BOM; the zero-width ones are named
+const FORMULA_START = /^[\s\u200b-\u200d\u2060]*[=+\-@]|^[\t\r\n]/u
 
 export const escapeFormula = (cell: string): string => (FORMULA_START.test(cell) ? `'${cell}` : cell)
 
