@@ -297,6 +297,14 @@ describe('odd inputs never produce a 5xx', () => {
     await expectLogged(res, { environment: null, appDid: app.did }, { status: 401, errorCode: 'Unauthorized', keyPrefix: null })
   })
 
+  it('app or environment given twice with a key never issued, or another app\'s, is 401 Unauthorized: authentication comes first', async () => {
+    const otherKey = await (await stack.newApp()).apiKey('test', ['app.config.read'])
+    for (const auth of [bearer(`svc_rk_test_${'A'.repeat(32)}`), bearer(otherKey)]) {
+      expectError(await developerConfig({ app: [app.did, app.did], environment: 'test' }, auth), 401, 'Unauthorized')
+      expectError(await developerConfig({ app: app.did, environment: ['test', 'test'] }, auth), 401, 'Unauthorized')
+    }
+  })
+
   it('environment given twice with a valid key is a 4xx contract error', async () => {
     const res = await developerConfig({ app: app.did, environment: ['test', 'test'] }, bearer(key))
     expectError(res, 400, 'InvalidRequest', /environment/)

@@ -181,6 +181,11 @@ describe.each(ROUTES)('$name', (route) => {
     expectError(await route.call({ app: [app.did, app.did] }, bearer(key)), 400, 'InvalidRequest', /app/)
     expectError(await route.call({ app: app.did, environment: ['test', 'test'] }, bearer(key)), 400, 'InvalidRequest', /environment/)
     expectError(await route.call({ app: [app.did, app.did] }), 401, 'Unauthorized')
+    // authentication comes first: a key never issued, or another app's, is told Unauthorized, not how its query is wrong
+    const otherKey = await (await stack.newApp()).apiKey('test', ALL_PERMISSIONS)
+    expectError(await route.call({ app: [app.did, app.did] }, bearer(`svc_rk_test_${'A'.repeat(32)}`)), 401, 'Unauthorized')
+    expectError(await route.call({ app: [app.did, app.did] }, bearer(otherKey)), 401, 'Unauthorized')
+    expectError(await route.call({ app: app.did, environment: ['test', 'test'] }, bearer(otherKey)), 401, 'Unauthorized')
   })
 
   it('without environment, the key environment is used', async () => {

@@ -1,10 +1,11 @@
 /**
  * What the developer utility routes that act on events share (test-event, the delivery log, redrive): the API key
- * in the right form (presentedApiKey: 401 Unauthorized, webhook secrets included), the `app` / `environment` query
- * parameters given at most once, then the apps subgraph's `developerAccess` check of the key (its hash: this is how an API key authenticates), which runs
- * the documented checks in order (known key → app given → key bound to app and environment → live where refused →
- * permission → configuration exists). The route then calls the events subgraph as the adapter itself, for the app
- * and environment that check established, never for what the caller wrote.
+ * in the right form (presentedApiKey: 401 Unauthorized, webhook secrets included), then the apps subgraph's
+ * `developerAccess` check of the key (its hash: this is how an API key authenticates), which runs the documented
+ * checks in order (known key → app given → key bound to app and environment → live where refused → permission →
+ * configuration exists), then the `app` / `environment` parameters given at most once. The route then calls the
+ * events subgraph as the adapter itself, for the app and environment that check established, never for what the
+ * caller wrote.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ContractError } from '@svc/errors'
@@ -26,11 +27,24 @@ export type DeveloperAccess = ResultOf<typeof DEVELOPER_ACCESS>['developerAccess
 
 export type UtilityQuery = Record<string, string | string[] | undefined>
 
-/** A query parameter given at most once (a repeated one arrives as an array); empty counts as absent. */
-export function queryValue(query: UtilityQuery, name: string): string | null {
-  const value = query[name]
-  if (Array.isArray(value)) throw new ContractError('InvalidRequest', `${name} must be given once`)
-  return value || null
+/**
+ * The `app` and `environment` query parameters as the key check takes them (the first value of a repeated one; empty
+ * counts as absent), and a `refuseRepeated` to call once the key has passed it: a parameter given twice is 400
+ * InvalidRequest only for a caller who authenticated (an unknown key, or another app's, is 401 Unauthorized first).
+ */
+export function developerParams(query: UtilityQuery): { app: string | null; environment: string | null; refuseRepeated: () => void } {
+  const first = (name: string) => {
+    const value = query[name]
+    return (Array.isArray(value) ? value[0] : value) || null
+  }
+  const repeated = ['app', 'environment'].find((name) => Array.isArray(query[name]))
+  return {
+    app: first('app'),
+    environment: first('environment'),
+    refuseRepeated: () => {
+      if (repeated !== undefined) throw new ContractError('InvalidRequest', `${repeated} must be given once`)
+    },
+  }
 }
 
 /** The checks every such route starts with; the route's own errors come after. */
@@ -41,13 +55,13 @@ export async function checkDeveloperAccess(
   opts: { liveAllowed: boolean },
 ): Promise<DeveloperAccess> {
   const key = presentedApiKey(request.headers.authorization)
-  const query = request.query as UtilityQuery
-  const variables = { app: queryValue(query, 'app'), environment: queryValue(query, 'environment'), permission, liveAllowed: opts.liveAllowed }
-  const data = await gateway.query(DEVELOPER_ACCESS, variables, {
+  const { app, environment, refuseRepeated } = developerParams(request.query as UtilityQuery)
+  const data = await gateway.query(DEVELOPER_ACCESS, { app, environment, permission, liveAllowed: opts.liveAllowed }, {
     principal: { kind: 'apiKey', keyHash: key.keyHash },
     requestId: request.id,
     log: request.log,
   })
+  refuseRepeated()
   request.log = request.log.child({ appDid: data.developerAccess.appDid, environment: data.developerAccess.environment })
   return data.developerAccess
 }
