@@ -24,13 +24,19 @@ export interface VerifiedServiceAuth {
   iat: number
 }
 
-export interface ServiceAuthVerifier {
+export interface VerifyOptions {
   /**
-   * `authorization`: the raw header value; `nsid`: the method being served. Throws ContractError. With
-   * `replayScope`, a `jti` seen before is accepted again for the same scope only (a buyer's assertion sent again
-   * with the retry of one idempotent request); without it, a `jti` is single-use.
+   * A `jti` seen before is accepted again for the same scope only (a buyer's assertion sent again with the retry of
+   * one idempotent request); without it, a `jti` is single-use.
    */
-  verify(authorization: string | undefined, nsid: string, opts?: { replayScope?: string }): Promise<VerifiedServiceAuth>
+  replayScope?: string
+  /** The DID the token must be issued by: another is refused before anything is resolved or its `jti` spent. */
+  issuer?: string
+}
+
+export interface ServiceAuthVerifier {
+  /** `authorization`: the raw header value; `nsid`: the method being served. Throws ContractError. */
+  verify(authorization: string | undefined, nsid: string, opts?: VerifyOptions): Promise<VerifiedServiceAuth>
 }
 
 export interface ServiceAuthVerifierOptions {
@@ -180,7 +186,7 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
     return key
   }
 
-  async function verify(authorization: string | undefined, nsid: string, opts: { replayScope?: string } = {}): Promise<VerifiedServiceAuth> {
+  async function verify(authorization: string | undefined, nsid: string, opts: VerifyOptions = {}): Promise<VerifiedServiceAuth> {
     const jwt = extractJwt(authorization)
     const [headerPart, payloadPart] = jwt.split('.') as [string, string, string]
 
@@ -194,6 +200,8 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
     if (!payload) fail('BadJwt', 'poorly formatted jwt payload')
     const { iss, aud, exp, iat, jti } = payload
     if (typeof iss !== 'string' || iss.length > MAX_ISS_LENGTH || !isDid(iss)) fail('BadJwt', 'jwt iss must be a DID')
+    // refused before its signature is checked and its jti spent: the same token may still come with the right issuer
+    if (opts.issuer !== undefined && iss !== opts.issuer) fail('BadJwt', `jwt iss must be ${opts.issuer}`)
     if (typeof aud !== 'string') fail('BadJwt', 'jwt aud required')
     if (typeof jti !== 'string' || jti.length === 0 || jti.length > MAX_JTI_LENGTH || !JTI_SHAPE.test(jti)) {
       fail('BadJwt', 'jwt jti required')
