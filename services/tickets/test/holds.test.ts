@@ -9,7 +9,8 @@ import { ContractError } from '@svc/errors'
 import { availableSeats, configureTicketTiers, reserve, voidTicket, type ServingTickets, type TicketsModels } from '../src'
 import { secureHold, settleHold } from '../src/domain/hold-payment'
 import { purchaseTicketIds } from '../src/domain/ids'
-import { abandonHoldAttempt, HOLD_ATTEMPT_SECONDS, holdTickets, type HoldRequest } from '../src/domain/create-hold'
+import { abandonHoldAttempt, createTicketHold, HOLD_ATTEMPT_SECONDS, holdTickets, type HoldRequest } from '../src/domain/create-hold'
+import type { HoldCheckouts } from '../src/domain/context'
 import { APP, ORGANIZER, openTicketsDomain } from './helpers'
 
 let models: TicketsModels
@@ -266,4 +267,52 @@ test('an attempt the retry abandoned first does not insert its hold: it lets its
   expect(await models.CapacityUnit.countDocuments({ reservationId: abandoned })).toBe(0)
   expect(await secureHold(d, held.holdId)).toBe(true)
   expect(await available(tier)).toBe(0)
+})
+
+describe('a hold and its checkout (the payments domain answered here)', () => {
+  /** The domain with this checkout port, and the expiry jobs it adds. */
+  const withCheckouts = (start: HoldCheckouts['start']) => {
+    const scheduled: string[] = []
+    const serving: ServingTickets = { ...d, checkouts: { start }, holdExpiry: { schedule: async (holdId) => void scheduled.push(holdId) } }
+    return { serving, scheduled }
+  }
+
+  test('a checkout refused for good takes the hold away, and leaves no expiry job for it', async () => {
+    const { eventUri, tierIds } = await event([{ capacity: 5 }])
+    const { serving, scheduled } = withCheckouts(async () => {
+      throw new ContractError('InvalidRequest', 'the tickets cost less than the fees')
+    })
+    const order = randomBytes(6).toString('hex')
+    expect(await refusal(createTicketHold(serving, APP, { environment: 'test', eventUri, buyerDid: buyer(), appOrderId: order, items: [{ ticketTypeId: tierIds[0]!, quantity: 2 }] }))).toBe('InvalidRequest')
+    expect(await models.TicketHold.countDocuments({ appOrderId: order })).toBe(0)
+    expect(await available(tierIds[0]!)).toBe(5)
+    expect(scheduled).toEqual([])
+  })
+
+  test('a hold kept for its retry while payments was away, lapsed when the retry comes: the retry is judged as a first call', async () => {
+    const { eventUri, tierIds } = await event([{ capacity: 5 }], 60)
+    let calls = 0
+    const { serving, scheduled } = withCheckouts(async (input) => {
+      if (++calls === 1) throw new ContractError('ServiceUnavailable', 'payments is away')
+      // as payments answers a hold with no checkout started
+      if (new Date(input.expiresAt) <= clock.now) throw new ContractError('InvalidRequest', 'the hold has lapsed')
+      return { url: `http://checkout.invalid/checkout/${input.holdId}` }
+    })
+    const body: HoldRequest = { environment: 'test', eventUri, buyerDid: buyer(), appOrderId: randomBytes(6).toString('hex'), items: [{ ticketTypeId: tierIds[0]!, quantity: 2 }] }
+    expect(await refusal(createTicketHold(serving, APP, body))).toBe('ServiceUnavailable')
+    const kept = (await models.TicketHold.findOne({ appOrderId: body.appOrderId }).lean())!
+    expect(scheduled).toEqual([kept._id])
+    clock.now = new Date(clock.now.getTime() + 61_000)
+    try {
+      const retried = await createTicketHold(serving, APP, body)
+      expect(retried.holdId).not.toBe(kept._id)
+      expect(retried.checkout.url).toBe(`http://checkout.invalid/checkout/${retried.holdId}`)
+      expect(new Date(retried.expiresAt).getTime()).toBe(clock.now.getTime() + 60_000)
+      expect(await models.TicketHold.find({ appOrderId: body.appOrderId }, { _id: 1 }).lean()).toEqual([{ _id: retried.holdId }])
+      expect(await available(tierIds[0]!)).toBe(3)
+      expect(scheduled).toEqual([kept._id, retried.holdId])
+    } finally {
+      clock.now = new Date()
+    }
+  })
 })

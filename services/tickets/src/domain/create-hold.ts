@@ -64,12 +64,36 @@ function sameHold(existing: StoredHold, buyerDid: string, key: string): StoredHo
 }
 
 
-/** The hold and its checkout, as the app gets them (the lexicon's output). */
+/**
+ * The hold and its checkout, as the app gets them (the lexicon's output). The hold's expiry job is added once the hold
+ * stays: its checkout started, or a refusal that may pass on a retry (one refused for good takes the hold away).
+ */
 export async function createTicketHold(d: ServingTickets, appDid: string, input: HoldRequest): Promise<{ holdId: string; expiresAt: string; checkout: { url: string } }> {
-  const hold = await reserveHold(d, appDid, input)
-  if (hold.status === 'held') await d.holdExpiry?.schedule(hold._id, hold.expiresAt)
-  const checkout = await startCheckout(d, appDid, hold)
-  return { holdId: hold._id, expiresAt: hold.expiresAt.toISOString(), checkout }
+  for (let round = 0; ; round++) {
+    const hold = await reserveHold(d, appDid, input)
+    const schedule = async () => {
+      if (hold.status === 'held') await d.holdExpiry?.schedule(hold._id, hold.expiresAt)
+    }
+    try {
+      const checkout = await startCheckout(d, appDid, hold)
+      await schedule()
+      return { holdId: hold._id, expiresAt: hold.expiresAt.toISOString(), checkout }
+    } catch (err) {
+      if (!refusedForGood(err)) {
+        await schedule()
+        throw err
+      }
+      // an earlier call's hold, left for its retry when payments was out of reach, lapsed before this retry came:
+      // payments refuses its checkout, and it is gone now, so the order is judged as a first call, as documented
+      if (round === 0 && hold.expiresAt <= nowOf(d)) continue
+      throw err
+    }
+  }
+}
+
+/** A refusal of the hold's checkout that no retry passes: bad input, or no processor for the environment. */
+function refusedForGood(err: unknown): boolean {
+  return err instanceof ContractError && (err.status === 400 || err.code === 'ProcessorNotConfigured')
 }
 
 /**
@@ -95,9 +119,9 @@ async function startCheckout(d: ServingTickets, appDid: string, hold: StoredHold
       cancelUrl: hold.cancelUrl ?? null,
     })
   } catch (err) {
-    // a checkout refused for good (bad input, no processor for the environment) returns the seats at once; released
-    // only when not kept: a kept reservation is a checkout already being paid
-    if (err instanceof ContractError && (err.status === 400 || err.code === 'ProcessorNotConfigured')) {
+    // a checkout refused for good returns the seats at once; released only when not kept: a kept reservation is a
+    // checkout already being paid
+    if (refusedForGood(err)) {
       // no checkout was started (payments answers a started one before any check), so nothing refers to the hold
       if (await releaseReservation(d, hold._id)) await d.models.TicketHold.deleteOne({ _id: hold._id })
     }
