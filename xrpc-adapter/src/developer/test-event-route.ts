@@ -1,6 +1,7 @@
 /**
  * POST {checkout_url}/api/app/developer/test-event?app=<did>[&environment=test] (permission webhook.test.write, test
- * keys only): after the API-key checks (a live key or environment is 403 LiveDeveloperActionUnsupported), an app
+ * keys only): after the API-key checks (a live key is 403 LiveDeveloperActionUnsupported; a test key naming
+ * environment=live is 401 Unauthorized, by the key's binding, checked first), an app
  * environment without a configured channel is 400 WebhookNotConfigured; otherwise every call creates and queues a new
  * `app.webhook.test` delivery: `{ok: true, environment, deliveryId}`. Any request body is ignored.
  */

@@ -22,7 +22,7 @@ import type { DeveloperAccess as DeveloperAccessView } from '../generated/graph-
 export type { DeveloperAccessView }
 
 export interface AuthorizeOptions {
-  /** false for routes that mutate: a live key, or environment=live, is LiveDeveloperActionUnsupported (after the binding) */
+  /** false for routes that mutate: a live key is LiveDeveloperActionUnsupported (after the binding, which refuses a test key naming live) */
   liveAllowed?: boolean
 }
 
