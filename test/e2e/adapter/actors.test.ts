@@ -56,6 +56,7 @@ describe('getPayoutStatus', () => {
     const app = await stack.newApp()
     expectError(await payout(app, {}), 400, 'ActorRequired')
     expectError(await payout(app, { environment: 'test' }), 400, 'ActorRequired')
+    expectError(await payout(app, { actor: '', environment: 'test' }), 400, 'ActorRequired')
   })
 
   it('an actor unknown in the environment → 404 ActorNotFound', async () => {

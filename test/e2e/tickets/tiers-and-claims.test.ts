@@ -164,6 +164,7 @@ describe('configureTicketTiers', () => {
 describe('getTicketAvailability', () => {
   it('EventRequired without eventUri; an event without tiers has no items', async () => {
     expectError(await availability(stack, app, {}), 400, 'EventRequired')
+    expectError(await availability(stack, app, { eventUri: '' }), 400, 'EventRequired')
     const eventUri = eventUriOf(organizer)
     expect(expectOk(await availability(stack, app, { eventUri }))).toEqual({ eventUri, items: [] })
   })

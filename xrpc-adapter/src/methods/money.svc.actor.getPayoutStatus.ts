@@ -13,7 +13,7 @@ const GET_PAYOUT_STATUS = graphql(`query GetPayoutStatus($environment: String, $
  * the environment, is AppUnauthorized here (the contract's name for it on this method).
  */
 export async function getPayoutStatus({ params, graph }: HandlerContext<'money.svc.actor.getPayoutStatus'>) {
-  if (params.actor === undefined || params.actor === '') throw new ContractError('ActorRequired', 'the actor parameter (recipient DID) is required')
+  if (params.actor === undefined) throw new ContractError('ActorRequired', 'the actor parameter (recipient DID) is required')
   const { appAccess } = await graph(GET_PAYOUT_STATUS, { environment: params.environment ?? null, actor: params.actor }).catch(
     renameErrors(APP_ACCESS_ERRORS),
   )

@@ -9,7 +9,7 @@ const AVAILABILITY = graphql(`query TicketAvailability($environment: String, $ev
 
 /** The tickets domain counts each tier's seats (lapsed holds released on the way); safe to poll. */
 export async function getTicketAvailability({ params, graph }: HandlerContext<'tickets.svc.getTicketAvailability'>) {
-  if (params.eventUri === undefined || params.eventUri === '') throw new ContractError('EventRequired', 'the eventUri parameter (AT-URI of the event) is required')
+  if (params.eventUri === undefined) throw new ContractError('EventRequired', 'the eventUri parameter (AT-URI of the event) is required')
   const { ticketAvailability: a } = await graph(AVAILABILITY, { environment: params.environment ?? null, eventUri: params.eventUri }).catch(
     renameErrors(APP_ACCESS_ERRORS),
   )

@@ -71,6 +71,8 @@ function decodeParams(def: MethodDef, query: Record<string, string | string[] | 
   for (const [name, raw] of Object.entries(query)) {
     const prop = Object.hasOwn(props, name) ? props[name] : undefined
     if (!prop || raw === undefined) continue // unknown parameters are ignored, as atproto does
+    // an empty value counts as absent (`?eventUri=` is EventRequired, as no eventUri is), as on the developer routes
+    if (raw === '' || (Array.isArray(raw) && raw.every((v) => v === ''))) continue
     const values = Array.isArray(raw) ? raw : [raw]
     if (prop.type === 'array') {
       out[name] = values.map((v) => decodeOne(name, prop.items?.type ?? 'string', v))
