@@ -37,6 +37,16 @@ type ContextKey = (typeof CONTEXT_KEY_OF)[Issuer]
 const perIssuer = <T>(value: (variable: ContextKey) => T): Record<Issuer, T> =>
   Object.fromEntries(ISSUERS.map((issuer) => [issuer, value(CONTEXT_KEY_OF[issuer])])) as Record<Issuer, T>
 
+/**
+ * A URL the service puts in its answers and pages (apps get `…/checkout/<token>`, `…/dashboard/approvals/<id>`): http(s)
+ * and only the characters a URI may hold, as the lexicons' `uri` format checks its answers (a space would make every
+ * answer that carries it a 500).
+ */
+const publicUrl = z
+  .string()
+  .url()
+  .refine((v) => /^https?:\/\/[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/.test(v), 'must be an http(s) URL of URI characters only (no spaces)')
+
 /** A secret set only during a rotation (docker-compose passes it empty otherwise). */
 const optionalSecret = z.preprocess((v) => (v === '' ? undefined : v), z.string().min(32).optional())
 
@@ -55,10 +65,10 @@ const variables = z
     REDIS_PREFIX: z.string().default('svc:'),
     SERVICE_DID: z.string().refine(isDid, 'must be a DID').default('did:web:svc.localhost'),
     PLC_URL: z.string().url().default('https://plc.directory'),
-    BASE_URL: z.string().url().default('http://127.0.0.1:4000'),
-    CHECKOUT_URL: z.string().url().default('http://127.0.0.1:4001'),
+    BASE_URL: publicUrl.default('http://127.0.0.1:4000'),
+    CHECKOUT_URL: publicUrl.default('http://127.0.0.1:4001'),
     // default: {CHECKOUT_URL}/dashboard (the checkout host serves the dashboard)
-    DASHBOARD_URL: z.string().url().optional(),
+    DASHBOARD_URL: publicUrl.optional(),
     HOST: z.string().default('127.0.0.1'),
     API_PORT: port.default(4000),
     CHECKOUT_PORT: port.default(4001),

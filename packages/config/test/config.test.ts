@@ -37,6 +37,12 @@ describe('internal callers\' keys', () => {
 
   it('the dashboard is on the checkout host unless DASHBOARD_URL says otherwise', () => {
     expect(loadConfig({ CHECKOUT_URL: 'https://pay.example.com/' }).dashboardUrl).toBe('https://pay.example.com/dashboard')
+    // the URLs answers are built from must hold URI characters only: a space would make each such answer a 500
+    expect(() => loadConfig({ CHECKOUT_URL: 'https://pay.example.com/a b' })).toThrow(/CHECKOUT_URL/)
+    expect(() => loadConfig({ DASHBOARD_URL: 'https://creators.example.com/dash board' })).toThrow(/DASHBOARD_URL/)
+    expect(() => loadConfig({ BASE_URL: 'https://api.example.com/x<y>' })).toThrow(/BASE_URL/)
+    expect(() => loadConfig({ CHECKOUT_URL: 'ftp://pay.example.com' })).toThrow(/CHECKOUT_URL/)
+    expect(loadConfig({ CHECKOUT_URL: 'https://pay.example.com:8443/svc' }).checkoutUrl).toBe('https://pay.example.com:8443/svc')
     expect(loadConfig({}).dashboardUrl).toBe('http://127.0.0.1:4001/dashboard')
     expect(loadConfig({ CHECKOUT_URL: 'https://pay.example.com', DASHBOARD_URL: 'https://creators.example.com/' }).dashboardUrl).toBe('https://creators.example.com')
   })
