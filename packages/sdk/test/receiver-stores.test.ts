@@ -200,6 +200,23 @@ describe('mongo claim store on a server whose filtered deletes are not atomic (F
     expect(await store().claim(id, 60_000)).toEqual({ state: 'processing' })
   })
 
+  it('an end marker counts only for the generation it ended: one left from a purged generation ends no new claim', async () => {
+    const store = createMongoClaimStore(collection)
+    const id = envelope().id
+    // generation 1 and its end were written long ago; a TTL index purged the generation first
+    await collection.insertOne({ _id: `${id}#1:end`, token: 'ab12', state: 'ended', expiresAt: new Date(Date.now() + 1000) })
+    expect(await store.claim(id, 60_000)).toMatchObject({ state: 'claimed', token: expect.stringMatching(/^1\./) })
+    expect(await createMongoClaimStore(collection).claim(id, 60_000)).toEqual({ state: 'processing' })
+  })
+
+  it('a claim is kept at least until it lapses, whatever doneTtlMs is', async () => {
+    const id = envelope().id
+    const claimed = await createMongoClaimStore(collection, { doneTtlMs: 1000 }).claim(id, 60_000)
+    const generation = await collection.findOne({ _id: `${id}#${(claimed as { token: string }).token.split('.')[0]}` })
+    expect(generation!.expiresAt.getTime()).toBeGreaterThanOrEqual(generation!.lapsesAt!.getTime())
+    expect(() => createMongoClaimStore(collection, { doneTtlMs: NaN })).toThrow(TypeError)
+  })
+
   it('a claim of the store before generations is still honoured until it lapses', async () => {
     let clock = Date.now()
     const store = createMongoClaimStore(collection, { now: () => clock })

@@ -130,7 +130,7 @@ function isDuplicateKey(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 11000
 }
 
-/** More generations than a delivery's retries and redrives can make: a bound, so damaged data cannot loop forever. */
+/** More generations than a delivery's retries and redrives make: past it, claims fail loudly rather than scan on. */
 const MAX_GENERATIONS = 1000
 
 /**
@@ -141,14 +141,18 @@ const MAX_GENERATIONS = 1000
  *   claim: done marker? → the first generation that is live (not lapsed, not ended) means 'processing'; past the
  *   last one, insert the next (a duplicate key: another request took it, read it again). After the insert the done
  *   marker is read again (a completion may have landed meanwhile); if present, the generation is ended at once.
- * - complete: insert `<id>:done` (duplicate = already done), then end this generation (`<id>#<n>:end`).
+ * - complete: insert `<id>:done` (duplicate = already done), then end this generation (`<id>#<n>:end`, with its token:
+ *   an end marker counts only for the generation it ended).
  * - release: end this generation, if the token is still its own.
- * The token handed out is `<n>.<random>`. `expiresAt` (now + doneTtlMs) is set on every document: a TTL index on it
- * (where the server supports one) keeps the collection small; without one the documents are kept and still honoured.
+ * The token handed out is `<n>.<random>`. `expiresAt` (now + doneTtlMs, and never before a claim lapses) is set on
+ * every document: a TTL index on it (where the server supports one) keeps the collection small; without one the
+ * documents are kept and still honoured. As with the done marker, the store forgets a delivery doneTtlMs after it
+ * saw it: keep doneTtlMs at least as long as the service may send an id again (30 days, the default).
  */
 export function createMongoClaimStore(collection: ClaimCollection, options: { doneTtlMs?: number; now?: () => number } = {}): DeliveryClaimStore {
   const now = options.now ?? Date.now
   const doneTtl = options.doneTtlMs ?? DEFAULT_DONE_TTL_MS
+  if (!Number.isInteger(doneTtl) || doneTtl <= 0) throw new TypeError('doneTtlMs must be a positive integer')
   const doneId = (id: string) => `${id}:done`
   const generationId = (id: string, n: number) => `${id}#${n}`
   const endId = (id: string, n: number) => `${id}#${n}:end`
@@ -162,7 +166,10 @@ export function createMongoClaimStore(collection: ClaimCollection, options: { do
       return false
     }
   }
-  const end = (id: string, n: number) => insertOnce({ _id: endId(id, n), state: 'ended', expiresAt: new Date(now() + doneTtl) })
+  const end = (id: string, n: number, secret: string) =>
+    insertOnce({ _id: endId(id, n), token: secret, state: 'ended', expiresAt: new Date(now() + doneTtl) })
+  const ended = async (id: string, n: number, generation: ClaimDocument) =>
+    (await collection.findOne({ _id: endId(id, n) }))?.token === generation.token
   /** This store's generation and random part of a token, or null for one it did not hand out. */
   const parse = (token: string): { n: number; secret: string } | null => {
     const m = /^([1-9][0-9]{0,5})\.([0-9a-f]+)$/.exec(token)
@@ -172,7 +179,7 @@ export function createMongoClaimStore(collection: ClaimCollection, options: { do
     const own = parse(token)
     if (own === null) return
     const generation = await collection.findOne({ _id: generationId(id, own.n) })
-    if (generation?.token === own.secret) await end(id, own.n)
+    if (generation?.token === own.secret) await end(id, own.n, own.secret)
   }
 
   return {
@@ -182,25 +189,37 @@ export function createMongoClaimStore(collection: ClaimCollection, options: { do
       // a claim of the store before generations (`_id` = the delivery id), until it lapses
       const legacy = await collection.findOne({ _id: id })
       if (legacy !== null && legacy.state === 'processing' && legacy.expiresAt.getTime() > now()) return { state: 'processing' }
-      for (let n = 1; n <= MAX_GENERATIONS; ) {
+      // each generation is read once, and once more after a lost insert; a read that never shows the winner of an
+      // insert (a lagging secondary) gives up as 'processing' rather than loop
+      for (let n = 1, lostInserts = 0; ; ) {
+        if (n > MAX_GENERATIONS) throw new Error(`delivery ${id} has been claimed ${MAX_GENERATIONS} times: not claimed again`)
         const generation = await collection.findOne({ _id: generationId(id, n) })
         if (generation !== null) {
           const lapsed = (generation.lapsesAt?.getTime() ?? 0) <= now()
-          if (!lapsed && (await collection.findOne({ _id: endId(id, n) })) === null) return { state: 'processing' }
+          if (!lapsed && !(await ended(id, n, generation))) return { state: 'processing' }
           n++
           continue
         }
+        if (lostInserts > 2) return { state: 'processing' }
         const secret = newToken()
         const t = now()
-        const taken = await insertOnce({ _id: generationId(id, n), token: secret, state: 'processing', lapsesAt: new Date(t + ttlMs), expiresAt: new Date(t + doneTtl) })
-        if (!taken) continue // another request took generation n: read it
+        const taken = await insertOnce({
+          _id: generationId(id, n),
+          token: secret,
+          state: 'processing',
+          lapsesAt: new Date(t + ttlMs),
+          expiresAt: new Date(t + Math.max(doneTtl, ttlMs)),
+        })
+        if (!taken) {
+          lostInserts++
+          continue // another request took generation n: read it
+        }
         if (await isDone(id)) {
-          await end(id, n)
+          await end(id, n, secret)
           return { state: 'done' }
         }
         return { state: 'claimed', token: `${n}.${secret}` }
       }
-      return { state: 'processing' }
     },
     async complete(id, token) {
       await insertOnce({ _id: doneId(id), state: 'done', expiresAt: new Date(now() + doneTtl) })
