@@ -371,6 +371,23 @@ describe('recovery of interrupted settlements', () => {
     expect(await t.models.Outbox.countDocuments({ key: `payment.completed:${c.checkoutId}` })).toBe(1)
   })
 
+  test('two checkouts whose processes chose the same record key both complete, each with its own record and event', async () => {
+    // two payments processes make the same TID when their clocks and clock ids meet
+    const tid = TID.nextStr()
+    const a = await interrupted({ ok: true, chargeId: 'ch_a' }, tid)
+    const b = await interrupted({ ok: true, chargeId: 'ch_b' }, tid)
+    const first = await getPaymentStatus(t.domain, { token: a.token, appDid: APP })
+    const second = await getPaymentStatus(t.domain, { token: b.token, appDid: APP })
+    expect([first.status, second.status]).toEqual(['completed', 'completed'])
+    expect(first.ref!.uri).toBe(`at://${SERVICE_DID}/money.svc.payment.record/${tid}`)
+    expect(second.ref!.uri).toMatch(new RegExp(`^at://${SERVICE_DID}/money\\.svc\\.payment\\.record/[a-z2-7]{13}$`))
+    expect(second.ref!.uri).not.toBe(first.ref!.uri)
+    // a repeat finds the record it stored
+    expect((await getPaymentStatus(t.domain, { token: b.token, appDid: APP })).ref).toEqual(second.ref)
+    expect(await t.models.PaymentRecord.countDocuments({ checkoutId: { $in: [a.checkoutId, b.checkoutId] } })).toBe(2)
+    for (const c of [a, b]) expect(await t.models.Outbox.countDocuments({ key: `payment.completed:${c.checkoutId}` })).toBe(1)
+  })
+
   test('the checkout page read and the sweep finish them too', async () => {
     const a = await interrupted({ ok: false, reason: 'declined', code: 'card_declined', message: 'Your card was declined.' })
     expect(await getCheckout(t.domain, a.browser)).toMatchObject({ status: 'failed', failureReason: 'declined' })

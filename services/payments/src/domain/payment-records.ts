@@ -4,7 +4,8 @@
  * kept on the settlement, and `createdAt` is the settlement time, so building the record again gives the same URI,
  * bytes and CID.
  */
-import { cidForCbor } from '@atproto/common'
+import { createHash } from 'node:crypto'
+import { cidForCbor, TID } from '@atproto/common'
 import { ContractError } from '@svc/errors'
 import { isDuplicateKeyError, type CheckoutDoc, type PaymentRecordDoc, type SettlementDoc } from '../models'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
@@ -53,27 +54,47 @@ export async function buildPaymentRecord(serviceDid: string, checkout: StoredChe
   return { uri: paymentRecordUri(serviceDid, settlement.recordTid), cid, tid: settlement.recordTid, record }
 }
 
-/** Stores the record of a checkout once; a repeat (also a concurrent one) finds the stored one. */
+/**
+ * The record keys a checkout's record may take, in order: the TID its settlement chose, then keys of the same time
+ * with clock ids 32 and up, picked from the checkout's id. A process's own TIDs use clock ids 0 to 31, so two
+ * payments processes can both make the first; the others are this checkout's alone, and every finisher of the
+ * checkout tries them in the same order.
+ */
+export function recordTidCandidates(tid: string, checkoutId: string): string[] {
+  const timestamp = TID.fromStr(tid).timestamp()
+  const start = createHash('sha256').update(checkoutId).digest().readUInt16BE(0)
+  return [tid, ...Array.from({ length: 4 }, (_, k) => TID.fromTime(timestamp, 32 + ((start + k) % 992)).toString())]
+}
+
+/**
+ * Stores the record of a checkout once; a repeat (also a concurrent one) finds the stored one. A key another
+ * checkout's record took (two processes chose the same TID) moves this record to the checkout's next key: money
+ * has moved, so the payment must complete.
+ */
 export async function storePaymentRecord(d: PaymentsDomain, checkout: StoredCheckout, built: BuiltPaymentRecord): Promise<{ uri: string; cid: string }> {
-  try {
-    await d.models.PaymentRecord.create({
-      uri: built.uri,
-      cid: built.cid,
-      tid: built.tid,
-      checkoutId: checkout._id,
-      environment: checkout.environment,
-      appDid: checkout.appDid,
-      recipientDid: checkout.recipientDid,
-      recordJson: JSON.stringify(built.record),
-      proof: null,
-    })
-    return { uri: built.uri, cid: built.cid }
-  } catch (err) {
-    if (!isDuplicateKeyError(err)) throw err
+  const collectionUri = built.uri.slice(0, built.uri.length - built.tid.length)
+  for (const tid of recordTidCandidates(built.tid, checkout._id)) {
+    const uri = `${collectionUri}${tid}`
+    try {
+      await d.models.PaymentRecord.create({
+        uri,
+        cid: built.cid,
+        tid,
+        checkoutId: checkout._id,
+        environment: checkout.environment,
+        appDid: checkout.appDid,
+        recipientDid: checkout.recipientDid,
+        recordJson: JSON.stringify(built.record),
+        proof: null,
+      })
+      return { uri, cid: built.cid }
+    } catch (err) {
+      if (!isDuplicateKeyError(err)) throw err
+    }
+    const existing = await d.models.PaymentRecord.findOne({ checkoutId: checkout._id }, { uri: 1, cid: 1 }).lean()
+    if (existing) return { uri: existing.uri, cid: existing.cid }
   }
-  const existing = await d.models.PaymentRecord.findOne({ checkoutId: checkout._id }, { uri: 1, cid: 1 }).lean()
-  if (!existing) throw new Error(`payment record ${built.uri} collides with another checkout's record`)
-  return { uri: existing.uri, cid: existing.cid }
+  throw new Error(`payment record ${built.uri} collides with other checkouts' records under every key it may take`)
 }
 
 export type { PaymentRecordView, ProofSlotView }
