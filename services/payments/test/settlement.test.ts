@@ -240,6 +240,15 @@ describe('the authorization read again at pay', () => {
     await expectCode(payCheckout(t.domain, c.browser, GOOD_CARD), 'CheckoutClosed')
   })
 
+  test('a refused pay that meets another submission\'s claim, not yet marked, is CheckoutClosed: that payment is under way', async () => {
+    const c = await start()
+    const doc = (await t.models.Checkout.findById(c.checkoutId).lean())!
+    expect(await claimSettlement(t.domain, doc as never, 'payment', { processor: 'test', recordTid: TID.nextStr() })).toBe(true)
+    const revoked = (recipientDid: string) => ({ ...authorizationFor(recipientDid), approval: { id: 'apr_test', status: 'revoked', paymentTypes: ['tip', 'shop'], feeShareBps: 500 } }) as ReturnType<typeof authorizationFor>
+    await expectCode(payCheckout(serving(t.domain, { checkout: revoked }), c.browser, GOOD_CARD), 'CheckoutClosed')
+    expect(await t.models.Settlement.findById(c.checkoutId).lean()).toMatchObject({ by: 'payment' })
+  })
+
   test('an app selling for itself needs no approval: its pay reads none', async () => {
     const started = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(APP) }), { appDid: APP, product: productOf(APP) })
     const noFacts = serving(t.domain, {})

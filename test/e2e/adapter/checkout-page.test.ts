@@ -216,6 +216,18 @@ describe('paying', () => {
     expectPage(res, 415)
     expect(await statusOf(statusToken)).toEqual({ status: 'pending' })
   })
+
+  it('a second Pay while the first submission is about to charge (claimed, not yet marked): 409 "being processed", never the form', async () => {
+    const { url, statusToken } = await newCheckout()
+    const checkout = (await stack.payments.Checkout.findOne({ statusTokenHash: createHash('sha256').update(statusToken).digest('hex') }).lean())!
+    // the first submission's claim, the moment before it marks the checkout processing
+    await stack.payments.Settlement.create({ _id: checkout._id, environment: checkout.environment, appDid: checkout.appDid, by: 'payment', claimedAt: new Date(), processor: 'test', recordTid: null, outcome: null, settledAt: null, awaiting: true })
+    const again = await postForm(`${url}/pay`, card('4242424242424242'))
+    const text = expectPage(again, 409)
+    expect(text).toContain('Your payment is being processed')
+    expect(text).toContain('Please do not pay again')
+    expect(text).not.toContain('id="pay-form"')
+  })
 })
 
 describe('canceling', () => {

@@ -135,9 +135,13 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
     return sendPage(reply, checkoutFormPage(view, token, { error: message, nameOnCard, status: 400 }))
   }
 
-  /** CheckoutClosed: the current state, 409. */
+  /**
+   * CheckoutClosed: the current state, 409. A checkout still pending here is one another submission has just claimed
+   * (a double-clicked Pay) and is about to charge: it is shown being processed, never the form again.
+   */
   async function closed(request: FastifyRequest, reply: FastifyReply, token: string) {
-    return sendPage(reply, checkoutStatePage(await loadView(request, token), token, { status: 409 }))
+    const view = await loadView(request, token)
+    return sendPage(reply, checkoutStatePage(view.status === 'pending' ? { ...view, status: 'processing' } : view, token, { status: 409 }))
   }
 
   /**

@@ -58,6 +58,13 @@ async function noLongerAuthorized(d: ServingPayments, checkout: StoredCheckout):
 export async function payCheckout(d: ServingPayments, browserToken: string, cardInput: CardInput): Promise<CheckoutView> {
   const { checkout, reload, view } = await findByBrowserToken(d, browserToken)
   if (checkout.status !== 'pending') throw checkoutClosed()
+  // this request closed the checkout, or another submission claimed it first and has not marked it yet (still
+  // pending): that one's payment is under way, CheckoutClosed
+  const closedView = async () => {
+    const after = (await reload())!
+    if (after.status === 'pending') throw checkoutClosed()
+    return view(after)
+  }
   const card = validateCard(cardInput, nowOf(d))
   const processor = d.processors.forEnvironment(checkout.environment as Environment)
   const refused = await noLongerAuthorized(d, checkout)
@@ -67,11 +74,11 @@ export async function payCheckout(d: ServingPayments, browserToken: string, card
     if (await claimSettlement(d, checkout, 'refusal', { outcome })) await finishSettlement(d, checkout._id)
     else await recoverCheckout(d, checkout._id)
     d.logger?.warn({ checkoutId: checkout._id, appDid: checkout.appDid, reason: refused }, 'checkout refused at pay: the recipient no longer authorizes it')
-    return view((await reload())!)
+    return closedView()
   }
   if (checkout.holdId && !(await holdsOf(d).secure(checkout.holdId))) {
     await expireCheckout(d, checkout)
-    return view((await reload())!)
+    return closedView()
   }
   const won = await claimSettlement(d, checkout, 'payment', { processor: processor.name, recordTid: TID.nextStr() })
   if (!won) {
