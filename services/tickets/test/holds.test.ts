@@ -181,6 +181,23 @@ test('a hold released by a process that stopped before deleting its seats is fin
   expect(await available(tier)).toBe(0)
 })
 
+test('a hold past its expiry that no job or read released yet is not secured for a payment: its seats return', async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 5 }], 60)
+  const tier = tierIds[0]!
+  const held = await hold(eventUri, [{ ticketTypeId: tier, quantity: 2 }])
+  const kept = await hold(eventUri, [{ ticketTypeId: tier, quantity: 1 }])
+  expect(await secureHold(d, kept.holdId)).toBe(true)
+  clock.now = new Date(clock.now.getTime() + 61_000)
+  try {
+    expect(await secureHold(d, held.holdId)).toBe(false)
+    // a hold secured before its expiry stays secured
+    expect(await secureHold(d, kept.holdId)).toBe(true)
+    expect(await available(tier)).toBe(4)
+  } finally {
+    clock.now = new Date()
+  }
+})
+
 test('a paid hold whose first settle stopped mid-insert, then a ticket voided: the rest get seats of their own', async () => {
   const { eventUri, tierIds } = await event([{ capacity: 5 }])
   const tier = tierIds[0]!

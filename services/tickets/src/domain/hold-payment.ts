@@ -16,6 +16,7 @@ import { isDuplicateKeyError, type TicketDoc, type TicketHoldDoc } from '../mode
 import { announceHoldTickets } from './announce'
 import { deleteUnitsOf, keepReservation, releaseReservation } from './capacity'
 import { nowOf, type TicketsDomain } from './context'
+import { expireHold } from './expire-hold'
 import { newPageToken, newScanToken, purchaseTicketIds } from './ids'
 
 type StoredHold = TicketHoldDoc & { _id: string }
@@ -26,11 +27,16 @@ async function findHold(d: TicketsDomain, holdId: string): Promise<StoredHold> {
   return hold
 }
 
-/** Keeps the hold's seats for its payment: true, or false when the hold lapsed or its checkout ended first. */
+/**
+ * Keeps the hold's seats for its payment: true, or false when the hold lapsed or its checkout ended first. A hold
+ * past its expiresAt that no job or read has released yet is released here, so a lapsed hold is never charged.
+ */
 export async function secureHold(d: TicketsDomain, holdId: string): Promise<boolean> {
   const hold = await findHold(d, holdId)
   if (hold.status === 'released') return false
   if (hold.status === 'paid') return true
+  // the release and the keep are one decision (its outcome's insert): a secure that came first still wins
+  if (hold.expiresAt <= nowOf(d)) await expireHold(d, holdId)
   return keepReservation(d, holdId)
 }
 
