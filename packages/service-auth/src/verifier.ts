@@ -7,11 +7,12 @@
  * Every refusal is a ContractError (401). Tokens are never logged nor echoed in messages.
  */
 import { nativeKey, verifySignatureNatively } from './native-signature'
-import { DidResolver, DidWebResolver, MemoryCache } from '@atproto/identity'
+import { DidResolver, DidWebResolver, type CacheResult, type DidCache, type DidDocument } from '@atproto/identity'
 import { AuthRequiredError, verifyJwt } from '@atproto/xrpc-server'
 import { ContractError, type ErrorCode } from '@svc/errors'
 import { isDid } from '@svc/vocabulary'
 import type { Redis } from 'ioredis'
+import { LRUCache } from 'lru-cache'
 
 import { SERVICE_JWT_ALGS } from './mint'
 
@@ -53,6 +54,8 @@ export interface ServiceAuthVerifierOptions {
   clockSkewSeconds?: number
   /** How long a resolved DID document is reused, ms. Default 10 minutes. */
   didCacheTtlMs?: number
+  /** How many issuers' DID documents are kept, the least recently used going first. Default 10,000. */
+  didCacheMax?: number
   /** DID resolution timeout, ms. Default 3000. */
   didTimeoutMs?: number
   /** Tests only: resolve did:web over plain http for localhost / 127.0.0.1 / [::1]. Otherwise those hosts are refused. */
@@ -65,6 +68,9 @@ const DEFAULT_MAX_LIFETIME_SECONDS = 300
 const DEFAULT_CLOCK_SKEW_SECONDS = 30
 const DEFAULT_DID_CACHE_TTL_MS = 10 * 60 * 1000
 const DEFAULT_DID_TIMEOUT_MS = 3000
+const DEFAULT_DID_CACHE_MAX = 10_000
+/** A did:web document larger than this is refused: a DID document is a few hundred bytes. */
+const MAX_DID_DOCUMENT_BYTES = 64 * 1024
 /** A forced key refetch (after a signature mismatch) happens at most this often per issuer. */
 const FORCED_REFRESH_MIN_INTERVAL_MS = 30 * 1000
 const MAX_TOKEN_LENGTH = 8192
@@ -110,7 +116,62 @@ class GuardedDidWebResolver extends DidWebResolver {
       await res.body?.cancel().catch(() => undefined)
       return null
     }
-    return res.json()
+    return JSON.parse(await boundedText(res, MAX_DID_DOCUMENT_BYTES))
+  }
+}
+
+/** The body as text, refused past `max` bytes (announced or sent): the host is the caller's choice. */
+async function boundedText(res: Response, max: number): Promise<string> {
+  if (Number(res.headers.get('content-length') ?? 0) > max) {
+    await res.body?.cancel().catch(() => undefined)
+    throw new Error('the DID document is too large')
+  }
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for await (const chunk of res.body ?? []) {
+    size += chunk.byteLength
+    if (size > max) throw new Error('the DID document is too large')
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+/**
+ * The issuers' DID documents, at most `max` (any caller names an issuer, so an unbounded cache is a way to fill
+ * memory); one past `ttlMs` is refetched, never used stale.
+ */
+class BoundedDidCache implements DidCache {
+  private readonly docs: LRUCache<string, { doc: DidDocument; updatedAt: number }>
+
+  constructor(
+    private readonly ttlMs: number,
+    max: number,
+  ) {
+    this.docs = new LRUCache({ max })
+  }
+
+  async cacheDid(did: string, doc: DidDocument): Promise<void> {
+    this.docs.set(did, { doc, updatedAt: Date.now() })
+  }
+
+  async checkCache(did: string): Promise<CacheResult | null> {
+    const cached = this.docs.get(did)
+    if (!cached) return null
+    const expired = Date.now() > cached.updatedAt + this.ttlMs
+    return { ...cached, did, stale: expired, expired }
+  }
+
+  async refreshCache(did: string, getDoc: () => Promise<DidDocument | null>): Promise<void> {
+    const doc = await getDoc()
+    if (doc) await this.cacheDid(did, doc)
+  }
+
+  async clearEntry(did: string): Promise<void> {
+    this.docs.delete(did)
+  }
+
+  async clear(): Promise<void> {
+    this.docs.clear()
   }
 }
 
@@ -119,7 +180,8 @@ function buildResolver(options: ServiceAuthVerifierOptions): DidResolver {
   const timeout = options.didTimeoutMs ?? DEFAULT_DID_TIMEOUT_MS
   const ttl = options.didCacheTtlMs ?? DEFAULT_DID_CACHE_TTL_MS
   // stale = expired: a cached document is either used as is or refetched, never refreshed in-line.
-  const resolver = new DidResolver({ plcUrl: options.plcUrl, timeout, didCache: new MemoryCache(ttl, ttl) })
+  const didCache = new BoundedDidCache(ttl, options.didCacheMax ?? DEFAULT_DID_CACHE_MAX)
+  const resolver = new DidResolver({ plcUrl: options.plcUrl, timeout, didCache })
   resolver.methods.set('web', new GuardedDidWebResolver(timeout, options.allowInsecureDidWeb === true))
   return resolver
 }

@@ -25,6 +25,8 @@ let didWebDid: string
 let plcUrl: string
 /** DID documents the local PLC directory serves, by DID. */
 const plcDocs = new Map<string, unknown>()
+/** The DIDs the PLC directory was asked for, in order. */
+const plcAsked: string[] = []
 let didWebDoc: unknown
 
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
@@ -103,6 +105,7 @@ beforeAll(async () => {
   plcServer = createServer((req, res) => {
     const did = decodeURIComponent((req.url ?? '/').slice(1))
     const doc = plcDocs.get(did)
+    plcAsked.push(did)
     if (req.method === 'GET' && doc) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc))
     else res.writeHead(404).end()
   })
@@ -310,6 +313,38 @@ describe('issuer resolution', () => {
     const { keypair } = await generateDidKeyKeypair('ES256K')
     const token = await mintServiceJwt({ keypair, iss: randomPlcDid(), aud: SERVICE_DID, lxm: NSID })
     await expectCode(verifier.verify(`Bearer ${token}`, NSID), 'UnresolvableIssuer')
+  })
+
+  it('a did:web document over 64 KiB → UnresolvableIssuer (the host is the caller\'s choice)', async () => {
+    const { keypair } = await generateDidKeyKeypair('ES256K')
+    didWebDoc = { ...didDocument(didWebDid, keypair), padding: 'x'.repeat(70 * 1024) }
+    const fresh = createServiceAuthVerifier({ serviceDid: SERVICE_DID, plcUrl, redis, replayKeyPrefix: prefix, allowInsecureDidWeb: true })
+    const token = await mintServiceJwt({ keypair, iss: didWebDid, aud: SERVICE_DID, lxm: NSID })
+    await expectCode(fresh.verify(`Bearer ${token}`, NSID), 'UnresolvableIssuer')
+  })
+
+  it('keeps at most didCacheMax issuers\' documents: the least recently used is fetched again', async () => {
+    const small = createServiceAuthVerifier({ serviceDid: SERVICE_DID, plcUrl, redis, replayKeyPrefix: prefix, didCacheMax: 2 })
+    const issuers = await Promise.all(
+      [0, 1, 2].map(async () => {
+        const { keypair } = await generateDidKeyKeypair('ES256K')
+        const did = randomPlcDid()
+        plcDocs.set(did, didDocument(did, keypair))
+        return { did, keypair }
+      }),
+    )
+    const verifyAs = async ({ did, keypair }: (typeof issuers)[number]) =>
+      small.verify(`Bearer ${await mintServiceJwt({ keypair, iss: did, aud: SERVICE_DID, lxm: NSID })}`, NSID)
+    const asked = (did: string) => plcAsked.filter((d) => d === did).length
+    await verifyAs(issuers[0]!)
+    await verifyAs(issuers[0]!)
+    expect(asked(issuers[0]!.did)).toBe(1)
+    await verifyAs(issuers[1]!)
+    await verifyAs(issuers[2]!)
+    // the first issuer's document went to make room for the third's
+    await verifyAs(issuers[0]!)
+    expect(asked(issuers[0]!.did)).toBe(2)
+    expect(asked(issuers[2]!.did)).toBe(1)
   })
 
   it('DID document without an #atproto key → UnresolvableIssuer', async () => {
