@@ -9,6 +9,7 @@ import { startStack, type TestApp, type TestStack } from '../../stack'
 import { randomBytes } from 'node:crypto'
 import { UTILITY_KEYS_PER_ADDRESS } from '@svc/xrpc-adapter'
 import { bearer, expectError, expectOk, getConfig, GET_CONFIG, httpRequest, readRequestLog, updateConfig, xrpcGet, type HttpResult } from './helpers'
+import { initiate, product } from './payment-helpers'
 
 const XRPC_MAX = 5
 const UTILITY_MAX = 3
@@ -79,6 +80,16 @@ describe('/xrpc: per app and environment', () => {
     expectLimited(refused, XRPC_MAX)
     const after = await stack.models.AppEnvironment.findOne({ appDid: fresh.did, environment: 'test' }).lean()
     expect(after).toEqual(before)
+  })
+
+  it('counts an initiate under the environment its product names: test checkouts never spend live ones', async () => {
+    const fresh = await stack.newApp({ environments: ['test', 'live'] })
+    // an app selling for itself needs no approval
+    for (let i = 0; i < XRPC_MAX; i++) expectOk(await initiate(stack, fresh, product(fresh.did, { environment: 'test' })))
+    expectLimited(await initiate(stack, fresh, product(fresh.did, { environment: 'test' })), XRPC_MAX)
+    const live = await initiate(stack, fresh, product(fresh.did, { environment: 'live' }))
+    expect(live.status).not.toBe(429)
+    expect(live.headers.get('ratelimit-remaining')).toBe(String(XRPC_MAX - 1))
   })
 
   it('does not count a call whose service-auth is refused', async () => {

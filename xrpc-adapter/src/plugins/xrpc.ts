@@ -8,6 +8,7 @@
  */
 import type { LexUserType } from '@atproto/lexicon'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { parseProduct } from '@svc/checkout-product'
 import { isEnvironment } from '@svc/vocabulary'
 import { ContractError, type ErrorCode } from '@svc/errors'
 import { lexicons, RETIRED_NSIDS } from '@svc/lexicons'
@@ -29,13 +30,17 @@ export interface XrpcPluginOptions {
 /**
  * The environment a call acts in, for its rate limit: its `environment` parameter or field (any other value than
  * test or live counts as one, `other`: each made-up value would otherwise get a count of its own), else the
- * environment of the checkout status token it carries (`pst_test_…`), else none.
+ * environment of the checkout status token it carries (`pst_test_…`), else the one its checkout product names
+ * (initiate), else none.
  */
 export function callEnvironment(params: Record<string, unknown>, input: Record<string, unknown>): string {
   const named = params.environment ?? input.environment
   if (named !== undefined) return isEnvironment(named) ? named : 'other'
   const token = params.token ?? input.token
-  return (typeof token === 'string' && /^[a-z]+_(test|live)_/.exec(token)?.[1]) || 'none'
+  const ofToken = typeof token === 'string' && /^[a-z]+_(test|live)_/.exec(token)?.[1]
+  if (ofToken) return ofToken
+  const product = input.product === undefined ? null : parseProduct(input.product)
+  return (product?.ok && product.product.environment) || 'none'
 }
 
 function lexiconMethod(nsid: string) {
