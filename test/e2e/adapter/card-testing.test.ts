@@ -3,6 +3,7 @@
  * checkout and per client address; past either limit the checkout is locked instead of charged (`failed`,
  * too_many_attempts, a 429 page), the app's status poll sees it failed, and later submissions find it closed.
  */
+import { createHash, randomBytes } from 'node:crypto'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { expectOk, httpRequest, type HttpResult } from './helpers'
 import { initiate, paymentStatus, product } from './payment-helpers'
@@ -93,6 +94,17 @@ it('behind a trusted proxy each client address is counted on its own (X-Forwarde
   await expectLocked(next)
   // the proxy's own address (the connection's) was never counted
   expect((await pay((await newCheckout()).url, VALID)).status).toBe(303)
+})
+
+it('links that name no checkout count for their address in their environment only: no count of their own, and live guesses never lock a test checkout', async () => {
+  const guesses = Array.from({ length: PER_ADDRESS + 2 }, () => `cko_live_${randomBytes(32).toString('base64url')}`)
+  for (const token of guesses) expect((await pay(`${stack.checkoutUrl}/checkout/${token}`, VALID, '203.0.113.9')).status).toBe(404)
+  for (const token of guesses) {
+    const hash = createHash('sha256').update(token).digest('base64url')
+    expect(await stack.redis.keys(`${stack.redisPrefix}ratelimit:*pay-checkout:${hash}`)).toEqual([])
+  }
+  // the address is past its live count, not its test one
+  expect((await pay((await newCheckout()).url, VALID, '203.0.113.9')).status).toBe(303)
 })
 
 it('IPv6 clients are counted by their /64: a new address of the same network for each submission changes nothing', async () => {

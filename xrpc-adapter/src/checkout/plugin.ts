@@ -145,15 +145,16 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
   }
 
   /**
-   * Card testing: every pay-form submission counts, for its checkout and for the client address; past either limit
-   * the checkout is locked instead of charged. The token is a capability, so its count is kept under its hash.
+   * Card testing: every pay-form submission counts, for the client address in the checkout's environment (test
+   * cards never spend a live buyer's count), then for its checkout; past either limit the checkout is locked instead
+   * of charged. A token that names no checkout is the invalid-link page, with no count of its own: each guess would
+   * otherwise leave a key kept a week. The token is a capability, so its count is kept under its hash.
    */
   async function tooManyAttempts(request: FastifyRequest, token: string): Promise<boolean> {
-    const checkoutKey = createHash('sha256').update(token).digest('base64url')
-    const [perCheckout, perAddress] = await Promise.all([
-      opts.payAttempts.perCheckout(request, checkoutKey),
-      opts.payAttempts.perAddress(request, clientNetwork(request.ip)),
-    ])
+    const environment = token.startsWith('cko_live_') ? 'live' : 'test'
+    const perAddress = await opts.payAttempts.perAddress(request, `${environment}:${clientNetwork(request.ip)}`)
+    await loadView(request, token) // NotFound: the invalid-link page
+    const perCheckout = await opts.payAttempts.perCheckout(request, createHash('sha256').update(token).digest('base64url'))
     if (!perCheckout?.exceeded && !perAddress?.exceeded) return false
     request.log.warn({ perCheckout: Boolean(perCheckout?.exceeded), perAddress: Boolean(perAddress?.exceeded) }, 'too many pay attempts: the checkout is locked')
     return true
