@@ -56,6 +56,16 @@ test('a failed delivery, redriven 20 times in parallel, is sent once more and de
   const listed = await checkout('GET', '/api/webhooks/atm?status=failed')
   expect(listed.body.deliveries).toEqual([expect.objectContaining({ id, status: 'failed', attemptCount: MAX_ATTEMPTS })])
   expect(listed.body.deliveries[0].attempts.map((a: { number: number }) => a.number)).toEqual(Array.from({ length: MAX_ATTEMPTS }, (_, i) => i + 1))
+  // the failed job keeps a bounded trace of its attempts and goes after a week: the delivery log is the record
+  const queues = stackQueues(stack)
+  try {
+    const job = (await queues.deliveries.getJob(id))!
+    expect(await job.getState()).toBe('failed')
+    expect(job.stacktrace.length).toBeLessThanOrEqual(3)
+    expect(job.opts.removeOnFail).toEqual({ age: 7 * 24 * 3600, count: 100_000 })
+  } finally {
+    await queues.close()
+  }
 
   healthy = true
   const results = await Promise.all(Array.from({ length: 20 }, () => checkout('POST', '/api/webhooks/atm', { deliveryId: id })))

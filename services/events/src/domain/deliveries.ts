@@ -11,12 +11,19 @@ import { MAX_ATTEMPTS } from './schedule'
 import { numberForLog, type DeliveryLogStore } from './delivery-log-pages'
 import type { Environment } from '@svc/vocabulary'
 
-/** Every delivery job: the schedule's attempts and backoff; finished jobs stay a week so a repeat add stays a no-op. */
+/**
+ * Every delivery job: the schedule's attempts and backoff; finished jobs, delivered or failed, stay a week so a repeat
+ * add stays a no-op and operators see them on the board (a redrive of one gone adds a new job; the delivery log is
+ * the record). A job keeps its last 3 stack traces and 50 log lines: a redriven job would otherwise add 14 of each
+ * per run.
+ */
 export const DELIVERY_JOB_OPTIONS: JobsOptions = {
   attempts: MAX_ATTEMPTS,
   backoff: { type: DELIVERY_BACKOFF },
   removeOnComplete: { age: 7 * 24 * 3600, count: 100_000 },
-  removeOnFail: false,
+  removeOnFail: { age: 7 * 24 * 3600, count: 100_000 },
+  stackTraceLimit: 3,
+  keepLogs: 50,
 }
 
 export interface NewDelivery {
