@@ -61,7 +61,7 @@ test('a failed delivery, redriven 20 times in parallel, is sent once more and de
   try {
     const job = (await queues.deliveries.getJob(id))!
     expect(await job.getState()).toBe('failed')
-    expect(job.stacktrace.length).toBeLessThanOrEqual(3)
+    expect(job.stacktrace).toHaveLength(3)
     expect(job.opts.removeOnFail).toEqual({ age: 7 * 24 * 3600, count: 100_000 })
   } finally {
     await queues.close()
