@@ -1,9 +1,10 @@
 /** The apps subgraph: its database connection, models, GraphQL server and the relay of its outbox. */
 import { createGatewayClient } from '@svc/gateway-client'
 import { startOutboxRelay, type OutboxRelaySettings } from '@svc/outbox'
-import { connectDomain, processOptionsOf, startDomainSubgraph, type DomainProcessOptions } from '@svc/subgraph-server'
+import { connectDomain, processOptionsOf, startDomainSubgraph, startSweep, type DomainProcessOptions } from '@svc/subgraph-server'
 import type { ActorFacts } from './domain/actor-facts'
 import type { AppsDomain } from './domain/context'
+import { pruneRequestLog } from './domain/request-log'
 import type { SigningSecrets } from './domain/signing-secrets'
 import { createGraphFacts, createGraphSigningSecrets } from './graph-facts'
 import { createAppsModels, type AppsModels } from './models'
@@ -19,6 +20,9 @@ export interface AppsServiceOptions extends DomainProcessOptions {
   /** relays the apps outbox to the `domain-events` queue (docs/events.md); without it nothing leaves the outbox */
   relay?: OutboxRelaySettings
 }
+
+/** How often the apps process deletes request log entries past their retention. */
+const REQUEST_LOG_PRUNE_MS = 60 * 60 * 1000
 
 export const connectApps = (mongoUrl: string) => connectDomain(mongoUrl, createAppsModels)
 
@@ -50,12 +54,22 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
     },
   })
   const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'apps', logger: opts.logger }) : null
+  const prune = startSweep(
+    'request log prune',
+    async () => {
+      const deleted = await pruneRequestLog({ models: running.models })
+      if (deleted > 0) opts.logger.info({ deleted }, 'request log: deleted entries older than the retention')
+    },
+    REQUEST_LOG_PRUNE_MS,
+    opts.logger,
+  )
   return {
     url: running.url,
     models: running.models,
     async stop() {
       // requests first: one finishing during the drain may write an event, which the relay then publishes
       await running.stopServing()
+      await prune.stop()
       await relay?.stop()
       await running.stop()
       await gateway.close()

@@ -9,6 +9,18 @@ export type { RequestLogInput }
 export const REQUEST_LOG_MAX_LIMIT = 200
 
 /**
+ * How long the request log keeps an entry. Every call of a developer route is written, a caller without a key's too,
+ * so without an end the log grows with whatever anyone sends.
+ */
+export const REQUEST_LOG_RETENTION_MS = 30 * 24 * 3600 * 1000
+
+/** Deletes the entries older than the retention (the apps process runs it every hour); answers how many went. */
+export async function pruneRequestLog(d: Pick<AppsDomain, 'models'>, now: Date = new Date()): Promise<number> {
+  const { deletedCount } = await d.models.RequestLog.deleteMany({ createdAt: { $lt: new Date(now.getTime() - REQUEST_LOG_RETENTION_MS) } })
+  return deletedCount
+}
+
+/**
  * The environment and app are what the caller claimed (its query, its key); one that is not an environment or a DID is
  * recorded as none (such an entry is read by no app, and its text, say a NUL character, could not be stored).
  */
