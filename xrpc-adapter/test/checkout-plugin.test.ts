@@ -285,20 +285,21 @@ describe('POST /checkout/:token/pay', () => {
     expect(res.statusCode).toBe(303)
     expect(res.headers.location).toBe('https://app.example.com/thanks?order=7&svc_checkout=completed')
     expectSecurityHeaders(res.headers)
-    expect(gateway.calls).toHaveLength(1)
-    expect(gateway.calls[0]).toMatchObject({
+    // the checkout is read first (a link naming none gets no attempt count of its own), then paid
+    expect(gateway.calls.map((c) => /payCheckout/.test(c.document))).toEqual([false, true])
+    expect(gateway.calls[1]).toMatchObject({
       variables: { browserToken: TOKEN, card: { number: '4242424242424242', expMonth: 12, expYear: 2034, cvc: '123', name: 'Bea Buyer' } },
       principal: { kind: 'service', name: 'checkout' },
       requestId: res.headers['svc-request-id'],
     })
-    expect(gateway.calls[0]!.document).toMatch(/payCheckout\(browserToken: \$browserToken, card: \$card\)/)
+    expect(gateway.calls[1]!.document).toMatch(/payCheckout\(browserToken: \$browserToken, card: \$card\)/)
   })
 
   it('accepts month and year as two fields, and no name', async () => {
     gateway.handler = (op) => view(op === 'payCheckout' ? { status: 'completed' } : {})
     const res = await app.inject({ method: 'POST', url: `/checkout/${TOKEN}/pay`, ...form({ number: '4242-4242-4242-4242', expMonth: '3', expYear: '2031', cvc: '999' }) })
     expect(res.statusCode).toBe(303)
-    expect(gateway.calls[0]!.variables.card).toEqual({ number: '4242424242424242', expMonth: 3, expYear: 2031, cvc: '999', name: null })
+    expect(gateway.calls[1]!.variables.card).toEqual({ number: '4242424242424242', expMonth: 3, expYear: 2031, cvc: '999', name: null })
   })
 
   it('a declined card → 200 "Payment declined: <message>" with the cancel URL', async () => {
@@ -324,7 +325,7 @@ describe('POST /checkout/:token/pay', () => {
     expect(res.body).toContain('value="Bea Buyer"')
     expect(res.body).not.toMatch(/name="number"[^>]*value=/)
     expect(res.body).not.toMatch(/name="cvc"[^>]*value=/)
-    expect(gateway.calls.map((c) => /payCheckout/.test(c.document))).toEqual([true, false])
+    expect(gateway.calls.map((c) => /payCheckout/.test(c.document))).toEqual([false, true, false])
   })
 
   it.each([
