@@ -70,7 +70,9 @@ const DEFAULT_DID_CACHE_TTL_MS = 10 * 60 * 1000
 const DEFAULT_DID_TIMEOUT_MS = 3000
 const DEFAULT_DID_CACHE_MAX = 10_000
 /** A did:web document larger than this is refused: a DID document is a few hundred bytes. */
-const MAX_DID_DOCUMENT_BYTES = 64 * 1024
+const MAX_DID_DOCUMENT_BYTES = 16 * 1024
+/** The cached documents' total size (their JSON text), whatever their number. */
+const DID_CACHE_MAX_BYTES = 32 * 1024 * 1024
 /** A forced key refetch (after a signature mismatch) happens at most this often per issuer. */
 const FORCED_REFRESH_MIN_INTERVAL_MS = 30 * 1000
 const MAX_TOKEN_LENGTH = 8192
@@ -137,28 +139,29 @@ async function boundedText(res: Response, max: number): Promise<string> {
 }
 
 /**
- * The issuers' DID documents, at most `max` (any caller names an issuer, so an unbounded cache is a way to fill
- * memory); one past `ttlMs` is refetched, never used stale.
+ * The issuers' DID documents, at most `max` of them and DID_CACHE_MAX_BYTES in all, the least recently used going
+ * first (any caller names an issuer, and a document is cached before its signature is checked, so an unbounded cache
+ * is a way to fill memory); one past `ttlMs` is refetched, never used stale.
  */
 class BoundedDidCache implements DidCache {
-  private readonly docs: LRUCache<string, { doc: DidDocument; updatedAt: number }>
+  private readonly docs: LRUCache<string, { doc: DidDocument; updatedAt: number; bytes: number }>
 
   constructor(
     private readonly ttlMs: number,
     max: number,
   ) {
-    this.docs = new LRUCache({ max })
+    this.docs = new LRUCache({ max, maxSize: DID_CACHE_MAX_BYTES, sizeCalculation: (entry) => entry.bytes })
   }
 
   async cacheDid(did: string, doc: DidDocument): Promise<void> {
-    this.docs.set(did, { doc, updatedAt: Date.now() })
+    this.docs.set(did, { doc, updatedAt: Date.now(), bytes: Math.max(1, JSON.stringify(doc).length) })
   }
 
   async checkCache(did: string): Promise<CacheResult | null> {
     const cached = this.docs.get(did)
     if (!cached) return null
     const expired = Date.now() > cached.updatedAt + this.ttlMs
-    return { ...cached, did, stale: expired, expired }
+    return { doc: cached.doc, updatedAt: cached.updatedAt, did, stale: expired, expired }
   }
 
   async refreshCache(did: string, getDoc: () => Promise<DidDocument | null>): Promise<void> {
