@@ -204,9 +204,13 @@ describe('mongo claim store on a server whose filtered deletes are not atomic (F
     const store = createMongoClaimStore(collection)
     const id = envelope().id
     // generation 1 and its end were written long ago; a TTL index purged the generation first
-    await collection.insertOne({ _id: `${id}#1:end`, token: 'ab12', state: 'ended', expiresAt: new Date(Date.now() + 1000) })
-    expect(await store.claim(id, 60_000)).toMatchObject({ state: 'claimed', token: expect.stringMatching(/^1\./) })
+    for (const _id of [`${id}#1:end`, `${id}#1:end:ab12`]) await collection.insertOne({ _id, token: 'ab12', state: 'ended', expiresAt: new Date(Date.now() + 1000) })
+    const claimed = await store.claim(id, 60_000)
+    expect(claimed).toMatchObject({ state: 'claimed', token: expect.stringMatching(/^1\./) })
     expect(await createMongoClaimStore(collection).claim(id, 60_000)).toEqual({ state: 'processing' })
+    // and its own release ends it: the next request claims the delivery at once
+    await store.release(id, (claimed as { token: string }).token)
+    expect(await createMongoClaimStore(collection).claim(id, 60_000)).toMatchObject({ state: 'claimed', token: expect.stringMatching(/^2\./) })
   })
 
   it('a claim is kept at least until it lapses, whatever doneTtlMs is', async () => {

@@ -109,8 +109,8 @@ export function createRedisClaimStore(redis: RedisEvalClient, options: { prefix:
 }
 
 /**
- * A document of the MongoDB store: a claim's generation (`<id>#<n>`), the end of one (`<id>#<n>:end`), or the done
- * marker (`<id>:done`). `lapsesAt` is when a generation's claim lapses; `expiresAt` when any document may be purged.
+ * A document of the MongoDB store: a claim's generation (`<id>#<n>`), the end of one (`<id>#<n>:end:<its token>`),
+ * or the done marker (`<id>:done`). `lapsesAt` is when a generation's claim lapses; `expiresAt` when any document may be purged.
  */
 export interface ClaimDocument {
   _id: string
@@ -141,8 +141,8 @@ const MAX_GENERATIONS = 1000
  *   claim: done marker? → the first generation that is live (not lapsed, not ended) means 'processing'; past the
  *   last one, insert the next (a duplicate key: another request took it, read it again). After the insert the done
  *   marker is read again (a completion may have landed meanwhile); if present, the generation is ended at once.
- * - complete: insert `<id>:done` (duplicate = already done), then end this generation (`<id>#<n>:end`, with its token:
- *   an end marker counts only for the generation it ended).
+ * - complete: insert `<id>:done` (duplicate = already done), then end this generation (`<id>#<n>:end:<its token>`: an
+ *   end marker counts only for the claim it ended).
  * - release: end this generation, if the token is still its own.
  * The token handed out is `<n>.<random>`. `expiresAt` (now + doneTtlMs, and never before a claim lapses) is set on
  * every document: a TTL index on it (where the server supports one) keeps the collection small; without one the
@@ -155,7 +155,8 @@ export function createMongoClaimStore(collection: ClaimCollection, options: { do
   if (!Number.isInteger(doneTtl) || doneTtl <= 0) throw new TypeError('doneTtlMs must be a positive integer')
   const doneId = (id: string) => `${id}:done`
   const generationId = (id: string, n: number) => `${id}#${n}`
-  const endId = (id: string, n: number) => `${id}#${n}:end`
+  // an end marker names the claim it ends: one left from a generation purged before it ends no later claim of n
+  const endId = (id: string, n: number, secret: string) => `${id}#${n}:end:${secret}`
   const isDone = async (id: string) => (await collection.findOne({ _id: doneId(id) })) !== null
   const insertOnce = async (doc: ClaimDocument): Promise<boolean> => {
     try {
@@ -167,9 +168,9 @@ export function createMongoClaimStore(collection: ClaimCollection, options: { do
     }
   }
   const end = (id: string, n: number, secret: string) =>
-    insertOnce({ _id: endId(id, n), token: secret, state: 'ended', expiresAt: new Date(now() + doneTtl) })
+    insertOnce({ _id: endId(id, n, secret), token: secret, state: 'ended', expiresAt: new Date(now() + doneTtl) })
   const ended = async (id: string, n: number, generation: ClaimDocument) =>
-    (await collection.findOne({ _id: endId(id, n) }))?.token === generation.token
+    generation.token !== undefined && (await collection.findOne({ _id: endId(id, n, generation.token) })) !== null
   /** This store's generation and random part of a token, or null for one it did not hand out. */
   const parse = (token: string): { n: number; secret: string } | null => {
     const m = /^([1-9][0-9]{0,5})\.([0-9a-f]+)$/.exec(token)
