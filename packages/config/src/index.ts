@@ -45,7 +45,7 @@ const perIssuer = <T>(value: (variable: ContextKey) => T): Record<Issuer, T> =>
 const publicUrl = z
   .string()
   .url()
-  .refine((v) => /^https?:\/\/[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/.test(v), 'must be an http(s) URL of URI characters only (no spaces)')
+  .refine((v) => /^https?:\/\/[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/i.test(v), 'must be an http(s) URL of URI characters only (no spaces; a Unicode host in punycode)')
 
 /** A secret set only during a rotation (docker-compose passes it empty otherwise). */
 const optionalSecret = z.preprocess((v) => (v === '' ? undefined : v), z.string().min(32).optional())

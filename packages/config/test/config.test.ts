@@ -43,6 +43,8 @@ describe('internal callers\' keys', () => {
     expect(() => loadConfig({ BASE_URL: 'https://api.example.com/x<y>' })).toThrow(/BASE_URL/)
     expect(() => loadConfig({ CHECKOUT_URL: 'ftp://pay.example.com' })).toThrow(/CHECKOUT_URL/)
     expect(loadConfig({ CHECKOUT_URL: 'https://pay.example.com:8443/svc' }).checkoutUrl).toBe('https://pay.example.com:8443/svc')
+    expect(loadConfig({ CHECKOUT_URL: 'HTTPS://pay.example.com' }).checkoutUrl).toBe('HTTPS://pay.example.com')
+    expect(loadConfig({ CHECKOUT_URL: 'http://[::1]:4001' }).checkoutUrl).toBe('http://[::1]:4001')
     expect(loadConfig({}).dashboardUrl).toBe('http://127.0.0.1:4001/dashboard')
     expect(loadConfig({ CHECKOUT_URL: 'https://pay.example.com', DASHBOARD_URL: 'https://creators.example.com/' }).dashboardUrl).toBe('https://creators.example.com')
   })
