@@ -6,7 +6,7 @@ const PAYMENT_STATUS = graphql(`query PaymentStatus($token: String!) { paymentSt
 
 /** One indexed lookup in the payments subgraph by the token's hash; safe to poll. */
 export async function status({ params, graph }: HandlerContext<'network.svc.payment.status'>) {
-  if (params.token === undefined || params.token === '') throw new ContractError('MissingToken', 'the token parameter (app status token) is required')
+  if (params.token === undefined) throw new ContractError('MissingToken', 'the token parameter (app status token) is required')
   const { paymentStatus: p } = await graph(PAYMENT_STATUS, { token: params.token })
   return p.ref ? { status: p.status, ref: { uri: p.ref.uri, cid: p.ref.cid } } : { status: p.status }
 }

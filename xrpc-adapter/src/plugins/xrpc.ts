@@ -76,7 +76,8 @@ function decodeParams(def: MethodDef, query: Record<string, string | string[] | 
   for (const [name, raw] of Object.entries(query)) {
     const prop = Object.hasOwn(props, name) ? props[name] : undefined
     if (!prop || raw === undefined) continue // unknown parameters are ignored, as atproto does
-    // an empty value counts as absent (`?eventUri=` is EventRequired, as no eventUri is), as on the developer routes
+    // an empty value counts as absent (`?eventUri=` is EventRequired, as no eventUri is), as `app` and `environment`
+    // do on the developer routes
     if (raw === '' || (Array.isArray(raw) && raw.every((v) => v === ''))) continue
     const values = Array.isArray(raw) ? raw : [raw]
     if (prop.type === 'array') {

@@ -1,8 +1,9 @@
 /**
  * Payment records: the public fact of a completed payment. `at://<serviceDid>/money.svc.payment.record/<tid>` and the
  * CID (CIDv1, DAG-CBOR, sha-256) of the record's DAG-CBOR encoding. The TID is chosen when the payment is claimed and
- * kept on the settlement, and `createdAt` is the settlement time, so building the record again gives the same URI,
- * bytes and CID.
+ * kept on the settlement, and `createdAt` is the settlement time, so building the record again gives the same bytes
+ * and CID, and the URI it was first stored under (storePaymentRecord finds it by the checkout: a record whose TID
+ * another checkout's took is stored under the next of its checkout's keys, recordTidCandidates).
  */
 import { createHash } from 'node:crypto'
 import { cidForCbor, TID } from '@atproto/common'
