@@ -63,6 +63,8 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
     REQUEST_LOG_PRUNE_MS,
     opts.logger,
   )
+  // at start too: a process restarted more often than hourly still prunes
+  void prune.runOnce()
   return {
     url: running.url,
     models: running.models,

@@ -100,6 +100,8 @@ const requestLogSchema = new Schema(
 )
 requestLogSchema.index({ environment: 1, appDid: 1, createdAt: -1 })
 requestLogSchema.index({ requestId: 1 }, { unique: true })
+// the hourly prune of entries past the retention
+requestLogSchema.index({ createdAt: 1 })
 
 /** Approval request states (see docs/decisions.md, "Recipient approvals"). */
 export const APPROVAL_STATUSES = ['pending', 'approved', 'declined', 'revoked', 'blocked'] as const
