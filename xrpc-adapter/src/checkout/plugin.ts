@@ -152,8 +152,8 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
    */
   async function tooManyAttempts(request: FastifyRequest, token: string): Promise<boolean> {
     const environment = token.startsWith('cko_live_') ? 'live' : 'test'
-    const perAddress = await opts.payAttempts.perAddress(request, `${environment}:${clientNetwork(request.ip)}`)
-    await loadView(request, token) // NotFound: the invalid-link page
+    // counted for the address whether or not the checkout exists; NotFound from the read is the invalid-link page
+    const [perAddress] = await Promise.all([opts.payAttempts.perAddress(request, `${environment}:${clientNetwork(request.ip)}`), loadView(request, token)])
     const perCheckout = await opts.payAttempts.perCheckout(request, createHash('sha256').update(token).digest('base64url'))
     if (!perCheckout?.exceeded && !perAddress?.exceeded) return false
     request.log.warn({ perCheckout: Boolean(perCheckout?.exceeded), perAddress: Boolean(perAddress?.exceeded) }, 'too many pay attempts: the checkout is locked')

@@ -73,9 +73,8 @@ export function recordTidCandidates(tid: string, checkoutId: string): string[] {
  * has moved, so the payment must complete.
  */
 export async function storePaymentRecord(d: PaymentsDomain, checkout: StoredCheckout, built: BuiltPaymentRecord): Promise<{ uri: string; cid: string }> {
-  const collectionUri = built.uri.slice(0, built.uri.length - built.tid.length)
   for (const tid of recordTidCandidates(built.tid, checkout._id)) {
-    const uri = `${collectionUri}${tid}`
+    const uri = paymentRecordUri(d.serviceDid, tid)
     try {
       await d.models.PaymentRecord.create({
         uri,
