@@ -231,8 +231,11 @@ async function fetchWithin(what: string, url: string, init: RequestInit, timeout
   }
 }
 
-/** longer than a claim's wait for its own attempt in flight (10 s, then 503), so the answer arrives before the abort */
-const CLAIM_TIMEOUT_MS = 20_000
+/**
+ * Longer than a claim's or a hold's wait for its own attempt in flight (10 s, then 503: an attempt the database restart
+ * cut off looks in flight for a while), so the answer arrives before the abort.
+ */
+const TICKETS_TIMEOUT_MS = 20_000
 
 /** Polls `done` until it holds (true) or the deadline passes (false). */
 async function waitUntil(done: () => boolean | Promise<boolean>, deadline: number, everyMs = 200): Promise<boolean> {
@@ -516,7 +519,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
         buyerDid: `did:web:buyer-${i}.faults.example`,
         appOrderId: `faults-${runId}-tickets-${i}`,
         items: [{ ticketTypeId, quantity }],
-      })) as { holdId: string; checkout: { url: string } }
+      }, TICKETS_TIMEOUT_MS)) as { holdId: string; checkout: { url: string } }
       if (!(await payOrFindPaid(hold.checkout.url, hold.holdId, retry))) return false
       produced.ticketOrders.set(hold.holdId, quantity)
       return true
@@ -539,7 +542,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
         const deadline = retry ? Date.now() + (CLAIM_ATTEMPT_SECONDS + 30) * 1000 : 0
         for (;;) {
           try {
-            const { ticket } = (await xrpc('tickets.svc.claimFreeTicket', claim, CLAIM_TIMEOUT_MS)) as { ticket: { id: string } }
+            const { ticket } = (await xrpc('tickets.svc.claimFreeTicket', claim, TICKETS_TIMEOUT_MS)) as { ticket: { id: string } }
             produced.claims.set(buyer.did, ticket.id)
             return true
           } catch (err) {
