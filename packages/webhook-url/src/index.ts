@@ -74,7 +74,13 @@ function refuse(reason: string): never {
   throw new ContractError('WebhookUrlNotAllowed', reason)
 }
 
+/** The longest webhook or receiver URL kept (as a checkout's return URLs): each attempt records it, and its errors may. */
+export const MAX_WEBHOOK_URL_LENGTH = 2048
+/** A DNS name has at most 253 characters (RFC 1035); a longer one can only fail, at every attempt, with itself in the error. */
+const MAX_HOST_NAME_LENGTH = 253
+
 export async function assertWebhookUrlAllowed(raw: string, policy: WebhookUrlPolicy): Promise<string> {
+  if (raw.length > MAX_WEBHOOK_URL_LENGTH) refuse(`webhookUrl must be at most ${MAX_WEBHOOK_URL_LENGTH} characters`)
   let url: URL
   try {
     url = new URL(raw)
@@ -85,6 +91,7 @@ export async function assertWebhookUrlAllowed(raw: string, policy: WebhookUrlPol
   if (url.username || url.password) refuse('webhookUrl must not carry credentials')
   if (url.hash) refuse('webhookUrl must not have a fragment')
   const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase()
+  if (host.replace(/\.$/, '').length > MAX_HOST_NAME_LENGTH) refuse(`the host name of webhookUrl must be at most ${MAX_HOST_NAME_LENGTH} characters`)
   const literal = isIP(host) !== 0
   // `localhost.` (the absolute form, trailing dot) is the same name as `localhost`
   const name = host.replace(/\.$/, '')

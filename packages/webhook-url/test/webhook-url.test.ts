@@ -212,3 +212,22 @@ describe('a name that does not resolve is accepted (deliveries check the address
     await expectRefused('http://not-yet.example.com/hook', policy('live', false, dns({}).resolve), /https/)
   })
 })
+
+describe('length', () => {
+  // each delivery attempt records the URL, and a resolver's error names the host: a long one would fill the log
+  test('a URL over 2048 characters is refused, one of 2048 is judged as usual', async () => {
+    const base = 'https://hooks.example.com/'
+    await expectRefused(base + 'p'.repeat(2049 - base.length), policy('live'), /at most 2048 characters/)
+    await expect(assertWebhookUrlAllowed(base + 'p'.repeat(2048 - base.length), policy('live'))).resolves.toHaveLength(2048)
+  })
+
+  test('a host name over 253 characters is refused before it is resolved', async () => {
+    const asked = dns({})
+    const label = 'a'.repeat(63)
+    const long = `${label}.${label}.${label}.${label}.com` // 259 characters
+    await expectRefused(`https://${long}/hook`, policy('test', false, asked.resolve), /at most 253 characters/)
+    expect(asked.asked).toEqual([])
+    const fits = `${label}.${label}.${label}.${'a'.repeat(57)}.com` // 253
+    await expect(assertWebhookUrlAllowed(`https://${fits}./hook`, policy('test', false, asked.resolve))).resolves.toBe(`https://${fits}./hook`)
+  })
+})

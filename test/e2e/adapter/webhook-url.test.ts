@@ -66,6 +66,8 @@ describe('without the development setting', () => {
     ['live', 'https://[::1]/x'],
     ['live', 'http://93.184.216.34/hook'],
     ['live', 'ftp://93.184.216.34/hook'],
+    ['test', `https://93.184.216.34/${'p'.repeat(2030)}`],
+    ['test', `http://${'a'.repeat(250)}.com/hook`],
   ] as const)('%s: %s is 400 WebhookUrlNotAllowed and nothing changes', async (environment, url) => {
     const app = await stack.newApp({ environments: [environment] })
     await expectRefused(stack, app, environment, url)

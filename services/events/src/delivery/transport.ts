@@ -117,8 +117,16 @@ function causes(err: unknown): unknown[] {
   return out
 }
 
+/** How much of a failed request's reason the attempt log keeps (a resolver's or socket's message may quote the URL). */
+export const ATTEMPT_ERROR_CHARS = 500
+
 /** A short, operator-readable reason for a request that got no answer. */
 function describeError(err: unknown, url: URL): string {
+  const reason = errorReason(err, url)
+  return reason.length > ATTEMPT_ERROR_CHARS ? `${reason.slice(0, ATTEMPT_ERROR_CHARS - 1)}…` : reason
+}
+
+function errorReason(err: unknown, url: URL): string {
   const chain = causes(err)
   const refused = chain.find((e) => e instanceof AddressRefusedError)
   if (refused) return (refused as Error).message
