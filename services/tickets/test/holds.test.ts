@@ -306,6 +306,23 @@ describe('a hold and its checkout (the payments domain answered here)', () => {
     expect(scheduled).toEqual([])
   })
 
+  test('a checkout started for a hold that was taken away meanwhile fails quietly: nothing to release, the seats stay free', async () => {
+    const { eventUri, tierIds } = await event([{ capacity: 5 }])
+    let holdId = ''
+    const { serving } = withCheckouts(async (input) => {
+      holdId = input.holdId
+      throw new ContractError('InvalidRequest', 'the tickets cost less than the fees')
+    })
+    expect(await refusal(createTicketHold(serving, APP, { environment: 'test', eventUri, buyerDid: buyer(), appOrderId: randomBytes(6).toString('hex'), items: [{ ticketTypeId: tierIds[0]!, quantity: 2 }] }))).toBe('InvalidRequest')
+    expect(await models.TicketHold.countDocuments({ _id: holdId })).toBe(0)
+    // a concurrent start of the same order inserted its checkout anyway; it expires unpaid, and its settlement asks
+    // for the hold's seats back (as it does on every sweep until it answers)
+    await expect(settleHold(d, holdId, null)).resolves.toEqual([])
+    expect(await available(tierIds[0]!)).toBe(5)
+    // paid, it would be a ticket with no hold: that still throws
+    await expect(settleHold(d, holdId, { checkoutId: 'chk_x', paymentUri: 'at://did:plc:x/money.svc.payment.record/x' })).rejects.toThrow(/does not exist/)
+  })
+
   test('a hold kept for its retry while payments was away, lapsed when the retry comes: the retry is judged as a first call', async () => {
     const { eventUri, tierIds } = await event([{ capacity: 5 }], 60)
     let calls = 0
