@@ -204,6 +204,11 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
       const config = await memo(ctx, `env:${a.appDid}:${a.environment}`, () => findAppEnvironment(ctx.domain, a.appDid, a.environment))
       return config.appUrl
     },
+    // as payments applies it at initiation (docs/decisions.md, "The fee share applied")
+    appliedFeeShareBps: async (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => {
+      const config = await memo(ctx, `env:${a.appDid}:${a.environment}`, () => findAppEnvironment(ctx.domain, a.appDid, a.environment))
+      return Math.min(a.feeShareBps, config.feeShareBps)
+    },
     dashboardUrl: (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => approvalUrls(ctx.domain.dashboardUrl, a.id).dashboardUrl,
     onboardingUrl: (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => approvalUrls(ctx.domain.dashboardUrl, a.id).onboardingUrl,
     recipient: (a: RecipientApprovalView) => ({ did: a.recipientDid, environment: a.environment }),

@@ -54,6 +54,8 @@ export const typeDefs = gql`
     "tip | shop | subscription | ticket, sorted"
     paymentTypes: [String!]!
     feeShareBps: Int!
+    "the share a payment takes now: feeShareBps capped by the app's registered share, which an operator may lower after the creator accepted"
+    appliedFeeShareBps: Int!
     publicRecords: PublicRecords!
     requestReason: String
     setupReturnUrl: String

@@ -234,6 +234,22 @@ describe('the creator decides on the dashboard, and only there', () => {
     expect((await dashboardGet(stack, cookie, `/dashboard/approvals/${id}`)).status).toBe(404)
   })
 
+  it('the dashboard shows the fee share a payment takes: an operator who lowered the app\'s share lowered it there too', async () => {
+    const app = await stack.newApp()
+    const creator = await stack.newActor({ environment: 'test' })
+    const { id } = expectOk(await requestApproval(stack, app, { recipientDid: creator.did, environment: 'test', paymentTypes: ['tip'], feeShareBps: 400 }))
+    const cookie = await stack.dashboardCookie(creator.did, 'test')
+    expect((await dashboardGet(stack, cookie, `/dashboard/approvals/${id}`)).text).toContain('<dd id="terms-fee-share">4% of each payment</dd>')
+    expect((await decide(stack, cookie, id, 'accept')).status).toBe(303)
+    // the operator lowers the app's registered share (register-app): payments caps the approval's 4% at 2.5%
+    await stack.models.AppEnvironment.updateOne({ appDid: app.did, environment: 'test' }, { $set: { feeShareBps: 250 } })
+    const page = await dashboardGet(stack, cookie, `/dashboard/approvals/${id}`)
+    expect(page.text).toContain('<dd id="terms-fee-share">2.5% of each payment (the app asked for 4%; the platform has lowered its share since)</dd>')
+    expect((await dashboardGet(stack, cookie, '/dashboard')).text).toMatch(new RegExp(`<td>2\\.5%</td><td>[^<]*</td><td><a href="/dashboard/approvals/${id}">`))
+    // the app reads the terms the creator accepted (their hash covers them)
+    expect(expectOk(await getApproval(stack, app, { recipientDid: creator.did }))).toMatchObject({ status: 'approved', feeShareBps: 400 })
+  })
+
   it('accepting terms that changed meanwhile is refused (ApprovalTermsChanged) and the request stays pending', async () => {
     const app = await stack.newApp()
     const creator = await stack.newActor({ environment: 'test' })

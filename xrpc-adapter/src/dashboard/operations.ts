@@ -6,7 +6,7 @@ import { graphql, type ResultOf } from '@svc/graph'
 
 export const DASHBOARD_ACTOR_FIELDS = graphql(`fragment DashboardActorFields on ActorProfile { did environment displayName payable payoutStatus }`)
 export const APPROVAL_SUMMARY_FIELDS = graphql(`fragment ApprovalSummaryFields on RecipientApproval {
-  id appDid app { name } appOrigin status paymentTypes feeShareBps createdAt
+  id appDid app { name } appOrigin status paymentTypes feeShareBps appliedFeeShareBps createdAt
 }`)
 export const APPROVAL_DETAIL_FIELDS = graphql(`fragment ApprovalDetailFields on RecipientApproval {
   ...ApprovalSummaryFields

@@ -71,7 +71,7 @@ function payoutSection(s: DashboardSession, actor: DashboardActor | null, next: 
 export function homePage(s: DashboardSession, data: HomeData): View {
   const rows = data.dashboardApprovals.map(
     (a) => html`<tr><td>${a.app.name ?? a.appDid}<br><small>${a.appOrigin}</small></td><td>${a.paymentTypes.join(', ')}</td>
-      <td>${percent(a.feeShareBps)}</td><td>${STATUS_TEXT[a.status] ?? a.status}</td><td><a href="/dashboard/approvals/${a.id}">Review</a></td></tr>`,
+      <td>${percent(a.appliedFeeShareBps)}</td><td>${STATUS_TEXT[a.status] ?? a.status}</td><td><a href="/dashboard/approvals/${a.id}">Review</a></td></tr>`,
   )
   return {
     status: 200,
@@ -91,7 +91,9 @@ function terms(a: ApprovalDetail): Html {
     <dt>App</dt><dd>${a.app.name ?? a.appDid}<br><small>${a.appDid}</small></dd>
     <dt>App website</dt><dd>${a.appOrigin}</dd>
     <dt>Payment types</dt><dd id="terms-payment-types">${a.paymentTypes.join(', ')}</dd>
-    <dt>App fee share</dt><dd id="terms-fee-share">${percent(a.feeShareBps)} of each payment</dd>
+    <dt>App fee share</dt><dd id="terms-fee-share">${percent(a.appliedFeeShareBps)} of each payment${
+      a.appliedFeeShareBps < a.feeShareBps ? ` (the app asked for ${percent(a.feeShareBps)}; the platform has lowered its share since)` : ''
+    }</dd>
     <dt>Public records</dt><dd>${a.publicRecords.enabled ? `published (attestations ${a.publicRecords.defaults.attestation ?? 'public'})` : 'not published'}</dd>
     ${a.requestReason ? html`<dt>Why</dt><dd>${a.requestReason}</dd>` : ''}
   </dl>`

@@ -37,7 +37,7 @@ type Documents = {
     "query CheckoutTicketPage($pageToken: String!) { ticketPage(pageToken: $pageToken) { ...BuyerTicketFields } }": typeof types.CheckoutTicketPageDocument,
     "fragment CheckoutViewFields on CheckoutView {\n  id environment status failureReason failureMessage recipientDid recipientName paymentType holdId description currency\n  amount serviceFee buyerFee total returnUrl cancelUrl expiresAt\n}": typeof types.CheckoutViewFieldsFragmentDoc,
     "fragment DashboardActorFields on ActorProfile { did environment displayName payable payoutStatus }": typeof types.DashboardActorFieldsFragmentDoc,
-    "fragment ApprovalSummaryFields on RecipientApproval {\n  id appDid app { name } appOrigin status paymentTypes feeShareBps createdAt\n}": typeof types.ApprovalSummaryFieldsFragmentDoc,
+    "fragment ApprovalSummaryFields on RecipientApproval {\n  id appDid app { name } appOrigin status paymentTypes feeShareBps appliedFeeShareBps createdAt\n}": typeof types.ApprovalSummaryFieldsFragmentDoc,
     "fragment ApprovalDetailFields on RecipientApproval {\n  ...ApprovalSummaryFields\n  recipientDid environment publicRecords { enabled defaults { attestation } } requestReason setupReturnUrl termsHash approvedAt updatedAt\n}": typeof types.ApprovalDetailFieldsFragmentDoc,
     "query DashboardHome { dashboardActor { ...DashboardActorFields } dashboardApprovals { ...ApprovalSummaryFields } }": typeof types.DashboardHomeDocument,
     "query DashboardApproval($id: ID!) {\n  dashboardActor { ...DashboardActorFields }\n  dashboardApproval(id: $id) { ...ApprovalDetailFields }\n}": typeof types.DashboardApprovalDocument,
@@ -95,7 +95,7 @@ const documents: Documents = {
     "query CheckoutTicketPage($pageToken: String!) { ticketPage(pageToken: $pageToken) { ...BuyerTicketFields } }": types.CheckoutTicketPageDocument,
     "fragment CheckoutViewFields on CheckoutView {\n  id environment status failureReason failureMessage recipientDid recipientName paymentType holdId description currency\n  amount serviceFee buyerFee total returnUrl cancelUrl expiresAt\n}": types.CheckoutViewFieldsFragmentDoc,
     "fragment DashboardActorFields on ActorProfile { did environment displayName payable payoutStatus }": types.DashboardActorFieldsFragmentDoc,
-    "fragment ApprovalSummaryFields on RecipientApproval {\n  id appDid app { name } appOrigin status paymentTypes feeShareBps createdAt\n}": types.ApprovalSummaryFieldsFragmentDoc,
+    "fragment ApprovalSummaryFields on RecipientApproval {\n  id appDid app { name } appOrigin status paymentTypes feeShareBps appliedFeeShareBps createdAt\n}": types.ApprovalSummaryFieldsFragmentDoc,
     "fragment ApprovalDetailFields on RecipientApproval {\n  ...ApprovalSummaryFields\n  recipientDid environment publicRecords { enabled defaults { attestation } } requestReason setupReturnUrl termsHash approvedAt updatedAt\n}": types.ApprovalDetailFieldsFragmentDoc,
     "query DashboardHome { dashboardActor { ...DashboardActorFields } dashboardApprovals { ...ApprovalSummaryFields } }": types.DashboardHomeDocument,
     "query DashboardApproval($id: ID!) {\n  dashboardActor { ...DashboardActorFields }\n  dashboardApproval(id: $id) { ...ApprovalDetailFields }\n}": types.DashboardApprovalDocument,
@@ -219,7 +219,7 @@ export function graphql(source: "fragment DashboardActorFields on ActorProfile {
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "fragment ApprovalSummaryFields on RecipientApproval {\n  id appDid app { name } appOrigin status paymentTypes feeShareBps createdAt\n}"): typeof import('./graphql').ApprovalSummaryFieldsFragmentDoc;
+export function graphql(source: "fragment ApprovalSummaryFields on RecipientApproval {\n  id appDid app { name } appOrigin status paymentTypes feeShareBps appliedFeeShareBps createdAt\n}"): typeof import('./graphql').ApprovalSummaryFieldsFragmentDoc;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

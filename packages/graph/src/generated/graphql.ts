@@ -859,6 +859,8 @@ export type RecipientApproval = {
   appDid: Scalars['ID']['output'];
   /** the app's registered origin in this environment (where the creator returns) */
   appOrigin: Scalars['String']['output'];
+  /** the share a payment takes now: feeShareBps capped by the app's registered share, which an operator may lower after the creator accepted */
+  appliedFeeShareBps: Scalars['Int']['output'];
   /** when the creator approved the current terms; null unless approved */
   approvedAt: Maybe<Scalars['String']['output']>;
   createdAt: Scalars['String']['output'];
@@ -1252,21 +1254,21 @@ export type CheckoutViewFieldsFragment = { __typename?: 'CheckoutView', id: stri
 
 export type DashboardActorFieldsFragment = { __typename?: 'ActorProfile', did: string, environment: string, displayName: string | null, payable: boolean, payoutStatus: string };
 
-export type ApprovalSummaryFieldsFragment = { __typename?: 'RecipientApproval', id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, app: { __typename?: 'App', name: string | null } };
+export type ApprovalSummaryFieldsFragment = { __typename?: 'RecipientApproval', id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, appliedFeeShareBps: number, createdAt: string, app: { __typename?: 'App', name: string | null } };
 
-export type ApprovalDetailFieldsFragment = { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } };
+export type ApprovalDetailFieldsFragment = { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, appliedFeeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } };
 
 export type DashboardHomeQueryVariables = Exact<{ [key: string]: never; }>;
 
 
-export type DashboardHomeQuery = { __typename?: 'Query', dashboardActor: { __typename?: 'ActorProfile', did: string, environment: string, displayName: string | null, payable: boolean, payoutStatus: string } | null, dashboardApprovals: Array<{ __typename?: 'RecipientApproval', id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, app: { __typename?: 'App', name: string | null } }> };
+export type DashboardHomeQuery = { __typename?: 'Query', dashboardActor: { __typename?: 'ActorProfile', did: string, environment: string, displayName: string | null, payable: boolean, payoutStatus: string } | null, dashboardApprovals: Array<{ __typename?: 'RecipientApproval', id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, appliedFeeShareBps: number, createdAt: string, app: { __typename?: 'App', name: string | null } }> };
 
 export type DashboardApprovalQueryVariables = Exact<{
   id: Scalars['ID']['input'];
 }>;
 
 
-export type DashboardApprovalQuery = { __typename?: 'Query', dashboardActor: { __typename?: 'ActorProfile', did: string, environment: string, displayName: string | null, payable: boolean, payoutStatus: string } | null, dashboardApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
+export type DashboardApprovalQuery = { __typename?: 'Query', dashboardActor: { __typename?: 'ActorProfile', did: string, environment: string, displayName: string | null, payable: boolean, payoutStatus: string } | null, dashboardApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, appliedFeeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
 
 export type AcceptMutationVariables = Exact<{
   id: Scalars['ID']['input'];
@@ -1274,35 +1276,35 @@ export type AcceptMutationVariables = Exact<{
 }>;
 
 
-export type AcceptMutation = { __typename?: 'Mutation', acceptRecipientApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
+export type AcceptMutation = { __typename?: 'Mutation', acceptRecipientApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, appliedFeeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
 
 export type DeclineMutationVariables = Exact<{
   id: Scalars['ID']['input'];
 }>;
 
 
-export type DeclineMutation = { __typename?: 'Mutation', declineRecipientApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
+export type DeclineMutation = { __typename?: 'Mutation', declineRecipientApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, appliedFeeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
 
 export type RevokeMutationVariables = Exact<{
   id: Scalars['ID']['input'];
 }>;
 
 
-export type RevokeMutation = { __typename?: 'Mutation', revokeRecipientApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
+export type RevokeMutation = { __typename?: 'Mutation', revokeRecipientApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, appliedFeeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
 
 export type BlockMutationVariables = Exact<{
   id: Scalars['ID']['input'];
 }>;
 
 
-export type BlockMutation = { __typename?: 'Mutation', blockRecipientApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
+export type BlockMutation = { __typename?: 'Mutation', blockRecipientApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, appliedFeeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
 
 export type UnblockMutationVariables = Exact<{
   id: Scalars['ID']['input'];
 }>;
 
 
-export type UnblockMutation = { __typename?: 'Mutation', unblockRecipientApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
+export type UnblockMutation = { __typename?: 'Mutation', unblockRecipientApproval: { __typename?: 'RecipientApproval', recipientDid: string, environment: string, requestReason: string | null, setupReturnUrl: string | null, termsHash: string, approvedAt: string | null, updatedAt: string, id: string, appDid: string, appOrigin: string, status: string, paymentTypes: Array<string>, feeShareBps: number, appliedFeeShareBps: number, createdAt: string, publicRecords: { __typename?: 'PublicRecords', enabled: boolean, defaults: { __typename?: 'PublicRecordDefaults', attestation: string | null } }, app: { __typename?: 'App', name: string | null } } };
 
 export type CompleteTestPayoutOnboardingMutationVariables = Exact<{ [key: string]: never; }>;
 
@@ -1562,6 +1564,7 @@ export const ApprovalSummaryFieldsFragmentDoc = new TypedDocumentString(`
   status
   paymentTypes
   feeShareBps
+  appliedFeeShareBps
   createdAt
 }
     `, {"fragmentName":"ApprovalSummaryFields"}) as unknown as TypedDocumentString<ApprovalSummaryFieldsFragment, unknown>;
@@ -1592,6 +1595,7 @@ export const ApprovalDetailFieldsFragmentDoc = new TypedDocumentString(`
   status
   paymentTypes
   feeShareBps
+  appliedFeeShareBps
   createdAt
 }`, {"fragmentName":"ApprovalDetailFields"}) as unknown as TypedDocumentString<ApprovalDetailFieldsFragment, unknown>;
 export const AppConfigFieldsFragmentDoc = new TypedDocumentString(`
@@ -1911,6 +1915,7 @@ fragment ApprovalSummaryFields on RecipientApproval {
   status
   paymentTypes
   feeShareBps
+  appliedFeeShareBps
   createdAt
 }`) as unknown as TypedDocumentString<DashboardHomeQuery, DashboardHomeQueryVariables>;
 export const DashboardApprovalDocument = new TypedDocumentString(`
@@ -1939,6 +1944,7 @@ fragment ApprovalSummaryFields on RecipientApproval {
   status
   paymentTypes
   feeShareBps
+  appliedFeeShareBps
   createdAt
 }
 fragment ApprovalDetailFields on RecipientApproval {
@@ -1973,6 +1979,7 @@ export const AcceptDocument = new TypedDocumentString(`
   status
   paymentTypes
   feeShareBps
+  appliedFeeShareBps
   createdAt
 }
 fragment ApprovalDetailFields on RecipientApproval {
@@ -2007,6 +2014,7 @@ export const DeclineDocument = new TypedDocumentString(`
   status
   paymentTypes
   feeShareBps
+  appliedFeeShareBps
   createdAt
 }
 fragment ApprovalDetailFields on RecipientApproval {
@@ -2041,6 +2049,7 @@ export const RevokeDocument = new TypedDocumentString(`
   status
   paymentTypes
   feeShareBps
+  appliedFeeShareBps
   createdAt
 }
 fragment ApprovalDetailFields on RecipientApproval {
@@ -2075,6 +2084,7 @@ export const BlockDocument = new TypedDocumentString(`
   status
   paymentTypes
   feeShareBps
+  appliedFeeShareBps
   createdAt
 }
 fragment ApprovalDetailFields on RecipientApproval {
@@ -2109,6 +2119,7 @@ export const UnblockDocument = new TypedDocumentString(`
   status
   paymentTypes
   feeShareBps
+  appliedFeeShareBps
   createdAt
 }
 fragment ApprovalDetailFields on RecipientApproval {

@@ -67,6 +67,8 @@ export type RecipientApproval = {
   /** tip | shop | subscription | ticket, sorted */
   paymentTypes: Array<Scalars['String']['output']>;
   feeShareBps: Scalars['Int']['output'];
+  /** the share a payment takes now: feeShareBps capped by the app's registered share, which an operator may lower after the creator accepted */
+  appliedFeeShareBps: Scalars['Int']['output'];
   publicRecords: PublicRecords;
   requestReason: Maybe<Scalars['String']['output']>;
   setupReturnUrl: Maybe<Scalars['String']['output']>;

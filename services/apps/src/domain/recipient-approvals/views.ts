@@ -7,7 +7,7 @@ import type { RecipientApproval } from '../../generated/graph-types'
 /** The SDL's RecipientApproval without the fields its resolvers add, and the revision the decisions check. */
 export type RecipientApprovalView = Omit<
   RecipientApproval,
-  'app' | 'appOrigin' | 'dashboardUrl' | 'onboardingUrl' | 'recipient' | 'paymentSetup' | 'environment' | 'status'
+  'app' | 'appOrigin' | 'appliedFeeShareBps' | 'dashboardUrl' | 'onboardingUrl' | 'recipient' | 'paymentSetup' | 'environment' | 'status'
 > & {
   environment: Environment
   status: ApprovalStatus
