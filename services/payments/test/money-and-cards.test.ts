@@ -82,6 +82,12 @@ describe('fees', () => {
     }
   })
 
+  test('an amount past the product\'s limit is InvalidRequest (fees would lose precision past 2^53 / 10 000)', () => {
+    const charge = (amount: number) => computeCharges({ amount, currency: 'usd', serviceFee: RATE, feeShareBps: 500, selfSale: false })
+    expect(charge(100_000_000).amount).toBe(100_000_000)
+    for (const amount of [100_000_001, 2 ** 50]) expect(() => charge(amount)).toThrow(expect.objectContaining({ code: 'InvalidRequest' }))
+  })
+
   test.each<[string, Partial<typeof RATE>, number]>([
     ['bps above 10000', { bps: 10001 }, 0],
     ['fractional bps', { bps: 2.5 }, 0],

@@ -45,7 +45,8 @@ const isBps = (n: number) => Number.isInteger(n) && n >= 0 && n <= 10000
 export function computeCharges(input: { amount: number; currency: string; serviceFee: ServiceFeeRate; feeShareBps: number; selfSale: boolean; tickets?: number }): Charges {
   const { amount, currency, serviceFee: rate } = input
   const tickets = input.tickets ?? 1
-  check(Number.isSafeInteger(amount) && amount > 0, 'amount must be a positive integer of minor units')
+  // basisPoints is exact while amount × 10 000 stays a safe integer: the product's limit, checked here too
+  check(Number.isSafeInteger(amount) && amount > 0 && amount <= MAX_AMOUNT, `amount must be an integer of minor units from 1 to ${MAX_AMOUNT}`)
   check(isBps(rate.bps), 'serviceFee.bps must be an integer 0-10000')
   check(Number.isSafeInteger(rate.flatAmount) && rate.flatAmount >= 0, 'serviceFee.flatAmount must be a non-negative integer')
   check(isBps(input.feeShareBps), 'feeShareBps must be an integer 0-10000')
