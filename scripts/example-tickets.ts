@@ -78,7 +78,11 @@ async function main() {
   receiver.handle = createWebhookRequestHandler({
     secret: webhook.signingSecret!,
     store: createMemoryClaimStore(),
-    handlers: { 'ticket.issued': async (envelope) => void issued.push(envelope as EventEnvelope<{ ticketId: string; holdId?: string }>) },
+    handlers: {
+      'ticket.issued': async (envelope) => void issued.push(envelope as EventEnvelope<{ ticketId: string; holdId?: string }>),
+      // a hold's payment also arrives as payment.completed (with holdId); its tickets are what this app fulfils
+      'payment.completed': async () => undefined,
+    },
   })
   console.log('7. the app\'s webhook receiver is listening')
 
