@@ -335,6 +335,38 @@ describe('createReceiveEventHandler (money.svc.event.receiveEvent)', () => {
     expect(await handle({ headers: await headers(await jwt()), body: { ...env, data: undefined } })).toMatchObject({ status: 400, body: { error: 'InvalidEnvelope' } })
   })
 
+  it('with the environment\'s secret, the body\'s signature is checked too: a token read off a test delivery cannot carry a forged live event', async () => {
+    const LIVE_SECRET = newSecret()
+    const processed: EventEnvelope[] = []
+    // the token is valid (one token serves test and live deliveries); only the signature can tell the body
+    const live = createReceiveEventHandler({
+      serviceDid: 'did:web:svc.example',
+      verifyServiceAuth: async () => ({ iss: 'did:web:svc.example' }),
+      environment: 'live',
+      secret: LIVE_SECRET,
+      store: createMemoryClaimStore(),
+      handlers: { 'payment.completed': async (e) => void processed.push(e) },
+    })
+    const auth = { authorization: 'Bearer token-of-a-test-delivery' }
+    const forged = envelope({ environment: 'live' })
+    // unsigned, signed with the test secret, or a signed test body swapped for the forged one: all refused
+    const testSigned = signed(envelope({ environment: 'test' }), { secret: SECRET })
+    for (const req of [
+      { headers: { ...auth, 'svc-delivery-id': forged.id, 'svc-api-version': API_VERSION }, body: JSON.stringify(forged) },
+      { headers: { ...auth, ...signed(forged, { secret: SECRET }).headers }, body: JSON.stringify(forged) },
+      { headers: { ...auth, ...testSigned.headers, 'svc-delivery-id': forged.id }, body: JSON.stringify({ ...forged, id: JSON.parse(testSigned.rawBody).id }) },
+    ]) {
+      expect(await live(req)).toMatchObject({ status: 401, body: { error: 'InvalidSignature' } })
+    }
+    expect(processed).toEqual([])
+    // the service's own live delivery: signed with the live secret, over the raw body
+    const real = signed(envelope({ environment: 'live' }), { secret: LIVE_SECRET })
+    expect(await live({ headers: { ...auth, ...real.headers }, body: Buffer.from(real.rawBody) })).toEqual({ status: 200, body: { ok: true } })
+    expect(processed.map((e) => e.id)).toEqual([JSON.parse(real.rawBody).id])
+    // a parsed body cannot be checked: a configuration mistake, not the sender's
+    expect(await live({ headers: { ...auth, ...real.headers }, body: JSON.parse(real.rawBody) })).toMatchObject({ status: 500 })
+  })
+
   it('accepts an injected verifyServiceAuth and checks the issuer', async () => {
     const opts = { store: createMemoryClaimStore(), handlers: { 'payment.completed': async () => undefined }, serviceDid: 'did:web:svc.example' }
     const ok = createReceiveEventHandler({ ...opts, verifyServiceAuth: async () => ({ iss: 'did:web:svc.example' }) })

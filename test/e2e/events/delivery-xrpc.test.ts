@@ -128,3 +128,38 @@ it("a receiver's DuplicateDelivery error (receiveEvent's lexicon: an id it has p
     await duplicate.close()
   }
 })
+
+it('an XRPC delivery also carries the Standard Webhooks signature of its environment: a receiver given the secret checks the body with it', async () => {
+  await stack.startWorkers()
+  const app = await stack.newApp()
+  const secret = (await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, app.did, 'test')).secret!
+  const processed: EventEnvelope[] = []
+  const receiveEvent = createReceiveEventHandler({
+    serviceDid: stack.serviceDid,
+    verifier: createServiceAuthVerifier({ serviceDid: app.did, plcUrl: 'http://127.0.0.1:9', redis: stack.redis, replayKeyPrefix: `${stack.redisPrefix}signed-jti:` }),
+    secret,
+    environment: 'test',
+    store: createMemoryClaimStore(),
+    handlers: { 'payment.completed': async (e) => void processed.push(e) },
+  })
+  const signed = await startReceiver(async (req) => {
+    // the raw body, as received: the signature covers its bytes
+    const res = await receiveEvent({ headers: req.headers, body: req.body })
+    return { status: res.status, body: res.body as object }
+  })
+  try {
+    await configureChannel(stack, app.did, { channel: 'xrpc', receiverUrl: signed.url })
+    const { deliveryId } = await writeEvent(stack, { appDid: app.did, type: 'payment.completed', data: { amount: 700 } })
+    const delivered = await waitForStatus(stack, deliveryId, 'delivered')
+    expect(delivered.attemptCount).toBe(1)
+    expect(processed.map((e) => e.id)).toEqual([deliveryId])
+    const req = signed.requests[0]!
+    expect(req.headers['webhook-id']).toBe(deliveryId)
+    expect(req.headers.authorization).toMatch(/^Bearer /)
+    // any Standard Webhooks library verifies it, as on the webhook channel
+    const { Webhook } = await import('standardwebhooks')
+    expect(new Webhook(secret.slice('whsec_'.length)).verify(req.body, req.headers as Record<string, string>)).toEqual(JSON.parse(delivered.body))
+  } finally {
+    await signed.close()
+  }
+})

@@ -138,9 +138,13 @@ export function createWebhookRequestHandler(
   }
 }
 
-export type ReceiveEventHandlerOptions = Omit<HandleDeliveryOptions, 'envelope'> & {
+export type ReceiveEventHandlerOptions = Omit<HandleDeliveryOptions, 'envelope'> &
+  WebhookSecrets & {
   /** The service's DID: the required `iss` of the service-auth JWT. */
   serviceDid: string
+  /** with `secret(s)`: largest accepted |now - webhook-timestamp|, seconds (default 300) */
+  toleranceSeconds?: number
+  now?: () => number
 } & (
     | {
         /**
@@ -165,6 +169,11 @@ export type ReceiveEventHandlerOptions = Omit<HandleDeliveryOptions, 'envelope'>
  * (a string or Buffer is parsed). Answers 200 `{ ok: true }` (also for duplicates and test probes); 401
  * InvalidSignature when service-auth is refused or the issuer is not `serviceDid`; otherwise as the webhook handler.
  * Svc-Delivery-Id and svc-api-version are required (the service sends both), and must match the envelope.
+ *
+ * With the environment's signing secret (`secret` or `secrets`, as for webhooks), the body's Standard Webhooks
+ * signature is checked too (401 InvalidSignature): the token proves the sender but covers neither the body nor the
+ * environment (one token for test and live), so a token read off a test delivery could carry a forged live event
+ * to a receiver that checks the token alone. `body` must then be the raw body (a string or Buffer).
  */
 /** The `iss` a bearer JWT names, unverified; undefined when it cannot be read (the verifier then refuses it). */
 function unverifiedIssuer(authorization: string | undefined): string | undefined {
@@ -183,6 +192,8 @@ export function createReceiveEventHandler(
   options: ReceiveEventHandlerOptions,
 ): (req: { headers: HeadersLike; body: unknown }) => Promise<ReceiverResponse> {
   if (!options.verifier === !options.verifyServiceAuth) throw new TypeError('give exactly one of verifier or verifyServiceAuth')
+  const keys = options.secret !== undefined || options.secrets !== undefined ? webhookKeys(options) : null
+  assertTolerance(options.toleranceSeconds)
   const authenticate = async (authorization: string | undefined): Promise<{ iss: string }> =>
     options.verifier ? options.verifier.verify(authorization, RECEIVE_EVENT_NSID) : options.verifyServiceAuth!(authorization)
 
@@ -205,6 +216,12 @@ export function createReceiveEventHandler(
       }
       if (iss !== options.serviceDid) throw new ReceiverError('InvalidSignature', 'service-auth issuer is not the service')
 
+      if (keys) {
+        if (typeof req.body !== 'string' && !(req.body instanceof Uint8Array)) throw new TypeError('with signing secrets, give receiveEvent the raw body (string or Buffer)')
+        const envelope = verifyWebhookWithKeys(keys, { rawBody: req.body, headers: req.headers, toleranceSeconds: options.toleranceSeconds, now: options.now?.() })
+        await handleDelivery({ ...options, envelope })
+        return { status: 200, body: { ok: true } }
+      }
       let body = req.body
       if (typeof body === 'string' || body instanceof Uint8Array) {
         try {

@@ -206,17 +206,12 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     return 'too-late'
   }
 
-  /** The channel's request; a problem on our side (no secret, one that does not decrypt) fails the attempt unsent. */
+  /**
+   * The channel's request, its body signed with the app environment's secrets on both channels; a problem on our side
+   * (no secret, one that does not decrypt, a token that cannot be signed) fails the attempt unsent.
+   */
   async function prepare(a: Attempting, channel: Channel, url: string): Promise<Prepared> {
     const target = { id: a.id, appDid: a.appDid, body: a.body }
-    if (channel === 'xrpc') {
-      try {
-        return { request: await xrpcRequest(url, target, deps.service) }
-      } catch (err) {
-        log.error({ deliveryId: a.id, err: { message: (err as Error).message } }, 'could not sign the service-auth token')
-        return { error: 'could not sign the service-auth token' }
-      }
-    }
     let secrets: string[]
     try {
       secrets = await deps.signingSecrets(a.appDid, a.environment)
@@ -224,8 +219,17 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       log.error({ deliveryId: a.id, err: { message: (err as Error).message } }, 'could not read the signing secrets (WEBHOOK_SECRET_KEY changed?)')
       return { error: 'could not read the signing secrets' }
     }
-    if (secrets.length === 0) return { error: 'no signing secret for this app environment' }
-    return { request: webhookRequest(url, target, secrets) }
+    if (channel === 'webhook') {
+      if (secrets.length === 0) return { error: 'no signing secret for this app environment' }
+      return { request: webhookRequest(url, target, secrets) }
+    }
+    // a receiver configured before its environment had a secret is still sent its events, with the token alone
+    try {
+      return { request: await xrpcRequest(url, target, deps.service, secrets) }
+    } catch (err) {
+      log.error({ deliveryId: a.id, err: { message: (err as Error).message } }, 'could not sign the service-auth token')
+      return { error: 'could not sign the service-auth token' }
+    }
   }
 
   /**
