@@ -223,6 +223,20 @@ describe('handleDelivery (memory store)', () => {
     }
   })
 
+  it('an id already processed is a duplicate (2xx) even once its type has no handler; an unsupported one leaves no claim behind', async () => {
+    const store = createMemoryClaimStore()
+    const processed = envelope({ type: 'app.authorization.granted' })
+    await handleDelivery({ store, envelope: processed, handlers: { 'app.authorization.granted': async () => undefined } })
+    // a deploy dropped the handler; the service redrives the delivery
+    expect(await handleDelivery({ store, envelope: processed, handlers: {} })).toEqual({ ok: true, duplicate: true, test: false })
+    const unsupported = envelope({ type: 'app.authorization.revoked' })
+    expect(await handleDelivery({ store, envelope: unsupported, handlers: {} }).catch((e) => e.code)).toBe('UnsupportedEvent')
+    // released at once: a handler added since processes the retry (no DeliveryInProgress for the claim's TTL)
+    const later = jest.fn(async () => undefined)
+    expect(await handleDelivery({ store, envelope: unsupported, handlers: { 'app.authorization.revoked': later } })).toEqual({ ok: true, duplicate: false, test: false })
+    expect(later).toHaveBeenCalledTimes(1)
+  })
+
   it('a receiver of one environment refuses the other\'s events before any handler or claim (InvalidEnvelope)', async () => {
     const store = createMemoryClaimStore()
     const seen: string[] = []

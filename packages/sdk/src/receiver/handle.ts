@@ -52,8 +52,9 @@ export interface HandleDeliveryResult {
 
 /**
  * Claims the delivery id, runs the handler for the type, then completes the claim; on a handler error releases the
- * claim and rethrows (the service retries). Already done → `{ duplicate: true }`; claimed elsewhere →
- * ReceiverError('DeliveryInProgress') (409, retryable); a type without handler → ReceiverError('UnsupportedEvent').
+ * claim and rethrows (the service retries). Already done → `{ duplicate: true }` (also for a type without handler
+ * now); claimed elsewhere → ReceiverError('DeliveryInProgress') (409, retryable); a type without handler →
+ * ReceiverError('UnsupportedEvent').
  * Test events (`app.webhook.test`) never reach `handlers`: they go to `onTestEvent`, else are acknowledged.
  */
 export async function handleDelivery(options: HandleDeliveryOptions & { envelope: EventEnvelope }): Promise<HandleDeliveryResult> {
@@ -69,11 +70,15 @@ export async function handleDelivery(options: HandleDeliveryOptions & { envelope
   } else {
     // Own properties only: a type like "constructor" must not find Object.prototype's.
     handler = Object.hasOwn(options.handlers, envelope.type) ? options.handlers[envelope.type] : undefined
-    if (typeof handler !== 'function') throw new ReceiverError('UnsupportedEvent', `event type ${envelope.type} is not supported`)
   }
 
   const claim = await store.claim(envelope.id, options.claimTtlMs ?? DEFAULT_CLAIM_TTL_MS)
+  // an id already processed is answered 2xx (the contract), even once its type has lost its handler (a deploy since)
   if (claim.state === 'done') return { ok: true, duplicate: true, test }
+  if (typeof handler !== 'function') {
+    if (claim.state === 'claimed') await store.release(envelope.id, claim.token).catch(() => undefined)
+    throw new ReceiverError('UnsupportedEvent', `event type ${envelope.type} is not supported`)
+  }
   if (claim.state === 'processing') throw new ReceiverError('DeliveryInProgress', `delivery ${envelope.id} is being processed`)
   try {
     await handler(envelope)
