@@ -736,6 +736,8 @@ export interface TicketsSvcCreateTicketHoldOutput {
 export interface TicketsSvcCreateTicketHoldCheckout {
   /** Checkout URL under `{checkout_url}/checkout/`. */
   url: string
+  /** The checkout's status token: network.svc.payment.status answers whether the held tickets were paid (`completed`) or not (`failed`: declined, canceled or expired). The same on every retry of the hold; persist it as initiate's token. */
+  token: string
 }
 /** A tier and the number of tickets to hold in it. */
 export interface TicketsSvcCreateTicketHoldItem {

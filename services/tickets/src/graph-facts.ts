@@ -18,7 +18,7 @@ const ACCESS = graphql(`query TicketsAppAccess($appDid: ID!, $environment: Strin
 }`)
 
 const START_CHECKOUT = graphql(`mutation TicketsStartCheckout($input: StartTicketCheckoutInput!) {
-  startTicketCheckout(input: $input) { url }
+  startTicketCheckout(input: $input) { url token }
 }`)
 
 /** A hold's checkout, started in the payments domain as the service `tickets`. */
@@ -26,7 +26,7 @@ export function createGraphCheckouts(gateway: GatewayClient, requestId: string):
   return {
     async start(input) {
       const { startTicketCheckout } = await gateway.query(START_CHECKOUT, { input: { ...input, expiresAt: input.expiresAt.toISOString() } }, { principal: TICKETS, requestId })
-      return { url: startTicketCheckout.url }
+      return { url: startTicketCheckout.url, token: startTicketCheckout.token }
     },
   }
 }

@@ -157,6 +157,8 @@ export const typeDefs = gql`
   type HoldCheckout {
     "the browser checkout URL (on the checkout host)"
     url: String!
+    "the checkout's status token (network.svc.payment.status)"
+    token: String!
   }
 
   type TicketHold {

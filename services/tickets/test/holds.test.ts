@@ -330,7 +330,7 @@ describe('a hold and its checkout (the payments domain answered here)', () => {
       if (++calls === 1) throw new ContractError('ServiceUnavailable', 'payments is away')
       // as payments answers a hold with no checkout started
       if (new Date(input.expiresAt) <= clock.now) throw new ContractError('InvalidRequest', 'the hold has lapsed')
-      return { url: `http://checkout.invalid/checkout/${input.holdId}` }
+      return { url: `http://checkout.invalid/checkout/${input.holdId}`, token: `pst_test_${input.holdId}` }
     })
     const body: HoldRequest = { environment: 'test', eventUri, buyerDid: buyer(), appOrderId: randomBytes(6).toString('hex'), items: [{ ticketTypeId: tierIds[0]!, quantity: 2 }] }
     expect(await refusal(createTicketHold(serving, APP, body))).toBe('ServiceUnavailable')

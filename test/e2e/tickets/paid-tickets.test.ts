@@ -12,7 +12,7 @@ import { Queue } from 'bullmq'
 import { queuePrefix, TICKET_HOLDS_QUEUE } from '@svc/outbox'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { bearer, expectError, expectOk, httpRequest, xrpcPost } from '../adapter/helpers'
-import { payByForm } from '../adapter/payment-helpers'
+import { paymentStatus, payByForm } from '../adapter/payment-helpers'
 import { availability, enableTickets, HOLD, hold, lapseSeats, newSigner, setUpEvent, type Signer } from './helpers'
 
 let stack: TestStack
@@ -48,7 +48,13 @@ it('holds every item, answers a checkout under {checkout_url}/checkout/, and the
   const buyer = buyerDid()
   const body = { eventUri, buyerDid: buyer, appOrderId: 'order-1', items: [{ ticketTypeId: general, quantity: 2 }, { ticketTypeId: vip, quantity: 1 }] }
   const held = expectOk(await hold(stack, app, body))
-  expect(held).toEqual({ holdId: expect.stringMatching(/^hold_[0-9a-f]{24}$/), expiresAt: expect.any(String), checkout: { url: expect.stringMatching(new RegExp(`^${stack.checkoutUrl}/checkout/`)) } })
+  expect(held).toEqual({
+    holdId: expect.stringMatching(/^hold_[0-9a-f]{24}$/),
+    expiresAt: expect.any(String),
+    checkout: { url: expect.stringMatching(new RegExp(`^${stack.checkoutUrl}/checkout/`)), token: expect.stringMatching(/^pst_test_/) },
+  })
+  // the app reads how the hold's payment ends as any checkout's: network.svc.payment.status with the token
+  expect(expectOk(await paymentStatus(stack, app, held.checkout.token))).toEqual({ status: 'pending' })
   expect(Date.parse(held.expiresAt) - Date.now()).toBeGreaterThan(9 * 60_000)
   expect(await available(eventUri)).toEqual([3, 1])
 
@@ -70,6 +76,7 @@ it('holds every item, answers a checkout under {checkout_url}/checkout/, and the
     [[general, 'issued', 'purchase', buyer, 'order-1'], [general, 'issued', 'purchase', buyer, 'order-1'], [vip, 'issued', 'purchase', buyer, 'order-1']].sort(),
   )
   expect((await stack.tickets.TicketHold.findById(held.holdId).lean())!.status).toBe('paid')
+  expect(expectOk(await paymentStatus(stack, app, held.checkout.token))).toMatchObject({ status: 'completed', ref: { uri: expect.any(String), cid: expect.any(String) } })
   expect(await available(eventUri)).toEqual([3, 1])
   // the checkout is closed; the hold answers as before
   expect((await payByForm(held.checkout.url, '4242 4242 4242 4242')).status).toBe(409)
@@ -99,6 +106,8 @@ it('a declined card or a cancel ends the checkout and returns the capacity', asy
   expect(await stack.payments.Checkout.findOne({ holdId: declined.holdId }).lean()).toMatchObject({ status: 'failed', failureReason: 'declined' })
   expect(await available(eventUri)).toEqual([5, 2])
   expect((await stack.tickets.TicketHold.findById(declined.holdId).lean())!.status).toBe('released')
+  // the app learns it from the status, and the order id still answers the released hold (a new try is a new order id)
+  expect(expectOk(await paymentStatus(stack, app, declined.checkout.token))).toEqual({ status: 'failed' })
 
   const canceled = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: general, quantity: 4 }] }))
   expect(await available(eventUri)).toEqual([1, 2])

@@ -4,7 +4,7 @@ import { APP_ACCESS_ERRORS } from './app-access'
 import { assertOnlyKeys } from './strict-body'
 import { renameErrors, type HandlerContext } from './types'
 
-const HOLD = graphql(`mutation CreateTicketHold($input: CreateTicketHoldInput!) { createTicketHold(input: $input) { holdId expiresAt checkout { url } } }`)
+const HOLD = graphql(`mutation CreateTicketHold($input: CreateTicketHoldInput!) { createTicketHold(input: $input) { holdId expiresAt checkout { url token } } }`)
 
 /**
  * The buyer's assertion is optional; when sent it must be valid for `buyerDid`, and a retry of the same order may
@@ -19,5 +19,5 @@ export async function createTicketHold({ input, graph, assertion, caller }: Hand
     await assertion(buyerAssertionJwt, { iss: input.buyerDid, code: 'BuyerAssertionInvalid', replayScope })
   }
   const { createTicketHold: h } = await graph(HOLD, { input: hold }).catch(renameErrors(APP_ACCESS_ERRORS))
-  return { holdId: h.holdId, expiresAt: h.expiresAt, checkout: { url: h.checkout.url } }
+  return { holdId: h.holdId, expiresAt: h.expiresAt, checkout: { url: h.checkout.url, token: h.checkout.token } }
 }

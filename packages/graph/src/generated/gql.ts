@@ -27,7 +27,7 @@ type Documents = {
     "mutation PaymentsSecureTicketHold($holdId: ID!) { secureTicketHold(holdId: $holdId) }": typeof types.PaymentsSecureTicketHoldDocument,
     "mutation PaymentsSettleTicketHold($holdId: ID!, $payment: HoldPaymentInput) { settleTicketHold(holdId: $holdId, payment: $payment) { id } }": typeof types.PaymentsSettleTicketHoldDocument,
     "query TicketsAppAccess($appDid: ID!, $environment: String) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { modules { tickets } } }\n}": typeof types.TicketsAppAccessDocument,
-    "mutation TicketsStartCheckout($input: StartTicketCheckoutInput!) {\n  startTicketCheckout(input: $input) { url }\n}": typeof types.TicketsStartCheckoutDocument,
+    "mutation TicketsStartCheckout($input: StartTicketCheckoutInput!) {\n  startTicketCheckout(input: $input) { url token }\n}": typeof types.TicketsStartCheckoutDocument,
     "query CheckoutPage($browserToken: String!) { checkout(browserToken: $browserToken) { ...CheckoutViewFields } }": typeof types.CheckoutPageDocument,
     "mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }": typeof types.PayCheckoutDocument,
     "mutation LockCheckout($browserToken: String!) { lockCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": typeof types.LockCheckoutDocument,
@@ -70,7 +70,7 @@ type Documents = {
     "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }": typeof types.PaymentStatusDocument,
     "mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status url } }": typeof types.ClaimFreeTicketDocument,
     "mutation ConfigureTicketTiers($input: ConfigureTicketTiersInput!) {\n  configureTicketTiers(input: $input) {\n    eventUri holdDurationSeconds\n    tiers { ticketTypeId name priceAmount currency capacity perBuyerLimit salesStartAt salesEndAt }\n  }\n}": typeof types.ConfigureTicketTiersDocument,
-    "mutation CreateTicketHold($input: CreateTicketHoldInput!) { createTicketHold(input: $input) { holdId expiresAt checkout { url } } }": typeof types.CreateTicketHoldDocument,
+    "mutation CreateTicketHold($input: CreateTicketHoldInput!) { createTicketHold(input: $input) { holdId expiresAt checkout { url token } } }": typeof types.CreateTicketHoldDocument,
     "query TicketAvailability($environment: String, $eventUri: String!) {\n  ticketAvailability(environment: $environment, eventUri: $eventUri) { eventUri items { ticketTypeId available } }\n}": typeof types.TicketAvailabilityDocument,
 };
 const documents: Documents = {
@@ -85,7 +85,7 @@ const documents: Documents = {
     "mutation PaymentsSecureTicketHold($holdId: ID!) { secureTicketHold(holdId: $holdId) }": types.PaymentsSecureTicketHoldDocument,
     "mutation PaymentsSettleTicketHold($holdId: ID!, $payment: HoldPaymentInput) { settleTicketHold(holdId: $holdId, payment: $payment) { id } }": types.PaymentsSettleTicketHoldDocument,
     "query TicketsAppAccess($appDid: ID!, $environment: String) {\n  appAccessFor(appDid: $appDid, environment: $environment) { environment config { modules { tickets } } }\n}": types.TicketsAppAccessDocument,
-    "mutation TicketsStartCheckout($input: StartTicketCheckoutInput!) {\n  startTicketCheckout(input: $input) { url }\n}": types.TicketsStartCheckoutDocument,
+    "mutation TicketsStartCheckout($input: StartTicketCheckoutInput!) {\n  startTicketCheckout(input: $input) { url token }\n}": types.TicketsStartCheckoutDocument,
     "query CheckoutPage($browserToken: String!) { checkout(browserToken: $browserToken) { ...CheckoutViewFields } }": types.CheckoutPageDocument,
     "mutation PayCheckout($browserToken: String!, $card: CardInput!) { payCheckout(browserToken: $browserToken, card: $card) { ...CheckoutViewFields } }": types.PayCheckoutDocument,
     "mutation LockCheckout($browserToken: String!) { lockCheckout(browserToken: $browserToken) { ...CheckoutViewFields } }": types.LockCheckoutDocument,
@@ -128,7 +128,7 @@ const documents: Documents = {
     "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }": types.PaymentStatusDocument,
     "mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status url } }": types.ClaimFreeTicketDocument,
     "mutation ConfigureTicketTiers($input: ConfigureTicketTiersInput!) {\n  configureTicketTiers(input: $input) {\n    eventUri holdDurationSeconds\n    tiers { ticketTypeId name priceAmount currency capacity perBuyerLimit salesStartAt salesEndAt }\n  }\n}": types.ConfigureTicketTiersDocument,
-    "mutation CreateTicketHold($input: CreateTicketHoldInput!) { createTicketHold(input: $input) { holdId expiresAt checkout { url } } }": types.CreateTicketHoldDocument,
+    "mutation CreateTicketHold($input: CreateTicketHoldInput!) { createTicketHold(input: $input) { holdId expiresAt checkout { url token } } }": types.CreateTicketHoldDocument,
     "query TicketAvailability($environment: String, $eventUri: String!) {\n  ticketAvailability(environment: $environment, eventUri: $eventUri) { eventUri items { ticketTypeId available } }\n}": types.TicketAvailabilityDocument,
 };
 
@@ -179,7 +179,7 @@ export function graphql(source: "query TicketsAppAccess($appDid: ID!, $environme
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "mutation TicketsStartCheckout($input: StartTicketCheckoutInput!) {\n  startTicketCheckout(input: $input) { url }\n}"): typeof import('./graphql').TicketsStartCheckoutDocument;
+export function graphql(source: "mutation TicketsStartCheckout($input: StartTicketCheckoutInput!) {\n  startTicketCheckout(input: $input) { url token }\n}"): typeof import('./graphql').TicketsStartCheckoutDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
@@ -351,7 +351,7 @@ export function graphql(source: "mutation ConfigureTicketTiers($input: Configure
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "mutation CreateTicketHold($input: CreateTicketHoldInput!) { createTicketHold(input: $input) { holdId expiresAt checkout { url } } }"): typeof import('./graphql').CreateTicketHoldDocument;
+export function graphql(source: "mutation CreateTicketHold($input: CreateTicketHoldInput!) { createTicketHold(input: $input) { holdId expiresAt checkout { url token } } }"): typeof import('./graphql').CreateTicketHoldDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

@@ -346,6 +346,8 @@ export type EventEndpoint = {
 
 export type HoldCheckout = {
   __typename?: 'HoldCheckout';
+  /** the checkout's status token (network.svc.payment.status) */
+  token: Scalars['String']['output'];
   /** the browser checkout URL (on the checkout host) */
   url: Scalars['String']['output'];
 };
@@ -1203,7 +1205,7 @@ export type TicketsStartCheckoutMutationVariables = Exact<{
 }>;
 
 
-export type TicketsStartCheckoutMutation = { __typename?: 'Mutation', startTicketCheckout: { __typename?: 'CheckoutStarted', url: string } };
+export type TicketsStartCheckoutMutation = { __typename?: 'Mutation', startTicketCheckout: { __typename?: 'CheckoutStarted', url: string, token: string } };
 
 export type CheckoutPageQueryVariables = Exact<{
   browserToken: Scalars['String']['input'];
@@ -1483,7 +1485,7 @@ export type CreateTicketHoldMutationVariables = Exact<{
 }>;
 
 
-export type CreateTicketHoldMutation = { __typename?: 'Mutation', createTicketHold: { __typename?: 'TicketHold', holdId: string, expiresAt: string, checkout: { __typename?: 'HoldCheckout', url: string } } };
+export type CreateTicketHoldMutation = { __typename?: 'Mutation', createTicketHold: { __typename?: 'TicketHold', holdId: string, expiresAt: string, checkout: { __typename?: 'HoldCheckout', url: string, token: string } } };
 
 export type TicketAvailabilityQueryVariables = Exact<{
   environment?: InputMaybe<Scalars['String']['input']>;
@@ -1752,6 +1754,7 @@ export const TicketsStartCheckoutDocument = new TypedDocumentString(`
     mutation TicketsStartCheckout($input: StartTicketCheckoutInput!) {
   startTicketCheckout(input: $input) {
     url
+    token
   }
 }
     `) as unknown as TypedDocumentString<TicketsStartCheckoutMutation, TicketsStartCheckoutMutationVariables>;
@@ -2493,6 +2496,7 @@ export const CreateTicketHoldDocument = new TypedDocumentString(`
     expiresAt
     checkout {
       url
+      token
     }
   }
 }

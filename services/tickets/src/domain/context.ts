@@ -33,7 +33,7 @@ export interface HoldExpiryScheduler {
 
 /** A hold's hosted checkout, in the payments domain (docs/tickets.md, "Paying a hold"). */
 export interface HoldCheckouts {
-  /** starts the checkout of a hold, or finds it again (it is keyed by the hold id): its browser URL */
+  /** starts the checkout of a hold, or finds it again (it is keyed by the hold id): its browser URL and status token */
   start(input: {
     appDid: string
     environment: string
@@ -47,5 +47,11 @@ export interface HoldCheckouts {
     expiresAt: Date
     returnUrl: string | null
     cancelUrl: string | null
-  }): Promise<{ url: string }>
+  }): Promise<HoldCheckout>
+}
+
+/** A hold's checkout as its app gets it: where the buyer pays, and the token its status is read with. */
+export interface HoldCheckout {
+  url: string
+  token: string
 }

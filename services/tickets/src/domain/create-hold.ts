@@ -16,7 +16,7 @@ import { isDid } from '@svc/vocabulary'
 import { isDuplicateKeyError, type TicketHoldDoc } from '../models'
 import { onSale } from './availability'
 import { decide, releaseReservation, reserve } from './capacity'
-import { nowOf, type ServingTickets } from './context'
+import { nowOf, type HoldCheckout, type ServingTickets } from './context'
 import { DUPLICATE_POLL_MS, DUPLICATE_WAIT_MS, sleep } from './duplicates'
 import { appEvent, eventTiers, invalid, ticketsEnvironment } from './event-access'
 
@@ -68,7 +68,7 @@ function sameHold(existing: StoredHold, buyerDid: string, key: string): StoredHo
  * The hold and its checkout, as the app gets them (the lexicon's output). The hold's expiry job is added once the hold
  * stays: its checkout started, or a refusal that may pass on a retry (one refused for good takes the hold away).
  */
-export async function createTicketHold(d: ServingTickets, appDid: string, input: HoldRequest): Promise<{ holdId: string; expiresAt: string; checkout: { url: string } }> {
+export async function createTicketHold(d: ServingTickets, appDid: string, input: HoldRequest): Promise<{ holdId: string; expiresAt: string; checkout: HoldCheckout }> {
   for (let round = 0; ; round++) {
     const hold = await reserveHold(d, appDid, input)
     const schedule = async () => {
@@ -103,7 +103,7 @@ function refusedForGood(err: unknown): boolean {
  * URLs or a tier the organizer repriced, held). A refusal that may pass on a retry (the payments domain out of reach)
  * leaves the hold for the retry.
  */
-async function startCheckout(d: ServingTickets, appDid: string, hold: StoredHold): Promise<{ url: string }> {
+async function startCheckout(d: ServingTickets, appDid: string, hold: StoredHold): Promise<HoldCheckout> {
   try {
     return await d.checkouts.start({
       appDid,

@@ -168,6 +168,8 @@ export type CreateTicketHoldInput = {
 export type HoldCheckout = {
   /** the browser checkout URL (on the checkout host) */
   url: Scalars['String']['output'];
+  /** the checkout's status token (network.svc.payment.status) */
+  token: Scalars['String']['output'];
 };
 
 export type TicketHold = {
