@@ -25,7 +25,7 @@ export interface ScheduleOptions {
 /**
  * The wait after failed attempt `attemptsMade` (1-based: after the first attempt, 1) of a run, in ms, or null when
  * that was the last attempt. A Retry-After (ms) lengthens the wait, but never beyond the following step of the
- * schedule, so the whole run stays about three days.
+ * schedule: a run stays about three days, at most 96 h for a receiver that asks for the longest wait every time.
  */
 export function nextDelayMs(attemptsMade: number, opts: ScheduleOptions, retryAfterMs?: number | null): number | null {
   if (!Number.isInteger(attemptsMade) || attemptsMade < 1) throw new RangeError('attemptsMade starts at 1')
