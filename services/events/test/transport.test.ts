@@ -1,8 +1,11 @@
 /**
- * The reason a failed attempt records is bounded: a resolver's or socket's message may quote the host, and a
- * webhook URL kept before its length was limited can be long. Loopback only; the name fails in the resolver.
+ * One attempt on the wire (delivery/transport.ts), against loopback receivers: the reason a failed attempt records
+ * is bounded (a resolver's message may quote the host, and a URL kept before its length was limited can be long),
+ * and an XRPC error answer is named from the whole body, whatever the excerpt the log keeps.
  */
-import { ATTEMPT_ERROR_CHARS, createGuardedAgent, sendAttempt } from '../src/delivery/transport'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { ATTEMPT_ERROR_CHARS, createGuardedAgent, isDuplicateDeliveryAnswer, sendAttempt } from '../src/delivery/transport'
 
 test('a request that fails on a 3,000-character host name records a reason of at most 500 characters', async () => {
   const agent = createGuardedAgent({ environment: 'test', allowLoopbackInTest: false }, 1000)
@@ -13,5 +16,29 @@ test('a request that fails on a 3,000-character host name records a reason of at
     expect(result.error!.length).toBeLessThanOrEqual(ATTEMPT_ERROR_CHARS)
   } finally {
     await agent.close()
+  }
+})
+
+test("an XRPC receiver's DuplicateDelivery answer is read from the whole body, not the 500 characters the attempt log keeps", async () => {
+  const answers = [
+    JSON.stringify({ message: 'x'.repeat(600), error: 'DuplicateDelivery' }),
+    JSON.stringify({ error: 'DuplicateDelivery', message: 'y'.repeat(600) }),
+    JSON.stringify({ error: 'InvalidEnvelope' }),
+  ]
+  const server = createServer((req, res) => {
+    req.resume()
+    res.writeHead(409, { 'content-type': 'application/json' }).end(answers.shift())
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const agent = createGuardedAgent({ environment: 'test', allowLoopbackInTest: true }, 1000)
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/xrpc/money.svc.event.receiveEvent`
+    const send = () => sendAttempt(agent, { url, headers: { 'content-type': 'application/json' }, body: '{}' }, 2000)
+    const [late, early, other] = [await send(), await send(), await send()]
+    expect(late.responseExcerpt).toHaveLength(500)
+    expect([isDuplicateDeliveryAnswer(late), isDuplicateDeliveryAnswer(early), isDuplicateDeliveryAnswer(other)]).toEqual([true, true, false])
+  } finally {
+    await agent.close()
+    server.close()
   }
 })

@@ -36,6 +36,19 @@ export interface AttemptResult {
   responseExcerpt: string | null
   /** the answer's Retry-After header, raw */
   retryAfter: string | null
+  /** the `error` of an XRPC error body (a 4xx or 5xx whose whole body is `{"error": …}` JSON), read before the excerpt is cut */
+  answerError?: string | null
+}
+
+/** The `error` name of an XRPC error answer, or null. */
+function xrpcErrorOf(statusCode: number, text: string): string | null {
+  if (statusCode < 400) return null
+  try {
+    const error = (JSON.parse(text) as { error?: unknown } | null)?.error
+    return typeof error === 'string' ? error : null
+  } catch {
+    return null
+  }
 }
 
 export function isDelivered(result: AttemptResult): boolean {
@@ -47,12 +60,8 @@ export function isDelivered(result: AttemptResult): boolean {
  * it for a delivery id the receiver has already processed, so the delivery arrived.
  */
 export function isDuplicateDeliveryAnswer(result: AttemptResult): boolean {
-  if (result.statusCode === null || result.statusCode < 400 || result.statusCode >= 500 || result.responseExcerpt === null) return false
-  try {
-    return (JSON.parse(result.responseExcerpt) as { error?: unknown } | null)?.error === 'DuplicateDelivery'
-  } catch {
-    return false
-  }
+  if (result.statusCode === null || result.statusCode < 400 || result.statusCode >= 500) return false
+  return result.answerError === 'DuplicateDelivery'
 }
 
 /** The connect check refused the address: the error text of the attempt. */
@@ -206,6 +215,8 @@ export async function sendAttempt(agent: Agent, req: OutgoingRequest, timeoutMs:
       durationMs: elapsed(),
       error,
       responseExcerpt: text === '' ? null : text.slice(0, RESPONSE_EXCERPT_CHARS),
+      // the whole answer read (up to MAX_RESPONSE_BYTES): a long message must not hide the error's name
+      answerError: xrpcErrorOf(statusCode, text),
       retryAfter: header(res.headers['retry-after']),
     }
   } finally {
