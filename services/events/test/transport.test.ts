@@ -1,10 +1,14 @@
 /**
  * One attempt on the wire (delivery/transport.ts), against loopback receivers: the reason a failed attempt records
  * is bounded (a resolver's message may quote the host, and a URL kept before its length was limited can be long),
- * and an XRPC error answer is named from the whole body, whatever the excerpt the log keeps.
+ * an XRPC error answer is named from the whole body, whatever the excerpt the log keeps; and the requests of both
+ * channels (delivery/channels.ts) carry the API version of the envelope they send.
  */
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { generateDidKeyKeypair } from '@svc/service-auth'
+import { API_VERSION } from '@svc/vocabulary'
+import { webhookRequest, xrpcRequest } from '../src/delivery/channels'
 import { ATTEMPT_ERROR_CHARS, createGuardedAgent, isDuplicateDeliveryAnswer, sendAttempt } from '../src/delivery/transport'
 
 test('a request that fails on a 3,000-character host name records a reason of at most 500 characters', async () => {
@@ -41,4 +45,12 @@ test("an XRPC receiver's DuplicateDelivery answer is read from the whole body, n
     await agent.close()
     server.close()
   }
+})
+
+test('both channels send the svc-api-version of the delivery\'s envelope, fixed when it was written (a retry after a version change still matches its body)', async () => {
+  const written = { id: 'whd_x', appDid: 'did:web:app.example', body: JSON.stringify({ id: 'whd_x', apiVersion: '2025-01', type: 'payment.completed' }) }
+  expect(webhookRequest('https://hooks.example.com/', written, [`whsec_${Buffer.alloc(32).toString('base64')}`]).headers['svc-api-version']).toBe('2025-01')
+  const service = await generateDidKeyKeypair('ES256K')
+  expect((await xrpcRequest('https://app.example.com', written, service, [])).headers['svc-api-version']).toBe('2025-01')
+  expect(webhookRequest('https://hooks.example.com/', { ...written, body: JSON.stringify({ id: 'whd_x' }) }, [`whsec_${Buffer.alloc(32).toString('base64')}`]).headers['svc-api-version']).toBe(API_VERSION)
 })

@@ -20,6 +20,19 @@ export interface DeliveryToSend {
   body: string
 }
 
+/**
+ * The `svc-api-version` of a delivery: its envelope's `apiVersion`, fixed when the delivery was written, so a retry or
+ * redrive after a version change still sends a header that matches its body (receivers check both).
+ */
+export function apiVersionOf(body: string): string {
+  try {
+    const version = (JSON.parse(body) as { apiVersion?: unknown } | null)?.apiVersion
+    return typeof version === 'string' ? version : API_VERSION
+  } catch {
+    return API_VERSION
+  }
+}
+
 /** The Standard Webhooks headers of a delivery, signed with `secrets` (the active ones, newest first). */
 function signatureHeaders(delivery: DeliveryToSend, secrets: readonly string[], now: number): Record<string, string> {
   const timestamp = Math.floor(now / 1000)
@@ -39,7 +52,7 @@ export function webhookRequest(url: string, delivery: DeliveryToSend, secrets: r
       'content-type': 'application/json',
       ...signatureHeaders(delivery, secrets, now),
       [DELIVERY_ID_HEADER]: delivery.id,
-      [API_VERSION_HEADER]: API_VERSION,
+      [API_VERSION_HEADER]: apiVersionOf(delivery.body),
       'user-agent': USER_AGENT,
     },
   }
@@ -67,7 +80,7 @@ export async function xrpcRequest(
       authorization: `Bearer ${jwt}`,
       ...(secrets.length > 0 ? signatureHeaders(delivery, secrets, now) : {}),
       [DELIVERY_ID_HEADER]: delivery.id,
-      [API_VERSION_HEADER]: API_VERSION,
+      [API_VERSION_HEADER]: apiVersionOf(delivery.body),
       'user-agent': USER_AGENT,
     },
   }
