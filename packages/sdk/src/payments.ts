@@ -132,7 +132,16 @@ export async function pollPaymentStatus(client: Pick<SvcClient, 'getPaymentStatu
 export interface InitiateCheckoutOptions extends BackoffOptions {
   /** Retries after the first attempt (default 3): at most retries + 1 requests. */
   retries?: number
+  /**
+   * No retry starts after this many ms from the call (default 60 000): a wait that would pass it (a Retry-After of
+   * minutes, say) is not taken, and the last transient error is thrown instead; each request still waits at most the
+   * client's request timeout. The call runs inside the buyer's request; the app retries later with the same product
+   * (and so the same app order id).
+   */
+  timeoutMs?: number
 }
+
+const DEFAULT_INITIATE_TIMEOUT_MS = 60_000
 
 /**
  * network.svc.payment.initiate with the contract's retry rule. The product (a string, or fields encoded here once)
@@ -149,15 +158,20 @@ export async function initiateCheckout(
 ): Promise<InitiateOutput> {
   const retries = options.retries ?? 3
   if (!Number.isInteger(retries) || retries < 0) throw new RangeError('retries must be a non-negative integer')
+  const timeoutMs = options.timeoutMs ?? DEFAULT_INITIATE_TIMEOUT_MS
+  if (!(timeoutMs >= 1 && timeoutMs <= MAX_TIMER_MS)) throw new RangeError(`timeoutMs must be from 1 to ${MAX_TIMER_MS} ms`)
   const productString = typeof product === 'string' ? product : buildProduct(product)
   const delays = backoff(options, 500)
+  const deadline = Date.now() + timeoutMs
   for (let attempt = 0; ; attempt++) {
     if (options.signal?.aborted) throw options.signal.reason
     try {
       return await client.initiatePayment({ product: productString }, { signal: options.signal })
     } catch (err) {
       if (!isTransientError(err) || attempt >= retries) throw err
-      await sleep(delays.next((err as SvcError).retryAfterMs ?? 0), options.signal)
+      const wait = delays.next((err as SvcError).retryAfterMs ?? 0)
+      if (Date.now() + wait >= deadline) throw err
+      await sleep(wait, options.signal)
     }
   }
 }

@@ -221,6 +221,18 @@ describe('initiateCheckout', () => {
     expectFreshJwts(INITIATE)
   })
 
+  it('a Retry-After that would pass timeoutMs is not waited for: the transient error is thrown at once', async () => {
+    script = [err(503, 'Maintenance', { 'retry-after': '600' }), ok(STARTED)]
+    // (waiting the 600 s would outlast the test)
+    const e = await rejection(initiateCheckout(client, product, { ...FAST, timeoutMs: 5000 }))
+    expect({ status: (e as SvcError).status, error: (e as SvcError).error }).toEqual({ status: 503, error: 'Maintenance' })
+    expect(seen).toHaveLength(1)
+    // within it, a Retry-After is honoured
+    script = [err(503, 'Busy', { 'retry-after': '1' }), ok(STARTED)]
+    expect(await initiateCheckout(client, product, { ...FAST, timeoutMs: 5000 })).toEqual(STARTED)
+    await expect(initiateCheckout(client, product, { timeoutMs: 0 })).rejects.toBeInstanceOf(RangeError)
+  })
+
   it('retries: 0 makes one request', async () => {
     script = [err(503, 'A'), ok(STARTED)]
     await expect(initiateCheckout(client, product, { ...FAST, retries: 0 })).rejects.toBeInstanceOf(SvcError)
