@@ -67,6 +67,21 @@ describe('rotate-secret', () => {
     expect(res.stdout).toMatch(/no previous secret/)
   })
 
+  it('a WEBHOOK_SECRET_KEY that does not decrypt the stored secrets (not the workers\' key) changes nothing (exit 1)', async () => {
+    const app = 'did:web:cli-wrong-key.example.com'
+    const first = await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, app, 'test')
+    const env = { ...process.env, MONGO_URL: stack.mongoUrl, WEBHOOK_SECRET_KEY: 'another-key-0123456789abcdef0123456789abcdef', NODE_ENV: 'test' }
+    const res = await run(TSX, [CLI, 'rotate-secret', '--app', app, '--env', 'test'], { env }).then(
+      () => ({ code: 0, stdout: '', stderr: '' }),
+      (e: { code: number; stdout: string; stderr: string }) => e,
+    )
+    expect(res.code).toBe(1)
+    expect(res.stderr).toMatch(/does not decrypt the stored signing secrets/)
+    expect(res.stdout).not.toMatch(SECRET)
+    expect(await stack.events.SigningSecret.countDocuments({ appDid: app })).toBe(1)
+    expect(await activeSigningSecrets(stack.events, stack.secrets.webhookSecretKey, app, 'test')).toEqual([first.secret])
+  })
+
   // each case is its own process and touches nothing another case reads, so they run side by side
   it.concurrent.each<[string[], number, RegExp]>([
     [['rotate-secret', '--env', 'test'], 2, /--app is required/],
@@ -74,6 +89,8 @@ describe('rotate-secret', () => {
     [['rotate-secret', '--app', 'did:web:x.example.com', '--env', 'test', '--overlap-hours', 'soon'], 2, /overlap-hours/],
     [['rotate-secret', '--app', 'did:web:x.example.com', '--env', 'test', '--overlap-hours', '169'], 2, /at most 168/],
     [['rotate-secret', '--app', 'did:web:x.example.com', '--env', 'prod'], 1, /InvalidRequest/],
+    [['rotate-secret', '--app', 'x.example.com', '--env', 'test'], 2, /--app must be an app DID/],
+    [['rotate-secret', '--app', 'did:web:x.example.com', '--env', 'test', '--overlap-hours', '0.0001'], 2, /at least one second/],
     [['rotate-secret', '--bogus'], 2, /bogus/],
     [['nope'], 2, /unknown command nope/],
   ])('%j exits %i', async (args, code, message) => {

@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '@svc/config'
 import { requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
 import { createEventsModels, DELIVERY_STATUSES, type EventsModels } from '../models'
-import { parseEnvironment } from '@svc/vocabulary'
+import { isDid, parseEnvironment } from '@svc/vocabulary'
 import { listDeliveries, MAX_LIST_LIMIT, type DeliveryView } from '../domain/deliveries-log'
 import { MAX_OVERLAP_SECONDS, rotateSigningSecret } from '../domain/signing-secrets'
 
@@ -42,12 +42,15 @@ function overlapSeconds(raw: string | undefined): number {
   if (raw === undefined) return 24 * 3600
   if (!/^\d+(\.\d+)?$/.test(raw)) throw new UsageError('--overlap-hours must be a number of hours (0 or more)')
   const seconds = Math.round(Number(raw) * 3600)
+  // a fraction that rounds to 0 s would stop the previous secrets at once, which only an explicit 0 asks for
+  if (seconds === 0 && Number(raw) !== 0) throw new UsageError('--overlap-hours must be 0 (the previous secrets stop now) or at least one second')
   if (seconds > MAX_OVERLAP_SECONDS) throw new UsageError(`--overlap-hours must be at most ${MAX_OVERLAP_SECONDS / 3600}`)
   return seconds
 }
 
 async function rotateSecret(values: { app?: string; env?: string; 'overlap-hours'?: string; json?: boolean }): Promise<string> {
   const appDid = requiredOption(values, 'app')
+  if (!isDid(appDid)) throw new UsageError('--app must be an app DID')
   const environment = parseEnvironment(requiredOption(values, 'env'))
   const overlap = overlapSeconds(values['overlap-hours'])
   const secretKey = loadConfig().secrets.webhookSecretKey

@@ -44,6 +44,15 @@ export function decryptSecret(secretKey: string, stored: { iv: string; ciphertex
   return Buffer.concat([decipher.update(Buffer.from(stored.ciphertext, 'base64')), decipher.final()]).toString('utf8')
 }
 
+/** Throws when `secretKey` is not the key the stored secret was encrypted with. */
+function assertDecrypts(secretKey: string, stored: { iv: string; ciphertext: string; tag: string }): void {
+  try {
+    decryptSecret(secretKey, stored)
+  } catch {
+    throw new ContractError('InvalidRequest', 'WEBHOOK_SECRET_KEY does not decrypt the stored signing secrets: it is not the key the workers use; nothing was changed')
+  }
+}
+
 async function insertGeneration(
   models: EventsModels,
   secretKey: string,
@@ -103,6 +112,9 @@ export async function rotateSigningSecret(
   }
   for (let tries = 0; tries < 20; tries++) {
     const latest = await models.SigningSecret.findOne({ appDid, environment }).sort({ generation: -1 }).lean()
+    // a key that cannot read what is stored (an operator shell without the real WEBHOOK_SECRET_KEY) would store a
+    // secret the workers cannot read either, and every delivery of the app environment would stop
+    if (latest && tries === 0) assertDecrypts(secretKey, latest)
     const generation = (latest?.generation ?? 0) + 1
     const secret = await insertGeneration(models, secretKey, appDid, environment, generation)
     if (!secret) continue
