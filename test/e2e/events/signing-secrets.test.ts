@@ -83,6 +83,18 @@ it('rotation: both sign during the overlap; with overlap 0 only the new one', as
   expect(await call('operator', 'ensureSigningSecret', { a, e: 'test' })).toMatchObject({ secret: null, created: false, generation: 3, hint: third.secret!.slice(-4) })
 })
 
+it('a rotation that stops the previous secrets now is never undone by a concurrent one with a long overlap', async () => {
+  for (let i = 0; i < 20; i++) {
+    const a = `did:web:revoked-${i}.example.com`
+    await call('apps', 'ensureSigningSecret', { a, e: 'test' })
+    // a leaked secret: one operator stops it at once while other rotations (a week of overlap) run
+    const week = () => call('operator', 'rotateSigningSecret', { a, e: 'test', o: 7 * 24 * 3600 })
+    await Promise.all([week(), week(), call('operator', 'rotateSigningSecret', { a, e: 'test', o: 0 }), week(), week()])
+    const first = (await stack.events.SigningSecret.findOne({ appDid: a, environment: 'test', generation: 1 }).lean())!
+    expect([i, first.expiresAt!.getTime() <= Date.now()]).toEqual([i, true])
+  }
+})
+
 it('concurrent rotations each get their own generation', async () => {
   const a = 'did:web:concurrent-rotation.example.com'
   await call('apps', 'ensureSigningSecret', { a, e: 'live' })

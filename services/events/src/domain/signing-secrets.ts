@@ -7,6 +7,7 @@
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto'
 import { ContractError } from '@svc/errors'
+import { inTurn } from '@svc/subgraph-server'
 import { isDuplicateKeyError, type EventsModels, type SigningSecretDoc } from '../models'
 import type { Environment } from '@svc/vocabulary'
 
@@ -97,7 +98,10 @@ function existingSecret(secretKey: string, doc: SigningSecretDoc, opts: { reveal
 
 /**
  * A new current secret; every earlier one keeps signing until `overlapSeconds` from now (0 = stops at once).
- * Concurrent rotations each get their own generation (the unique index decides the numbers).
+ * Concurrent rotations each get their own generation (the unique index decides the numbers), one at a time in the
+ * app environment's turn: the earlier secrets' end is a filtered update, which FerretDB applies by reading and writing
+ * the documents back, so a rotation with a long overlap could otherwise write back an end a concurrent `0` had moved
+ * to now (a leaked secret left signing for days).
  */
 export async function rotateSigningSecret(
   models: EventsModels,
@@ -110,6 +114,12 @@ export async function rotateSigningSecret(
   if (!Number.isInteger(overlapSeconds) || overlapSeconds < 0 || overlapSeconds > MAX_OVERLAP_SECONDS) {
     throw new ContractError('InvalidRequest', `overlapSeconds must be an integer from 0 to ${MAX_OVERLAP_SECONDS}`)
   }
+  return inTurn(models.SigningSecretTurn, `${environment} ${appDid}`, () => rotateInTurn(models, secretKey, appDid, environment, overlapSeconds, now), {
+    busyMessage: 'another rotation of this app environment\'s signing secret is in progress; retry',
+  })
+}
+
+async function rotateInTurn(models: EventsModels, secretKey: string, appDid: string, environment: Environment, overlapSeconds: number, now: Date): Promise<SigningSecretIssued> {
   for (let tries = 0; tries < 20; tries++) {
     const latest = await models.SigningSecret.findOne({ appDid, environment }).sort({ generation: -1 }).lean()
     // a key that cannot read what is stored (an operator shell without the real WEBHOOK_SECRET_KEY) would store a

@@ -12,7 +12,7 @@
  * attempt with its outcome in the same write as the delivery's state.
  */
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
-import { connectDomain } from '@svc/subgraph-server'
+import { connectDomain, createTurnModel, type TurnModel } from '@svc/subgraph-server'
 import { ENVIRONMENTS } from '@svc/vocabulary'
 
 
@@ -121,12 +121,15 @@ export type SigningSecretDoc = InferSchemaType<typeof signingSecretSchema>
 export interface EventsModels {
   Delivery: Model<DeliveryDoc>
   SigningSecret: Model<SigningSecretDoc>
+  /** one rotation of an app environment's signing secrets at a time (domain/signing-secrets.ts) */
+  SigningSecretTurn: TurnModel
 }
 
 export async function createEventsModels(conn: Connection): Promise<EventsModels> {
   const models: EventsModels = {
     Delivery: conn.model<DeliveryDoc>('Delivery', deliverySchema),
     SigningSecret: conn.model<SigningSecretDoc>('SigningSecret', signingSecretSchema),
+    SigningSecretTurn: await createTurnModel(conn, 'SigningSecretTurn', 'signing_secret_turns'),
   }
   await Promise.all([models.Delivery.init(), models.SigningSecret.init()])
   return models
