@@ -87,6 +87,8 @@ export async function assertWebhookUrlAllowed(raw: string, policy: WebhookUrlPol
   } catch {
     refuse('webhookUrl is not a valid URL')
   }
+  // as stored: the parser percent-encodes, so a short URL of non-ASCII characters can grow ninefold
+  if (url.href.length > MAX_WEBHOOK_URL_LENGTH) refuse(`webhookUrl must be at most ${MAX_WEBHOOK_URL_LENGTH} characters (percent-encoded)`)
   if (url.protocol !== 'https:' && url.protocol !== 'http:') refuse('webhookUrl must use https')
   if (url.username || url.password) refuse('webhookUrl must not carry credentials')
   if (url.hash) refuse('webhookUrl must not have a fragment')

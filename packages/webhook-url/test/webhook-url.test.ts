@@ -221,6 +221,12 @@ describe('length', () => {
     await expect(assertWebhookUrlAllowed(base + 'p'.repeat(2048 - base.length), policy('live'))).resolves.toHaveLength(2048)
   })
 
+  test('the limit applies to the URL as stored, percent-encoded: 300 euro signs are 2,700 characters', async () => {
+    const raw = `https://hooks.example.com/${'€'.repeat(300)}`
+    expect(raw.length).toBeLessThan(2048)
+    await expectRefused(raw, policy('live'), /at most 2048 characters \(percent-encoded\)/)
+  })
+
   test('a host name over 253 characters is refused before it is resolved', async () => {
     const asked = dns({})
     const label = 'a'.repeat(63)
