@@ -2,11 +2,13 @@
  * Currencies: a lowercase ISO 4217 code of a currency in use (Stripe's form: `usd`, `eur`, `jpy`). The list is fixed
  * here rather than read from the runtime's ICU, whose list changes with the Node version: the SDK that builds a
  * product and the service that parses it must agree. Left out of ICU's list (Node 20): the units of account XDR and
- * XSU, and the withdrawn HRK (now EUR), CUC, SLL (now SLE) and ZWL (now ZWG).
+ * XSU, and the withdrawn ANG (now XCG), BGN and HRK (now EUR), CUC, SLL (now SLE) and ZWL (now ZWG). A tier or
+ * registration stored earlier in one of these can no longer be sold: its holds are refused (InvalidRequest, the
+ * currency named) until the organizer reprices it.
  */
 const CURRENCIES = new Set(
   `
-  aed afn all amd ang aoa ars aud awg azn bam bbd bdt bgn bhd bif bmd bnd bob brl
+  aed afn all amd aoa ars aud awg azn bam bbd bdt bhd bif bmd bnd bob brl
   bsd btn bwp byn bzd cad cdf chf clp cny cop crc cup cve czk djf dkk dop dzd egp
   ern etb eur fjd fkp gbp gel ghs gip gmd gnf gtq gyd hkd hnl htg huf idr ils inr
   iqd irr isk jmd jod jpy kes kgs khr kmf kpw krw kwd kyd kzt lak lbp lkr lrd lsl
