@@ -97,7 +97,7 @@ it('an endpoint disabled as failing and enabled again starts a fresh clock: one 
   await waitFor(async () => ((await webhookState(app, key)).disabled ? true : null), 'the endpoint to be disabled', 20_000)
   // a failure clock lives twice the period: with the real period (5 days) it would still be there when the app
   // enables the endpoint again days later; here (1 s) it is kept as long
-  for (const clock of await stack.redis.keys(`${stack.redisPrefix}endpoint-failing:${app.did}:*`)) await stack.redis.pexpire(clock, 60_000)
+  for (const clock of await stack.redis.keys(`${stack.redisPrefix}endpoint-failing-since:${app.did}:*`)) await stack.redis.pexpire(clock, 60_000)
   await waitForStatus(stack, first.deliveryId, 'held')
   // the app fixes its receiver, which fails once more as it starts, and enables the endpoint again (at once: the
   // first failure's time would lapse after twice the period)
