@@ -213,7 +213,7 @@ export interface MoneySvcAppUpdateConfigInput {
   webhookUrl?: string
   /** Accepted only when equal to the registered app URL (no change); any other value is refused with AppUrlNotAllowed. */
   appUrl?: string
-  /** How events are delivered: `webhook` (the default; HTTP POST to webhookUrl with Standard Webhooks signatures) or `xrpc` (money.svc.event.receiveEvent on receiverUrl with service-auth). Any other value is refused with InvalidRequest. */
+  /** How events are delivered: `webhook` (the default; HTTP POST to webhookUrl with Standard Webhooks signatures) or `xrpc` (money.svc.event.receiveEvent on receiverUrl with service-auth, and the same signatures). Any other value is refused with InvalidRequest. */
   eventChannel?: 'webhook' | 'xrpc' | (string & {})
   /** Origin (scheme, host, optional port; no path or query) of the app's XRPC service for the `xrpc` channel; events are sent to <receiverUrl>/xrpc/money.svc.event.receiveEvent. The webhookUrl policy applies: a refused URL is WebhookUrlNotAllowed. */
   receiverUrl?: string
@@ -292,7 +292,7 @@ export interface MoneySvcAppUpdateConfigWebhook {
   channel?: 'webhook' | 'xrpc' | (string & {})
   /** This implementation's own field: the origin of the app's XRPC service (the `xrpc` channel), when one is configured. */
   receiverUrl?: string
-  /** This implementation's own field: the webhook signing secret (`whsec_` + base64 of 32 random bytes). Present in the response of the update that first left a channel configured (and of each concurrent first update: the same secret), and of every later update that names the channel's URL (`webhookUrl` or `receiverUrl`), so a retry of that update whose answer was lost gets it again; when the first answer was lost before the secret was recorded as given, any next update of the environment returns it. Other updates answer without it. The current secret: after an operator's rotation, the new one. */
+  /** This implementation's own field: the signing secret of the environment's deliveries on either channel (`whsec_` + base64 of 32 random bytes). Present in the response of the update that first left a channel configured (and of each concurrent first update: the same secret), and of every later update that names the channel's URL (`webhookUrl` or `receiverUrl`), so a retry of that update whose answer was lost gets it again; when the first answer was lost before the secret was recorded as given, any next update of the environment returns it. Other updates answer without it. The current secret: after an operator's rotation, the new one. */
   signingSecret?: string
 }
 
@@ -790,7 +790,7 @@ export interface Methods {
   'money.svc.billing.requestVendorMigrationBatch': { type: 'procedure'; params: MoneySvcBillingRequestVendorMigrationBatchParams; input: MoneySvcBillingRequestVendorMigrationBatchInput; output: MoneySvcBillingRequestVendorMigrationBatchOutput }
   /** Register the app's private fulfillment link for a catalog record; one link per app, environment and record, last write wins. */
   'money.svc.catalog.registerAppLink': { type: 'procedure'; params: MoneySvcCatalogRegisterAppLinkParams; input: MoneySvcCatalogRegisterAppLinkInput; output: MoneySvcCatalogRegisterAppLinkOutput }
-  /** Hosted by the app, called by the service with service-auth: deliver one event envelope; answer ok for already-processed delivery ids. */
+  /** Hosted by the app, called by the service with service-auth and the Standard Webhooks signature of the app environment's signing secret: deliver one event envelope; answer ok for already-processed delivery ids. */
   'money.svc.event.receiveEvent': { type: 'procedure'; params: MoneySvcEventReceiveEventParams; input: MoneySvcEventReceiveEventInput; output: MoneySvcEventReceiveEventOutput }
   /** Cancel a subscription; idempotent per subscription id (a repeat returns the canceled state). */
   'money.svc.payment.cancelSubscription': { type: 'procedure'; params: MoneySvcPaymentCancelSubscriptionParams; input: MoneySvcPaymentCancelSubscriptionInput; output: MoneySvcPaymentCancelSubscriptionOutput }

@@ -379,6 +379,9 @@ describe('createReceiveEventHandler (money.svc.event.receiveEvent)', () => {
     expect(processed.map((e) => e.id)).toEqual([JSON.parse(real.rawBody).id])
     // a parsed body cannot be checked: a configuration mistake, not the sender's
     expect(await live({ headers: { ...auth, ...real.headers }, body: JSON.parse(real.rawBody) })).toMatchObject({ status: 500 })
+    // a secret named but unset (a missing environment variable) is refused at construction, not skipped
+    const unset: { secret?: string } = { secret: undefined }
+    expect(() => createReceiveEventHandler({ serviceDid: 'did:web:svc.example', verifyServiceAuth: async () => ({ iss: 'did:web:svc.example' }), ...unset, store: createMemoryClaimStore(), handlers: {} })).toThrow(TypeError)
   })
 
   it('accepts an injected verifyServiceAuth and checks the issuer', async () => {

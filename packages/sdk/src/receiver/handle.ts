@@ -31,7 +31,7 @@ export interface HandleDeliveryOptions {
    * The one environment this receiver takes events of: another environment's event is refused (InvalidEnvelope, so
    * its delivery fails in that environment's log) before any handler or claim. Set it when one receiver URL is
    * configured for both environments: on the XRPC channel the service's token is the same for test and live, so
-   * only the envelope's `environment` tells a test order from a live one.
+   * without the environment's signing secret only the envelope's `environment` tells a test order from a live one.
    */
   environment?: 'test' | 'live'
   /** Runs for `app.webhook.test` probes (claimed like any delivery). Without it they are acknowledged untouched. */
@@ -197,7 +197,9 @@ export function createReceiveEventHandler(
   options: ReceiveEventHandlerOptions,
 ): (req: { headers: HeadersLike; body: unknown }) => Promise<ReceiverResponse> {
   if (!options.verifier === !options.verifyServiceAuth) throw new TypeError('give exactly one of verifier or verifyServiceAuth')
-  const keys = options.secret !== undefined || options.secrets !== undefined ? webhookKeys(options) : null
+  // named at all (even as undefined: an unset environment variable) means the check is wanted: webhookKeys refuses a
+  // missing secret rather than let the handler fall back to the token alone
+  const keys = 'secret' in options || 'secrets' in options ? webhookKeys(options) : null
   assertTolerance(options.toleranceSeconds)
   const authenticate = async (authorization: string | undefined): Promise<{ iss: string }> =>
     options.verifier ? options.verifier.verify(authorization, RECEIVE_EVENT_NSID) : options.verifyServiceAuth!(authorization)

@@ -208,7 +208,8 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
 
   /**
    * The channel's request, its body signed with the app environment's secrets on both channels; a problem on our side
-   * (no secret, one that does not decrypt, a token that cannot be signed) fails the attempt unsent.
+   * fails the attempt unsent: secrets that cannot be read (WEBHOOK_SECRET_KEY changed), on either channel; no secret,
+   * on the webhook channel (the XRPC channel then sends the token alone); a token that cannot be signed.
    */
   async function prepare(a: Attempting, channel: Channel, url: string): Promise<Prepared> {
     const target = { id: a.id, appDid: a.appDid, body: a.body }
