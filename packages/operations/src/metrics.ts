@@ -3,6 +3,7 @@
  * duration of every HTTP request it serves by route and status, and the figures a process adds (database commands,
  * queue depth, delivery outcomes). Every series carries `process`.
  */
+import pTimeout from 'p-timeout'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 
 export interface ProcessMetrics {
@@ -41,7 +42,15 @@ export function counter<L extends string>(metrics: ProcessMetrics, name: string,
   return new Counter({ name, help, labelNames, registers: [metrics.registry] })
 }
 
-/** A gauge read when the registry is scraped (`collect` sets its values). */
+/** How long a scrape waits for a collected gauge's values before it answers with the last ones. */
+export const COLLECT_TIMEOUT_MS = 2000
+
+/**
+ * A gauge read when the registry is scraped (`collect` sets its values). A collection that fails or takes longer than
+ * COLLECT_TIMEOUT_MS (its store away: BullMQ's commands wait for Redis to come back) leaves the last values, so the
+ * scrape still answers, with every other metric; one still running is not started again (the scrapes of an outage
+ * would pile up commands), and `svc_metrics_collect_failures_total{gauge}` counts the scrapes it failed.
+ */
 export function collectedGauge<L extends string>(
   metrics: ProcessMetrics,
   name: string,
@@ -49,13 +58,22 @@ export function collectedGauge<L extends string>(
   labelNames: readonly L[],
   collect: (gauge: Gauge<L>) => Promise<void>,
 ): Gauge<L> {
+  const failures = counter(metrics, 'svc_metrics_collect_failures_total', 'scrapes whose collected gauge failed or timed out (its last values shown)', ['gauge'] as const)
+  let running: Promise<boolean> | null = null
   return new Gauge({
     name,
     help,
     labelNames,
     registers: [metrics.registry],
     async collect() {
-      await collect(this)
+      running ??= collect(this).then(
+        () => true,
+        () => false,
+      ).finally(() => {
+        running = null
+      })
+      const collected = await pTimeout(running, { milliseconds: COLLECT_TIMEOUT_MS, fallback: () => false })
+      if (!collected) failures.inc({ gauge: name })
     },
   })
 }
