@@ -486,6 +486,26 @@ describe('the creator decides (dashboard)', () => {
     expect(await blockApproval({ models }, c.who, c.view.id)).toMatchObject({ status: 'blocked' })
   })
 
+  test('ten concurrent declines, and ten concurrent blocks of an approval, each decide once: one revision, one revoked event', async () => {
+    const d = await pending()
+    const declines = await Promise.allSettled(Array.from({ length: 10 }, () => declineApproval({ models }, d.who, d.view.id)))
+    expect(declines.map((r) => r.status)).toEqual(Array(10).fill('fulfilled'))
+    expect(await raw(d.view.id)).toMatchObject({ status: 'declined', revision: 1 })
+    expect(await events(d.view.id)).toEqual([])
+
+    const b = await pending()
+    await acceptApproval({ models }, b.who, b.view.id, b.view.termsHash)
+    const blocks = await Promise.allSettled(Array.from({ length: 10 }, () => blockApproval({ models }, b.who, b.view.id)))
+    expect(blocks.map((r) => r.status)).toEqual(Array(10).fill('fulfilled'))
+    expect(blocks.map((r) => (r as PromiseFulfilledResult<{ status: string; revision: number }>).value)).toEqual(Array(10).fill(expect.objectContaining({ status: 'blocked', revision: 2 })))
+    const revoked = (await events(b.view.id)).filter((e) => e.type === 'app.authorization.revoked')
+    expect(revoked).toHaveLength(1)
+    expect(revoked[0]!.data).toMatchObject({ status: 'blocked' })
+    const doc = await raw(b.view.id)
+    expect(doc).toMatchObject({ status: 'blocked', revision: 2, revokedRevision: 1 })
+    expect(doc?.revokedAt?.toISOString()).toBe((revoked[0]!.data as { revokedAt: string }).revokedAt)
+  })
+
   test('unblock: blocked → declined; only from blocked', async () => {
     const { who, view } = await pending()
     expect((await contractError(unblockApproval({ models }, who, view.id))).code).toBe('NotAllowed')

@@ -110,6 +110,17 @@ describe('registerCreatorProof', () => {
     for (const s of settled.filter((s) => s.status === 'rejected')) expect((s as PromiseRejectedResult).reason.code).toBe('NotAllowed')
   })
 
+  test('eight concurrent first registrations of the same proof all get the same answer, and one slot records it', async () => {
+    const { uri, creator } = await paid()
+    const proof = await proofOf(creator)
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => registerCreatorProof(serving(t.domain, { delegated: true }), { appDid: APP, input: { environment: 'test', paymentUri: uri, recipientDid: creator, ...proof } })),
+    )
+    for (const answer of answers) expect(answer).toEqual(answers[0])
+    expect(await t.models.ProofSlot.countDocuments({ _id: uri })).toBe(1)
+    expect(await t.models.ProofSlot.findById(uri).lean()).toMatchObject({ status: 'registered' })
+  })
+
   test('concurrent register and decline: exactly one decision stands', async () => {
     const { uri, creator } = await paid()
     const proof = await proofOf(creator)
