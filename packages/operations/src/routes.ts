@@ -2,8 +2,9 @@
  * The operations routes every process serves (docs/operations.md):
  *
  *   GET /livez     200 while the process runs (a liveness probe restarts it otherwise)
- *   GET /readyz    200 when every dependency it needs answers, else 503 naming which did not; 503 once it is
- *                  shutting down, so a balancer stops sending it work before it closes
+ *   GET /readyz    200 when every dependency it needs answers, else 503 naming which did not (why, only with the
+ *                  metrics token: an error's text may name internal addresses); 503 once it is shutting down, so a
+ *                  balancer stops sending it work before it closes
  *   GET /metrics   Prometheus text, only with `Authorization: Bearer <METRICS_TOKEN>` (else 401)
  *
  * and counts the duration of every other request it serves.
@@ -58,18 +59,25 @@ export const operationsRoutes = fp(
 
     app.get('/livez', async () => ({ ok: true }))
 
-    app.get('/readyz', async (_request, reply) => {
+    /** the request carries the metrics token (a scraper's or an operator's probe) */
+    const withMetricsToken = (request: FastifyRequest): boolean => {
+      const token = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1]
+      return token !== undefined && sameSecret(token, opts.metricsToken)
+    }
+
+    app.get('/readyz', async (request, reply) => {
       if (closing) return reply.code(503).send({ ok: false, closing: true })
       const names = Object.keys(opts.readiness)
       const results = await Promise.all(names.map((name) => check(opts.readiness[name]!, opts.checkTimeoutMs ?? 2000)))
-      const checks = Object.fromEntries(names.map((name, i) => [name, results[i]]))
+      // the public hosts serve this too: without the token a failed check says only that it failed
+      const detailed = results.some((r) => r !== 'ok') && withMetricsToken(request)
+      const checks = Object.fromEntries(names.map((name, i) => [name, results[i] === 'ok' || detailed ? results[i] : 'unavailable']))
       const ok = results.every((r) => r === 'ok')
       return reply.code(ok ? 200 : 503).send({ ok, checks })
     })
 
     app.get('/metrics', async (request, reply) => {
-      const token = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1]
-      if (!token || !sameSecret(token, opts.metricsToken)) {
+      if (!withMetricsToken(request)) {
         return reply.code(401).send({ error: 'Unauthorized', message: 'metrics need the metrics token: Authorization: Bearer <METRICS_TOKEN>' })
       }
       return reply.type(opts.metrics.registry.contentType).send(await opts.metrics.registry.metrics())
