@@ -27,6 +27,16 @@ async function operator(...args: string[]): Promise<{ stdout: string; stderr: st
   }
 }
 
+/** The CLI run with another WEBHOOK_SECRET_KEY than the one the stored secrets were encrypted with. */
+const NEW_KEY = 'another-key-0123456789abcdef0123456789abcdef'
+async function wrongKey(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  const env = { ...process.env, MONGO_URL: stack.mongoUrl, WEBHOOK_SECRET_KEY: NEW_KEY, NODE_ENV: 'test' }
+  return run(TSX, [CLI, ...args], { env }).then(
+    ({ stdout, stderr }) => ({ stdout, stderr, code: 0 }),
+    (e: { code: number; stdout: string; stderr: string }) => e,
+  )
+}
+
 beforeAll(async () => {
   stack = await startStack('events-operator-cli', { workers: false })
 })
@@ -70,16 +80,26 @@ describe('rotate-secret', () => {
   it('a WEBHOOK_SECRET_KEY that does not decrypt the stored secrets (not the workers\' key) changes nothing (exit 1)', async () => {
     const app = 'did:web:cli-wrong-key.example.com'
     const first = await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, app, 'test')
-    const env = { ...process.env, MONGO_URL: stack.mongoUrl, WEBHOOK_SECRET_KEY: 'another-key-0123456789abcdef0123456789abcdef', NODE_ENV: 'test' }
-    const res = await run(TSX, [CLI, 'rotate-secret', '--app', app, '--env', 'test'], { env }).then(
-      () => ({ code: 0, stdout: '', stderr: '' }),
-      (e: { code: number; stdout: string; stderr: string }) => e,
-    )
+    const res = await wrongKey('rotate-secret', '--app', app, '--env', 'test')
     expect(res.code).toBe(1)
     expect(res.stderr).toMatch(/does not decrypt the stored signing secrets/)
     expect(res.stdout).not.toMatch(SECRET)
     expect(await stack.events.SigningSecret.countDocuments({ appDid: app })).toBe(1)
     expect(await activeSigningSecrets(stack.events, stack.secrets.webhookSecretKey, app, 'test')).toEqual([first.secret])
+    // an app environment with no secret yet is judged by the other secrets stored
+    const fresh = await wrongKey('rotate-secret', '--app', 'did:web:cli-wrong-key-new.example.com', '--env', 'test')
+    expect(fresh.code).toBe(1)
+    expect(await stack.events.SigningSecret.countDocuments({ appDid: 'did:web:cli-wrong-key-new.example.com' })).toBe(0)
+  })
+
+  it('--replace-unreadable --overlap-hours 0: the key itself was replaced; the new secret is stored under it and the unreadable ones stop', async () => {
+    const app = 'did:web:cli-replaced-key.example.com'
+    await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, app, 'test')
+    expect((await wrongKey('rotate-secret', '--app', app, '--env', 'test', '--replace-unreadable')).code).toBe(2) // needs overlap 0
+    const res = await wrongKey('rotate-secret', '--app', app, '--env', 'test', '--replace-unreadable', '--overlap-hours', '0', '--json')
+    expect(res.code).toBe(0)
+    const { secret } = JSON.parse(res.stdout) as { secret: string }
+    expect(await activeSigningSecrets(stack.events, NEW_KEY, app, 'test', new Date(Date.now() + 1000))).toEqual([secret])
   })
 
   // each case is its own process and touches nothing another case reads, so they run side by side

@@ -16,9 +16,11 @@ import { MAX_OVERLAP_SECONDS, rotateSigningSecret } from '../domain/signing-secr
 
 const USAGE = `usage: npm run operator:events -- <command> [options]
 
-  rotate-secret     --app <did> --env <test|live> [--overlap-hours 24]
+  rotate-secret     --app <did> --env <test|live> [--overlap-hours 24] [--replace-unreadable]
                     (prints the new signing secret once; until the overlap ends every delivery is signed with the
-                     new and the previous secrets; at most ${MAX_OVERLAP_SECONDS / 3600} hours; 0 = the previous ones stop now)
+                     new and the previous secrets; at most ${MAX_OVERLAP_SECONDS / 3600} hours; 0 = the previous ones stop now;
+                     WEBHOOK_SECRET_KEY must decrypt the stored secrets, unless --replace-unreadable with
+                     --overlap-hours 0: that key itself was replaced, and the secrets stored under the old one go)
   list-deliveries   --app <did> --env <test|live> [--status ${DELIVERY_STATUSES.join('|')}] [--limit 20]
                     (newest first, at most ${MAX_LIST_LIMIT})
 
@@ -28,6 +30,7 @@ const options = {
   app: { type: 'string' },
   env: { type: 'string' },
   'overlap-hours': { type: 'string' },
+  'replace-unreadable': { type: 'boolean' },
   status: { type: 'string' },
   limit: { type: 'string' },
   json: { type: 'boolean' },
@@ -48,13 +51,15 @@ function overlapSeconds(raw: string | undefined): number {
   return seconds
 }
 
-async function rotateSecret(values: { app?: string; env?: string; 'overlap-hours'?: string; json?: boolean }): Promise<string> {
+async function rotateSecret(values: { app?: string; env?: string; 'overlap-hours'?: string; 'replace-unreadable'?: boolean; json?: boolean }): Promise<string> {
   const appDid = requiredOption(values, 'app')
   if (!isDid(appDid)) throw new UsageError('--app must be an app DID')
   const environment = parseEnvironment(requiredOption(values, 'env'))
   const overlap = overlapSeconds(values['overlap-hours'])
   const secretKey = loadConfig().secrets.webhookSecretKey
-  const issued = await withEvents((models) => rotateSigningSecret(models, secretKey, appDid, environment, overlap))
+  const replaceUnreadable = values['replace-unreadable'] === true
+  if (replaceUnreadable && overlap !== 0) throw new UsageError('--replace-unreadable needs --overlap-hours 0 (secrets nothing can read cannot sign during an overlap)')
+  const issued = await withEvents((models) => rotateSigningSecret(models, secretKey, appDid, environment, overlap, new Date(), { replaceUnreadable }))
   const previousUntil = issued.previousExpiresAt?.toISOString() ?? null
   if (values.json) {
     return JSON.stringify({ appDid, environment, secret: issued.secret, generation: issued.generation, hint: issued.hint, previousExpiresAt: previousUntil }, null, 2)

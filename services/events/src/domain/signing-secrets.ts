@@ -50,7 +50,10 @@ function assertDecrypts(secretKey: string, stored: { iv: string; ciphertext: str
   try {
     decryptSecret(secretKey, stored)
   } catch {
-    throw new ContractError('InvalidRequest', 'WEBHOOK_SECRET_KEY does not decrypt the stored signing secrets: it is not the key the workers use; nothing was changed')
+    throw new ContractError(
+      'InvalidRequest',
+      'WEBHOOK_SECRET_KEY does not decrypt the stored signing secrets: run with the workers\' key (or, if that key itself was replaced, --replace-unreadable --overlap-hours 0); nothing was changed',
+    )
   }
 }
 
@@ -110,21 +113,42 @@ export async function rotateSigningSecret(
   environment: Environment,
   overlapSeconds: number = DEFAULT_OVERLAP_SECONDS,
   now: Date = new Date(),
+  opts: RotateOptions = {},
 ): Promise<SigningSecretIssued> {
   if (!Number.isInteger(overlapSeconds) || overlapSeconds < 0 || overlapSeconds > MAX_OVERLAP_SECONDS) {
     throw new ContractError('InvalidRequest', `overlapSeconds must be an integer from 0 to ${MAX_OVERLAP_SECONDS}`)
   }
-  return inTurn(models.SigningSecretTurn, `${environment} ${appDid}`, () => rotateInTurn(models, secretKey, appDid, environment, overlapSeconds, now), {
+  // unreadable secrets cannot sign during an overlap: replacing them stops them at once
+  if (opts.replaceUnreadable && overlapSeconds !== 0) throw new ContractError('InvalidRequest', 'replacing unreadable secrets needs an overlap of 0')
+  return inTurn(models.SigningSecretTurn, `${environment} ${appDid}`, () => rotateInTurn(models, secretKey, appDid, environment, overlapSeconds, now, opts), {
     busyMessage: 'another rotation of this app environment\'s signing secret is in progress; retry',
   })
 }
 
-async function rotateInTurn(models: EventsModels, secretKey: string, appDid: string, environment: Environment, overlapSeconds: number, now: Date): Promise<SigningSecretIssued> {
+export interface RotateOptions {
+  /**
+   * WEBHOOK_SECRET_KEY itself was replaced (lost): the stored secrets cannot be read by any process any more, and the
+   * rotation (overlap 0) replaces them. Without it a key that does not decrypt the stored secrets is refused.
+   */
+  replaceUnreadable?: boolean
+}
+
+async function rotateInTurn(
+  models: EventsModels,
+  secretKey: string,
+  appDid: string,
+  environment: Environment,
+  overlapSeconds: number,
+  now: Date,
+  opts: RotateOptions,
+): Promise<SigningSecretIssued> {
   for (let tries = 0; tries < 20; tries++) {
     const latest = await models.SigningSecret.findOne({ appDid, environment }).sort({ generation: -1 }).lean()
     // a key that cannot read what is stored (an operator shell without the real WEBHOOK_SECRET_KEY) would store a
-    // secret the workers cannot read either, and every delivery of the app environment would stop
-    if (latest && tries === 0) assertDecrypts(secretKey, latest)
+    // secret the workers cannot read either, and every delivery of the app environment would stop; with no secret
+    // here yet, any app's tells
+    const probe = opts.replaceUnreadable ? null : (latest ?? (await models.SigningSecret.findOne().sort({ createdAt: -1 }).lean()))
+    if (probe) assertDecrypts(secretKey, probe)
     const generation = (latest?.generation ?? 0) + 1
     const secret = await insertGeneration(models, secretKey, appDid, environment, generation)
     if (!secret) continue

@@ -5,8 +5,9 @@
  * FerretDB 1.x has no transactions and its filtered updates are not atomic, so what must hold under concurrency
  * rests on unique indexes and on atomic Redis/BullMQ operations:
  *
- *   deliveries         `_id` = delivery id; derived from the domain event id   one delivery per event
- *   signing_secrets    unique (appDid, environment, generation)               one secret per generation
+ *   deliveries             `_id` = delivery id; derived from the domain event id   one delivery per event
+ *   signing_secrets        unique (appDid, environment, generation)               one secret per generation
+ *   signing_secret_turns   `_id` = `<environment> <app DID>#<n>` (inTurn)          one rotation at a time
  *
  * A delivery carries its attempt log (`attempts`): its worker, the only writer while it holds the job, appends each
  * attempt with its outcome in the same write as the delivery's state.
