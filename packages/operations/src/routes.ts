@@ -3,8 +3,8 @@
  *
  *   GET /livez     200 while the process runs (a liveness probe restarts it otherwise)
  *   GET /readyz    200 when every dependency it needs answers, else 503 naming which did not (why, only with the
- *                  metrics token: an error's text may name internal addresses); 503 once it is shutting down, so a
- *                  balancer stops sending it work before it closes
+ *                  metrics token: an error's text may name internal addresses); once the process is closing, Fastify
+ *                  answers 503 itself (or the connection is refused), so a balancer stops sending it work
  *   GET /metrics   Prometheus text, only with `Authorization: Bearer <METRICS_TOKEN>` (else 401)
  *
  * and counts the duration of every other request it serves.
@@ -52,11 +52,6 @@ async function check(fn: ReadinessCheck, timeoutMs: number): Promise<string> {
 
 export const operationsRoutes = fp(
   async (app: FastifyInstance, opts: OperationsOptions) => {
-    let closing = false
-    app.addHook('preClose', async () => {
-      closing = true
-    })
-
     app.get('/livez', async () => ({ ok: true }))
 
     /** the request carries the metrics token (a scraper's or an operator's probe) */
@@ -66,7 +61,6 @@ export const operationsRoutes = fp(
     }
 
     app.get('/readyz', async (request, reply) => {
-      if (closing) return reply.code(503).send({ ok: false, closing: true })
       const names = Object.keys(opts.readiness)
       const results = await Promise.all(names.map((name) => check(opts.readiness[name]!, opts.checkTimeoutMs ?? 2000)))
       // the public hosts serve this too: without the token a failed check says only that it failed

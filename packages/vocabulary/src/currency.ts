@@ -2,9 +2,9 @@
  * Currencies: a lowercase ISO 4217 code of a currency in use (Stripe's form: `usd`, `eur`, `jpy`). The list is fixed
  * here rather than read from the runtime's ICU, whose list changes with the Node version: the SDK that builds a
  * product and the service that parses it must agree. Left out of ICU's list (Node 20): the units of account XDR and
- * XSU, and the withdrawn ANG (now XCG), BGN and HRK (now EUR), CUC, SLL (now SLE) and ZWL (now ZWG). A tier or
- * registration stored earlier in one of these can no longer be sold: its holds are refused (InvalidRequest, the
- * currency named) until the organizer reprices it.
+ * XSU, and the withdrawn ANG (now XCG), BGN and HRK (now EUR), CUC, SLL (now SLE) and ZWL (now ZWG). A tier stored
+ * earlier in one of these can no longer be sold: its holds are refused (InvalidRequest, "invalid ticket checkout:
+ * currency …") until the organizer reprices it.
  */
 const CURRENCIES = new Set(
   `

@@ -113,12 +113,16 @@ describe('registerCreatorProof', () => {
   test('eight concurrent first registrations of the same proof all get the same answer, and one slot records it', async () => {
     const { uri, creator } = await paid()
     const proof = await proofOf(creator)
+    // a clock that moves on every read: a call answering its own time instead of the stored one would show
+    let tick = 0
+    const ticking = { ...t.domain, now: () => new Date(t.clock.now.getTime() + tick++) }
     const answers = await Promise.all(
-      Array.from({ length: 8 }, () => registerCreatorProof(serving(t.domain, { delegated: true }), { appDid: APP, input: { environment: 'test', paymentUri: uri, recipientDid: creator, ...proof } })),
+      Array.from({ length: 8 }, () => registerCreatorProof(serving(ticking, { delegated: true }), { appDid: APP, input: { environment: 'test', paymentUri: uri, recipientDid: creator, ...proof } })),
     )
     for (const answer of answers) expect(answer).toEqual(answers[0])
-    expect(await t.models.ProofSlot.countDocuments({ _id: uri })).toBe(1)
-    expect(await t.models.ProofSlot.findById(uri).lean()).toMatchObject({ status: 'registered' })
+    const slot = (await t.models.ProofSlot.findById(uri).lean())!
+    expect(slot).toMatchObject({ status: 'registered' })
+    expect(JSON.stringify(answers[0])).toContain(slot.at!.toISOString())
   })
 
   test('concurrent register and decline: exactly one decision stands', async () => {
