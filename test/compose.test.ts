@@ -91,3 +91,24 @@ describe('docker-compose.yml', () => {
     expect(compose.services.board?.ports).toEqual(['127.0.0.1:4300:4300'])
   })
 })
+
+describe('Dockerfile', () => {
+  // the image installs with NODE_ENV=production, which leaves devDependencies out: whatever runs a component must not be one
+  const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8')
+  const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> }
+
+  test('installs for production (devDependencies left out)', () => {
+    expect(dockerfile).toMatch(/ENV NODE_ENV=production[\s\S]*RUN npm ci\b/)
+    expect(dockerfile).not.toMatch(/--include=dev/)
+  })
+
+  test.each(deployableWorkspaces())('the programs $name is started with are installed in the image', ({ dir }) => {
+    const scripts = (JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as { scripts?: Record<string, string> }).scripts ?? {}
+    const programs = new Set(Object.entries(scripts).filter(([name]) => ['start', 'workers', 'board'].includes(name)).map(([, cmd]) => cmd.split(' ')[0]!))
+    expect(programs.size).toBeGreaterThan(0)
+    for (const program of programs) {
+      expect([program, lock.packages[`node_modules/${program}`]]).toEqual([program, expect.anything()])
+      expect([program, lock.packages[`node_modules/${program}`]?.dev ?? false]).toEqual([program, false])
+    }
+  })
+})
