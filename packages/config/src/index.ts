@@ -47,6 +47,27 @@ const publicUrl = z
   .url()
   .refine((v) => /^https?:\/\/[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/i.test(v), 'must be an http(s) URL of URI characters only (no spaces; a Unicode host in punycode)')
 
+/**
+ * MongoDB's URL must name the database: without one the driver quietly uses `test`, so a URL that forgot it would put
+ * every domain's data there and nothing would say so.
+ */
+const mongoUrl = z
+  .string()
+  .url()
+  .refine((v) => {
+    const url = new URL(v)
+    return (url.protocol === 'mongodb:' || url.protocol === 'mongodb+srv:') && /^\/[^/]+$/.test(url.pathname)
+  }, 'must be a mongodb:// (or mongodb+srv://) URL that names the database, e.g. mongodb://host:27017/svc')
+
+/** Redis's URL: redis:// or rediss://, with no database or a number 0-15 (ioredis skips any other path and uses 0). */
+const redisUrl = z
+  .string()
+  .url()
+  .refine((v) => {
+    const url = new URL(v)
+    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && /^(\/?|\/(\d|1[0-5]))$/.test(url.pathname)
+  }, 'must be a redis:// (or rediss://) URL with no database or a database number 0-15, e.g. redis://host:6379/0')
+
 /** A secret set only during a rotation (docker-compose passes it empty otherwise). */
 const optionalSecret = z.preprocess((v) => (v === '' ? undefined : v), z.string().min(32).optional())
 
@@ -60,8 +81,8 @@ const variables = z
   .object({
     NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    MONGO_URL: z.string().url().default('mongodb://127.0.0.1:27027/svc'),
-    REDIS_URL: z.string().url().default('redis://127.0.0.1:6379/0'),
+    MONGO_URL: mongoUrl.default('mongodb://127.0.0.1:27027/svc'),
+    REDIS_URL: redisUrl.default('redis://127.0.0.1:6379/0'),
     REDIS_PREFIX: z.string().default('svc:'),
     SERVICE_DID: z.string().refine(isDid, 'must be a DID').default('did:web:svc.localhost'),
     PLC_URL: z.string().url().default('https://plc.directory'),

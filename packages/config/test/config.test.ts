@@ -35,6 +35,18 @@ describe('internal callers\' keys', () => {
     expect(loadConfig({ ...production, EVENTS_CONTEXT_KEY: token('e') }).secrets.callerKeys.events).toBe(token('e'))
   })
 
+  it('MONGO_URL must name the database and REDIS_URL a database 0-15, or the drivers quietly use another', () => {
+    // without a database the MongoDB driver uses `test`; ioredis skips a path that is not a number, and SELECT 16 fails unseen
+    for (const MONGO_URL of ['mongodb://mongo:27017', 'mongodb://mongo:27017/', 'http://mongo:27017/svc', 'mongodb://mongo:27017/svc/extra']) {
+      expect(() => loadConfig({ MONGO_URL })).toThrow(/MONGO_URL: must be a mongodb:\/\/ .*names the database/)
+    }
+    for (const REDIS_URL of ['redis://redis:6379/svc', 'redis://redis:6379/16', 'redis:6379/0', 'http://redis:6379']) {
+      expect(() => loadConfig({ REDIS_URL })).toThrow(/REDIS_URL: must be a redis:\/\//)
+    }
+    expect(loadConfig({ MONGO_URL: 'mongodb+srv://user:pw@cluster.example.net/svc?retryWrites=true' }).mongoUrl).toBe('mongodb+srv://user:pw@cluster.example.net/svc?retryWrites=true')
+    for (const REDIS_URL of ['redis://redis:6379', 'redis://redis:6379/', 'redis://redis:6379/15', 'rediss://:pw@redis.example.net:6380/2']) expect(loadConfig({ REDIS_URL }).redisUrl).toBe(REDIS_URL)
+  })
+
   it('the dashboard is on the checkout host unless DASHBOARD_URL says otherwise', () => {
     expect(loadConfig({ CHECKOUT_URL: 'https://pay.example.com/' }).dashboardUrl).toBe('https://pay.example.com/dashboard')
     // the URLs answers are built from must hold URI characters only: a space would make each such answer a 500
