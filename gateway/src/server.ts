@@ -47,8 +47,14 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
 /** The request line logged: its path only (mercurius serves GET /graphql?query=…&variables=…, which may carry anything). */
 const requestSerializer = (req: { method?: string; url?: string; ip?: string }) => ({ method: req.method, url: (req.url ?? '').split('?')[0], remoteAddress: req.ip })
 
+/** The most tokens a GraphQL document may have (the service's own have a few hundred). */
+export const MAX_DOCUMENT_TOKENS = 10_000
+
 export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstance> {
   const app = Fastify({
+    // above the adapter's 256 KiB (a request it takes, with its document, must pass) and under the subgraphs' 1 MiB
+    // (a request the gateway takes must fit when it forwards it)
+    bodyLimit: 512 * 1024,
     loggerInstance: opts.logger.child({}, { serializers: { req: requestSerializer } }) as FastifyBaseLogger,
     requestIdHeader: false,
     genReqId: (req) => {
@@ -95,6 +101,9 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     jit: 1,
     errorFormatter: formatGatewayErrors,
     validationRules: [maxQueryCost],
+    // the cost rule runs with graphql's own rules, after them in the same pass: a document of 90,000 repeated fields
+    // would keep the overlap rule busy for minutes first, so documents are bounded before validation
+    graphql: { parseOptions: { maxTokens: MAX_DOCUMENT_TOKENS } },
     gateway: {
       retryServicesCount: opts.retryServicesCount ?? 20,
       retryServicesInterval: 500,
