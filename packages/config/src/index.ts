@@ -262,6 +262,11 @@ const schemaFor = (held: ReadonlySet<Secret>) =>
     if (env.NODE_ENV !== 'production') return
     for (const key of SECRETS.filter(holds)) {
       if (key !== 'SERVICE_SIGNING_KEY' && env[key].startsWith(DEV_SECRET)) ctx.addIssue({ code: 'custom', path: [key], message: 'must be set in production' })
+      // the key before a rotation is still accepted: a development default there signs as well as the key itself
+      const previous = (env as Record<string, unknown>)[`${key}_PREVIOUS`]
+      if (typeof previous === 'string' && previous.startsWith(DEV_SECRET)) {
+        ctx.addIssue({ code: 'custom', path: [`${key}_PREVIOUS`], message: 'is a public development default: leave it unset in production (a rotation away from the development key needs no overlap)' })
+      }
     }
     if (holds('SERVICE_SIGNING_KEY') && env.SERVICE_SIGNING_KEY === DEV_SIGNING_KEY) {
       ctx.addIssue({ code: 'custom', path: ['SERVICE_SIGNING_KEY'], message: 'must be set in production' })

@@ -33,6 +33,9 @@ describe('internal callers\' keys', () => {
     }
     expect(() => loadConfig(production)).toThrow(/EVENTS_CONTEXT_KEY.*must be set in production/s)
     expect(loadConfig({ ...production, EVENTS_CONTEXT_KEY: token('e') }).secrets.callerKeys.events).toBe(token('e'))
+    // a key before a rotation is accepted as the key is: one left at the public development default would let anyone sign
+    const devGateway = loadConfig({}).secrets.callerKeys.gateway
+    expect(() => loadConfig({ ...production, EVENTS_CONTEXT_KEY: token('e'), GATEWAY_CONTEXT_KEY_PREVIOUS: devGateway })).toThrow(/GATEWAY_CONTEXT_KEY_PREVIOUS: is a public development default/)
   })
 
   it('MONGO_URL must name the database and REDIS_URL a database 0-15, or the drivers quietly use another', () => {
