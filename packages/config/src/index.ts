@@ -274,6 +274,10 @@ const schemaFor = (held: ReadonlySet<Secret>) =>
     if (env.DEV_ALLOW_LOOPBACK_WEBHOOKS) {
       ctx.addIssue({ code: 'custom', path: ['DEV_ALLOW_LOOPBACK_WEBHOOKS'], message: 'is a development setting' })
     }
+    // did:web over http to localhost: in production the "app" whose DID document the service fetches would be itself
+    if (env.ALLOW_INSECURE_DID_WEB) {
+      ctx.addIssue({ code: 'custom', path: ['ALLOW_INSECURE_DID_WEB'], message: 'is a development setting' })
+    }
     // the pages' capabilities (checkout links, the dashboard's session cookie, Secure only over https) cross the network
     // in the clear over http; a loopback host (a container tried locally) never leaves the machine
     for (const key of ['CHECKOUT_URL', 'DASHBOARD_URL'] as const) {

@@ -36,6 +36,7 @@ describe('internal callers\' keys', () => {
     // a key before a rotation is accepted as the key is: one left at the public development default would let anyone sign
     const devGateway = loadConfig({}).secrets.callerKeys.gateway
     expect(() => loadConfig({ ...production, EVENTS_CONTEXT_KEY: token('e'), GATEWAY_CONTEXT_KEY_PREVIOUS: devGateway })).toThrow(/GATEWAY_CONTEXT_KEY_PREVIOUS: is a public development default/)
+    expect(() => loadConfig({ ...production, EVENTS_CONTEXT_KEY: token('e'), ALLOW_INSECURE_DID_WEB: 'true' })).toThrow(/ALLOW_INSECURE_DID_WEB: is a development setting/)
   })
 
   it('MONGO_URL must name the database and REDIS_URL a database 0-15, or the drivers quietly use another', () => {
