@@ -15,8 +15,6 @@ import {
   isListType,
   isObjectType,
   Kind,
-  SchemaMetaFieldDef,
-  TypeMetaFieldDef,
   type DocumentNode,
   type FragmentDefinitionNode,
   type GraphQLNamedType,
@@ -40,10 +38,7 @@ export function operationCost(schema: GraphQLSchema, document: DocumentNode, sel
     for (const selection of set.selections) {
       if (selection.kind === Kind.FIELD) {
         total += multiplier
-        // the introspection fields are not among the root type's own (`__schema { types { fields … } }` fans out too)
-        const name = selection.name.value
-        const field =
-          name === '__schema' ? SchemaMetaFieldDef : name === '__type' ? TypeMetaFieldDef : isObjectType(type) || isInterfaceType(type) ? type.getFields()[name] : undefined
+        const field = isObjectType(type) || isInterfaceType(type) ? type.getFields()[selection.name.value] : undefined
         if (selection.selectionSet && field) {
           const limit = selection.arguments?.find((a) => a.name.value === 'limit')?.value
           const size = isListType(getNullableType(field.type)) ? (limit?.kind === Kind.INT ? Math.max(1, Number(limit.value)) : LIST_COST) : 1
