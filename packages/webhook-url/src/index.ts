@@ -93,10 +93,10 @@ export async function assertWebhookUrlAllowed(raw: string, policy: WebhookUrlPol
   if (url.username || url.password) refuse('webhookUrl must not carry credentials')
   if (url.hash) refuse('webhookUrl must not have a fragment')
   const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase()
-  if (host.replace(/\.$/, '').length > MAX_HOST_NAME_LENGTH) refuse(`the host name of webhookUrl must be at most ${MAX_HOST_NAME_LENGTH} characters`)
   const literal = isIP(host) !== 0
   // `localhost.` (the absolute form, trailing dot) is the same name as `localhost`
   const name = host.replace(/\.$/, '')
+  if (name.length > MAX_HOST_NAME_LENGTH) refuse(`the host name of webhookUrl must be at most ${MAX_HOST_NAME_LENGTH} characters`)
   const namedLoopback = name === 'localhost' || name.endsWith('.localhost')
   const addresses = literal ? [host] : namedLoopback ? ['127.0.0.1'] : await resolveQuietly(host, policy.resolve ?? systemResolve)
   const allLoopback = addresses.length > 0 && addresses.every(isLoopbackAddress)

@@ -75,6 +75,11 @@ function memo<T>(ctx: AppsContext, key: string, load: () => Promise<T>): Promise
   return hit
 }
 
+/** The app environment an approval belongs to, read once per request (its origin and registered fee share). */
+function approvalAppEnvironment(a: RecipientApprovalView, ctx: AppsContext) {
+  return memo(ctx, `env:${a.appDid}:${a.environment}`, () => findAppEnvironment(ctx.domain, a.appDid, a.environment))
+}
+
 /** The signed-in creator (dashboard principal); apps, services and operators are NotAllowed: only the creator decides. */
 function dashboardActor(ctx: AppsContext): DashboardActor {
   const p = require(ctx, 'dashboard')
@@ -200,15 +205,9 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
     },
     app: async (a: RecipientApprovalView, _: unknown, ctx: AppsContext) =>
       (await memo(ctx, `app:${a.appDid}`, () => findApp(ctx.domain, a.appDid))) ?? { did: a.appDid, name: null },
-    appOrigin: async (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => {
-      const config = await memo(ctx, `env:${a.appDid}:${a.environment}`, () => findAppEnvironment(ctx.domain, a.appDid, a.environment))
-      return config.appUrl
-    },
+    appOrigin: async (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => (await approvalAppEnvironment(a, ctx)).appUrl,
     // as payments applies it at initiation (docs/decisions.md, "The fee share applied")
-    appliedFeeShareBps: async (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => {
-      const config = await memo(ctx, `env:${a.appDid}:${a.environment}`, () => findAppEnvironment(ctx.domain, a.appDid, a.environment))
-      return Math.min(a.feeShareBps, config.feeShareBps)
-    },
+    appliedFeeShareBps: async (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => Math.min(a.feeShareBps, (await approvalAppEnvironment(a, ctx)).feeShareBps),
     dashboardUrl: (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => approvalUrls(ctx.domain.dashboardUrl, a.id).dashboardUrl,
     onboardingUrl: (a: RecipientApprovalView, _: unknown, ctx: AppsContext) => approvalUrls(ctx.domain.dashboardUrl, a.id).onboardingUrl,
     recipient: (a: RecipientApprovalView) => ({ did: a.recipientDid, environment: a.environment }),

@@ -36,13 +36,13 @@ export interface AttemptResult {
   responseExcerpt: string | null
   /** the answer's Retry-After header, raw */
   retryAfter: string | null
-  /** the `error` of an XRPC error body (a 4xx or 5xx whose whole body is `{"error": …}` JSON), read before the excerpt is cut */
+  /** the `error` of an XRPC error body (a 4xx whose whole body is `{"error": …}` JSON), read before the excerpt is cut */
   answerError?: string | null
 }
 
-/** The `error` name of an XRPC error answer, or null. */
+/** The `error` name of an XRPC error answer (4xx: what isDuplicateDeliveryAnswer asks about), or null. */
 function xrpcErrorOf(statusCode: number, text: string): string | null {
-  if (statusCode < 400) return null
+  if (statusCode < 400 || statusCode >= 500) return null
   try {
     const error = (JSON.parse(text) as { error?: unknown } | null)?.error
     return typeof error === 'string' ? error : null

@@ -40,6 +40,15 @@ export function nextDelayMs(attemptsMade: number, opts: ScheduleOptions, retryAf
   return Math.max(0, Math.round(delay * opts.scale))
 }
 
+/**
+ * The longest wait between two attempts of a run at the given scale (its last step, jitter included; a minute at
+ * least, for the queue's own delays at a small scale): an endpoint failing all along while a delivery runs is tried
+ * at least this often (endpoint-health.ts).
+ */
+export function longestWaitMs(scale = 1): number {
+  return Math.max(60_000, Math.max(...DELAYS_MS) * (1 + JITTER) * scale)
+}
+
 /** When the last attempt falls after the first, without jitter, at the given scale (ms). */
 export function scheduleSpanMs(scale = 1): number {
   return DELAYS_MS.reduce((a, b) => a + b, 0) * scale

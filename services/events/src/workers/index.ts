@@ -20,7 +20,7 @@ import { createEndpointHealth } from '../delivery/endpoint-health'
 import { AttemptFailedError, createDeliveryProcessor, deliveryBackoff, settleAbandonedJob } from '../delivery/processor'
 import { createGuardedAgent } from '../delivery/transport'
 import { activeSigningSecrets } from '../domain/signing-secrets'
-import { DELAYS_MS, JITTER } from '../domain/schedule'
+import { longestWaitMs } from '../domain/schedule'
 import { connectEvents } from '../models'
 import { foldLegacyAttempts } from '../models/legacy-attempts'
 import { ALL_QUEUES, DOMAIN_EVENTS_QUEUE, queuePrefix, WEBHOOK_DELIVERIES_QUEUE, type DeliveryJob } from '../queues'
@@ -86,10 +86,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   )
 
   const deliveryLog = log.child({ worker: WEBHOOK_DELIVERIES_QUEUE })
-  // the longest wait between two attempts of a run (its last step, jitter included; a minute at least, for the
-  // queue's own delays at a small schedule scale): an endpoint failing all along while a delivery runs is tried this often
-  const quietMs = Math.max(60_000, Math.max(...DELAYS_MS) * (1 + JITTER) * opts.delivery.scheduleScale)
-  const health = createEndpointHealth(redis, opts.redisPrefix, opts.delivery.disableAfterMs, quietMs)
+  const health = createEndpointHealth(redis, opts.redisPrefix, opts.delivery.disableAfterMs, longestWaitMs(opts.delivery.scheduleScale))
   const sender = new Worker<DeliveryJob, string>(
     WEBHOOK_DELIVERIES_QUEUE,
     createDeliveryProcessor({ models, logger: deliveryLog, delivery: opts.delivery, signingSecrets, service, endpoints, agents, health }),

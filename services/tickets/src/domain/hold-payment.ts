@@ -48,10 +48,12 @@ export interface HoldPayment {
 
 /** Issues the hold's tickets (`paid`), or returns its capacity (`null`: the checkout failed). Returns the tickets. */
 export async function settleHold(d: TicketsDomain, holdId: string, payment: HoldPayment | null): Promise<TicketDoc[]> {
+  const found = (await d.models.TicketHold.findById(holdId).lean()) as StoredHold | null
   // a hold is deleted only once released (its checkout refused for good); a checkout a concurrent start inserted for
   // it anyway could never be paid (secureHold finds no hold), and when it fails there is nothing to give back
-  if (!payment && !(await d.models.TicketHold.exists({ _id: holdId }))) return []
-  const hold = await findHold(d, holdId)
+  if (!found && !payment) return []
+  if (!found) throw new ContractError('NotFound', `hold ${holdId} does not exist`)
+  const hold = found
   if (!payment) {
     if (hold.status === 'paid') throw new Error(`hold ${holdId} is paid; its checkout cannot have failed`)
     // not kept: released here; kept (secured before a payment that failed): its seats are deleted
