@@ -29,7 +29,7 @@ async function main() {
   console.log(`| produced (acknowledged) | ${produced.testEvents} test events, ${produced.payments} payments, ${produced.ticketOrders} ticket orders (${produced.tickets} tickets), ${produced.claims} free claims |`)
   console.log(`| refused during faults | ${refused.testEvents} test events, ${refused.payments} payments, ${refused.ticketOrders} ticket orders, ${refused.claims} claims; answers ${JSON.stringify(report.refusedAnswers)} |`)
   const { retried } = report
-  console.log(`| refused orders and claims retried after the faults (same key) | ${retried.orders}: ${retried.acknowledged} paid (${retried.alreadyPaid} by the refused attempt), ${retried.unpaid} not paid (${retried.unanswered.length} settled by asking the processor), ${retried.refused.length} refused; order ids seen twice ${report.idempotency.length} |`)
+  console.log(`| refused orders and claims retried after the faults (same key) | ${retried.orders}: ${retried.acknowledged} paid (${retried.alreadyPaid} by the refused attempt), ${retried.unpaid} not paid (${retried.unanswered.length} settled by asking the processor), ${retried.unavailable} answers 503 retried with backoff, ${retried.refused.length} refused; order ids seen twice ${report.idempotency.length} |`)
   console.log(`| delivered | ${report.delivered} of ${owed}; lost ${report.missing.length} |`)
   console.log(`| duplicates (at least once) | ${report.duplicates} |`)
   console.log(`| arrivals of unacknowledged events | ${report.unacknowledgedArrivals} |`)

@@ -22,7 +22,7 @@
  * ticket outbox event must have a delivery, every delivery must be `delivered` with a consistent attempt log.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -34,7 +34,7 @@ import { connectApps, issueApiKey, registerApp } from '@svc/apps'
 import { DOMAIN_EVENTS_QUEUE, WEBHOOK_DELIVERIES_QUEUE, deliveryIdForEvent } from '@svc/events'
 import { outboxCollection, queuePrefix } from '@svc/outbox'
 import { chargeKeyOf, UNANSWERED_PAYMENT_CLAIM_MS } from '@svc/payments'
-import { CLAIM_ATTEMPT_SECONDS } from '@svc/tickets'
+import { CLAIM_ATTEMPT_SECONDS, HOLD_ATTEMPT_SECONDS } from '@svc/tickets'
 import { buildProduct, mintAssertion } from '@svc/sdk'
 import { generateDidKeyKeypair, mintServiceJwt } from '@svc/service-auth'
 import { dropDatabase, freePort, postgresForFerret, reservePort, startFerretDb, waitForPort, type RunningFerretDb } from '@svc/testing'
@@ -55,6 +55,11 @@ const CHARGE_LATENCY_MS = 2000
 const CHARGING_WAIT_MS = 30_000
 /** how many refused orders and claims are retried at once after the faults */
 const RETRY_CONCURRENCY = 8
+/**
+ * how long a retried order's call keeps retrying ServiceUnavailable (with backoff, as the contract tells an app) once
+ * the faults are over, when its own attempt in flight is not what it waits for
+ */
+const UNAVAILABLE_RETRY_MS = 30_000
 
 export interface FaultOptions {
   /** real seconds standing for the three days the receiver is down (sets the time scale) */
@@ -102,9 +107,10 @@ export interface FaultReport {
    * `acknowledged` paid (`alreadyPaid` of them by the refused attempt, whose answer was lost), `unpaid` whose checkout
    * had failed, `unanswered` the orders whose refused attempt left a payment claim without outcome (its process was
    * killed or its database failed before the processor's answer was written), settled once the claim was a minute old
-   * by asking the processor, `refused` what a retry could not do: must be empty
+   * by asking the processor, `unavailable` the 503 ServiceUnavailable answers the retries met and retried with
+   * backoff, `refused` what a retry could not do, each with its request's log lines: must be empty
    */
-  retried: { orders: number; acknowledged: number; alreadyPaid: number; unpaid: number; unanswered: string[]; refused: string[] }
+  retried: { orders: number; acknowledged: number; alreadyPaid: number; unpaid: number; unanswered: string[]; unavailable: number; refused: string[] }
   /**
    * the payment whose charge the payments subgraph's kill cut (its processor's answer lost with the process): its order
    * id, how its checkout ended, and the test processor's ledger entry for its key (`closed`: no charge, and none later)
@@ -236,6 +242,24 @@ async function fetchWithin(what: string, url: string, init: RequestInit, timeout
  * cut off looks in flight for a while), so the answer arrives before the abort.
  */
 const TICKETS_TIMEOUT_MS = 20_000
+
+/** Each process's log lines about one request (its `reqId`), short: what a refused retry's report shows of its cause. */
+export function requestLogLines(logDir: string, requestId: string): string[] {
+  const lines: string[] = []
+  for (const file of readdirSync(logDir).filter((f) => f.endsWith('.log'))) {
+    for (const line of readFileSync(join(logDir, file), 'utf8').split('\n')) {
+      if (!line.includes(requestId)) continue
+      try {
+        const entry = JSON.parse(line) as { msg?: string; err?: { type?: string; message?: string; code?: unknown } }
+        const err = entry.err ? ` (${entry.err.type ?? 'error'}${entry.err.code === undefined ? '' : ` ${String(entry.err.code)}`}: ${String(entry.err.message).slice(0, 200)})` : ''
+        lines.push(`${file.replace(/\.log$/, '')}: ${entry.msg ?? ''}${err}`)
+      } catch {
+        lines.push(`${file.replace(/\.log$/, '')}: ${line.slice(0, 300)}`)
+      }
+    }
+  }
+  return lines
+}
 
 /** Polls `done` until it holds (true) or the deadline passes (false). */
 async function waitUntil(done: () => boolean | Promise<boolean>, deadline: number, everyMs = 200): Promise<boolean> {
@@ -490,7 +514,24 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
 
     // Refused orders are retried once the faults are over, as an app would: the same order id, the same content.
     const retries: (() => Promise<void>)[] = []
-    const retried = { orders: 0, acknowledged: 0, alreadyPaid: 0, unpaid: 0, unanswered: [] as string[], refused: [] as string[] }
+    const retried = { orders: 0, acknowledged: 0, alreadyPaid: 0, unpaid: 0, unanswered: [] as string[], unavailable: 0, refused: [] as string[] }
+    /**
+     * A call of a retried order: a 503 ServiceUnavailable is the contract's "retry with backoff" (a database just back,
+     * the order's own attempt in flight until it lapses), and an app retries it, until `waitMs` has passed. During the
+     * faults a 503 is a refusal like any other.
+     */
+    const untilAvailable = async <T>(retry: boolean, waitMs: number, call: () => Promise<T>): Promise<T> => {
+      const deadline = Date.now() + waitMs
+      for (let pause = 500; ; pause = Math.min(pause * 2, 4000)) {
+        try {
+          return await call()
+        } catch (err) {
+          if (!retry || !(err instanceof HttpStatus && err.status === 503) || Date.now() > deadline) throw err
+          retried.unavailable++
+          await sleep(pause)
+        }
+      }
+    }
     /** the run's own connection, open once the faults are over (the retries read what a lost answer did) */
     const afterFaults: { db?: mongoose.Connection } = {}
     const retrying = (kind: keyof typeof refused, order: (retry: boolean) => Promise<boolean>) => async () => {
@@ -504,7 +545,10 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
             if (await order(true)) retried.acknowledged++
             else retried.unpaid++
           } catch (err) {
-            retried.refused.push(`${kind}: ${(err as Error).message}`)
+            const message = (err as Error).message
+            const requestId = /\(request (req_[0-9a-f]+)\)/.exec(message)?.[1]
+            const lines = requestId ? requestLogLines(logDir, requestId) : []
+            retried.refused.push(`${kind}: ${message}${lines.length > 0 ? `; its log lines: ${lines.join(' | ')}` : ''}`)
           }
         })
       }
@@ -513,13 +557,17 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     const ticketOrder = (i: number) => async (retry: boolean) => {
       // a hold of one or two tickets, paid on its checkout
       const quantity = 1 + (Math.floor(i / 6) % 2)
-      const hold = (await xrpc('tickets.svc.createTicketHold', {
-        environment: 'test',
-        eventUri,
-        buyerDid: `did:web:buyer-${i}.faults.example`,
-        appOrderId: `faults-${runId}-tickets-${i}`,
-        items: [{ ticketTypeId, quantity }],
-      }, TICKETS_TIMEOUT_MS)) as { holdId: string; checkout: { url: string } }
+      // the retry may meet the refused attempt's units without a hold, taken until they lapse (HOLD_ATTEMPT_SECONDS):
+      // the service waits for them up to 10 s, then answers 503 ServiceUnavailable "retry"
+      const hold = (await untilAvailable(retry, (HOLD_ATTEMPT_SECONDS + 30) * 1000, () =>
+        xrpc('tickets.svc.createTicketHold', {
+          environment: 'test',
+          eventUri,
+          buyerDid: `did:web:buyer-${i}.faults.example`,
+          appOrderId: `faults-${runId}-tickets-${i}`,
+          items: [{ ticketTypeId, quantity }],
+        }, TICKETS_TIMEOUT_MS),
+      )) as { holdId: string; checkout: { url: string } }
       if (!(await payOrFindPaid(hold.checkout.url, hold.holdId, retry))) return false
       produced.ticketOrders.set(hold.holdId, quantity)
       return true
@@ -538,18 +586,10 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       }
       return async (retry: boolean) => {
         // the retry may meet the refused attempt's seat, still taken until it lapses (CLAIM_ATTEMPT_SECONDS after it):
-        // the service waits for it up to 10 s, then answers 503 ServiceUnavailable "retry", and an app retries
-        const deadline = retry ? Date.now() + (CLAIM_ATTEMPT_SECONDS + 30) * 1000 : 0
-        for (;;) {
-          try {
-            const { ticket } = (await xrpc('tickets.svc.claimFreeTicket', claim, TICKETS_TIMEOUT_MS)) as { ticket: { id: string } }
-            produced.claims.set(buyer.did, ticket.id)
-            return true
-          } catch (err) {
-            if (!(err instanceof HttpStatus && err.status === 503) || Date.now() > deadline) throw err
-            await sleep(1000)
-          }
-        }
+        // the service waits for it up to 10 s, then answers 503 ServiceUnavailable "retry"
+        const { ticket } = (await untilAvailable(retry, (CLAIM_ATTEMPT_SECONDS + 30) * 1000, () => xrpc('tickets.svc.claimFreeTicket', claim, TICKETS_TIMEOUT_MS))) as { ticket: { id: string } }
+        produced.claims.set(buyer.did, ticket.id)
+        return true
       }
     }
     const paymentOrder = (appOrderId: string) => async (retry: boolean) => {
@@ -564,7 +604,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
         cancelUrl: 'https://faults.example/cancel',
         environment: 'test',
       })
-      const { url } = (await xrpc('network.svc.payment.initiate', { product })) as { url: string }
+      const { url } = (await untilAvailable(retry, UNAVAILABLE_RETRY_MS, () => xrpc('network.svc.payment.initiate', { product }))) as { url: string }
       if (!(await payOrFindPaid(url, appOrderId, retry))) return false
       produced.payments.add(appOrderId)
       return true
@@ -702,7 +742,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     const toRetry = retries.splice(0)
     // independent orders, a few at a time: one that waits (a claim a minute old, a 2-s charge) holds up no other
     await pMap(toRetry, (retry) => retry(), { concurrency: RETRY_CONCURRENCY })
-    if (toRetry.length > 0) log(`faults: ${toRetry.length} refused orders and claims retried with their keys: ${retried.acknowledged} paid or claimed (${retried.alreadyPaid} by the refused attempt), ${retried.unpaid} not paid (${retried.unanswered.length} settled by asking the processor), ${retried.refused.length} refused\n`)
+    if (toRetry.length > 0) log(`faults: ${toRetry.length} refused orders and claims retried with their keys: ${retried.acknowledged} paid or claimed (${retried.alreadyPaid} by the refused attempt), ${retried.unpaid} not paid (${retried.unanswered.length} settled by asking the processor), ${retried.unavailable} answers 503 retried with backoff, ${retried.refused.length} refused\n`)
     log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: produced ${produced.testEvents.size} test events, ${produced.payments.size} payments, ${produced.ticketOrders.size} ticket orders and ${produced.claims.size} claims (${refused.testEvents + refused.payments + refused.ticketOrders + refused.claims} refused during faults); waiting for their arrival\n`)
     // Every pending delivery has its next attempt within the schedule's longest wait after the outage. The wait ends
     // early once all arrived, or once no delivery is open any more (what has not arrived failed: it is redriven below).

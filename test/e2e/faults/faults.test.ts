@@ -8,7 +8,10 @@
  * must succeed at most once, every paid hold must have its tickets issued, every
  * payment and ticket event must have a delivery, and every delivery must end `delivered` with a consistent attempt log. `npm run faults` runs the same with 100 kills.
  */
-import { attemptLogProblem, runFaults, type FaultReport } from '../../../scripts/lib/faults'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { attemptLogProblem, requestLogLines, runFaults, type FaultReport } from '../../../scripts/lib/faults'
 
 jest.setTimeout(600_000)
 
@@ -24,6 +27,28 @@ describe('the attempt log check', () => {
     expect(attemptLogProblem({ ...delivered, attemptCount: 2, attempts: [attempt(1, 'failed'), attempt(3, 'delivered')] })).toBe('attempt numbers 1,3')
     expect(attemptLogProblem({ ...delivered, attemptCount: 2, attempts: [attempt(1, 'delivered'), attempt(2, 'delivered')] })).toBe('2 delivered attempts, the last delivered')
     expect(attemptLogProblem({ ...delivered, attemptCount: 2, attempts: [attempt(1, 'failed', 2), attempt(2, 'delivered', 1)] })).toBe('runs out of order')
+  })
+})
+
+describe("a refused retry's log lines", () => {
+  it("gathers each process's lines about the request, its error named", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'faults-lines-'))
+    try {
+      writeFileSync(join(dir, 'payments.log'), [
+        JSON.stringify({ level: 40, reqId: 'req_ab12', msg: 'the database cannot be reached', err: { type: 'MongoNetworkError', message: 'connect ECONNREFUSED 127.0.0.1:1', code: 'ECONNREFUSED' } }),
+        JSON.stringify({ level: 40, reqId: 'req_cd34', msg: 'another request' }),
+        '[ioredis] Unhandled error event: req_ab12 in plain text',
+      ].join('\n'))
+      writeFileSync(join(dir, 'gateway.log'), JSON.stringify({ level: 30, reqId: 'req_ab12', msg: 'request completed' }))
+      writeFileSync(join(dir, 'notes.txt'), 'req_ab12 is not a process log')
+      expect(requestLogLines(dir, 'req_ab12').sort()).toEqual([
+        'gateway: request completed',
+        'payments: [ioredis] Unhandled error event: req_ab12 in plain text',
+        'payments: the database cannot be reached (MongoNetworkError ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:1)',
+      ])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
 
