@@ -11,7 +11,13 @@ const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
   .transform((v) => v === 'true' || v === '1' || v === 'yes')
 
-const port = z.coerce.number().int().min(0).max(65535)
+/**
+ * An empty (or blank) variable is an unset one, so its default applies: compose's `${X:-}` and an `X=` line in an env
+ * file give the empty string, which a number would otherwise read as 0 (a random port; for a rate limit, none).
+ */
+const emptyAsUnset = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (typeof v === 'string' && v.trim() === '' ? undefined : v), schema)
+
+const port = (fallback: number) => emptyAsUnset(z.coerce.number().int().min(0).max(65535).default(fallback))
 
 /** Secrets have development defaults so a fresh clone runs; production refuses to start without real ones. */
 const DEV_SECRET = 'development-only-secret-do-not-use-in-production'
@@ -91,25 +97,25 @@ const variables = z
     // default: {CHECKOUT_URL}/dashboard (the checkout host serves the dashboard)
     DASHBOARD_URL: publicUrl.optional(),
     HOST: z.string().default('127.0.0.1'),
-    API_PORT: port.default(4000),
-    CHECKOUT_PORT: port.default(4001),
-    GATEWAY_PORT: port.default(4100),
-    APPS_SUBGRAPH_PORT: port.default(4201),
-    ACTORS_SUBGRAPH_PORT: port.default(4202),
-    PAYMENTS_SUBGRAPH_PORT: port.default(4203),
-    EVENTS_SUBGRAPH_PORT: port.default(4204),
-    TICKETS_SUBGRAPH_PORT: port.default(4205),
+    API_PORT: port(4000),
+    CHECKOUT_PORT: port(4001),
+    GATEWAY_PORT: port(4100),
+    APPS_SUBGRAPH_PORT: port(4201),
+    ACTORS_SUBGRAPH_PORT: port(4202),
+    PAYMENTS_SUBGRAPH_PORT: port(4203),
+    EVENTS_SUBGRAPH_PORT: port(4204),
+    TICKETS_SUBGRAPH_PORT: port(4205),
     /** the operators' BullMQ board */
-    BOARD_PORT: port.default(4300),
+    BOARD_PORT: port(4300),
     /** the events workers' operations routes (/livez, /readyz, /metrics) */
-    WORKERS_PORT: port.default(4301),
+    WORKERS_PORT: port(4301),
     /** time every database command for /metrics (the driver's command monitoring costs about 10% of a subgraph's throughput here) */
     DB_COMMAND_METRICS: bool.default(false),
     /** how long a process may take to finish its requests and jobs once told to stop, before it exits anyway */
-    SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
+    SHUTDOWN_TIMEOUT_MS: emptyAsUnset(z.coerce.number().int().min(100).max(600_000).default(15_000)),
     GATEWAY_URL: z.string().url().default('http://127.0.0.1:4100/graphql'),
     /** how long the gateway waits for a subgraph's answer before answering ServiceUnavailable (503) */
-    SUBGRAPH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(30_000),
+    SUBGRAPH_TIMEOUT_MS: emptyAsUnset(z.coerce.number().int().min(100).max(120_000).default(30_000)),
     APPS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4201/graphql'),
     ACTORS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4202/graphql'),
     PAYMENTS_SUBGRAPH_URL: z.string().url().default('http://127.0.0.1:4203/graphql'),
@@ -120,13 +126,13 @@ const variables = z
     /** the payment token secret before the last rotation, while checkouts started under it may be initiated again */
     PAYMENT_TOKEN_SECRET_PREVIOUS: optionalSecret,
     /** an abandoned hosted checkout fails as expired after this many seconds (Stripe's default: 24 h) */
-    CHECKOUT_EXPIRY_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(24 * 3600),
+    CHECKOUT_EXPIRY_SECONDS: emptyAsUnset(z.coerce.number().int().min(60).max(7 * 24 * 3600).default(24 * 3600)),
     /** the domains' outbox relays delete events relayed this long ago (at least the relay's 24 h replay window) */
-    OUTBOX_RETENTION_MS: z.coerce.number().int().min(24 * 3_600_000).max(365 * 24 * 3_600_000).default(7 * 24 * 3_600_000),
+    OUTBOX_RETENTION_MS: emptyAsUnset(z.coerce.number().int().min(24 * 3_600_000).max(365 * 24 * 3_600_000).default(7 * 24 * 3_600_000)),
     /** the live payment processor; none is built in, so live checkouts are refused until one is configured */
     LIVE_PROCESSOR: z.enum(['none']).default('none'),
     /** the test processor waits this long before it charges, as a real processor's round trip (the fault run kills a charge in it) */
-    TEST_PROCESSOR_LATENCY_MS: z.coerce.number().int().min(0).max(30_000).default(0),
+    TEST_PROCESSOR_LATENCY_MS: emptyAsUnset(z.coerce.number().int().min(0).max(30_000).default(0)),
     /** encrypts the webhook signing secrets at rest (AES-256-GCM; the key is its SHA-256) */
     WEBHOOK_SECRET_KEY: z.string().min(32).default(`${DEV_SECRET}-webhook-secrets`),
     /**
@@ -138,24 +144,24 @@ const variables = z
       .regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex characters (a secp256k1 private key)')
       .default(DEV_SIGNING_KEY),
     /** a delivery attempt that has not answered in this time fails */
-    DELIVERY_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+    DELIVERY_TIMEOUT_MS: emptyAsUnset(z.coerce.number().int().min(100).max(60_000).default(10_000)),
     /** multiplies every delay of the retry schedule (1 = real time; tests run it much faster) */
-    DELIVERY_SCHEDULE_SCALE: z.coerce.number().positive().max(1).default(1),
+    DELIVERY_SCHEDULE_SCALE: emptyAsUnset(z.coerce.number().positive().max(1).default(1)),
     /** how often a held delivery (paused webhook) checks whether it may go */
-    DELIVERY_HOLD_RECHECK_MS: z.coerce.number().int().min(10).max(3_600_000).default(60_000),
+    DELIVERY_HOLD_RECHECK_MS: emptyAsUnset(z.coerce.number().int().min(10).max(3_600_000).default(60_000)),
     /** a delivery job's lock; a worker that dies holding it gives the job back after about this long */
-    DELIVERY_LOCK_MS: z.coerce.number().int().min(500).max(600_000).default(30_000),
+    DELIVERY_LOCK_MS: emptyAsUnset(z.coerce.number().int().min(500).max(600_000).default(30_000)),
     /**
      * how long a delivery worker keeps an app environment's endpoint and signing secrets (0: read before every
      * attempt); a pause, a new URL or a rotation reaches deliveries within this time
      */
-    DELIVERY_APP_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
+    DELIVERY_APP_CACHE_MS: emptyAsUnset(z.coerce.number().int().min(0).max(60_000).default(1000)),
     /** how often the events workers look for open deliveries whose job Redis lost (and at start, and on reconnect) */
-    DELIVERY_RECONCILE_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+    DELIVERY_RECONCILE_MS: emptyAsUnset(z.coerce.number().int().min(100).max(3_600_000).default(60_000)),
     /** an endpoint whose every attempt has failed this long is disabled (Svix: 5 days); one answering 410 at once */
-    DELIVERY_DISABLE_AFTER_MS: z.coerce.number().int().min(1000).max(90 * 24 * 3_600_000).default(5 * 24 * 3_600_000),
+    DELIVERY_DISABLE_AFTER_MS: emptyAsUnset(z.coerce.number().int().min(1000).max(90 * 24 * 3_600_000).default(5 * 24 * 3_600_000)),
     /** parallel deliveries per worker process */
-    DELIVERY_CONCURRENCY: z.coerce.number().int().min(1).max(500).default(20),
+    DELIVERY_CONCURRENCY: emptyAsUnset(z.coerce.number().int().min(1).max(500).default(20)),
     /**
      * Each calling process's own key for the internal context it signs (docs/architecture.md, "How an internal caller
      * is authenticated"); the gateway and the subgraphs hold all of them to verify.
@@ -174,21 +180,21 @@ const variables = z
     APPS_CONTEXT_KEY_PREVIOUS: optionalSecret,
     TICKETS_CONTEXT_KEY_PREVIOUS: optionalSecret,
     /** requests per app and environment on /xrpc in each window (0: no limit); Stripe allows 100 per second in live mode */
-    XRPC_RATE_LIMIT_MAX: z.coerce.number().int().min(0).default(6000),
-    XRPC_RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
+    XRPC_RATE_LIMIT_MAX: emptyAsUnset(z.coerce.number().int().min(0).default(6000)),
+    XRPC_RATE_LIMIT_WINDOW_MS: emptyAsUnset(z.coerce.number().int().min(1000).max(3_600_000).default(60_000)),
     /** requests per API key on the developer utility routes in each window (0: no limit) */
-    UTILITY_RATE_LIMIT_MAX: z.coerce.number().int().min(0).default(600),
-    UTILITY_RATE_LIMIT_WINDOW_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
+    UTILITY_RATE_LIMIT_MAX: emptyAsUnset(z.coerce.number().int().min(0).default(600)),
+    UTILITY_RATE_LIMIT_WINDOW_MS: emptyAsUnset(z.coerce.number().int().min(1000).max(3_600_000).default(60_000)),
     /**
      * the adapter's public hosts: a request whose headers have not all arrived in 10 s (or this, if shorter), or
      * whose body has not arrived in this time, is answered 408 and its connection closed (slow-request floods)
      */
-    REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).max(600_000).default(30_000),
+    REQUEST_TIMEOUT_MS: emptyAsUnset(z.coerce.number().int().min(1000).max(600_000).default(30_000)),
     /** card testing: pay-form submissions one checkout accepts before it is locked (failed, too_many_attempts) */
-    PAY_ATTEMPTS_PER_CHECKOUT: z.coerce.number().int().min(1).max(100).default(5),
+    PAY_ATTEMPTS_PER_CHECKOUT: emptyAsUnset(z.coerce.number().int().min(1).max(100).default(5)),
     /** card testing: pay-form submissions from one client address in each window before the checkouts it pays are locked */
-    PAY_ATTEMPTS_PER_ADDRESS: z.coerce.number().int().min(1).default(20),
-    PAY_ATTEMPTS_WINDOW_MS: z.coerce.number().int().min(1000).max(7 * 24 * 3_600_000).default(3_600_000),
+    PAY_ATTEMPTS_PER_ADDRESS: emptyAsUnset(z.coerce.number().int().min(1).default(20)),
+    PAY_ATTEMPTS_WINDOW_MS: emptyAsUnset(z.coerce.number().int().min(1000).max(7 * 24 * 3_600_000).default(3_600_000)),
     /**
      * Which proxies in front of the adapter are trusted to name the client (X-Forwarded-For), for the per-address
      * card-testing count and the logs: `true` (all) or a comma-separated list of addresses or CIDRs. Unset: none, the

@@ -102,6 +102,22 @@ describe('internal callers\' keys', () => {
   })
 })
 
+describe('an empty variable', () => {
+  it('is an unset one: a number takes its default, not 0 (a random port, no rate limit)', () => {
+    const blank = { API_PORT: '', XRPC_RATE_LIMIT_MAX: '', UTILITY_RATE_LIMIT_MAX: ' ', DELIVERY_APP_CACHE_MS: '', DELIVERY_CONCURRENCY: '' }
+    const config = loadConfig(blank)
+    const defaults = loadConfig({})
+    expect(config.ports.api).toBe(4000)
+    expect(config.limits).toEqual(defaults.limits)
+    expect(config.limits.xrpc.max).toBeGreaterThan(0)
+    expect(config.delivery.appCacheMs).toBe(defaults.delivery.appCacheMs)
+    expect(config.delivery.concurrency).toBe(20)
+    // a value still counts, 0 included, and one that is no number is refused
+    expect(loadConfig({ XRPC_RATE_LIMIT_MAX: '0', API_PORT: '4010' })).toMatchObject({ ports: { api: 4010 }, limits: { xrpc: { max: 0 } } })
+    expect(() => loadConfig({ XRPC_RATE_LIMIT_MAX: 'many' })).toThrow(/XRPC_RATE_LIMIT_MAX/)
+  })
+})
+
 describe('payment token secret rotation', () => {
   it('takes the secret before the rotation as PAYMENT_TOKEN_SECRET_PREVIOUS, which must differ from the current one', () => {
     expect(loadConfig({}).secrets.previousPaymentTokens).toBeNull()
