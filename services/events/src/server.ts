@@ -17,8 +17,11 @@ export interface EventsServiceOptions extends DomainProcessOptions {
 
 export async function startEventsService(opts: EventsServiceOptions): Promise<{ url: string; models: EventsModels; stop(): Promise<void> }> {
   if (typeof opts.secretKey !== 'string' || opts.secretKey.length < 32) throw new Error('events: secretKey must be at least 32 characters')
-  const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
+  // a command fails at the first reconnect that does: while Redis is away a request answers ServiceUnavailable at
+  // once, rather than waiting for Redis past the gateway's timeout and then running (a test event the app was told failed)
+  const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, disconnectTimeout: 200 })
   const deliveries = new Queue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, { connection: redis, prefix: queuePrefix(opts.redisPrefix) })
+  deliveries.on('error', (err) => opts.logger.warn({ err }, 'delivery queue: connection error'))
   const settings: Omit<EventsDomain, 'models' | 'logger'> = { deliveries, redis, redisPrefix: opts.redisPrefix, secretKey: opts.secretKey }
   const running = await startDomainSubgraph({
     ...processOptionsOf(opts),

@@ -12,6 +12,7 @@
 import type { DeliveryDoc } from '../models'
 import type { EventsDomain } from './context'
 import type { Environment } from '@svc/vocabulary'
+import { isRedisUnavailable } from '@svc/operations'
 
 export const LOG_PAGE_SIZE = 25
 
@@ -98,7 +99,13 @@ export async function newestByPages(
   status: DeliveryDoc['status'] | null = null,
 ): Promise<DeliveryDoc[] | null> {
   if (!store.redis || store.redisPrefix === undefined) return null
-  const last = Number(await store.redis.get(logCounterKey(store.redisPrefix, appDid, environment)))
+  // Redis away: the full query answers without it
+  const counter = await store.redis.get(logCounterKey(store.redisPrefix, appDid, environment)).catch((err: unknown) => {
+    if (isRedisUnavailable(err)) return null
+    throw err
+  })
+  if (counter === null) return null
+  const last = Number(counter)
   // fewer numbers given out than asked: a small log, read at once by the full query (which also finds unnumbered ones)
   if (!Number.isInteger(last) || last < limit) return null
   const found: DeliveryDoc[] = []
