@@ -7,7 +7,7 @@
  * server selection, while a new connection to the same database works. Seen in the fault run after a FerretDB
  * restart: the tickets subgraph never reached its database again, and paid holds waited for their tickets.
  *
- * So the connection is pinged every `intervalMs`. Once it has failed for `reconnectAfterMs`, a new client connects to
+ * So the connection is pinged every `intervalMs` (its readyState aside). Once it has failed for `reconnectAfterMs`, a new client connects to
  * the same URL; if it can, the database is back and the connection's client is stuck, so the connection takes the new
  * client (mongoose's `setClient`: its models work on through it) and the stuck one is closed. A database that is
  * really away fails the new client's connect too, and nothing changes.
@@ -50,7 +50,10 @@ export function watchDatabase(conn: Connection, url: string, opts: DatabaseWatch
     if (running || stopped) return
     running = true
     try {
-      if (conn.readyState === mongoose.ConnectionStates.connected && (await answers(() => conn.db!.admin().ping(), pingMs))) {
+      // pinged whatever readyState says: mongoose calls a connection disconnected once no heartbeat came for two
+      // intervals, also while its operations work (a busy process), and replacing that client would close the
+      // operations in flight on it (each a 503)
+      if (conn.db && (await answers(() => conn.db!.admin().ping(), pingMs))) {
         failingSince = null
         return
       }

@@ -65,6 +65,33 @@ it('a connection stuck while the database answers takes a new client, and its mo
   }
 })
 
+it('a connection that answers keeps its client, even while mongoose calls it disconnected (no heartbeat for two intervals)', async () => {
+  const { mongoUrl } = isolate('database_watch_answers')
+  const { conn, models, clientOptions } = await connectDomain(mongoUrl, createModels)
+  const { lines, logger } = recordingLogger()
+  const client = conn.getClient()
+  // mongoose's readyState says disconnected when the last heartbeat is older than two heartbeat intervals, though the
+  // client's operations work: a busy process, or a monitor that stopped while the server stayed known
+  const stale = () => void ((conn as unknown as { _lastHeartbeatAt: number })._lastHeartbeatAt = Date.now() - 60_000)
+  stale()
+  const keepStale = setInterval(stale, 50)
+  const watch = watchDatabase(conn, mongoUrl, { clientOptions, logger, intervalMs: 100, reconnectAfterMs: 300 })
+  try {
+    expect(conn.readyState).toBe(mongoose.ConnectionStates.disconnected)
+    await models.Thing.create({ name: 'during' })
+    await new Promise((r) => setTimeout(r, 1500))
+    expect(lines).toEqual([])
+    expect(conn.getClient()).toBe(client)
+    expect(await models.Thing.countDocuments()).toBe(1)
+  } finally {
+    clearInterval(keepStale)
+    ;(conn as unknown as { _lastHeartbeatAt: number })._lastHeartbeatAt = Date.now()
+    watch.stop()
+    await conn.dropDatabase().catch(() => undefined)
+    await conn.close()
+  }
+})
+
 it('a database that is really away is left alone: a new client cannot reach it either', async () => {
   const url = `mongodb://127.0.0.1:${await freePort()}/away`
   const conn = mongoose.createConnection(url, { serverSelectionTimeoutMS: 500 })
