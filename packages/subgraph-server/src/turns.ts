@@ -48,11 +48,28 @@ export interface TurnOptions {
 
 const POLL_MS = 25
 
+/** The turn a writer holds. */
+export interface Turn {
+  /**
+   * Throws ServiceUnavailable (retryable) once the turn is near its lapse, within a quarter of its length (at most
+   * 30 s): the next writer may take the turn then, so a write from here on could land after its writes, from reads
+   * older than them. A writer that may run long asks before each write.
+   */
+  assertHeld(): void
+}
+
 /** Runs `fn` in `key`'s next turn: no other writer of `key` runs meanwhile. */
-export async function inTurn<T>(model: TurnModel, key: string, fn: () => Promise<T>, opts: TurnOptions = {}): Promise<T> {
-  const id = await takeTurn(model, key, opts)
+export async function inTurn<T>(model: TurnModel, key: string, fn: (turn: Turn) => Promise<T>, opts: TurnOptions = {}): Promise<T> {
+  const turnMs = (opts.turnSeconds ?? 120) * 1000
+  const { id, expiresAt } = await takeTurn(model, key, opts)
+  const writesUntil = expiresAt.getTime() - Math.min(30_000, turnMs / 4)
+  const turn: Turn = {
+    assertHeld() {
+      if (Date.now() >= writesUntil) throw new ContractError('ServiceUnavailable', 'this change ran too long to finish in its turn and stopped; retry')
+    },
+  }
   try {
-    return await fn()
+    return await fn(turn)
   } finally {
     await model.updateOne({ _id: id }, { $set: { endedAt: new Date() } }).catch((err: unknown) =>
       opts.logger?.warn({ err, key }, 'turn not ended: the next writer waits for it to lapse'),
@@ -61,7 +78,7 @@ export async function inTurn<T>(model: TurnModel, key: string, fn: () => Promise
 }
 
 // turns are timed by the machine's clock, not a domain's (a test's clock may stand still)
-async function takeTurn(model: TurnModel, key: string, opts: TurnOptions): Promise<string> {
+async function takeTurn(model: TurnModel, key: string, opts: TurnOptions): Promise<{ id: string; expiresAt: Date }> {
   const turnMs = (opts.turnSeconds ?? 120) * 1000
   const giveUpAt = Date.now() + (opts.waitMs ?? 10_000)
   for (;;) {
@@ -69,12 +86,13 @@ async function takeTurn(model: TurnModel, key: string, opts: TurnOptions): Promi
     if (!last || last.endedAt || last.expiresAt.getTime() <= Date.now()) {
       const n = (last?.n ?? 0) + 1
       const id = `${key}#${n}`
+      const expiresAt = new Date(Date.now() + turnMs)
       try {
-        await model.create({ _id: id, key, n, expiresAt: new Date(Date.now() + turnMs) })
+        await model.create({ _id: id, key, n, expiresAt })
         // the turns before the last one are history, once they are old: a writer that read turn k as the last and
         // stalled must still meet turn k+1 at its insert, not find it deleted and take it a second time
         if (n > 2) await model.deleteMany({ key, n: { $lt: n - 1 }, expiresAt: { $lt: new Date(Date.now() - turnMs) } }).catch(() => undefined)
-        return id
+        return { id, expiresAt }
       } catch (err) {
         if (!isDuplicateKeyError(err)) throw err
         continue // another writer took this turn: wait for it

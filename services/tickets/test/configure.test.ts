@@ -85,6 +85,32 @@ test('two overlapping configurations: the later decides on what the earlier wrot
   expect(await availableSeats(d, final)).toBe(150 - sold)
 })
 
+test('a configuration stalled past its turn stops before writing: the next one, which took the lapsed turn, stands, and no seat sold lies outside the range', async () => {
+  const { eventUri, tierId } = await pricedTier(100)
+  await sell(tierId, 100)
+  // B reads the tier (range 100), checks it (capacity 120 fits) and is held just before it decides
+  const slow = gated(3)
+  const b = configureTicketTiers(slow.d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 120)] })
+  await slow.reached
+  // B stalls past its turn (a slow database): the machine's clock moves 200 s on, so its turn has lapsed
+  const realNow = Date.now.bind(Date)
+  const clockMoved = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + 200_000)
+  try {
+    // A takes the lapsed turn, raises the capacity to 150, and the 50 new seats sell
+    await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 150)] })
+    await sell(tierId, 50)
+    slow.open()
+    const answer = await b.catch((e: unknown) => e)
+    expect((answer as ContractError).code).toBe('ServiceUnavailable')
+  } finally {
+    clockMoved.mockRestore()
+  }
+  const final = (await models.Tier.findById(tierId).lean())!
+  expect(final.seatRange).toBe(150)
+  expect(await tierCapacity(d, final)).toBe(150)
+  expect(await models.CapacityUnit.countDocuments({ tierId, kind: 'seat', reservationId: /^sold_/ })).toBe(150)
+})
+
 test('a configuration that waits longer than its turn allows is answered ServiceUnavailable and changes nothing', async () => {
   const { eventUri, tierId } = await pricedTier(10)
   // the event's first turn was its creation; the second is taken by a holder that neither ends it nor lets it lapse

@@ -12,6 +12,7 @@ import { graphemeLength, hasControlCharacters, isCurrencyCode, parseRecordUri } 
 import { isDuplicateKeyError, type TicketedEventDoc, type TierDoc } from '../models'
 import { deleteUnitsOfReservation, KEPT_UNTIL, reserve, takenSeats, type UnitToDelete } from './capacity'
 import { inConfigurationTurn } from './configuration-turns'
+import type { Turn } from '@svc/subgraph-server'
 import { nowOf, type ServingTickets, type TicketsDomain } from './context'
 import { eventKey, invalid, ticketsEnvironment } from './event-access'
 import { createdTierId } from './ids'
@@ -90,12 +91,13 @@ async function cutCapacities(d: TicketsDomain, cuts: { tier: TierDoc; capacity: 
 }
 
 /** Raises a tier's capacity to `capacity`: frees blocked seats, then widens the range. */
-async function raiseCapacity(d: TicketsDomain, tier: TierDoc, capacity: number): Promise<void> {
+async function raiseCapacity(d: TicketsDomain, tier: TierDoc, capacity: number, turn: Turn): Promise<void> {
   const blocked = await blockedSeats(d, tier._id)
   const current = tier.seatRange - blocked.length
   const unblock = blocked.slice(0, capacity - current)
   await deleteUnitsOfReservation(d, blockReservation(tier._id), unblock)
   const widen = capacity - current - unblock.length
+  turn.assertHeld()
   if (widen > 0) await d.models.Tier.updateOne({ _id: tier._id }, { $set: { seatRange: tier.seatRange + widen } })
 }
 
@@ -142,7 +144,9 @@ export async function configureTicketTiers(d: ServingTickets, appDid: string, in
   const environment = await ticketsEnvironment(d, appDid, input.environment ?? null)
   const key = eventKey(environment, input.eventUri)
   // one configuration of the event at a time: each decides on what the one before it wrote (configuration-turns.ts)
-  return inConfigurationTurn(d, key, async () => {
+  // each write first asks whether the turn still holds: a configuration stalled past it (a slow database) stops
+  // rather than write back what it read before the next configuration's writes (a range below seats sold)
+  return inConfigurationTurn(d, key, async (turn) => {
     const now = nowOf(d)
     let event = await d.models.TicketedEvent.findById(key).lean()
     if (event && event.appDid !== appDid) throw new ContractError('AppUnauthorized', 'this event is ticketed through another app')
@@ -164,11 +168,13 @@ export async function configureTicketTiers(d: ServingTickets, appDid: string, in
       capacities.set(tier!._id, tier!.seatRange - blocked)
     }
     if (existing.size + tiers.filter((t) => t.ticketTypeId === null).length > MAX_TIERS_PER_EVENT) invalid(`an event has at most ${MAX_TIERS_PER_EVENT} tiers`)
+    turn.assertHeld()
     await cutCapacities(
       d,
       tiers.flatMap((t) => (t.ticketTypeId !== null && t.capacity < capacities.get(t.ticketTypeId)! ? [{ tier: existing.get(t.ticketTypeId)!, capacity: t.capacity }] : [])),
     )
 
+    turn.assertHeld()
     if (!event) {
       try {
         await d.models.TicketedEvent.create({ _id: key, appDid, environment, eventUri: input.eventUri, organizerDid: input.organizerDid, holdDurationSeconds: hold ?? DEFAULT_HOLD_SECONDS, createdAt: now, updatedAt: now })
@@ -183,6 +189,7 @@ export async function configureTicketTiers(d: ServingTickets, appDid: string, in
 
     let position = existing.size
     for (const [i, t] of tiers.entries()) {
+      turn.assertHeld()
       const fields = { name: t.name, priceAmount: t.priceAmount, currency: t.currency, perBuyerLimit: t.perBuyerLimit, salesStartAt: t.salesStartAt, salesEndAt: t.salesEndAt, updatedAt: now }
       if (t.ticketTypeId === null) {
         try {
@@ -195,7 +202,7 @@ export async function configureTicketTiers(d: ServingTickets, appDid: string, in
       }
       const tier = existing.get(t.ticketTypeId)!
       await d.models.Tier.updateOne({ _id: tier._id }, { $set: fields })
-      if (t.capacity > capacities.get(tier._id)!) await raiseCapacity(d, tier, t.capacity)
+      if (t.capacity > capacities.get(tier._id)!) await raiseCapacity(d, tier, t.capacity, turn)
     }
     return eventView(d, (await d.models.TicketedEvent.findById(key).lean())!)
   })
