@@ -14,7 +14,7 @@
 import { randomBytes } from 'node:crypto'
 import Redis, { type ChainableCommander } from 'ioredis'
 import { KEPT_UNTIL } from './domain/capacity'
-import { bitsOf, seatNumber, type SeatMap, type SeatMapState, type TakenUnit } from './domain/seat-map'
+import { bitsOf, seatNumber, type SeatMap, type SeatMapState } from './domain/seat-map'
 
 /** How often the sweep reconciles a tier's map with its units. */
 export const DEFAULT_SEAT_MAP_RECONCILE_MS = 5 * 60_000
@@ -130,21 +130,22 @@ export function createRedisSeatMap(opts: { redisUrl: string; redisPrefix: string
       const k = keys(tierId)
       const token = randomBytes(12).toString('hex')
       if ((await redis.set(k.lock, token, 'PX', REBUILD_LOCK_MS, 'NX')) !== 'OK') return null
-      let units: TakenUnit[]
       try {
         // from here, what is taken or freed is logged, so the units read below can be corrected by it
         await redis.del(k.recent, k.cleared)
-        units = await readUnits()
+        const units = await readUnits()
+        const due = new Map<string, number>()
+        for (const u of units) if (u.expiresAt.getTime() < KEPT_UNTIL.getTime()) due.set(u.reservationId, u.expiresAt.getTime())
+        if (due.size) await redis.zadd(k.due, ...[...due].flatMap(([id, at]) => [at, id]))
+        const bits = bitsOf(units.map((u) => seatNumber(u.unit)))
+        await redis.eval(FINISH_REBUILD, 9, k.live, k.tmp, k.cleared, k.recent, k.notCleared, k.built, k.fresh, k.lock, k.due, token, bits, reconcileMs, builtMs, dataMs)
+        return units
       } catch (err) {
+        // whichever step failed, the next reader may rebuild (else every read of the tier would read its units until
+        // the lock lapsed, REBUILD_LOCK_MS)
         await redis.eval(`if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end`, 1, k.lock, token).catch(() => undefined)
         throw err
       }
-      const due = new Map<string, number>()
-      for (const u of units) if (u.expiresAt.getTime() < KEPT_UNTIL.getTime()) due.set(u.reservationId, u.expiresAt.getTime())
-      if (due.size) await redis.zadd(k.due, ...[...due].flatMap(([id, at]) => [at, id]))
-      const bits = bitsOf(units.map((u) => seatNumber(u.unit)))
-      await redis.eval(FINISH_REBUILD, 9, k.live, k.tmp, k.cleared, k.recent, k.notCleared, k.built, k.fresh, k.lock, k.due, token, bits, reconcileMs, builtMs, dataMs)
-      return units
     },
 
     async stale() {

@@ -95,6 +95,18 @@ test('a failed read of the units leaves the map unbuilt and frees the rebuild fo
   expect(await taken(tier)).toEqual([8])
 })
 
+test('a rebuild that fails after the read of the units (Redis refusing its writes) frees the rebuild for the next reader', async () => {
+  const tier = newTier()
+  // the due set is a string for a moment: the rebuild's ZADD of the holds it read is refused
+  const due = `${redisPrefix}seats:{${tier}}:due`
+  await redis.set(due, 'in the way')
+  await expect(map.rebuild(tier, async () => [unit(tier, 4, 'hold_a', later(60))])).rejects.toThrow(/WRONGTYPE/)
+  await redis.del(due)
+  expect(await map.read(tier, now)).toBeNull()
+  expect(await map.rebuild(tier, async () => [unit(tier, 9)])).toHaveLength(1)
+  expect(await taken(tier)).toEqual([9])
+})
+
 test('a tier read lately is stale once its last rebuild is older than the reconcile period, and fresh after one', async () => {
   const tier = newTier()
   const quick = createRedisSeatMap({ redisUrl, redisPrefix, reconcileMs: 1 })
