@@ -9,6 +9,8 @@ export const typeDefs = gql`
     run: Int!
     "webhook | xrpc; null when no channel was configured"
     channel: String
+    "the URL it was sent to (the webhook's, or the receiver's); null when no channel was configured"
+    url: String
     attemptedAt: String!
     durationMs: Int
     "the answer's HTTP status; null when none came (timeout, refused connection, no channel)"

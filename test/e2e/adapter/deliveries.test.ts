@@ -128,8 +128,10 @@ describe('listing', () => {
     const a = byId.get(first) as { attempts: unknown[] }
     expect(a.attempts).toEqual([1, 2, 3].map((number) => ({
       number,
+      run: 1,
       attemptedAt: new Date(base + number * 1000).toISOString(),
       channel: 'webhook',
+      url: 'https://93.184.216.34/hook',
       statusCode: number === 2 ? null : 500,
       durationMs: 10 * number,
       error: number === 2 ? 'timeout' : 'HTTP 500',
@@ -138,7 +140,7 @@ describe('listing', () => {
       nextAttemptAt: number === 3 ? null : new Date(base + number * 1000 + 5000).toISOString(),
     })))
     expect((byId.get(second) as { attempts: unknown[] }).attempts).toEqual([
-      { number: 1, attemptedAt: new Date(base).toISOString(), channel: null, statusCode: null, durationMs: null, error: 'the worker stopped during this attempt', responseExcerpt: null, outcome: 'interrupted', nextAttemptAt: null },
+      { number: 1, run: 1, attemptedAt: new Date(base).toISOString(), channel: null, url: null, statusCode: null, durationMs: null, error: 'the worker stopped during this attempt', responseExcerpt: null, outcome: 'interrupted', nextAttemptAt: null },
     ])
   })
 

@@ -19,7 +19,7 @@ export const MAX_LIMIT = 100
 const DELIVERIES = graphql(`query Deliveries($appDid: ID!, $environment: String!, $status: String, $limit: Int) {
   deliveries(appDid: $appDid, environment: $environment, status: $status, limit: $limit) {
     id eventType status attemptCount environment createdAt lastAttemptAt nextAttemptAt deliveredAt failedAt
-    attempts { number attemptedAt channel statusCode durationMs error responseExcerpt outcome nextAttemptAt }
+    attempts { number run attemptedAt channel url statusCode durationMs error responseExcerpt outcome nextAttemptAt }
   }
 }`)
 

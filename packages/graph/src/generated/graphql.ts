@@ -278,6 +278,8 @@ export type DeliveryAttempt = {
   run: Scalars['Int']['output'];
   /** the answer's HTTP status; null when none came (timeout, refused connection, no channel) */
   statusCode: Maybe<Scalars['Int']['output']>;
+  /** the URL it was sent to (the webhook's, or the receiver's); null when no channel was configured */
+  url: Maybe<Scalars['String']['output']>;
 };
 
 /** What a developer utility route may act on, after the API key's checks (the precheck of test-event, deliveries, redrive). */
@@ -1358,7 +1360,7 @@ export type DeliveriesQueryVariables = Exact<{
 }>;
 
 
-export type DeliveriesQuery = { __typename?: 'Query', deliveries: Array<{ __typename?: 'Delivery', id: string, eventType: string, status: string, attemptCount: number, environment: string, createdAt: string, lastAttemptAt: string | null, nextAttemptAt: string | null, deliveredAt: string | null, failedAt: string | null, attempts: Array<{ __typename?: 'DeliveryAttempt', number: number, attemptedAt: string, channel: string | null, statusCode: number | null, durationMs: number | null, error: string | null, responseExcerpt: string | null, outcome: string, nextAttemptAt: string | null }> }> };
+export type DeliveriesQuery = { __typename?: 'Query', deliveries: Array<{ __typename?: 'Delivery', id: string, eventType: string, status: string, attemptCount: number, environment: string, createdAt: string, lastAttemptAt: string | null, nextAttemptAt: string | null, deliveredAt: string | null, failedAt: string | null, attempts: Array<{ __typename?: 'DeliveryAttempt', number: number, run: number, attemptedAt: string, channel: string | null, url: string | null, statusCode: number | null, durationMs: number | null, error: string | null, responseExcerpt: string | null, outcome: string, nextAttemptAt: string | null }> }> };
 
 export type RedriveMutationVariables = Exact<{
   appDid: Scalars['ID']['input'];
@@ -2258,8 +2260,10 @@ export const DeliveriesDocument = new TypedDocumentString(`
     failedAt
     attempts {
       number
+      run
       attemptedAt
       channel
+      url
       statusCode
       durationMs
       error

@@ -40,6 +40,7 @@ export function toAttemptView(a: AttemptDoc): AttemptView {
     number: a.number,
     run: a.run,
     channel: a.channel ?? null,
+    url: a.url ?? null,
     attemptedAt: a.attemptedAt.toISOString(),
     durationMs: a.durationMs ?? null,
     statusCode: a.statusCode ?? null,

@@ -25,6 +25,8 @@ export type DeliveryAttempt = {
   run: Scalars['Int']['output'];
   /** webhook | xrpc; null when no channel was configured */
   channel: Maybe<Scalars['String']['output']>;
+  /** the URL it was sent to (the webhook's, or the receiver's); null when no channel was configured */
+  url: Maybe<Scalars['String']['output']>;
   attemptedAt: Scalars['String']['output'];
   durationMs: Maybe<Scalars['Int']['output']>;
   /** the answer's HTTP status; null when none came (timeout, refused connection, no channel) */
