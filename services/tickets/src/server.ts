@@ -34,7 +34,7 @@ export async function startTicketsService(opts: TicketsServiceOptions): Promise<
   // the worker works on the same models as the subgraph: made once they exist (below), used by the requests after
   let expiryQueue: HoldExpiryQueue | null = null
   // the seat map lives in the Redis the relay uses; without one, seats are counted from the units
-  const seatMap = opts.relay ? createRedisSeatMap({ redisUrl: opts.relay.redisUrl, redisPrefix: opts.relay.redisPrefix }) : undefined
+  const seatMap = opts.relay ? createRedisSeatMap({ redisUrl: opts.relay.redisUrl, redisPrefix: opts.relay.redisPrefix, logger: opts.logger }) : undefined
   const holdExpiry: HoldExpiryScheduler = { schedule: (holdId, expiresAt) => expiryQueue?.schedule(holdId, expiresAt) ?? Promise.resolve() }
   const running = await startDomainSubgraph({
     ...processOptionsOf(opts),

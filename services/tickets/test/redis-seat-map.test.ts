@@ -4,6 +4,7 @@
  * left wrong by a process that stopped between a unit's write and the map's.
  */
 import Redis from 'ioredis'
+import { freePort } from '@svc/testing'
 import { isolate } from '@svc/testing/src/isolation'
 import { KEPT_UNTIL } from '../src/domain/capacity'
 import { setSeats, type TakenUnit } from '../src/domain/seat-map'
@@ -151,5 +152,16 @@ test('a map that expired is rebuilt from the units by the next read, whatever bi
     expect(await taken(tier)).toEqual([5])
   } finally {
     await brief.close()
+  }
+})
+
+test("a Redis that cannot be reached is a structured warn line per failed reconnect (not ioredis's unhandled error event)", async () => {
+  const lines: string[] = []
+  const away = createRedisSeatMap({ redisUrl: `redis://127.0.0.1:${await freePort()}/0`, redisPrefix, logger: { warn: (_: object, msg: string) => void lines.push(msg) } as never })
+  try {
+    await expect(away.read(newTier(), now)).rejects.toThrow()
+    expect(lines[0]).toBe('seat map: redis connection error')
+  } finally {
+    await away.close()
   }
 })
