@@ -70,6 +70,8 @@ export function createRedisSeatMap(opts: { redisUrl: string; redisPrefix: string
   const builtMs = opts.idleMs ?? DEFAULT_SEAT_MAP_IDLE_MS
   const dataMs = builtMs + IDLE_MARGIN_MS
   const active = `${opts.redisPrefix}seats:active`
+  /** the Redis server's run_id when the sweep last looked (another is a restart or a failover) */
+  let runId: string | null = null
   const keys = (tierId: string) => {
     const base = `${opts.redisPrefix}seats:{${tierId}}:`
     return {
@@ -155,6 +157,15 @@ export function createRedisSeatMap(opts: { redisUrl: string; redisPrefix: string
       const now = Date.now()
       await redis.zremrangebyscore(active, '-inf', now - ACTIVE_FOR_MS)
       const tiers = await redis.zrange(active, 0, -1)
+      const server = /^run_id:(\w+)/m.exec(await redis.info('server'))?.[1] ?? null
+      const restarted = runId !== null && server !== null && server !== runId
+      runId = server ?? runId
+      if (restarted) {
+        // Redis restarted (its data as of its last save: freed seats show taken again, and a tier sold out that is
+        // not) or failed over (a replica behind): no map is trusted until rebuilt, a rebuild lock restored included
+        for (const tier of tiers) await redis.del(keys(tier).built, keys(tier).fresh, keys(tier).lock)
+        return tiers
+      }
       if (tiers.length === 0) return []
       const fresh = await Promise.all(tiers.map((t) => redis.exists(keys(t).fresh)))
       return tiers.filter((_, i) => fresh[i] === 0)

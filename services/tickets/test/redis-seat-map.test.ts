@@ -3,8 +3,12 @@
  * rebuild whose read of the units overlaps seats being taken and freed ends with the units' truth, repairing the map
  * left wrong by a process that stopped between a unit's write and the map's.
  */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import Redis from 'ioredis'
-import { freePort } from '@svc/testing'
+import { freePort, waitForPort } from '@svc/testing'
 import { isolate } from '@svc/testing/src/isolation'
 import { KEPT_UNTIL } from '../src/domain/capacity'
 import { setSeats, type TakenUnit } from '../src/domain/seat-map'
@@ -164,4 +168,58 @@ test("a Redis that cannot be reached is a structured warn line per failed reconn
   } finally {
     await away.close()
   }
+})
+
+describe('a Redis restarted from an older snapshot', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'seat-map-redis-'))
+  let port: number
+  let server: ChildProcess
+  const startServer = async () => {
+    // no saves of its own: the test takes the snapshot
+    server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
+    await waitForPort(port)
+  }
+  const killServer = () =>
+    new Promise<void>((resolve) => {
+      if (server.exitCode !== null || server.signalCode !== null) return resolve()
+      server.once('exit', () => resolve())
+      server.kill('SIGKILL')
+    })
+  beforeAll(async () => {
+    port = await freePort()
+    await startServer()
+  })
+  afterAll(async () => {
+    await killServer()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  test('comes back with maps that show freed seats taken: the next sweep stops trusting them, and a read rebuilds them from the units', async () => {
+    const own = createRedisSeatMap({ redisUrl: `redis://127.0.0.1:${port}/0`, redisPrefix })
+    const admin = new Redis(`redis://127.0.0.1:${port}/0`, { maxRetriesPerRequest: 1 })
+    admin.on('error', () => undefined)
+    try {
+      const tier = newTier()
+      await own.rebuild(tier, async () => [unit(tier, 0), unit(tier, 1)])
+      expect(await own.stale()).toEqual([]) // built just now, and the sweep learns the server's run_id
+      await admin.save()
+      // both seats are freed after the snapshot, then Redis dies and comes back with the snapshot
+      await own.freed(tier, [0, 1])
+      await killServer()
+      await startServer()
+      // read as the sweep's clock runs (the tier is read lately)
+      const restored = await own.read(tier, new Date()).catch(async () => own.read(tier, new Date()))
+      expect([...setSeats(restored!.taken, 10)]).toEqual([0, 1])
+      // the sweep sees another server: every active tier is stale and unbuilt, so reads take the units
+      expect(await own.stale()).toEqual([tier])
+      expect(await own.read(tier, new Date())).toBeNull()
+      expect(await own.rebuild(tier, async () => [])).toEqual([])
+      expect([...setSeats((await own.read(tier, new Date()))!.taken, 10)]).toEqual([])
+      // the same server at the next sweep: nothing more to do
+      expect(await own.stale()).toEqual([])
+    } finally {
+      admin.disconnect()
+      await own.close()
+    }
+  })
 })

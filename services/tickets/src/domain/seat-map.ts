@@ -33,7 +33,10 @@ export interface SeatMap {
    * another rebuild of it is under way: the units read, or null when it did not run.
    */
   rebuild(tierId: string, readUnits: () => Promise<TakenUnit[]>): Promise<TakenUnit[] | null>
-  /** tiers read lately whose map was not rebuilt for a while: the sweep reconciles them */
+  /**
+   * tiers read lately whose map was not rebuilt for a while, or all of them once Redis restarted or failed over since
+   * the last call (their maps are then unbuilt, so reads take the units): the sweep reconciles them
+   */
   stale(): Promise<string[]>
 }
 
