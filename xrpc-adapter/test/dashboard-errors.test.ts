@@ -3,6 +3,7 @@
  * with its own pages and the pages' security headers, never the API's bare JSON: a browser is on the other end.
  */
 import type { FastifyInstance, InjectOptions } from 'fastify'
+import type { DashboardSessions } from '@svc/dashboard-session'
 import { createGatewayClient } from '@svc/gateway-client'
 import { buildCheckoutServer } from '../src'
 import { bareServerDeps } from './helpers'
@@ -19,6 +20,21 @@ afterAll(async () => {
 })
 
 const form = (body: string, contentType: string): InjectOptions => ({ method: 'POST', url: '/dashboard/logout', headers: { 'content-type': contentType }, body })
+
+test("the sign-in page's command names a page to come back to only when it is a plain dashboard path: never text of the request's that a shell would run", async () => {
+  // nobody is signed in
+  const signedOut = await buildCheckoutServer(bareServerDeps(gateway, { dashboardSessions: { getSession: async () => null } as unknown as DashboardSessions }))
+  const plain = await signedOut.inject({ method: 'GET', url: '/dashboard/events' })
+  expect(plain.statusCode).toBe(401)
+  expect(plain.body).toContain('--next /dashboard/events</code>')
+  for (const url of ['/dashboard/events?x=$(id)', '/dashboard/events?uri=a%60id%60', '/dashboard/events?x=;id']) {
+    const res = await signedOut.inject({ method: 'GET', url })
+    expect(res.statusCode).toBe(401)
+    expect(res.body).toContain('--next /dashboard/events</code>')
+    expect(res.body).not.toMatch(/\$\(id\)|`id`|;id/)
+  }
+  await signedOut.close()
+})
 
 test.each<[string, InjectOptions, number]>([
   ['an unknown page', { method: 'GET', url: '/dashboard/nope' }, 404],

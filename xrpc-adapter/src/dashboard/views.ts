@@ -1,6 +1,6 @@
 /** The dashboard's pages: plain server-rendered HTML forms, no JavaScript. */
 import type { ContractError } from '@svc/errors'
-import type { DashboardSession } from '@svc/dashboard-session'
+import { isDashboardPath, type DashboardSession } from '@svc/dashboard-session'
 import { html, type Html } from '../pages/html'
 import type { ApprovalData, ApprovalDetail, DashboardActor, HomeData } from './operations'
 
@@ -133,13 +133,17 @@ export function approvalPage(s: DashboardSession, data: ApprovalData, mode: 'rev
   }
 }
 
-export function signInRequiredPage(path: string): View {
+export function signInRequiredPage(url: string): View {
+  // the command is copied into a shell: it names the page only as a dashboard path (letters, digits, _ / -), never
+  // the request's query, which anyone linking here chooses
+  const path = url.split('?')[0]
+  const next = isDashboardPath(path) ? ` --next ${path}` : ''
   return {
     status: 401,
     title: 'Sign in',
     body: html`<main><h1>Sign in to your dashboard</h1>
       <p>This page needs a dashboard session. Open the sign-in link you were given; it brings you back here.</p>
-      <p class="hint">Local development: <code>npm run operator:actors -- dashboard-link --did &lt;your DID&gt; --env test --next ${path}</code></p></main>`,
+      <p class="hint">Local development: <code>npm run operator:actors -- dashboard-link --did &lt;your DID&gt; --env test${next}</code></p></main>`,
   }
 }
 
