@@ -189,8 +189,17 @@ export async function buildApiServer(deps: AdapterDeps): Promise<FastifyInstance
   return app
 }
 
+/** Two years, as Stripe's checkout host: browsers reach the card form over https only, never an address typed as http. */
+export const CHECKOUT_HSTS = 'max-age=63072000; includeSubDomains'
+
 export async function buildCheckoutServer(deps: AdapterDeps): Promise<FastifyInstance> {
   const app = baseServer(deps, 'checkout')
+  // behind the TLS terminator of an https CHECKOUT_URL: every answer of the host tells the browser to stay on https
+  if (new URL(deps.checkoutUrl).protocol === 'https:') {
+    app.addHook('onRequest', async (_request, reply) => {
+      reply.header('strict-transport-security', CHECKOUT_HSTS)
+    })
+  }
   await app.register(errorsPlugin)
   await registerOperations(app, deps)
   await app.register(requestLogPlugin, { gateway: deps.gateway })

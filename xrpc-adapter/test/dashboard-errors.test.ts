@@ -1,11 +1,13 @@
 /**
  * The dashboard answers what its routes do not (an unknown page, a body it cannot read, a method it has no route for)
- * with its own pages and the pages' security headers, never the API's bare JSON: a browser is on the other end.
+ * with its own pages and the pages' security headers, never the API's bare JSON: a browser is on the other end. An
+ * https checkout host adds HSTS to every answer; the sign-in page's command carries nothing of the request's query.
  */
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import type { DashboardSessions } from '@svc/dashboard-session'
 import { createGatewayClient } from '@svc/gateway-client'
 import { buildCheckoutServer } from '../src'
+import { CHECKOUT_HSTS } from '../src/server'
 import { bareServerDeps } from './helpers'
 
 const gateway = createGatewayClient({ url: 'http://127.0.0.1:1/graphql', signer: { issuer: 'xrpc-adapter', key: 'unused' } })
@@ -20,6 +22,18 @@ afterAll(async () => {
 })
 
 const form = (body: string, contentType: string): InjectOptions => ({ method: 'POST', url: '/dashboard/logout', headers: { 'content-type': contentType }, body })
+
+test('an https checkout host tells browsers to stay on https (HSTS); a plain-http one, in development, does not', async () => {
+  const secure = await buildCheckoutServer(bareServerDeps(gateway, { checkoutUrl: 'https://pay.example.com' }))
+  try {
+    for (const url of ['/checkout/x', '/dashboard/nope', '/health']) {
+      expect((await secure.inject({ method: 'GET', url })).headers['strict-transport-security']).toBe(CHECKOUT_HSTS)
+    }
+  } finally {
+    await secure.close()
+  }
+  expect((await checkout.inject({ method: 'GET', url: '/checkout/x' })).headers['strict-transport-security']).toBeUndefined()
+})
 
 test("the sign-in page's command names a page to come back to only when it is a plain dashboard path: never text of the request's that a shell would run", async () => {
   // nobody is signed in
