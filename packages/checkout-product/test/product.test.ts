@@ -239,6 +239,7 @@ describe('field refusals (encodeProduct throws, parseProduct refuses)', () => {
     ['blank', '   ', /description must not be blank/],
     ['control character', 'a\u0000b', /control characters/],
     ['newline', 'line\nbreak', /control characters/],
+    ['right-to-left override', 'Donation \u202e00.1$ :latoT', /control characters/],
     ['number', 5, /description/],
   ])('description %s', (_name, value, reason) => {
     expectFieldRefused({ ...TIP, description: value }, reason)

@@ -1,7 +1,12 @@
 /** Bounded text from callers: lexicon strings limit both graphemes (what a person counts) and bytes. */
 
+/**
+ * C0 and C1 controls, and the bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069): text
+ * shown to a buyer could otherwise be displayed in another order than it is written ("Donation ‮00.1$ :latoT" shows a
+ * made-up total). The marks U+200E/U+200F that right-to-left text needs stay allowed.
+ */
 // eslint-disable-next-line no-control-regex
-export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/
+export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/
 
 const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' })
 

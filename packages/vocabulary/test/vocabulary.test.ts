@@ -53,6 +53,11 @@ describe('bounded text', () => {
     expect(hasControlCharacters('a\u0000b')).toBe(true)
     expect(hasControlCharacters('a\u009fb')).toBe(true)
     expect(hasControlCharacters('plain text, é')).toBe(false)
+    // bidirectional overrides and isolates, which reorder what a buyer sees
+    expect(hasControlCharacters('Donation \u202e00.1$ :latoT')).toBe(true)
+    expect(hasControlCharacters('a\u2066b\u2069')).toBe(true)
+    // right-to-left text and its marks stay allowed
+    expect(hasControlCharacters('\u05e9\u05dc\u05d5\u05dd\u200f 5')).toBe(false)
   })
 })
 

@@ -82,6 +82,14 @@ describe('dashboardActor', () => {
   test('any other principal → NotAllowed', async () => {
     for (const p of others) expect(codeOf(await gql(p, ME))).toBe('NotAllowed')
   })
+
+  test('a display name (shown to buyers on the checkout page) with control or bidirectional override characters is refused, and nothing is written', async () => {
+    const did = newDid()
+    for (const displayName of ['Ada\u0007', 'Ada \u202eevil']) {
+      await expect(upsertActor({ models: actors.models }, { did, environment: 'test', displayName })).rejects.toThrow(/control characters/)
+    }
+    expect(await actors.models.Actor.countDocuments({ did })).toBe(0)
+  })
 })
 
 describe('completeTestPayoutOnboarding', () => {

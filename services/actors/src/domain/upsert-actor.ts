@@ -1,6 +1,6 @@
 /** The operator creates or updates an actor (npm run operator:actors -- create-creator). */
 import { ContractError } from '@svc/errors'
-import { isDid, isWithinBounds, parseEnvironment } from '@svc/vocabulary'
+import { hasControlCharacters, isDid, isWithinBounds, parseEnvironment } from '@svc/vocabulary'
 import { ACTOR_KINDS, PAYMENT_TYPES, isDuplicateKeyError } from '../models'
 import type { ActorsDomain } from './context'
 import { parsePayoutStatus, toActorView, type ActorView } from './views'
@@ -19,6 +19,8 @@ function validDisplayName(value: string | null | undefined): string | null | und
   const trimmed = value.trim()
   if (trimmed === '') return null
   if (!isWithinBounds(trimmed, { maxGraphemes: 64, maxBytes: 640 })) throw new ContractError('InvalidRequest', 'displayName must be at most 64 characters')
+  // shown to buyers on the checkout page
+  if (hasControlCharacters(trimmed)) throw new ContractError('InvalidRequest', 'displayName must not contain control characters')
   return trimmed
 }
 
