@@ -178,6 +178,8 @@ export function buildSubgraphServer<TContext extends SubgraphContext>(opts: Subg
     introspection: true,
     includeStacktraceInErrorResponses: false,
     formatError: formatSubgraphError(),
+    // the process stops it (runProcess): after Fastify has drained, never before (a request arriving meanwhile was a 500)
+    stopOnTerminationSignals: false,
   })
   const context = async ({ req }: { req: { headers: Record<string, string | string[] | undefined> } }): Promise<TContext> => {
     const raw = req.headers[CONTEXT_HEADER]
