@@ -1,5 +1,5 @@
 # One image for every component (the workspaces run their TypeScript with tsx); docker-compose.yml
-# picks the component with `npm run start -w <workspace>`.
+# picks the component with its working directory and `node --import tsx <entry>`.
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production

@@ -1,17 +1,29 @@
 /**
  * docker-compose.yml cannot run here (no Docker engine), so it is validated: it must name every
- * deployable workspace (a workspace with src/main.ts), run mongo:7 and redis:7 without eviction, and
- * give every component the settings its configuration needs.
+ * deployable workspace (a workspace with src/main.ts), run mongo:7 and redis:7 without eviction,
+ * give every component the settings its configuration needs, and start each as node itself under an init, so a
+ * SIGTERM reaches it (one component is started here exactly as compose starts it, and stopped so).
  */
+import { spawn } from 'node:child_process'
 import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { parse } from 'yaml'
+import { freePort, isolate } from '@svc/testing'
 
 const root = join(__dirname, '..')
 const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
   services: Record<
     string,
-    { image?: string; build?: string; command?: string[]; environment?: Record<string, string>; depends_on?: string[] | Record<string, unknown>; ports?: string[] }
+    {
+      image?: string
+      build?: string
+      init?: boolean
+      working_dir?: string
+      command?: string[]
+      environment?: Record<string, string>
+      depends_on?: string[] | Record<string, unknown>
+      ports?: string[]
+    }
   >
 }
 
@@ -37,17 +49,50 @@ describe('docker-compose.yml', () => {
     )
   })
 
-  test.each(deployableWorkspaces())('runs $name', ({ name, dir }) => {
-    const service = Object.values(compose.services).find((s) => s.command?.includes(name))
+  test.each(deployableWorkspaces())('runs $name', ({ dir }) => {
+    const service = Object.values(compose.services).find((s) => s.working_dir === `/app/${dir}` && s.command?.at(-1) === 'src/main.ts')
     expect(service).toBeDefined()
+    // what `npm run start` runs, started as node itself (signals: below)
     const startScript = (JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start
     expect(startScript).toBe('tsx src/main.ts')
+    expect(service?.command).toEqual(['node', '--import', 'tsx', 'src/main.ts'])
     // its secrets: test/process-secrets.test.ts
     for (const key of ['MONGO_URL', 'REDIS_URL', 'SERVICE_DID', 'NODE_ENV']) {
       expect(service?.environment).toHaveProperty(key)
     }
     expect(service?.environment?.NODE_ENV).toBe('production')
   })
+
+  test("every component runs as node itself under Docker's init, so a SIGTERM (docker stop, a rolling deploy) reaches it", () => {
+    const components = Object.entries(compose.services).filter(([, s]) => s.build !== undefined)
+    expect(components.length).toBeGreaterThanOrEqual(9)
+    for (const [name, s] of components) expect([name, s.init, s.command?.slice(0, 3)]).toEqual([name, true, ['node', '--import', 'tsx']])
+  })
+
+  test('a component started as compose starts it stops on a SIGTERM to its own process: finishes, says so, exits 0', async () => {
+    const board = compose.services.board!
+    const { redisUrl, redisPrefix } = isolate('compose-signal')
+    const child = spawn(board.command![0]!, board.command!.slice(1), {
+      cwd: join(root, board.working_dir!.replace(/^\/app\//, '')),
+      env: { ...process.env, NODE_ENV: 'development', REDIS_URL: redisUrl, REDIS_PREFIX: redisPrefix, BOARD_PORT: String(await freePort()), HOST: '127.0.0.1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    child.stdout.on('data', (chunk: Buffer) => void (out += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => void (out += chunk.toString()))
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    try {
+      const deadline = Date.now() + 60_000
+      while (!out.includes('Server listening') && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 100))
+      expect(out).toContain('Server listening')
+      // the process alone, as Docker's init passes it on: not its process group
+      child.kill('SIGTERM')
+      expect(await exited).toBe(0)
+      expect(out).toContain('"msg":"stopped"')
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    }
+  }, 90_000)
 
   test('uses mongo:7 and redis:7 with noeviction', () => {
     expect(compose.services.mongo?.image).toBe('mongo:7')
@@ -76,8 +121,8 @@ describe('docker-compose.yml', () => {
     const scripts = (JSON.parse(readFileSync(join(root, 'services', 'events', 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
     expect(scripts.workers).toBe('tsx src/workers/main.ts')
     expect(scripts.board).toBe('tsx src/board/main.ts')
-    expect(compose.services.workers?.command).toEqual(['npm', 'run', 'workers', '-w', '@svc/events'])
-    expect(compose.services.board?.command).toEqual(['npm', 'run', 'board', '-w', '@svc/events'])
+    expect(compose.services.workers).toMatchObject({ working_dir: '/app/services/events', command: ['node', '--import', 'tsx', 'src/workers/main.ts'] })
+    expect(compose.services.board).toMatchObject({ working_dir: '/app/services/events', command: ['node', '--import', 'tsx', 'src/board/main.ts'] })
     for (const service of ['workers', 'board']) {
       const env = compose.services[service]?.environment ?? {}
       expect(env.NODE_ENV).toBe('production')
