@@ -2,6 +2,7 @@
  * Configuration: read from the environment once, validated with zod, and passed down.
  * Nothing else in the project reads process.env.
  */
+import { ConnectionString } from 'mongodb-connection-string-url'
 import pino, { type Logger } from 'pino'
 import { z } from 'zod'
 import { isDid } from '@svc/vocabulary'
@@ -54,25 +55,34 @@ const publicUrl = z
   .refine((v) => /^https?:\/\/[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/i.test(v), 'must be an http(s) URL of URI characters only (no spaces; a Unicode host in punycode)')
 
 /**
- * MongoDB's URL must name the database: without one the driver quietly uses `test`, so a URL that forgot it would put
- * every domain's data there and nothing would say so.
+ * Whether `value` parses, and what it parses to passes `ok`. A value that does not parse is invalid, and no more: the
+ * parser's error quotes the value (a URL's password included), and a process prints what stops its start.
  */
-const mongoUrl = z
-  .string()
-  .url()
-  .refine((v) => {
-    const url = new URL(v)
-    return (url.protocol === 'mongodb:' || url.protocol === 'mongodb+srv:') && /^\/[^/]+$/.test(url.pathname)
-  }, 'must be a mongodb:// (or mongodb+srv://) URL that names the database, e.g. mongodb://host:27017/svc')
+const parsesAnd =
+  <T>(parse: (value: string) => T, ok: (parsed: T) => boolean) =>
+  (value: string): boolean => {
+    try {
+      return ok(parse(value))
+    } catch {
+      return false
+    }
+  }
+
+/**
+ * MongoDB's URL must name the database: without one the driver quietly uses `test`, so a URL that forgot it would put
+ * every domain's data there and nothing would say so. Read as the driver reads it, so a replica set's seed list
+ * (`mongodb://h1:27017,h2:27017/svc?replicaSet=rs0`), which is no WHATWG URL, is accepted.
+ */
+const mongoUrl = z.string().refine(
+  parsesAnd((v) => new ConnectionString(v), (url) => (url.protocol === 'mongodb:' || url.protocol === 'mongodb+srv:') && /^\/[^/]+$/.test(url.pathname)),
+  'must be a mongodb:// (or mongodb+srv://) URL that names the database, e.g. mongodb://host:27017/svc',
+)
 
 /** Redis's URL: redis:// or rediss://, with no database or a number 0-15 (ioredis skips any other path and uses 0). */
-const redisUrl = z
-  .string()
-  .url()
-  .refine((v) => {
-    const url = new URL(v)
-    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && /^(\/?|\/(\d|1[0-5]))$/.test(url.pathname)
-  }, 'must be a redis:// (or rediss://) URL with no database or a database number 0-15, e.g. redis://host:6379/0')
+const redisUrl = z.string().refine(
+  parsesAnd((v) => new URL(v), (url) => (url.protocol === 'redis:' || url.protocol === 'rediss:') && /^(\/?|\/(\d|1[0-5]))$/.test(url.pathname)),
+  'must be a redis:// (or rediss://) URL with no database or a database number 0-15, e.g. redis://host:6379/0',
+)
 
 /** A secret set only during a rotation (docker-compose passes it empty otherwise). */
 const optionalSecret = z.preprocess((v) => (v === '' ? undefined : v), z.string().min(32).optional())
@@ -623,7 +633,8 @@ export function runProcess(name: Component, start: (config: Config, logger: Logg
     }
   }
   run().catch((err: unknown) => {
-    console.error(err)
+    // a configuration error says what is wrong and where, never a value (a secret, a URL's password)
+    console.error(err instanceof ConfigError ? err.message : err)
     process.exit(1)
   })
 }

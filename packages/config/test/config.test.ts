@@ -1,4 +1,5 @@
-import { loadConfig, parseTrustProxy } from '../src'
+import { inspect } from 'node:util'
+import { ConfigError, loadConfig, parseTrustProxy } from '../src'
 
 const token = (c: string) => c.repeat(40)
 
@@ -39,6 +40,19 @@ describe('internal callers\' keys', () => {
     expect(() => loadConfig({ ...production, EVENTS_CONTEXT_KEY: token('e'), ALLOW_INSECURE_DID_WEB: 'true' })).toThrow(/ALLOW_INSECURE_DID_WEB: is a development setting/)
   })
 
+  it('a URL that does not parse is refused as invalid, and the refusal never quotes it (its password)', () => {
+    for (const env of [{ MONGO_URL: 'mongodb://svc:PW_LEAK@m1:27017,m2:27017' }, { MONGO_URL: 'http://svc:PW_LEAK@m1:1,m2:2/svc' }, { REDIS_URL: 'redis://:PW_LEAK@redis:99999/0' }]) {
+      let refusal: unknown
+      try {
+        loadConfig(env)
+      } catch (err) {
+        refusal = err
+      }
+      expect(refusal).toBeInstanceOf(ConfigError)
+      expect(inspect(refusal)).not.toContain('PW_LEAK')
+    }
+  })
+
   it('MONGO_URL must name the database and REDIS_URL a database 0-15, or the drivers quietly use another', () => {
     // without a database the MongoDB driver uses `test`; ioredis skips a path that is not a number, and SELECT 16 fails unseen
     for (const MONGO_URL of ['mongodb://mongo:27017', 'mongodb://mongo:27017/', 'http://mongo:27017/svc', 'mongodb://mongo:27017/svc/extra']) {
@@ -48,6 +62,9 @@ describe('internal callers\' keys', () => {
       expect(() => loadConfig({ REDIS_URL })).toThrow(/REDIS_URL: must be a redis:\/\//)
     }
     expect(loadConfig({ MONGO_URL: 'mongodb+srv://user:pw@cluster.example.net/svc?retryWrites=true' }).mongoUrl).toBe('mongodb+srv://user:pw@cluster.example.net/svc?retryWrites=true')
+    // a replica set's seed list, as the driver reads it (it is no WHATWG URL)
+    const seeds = 'mongodb://svc:pw@m1:27017,m2:27017,m3:27017/svc?replicaSet=rs0'
+    expect(loadConfig({ MONGO_URL: seeds }).mongoUrl).toBe(seeds)
     for (const REDIS_URL of ['redis://redis:6379', 'redis://redis:6379/', 'redis://redis:6379/15', 'rediss://:pw@redis.example.net:6380/2']) expect(loadConfig({ REDIS_URL }).redisUrl).toBe(REDIS_URL)
   })
 
