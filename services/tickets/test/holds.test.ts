@@ -265,6 +265,44 @@ test('a retry never lets go of a slow attempt that already went on to insert its
   expect(await secureHold(d, held.holdId)).toBe(true)
 })
 
+test('an attempt that decided to insert its hold waits out a database away for a moment: its hold is inserted, keeps its seats and can be paid', async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 1, perBuyerLimit: 1 }])
+  const tier = tierIds[0]!
+  // the database goes away right after the attempt's decision: its first two inserts fail on the network
+  const away = () => Object.assign(new Error('connection reset'), { name: 'MongoNetworkError' })
+  const create = jest.spyOn(models.TicketHold, 'create').mockRejectedValueOnce(away()).mockRejectedValueOnce(away())
+  const order = { appOrderId: 'database-away', buyerDid: buyer() }
+  let held: Awaited<ReturnType<typeof hold>>
+  try {
+    held = await hold(eventUri, [{ ticketTypeId: tier, quantity: 1 }], order)
+  } finally {
+    create.mockRestore()
+  }
+  expect(await models.TicketHold.countDocuments({ _id: held.holdId })).toBe(1)
+  expect(await models.CapacityUnit.countDocuments({ reservationId: held.holdId })).toBe(2)
+  expect(await secureHold(d, held.holdId)).toBe(true)
+  // a retry of the order finds it
+  expect((await hold(eventUri, [{ ticketTypeId: tier, quantity: 1 }], order)).holdId).toBe(held.holdId)
+})
+
+test("an insert that landed though its answer was lost is the attempt's own: it is tried again, meets itself, and stands with its seats", async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 1, perBuyerLimit: 1 }])
+  const tier = tierIds[0]!
+  const create = jest.spyOn(models.TicketHold, 'create').mockImplementationOnce((async (doc: unknown) => {
+    await models.TicketHold.collection.insertOne(doc as never)
+    throw Object.assign(new Error('connection reset'), { name: 'MongoNetworkError' })
+  }) as never)
+  let held: Awaited<ReturnType<typeof hold>>
+  try {
+    held = await hold(eventUri, [{ ticketTypeId: tier, quantity: 1 }], { appOrderId: 'answer-lost' })
+  } finally {
+    create.mockRestore()
+  }
+  expect(await models.ReservationOutcome.findById(held.holdId).lean()).toBeNull()
+  expect(await models.CapacityUnit.countDocuments({ reservationId: held.holdId })).toBe(2)
+  expect(await secureHold(d, held.holdId)).toBe(true)
+})
+
 test('an attempt the retry abandoned first does not insert its hold: it lets its units go and tries again', async () => {
   const { eventUri, tierIds } = await event([{ capacity: 1, perBuyerLimit: 1 }])
   const tier = tierIds[0]!

@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto'
 import { isCheckoutUrl, MAX_AMOUNT, MAX_DESCRIPTION_LENGTH } from '@svc/checkout-product'
 import { ContractError } from '@svc/errors'
+import { isDatabaseUnreachable } from '@svc/subgraph-server'
 import { isDid } from '@svc/vocabulary'
 import { isDuplicateKeyError, type TicketHoldDoc } from '../models'
 import { onSale } from './availability'
@@ -266,14 +267,38 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
     return 'contended'
   }
   try {
-    await d.models.TicketHold.create(hold)
+    await insertDecidedHold(d, hold)
     return hold
   } catch (err) {
     if (!isDuplicateKeyError(err)) throw err
-    // a concurrent duplicate inserted its hold first: this attempt's capacity goes back
-    await releaseReservation(d, holdId)
     const winner = await d.models.TicketHold.findOne({ appDid, environment, appOrderId: input.appOrderId }).lean()
     if (!winner) throw err
+    // this attempt's own insert, which landed though its answer was lost (a connection reset): it stands
+    if (winner._id === holdId) return winner
+    // a concurrent duplicate inserted its hold first: this attempt's capacity goes back
+    await releaseReservation(d, holdId)
     return sameHold(winner, input.buyerDid, key)
+  }
+}
+
+/** How long an attempt that decided to insert its hold keeps trying while the database is away (as a start waits for it). */
+export const DECIDED_HOLD_INSERT_MS = 60_000
+
+/**
+ * Inserts the hold of an attempt that decided to insert it. Nothing else will (a retry of the order waits for a hold
+ * so decided, never lets its units go), so a database away for a moment is waited out, up to DECIDED_HOLD_INSERT_MS:
+ * an insert that failed then left the order answering "still being created" until its units lapsed.
+ */
+async function insertDecidedHold(d: ServingTickets, hold: StoredHold): Promise<void> {
+  const giveUpAt = Date.now() + DECIDED_HOLD_INSERT_MS
+  for (let pause = 100; ; pause = Math.min(pause * 2, 5000)) {
+    try {
+      await d.models.TicketHold.create(hold)
+      return
+    } catch (err) {
+      if (!isDatabaseUnreachable(err) || Date.now() >= giveUpAt) throw err
+      d.logger?.warn({ err, holdId: hold._id }, 'hold not inserted: the database is away; trying again')
+      await sleep(pause)
+    }
   }
 }
