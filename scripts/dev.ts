@@ -29,7 +29,11 @@ async function main() {
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true })
   await redis.connect()
   const policy = (await redis.config('GET', 'maxmemory-policy').catch(() => ['', 'unknown'])) as string[]
-  console.log(`dev: Redis ${config.redisUrl} (maxmemory-policy ${policy[1]})`)
+  // its host and database, never its password
+  const shown = new URL(config.redisUrl)
+  shown.username = ''
+  shown.password = ''
+  console.log(`dev: Redis ${shown.href} (maxmemory-policy ${policy[1]})`)
   redis.disconnect()
 
   // eslint-disable-next-line prefer-const -- assigned once the shutdown handler that reads it is installed

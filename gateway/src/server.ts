@@ -64,6 +64,8 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   })
 
   app.get('/health', async () => ({ ok: true, services: opts.services.map((s) => s.name) }))
+  // Fastify's own 404 logs "Route GET:<url> not found", the query (which may carry a token) included
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'NotFound', message: 'no such route' }))
   // ready once the schema is composed (buildGateway resolves after that); a subgraph that is down fails only the
   // requests that need it, so it does not take the gateway out of the balancer
   await app.register(operationsRoutes, { metrics: opts.metrics ?? createMetrics('gateway'), metricsToken: opts.secrets.metricsToken, readiness: {} })

@@ -551,7 +551,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
  * and the server's answer (`errorResponse`, `keyValue`). A paid hold's tickets carry their scan and page tokens, so
  * none of them is logged; the message, code and `keyPattern` say what failed.
  */
-const ERROR_FIELDS_WITH_DOCUMENTS = ['results', 'insertedDocs', 'writeErrors', 'op', 'result', 'errorResponse', 'writeConcernError', 'errInfo', 'keyValue', 'document'] as const
+const ERROR_FIELDS_WITH_DOCUMENTS = [
+  'results',
+  'insertedDocs',
+  'writeErrors',
+  'op',
+  'result',
+  'errorResponse',
+  'writeConcernError',
+  'errInfo',
+  'keyValue',
+  'document',
+  // Node's HTTP parser error (a malformed request, which Fastify logs at trace): the request's bytes up to the fault,
+  // its Authorization and Cookie headers included
+  'rawPacket',
+] as const
 
 /** pino's error serializer, without the fields above (on the error, its cause and the errors it aggregates). */
 export function serializeError(err: Error): Record<string, unknown> {

@@ -2,6 +2,8 @@
  * The loggers every process makes (loggerOptions): secrets never reach a log line, among them what a library puts on
  * its errors. Against the real Redis: a wrong password makes ioredis fail AUTH with the password on the error.
  */
+import { createServer } from 'node:http'
+import { connect, type AddressInfo, type Socket } from 'node:net'
 import Redis from 'ioredis'
 import mongoose from 'mongoose'
 import pino from 'pino'
@@ -66,5 +68,36 @@ it("a database error carrying the documents of an insertMany (a paid hold's tick
   } finally {
     await conn.dropDatabase()
     await conn.close()
+  }
+})
+
+it("a malformed request's parser error (which Fastify logs at trace) is logged without the request's bytes", async () => {
+  // Node's HTTP parser puts the request up to the fault on its error, as `rawPacket`: the Authorization header included
+  const server = createServer()
+  const parserError = new Promise<Error>((resolve) =>
+    server.on('clientError', (err: Error, socket: Socket) => {
+      socket.destroy()
+      resolve(err)
+    }),
+  )
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  try {
+    const client = connect((server.address() as AddressInfo).port, '127.0.0.1')
+    client.on('error', () => undefined)
+    client.write('GET /checkout/x HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer jwt_LEAK\r\nBad\u0001Header: y\r\n\r\n')
+    const err = await parserError
+    client.destroy()
+    // what makes the test meaningful: the error holds the bytes
+    expect(Buffer.from((err as { rawPacket?: Buffer }).rawPacket ?? []).toString()).toContain('jwt_LEAK')
+    const lines: string[] = []
+    const logger = pino(loggerOptions({ logLevel: 'trace' }, 'test'), { write: (line: string) => void lines.push(line) })
+    logger.trace({ err }, 'client error')
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).not.toContain('rawPacket')
+    // the byte list of "jwt_LEAK" as JSON would show a Buffer
+    expect(lines[0]).not.toContain([...Buffer.from('jwt_LEAK')].join(','))
+    expect(lines[0]).toContain('HPE_')
+  } finally {
+    await new Promise((resolve) => server.close(resolve))
   }
 })

@@ -268,7 +268,10 @@ describe('request ids and request lines', () => {
         expect(res.headers['svc-request-id']).toMatch(/^[0-9a-f-]{36}$/)
       }
       await ask('req_withquery', '/graphql?variables=%7B%22t%22%3A%22cko_test_SECRETSECRET%22%7D')
-      expect(lines.join('')).not.toContain('SECRETSECRET')
+      // a path of no route, with a query (a misdirected call): 404, and its query is not logged either
+      const missed = await gateway.inject({ method: 'GET', url: '/graphql/?variables=%7B%22t%22%3A%22cko_test_SECRETOTHER%22%7D', headers: operator() })
+      expect(missed.statusCode).toBe(404)
+      expect(lines.join('')).not.toMatch(/SECRETSECRET|SECRETOTHER/)
       expect(lines.some((l) => l.includes('"url":"/graphql"'))).toBe(true)
     } finally {
       await gateway.close()
