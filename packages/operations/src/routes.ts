@@ -4,7 +4,8 @@
  *   GET /livez     200 while the process runs (a liveness probe restarts it otherwise)
  *   GET /readyz    200 when every dependency it needs answers, else 503 naming which did not (why, only with the
  *                  metrics token: an error's text may name internal addresses); once the process is closing, Fastify
- *                  answers 503 itself (or the connection is refused), so a balancer stops sending it work
+ *                  answers 503 itself (or the connection is refused), so a balancer stops sending it work; every
+ *                  answer from then on closes its connection
  *   GET /metrics   Prometheus text, only with `Authorization: Bearer <METRICS_TOKEN>` (else 401)
  *
  * and counts the duration of every other request it serves.
@@ -75,6 +76,17 @@ export const operationsRoutes = fp(
         return reply.code(401).send({ error: 'Unauthorized', message: 'metrics need the metrics token: Authorization: Bearer <METRICS_TOKEN>' })
       }
       return reply.type(opts.metrics.registry.contentType).send(await opts.metrics.registry.metrics())
+    })
+
+    // Once the process closes, every answer closes its connection: a keep-alive client (a balancer, a browser, the
+    // gateway's pool) then sends its next request elsewhere, and its idle socket does not hold the close open until
+    // the keep-alive timeout (72 s) passes the stop's budget
+    let closing = false
+    app.addHook('preClose', async () => {
+      closing = true
+    })
+    app.addHook('onSend', async (_request, reply) => {
+      if (closing) reply.header('connection', 'close')
     })
 
     app.addHook('onResponse', async (request, reply) => {
