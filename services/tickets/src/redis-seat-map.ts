@@ -158,14 +158,15 @@ export function createRedisSeatMap(opts: { redisUrl: string; redisPrefix: string
       await redis.zremrangebyscore(active, '-inf', now - ACTIVE_FOR_MS)
       const tiers = await redis.zrange(active, 0, -1)
       const server = /^run_id:(\w+)/m.exec(await redis.info('server'))?.[1] ?? null
-      const restarted = runId !== null && server !== null && server !== runId
-      runId = server ?? runId
-      if (restarted) {
+      if (runId !== null && server !== null && server !== runId) {
         // Redis restarted (its data as of its last save: freed seats show taken again, and a tier sold out that is
-        // not) or failed over (a replica behind): no map is trusted until rebuilt, a rebuild lock restored included
+        // not) or failed over (a replica behind): no map is trusted until rebuilt, a rebuild lock restored included.
+        // The new run_id is kept only once every map is let go, so a sweep cut off halfway does it again
         for (const tier of tiers) await redis.del(keys(tier).built, keys(tier).fresh, keys(tier).lock)
+        runId = server
         return tiers
       }
+      runId = server ?? runId
       if (tiers.length === 0) return []
       const fresh = await Promise.all(tiers.map((t) => redis.exists(keys(t).fresh)))
       return tiers.filter((_, i) => fresh[i] === 0)

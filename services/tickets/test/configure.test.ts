@@ -111,6 +111,25 @@ test('a configuration stalled past its turn stops before writing: the next one, 
   expect(await models.CapacityUnit.countDocuments({ tierId, kind: 'seat', reservationId: /^sold_/ })).toBe(150)
 })
 
+test("a raise stalled past its turn does not undo the next configuration's cut: it stops before letting blocked seats go", async () => {
+  const { eventUri, tierId } = await pricedTier(100)
+  // B (a raise to 120) is held at its read of the blocked seats, about to let them go
+  const slow = gated(3)
+  const b = configureTicketTiers(slow.d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 120)] })
+  await slow.reached
+  const realNow = Date.now.bind(Date)
+  const clockMoved = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + 200_000)
+  try {
+    // A takes the lapsed turn and cuts the capacity to 80: 20 seats into the organizer's block
+    await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 80)] })
+    slow.open()
+    expect(((await b.catch((e: unknown) => e)) as ContractError).code).toBe('ServiceUnavailable')
+  } finally {
+    clockMoved.mockRestore()
+  }
+  expect(await tierCapacity(d, (await models.Tier.findById(tierId).lean())!)).toBe(80)
+})
+
 test('a configuration that waits longer than its turn allows is answered ServiceUnavailable and changes nothing', async () => {
   const { eventUri, tierId } = await pricedTier(10)
   // the event's first turn was its creation; the second is taken by a holder that neither ends it nor lets it lapse

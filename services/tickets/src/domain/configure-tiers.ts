@@ -76,9 +76,11 @@ export async function tierCapacity(d: TicketsDomain, tier: Pick<TierDoc, '_id' |
  * one tier has too few free seats (holds took them since the check), the blocks this call took are given back and
  * the request is refused, having changed nothing.
  */
-async function cutCapacities(d: TicketsDomain, cuts: { tier: TierDoc; capacity: number }[]): Promise<void> {
+async function cutCapacities(d: TicketsDomain, cuts: { tier: TierDoc; capacity: number }[], turn: Turn): Promise<void> {
   const taken: UnitToDelete[][] = []
   for (const { tier, capacity } of cuts) {
+    // a cut of many seats takes time: each tier's is taken only while the turn holds
+    turn.assertHeld()
     const before = new Set((await blockedSeats(d, tier._id)).map((u) => u._id))
     const current = tier.seatRange - before.size
     const result = await reserve(d, { id: blockReservation(tier._id), expiresAt: KEPT_UNTIL }, [{ tierId: tier._id, seatRange: tier.seatRange, quantity: current - capacity }])
@@ -95,6 +97,8 @@ async function raiseCapacity(d: TicketsDomain, tier: TierDoc, capacity: number, 
   const blocked = await blockedSeats(d, tier._id)
   const current = tier.seatRange - blocked.length
   const unblock = blocked.slice(0, capacity - current)
+  // the blocks read here may be the next configuration's cut: deleted only while the turn holds
+  turn.assertHeld()
   await deleteUnitsOfReservation(d, blockReservation(tier._id), unblock)
   const widen = capacity - current - unblock.length
   turn.assertHeld()
@@ -168,10 +172,10 @@ export async function configureTicketTiers(d: ServingTickets, appDid: string, in
       capacities.set(tier!._id, tier!.seatRange - blocked)
     }
     if (existing.size + tiers.filter((t) => t.ticketTypeId === null).length > MAX_TIERS_PER_EVENT) invalid(`an event has at most ${MAX_TIERS_PER_EVENT} tiers`)
-    turn.assertHeld()
     await cutCapacities(
       d,
       tiers.flatMap((t) => (t.ticketTypeId !== null && t.capacity < capacities.get(t.ticketTypeId)! ? [{ tier: existing.get(t.ticketTypeId)!, capacity: t.capacity }] : [])),
+      turn,
     )
 
     turn.assertHeld()
