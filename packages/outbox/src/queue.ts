@@ -3,6 +3,8 @@
  * One job per outbox event, job id = event id (`evt_…`), so publishing an event twice is one job. Also the names of
  * the other domains' queues, which the operators' board (events) shows beside its own.
  */
+import { Queue } from 'bullmq'
+import type { Redis } from 'ioredis'
 import type { Environment } from '@svc/vocabulary'
 
 export const DOMAIN_EVENTS_QUEUE = 'domain-events'
@@ -29,4 +31,15 @@ export interface DomainEventJob {
 /** BullMQ's key prefix for a Redis key prefix (REDIS_PREFIX): every queue of one deployment lives under it. */
 export function queuePrefix(redisPrefix: string): string {
   return `${redisPrefix}bull`
+}
+
+/**
+ * A queue that only adds jobs, on a connection whose commands fail while Redis is away (maxRetriesPerRequest set, so
+ * a request answers at once rather than wait). BullMQ asks Redis its version (INFO) once, when the queue is made; on
+ * such a connection that one command can fail (Redis dropping between its ready and the answer), and the queue then
+ * refuses every add until the process restarts. So the producers skip it: the workers, which block on Redis and need
+ * its capabilities, check the version.
+ */
+export function producerQueue<T>(name: string, connection: Redis, prefix: string): Queue<T> {
+  return new Queue<T>(name, { connection, prefix, skipVersionCheck: true })
 }

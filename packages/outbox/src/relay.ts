@@ -21,12 +21,12 @@
  * window), at most once per `pruneIntervalMs`, so the collection does not grow forever. FerretDB has no TTL index.
  */
 import { once } from 'node:events'
-import { Queue, type JobsOptions } from 'bullmq'
+import type { JobsOptions } from 'bullmq'
 import Redis from 'ioredis'
 import pTimeout from 'p-timeout'
 import type { Logger } from 'pino'
 import type { OutboxEvent, OutboxModel } from './outbox'
-import { DOMAIN_EVENTS_QUEUE, queuePrefix, type DomainEventJob, type EventSource } from './queue'
+import { DOMAIN_EVENTS_QUEUE, producerQueue, queuePrefix, type DomainEventJob, type EventSource } from './queue'
 import { OUTBOX_WRITTEN, outboxNamespace, outboxWrites } from './writes'
 
 export const DEFAULT_RELAY_INTERVAL_MS = 500
@@ -158,7 +158,7 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   }
   /** a publish that has not answered yet (after its pass gave up on it): no other starts before it settles */
   let publishing: Promise<unknown> | null = null
-  const queue = new Queue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, { connection: redis, prefix: queuePrefix(opts.redisPrefix) })
+  const queue = producerQueue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, redis, queuePrefix(opts.redisPrefix))
   let lastConnectionError = 0
   queue.on('error', (err) => {
     if (Date.now() - lastConnectionError < ERROR_LOG_INTERVAL_MS) return

@@ -4,10 +4,10 @@
  * the job only makes the release punctual, so adding it is best effort (a hold is made without it when Redis is
  * away), and reads release lapsed holds anyway. Operators see the jobs on the board.
  */
-import { Queue, Worker, type Job } from 'bullmq'
+import { Worker, type Job } from 'bullmq'
 import Redis from 'ioredis'
 import type { Logger } from 'pino'
-import { queuePrefix, TICKET_HOLDS_QUEUE } from '@svc/outbox'
+import { producerQueue, queuePrefix, TICKET_HOLDS_QUEUE } from '@svc/outbox'
 import type { HoldExpiryScheduler, TicketsDomain } from './domain/context'
 import { expireHold } from './domain/expire-hold'
 
@@ -26,7 +26,7 @@ export function startHoldExpiry(opts: { domain: TicketsDomain; redisUrl: string;
   const log = opts.logger.child({ component: 'hold-expiry' })
   const prefix = queuePrefix(opts.redisPrefix)
   const producer = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, disconnectTimeout: 200 })
-  const queue = new Queue<HoldExpiryJob>(TICKET_HOLDS_QUEUE, { connection: producer, prefix })
+  const queue = producerQueue<HoldExpiryJob>(TICKET_HOLDS_QUEUE, producer, prefix)
   queue.on('error', (err) => log.warn({ err }, 'hold expiry queue: connection error'))
   const consumer = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
   const worker = new Worker<HoldExpiryJob>(
