@@ -12,3 +12,26 @@ export function isRedisUnavailable(err: unknown): boolean {
   if (e.name === 'MaxRetriesPerRequestError' || e.message === 'Connection is closed.') return true
   return e.name === 'ReplyError' && typeof e.message === 'string' && REDIS_BUSY_REPLY.test(e.message)
 }
+
+/** How often a connection that keeps failing is logged: a Redis away for minutes is a few lines, not one per reconnect. */
+export const CONNECTION_ERROR_LOG_INTERVAL_MS = 30_000
+
+/**
+ * Logs the errors of a connection to a backing service (an ioredis client, a BullMQ queue or worker) as structured
+ * warn lines, at most one per `intervalMs`. Attaching the listener is also what keeps ioredis from printing
+ * "[ioredis] Unhandled error event" with a stack to stderr at every reconnect.
+ */
+export function logConnectionErrors(
+  emitter: { on(event: 'error', listener: (err: Error) => void): unknown },
+  log: { warn(obj: object, msg: string): void } | undefined,
+  message: string,
+  intervalMs = CONNECTION_ERROR_LOG_INTERVAL_MS,
+): void {
+  let last = -Infinity
+  emitter.on('error', (err: Error) => {
+    const now = Date.now()
+    if (now - last < intervalMs) return
+    last = now
+    log?.warn({ err }, message)
+  })
+}

@@ -22,6 +22,7 @@
  */
 import { once } from 'node:events'
 import type { JobsOptions } from 'bullmq'
+import { logConnectionErrors } from '@svc/operations'
 import Redis from 'ioredis'
 import pTimeout from 'p-timeout'
 import type { Logger } from 'pino'
@@ -159,12 +160,7 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   /** a publish that has not answered yet (after its pass gave up on it): no other starts before it settles */
   let publishing: Promise<unknown> | null = null
   const queue = producerQueue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, redis, queuePrefix(opts.redisPrefix))
-  let lastConnectionError = 0
-  queue.on('error', (err) => {
-    if (Date.now() - lastConnectionError < ERROR_LOG_INTERVAL_MS) return
-    lastConnectionError = Date.now()
-    log.warn({ err }, 'outbox relay: queue connection error')
-  })
+  logConnectionErrors(queue, log, 'outbox relay: queue connection error', ERROR_LOG_INTERVAL_MS)
 
   /** the highest value of the domain's relay sequence this process has seen (its own advances, and its reads) */
   let seenSeq = 0

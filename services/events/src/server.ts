@@ -1,6 +1,7 @@
 /** The events subgraph: its database connection, models, the delivery queue it adds to, and its GraphQL server. */
 import Redis from 'ioredis'
 import { producerQueue } from '@svc/outbox'
+import { logConnectionErrors } from '@svc/operations'
 import { processOptionsOf, startDomainSubgraph, type DomainProcessOptions } from '@svc/subgraph-server'
 import type { EventsDomain } from './domain/context'
 import { createEventsModels, type EventsModels } from './models'
@@ -21,7 +22,7 @@ export async function startEventsService(opts: EventsServiceOptions): Promise<{ 
   // once, rather than waiting for Redis past the gateway's timeout and then running (a test event the app was told failed)
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, disconnectTimeout: 200 })
   const deliveries = producerQueue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, redis, queuePrefix(opts.redisPrefix))
-  deliveries.on('error', (err) => opts.logger.warn({ err }, 'delivery queue: connection error'))
+  logConnectionErrors(deliveries, opts.logger, 'delivery queue: connection error')
   const settings: Omit<EventsDomain, 'models' | 'logger'> = { deliveries, redis, redisPrefix: opts.redisPrefix, secretKey: opts.secretKey }
   const running = await startDomainSubgraph({
     ...processOptionsOf(opts),

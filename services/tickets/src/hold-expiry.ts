@@ -8,6 +8,7 @@ import { Worker, type Job } from 'bullmq'
 import Redis from 'ioredis'
 import type { Logger } from 'pino'
 import { producerQueue, queuePrefix, TICKET_HOLDS_QUEUE } from '@svc/outbox'
+import { logConnectionErrors } from '@svc/operations'
 import type { HoldExpiryScheduler, TicketsDomain } from './domain/context'
 import { expireHold } from './domain/expire-hold'
 
@@ -27,7 +28,7 @@ export function startHoldExpiry(opts: { domain: TicketsDomain; redisUrl: string;
   const prefix = queuePrefix(opts.redisPrefix)
   const producer = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, disconnectTimeout: 200 })
   const queue = producerQueue<HoldExpiryJob>(TICKET_HOLDS_QUEUE, producer, prefix)
-  queue.on('error', (err) => log.warn({ err }, 'hold expiry queue: connection error'))
+  logConnectionErrors(queue, log, 'hold expiry queue: connection error')
   const consumer = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
   const worker = new Worker<HoldExpiryJob>(
     TICKET_HOLDS_QUEUE,
@@ -39,7 +40,7 @@ export function startHoldExpiry(opts: { domain: TicketsDomain; redisUrl: string;
     },
     { connection: consumer, prefix, concurrency: 8 },
   )
-  worker.on('error', (err) => log.warn({ err }, 'hold expiry worker: connection error'))
+  logConnectionErrors(worker, log, 'hold expiry worker: connection error')
   return {
     // adding it again is a no-op while the job exists (its id is the hold's)
     async schedule(holdId, expiresAt) {
