@@ -34,6 +34,25 @@ export interface OperationsOptions {
 const OPERATIONS_PATHS = new Set(['/livez', '/readyz', '/metrics'])
 
 /**
+ * Once the server closes, every answer closes its connection: a keep-alive client (a balancer, a browser, the
+ * gateway's pool) then sends its next request elsewhere, and its idle socket does not hold the close open until the
+ * keep-alive timeout (72 s) passes the stop's budget. Every process's servers have it (operationsRoutes registers it;
+ * a server without those routes, the board, registers it itself).
+ */
+export const closingConnections = fp(
+  async (app: FastifyInstance) => {
+    let closing = false
+    app.addHook('preClose', async () => {
+      closing = true
+    })
+    app.addHook('onSend', async (_request, reply) => {
+      if (closing) reply.header('connection', 'close')
+    })
+  },
+  { name: 'svc-closing-connections', fastify: '5.x' },
+)
+
+/**
  * A presented secret (the metrics or the operator token) against the expected one, compared as SHA-256 digests: neither the
  * comparison's time nor an early length check tells anything of the token. The gateway and the board use it too.
  */
@@ -78,16 +97,7 @@ export const operationsRoutes = fp(
       return reply.type(opts.metrics.registry.contentType).send(await opts.metrics.registry.metrics())
     })
 
-    // Once the process closes, every answer closes its connection: a keep-alive client (a balancer, a browser, the
-    // gateway's pool) then sends its next request elsewhere, and its idle socket does not hold the close open until
-    // the keep-alive timeout (72 s) passes the stop's budget
-    let closing = false
-    app.addHook('preClose', async () => {
-      closing = true
-    })
-    app.addHook('onSend', async (_request, reply) => {
-      if (closing) reply.header('connection', 'close')
-    })
+    await app.register(closingConnections)
 
     app.addHook('onResponse', async (request, reply) => {
       const pattern = request.routeOptions.url

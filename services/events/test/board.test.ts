@@ -163,3 +163,7 @@ test('the board only watches: every action that would remove, add, edit, retry o
   const listed = (await (await fetch(`${url}/board/api/queues?activeQueue=${q}&status=latest&page=1&jobsPerPage=10`, { headers: { authorization: `Bearer ${token}` } })).json()) as { queues: { name: string; readOnlyMode: boolean }[] }
   expect(listed.queues.every((queue) => queue.readOnlyMode)).toBe(true)
 })
+
+test('once closing, the board answers with Connection: close, as every process does (its keep-alive sockets do not hold the stop)', () => {
+  expect(board.hasPlugin('svc-closing-connections')).toBe(true)
+})

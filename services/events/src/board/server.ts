@@ -13,6 +13,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import Redis from 'ioredis'
 import type { Logger } from 'pino'
 import { REQUEST_ID_HEADER } from '@svc/internal-context'
+import { closingConnections } from '@svc/operations'
 import { ALL_QUEUES, queuePrefix } from '../queues'
 import { BOARD_REALM, checkOperator } from './auth'
 
@@ -51,6 +52,7 @@ export async function buildBoard(opts: BoardOptions): Promise<FastifyInstance> {
   })
 
   app.get('/health', async () => ({ ok: true }))
+  await app.register(closingConnections)
 
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
   const queues = ALL_QUEUES.map((name) => new Queue(name, { connection: redis, prefix: queuePrefix(opts.redisPrefix) }))
