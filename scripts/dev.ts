@@ -7,7 +7,7 @@
 import Redis from 'ioredis'
 import { join } from 'node:path'
 import { loadConfig } from '@svc/config'
-import { startFerretDb, type RunningFerretDb } from '@svc/testing'
+import { redactUrl, startFerretDb, type RunningFerretDb } from '@svc/testing'
 import { ROOT, serviceComponents, startComponents, type RunningComponents } from './lib/components'
 import { devBanner } from './lib/dev-banner'
 
@@ -29,11 +29,7 @@ async function main() {
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true })
   await redis.connect()
   const policy = (await redis.config('GET', 'maxmemory-policy').catch(() => ['', 'unknown'])) as string[]
-  // its host and database, never its password
-  const shown = new URL(config.redisUrl)
-  shown.username = ''
-  shown.password = ''
-  console.log(`dev: Redis ${shown.href} (maxmemory-policy ${policy[1]})`)
+  console.log(`dev: Redis ${redactUrl(config.redisUrl)} (maxmemory-policy ${policy[1]})`)
   redis.disconnect()
 
   // eslint-disable-next-line prefer-const -- assigned once the shutdown handler that reads it is installed

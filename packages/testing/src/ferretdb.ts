@@ -78,7 +78,8 @@ export async function postgresForFerret(env: Record<string, string | undefined> 
   }
 }
 
-function redactUrl(url: string): string {
+/** A URL as printed: its password masked. */
+export function redactUrl(url: string): string {
   const u = new URL(url)
   if (u.password) u.password = '***'
   return u.toString()
