@@ -8,6 +8,8 @@ import { spawn } from 'node:child_process'
 import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { parse } from 'yaml'
+import { loadConfig } from '@svc/config'
+import { processorTimeoutOf, resolveTimeoutOf } from '@svc/payments/src/domain/context'
 import { freePort, isolate } from '@svc/testing'
 
 const root = join(__dirname, '..')
@@ -19,6 +21,7 @@ const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), { 
       build?: string
       init?: boolean
       working_dir?: string
+      stop_grace_period?: string
       command?: string[]
       environment?: Record<string, string>
       depends_on?: string[] | Record<string, unknown>
@@ -93,6 +96,15 @@ describe('docker-compose.yml', () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
     }
   }, 90_000)
+
+  test("a stop waits out a pay under way: the stop budget covers the processor's charge and the question after it, and compose's grace the budget", () => {
+    const payments = { models: {} } as Parameters<typeof processorTimeoutOf>[0]
+    const budget = loadConfig({}).shutdownTimeoutMs
+    expect(budget).toBeGreaterThanOrEqual(processorTimeoutOf(payments) + resolveTimeoutOf(payments))
+    for (const [name, s] of Object.entries(compose.services).filter(([, s]) => s.build !== undefined && s.stop_grace_period !== undefined)) {
+      expect([name, Number(/^(\d+)s$/.exec(s.stop_grace_period!)?.[1]) * 1000]).toEqual([name, budget + 5000])
+    }
+  })
 
   test('uses mongo:7 and redis:7 with noeviction', () => {
     expect(compose.services.mongo?.image).toBe('mongo:7')

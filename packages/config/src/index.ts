@@ -121,8 +121,11 @@ const variables = z
     WORKERS_PORT: port(4301),
     /** time every database command for /metrics (the driver's command monitoring costs about 10% of a subgraph's throughput here) */
     DB_COMMAND_METRICS: bool.default(false),
-    /** how long a process may take to finish its requests and jobs once told to stop, before it exits anyway */
-    SHUTDOWN_TIMEOUT_MS: emptyAsUnset(z.coerce.number().int().min(100).max(600_000).default(15_000)),
+    /**
+     * how long a process may take to finish its requests and jobs once told to stop, before it exits anyway: a pay
+     * under way finishes within it (the processor's 20 s charge, then 5 s to ask it), rather than be left to recovery
+     */
+    SHUTDOWN_TIMEOUT_MS: emptyAsUnset(z.coerce.number().int().min(100).max(600_000).default(30_000)),
     GATEWAY_URL: z.string().url().default('http://127.0.0.1:4100/graphql'),
     /** how long the gateway waits for a subgraph's answer before answering ServiceUnavailable (503) */
     SUBGRAPH_TIMEOUT_MS: emptyAsUnset(z.coerce.number().int().min(100).max(120_000).default(30_000)),
