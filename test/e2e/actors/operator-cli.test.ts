@@ -145,3 +145,27 @@ test('dashboard-link prints a single-use sign-in link that opens a dashboard ses
   expect((await fetch(url, { redirect: 'manual' })).status).toBe(401)
   expect((await post({ cookie: nonceCookie }, { next: '/dashboard', nonce })).status).toBe(401)
 })
+
+test('signing in again in the same browser ends the session it had: a session cookie left behind (a shared machine, another creator) opens nothing', async () => {
+  const actor = await stack.newActor({ environment: 'test' })
+  const signIn = async (cookieBefore?: string): Promise<string> => {
+    const url = await stack.dashboardLoginUrl(actor.did, 'test')
+    const page = await fetch(url, { redirect: 'manual' })
+    const nonceCookie = page.headers.get('set-cookie')!.split(';')[0]!
+    const nonce = /name="nonce" value="([^"]+)"/.exec(await page.text())![1]!
+    const signedIn = await fetch(new URL(url).origin + new URL(url).pathname, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: [nonceCookie, cookieBefore].filter(Boolean).join('; ') },
+      body: new URLSearchParams({ next: '/dashboard', nonce }).toString(),
+    })
+    expect(signedIn.status).toBe(303)
+    return signedIn.headers.get('set-cookie')!.split(', ').find((c) => c.startsWith('svc_dashboard='))!.split(';')[0]!
+  }
+  const home = async (cookie: string) => (await fetch(`${stack.checkoutUrl}/dashboard`, { headers: { cookie } })).status
+  const first = await signIn()
+  expect(await home(first)).toBe(200)
+  const second = await signIn(first)
+  expect(await home(second)).toBe(200)
+  expect(await home(first)).toBe(401)
+})

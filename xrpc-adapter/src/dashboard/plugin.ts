@@ -126,6 +126,8 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
     reply.clearCookie(LOGIN_NONCE_COOKIE, { path: '/dashboard/login' })
     const started = await opts.sessions.redeemLoginLink(request.params.token)
     if (!started) return sendPage(reply, views.signInLinkInvalidPage())
+    // the session this browser had ends: its cookie, left in a shared browser or copied from it, opens nothing more
+    await opts.sessions.destroySession(request.cookies[DASHBOARD_COOKIE])
     reply.setCookie(DASHBOARD_COOKIE, started.cookie, {
       path: '/dashboard',
       httpOnly: true,
