@@ -54,6 +54,17 @@ function gated(nth: number): { d: ServingTickets; reached: Promise<void>; open: 
   return { d: { ...d, models: { ...models, CapacityUnit: units } }, reached, open }
 }
 
+/** Runs `fn` with the machine's clock 200 s on: a configuration held meanwhile has outlived its turn (120 s). */
+async function pastTurn(fn: () => Promise<void>): Promise<void> {
+  const realNow = Date.now.bind(Date)
+  const clockMoved = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + 200_000)
+  try {
+    await fn()
+  } finally {
+    clockMoved.mockRestore()
+  }
+}
+
 /** Sells `count` seats of the tier as it is now (kept, as paid tickets' seats are). */
 async function sell(tierId: string, count: number) {
   const current = (await models.Tier.findById(tierId).lean())!
@@ -92,19 +103,13 @@ test('a configuration stalled past its turn stops before writing: the next one, 
   const slow = gated(3)
   const b = configureTicketTiers(slow.d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 120)] })
   await slow.reached
-  // B stalls past its turn (a slow database): the machine's clock moves 200 s on, so its turn has lapsed
-  const realNow = Date.now.bind(Date)
-  const clockMoved = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + 200_000)
-  try {
-    // A takes the lapsed turn, raises the capacity to 150, and the 50 new seats sell
+  // B stalls past its turn (a slow database); A takes the lapsed turn, raises the capacity to 150, and the 50 new seats sell
+  await pastTurn(async () => {
     await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 150)] })
     await sell(tierId, 50)
     slow.open()
-    const answer = await b.catch((e: unknown) => e)
-    expect((answer as ContractError).code).toBe('ServiceUnavailable')
-  } finally {
-    clockMoved.mockRestore()
-  }
+    expect(((await b.catch((e: unknown) => e)) as ContractError).code).toBe('ServiceUnavailable')
+  })
   const final = (await models.Tier.findById(tierId).lean())!
   expect(final.seatRange).toBe(150)
   expect(await tierCapacity(d, final)).toBe(150)
@@ -117,16 +122,12 @@ test("a raise stalled past its turn does not undo the next configuration's cut: 
   const slow = gated(3)
   const b = configureTicketTiers(slow.d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 120)] })
   await slow.reached
-  const realNow = Date.now.bind(Date)
-  const clockMoved = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + 200_000)
-  try {
-    // A takes the lapsed turn and cuts the capacity to 80: 20 seats into the organizer's block
+  // A takes the lapsed turn and cuts the capacity to 80: 20 seats into the organizer's block
+  await pastTurn(async () => {
     await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 80)] })
     slow.open()
     expect(((await b.catch((e: unknown) => e)) as ContractError).code).toBe('ServiceUnavailable')
-  } finally {
-    clockMoved.mockRestore()
-  }
+  })
   expect(await tierCapacity(d, (await models.Tier.findById(tierId).lean())!)).toBe(80)
 })
 
