@@ -48,7 +48,7 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
 const requestSerializer = (req: { method?: string; url?: string; ip?: string }) => ({ method: req.method, url: (req.url ?? '').split('?')[0], remoteAddress: req.ip })
 
 /** The most tokens a GraphQL document may have (the service's own have a few hundred). */
-export const MAX_DOCUMENT_TOKENS = 10_000
+const MAX_DOCUMENT_TOKENS = 10_000
 
 export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstance> {
   const app = Fastify({

@@ -58,7 +58,10 @@ export function collectedGauge<L extends string>(
   labelNames: readonly L[],
   collect: (gauge: Gauge<L>) => Promise<void>,
 ): Gauge<L> {
-  const failures = counter(metrics, 'svc_metrics_collect_failures_total', 'scrapes whose collected gauge failed or timed out (its last values shown)', ['gauge'] as const)
+  // one counter per registry, whichever gauge registers first
+  const failures =
+    (metrics.registry.getSingleMetric('svc_metrics_collect_failures_total') as Counter<'gauge'> | undefined) ??
+    counter(metrics, 'svc_metrics_collect_failures_total', 'scrapes whose collected gauge failed or timed out (its last values shown)', ['gauge'] as const)
   let running: Promise<boolean> | null = null
   return new Gauge({
     name,

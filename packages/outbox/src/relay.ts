@@ -22,7 +22,7 @@
  */
 import { once } from 'node:events'
 import type { JobsOptions } from 'bullmq'
-import { logConnectionErrors } from '@svc/operations'
+import { CONNECTION_ERROR_LOG_INTERVAL_MS, logConnectionErrors } from '@svc/operations'
 import Redis from 'ioredis'
 import pTimeout from 'p-timeout'
 import type { Logger } from 'pino'
@@ -119,8 +119,8 @@ export function domainEventJob(source: EventSource, event: Pick<OutboxEvent, '_i
   }
 }
 
-/** While passes keep failing, their errors are logged at most this often. */
-const ERROR_LOG_INTERVAL_MS = 30_000
+/** While passes keep failing, their errors are logged at most this often (as a failing connection's are). */
+const ERROR_LOG_INTERVAL_MS = CONNECTION_ERROR_LOG_INTERVAL_MS
 /** A pass waits this long for Redis to (re)connect before it fails (stop() cuts the wait short). */
 const CONNECT_WAIT_MS = 5_000
 /** A publish without an answer in this time fails the pass; the batch stays unrelayed (publishing it again is a no-op). */
@@ -160,7 +160,7 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   /** a publish that has not answered yet (after its pass gave up on it): no other starts before it settles */
   let publishing: Promise<unknown> | null = null
   const queue = producerQueue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, redis, queuePrefix(opts.redisPrefix))
-  logConnectionErrors(queue, log, 'outbox relay: queue connection error', ERROR_LOG_INTERVAL_MS)
+  logConnectionErrors(queue, log, 'outbox relay: queue connection error')
 
   /** the highest value of the domain's relay sequence this process has seen (its own advances, and its reads) */
   let seenSeq = 0

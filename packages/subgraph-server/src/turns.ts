@@ -60,9 +60,7 @@ export interface Turn {
 
 /** Runs `fn` in `key`'s next turn: no other writer of `key` runs meanwhile. */
 export async function inTurn<T>(model: TurnModel, key: string, fn: (turn: Turn) => Promise<T>, opts: TurnOptions = {}): Promise<T> {
-  const turnMs = (opts.turnSeconds ?? 120) * 1000
-  const { id, expiresAt } = await takeTurn(model, key, opts)
-  const writesUntil = expiresAt.getTime() - Math.min(30_000, turnMs / 4)
+  const { id, writesUntil } = await takeTurn(model, key, opts)
   const turn: Turn = {
     assertHeld() {
       if (Date.now() >= writesUntil) throw new ContractError('ServiceUnavailable', 'this change ran too long to finish in its turn and stopped; retry')
@@ -78,7 +76,7 @@ export async function inTurn<T>(model: TurnModel, key: string, fn: (turn: Turn) 
 }
 
 // turns are timed by the machine's clock, not a domain's (a test's clock may stand still)
-async function takeTurn(model: TurnModel, key: string, opts: TurnOptions): Promise<{ id: string; expiresAt: Date }> {
+async function takeTurn(model: TurnModel, key: string, opts: TurnOptions): Promise<{ id: string; writesUntil: number }> {
   const turnMs = (opts.turnSeconds ?? 120) * 1000
   const giveUpAt = Date.now() + (opts.waitMs ?? 10_000)
   for (;;) {
@@ -92,7 +90,8 @@ async function takeTurn(model: TurnModel, key: string, opts: TurnOptions): Promi
         // the turns before the last one are history, once they are old: a writer that read turn k as the last and
         // stalled must still meet turn k+1 at its insert, not find it deleted and take it a second time
         if (n > 2) await model.deleteMany({ key, n: { $lt: n - 1 }, expiresAt: { $lt: new Date(Date.now() - turnMs) } }).catch(() => undefined)
-        return { id, expiresAt }
+        // its holder writes until the last quarter of the turn (at most 30 s before it lapses): Turn.assertHeld
+        return { id, writesUntil: expiresAt.getTime() - Math.min(30_000, turnMs / 4) }
       } catch (err) {
         if (!isDuplicateKeyError(err)) throw err
         continue // another writer took this turn: wait for it

@@ -75,7 +75,7 @@ function refuse(reason: string): never {
 }
 
 /** The longest webhook or receiver URL kept (as a checkout's return URLs): each attempt records it, and its errors may. */
-export const MAX_WEBHOOK_URL_LENGTH = 2048
+const MAX_WEBHOOK_URL_LENGTH = 2048
 /** A DNS name has at most 253 characters (RFC 1035); a longer one can only fail, at every attempt, with itself in the error. */
 const MAX_HOST_NAME_LENGTH = 253
 

@@ -162,7 +162,7 @@ export function createRedisSeatMap(opts: { redisUrl: string; redisPrefix: string
         // Redis restarted (its data as of its last save: freed seats show taken again, and a tier sold out that is
         // not) or failed over (a replica behind): no map is trusted until rebuilt, a rebuild lock restored included.
         // The new run_id is kept only once every map is let go, so a sweep cut off halfway does it again
-        for (const tier of tiers) await redis.del(keys(tier).built, keys(tier).fresh, keys(tier).lock)
+        await Promise.all(tiers.map((tier) => redis.del(keys(tier).built, keys(tier).fresh, keys(tier).lock)))
         runId = server
         return tiers
       }

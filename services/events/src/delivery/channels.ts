@@ -24,7 +24,7 @@ export interface DeliveryToSend {
  * The `svc-api-version` of a delivery: its envelope's `apiVersion`, fixed when the delivery was written, so a retry or
  * redrive after a version change still sends a header that matches its body (receivers check both).
  */
-export function apiVersionOf(body: string): string {
+function apiVersionOf(body: string): string {
   try {
     const version = (JSON.parse(body) as { apiVersion?: unknown } | null)?.apiVersion
     return typeof version === 'string' ? version : API_VERSION

@@ -282,7 +282,7 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
 }
 
 /** How long an attempt that decided to insert its hold keeps trying while the database is away (as a start waits for it). */
-export const DECIDED_HOLD_INSERT_MS = 60_000
+const DECIDED_HOLD_INSERT_MS = 60_000
 
 /**
  * Inserts the hold of an attempt that decided to insert it. Nothing else will (a retry of the order waits for a hold
