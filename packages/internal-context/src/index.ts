@@ -53,6 +53,8 @@ export interface InternalContext {
 }
 
 const LIFETIME_SECONDS = 60
+/** How far ahead of the verifier a signer's clock may run: a context that outlives that is refused, whoever signed it. */
+const CLOCK_AHEAD_SECONDS = 60
 const ADAPTER_SERVICES: readonly string[] = [SERVICE_PRINCIPALS.xrpcAdapter, SERVICE_PRINCIPALS.checkout]
 
 /** The principals each issuer may state: a process can never speak for a caller it did not authenticate. */
@@ -109,7 +111,7 @@ export function signContext(signer: ContextSigner, ctx: { principal: Principal; 
   return `${signed}.${mac(signer.key, signed).toString('base64url')}`
 }
 
-export type ContextFailure = 'missing' | 'malformed' | 'unknown-issuer' | 'bad-signature' | 'expired' | 'not-allowed'
+export type ContextFailure = 'missing' | 'malformed' | 'unknown-issuer' | 'bad-signature' | 'expired' | 'lifetime' | 'not-allowed'
 
 export function verifyContext(
   keys: CallerKeys,
@@ -135,6 +137,8 @@ export function verifyContext(
   }
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return { ok: false, reason: 'malformed' }
   if (typeof payload.exp !== 'number' || payload.exp < Math.floor(now / 1000)) return { ok: false, reason: 'expired' }
+  // a context lives one request: one that would live longer (signed by hand with the key, say) never passes
+  if (payload.exp > Math.floor(now / 1000) + LIFETIME_SECONDS + CLOCK_AHEAD_SECONDS) return { ok: false, reason: 'lifetime' }
   const principal = parsePrincipal(payload.principal)
   if (!principal || typeof payload.requestId !== 'string') return { ok: false, reason: 'malformed' }
   if (!mayAssert(issuer, principal)) return { ok: false, reason: 'not-allowed' }

@@ -124,6 +124,16 @@ describe('expiry (60 s)', () => {
     expect(verifyContext(KEYS, old, NOW)).toEqual({ ok: false, reason: 'expired' })
   })
 
+  test('a context that would outlive one request (exp years ahead, signed with the key) → lifetime', () => {
+    const exp = Math.floor(NOW / 1000) + 10 * 365 * 24 * 3600
+    expect(verifyContext(KEYS, signRaw(JSON.stringify({ principal, requestId: 'r', exp })), NOW)).toEqual({ ok: false, reason: 'lifetime' })
+  })
+
+  test('a signer whose clock runs up to a minute ahead still passes', () => {
+    expect(verifyContext(KEYS, signContext(ADAPTER, { principal, requestId: 'r' }, NOW + 60_000), NOW).ok).toBe(true)
+    expect(verifyContext(KEYS, signContext(ADAPTER, { principal, requestId: 'r' }, NOW + 62_000), NOW)).toEqual({ ok: false, reason: 'lifetime' })
+  })
+
   test('a signed payload without a numeric exp', () => {
     expect(verifyContext(KEYS, signRaw(JSON.stringify({ principal, requestId: 'r' })), NOW)).toEqual({ ok: false, reason: 'expired' })
     expect(verifyContext(KEYS, signRaw(JSON.stringify({ principal, requestId: 'r', exp: '9999999999' })), NOW)).toEqual({ ok: false, reason: 'expired' })
