@@ -100,3 +100,20 @@ test('a void racing the announcement of a ticket whose claim stopped before anno
     expect(await models.CapacityUnit.countDocuments({ ticketId: claimed.id })).toBe(0)
   }
 })
+
+test('voiding another organizer\'s ticket is answered as voiding a missing one, and changes nothing', async () => {
+  const { eventUri, tier } = await freeTier(5)
+  const claimed = await claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid: buyer(), idempotencyKey: 'others' })
+  const answer = (ticketId: string, organizerDid = 'did:plc:anotherorganizer', environment: 'test' | 'live' = 'test') =>
+    voidTicket(d, organizerDid, environment, ticketId).then(
+      () => null,
+      (e: unknown) => e as ContractError,
+    )
+  const others = await answer(claimed.id)
+  const missing = await answer(`ticket_${randomBytes(12).toString('hex')}`)
+  expect(others).toBeInstanceOf(ContractError)
+  expect({ code: others?.code, message: others?.message }).toEqual({ code: 'NotFound', message: missing?.message })
+  // in the other environment, its own organizer finds it missing too
+  expect((await answer(claimed.id, ORGANIZER, 'live'))?.message).toBe(missing?.message)
+  expect((await models.Ticket.findById(claimed.id).lean())!.status).toBe('issued')
+})

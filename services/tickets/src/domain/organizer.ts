@@ -57,5 +57,3 @@ export async function organizerEvent(d: TicketsDomain, organizerDid: string, env
     })),
   }
 }
-
-export { organizersEvent }

@@ -13,12 +13,13 @@ import { isDuplicateKeyError, type TicketDoc } from '../models'
 import { writeTicketEvent } from './announce'
 import { deleteUnitsById, deleteUnitsOf } from './capacity'
 import { nowOf, type TicketsDomain } from './context'
-import { organizersEvent } from './organizer'
+import { eventKey } from './event-access'
 
 export async function voidTicket(d: TicketsDomain, organizerDid: string, environment: Environment, ticketId: string): Promise<{ id: string; status: string }> {
   const ticket = await d.models.Ticket.findById(ticketId).lean()
-  if (!ticket || ticket.environment !== environment) throw new ContractError('NotFound', 'no such ticket')
-  await organizersEvent(d, organizerDid, environment, ticket.eventUri)
+  // another organizer's ticket is answered as a missing one: the answer never says that a ticket id exists
+  const event = ticket && ticket.environment === environment ? await d.models.TicketedEvent.findById(eventKey(environment, ticket.eventUri)).lean() : null
+  if (!ticket || !event || event.organizerDid !== organizerDid) throw new ContractError('NotFound', 'no such ticket')
   if (ticket.status === 'voided' && !ticket.voidPending) return { id: ticket._id, status: 'voided' }
 
   try {
