@@ -1,6 +1,7 @@
 /**
  * The checks the three event utility routes share, in their documented order (docs/events.md, "Developer utility
- * routes"): API key form and existence (401 Unauthorized) → app given (400 AppRequired) → key bound to that app and
+ * routes"): API key form and existence (401 Unauthorized) → app given (400 AppRequired for the delivery log; test-event
+ * and redrive take the key's app) → key bound to that app and
  * environment (Unauthorized) → live, for test-event only (403 LiveDeveloperActionUnsupported) → permission
  * (Unauthorized) → configuration exists (404 AppConfigNotFound) → the route's own errors. Every response has a
  * Svc-Request-Id and every call, failures included, is in the request log once, with the key's display prefix only.
@@ -160,13 +161,23 @@ describe.each(ROUTES)('$name', (route) => {
     await expectLogged(res, route, { environment: 'test', appDid: app.did }, { status: 401, errorCode: 'Unauthorized', keyPrefix: prefixOf(without) })
   })
 
-  it('no app with a valid key is 400 AppRequired; with an unknown key 401 (the key first)', async () => {
-    const res = await route.call({ environment: 'test' }, bearer(key))
-    expectError(res, 400, 'AppRequired')
-    await expectLogged(res, route, { environment: 'test', appDid: null }, { status: 400, errorCode: 'AppRequired', keyPrefix: prefixOf(key) })
-    expectError(await route.call({ app: '' }, bearer(key)), 400, 'AppRequired')
-    expectError(await route.call({ environment: 'test' }, bearer(`svc_rk_test_${randomBytes(24).toString('base64url')}`)), 401, 'Unauthorized')
-  })
+  if (route.permission === 'webhook.deliveries.read') {
+    it('no app with a valid key is 400 AppRequired; with an unknown key 401 (the key first)', async () => {
+      const res = await route.call({ environment: 'test' }, bearer(key))
+      expectError(res, 400, 'AppRequired')
+      await expectLogged(res, route, { environment: 'test', appDid: null }, { status: 400, errorCode: 'AppRequired', keyPrefix: prefixOf(key) })
+      expectError(await route.call({ app: '' }, bearer(key)), 400, 'AppRequired')
+      expectError(await route.call({ environment: 'test' }, bearer(`svc_rk_test_${randomBytes(24).toString('base64url')}`)), 401, 'Unauthorized')
+    })
+  } else {
+    it('no app with a valid key acts on the app the key is bound to (the contract lists no AppRequired here); with an unknown key 401', async () => {
+      const res = await route.call({ environment: 'test' }, bearer(key))
+      expectOk(res)
+      await expectLogged(res, route, { environment: 'test', appDid: null }, { status: 200, errorCode: null, keyPrefix: prefixOf(key) })
+      expectOk(await route.call({ app: '' }, bearer(key)))
+      expectError(await route.call({ environment: 'test' }, bearer(`svc_rk_test_${randomBytes(24).toString('base64url')}`)), 401, 'Unauthorized')
+    })
+  }
 
   it('a deleted configuration is 404 AppConfigNotFound', async () => {
     const gone = await stack.newApp()

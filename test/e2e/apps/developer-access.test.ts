@@ -71,9 +71,11 @@ describe('developerAccess', () => {
 
     // 1. an unknown key, even without app, live or permission
     expect(await access(unknownKey(), { permission: 'webhook.test.write', liveAllowed: false })).toMatchObject({ error: 'Unauthorized' })
-    // 2. app given
-    expect(await access(liveRead, { permission: 'webhook.test.write', liveAllowed: false })).toMatchObject({ error: 'AppRequired' })
-    expect(await access(liveRead, { app: '', permission: 'webhook.test.write', liveAllowed: false })).toMatchObject({ error: 'AppRequired' })
+    // 2. app given, where the contract lists AppRequired (the delivery log); test-event and redrive take the key's app
+    expect(await access(testAll, { permission: 'webhook.deliveries.read' })).toMatchObject({ error: 'AppRequired' })
+    expect(await access(testAll, { app: '', permission: 'webhook.deliveries.read' })).toMatchObject({ error: 'AppRequired' })
+    expect(await access(testAll, { permission: 'webhook.test.write', liveAllowed: false })).toMatchObject({ appDid: app.did, environment: 'test' })
+    expect(await access(liveRead, { permission: 'webhook.test.write', liveAllowed: false })).toMatchObject({ error: 'LiveDeveloperActionUnsupported' })
     // 3. bound to app and environment (before live and permission)
     expect(await access(liveRead, { app: gone.did, permission: 'webhook.test.write', liveAllowed: false })).toMatchObject({ error: 'Unauthorized' })
     expect(await access(testAll, { app: app.did, environment: 'live', permission: 'webhook.test.write', liveAllowed: false })).toMatchObject({ error: 'Unauthorized' })

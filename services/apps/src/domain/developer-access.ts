@@ -1,6 +1,7 @@
 /**
  * The developer utility routes' API-key checks, in this order (docs/decisions.md, docs/events.md):
- * a known, unrevoked key (Unauthorized) → the app parameter (AppRequired) → the key is for that app and
+ * a known, unrevoked key (Unauthorized) → the app parameter (AppRequired; test-event and redrive take the key's app
+ * when it is absent) → the key is for that app and
  * environment (Unauthorized; the environment defaults to the key's) → live, where the route refuses it
  * (LiveDeveloperActionUnsupported) → the key holds the route's permission (Unauthorized) → a configuration exists
  * (AppConfigNotFound).
@@ -26,6 +27,12 @@ export interface AuthorizeOptions {
   liveAllowed?: boolean
 }
 
+/**
+ * The routes whose contract lists AppRequired: the developer configuration and the delivery log. Test-event and
+ * redrive list no such error, so without `app` they act on the app the key is bound to (each key is bound to one).
+ */
+const APP_REQUIRED: readonly string[] = ['app.config.read', 'webhook.deliveries.read']
+
 export async function authorizeApiKey(
   d: Pick<AppsDomain, 'models'>,
   keyHash: string,
@@ -36,8 +43,8 @@ export async function authorizeApiKey(
 ) {
   const key = await findActiveKey(d, keyHash)
   if (!key) throw new ContractError('Unauthorized', 'unknown or revoked API key')
-  if (!app) throw new ContractError('AppRequired', 'the app query parameter (app DID) is required')
-  if (key.appDid !== app) throw new ContractError('Unauthorized', 'this API key is not valid for that app')
+  if (!app && APP_REQUIRED.includes(permission)) throw new ContractError('AppRequired', 'the app query parameter (app DID) is required')
+  if (app && key.appDid !== app) throw new ContractError('Unauthorized', 'this API key is not valid for that app')
   if (environment && environment !== key.environment) {
     throw new ContractError('Unauthorized', `this API key is valid only in the ${key.environment} environment`)
   }
