@@ -307,6 +307,14 @@ describe('validation', () => {
         buyerDid: 'did:plc:buyer123',
         buyerAssertionJwt: 'eyJ.x.y',
       }),
+    ).not.toThrow()
+    expect(() =>
+      lexicons.assertValidXrpcInput('tickets.svc.claimFreeTicket', {
+        eventUri: EVENT,
+        ticketTypeId: 'tier_free',
+        buyerDid: 'did:plc:buyer123',
+        idempotencyKey: '',
+      }),
     ).toThrow(/idempotencyKey/)
     expect(() =>
       lexicons.assertValidXrpcInput('tickets.svc.checkInTicket', { ticketToken: 'tok', checkInListId: 'list_1' }),

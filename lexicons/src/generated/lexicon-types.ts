@@ -617,8 +617,8 @@ export interface TicketsSvcClaimFreeTicketInput {
   buyerDid: string
   /** Buyer assertion (JWT with iss = buyerDid and lxm = this NSID); absent or invalid is answered with BuyerAssertionInvalid. */
   buyerAssertionJwt?: string
-  /** Claim key chosen by the app, scoped by the service to app, event, buyer and tier. */
-  idempotencyKey: string
+  /** Claim key chosen by the app, scoped by the service to app, event, buyer and tier. When omitted the claim's key is that scope alone: one claim per buyer and tier. */
+  idempotencyKey?: string
 }
 /** The issued ticket. */
 export interface TicketsSvcClaimFreeTicketOutput {
@@ -806,7 +806,7 @@ export interface Methods {
   'network.svc.payment.status': { type: 'query'; params: NetworkSvcPaymentStatusParams; input: NetworkSvcPaymentStatusInput; output: NetworkSvcPaymentStatusOutput }
   /** Check a ticket in on a check-in list; a repeat scan (same idempotency key, or same token and list) returns the existing checked-in state. */
   'tickets.svc.checkInTicket': { type: 'procedure'; params: TicketsSvcCheckInTicketParams; input: TicketsSvcCheckInTicketInput; output: TicketsSvcCheckInTicketOutput }
-  /** Claim a free ticket with capacity enforced transactionally; a retry with the same idempotency key returns the existing issued ticket. */
+  /** Claim a free ticket with capacity enforced transactionally; a retry with the same idempotency key (or, without one, for the same buyer and tier) returns the existing issued ticket. */
   'tickets.svc.claimFreeTicket': { type: 'procedure'; params: TicketsSvcClaimFreeTicketParams; input: TicketsSvcClaimFreeTicketInput; output: TicketsSvcClaimFreeTicketOutput }
   /** Create or update the ticket tiers of an event, authorized by app service-auth plus an organizer assertion; tiers are upserted by ticketTypeId. */
   'tickets.svc.configureTicketTiers': { type: 'procedure'; params: TicketsSvcConfigureTicketTiersParams; input: TicketsSvcConfigureTicketTiersInput; output: TicketsSvcConfigureTicketTiersOutput }

@@ -91,7 +91,8 @@ export interface SvcClient {
   /** tickets.svc.getTicketAvailability: each tier's tickets available now; safe to poll. */
   getTicketAvailability(params: Methods['tickets.svc.getTicketAvailability']['params'], options?: CallOptions): Out<'tickets.svc.getTicketAvailability'>
   /**
-   * tickets.svc.claimFreeTicket: idempotent by `idempotencyKey` (with app, event, tier and buyer): a retry, even with
+   * tickets.svc.claimFreeTicket: idempotent by `idempotencyKey` (with app, event, tier and buyer; without a key, by
+   * those alone: one claim per buyer and tier): a retry, even with
    * the same buyer assertion, returns the same ticket, with the same `url` (the buyer's page with its QR code).
    */
   claimFreeTicket(input: Methods['tickets.svc.claimFreeTicket']['input'], options?: CallOptions): Out<'tickets.svc.claimFreeTicket'>

@@ -132,8 +132,8 @@ export const typeDefs = gql`
     ticketTypeId: String!
     "the buyer whose assertion the adapter verified"
     buyerDid: String!
-    "the app's claim key, scoped by the service to app, environment, event, tier and buyer"
-    idempotencyKey: String!
+    "the app's claim key, scoped by the service to app, environment, event, tier and buyer; absent, that scope alone is the key"
+    idempotencyKey: String
   }
 
   input HoldItemInput {

@@ -207,6 +207,21 @@ describe('claimFreeTicket', () => {
     expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(4)
   })
 
+  it('a claim without idempotencyKey (the contract names no such field) is keyed by app, event, tier and buyer: its 10 concurrent copies and a retry get one ticket', async () => {
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ ...FREE, perBuyerLimit: 3 }])
+    const buyer = await newSigner(stack)
+    const assertion = await buyer.assertion(CLAIM)
+    const body = { environment: 'test', eventUri, ticketTypeId: tiers[0]!.ticketTypeId, buyerDid: buyer.did, buyerAssertionJwt: assertion }
+    const results = await Promise.all(Array.from({ length: 10 }, () => claim(stack, app, body)))
+    const ids = new Set(results.map((r) => expectOk(r).ticket.id))
+    expect(ids.size).toBe(1)
+    expect(expectOk(await claim(stack, app, body)).ticket.id).toBe([...ids][0])
+    expect(await stack.tickets.Ticket.countDocuments({ tierId: tiers[0]!.ticketTypeId })).toBe(1)
+    // a keyed claim of the same buyer is another claim (the tier allows the buyer 3); an empty key is still refused
+    expect(expectOk(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }, { idempotencyKey: 'keyed' })).ticket.id).not.toBe([...ids][0])
+    expectError(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }, { idempotencyKey: '' }), 400, 'InvalidRequest')
+  })
+
   it('a retry that names the environment the first call left to the default carries the same assertion and gets the ticket', async () => {
     // an app configured for test only: a call without `environment` acts in test
     const testOnly = await stack.newApp({ environments: ['test'] })

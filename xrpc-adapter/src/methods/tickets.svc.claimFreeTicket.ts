@@ -7,7 +7,7 @@ import { renameErrors, type HandlerContext } from './types'
 const CLAIM = graphql(`mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status url } }`)
 
 /**
- * The buyer's assertion is required. A retry of the same claim (same idempotencyKey) may carry the same assertion:
+ * The buyer's assertion is required. A retry of the same claim (same idempotencyKey, or none again) may carry the same assertion:
  * its `jti` is accepted again for that claim only. The tickets domain takes the seat and issues the ticket; the
  * answer carries the buyer's page of it (`url`, on the checkout host).
  */
@@ -15,7 +15,7 @@ export async function claimFreeTicket({ input, graph, assertion, caller }: Handl
   assertOnlyKeys(input, INPUT_KEYS['tickets.svc.claimFreeTicket'], (field) => `${field} is not a field of a free claim`)
   const { buyerAssertionJwt, ...claim } = input
   // not the environment as sent: a retry may name the one the first call left to the default
-  const replayScope = JSON.stringify(['claim', caller.appDid, input.eventUri, input.ticketTypeId, input.buyerDid, input.idempotencyKey])
+  const replayScope = JSON.stringify(['claim', caller.appDid, input.eventUri, input.ticketTypeId, input.buyerDid, input.idempotencyKey ?? null])
   await assertion(buyerAssertionJwt, { iss: input.buyerDid, code: 'BuyerAssertionInvalid', replayScope })
   const { claimFreeTicket: t } = await graph(CLAIM, { input: claim }).catch(renameErrors(APP_ACCESS_ERRORS))
   return { ticket: { id: t.id, status: t.status, ...(t.url ? { url: t.url } : {}) } }

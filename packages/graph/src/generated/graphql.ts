@@ -183,8 +183,8 @@ export type ClaimFreeTicketInput = {
   buyerDid: Scalars['String']['input'];
   environment?: InputMaybe<Scalars['String']['input']>;
   eventUri: Scalars['String']['input'];
-  /** the app's claim key, scoped by the service to app, environment, event, tier and buyer */
-  idempotencyKey: Scalars['String']['input'];
+  /** the app's claim key, scoped by the service to app, environment, event, tier and buyer; absent, that scope alone is the key */
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
   ticketTypeId: Scalars['String']['input'];
 };
 

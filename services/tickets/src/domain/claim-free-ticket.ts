@@ -1,7 +1,8 @@
 /**
  * tickets.svc.claimFreeTicket: a buyer (whose assertion the adapter verified) claims a ticket of a free tier.
  *
- * The claim's key is the app's `idempotencyKey`, scoped to app, environment, event, tier and buyer: the ticket's id
+ * The claim's key is the app's `idempotencyKey`, scoped to app, environment, event, tier and buyer (without one, that
+ * scope alone, as the contract words the key: one claim per buyer and tier): the ticket's id
  * derives from that scope, so a retry and every concurrent duplicate name the same ticket and get it. Capacity is
  * taken as units (capacity.ts): one seat and one of the buyer's shares per attempt. Then, in this order, the attempt
  * is kept (its units stop expiring) and the ticket inserted under its id; the insert is what makes duplicates
@@ -81,9 +82,10 @@ async function issuedTicket(d: ServingTickets, ticketId: string): Promise<Ticket
 
 export async function claimFreeTicket(d: ServingTickets, appDid: string, input: ClaimFreeTicketInput): Promise<Ticket> {
   if (!isDid(input.buyerDid)) throw new ContractError('InvalidRequest', 'buyerDid must be a DID')
-  if (input.idempotencyKey === '' || input.idempotencyKey.length > 256) throw new ContractError('InvalidRequest', 'idempotencyKey must be 1 to 256 characters')
+  const idempotencyKey = input.idempotencyKey ?? null
+  if (idempotencyKey !== null && (idempotencyKey === '' || idempotencyKey.length > 256)) throw new ContractError('InvalidRequest', 'idempotencyKey must be 1 to 256 characters')
   const environment = await ticketsEnvironment(d, appDid, input.environment ?? null)
-  const ticketId = claimTicketId({ appDid, environment, eventUri: input.eventUri, tierId: input.ticketTypeId, buyerDid: input.buyerDid, idempotencyKey: input.idempotencyKey })
+  const ticketId = claimTicketId({ appDid, environment, eventUri: input.eventUri, tierId: input.ticketTypeId, buyerDid: input.buyerDid, idempotencyKey })
   // a retry gets the ticket its key issued, whatever the organizer changed since (the tier's price, its sale window)
   const issued = await issuedTicket(d, ticketId)
   if (issued) return issued

@@ -9,8 +9,11 @@ export function createdTierId(eventKey: string, call: unknown[], n: number): str
   return `tier_${createHash('sha256').update(JSON.stringify([eventKey, call, n])).digest('hex').slice(0, 24)}`
 }
 
-/** A free claim's ticket id derives from its whole scope, so every retry and duplicate names the same ticket. */
-export function claimTicketId(scope: { appDid: string; environment: string; eventUri: string; tierId: string; buyerDid: string; idempotencyKey: string }): string {
+/**
+ * A free claim's ticket id derives from its whole scope, so every retry and duplicate names the same ticket. A claim
+ * without a key (null) is apart from every keyed one (a key is never empty).
+ */
+export function claimTicketId(scope: { appDid: string; environment: string; eventUri: string; tierId: string; buyerDid: string; idempotencyKey: string | null }): string {
   const parts = [scope.appDid, scope.environment, scope.eventUri, scope.tierId, scope.buyerDid, scope.idempotencyKey]
   return `ticket_${createHash('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 24)}`
 }

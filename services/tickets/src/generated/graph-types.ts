@@ -143,8 +143,8 @@ export type ClaimFreeTicketInput = {
   ticketTypeId: Scalars['String']['input'];
   /** the buyer whose assertion the adapter verified */
   buyerDid: Scalars['String']['input'];
-  /** the app's claim key, scoped by the service to app, environment, event, tier and buyer */
-  idempotencyKey: Scalars['String']['input'];
+  /** the app's claim key, scoped by the service to app, environment, event, tier and buyer; absent, that scope alone is the key */
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
 };
 
 export type HoldItemInput = {
