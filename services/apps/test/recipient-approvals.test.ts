@@ -283,6 +283,25 @@ describe('terms changes and repeats after decisions', () => {
     expect((await events(first.id)).map((e) => e.key)).toEqual([`app.authorization.granted:${first.id}:1`, `app.authorization.granted:${first.id}:2`])
   })
 
+  test('after an operator lowers the app\'s share, the same request again keeps the approval (omitted or explicit share); a new share above the cap is refused', async () => {
+    const app = await newApp({ feeShareBps: 500 })
+    const creator = newCreator()
+    const first = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))
+    expect(first.feeShareBps).toBe(500)
+    const approved = await acceptApproval({ models }, creatorOf(creator), first.id, first.termsHash)
+    await registerApp({ models }, { did: app, environment: 'test', appUrl: 'https://app.example.com', feeShareBps: 400, name: 'Approvals app' })
+
+    for (const again of [input(creator), input(creator, { feeShareBps: 500 })]) {
+      expect(await requestRecipientApproval({ models, facts: knownActors }, app, again)).toMatchObject({ id: first.id, status: 'approved', feeShareBps: 500, termsHash: first.termsHash, revision: 1 })
+    }
+    expect(await raw(first.id)).toMatchObject({ status: 'approved', approvedAt: new Date(approved.approvedAt!), revision: 1 })
+    expect((await contractError(requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { feeShareBps: 450 })))).code).toBe('InvalidRequest')
+    // a lower share is new terms, as before
+    expect(await requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { feeShareBps: 300 }))).toMatchObject({ status: 'pending', revision: 2, feeShareBps: 300 })
+    // a first request of another creator takes the registered share now
+    expect((await requestRecipientApproval({ models, facts: knownActors }, app, input(newCreator()))).feeShareBps).toBe(400)
+  })
+
   test('pending stays pending with the same terms', async () => {
     const app = await newApp()
     const creator = newCreator()

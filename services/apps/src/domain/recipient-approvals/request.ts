@@ -80,55 +80,65 @@ export async function requestRecipientApproval(
   }
 
   const config = await findAppEnvironment(d, appDid, environment)
-  const feeShareBps = requestedFeeShare ?? config.feeShareBps
-  if (feeShareBps > config.feeShareBps) {
-    invalid(`feeShareBps ${feeShareBps} is above the fee share registered for this app in ${environment} (${config.feeShareBps})`)
-  }
   const setupReturnUrl = parseSetupReturnUrl(input.setupReturnUrl, config.appUrl)
-
-  const terms: ApprovalTerms = { paymentTypes, feeShareBps, publicRecords }
-  const termFields = storedTermsOf(terms)
+  /**
+   * The terms asked for, given the request as it stands (null: none yet). An absent `feeShareBps` is the request's
+   * own share, else the registered one: a repeat of the same body keeps the terms the creator accepted after an
+   * operator lowered the app's share (the lower share applies at initiation anyway, docs/decisions.md). A share above
+   * the registered one is refused, unless it is the request's own (the same body again).
+   */
+  const termsFor = (cur: { feeShareBps: number } | null) => {
+    const feeShareBps = requestedFeeShare ?? cur?.feeShareBps ?? config.feeShareBps
+    if (feeShareBps > config.feeShareBps && feeShareBps !== cur?.feeShareBps) {
+      invalid(`feeShareBps ${feeShareBps} is above the fee share registered for this app in ${environment} (${config.feeShareBps})`)
+    }
+    const terms: ApprovalTerms = { paymentTypes, feeShareBps, publicRecords }
+    return storedTermsOf(terms)
+  }
   const key = { appDid, recipientDid, environment }
 
   // one change of the request at a time: the creator's decisions take the same turn (turns.ts)
   return inApprovalTurn(d, key, async () => {
     // Creation: the unique index decides which of concurrent first requests inserts; the others continue below.
     // (No automatic timestamps here: they would $set updatedAt on an existing request, which this must not touch.)
-    const now = new Date()
-    try {
-      const res = await models.RecipientApproval.updateOne(
-        key,
-        {
-          $setOnInsert: {
-            createdAt: now,
-            updatedAt: now,
-            ...key,
-            ...termFields,
-            id: newApprovalId(),
-            status: 'pending',
-            revision: 1,
-            requestReason,
-            setupReturnUrl,
-            approvedTermsHash: null,
-            approvedAt: null,
-            revokedRevision: null,
-            revokedAt: null,
+    if ((await models.RecipientApproval.exists(key)) === null) {
+      const termFields = termsFor(null)
+      const now = new Date()
+      try {
+        const res = await models.RecipientApproval.updateOne(
+          key,
+          {
+            $setOnInsert: {
+              createdAt: now,
+              updatedAt: now,
+              ...key,
+              ...termFields,
+              id: newApprovalId(),
+              status: 'pending',
+              revision: 1,
+              requestReason,
+              setupReturnUrl,
+              approvedTermsHash: null,
+              approvedAt: null,
+              revokedRevision: null,
+              revokedAt: null,
+            },
           },
-        },
-        { upsert: true, setDefaultsOnInsert: false, timestamps: false },
-      )
-      if (res.upsertedCount === 1) {
-        const created = await models.RecipientApproval.findOne(key).lean()
-        if (created) return toApprovalView(created)
+          { upsert: true, setDefaultsOnInsert: false, timestamps: false },
+        )
+        if (res.upsertedCount === 1) {
+          const created = await models.RecipientApproval.findOne(key).lean()
+          if (created) return toApprovalView(created)
+        }
+      } catch (err) {
+        if (!isDuplicateKeyError(err)) throw err
       }
-    } catch (err) {
-      if (!isDuplicateKeyError(err)) throw err
     }
 
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const cur = await models.RecipientApproval.findOne(key).lean()
       if (!cur) throw new Error('approval request vanished after creation')
-      const set = requestAgain(cur, effectiveStatus(cur), termFields)
+      const set = requestAgain(cur, effectiveStatus(cur), termsFor(cur))
       if ((cur.requestReason ?? null) !== requestReason) set.requestReason = requestReason
       if ((cur.setupReturnUrl ?? null) !== setupReturnUrl) set.setupReturnUrl = setupReturnUrl
       if (Object.keys(set).length === 0) return toApprovalView(cur)
