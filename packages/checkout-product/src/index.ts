@@ -41,14 +41,27 @@ function isHttpUrl(value: string): boolean {
   return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== '' && url.username === '' && url.password === ''
 }
 
+/**
+ * Within MAX_URL_LENGTH as the URL goes on (percent-encoded, in a redirect's Location header): a non-ASCII character
+ * is up to 9 characters there, so 2,000 of them would make an 18 kB header that proxies refuse.
+ */
+function encodedWithinLimit(value: string): boolean {
+  try {
+    return new URL(value).href.length <= MAX_URL_LENGTH
+  } catch {
+    return value.length <= MAX_URL_LENGTH
+  }
+}
+
 /** A return or cancel URL a checkout accepts: absolute http(s), no credentials or whitespace, at most MAX_URL_LENGTH. */
-export const isCheckoutUrl = (value: string): boolean => value.length <= MAX_URL_LENGTH && isHttpUrl(value)
+export const isCheckoutUrl = (value: string): boolean => value.length <= MAX_URL_LENGTH && isHttpUrl(value) && encodedWithinLimit(value)
 
 const httpUrl = (field: string) =>
   z
     .string()
     .max(MAX_URL_LENGTH, `${field} must be at most ${MAX_URL_LENGTH} characters`)
     .refine(isHttpUrl, `${field} must be an absolute http(s) URL without credentials or whitespace`)
+    .refine(encodedWithinLimit, `${field} must be at most ${MAX_URL_LENGTH} characters once percent-encoded`)
 
 /**
  * The fields of a product. Strict: unknown keys are refused. `cadence` is required exactly when paymentType is

@@ -258,6 +258,7 @@ describe('field refusals (encodeProduct throws, parseProduct refuses)', () => {
     ['credentials', 'https://user:pw@app.example.com/'],
     ['leading space', ' https://app.example.com/'],
     ['too long', 'https://app.example.com/' + 'a'.repeat(2048)],
+    ['too long once percent-encoded', 'https://app.example.com/' + '€'.repeat(300)],
     ['number', 1],
   ])('returnUrl and cancelUrl %s', (_name, value) => {
     expectFieldRefused({ ...TIP, returnUrl: value }, /returnUrl/)

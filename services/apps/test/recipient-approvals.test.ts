@@ -185,6 +185,7 @@ describe('requestRecipientApproval: refusals change nothing', () => {
     ['an unknown attestation default', 'InvalidRequest', { publicRecords: { enabled: true, defaults: { attestation: 'loud' } } }],
     ['a reason of 501 characters', 'InvalidRequest', { requestReason: 'x'.repeat(501) }],
     ['a return URL longer than 2048', 'InvalidRequest', { setupReturnUrl: `https://app.example.com/${'a'.repeat(2048)}` }],
+    ['a return URL longer than 2048 once percent-encoded', 'InvalidRequest', { setupReturnUrl: `https://app.example.com/${'€'.repeat(300)}` }],
     ['a return URL off the app origin', 'AppUrlNotAllowed', { setupReturnUrl: 'https://evil.example/steal' }],
     ['a return URL on a subdomain of the app origin', 'AppUrlNotAllowed', { setupReturnUrl: 'https://x.app.example.com/back' }],
     ['a return URL on another scheme of the origin', 'AppUrlNotAllowed', { setupReturnUrl: 'http://app.example.com/back' }],

@@ -49,7 +49,10 @@ function parseSetupReturnUrl(value: unknown, appOrigin: string): string | null {
     return refuse('cannot be checked')
   }
   if (url.origin !== registered) refuse(`is on ${url.origin}`)
-  return url.toString()
+  // as stored and sent back (a Location header): non-ASCII characters are percent-encoded, up to 9 times as long
+  const normalized = url.toString()
+  if (normalized.length > SETUP_RETURN_URL_MAX_LENGTH) invalid(`setupReturnUrl must be at most ${SETUP_RETURN_URL_MAX_LENGTH} characters once percent-encoded`)
+  return normalized
 }
 
 /**
