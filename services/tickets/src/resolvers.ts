@@ -8,7 +8,7 @@ import { configureTicketTiers } from './domain/configure-tiers'
 import { createTicketHold } from './domain/create-hold'
 import { secureHold, settleHold } from './domain/hold-payment'
 import { ticketOfPage, ticketsOfHold } from './domain/buyer-tickets'
-import { organizerEvent, organizerEvents } from './domain/organizer'
+import { organizerEvent, organizerEvents, organizerTicketPage, organizerTiers, type OrganizerEventView } from './domain/organizer'
 import { voidTicket } from './domain/void-ticket'
 import { ticketView } from './domain/claim-free-ticket'
 import { parseEnvironment, SERVICE_PRINCIPALS, type Environment } from '@svc/vocabulary'
@@ -21,6 +21,7 @@ import type {
   MutationVoidTicketArgs,
   QueryHoldTicketsArgs,
   QueryTicketPageArgs,
+  OrganizerEventTicketPageArgs,
   QueryOrganizerEventArgs,
   QueryTicketAvailabilityArgs,
 } from './generated/graph-types'
@@ -91,5 +92,10 @@ export const resolvers: GraphQLResolverMap<TicketsContext> = {
       paymentsOnly(ctx)
       return (await settleHold(ctx.domain, args.holdId, args.payment ?? null)).map((t) => ticketView(ctx.domain, t))
     },
+  },
+  // the event was read for its organizer (Query.organizerEvent): its pages read among its tiers only
+  OrganizerEvent: {
+    tiers: (event: OrganizerEventView, _: unknown, ctx: TicketsContext) => organizerTiers(ctx.domain, event),
+    ticketPage: (event: OrganizerEventView, args: OrganizerEventTicketPageArgs, ctx: TicketsContext) => organizerTicketPage(ctx.domain, event, args),
   },
 }

@@ -79,7 +79,14 @@ export const typeDefs = gql`
     appDid: String!
     environment: String!
     tiers: [OrganizerTier!]!
+    "a page of the event's tickets, oldest first: at most limit (1 to 5000, default 200), then the next page from after = nextCursor (InvalidRequest for another value)"
+    ticketPage(after: String, limit: Int): OrganizerTicketPage!
+  }
+
+  type OrganizerTicketPage {
     tickets: [OrganizerTicket!]!
+    "the cursor of the next page; null on the last"
+    nextCursor: String
   }
 
   type TierAvailability {

@@ -117,6 +117,57 @@ it('the attendee CSV escapes cells that would run as formulas', async () => {
   expect(csv.text).not.toMatch(/(^|,)[=+\-@]/m)
 })
 
+it('an event\'s tickets come 200 to a page, oldest first, each once (tickets of one instant too); the CSV has them all; a forged cursor is refused', async () => {
+  const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [
+    { name: 'Early', priceAmount: 0, currency: 'usd', capacity: 500 },
+    { name: 'Late', priceAmount: 0, currency: 'usd', capacity: 500 },
+  ])
+  // 450 tickets as claims leave them, 3 to an instant, alternating tiers
+  const start = Date.now() - 3600_000
+  const seeded = Array.from({ length: 450 }, (_, i) => ({
+    _id: `ticket_${randomBytes(12).toString('hex')}`,
+    appDid: app.did,
+    environment: 'test',
+    eventUri,
+    tierId: tiers[i % 2]!.ticketTypeId,
+    buyerDid: `did:plc:seeded${i}`,
+    reservationId: `claim_seeded${i}`,
+    status: 'issued',
+    source: 'claim',
+    announced: true,
+    createdAt: new Date(start + Math.floor(i / 3) * 1000),
+  }))
+  await stack.tickets.Ticket.insertMany(seeded)
+  const expected = [...seeded].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a._id.localeCompare(b._id)).map((t) => t._id)
+
+  const cookie = await stack.dashboardCookie(organizer.did, 'test')
+  const pages: string[][] = []
+  let url: string | null = `${stack.checkoutUrl}${`/dashboard/events/view?uri=${encodeURIComponent(eventUri)}`}`
+  while (url) {
+    const view = await httpRequest(url, { headers: { cookie } })
+    expect(view.status).toBe(200)
+    pages.push([...view.text.matchAll(/<tr id="(ticket_[0-9a-f]{24})"/g)].map((m) => m[1]!))
+    const later = view.text.match(/href="([^"]+)" id="later-tickets"/)?.[1]
+    url = later ? `${stack.checkoutUrl}${later.replace(/&amp;/g, '&')}` : null
+  }
+  expect(pages.map((p) => p.length)).toEqual([200, 200, 50])
+  expect(pages.flat()).toEqual(expected)
+  // sold counts every ticket, not a page of them
+  expect((await httpRequest(`${stack.checkoutUrl}/dashboard/events/view?uri=${encodeURIComponent(eventUri)}`, { headers: { cookie } })).text).toMatch(new RegExp(`id="${tiers[0]!.ticketTypeId}">(.|\\n)*?<td class="sold">225</td>`))
+
+  const csv = await httpRequest(`${stack.checkoutUrl}/dashboard/events/attendees.csv?uri=${encodeURIComponent(eventUri)}`, { headers: { cookie } })
+  expect(csv.status).toBe(200)
+  const lines = csv.text.trim().split('\n')
+  expect(lines).toHaveLength(451)
+  expect(lines.slice(1).map((l) => l.split(',')[0])).toEqual(expected)
+
+  for (const after of ['nope', Buffer.from(JSON.stringify([1, 'ticket_x'])).toString('base64url')]) {
+    const refused = await httpRequest(`${stack.checkoutUrl}/dashboard/events/view?uri=${encodeURIComponent(eventUri)}&after=${after}`, { headers: { cookie } })
+    expect(refused.status).toBe(400)
+    expect(refused.text).toContain('nextCursor')
+  }
+})
+
 it('another organizer, the other environment and a signed-out visitor see nothing of the event', async () => {
   const { eventUri, claimed } = await soldEvent()
   const stranger = await newSigner(stack)

@@ -5,14 +5,24 @@
  * "CSV injection").
  */
 import { stringify } from 'csv-stringify/sync'
-import type { OrganizerEventData } from './ticket-operations'
+import type { AttendeesData } from './ticket-operations'
 
 // \s covers the tab, line breaks, no-break and other Unicode spaces and the BOM; the zero-width ones are named
 const FORMULA_START = /^[\s\u200b-\u200d\u2060]*[=+\-@]|^[\t\r\n]/u
 
 export const escapeFormula = (cell: string): string => (FORMULA_START.test(cell) ? `'${cell}` : cell)
 
-export function attendeesCsv(event: OrganizerEventData['organizerEvent']): string {
-  const rows = event.tickets.map((t) => [t.id, t.tierName, t.buyerDid, t.status, t.source, t.appOrderId ?? '', t.issuedAt].map(escapeFormula))
-  return stringify([['ticket', 'tier', 'buyer', 'status', 'source', 'app order', 'issued at'], ...rows])
+type AttendeesPage = AttendeesData['organizerEvent']['ticketPage']
+
+/**
+ * The attendee list, a page of tickets at a time: the header and the first page (read before the answer starts, so a
+ * refusal is a page of its own), then each next page as it is read.
+ */
+export async function* attendeesCsv(first: AttendeesPage, next: (after: string) => Promise<AttendeesPage>): AsyncGenerator<string> {
+  yield stringify([['ticket', 'tier', 'buyer', 'status', 'source', 'app order', 'issued at']])
+  for (let page = first; ; page = await next(page.nextCursor!)) {
+    const rows = page.tickets.map((t) => [t.id, t.tierName, t.buyerDid, t.status, t.source, t.appOrderId ?? '', t.issuedAt].map(escapeFormula))
+    if (rows.length) yield stringify(rows)
+    if (!page.nextCursor) return
+  }
 }

@@ -23,13 +23,15 @@ export function eventsPage(s: DashboardSession, data: OrganizerEventsData): View
   }
 }
 
-export function eventPage(s: DashboardSession, data: OrganizerEventData): View {
+/** An event's page: its tiers and a page of its tickets (`after`: the page's cursor, absent for the first). */
+export function eventPage(s: DashboardSession, data: OrganizerEventData, after: string | null): View {
   const e = data.organizerEvent
   const tiers = e.tiers.map(
     (t) => html`<tr id="${t.ticketTypeId}"><td>${t.name}</td><td>${money(t.priceAmount, t.currency)}</td><td>${t.capacity}</td>
       <td class="sold">${t.sold}</td><td class="held">${t.held}</td><td class="available">${t.available}</td></tr>`,
   )
-  const tickets = e.tickets.map(
+  const { tickets: onPage, nextCursor } = e.ticketPage
+  const tickets = onPage.map(
     (t) => html`<tr id="${t.id}"><td><code>${t.id}</code></td><td>${t.tierName}</td><td><code>${t.buyerDid}</code></td><td class="status">${t.status}</td>
       <td>${t.issuedAt.slice(0, 16).replace('T', ' ')}</td>
       <td>${t.status === 'voided'
@@ -49,8 +51,11 @@ export function eventPage(s: DashboardSession, data: OrganizerEventData): View {
       <p><a href="${csv}" id="attendees-csv">Download the attendee list (CSV)</a></p>
       ${tickets.length
         ? html`<table id="tickets"><thead><tr><th>Ticket</th><th>Tier</th><th>Buyer</th><th>Status</th><th>Issued (UTC)</th><th></th></tr></thead><tbody>${tickets}</tbody></table>
+          <p>${after ? html`<a href="${eventPath(e.eventUri)}" id="first-tickets">First tickets</a> ` : ''}${nextCursor
+            ? html`<a href="${`${eventPath(e.eventUri)}&after=${encodeURIComponent(nextCursor)}`}" id="later-tickets">Later tickets</a>`
+            : ''}</p>
           <p class="hint">Voiding a ticket returns its seat to sale and tells the app (ticket.voided); it cannot be undone.</p>`
-        : html`<p>No tickets yet.</p>`}
+        : html`<p>No tickets${after ? ' after these' : ' yet'}.</p>`}
       </section></main>`,
   }
 }

@@ -48,7 +48,8 @@ type Documents = {
     "mutation Unblock($id: ID!) { unblockRecipientApproval(id: $id) { ...ApprovalDetailFields } }": typeof types.UnblockDocument,
     "mutation CompleteTestPayoutOnboarding { completeTestPayoutOnboarding { did payoutStatus payable } }": typeof types.CompleteTestPayoutOnboardingDocument,
     "query DashboardOrganizerEvents { organizerEvents { eventUri appDid createdAt } }": typeof types.DashboardOrganizerEventsDocument,
-    "query DashboardOrganizerEvent($eventUri: String!) {\n  organizerEvent(eventUri: $eventUri) {\n    eventUri appDid environment\n    tiers { ticketTypeId name priceAmount currency capacity sold held available }\n    tickets { id ticketTypeId tierName buyerDid status source appOrderId issuedAt }\n  }\n}": typeof types.DashboardOrganizerEventDocument,
+    "query DashboardOrganizerEvent($eventUri: String!, $after: String) {\n  organizerEvent(eventUri: $eventUri) {\n    eventUri appDid environment\n    tiers { ticketTypeId name priceAmount currency capacity sold held available }\n    ticketPage(after: $after) { tickets { id ticketTypeId tierName buyerDid status issuedAt } nextCursor }\n  }\n}": typeof types.DashboardOrganizerEventDocument,
+    "query DashboardAttendees($eventUri: String!, $after: String) {\n  organizerEvent(eventUri: $eventUri) {\n    ticketPage(after: $after, limit: 5000) { tickets { id tierName buyerDid status source appOrderId issuedAt } nextCursor }\n  }\n}": typeof types.DashboardAttendeesDocument,
     "mutation DashboardVoidTicket($ticketId: ID!) { voidTicket(ticketId: $ticketId) { id status eventUri } }": typeof types.DashboardVoidTicketDocument,
     "query DeveloperAccess($app: String, $environment: String, $permission: String!, $liveAllowed: Boolean) {\n  developerAccess(app: $app, environment: $environment, permission: $permission, liveAllowed: $liveAllowed) {\n    appDid environment keyPrefix webhook { configured paused channel }\n  }\n}": typeof types.DeveloperAccessDocument,
     "query DeveloperConfig($app: String, $environment: String) {\n  developerConfig(app: $app, environment: $environment) {\n    appDid environment status webhook { configured paused disabled { reason at } } modules { payments products tickets }\n  }\n}": typeof types.DeveloperConfigDocument,
@@ -106,7 +107,8 @@ const documents: Documents = {
     "mutation Unblock($id: ID!) { unblockRecipientApproval(id: $id) { ...ApprovalDetailFields } }": types.UnblockDocument,
     "mutation CompleteTestPayoutOnboarding { completeTestPayoutOnboarding { did payoutStatus payable } }": types.CompleteTestPayoutOnboardingDocument,
     "query DashboardOrganizerEvents { organizerEvents { eventUri appDid createdAt } }": types.DashboardOrganizerEventsDocument,
-    "query DashboardOrganizerEvent($eventUri: String!) {\n  organizerEvent(eventUri: $eventUri) {\n    eventUri appDid environment\n    tiers { ticketTypeId name priceAmount currency capacity sold held available }\n    tickets { id ticketTypeId tierName buyerDid status source appOrderId issuedAt }\n  }\n}": types.DashboardOrganizerEventDocument,
+    "query DashboardOrganizerEvent($eventUri: String!, $after: String) {\n  organizerEvent(eventUri: $eventUri) {\n    eventUri appDid environment\n    tiers { ticketTypeId name priceAmount currency capacity sold held available }\n    ticketPage(after: $after) { tickets { id ticketTypeId tierName buyerDid status issuedAt } nextCursor }\n  }\n}": types.DashboardOrganizerEventDocument,
+    "query DashboardAttendees($eventUri: String!, $after: String) {\n  organizerEvent(eventUri: $eventUri) {\n    ticketPage(after: $after, limit: 5000) { tickets { id tierName buyerDid status source appOrderId issuedAt } nextCursor }\n  }\n}": types.DashboardAttendeesDocument,
     "mutation DashboardVoidTicket($ticketId: ID!) { voidTicket(ticketId: $ticketId) { id status eventUri } }": types.DashboardVoidTicketDocument,
     "query DeveloperAccess($app: String, $environment: String, $permission: String!, $liveAllowed: Boolean) {\n  developerAccess(app: $app, environment: $environment, permission: $permission, liveAllowed: $liveAllowed) {\n    appDid environment keyPrefix webhook { configured paused channel }\n  }\n}": types.DeveloperAccessDocument,
     "query DeveloperConfig($app: String, $environment: String) {\n  developerConfig(app: $app, environment: $environment) {\n    appDid environment status webhook { configured paused disabled { reason at } } modules { payments products tickets }\n  }\n}": types.DeveloperConfigDocument,
@@ -263,7 +265,11 @@ export function graphql(source: "query DashboardOrganizerEvents { organizerEvent
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "query DashboardOrganizerEvent($eventUri: String!) {\n  organizerEvent(eventUri: $eventUri) {\n    eventUri appDid environment\n    tiers { ticketTypeId name priceAmount currency capacity sold held available }\n    tickets { id ticketTypeId tierName buyerDid status source appOrderId issuedAt }\n  }\n}"): typeof import('./graphql').DashboardOrganizerEventDocument;
+export function graphql(source: "query DashboardOrganizerEvent($eventUri: String!, $after: String) {\n  organizerEvent(eventUri: $eventUri) {\n    eventUri appDid environment\n    tiers { ticketTypeId name priceAmount currency capacity sold held available }\n    ticketPage(after: $after) { tickets { id ticketTypeId tierName buyerDid status issuedAt } nextCursor }\n  }\n}"): typeof import('./graphql').DashboardOrganizerEventDocument;
+/**
+ * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
+ */
+export function graphql(source: "query DashboardAttendees($eventUri: String!, $after: String) {\n  organizerEvent(eventUri: $eventUri) {\n    ticketPage(after: $after, limit: 5000) { tickets { id tierName buyerDid status source appOrderId issuedAt } nextCursor }\n  }\n}"): typeof import('./graphql').DashboardAttendeesDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

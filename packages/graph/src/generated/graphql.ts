@@ -582,8 +582,15 @@ export type OrganizerEvent = {
   appDid: Scalars['String']['output'];
   environment: Scalars['String']['output'];
   eventUri: Scalars['String']['output'];
-  tickets: Array<OrganizerTicket>;
+  /** a page of the event's tickets, oldest first: at most limit (1 to 5000, default 200), then the next page from after = nextCursor (InvalidRequest for another value) */
+  ticketPage: OrganizerTicketPage;
   tiers: Array<OrganizerTier>;
+};
+
+
+export type OrganizerEventTicketPageArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  limit?: InputMaybe<Scalars['Int']['input']>;
 };
 
 /** an organizer's event, as their dashboard lists it */
@@ -604,6 +611,13 @@ export type OrganizerTicket = {
   status: Scalars['String']['output'];
   ticketTypeId: Scalars['ID']['output'];
   tierName: Scalars['String']['output'];
+};
+
+export type OrganizerTicketPage = {
+  __typename?: 'OrganizerTicketPage';
+  /** the cursor of the next page; null on the last */
+  nextCursor: Maybe<Scalars['String']['output']>;
+  tickets: Array<OrganizerTicket>;
 };
 
 export type OrganizerTier = {
@@ -1322,10 +1336,19 @@ export type DashboardOrganizerEventsQuery = { __typename?: 'Query', organizerEve
 
 export type DashboardOrganizerEventQueryVariables = Exact<{
   eventUri: Scalars['String']['input'];
+  after?: InputMaybe<Scalars['String']['input']>;
 }>;
 
 
-export type DashboardOrganizerEventQuery = { __typename?: 'Query', organizerEvent: { __typename?: 'OrganizerEvent', eventUri: string, appDid: string, environment: string, tiers: Array<{ __typename?: 'OrganizerTier', ticketTypeId: string, name: string, priceAmount: number, currency: string, capacity: number, sold: number, held: number, available: number }>, tickets: Array<{ __typename?: 'OrganizerTicket', id: string, ticketTypeId: string, tierName: string, buyerDid: string, status: string, source: string, appOrderId: string | null, issuedAt: string }> } };
+export type DashboardOrganizerEventQuery = { __typename?: 'Query', organizerEvent: { __typename?: 'OrganizerEvent', eventUri: string, appDid: string, environment: string, tiers: Array<{ __typename?: 'OrganizerTier', ticketTypeId: string, name: string, priceAmount: number, currency: string, capacity: number, sold: number, held: number, available: number }>, ticketPage: { __typename?: 'OrganizerTicketPage', nextCursor: string | null, tickets: Array<{ __typename?: 'OrganizerTicket', id: string, ticketTypeId: string, tierName: string, buyerDid: string, status: string, issuedAt: string }> } } };
+
+export type DashboardAttendeesQueryVariables = Exact<{
+  eventUri: Scalars['String']['input'];
+  after?: InputMaybe<Scalars['String']['input']>;
+}>;
+
+
+export type DashboardAttendeesQuery = { __typename?: 'Query', organizerEvent: { __typename?: 'OrganizerEvent', ticketPage: { __typename?: 'OrganizerTicketPage', nextCursor: string | null, tickets: Array<{ __typename?: 'OrganizerTicket', id: string, tierName: string, buyerDid: string, status: string, source: string, appOrderId: string | null, issuedAt: string }> } } };
 
 export type DashboardVoidTicketMutationVariables = Exact<{
   ticketId: Scalars['ID']['input'];
@@ -2162,7 +2185,7 @@ export const DashboardOrganizerEventsDocument = new TypedDocumentString(`
 }
     `) as unknown as TypedDocumentString<DashboardOrganizerEventsQuery, DashboardOrganizerEventsQueryVariables>;
 export const DashboardOrganizerEventDocument = new TypedDocumentString(`
-    query DashboardOrganizerEvent($eventUri: String!) {
+    query DashboardOrganizerEvent($eventUri: String!, $after: String) {
   organizerEvent(eventUri: $eventUri) {
     eventUri
     appDid
@@ -2177,19 +2200,38 @@ export const DashboardOrganizerEventDocument = new TypedDocumentString(`
       held
       available
     }
-    tickets {
-      id
-      ticketTypeId
-      tierName
-      buyerDid
-      status
-      source
-      appOrderId
-      issuedAt
+    ticketPage(after: $after) {
+      tickets {
+        id
+        ticketTypeId
+        tierName
+        buyerDid
+        status
+        issuedAt
+      }
+      nextCursor
     }
   }
 }
     `) as unknown as TypedDocumentString<DashboardOrganizerEventQuery, DashboardOrganizerEventQueryVariables>;
+export const DashboardAttendeesDocument = new TypedDocumentString(`
+    query DashboardAttendees($eventUri: String!, $after: String) {
+  organizerEvent(eventUri: $eventUri) {
+    ticketPage(after: $after, limit: 5000) {
+      tickets {
+        id
+        tierName
+        buyerDid
+        status
+        source
+        appOrderId
+        issuedAt
+      }
+      nextCursor
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<DashboardAttendeesQuery, DashboardAttendeesQueryVariables>;
 export const DashboardVoidTicketDocument = new TypedDocumentString(`
     mutation DashboardVoidTicket($ticketId: ID!) {
   voidTicket(ticketId: $ticketId) {

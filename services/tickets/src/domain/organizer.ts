@@ -5,14 +5,14 @@
  */
 import { ContractError } from '@svc/errors'
 import type { Environment } from '@svc/vocabulary'
-import { findEach, type TicketedEventDoc } from '../models'
+import type { TicketedEventDoc } from '../models'
 import { takenSeats } from './capacity'
 import { blockReservation, tierCapacity } from './configure-tiers'
 import type { TicketsDomain } from './context'
 import { eventKey } from './event-access'
 
 /** Tickets that hold their seat: issued or checked in (a voided one gave it back). */
-const HOLDS_A_SEAT = ['issued', 'checked-in']
+const HOLDS_A_SEAT = ['issued', 'checked-in'] as const
 
 export async function organizerEvents(d: TicketsDomain, organizerDid: string, environment: Environment) {
   const events = await d.models.TicketedEvent.find({ organizerDid, environment }).sort({ createdAt: -1 }).limit(200).lean()
@@ -28,32 +28,72 @@ async function organizersEvent(d: TicketsDomain, organizerDid: string, environme
 export async function organizerEvent(d: TicketsDomain, organizerDid: string, environment: Environment, eventUri: string) {
   const event = await organizersEvent(d, organizerDid, environment, eventUri)
   const tiers = await d.models.Tier.find({ eventKey: event._id }).sort({ position: 1 }).lean()
-  const tickets = (await findEach(tiers.map((t) => t._id), (tierId) => d.models.Ticket.find({ tierId }).lean())).sort(
-    (a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a._id.localeCompare(b._id),
-  )
-  const names = new Map(tiers.map((t) => [t._id, t.name]))
-  const tierViews = await Promise.all(
-    tiers.map(async (t) => {
+  // the counts and the pages of tickets are read when asked for (OrganizerEvent.tiers, .ticketPage): an attendee
+  // list reads pages only
+  return { eventUri: event.eventUri, appDid: event.appDid, environment: event.environment, tierDocs: tiers, tierNames: new Map(tiers.map((t) => [t._id, t.name])) }
+}
+
+/** Each tier of the event with what is sold, held and left, counted over all of its tickets and seats. */
+export function organizerTiers(d: TicketsDomain, event: OrganizerEventView) {
+  return Promise.all(
+    event.tierDocs.map(async (t) => {
       const capacity = await tierCapacity(d, t)
       const taken = (await takenSeats(d, t._id)).filter((u) => u.reservationId !== blockReservation(t._id)).length
-      const sold = tickets.filter((x) => x.tierId === t._id && HOLDS_A_SEAT.includes(x.status)).length
+      const sold = await d.models.Ticket.countDocuments({ tierId: t._id, status: { $in: [...HOLDS_A_SEAT] } })
       return { ticketTypeId: t._id, name: t.name, priceAmount: t.priceAmount, currency: t.currency, capacity, sold, held: Math.max(0, taken - sold), available: Math.max(0, capacity - taken) }
     }),
   )
+}
+
+export type OrganizerEventView = Awaited<ReturnType<typeof organizerEvent>>
+
+export const TICKET_PAGE_DEFAULT = 200
+export const TICKET_PAGE_MAX = 5000
+
+/** A page's cursor: the last ticket's time and id (the order is by both), base64url so it reads as one token. */
+const cursorOf = (t: { createdAt: Date; _id: string }): string => Buffer.from(JSON.stringify([t.createdAt.getTime(), t._id])).toString('base64url')
+
+function parseCursor(after: string): { at: Date; id: string } {
+  let value: unknown
+  try {
+    value = JSON.parse(Buffer.from(after, 'base64url').toString('utf8'))
+  } catch {
+    value = null
+  }
+  if (!Array.isArray(value) || value.length !== 2 || !Number.isSafeInteger(value[0]) || typeof value[1] !== 'string' || !TICKET_ID.test(value[1])) {
+    throw new ContractError('InvalidRequest', 'after must be the nextCursor of an earlier page')
+  }
+  return { at: new Date(value[0] as number), id: value[1] as string }
+}
+
+const TICKET_ID = /^ticket_[0-9a-f]{24}$/
+
+/**
+ * A page of the event's tickets, oldest first (by time, then id, so tickets of one instant keep their order), read
+ * among the event's tiers only: a cursor names a place in the order, never a ticket to fetch, so it cannot reach
+ * another event's.
+ */
+export async function organizerTicketPage(d: TicketsDomain, event: OrganizerEventView, args: { after?: string | null; limit?: number | null }) {
+  const limit = args.limit ?? TICKET_PAGE_DEFAULT
+  if (!Number.isInteger(limit) || limit < 1 || limit > TICKET_PAGE_MAX) throw new ContractError('InvalidRequest', `limit must be an integer from 1 to ${TICKET_PAGE_MAX}`)
+  const filter: Record<string, unknown> = { tierId: { $in: [...event.tierNames.keys()] } }
+  if (args.after != null) {
+    const { at, id } = parseCursor(args.after)
+    filter.$or = [{ createdAt: { $gt: at } }, { createdAt: at, _id: { $gt: id } }]
+  }
+  const found = await d.models.Ticket.find(filter).sort({ createdAt: 1, _id: 1 }).limit(limit + 1).lean()
+  const page = found.slice(0, limit)
   return {
-    eventUri: event.eventUri,
-    appDid: event.appDid,
-    environment: event.environment,
-    tiers: tierViews,
-    tickets: tickets.map((x) => ({
+    tickets: page.map((x) => ({
       id: x._id,
       ticketTypeId: x.tierId,
-      tierName: names.get(x.tierId) ?? '',
+      tierName: event.tierNames.get(x.tierId) ?? '',
       buyerDid: x.buyerDid,
       status: x.status,
       source: x.source,
       appOrderId: x.appOrderId ?? null,
       issuedAt: x.createdAt.toISOString(),
     })),
+    nextCursor: found.length > limit ? cursorOf(page[page.length - 1]!) : null,
   }
 }

@@ -90,7 +90,20 @@ export type OrganizerEvent = {
   appDid: Scalars['String']['output'];
   environment: Scalars['String']['output'];
   tiers: Array<OrganizerTier>;
+  /** a page of the event's tickets, oldest first: at most limit (1 to 5000, default 200), then the next page from after = nextCursor (InvalidRequest for another value) */
+  ticketPage: OrganizerTicketPage;
+};
+
+
+export type OrganizerEventTicketPageArgs = {
+  after: InputMaybe<Scalars['String']['input']>;
+  limit: InputMaybe<Scalars['Int']['input']>;
+};
+
+export type OrganizerTicketPage = {
   tickets: Array<OrganizerTicket>;
+  /** the cursor of the next page; null on the last */
+  nextCursor: Maybe<Scalars['String']['output']>;
 };
 
 export type TierAvailability = {

@@ -201,7 +201,8 @@ const ticketSchema = new Schema(
   },
   { collection: 'tickets', versionKey: false },
 )
-ticketSchema.index({ tierId: 1 })
+// a tier's tickets, and the organizer's pages of an event's tickets: oldest first, by time then id
+ticketSchema.index({ tierId: 1, createdAt: 1, _id: 1 })
 ticketSchema.index({ announced: 1 })
 ticketSchema.index({ voidPending: 1 })
 ticketSchema.index({ holdId: 1 })
