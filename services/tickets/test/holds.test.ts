@@ -198,6 +198,25 @@ test('a hold past its expiry that no job or read released yet is not secured for
   }
 })
 
+test('10 concurrent secures, then 10 concurrent settles of one paid hold: its tickets are issued once, each with its own seat, each announced once', async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 6, perBuyerLimit: 4 }])
+  const tier = tierIds[0]!
+  const held = await hold(eventUri, [{ ticketTypeId: tier, quantity: 3 }])
+  expect(await Promise.all(Array.from({ length: 10 }, () => secureHold(d, held.holdId)))).toEqual(Array(10).fill(true))
+  const payment = { checkoutId: 'cko_test_concurrent', paymentUri: `at://did:web:svc.example.com/money.svc.payment.record/${randomBytes(6).toString('hex')}` }
+  const answers = await Promise.all(Array.from({ length: 10 }, () => settleHold(d, held.holdId, payment)))
+  const ids = purchaseTicketIds(held.holdId, [{ ticketTypeId: tier, quantity: 3 }]).map((t) => t.id).sort()
+  for (const tickets of answers) expect(tickets.map((t) => t._id).sort()).toEqual(ids)
+  const stored = await models.Ticket.find({ holdId: held.holdId }).lean()
+  expect(stored.map((t) => t._id).sort()).toEqual(ids)
+  const units = stored.flatMap((t) => t.unitIds ?? [])
+  expect(new Set(units).size).toBe(units.length)
+  expect(units).toHaveLength(6) // a seat and a buyer share each
+  expect((await models.TicketHold.findById(held.holdId).lean())!.status).toBe('paid')
+  expect(await models.Outbox.countDocuments({ type: 'ticket.issued', 'data.ticketId': { $in: ids } })).toBe(3)
+  expect(await available(tier)).toBe(3)
+})
+
 test('a paid hold whose first settle stopped mid-insert, then a ticket voided: the rest get seats of their own', async () => {
   const { eventUri, tierIds } = await event([{ capacity: 5 }])
   const tier = tierIds[0]!
