@@ -100,14 +100,12 @@ test('a written event is on domain-events at once (woken by the write, not the p
   const { queue, relay, jobCount } = fixture()
   relay()
   const occurredAt = new Date('2026-06-01T12:00:00.000Z')
-  const written = Date.now()
   const ids = [
     await writeOutboxEvent(model, event('payment.completed:chk_1', { occurredAt })),
     await writeOutboxEvent(model, event('app.authorization.granted:apr_1:1', { type: 'app.authorization.granted', environment: 'live' })),
   ]
+  // relayed within waitFor's 5 s while the poll is a minute away: the writes themselves woke the relay
   await waitFor(allRelayed)
-  // the poll is a minute away: the writes themselves woke the relay
-  expect(Date.now() - written).toBeLessThan(2000)
   expect(await jobCount()).toBe(2)
 
   const job = await queue.getJob(ids[0]!)
@@ -338,9 +336,8 @@ test('Redis unreachable: a pass fails (the events stay unrelayed, for the next p
   await writeOutboxEvent(model, event('app.authorization.granted:apr_down:1', { type: 'app.authorization.granted' }))
   await expect(unreachable.drain()).rejects.toThrow(/ECONNREFUSED|connecting to Redis/)
   expect(await unrelayed()).toBe(1)
-  const stopping = Date.now()
+  // returns though Redis never comes back (a stop that waited for it would end the test by its timeout)
   await unreachable.stop()
-  expect(Date.now() - stopping).toBeLessThan(2000)
   expect(lines.some((l) => l.msg === 'outbox relay pass failed; retrying at the next pass')).toBe(true)
 })
 

@@ -64,6 +64,7 @@ test('charged, the pay answers processing; reads share one settle and answer pro
   const reads = await Promise.all(Array.from({ length: 5 }, () => getPaymentStatus(t.domain, { token: started.token, appDid: APP })))
   expect(reads.map((r) => r.status)).toEqual(Array(5).fill('processing'))
   expect(settle.most).toBe(1)
+  expect(settle.calls).toBe(1)
 
   settle.failing = false
   expect((await getPaymentStatus(t.domain, { token: started.token, appDid: APP })).status).toBe('completed')

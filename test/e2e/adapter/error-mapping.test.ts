@@ -42,18 +42,3 @@ test('an unmapped error passes unchanged', async () => {
   expect(res.status).toBe(404)
   expect(((await res.json()) as { error: string }).error).toBe('AppEnvironmentNotConfigured')
 })
-
-test('the shipped getConfig renames nothing: an unknown app is AppNotRegistered', async () => {
-  const shipped = methodTable({ app: async () => ({ kind: 'app', appDid: 'did:web:x.example.com' }) }).get(getConfig.nsid) as XrpcMethod<'money.svc.app.getConfig'>
-  const err = await shipped
-    .handler({
-      nsid: getConfig.nsid,
-      params: { environment: 'test' },
-      input: {},
-      caller: { kind: 'app', appDid: 'did:web:x.example.com' },
-      graph: () => Promise.reject(Object.assign(new Error('app did:web:x.example.com is not registered'), { code: 'AppNotRegistered' })),
-      assertion: () => Promise.resolve(),
-    })
-    .catch((e: unknown) => e)
-  expect(err).toMatchObject({ code: 'AppNotRegistered' })
-})

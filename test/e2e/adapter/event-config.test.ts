@@ -148,7 +148,7 @@ describe('signing secret: created with the configuration, shown with the updates
     const body = { environment: 'test', webhookUrl: 'https://93.184.216.34/hook' }
     const results = await Promise.all(tokens.map((t) => xrpcPost(stack, UPDATE_CONFIG, body, bearer(t))))
     const secrets = results.map((r) => expectOk(r).webhook.signingSecret)
-    expect(secrets).toHaveLength(10)
+    expect(secrets.every((secret) => typeof secret === 'string' && SECRET.test(secret))).toBe(true)
     expect(new Set(secrets).size).toBe(1)
     expect(secrets[0]).toMatch(SECRET)
     const stored = await stack.events.SigningSecret.find({ appDid: app.did, environment: 'test' }).lean()

@@ -153,6 +153,27 @@ it('a domain event whose job failed for good is retried by the reconciler until 
   workers = undefined
 })
 
+it('five reconcilers at once (five worker processes starting together) queue each lost delivery once: one job, one request, one attempt each', async () => {
+  const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
+  const lost = await Promise.all(Array.from({ length: 10 }, () => newDelivery(app.did)))
+  const log = pino({ level: 'silent' })
+  const runs = await Promise.all(Array.from({ length: 5 }, () => reconcileDeliveries(stack.events, queues.deliveries, log)))
+  expect(runs.every((r) => r.checked >= lost.length)).toBe(true)
+  for (const d of lost) expect(await queues.deliveries.getJob(d._id)).toMatchObject({ id: d._id, data: expect.objectContaining({ deliveryId: d._id }) })
+
+  workers = await stack.startWorkers()
+  for (const d of lost) await waitForStatus(stack, d._id, 'delivered')
+  // a late reconcile finds nothing more to do for them
+  await reconcileDeliveries(stack.events, queues.deliveries, log)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  for (const d of lost) {
+    expect(requestsFor(receiver, d._id)).toHaveLength(1)
+    expect((await attemptsOf(stack, d._id)).map((a) => a.outcome)).toEqual(['delivered'])
+  }
+  await workers.stop()
+  workers = undefined
+})
+
 it('a run reports its progress every RECONCILE_PROGRESS_EVERY deliveries and at its end', async () => {
   const { app } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
   for (let i = 0; i < RECONCILE_PROGRESS_EVERY + 1; i++) await enqueueDelivery(queues.deliveries, await newDelivery(app.did))
