@@ -306,6 +306,18 @@ it('concurrent duplicates of one order converge on one hold and one checkout', a
   expect(await stack.payments.Checkout.countDocuments({ holdId: holds[0].holdId })).toBe(1)
 })
 
+it('10 concurrent duplicates of one order carrying the same buyer assertion all get the one hold; that assertion on another order is a replay', async () => {
+  const { eventUri, general } = await paidEvent()
+  const buyer = await newSigner(stack)
+  const assertion = await buyer.assertion(HOLD)
+  const body = { eventUri, buyerDid: buyer.did, buyerAssertionJwt: assertion, appOrderId: `dup-asserted-${randomBytes(4).toString('hex')}`, items: [{ ticketTypeId: general, quantity: 1 }] }
+  const holds = (await Promise.all(Array.from({ length: 10 }, () => hold(stack, app, body)))).map((a) => expectOk(a))
+  expect(new Set(holds.map((h) => h.holdId)).size).toBe(1)
+  expect(await stack.tickets.TicketHold.countDocuments({ appOrderId: body.appOrderId })).toBe(1)
+  expectError(await hold(stack, app, { ...body, appOrderId: `${body.appOrderId}-other` }), 400, 'BuyerAssertionInvalid', /JwtReplayed/)
+  expect(await available(eventUri)).toEqual([4, 2])
+})
+
 it('InvalidRequest: the same order id with other items or another buyer, a free tier, unknown fields; nothing changes', async () => {
   const { eventUri, general, vip } = await paidEvent()
   const body = { eventUri, buyerDid: buyerDid(), appOrderId: 'order-x', items: [{ ticketTypeId: general, quantity: 1 }] }
