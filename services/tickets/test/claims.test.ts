@@ -43,12 +43,35 @@ async function twinInFlight(eventUri: string, tier: Awaited<ReturnType<typeof fr
   return { ticketId, finish }
 }
 
+/**
+ * Resolves once a claim looks for its ticket a second time: it met its twin's units and waits for the twin's ticket
+ * (an observer only: every read goes to the database).
+ */
+function waitingForTwin(ticketId: string): { reached: Promise<void>; restore: () => void } {
+  let seen = 0
+  let reach!: () => void
+  const reached = new Promise<void>((resolve) => (reach = resolve))
+  const findById = models.Ticket.findById.bind(models.Ticket)
+  const spy = jest.spyOn(models.Ticket, 'findById').mockImplementation(((id: unknown, ...rest: unknown[]) => {
+    if (id === ticketId && ++seen === 2) reach()
+    return (findById as (...args: unknown[]) => unknown)(id, ...rest)
+  }) as never)
+  return { reached, restore: () => spy.mockRestore() }
+}
+
 test('a duplicate that finds the last seat held by its twin in flight gets the twin\'s ticket, not TicketHoldUnavailable', async () => {
   const { eventUri, tier } = await freeTier(1)
   const buyerDid = buyer()
   const twin = await twinInFlight(eventUri, tier, buyerDid, 'last')
-  const claimed = claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid, idempotencyKey: 'last' })
-  await new Promise((r) => setTimeout(r, 150))
+  const gate = waitingForTwin(twin.ticketId)
+  let answered = false
+  const claimed = claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid, idempotencyKey: 'last' }).finally(() => (answered = true))
+  try {
+    await gate.reached
+  } finally {
+    gate.restore()
+  }
+  expect(answered).toBe(false)
   await twin.finish()
   expect((await claimed).id).toBe(twin.ticketId)
   expect(await models.Ticket.countDocuments({ tierId: tier._id })).toBe(1)
@@ -62,8 +85,15 @@ test('a duplicate that finds the buyer\'s share held by its twin in flight gets 
   const { eventUri, tier } = await freeTier(5)
   const buyerDid = buyer()
   const twin = await twinInFlight(eventUri, tier, buyerDid, 'share')
-  const claimed = claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid, idempotencyKey: 'share' })
-  await new Promise((r) => setTimeout(r, 150))
+  const gate = waitingForTwin(twin.ticketId)
+  let answered = false
+  const claimed = claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid, idempotencyKey: 'share' }).finally(() => (answered = true))
+  try {
+    await gate.reached
+  } finally {
+    gate.restore()
+  }
+  expect(answered).toBe(false)
   await twin.finish()
   expect((await claimed).id).toBe(twin.ticketId)
   expect(await models.Ticket.countDocuments({ tierId: tier._id })).toBe(1)

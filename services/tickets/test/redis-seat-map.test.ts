@@ -84,8 +84,14 @@ test('a rebuild ends with the truth: seats taken or freed during its read count,
 test('one rebuild of a tier at a time; the other reader is told to read the units itself', async () => {
   const tier = newTier()
   let release!: () => void
-  const slow = map.rebuild(tier, () => new Promise<TakenUnit[]>((resolve) => (release = () => resolve([unit(tier, 0)]))))
-  await new Promise((r) => setTimeout(r, 50))
+  let reading!: () => void
+  // the slow rebuild reads the units once it holds the tier's rebuild: the second starts only then
+  const lockHeld = new Promise<void>((resolve) => (reading = resolve))
+  const slow = map.rebuild(tier, () => {
+    reading()
+    return new Promise<TakenUnit[]>((resolve) => (release = () => resolve([unit(tier, 0)])))
+  })
+  await lockHeld
   expect(await map.rebuild(tier, async () => [])).toBeNull()
   release()
   expect(await slow).toHaveLength(1)
