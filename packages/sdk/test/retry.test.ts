@@ -13,6 +13,8 @@ const STATUS = 'network.svc.payment.status'
 const INITIATE = 'network.svc.payment.initiate'
 
 interface Seen {
+  /** when the request arrived (ms) */
+  at: number
   method: string
   nsid: string
   query: URLSearchParams
@@ -40,7 +42,7 @@ beforeAll(async () => {
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
       const url = new URL(req.url ?? '/', 'http://127.0.0.1')
-      seen.push({ method: req.method ?? '', nsid: url.pathname.replace('/xrpc/', ''), query: url.searchParams, body: Buffer.concat(chunks).toString(), claims: claimsOf(req) })
+      seen.push({ at: Date.now(), method: req.method ?? '', nsid: url.pathname.replace('/xrpc/', ''), query: url.searchParams, body: Buffer.concat(chunks).toString(), claims: claimsOf(req) })
       const step = script.shift() ?? { status: 500, body: { error: 'ScriptExhausted', message: 'no scripted answer left' } }
       if (step === 'drop') return void req.socket.destroy()
       if (step === 'hang') return
@@ -227,9 +229,12 @@ describe('initiateCheckout', () => {
     const e = await rejection(initiateCheckout(client, product, { ...FAST, timeoutMs: 5000 }))
     expect({ status: (e as SvcError).status, error: (e as SvcError).error }).toEqual({ status: 503, error: 'Maintenance' })
     expect(seen).toHaveLength(1)
-    // within it, a Retry-After is honoured
+    // within it, a Retry-After is honoured: the retry comes a second later, though FAST's own backoff is milliseconds
+    seen = []
     script = [err(503, 'Busy', { 'retry-after': '1' }), ok(STARTED)]
     expect(await initiateCheckout(client, product, { ...FAST, timeoutMs: 5000 })).toEqual(STARTED)
+    expect(seen).toHaveLength(2)
+    expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(1000 - 5)
     await expect(initiateCheckout(client, product, { timeoutMs: 0 })).rejects.toBeInstanceOf(RangeError)
   })
 

@@ -298,7 +298,7 @@ describe('issuer resolution', () => {
     await expect(verifier.verify(`Bearer ${token}`, NSID)).resolves.toMatchObject({ iss: did })
   })
 
-  it('did:plc key rotation: a cached stale key is refetched once on signature failure', async () => {
+  it('did:plc key rotation: a cached stale key is refetched once on signature failure, and not again within 30 s', async () => {
     const oldKey = await generateDidKeyKeypair('ES256K')
     const newKey = await generateDidKeyKeypair('ES256K')
     const did = randomPlcDid()
@@ -307,6 +307,15 @@ describe('issuer resolution', () => {
     plcDocs.set(did, didDocument(did, newKey.keypair))
     const token = await mintServiceJwt({ keypair: newKey.keypair, iss: did, aud: SERVICE_DID, lxm: NSID })
     await expect(verifier.verify(`Bearer ${token}`, NSID)).resolves.toMatchObject({ iss: did })
+    const asked = () => plcAsked.filter((d) => d === did).length
+    expect(asked()).toBe(2)
+    // a token signed by a key the document never had is refused without asking again within 30 s: forged tokens
+    // cannot make the service hammer the directory
+    const forger = await generateDidKeyKeypair('ES256K')
+    for (let i = 0; i < 3; i++) {
+      await expectCode(verifier.verify(`Bearer ${await mintServiceJwt({ keypair: forger.keypair, iss: did, aud: SERVICE_DID, lxm: NSID })}`, NSID), 'BadJwtSignature')
+    }
+    expect(asked()).toBe(2)
   })
 
   it('unknown did:plc → UnresolvableIssuer', async () => {

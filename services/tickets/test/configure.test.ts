@@ -146,7 +146,7 @@ test('a configuration that waits longer than its turn allows is answered Service
   expect(await models.ConfigurationTurn.exists({ _id: `${key}#3` })).toBeTruthy()
 }, 20_000)
 
-test('eight concurrent configurations of one event each run alone: each answers its own capacity, and the last one stands', async () => {
+test('eight concurrent configurations of one event each run alone: each answers its own capacity, and one of them stands whole (its capacity, every seat of it on sale)', async () => {
   const { eventUri, tierId } = await pricedTier(100)
   const capacities = [101, 140, 90, 120, 95, 160, 100, 130]
   const answers = await Promise.all(capacities.map((capacity) => configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, capacity)] })))

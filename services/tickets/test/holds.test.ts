@@ -148,7 +148,7 @@ test('a slow hold attempt whose first seat is older than the limit but whose las
   expect(await models.CapacityUnit.countDocuments({ reservationId: slow.id })).toBe(4)
 }, 30_000)
 
-test('a thousand concurrent holds on 100 seats hold exactly 100, and seats that lapse mid-run are sold again, never twice', async () => {
+test('two waves of 500 concurrent holds on 100 seats: each holds exactly 100, the second the seats the first\'s lapsed holds returned, never twice', async () => {
   const { eventUri, tierIds } = await event([{ capacity: 100 }], 60)
   const tier = tierIds[0]!
   const attempt = () => hold(eventUri, [{ ticketTypeId: tier, quantity: 1 }]).then(() => 'held', (e: unknown) => (e instanceof ContractError ? e.code : String(e)))

@@ -283,9 +283,25 @@ describe('a free claim that stopped after keeping its seat and before inserting 
     expect(minute).toBe(minuteOf((await stack.tickets.CapacityUnit.findOne({ reservationId: attempt }).lean())!.createdAt))
 
     const before = settledMinute()
-    expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 1, released: 0 })
+    // the sweep's own reads of the units, observed (each still goes to the database)
+    const filters: Record<string, unknown>[] = []
+    const find = stack.tickets.CapacityUnit.find.bind(stack.tickets.CapacityUnit)
+    const spy = jest.spyOn(stack.tickets.CapacityUnit, 'find').mockImplementation(((filter: Record<string, unknown>, ...rest: unknown[]) => {
+      filters.push(filter)
+      return (find as (...args: unknown[]) => unknown)(filter, ...rest)
+    }) as never)
+    try {
+      expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 1, released: 0 })
+    } finally {
+      spy.mockRestore()
+    }
     await expectCursorBetween(before, settledMinute())
-    // what makes it cheap on FerretDB: the minute's query goes to PostgreSQL, not the whole collection to the sweep
+    // each minute read once, by equality
+    const minuteReads = filters.filter((f) => 'claimMinute' in f)
+    expect(minuteReads.every((f) => typeof f.claimMinute === 'number')).toBe(true)
+    expect(minuteReads.filter((f) => f.claimMinute === minute)).toHaveLength(1)
+    expect(new Set(minuteReads.map((f) => f.claimMinute)).size).toBe(minuteReads.length)
+    // what makes it cheap on FerretDB: such a query goes to PostgreSQL, not the whole collection to the sweep
     const explain = (await stack.tickets.CapacityUnit.collection.find({ claimMinute: minute, kind: 'seat' }).explain()) as { filterPushdown?: boolean }
     expect(explain.filterPushdown).toBe(true)
 
