@@ -147,6 +147,19 @@ describe('idempotency by app order id', () => {
     expect(again).toEqual(first)
   })
 
+  test('a repeat after the rates changed so that they would refuse the amount gets the checkout started under the old ones; a new order is refused', async () => {
+    const creator = newDid()
+    const passed = authorizationFor(creator, { serviceFee: { bps: 250, flatAmount: 30, flatCurrency: 'usd', passToBuyer: true } })
+    const product = productOf(creator, { amount: 30 })
+    const first = await initiateCheckout(serving(t.domain, { checkout: passed }), { appDid: APP, product })
+    // the app stops passing the fee to the buyer: 30 no longer covers it (a 31 service fee)
+    const kept = authorizationFor(creator)
+    expect(await initiateCheckout(serving(t.domain, { checkout: kept }), { appDid: APP, product })).toEqual(first)
+    await expectCode(initiateCheckout(serving(t.domain, { checkout: kept }), { appDid: APP, product: productOf(creator, { amount: 30 }) }), 'InvalidProduct', /amount too small to cover fees/)
+    // another product under that order id is still refused as such
+    await expectCode(initiateCheckout(serving(t.domain, { checkout: kept }), { appDid: APP, product: productOf(creator, { amount: 31, appOrderId: JSON.parse(Buffer.from(product.slice(PRODUCT_PREFIX.length), 'base64url').toString()).appOrderId }) }), 'InvalidProduct', /amount too small to cover fees/)
+  })
+
   test('naming the resolved environment in the product is the same purchase', async () => {
     const creator = newDid()
     const appOrderId = newOrderId()

@@ -5,8 +5,8 @@
  * recipient's payout readiness), then decides, in this order: the product (InvalidProduct), its environment against
  * the one the app works in (InvalidProduct), a processor for that environment (ProcessorNotConfigured), then, unless the app sells
  * for itself, the recipient's approval of the app (AppUnauthorized) and the recipient's payout readiness
- * (RecipientNotPayable), then the money (InvalidProduct when the fees exceed the amount). Only then is the order id
- * consulted: one checkout per (app, environment, appOrderId), held by a unique index, so concurrent duplicates
+ * (RecipientNotPayable), then the money (InvalidProduct when the fees exceed the amount, unless the same product
+ * already has its checkout under this order id: the rates changed since). Only then is the order id consulted: one checkout per (app, environment, appOrderId), held by a unique index, so concurrent duplicates
  * converge on one checkout and get its tokens.
  */
 import { createHash, randomBytes } from 'node:crypto'
@@ -92,9 +92,18 @@ export async function initiateCheckout(d: ServingPayments, input: { appDid: stri
     if (!authorization.ok) throw authorization.error
     ;({ feeShareBps, approvalId, recipientName } = authorization)
   }
-  const charges = computeCharges({ amount: product.amount, currency: product.currency, serviceFee: auth.serviceFee, feeShareBps, selfSale })
   // the canonical product string with its environment resolved: naming the environment or not is the same purchase
   const productHash = createHash('sha256').update(encodeProduct({ ...product, environment })).digest('hex')
+  let charges: ReturnType<typeof computeCharges>
+  try {
+    charges = computeCharges({ amount: product.amount, currency: product.currency, serviceFee: auth.serviceFee, feeShareBps, selfSale })
+  } catch (err) {
+    // today's rates refuse the amount (they changed since, say passToBuyer turned off): a repeat of an order whose
+    // checkout started under the rates it snapshotted still gets that checkout, which can still be paid
+    const again = await findStartedCheckout(d, { appDid: input.appDid, environment, appOrderId: product.appOrderId }, productHash)
+    if (again) return again
+    throw err
+  }
 
   return createOrFindCheckout(d, { appDid: input.appDid, environment, appOrderId: product.appOrderId, productHash }, () => ({
     status: 'pending',
@@ -133,10 +142,11 @@ export type CheckoutFields = Omit<StoredCheckout, '_id' | 'appDid' | 'environmen
  * Inserts a checkout under its key (app, environment, appOrderId), or finds the one a duplicate inserted first: the
  * same product (its hash) gets that checkout's tokens again; another product is InvalidProduct.
  */
-/** The checkout started before under this key, answered as its start was; null when there is none. */
-export async function findStartedCheckout(d: PaymentsDomain, key: { appDid: string; environment: Environment; appOrderId: string }): Promise<CheckoutStarted | null> {
-  const existing = await d.models.Checkout.findOne(key, { _id: 1, environment: 1, nonce: 1, statusTokenHash: 1 }).lean()
-  return existing ? startedAgain(d, existing as TokenSource & { statusTokenHash: string }) : null
+/** The checkout started before under this key (of this product, when given its hash), answered as its start was; null when there is none. */
+export async function findStartedCheckout(d: PaymentsDomain, key: { appDid: string; environment: Environment; appOrderId: string }, productHash?: string): Promise<CheckoutStarted | null> {
+  const existing = await d.models.Checkout.findOne(key, { _id: 1, environment: 1, nonce: 1, statusTokenHash: 1, productHash: 1 }).lean()
+  if (!existing || (productHash !== undefined && existing.productHash !== productHash)) return null
+  return startedAgain(d, existing as TokenSource & { statusTokenHash: string })
 }
 
 export async function createOrFindCheckout(
