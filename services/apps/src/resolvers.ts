@@ -109,13 +109,17 @@ function allowAccess(ctx: AppsContext, access: AppAccessRef, readers: readonly s
   if (p.appDid !== access.appDid) throw new ContractError('AppUnauthorized', 'this access belongs to another app')
 }
 
+/** Callers who may read approval requests at all (before any is looked up: the answer never says whether one exists). */
+function mayReadApprovals(ctx: AppsContext): void {
+  if (!['operator', 'app', 'dashboard'].includes(ctx.principal.kind)) throw new ContractError('NotAllowed', 'this caller may not read approval requests')
+}
+
 /** Who may see an approval request: its app, its recipient (signed in, in its environment) and operators. */
 function canSee(ctx: AppsContext, a: RecipientApprovalView): boolean {
   const p = ctx.principal
   if (p.kind === 'operator') return true
   if (p.kind === 'app') return p.appDid === a.appDid
-  if (p.kind === 'dashboard') return p.actorDid === a.recipientDid && p.environment === a.environment
-  throw new ContractError('NotAllowed', 'this caller may not read approval requests')
+  return p.kind === 'dashboard' && p.actorDid === a.recipientDid && p.environment === a.environment
 }
 
 export const resolvers: GraphQLResolverMap<AppsContext> = {
@@ -200,6 +204,7 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
   },
   RecipientApproval: {
     __resolveReference: async (ref: { id: string }, ctx: AppsContext) => {
+      mayReadApprovals(ctx)
       const view = await findApproval(ctx.domain, ref.id)
       return view && canSee(ctx, view) ? view : null
     },

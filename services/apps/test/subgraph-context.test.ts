@@ -6,7 +6,7 @@ import { createHmac, randomBytes } from 'node:crypto'
 import pino from 'pino'
 import { CONTEXT_HEADER, signContext, type Principal } from '@svc/internal-context'
 import { isolate, signedContext, testCallerKeys } from '@svc/testing'
-import { registerApp, startAppsService, type AppsModels } from '../src'
+import { registerApp, requestRecipientApproval, startAppsService, type AppsModels } from '../src'
 import type { RunningSubgraph } from '@svc/subgraph-server'
 
 const keys = testCallerKeys()
@@ -81,6 +81,24 @@ test('an App entity is resolved for an operator and for the app itself, never fo
   expect(codeOf(await entity(creator, DID))).toBe('NotAllowed')
   // a query operator in the representation reads nothing (it would walk the registered apps)
   expect((await entity(operator, { $gt: '' })).body.data).toEqual({ _entities: [null] })
+})
+
+test('a RecipientApproval entity is read by its app, never by another caller, whether or not the id exists', async () => {
+  const approval = await requestRecipientApproval({ models: apps.models, facts: { actor: async (did) => ({ did, payoutStatus: 'ready' }) } }, DID, {
+    environment: 'test',
+    recipientDid: 'did:plc:ctxcreator',
+    paymentTypes: ['tip'],
+  })
+  const entity = (principal: Principal, id: string) =>
+    post('query($r: [_Any!]!) { _entities(representations: $r) { ... on RecipientApproval { id } } }', good(principal), { r: [{ __typename: 'RecipientApproval', id }] })
+  expect((await entity({ kind: 'app', appDid: DID }, approval.id)).body.data).toEqual({ _entities: [{ id: approval.id }] })
+  const service: Principal = { kind: 'service', name: 'events' }
+  const [existing, missing] = [await entity(service, approval.id), await entity(service, 'apr_0000000000000000')]
+  expect(existing.body.errors?.[0]?.extensions?.code).toBe('NotAllowed')
+  expect({ data: missing.body.data, errors: missing.body.errors?.map((e) => [e.message, e.extensions?.code]) }).toEqual({
+    data: existing.body.data,
+    errors: existing.body.errors?.map((e) => [e.message, e.extensions?.code]),
+  })
 })
 
 test('(a) no svc-context header → 401', async () => {
