@@ -15,7 +15,7 @@ export class SvcError extends Error {
   readonly error: string
   /** The `Svc-Request-Id` response header (quote it to support), null when there was no response or header. */
   readonly requestId: string | null
-  /** Parsed `Retry-After` (ms) of a 429/503 response, when given. */
+  /** Parsed `Retry-After` (ms) of an error response (the service sends it with 429 and 503), when given. */
   readonly retryAfterMs: number | undefined
   /** The NSID called. */
   readonly nsid: string
@@ -38,7 +38,7 @@ export class SvcError extends Error {
   }
 
   /**
-   * True for failures that may succeed when repeated unchanged: no response (network, timeout), 429, and 5xx
+   * True for failures that may succeed when repeated unchanged: no response (network, timeout), 408, 429, and 5xx
    * except 501 (MethodNotImplemented is permanent). Contract errors (4xx) are not transient.
    */
   get transient(): boolean {

@@ -79,13 +79,10 @@ function backoff(options: BackoffOptions, defaultInitial: number) {
   }
 }
 
-/** How long one status request of a poll waits by default (the client's own default). */
-const DEFAULT_POLL_REQUEST_TIMEOUT_MS = 30_000
-
 export interface PollPaymentStatusOptions extends BackoffOptions {
   /** Give up after this many ms with PollTimeoutError (default: no limit; pass a signal or a timeout in workers). */
   timeoutMs?: number
-  /** Each status request waits at most this long, or the time left of `timeoutMs` when less (default 30 000). */
+  /** Each status request waits at most this long, or the time left of `timeoutMs` when less (default: the client's requestTimeoutMs). */
   requestTimeoutMs?: number
   /** Called with every non-terminal status read (e.g. to record progress). */
   onStatus?: (status: PaymentStatusOutput) => void
@@ -98,10 +95,9 @@ export interface PollPaymentStatusOptions extends BackoffOptions {
  * InvalidToken, NotFound, AppUnauthorized, any other 4xx, 501) are thrown at once as SvcError.
  */
 export async function pollPaymentStatus(client: Pick<SvcClient, 'getPaymentStatus'>, token: string, options: PollPaymentStatusOptions = {}): Promise<PaymentStatusOutput> {
-  const { signal, timeoutMs, onStatus } = options
-  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_POLL_REQUEST_TIMEOUT_MS
+  const { signal, timeoutMs, onStatus, requestTimeoutMs } = options
   if (timeoutMs !== undefined && !(timeoutMs > 0)) throw new RangeError('timeoutMs must be a positive number of ms')
-  if (!(requestTimeoutMs >= 1 && requestTimeoutMs <= MAX_TIMER_MS)) throw new RangeError(`requestTimeoutMs must be from 1 to ${MAX_TIMER_MS} ms`)
+  if (requestTimeoutMs !== undefined && !(requestTimeoutMs >= 1 && requestTimeoutMs <= MAX_TIMER_MS)) throw new RangeError(`requestTimeoutMs must be from 1 to ${MAX_TIMER_MS} ms`)
   const delays = backoff(options, 1000)
   const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs
   let attempts = 0
@@ -109,14 +105,18 @@ export async function pollPaymentStatus(client: Pick<SvcClient, 'getPaymentStatu
   for (;;) {
     if (signal?.aborted) throw signal.reason
     let floor = 0
+    // a request still waiting when the poll's time is up ends with it; otherwise its own timeout (the client's, unless
+    // requestTimeoutMs is given) applies
+    const pollEnds = deadline === undefined ? undefined : AbortSignal.timeout(Math.max(1, deadline - Date.now()))
+    const signals = [signal, pollEnds].filter((s): s is AbortSignal => s !== undefined)
     try {
       attempts++
-      const remaining = deadline === undefined ? Infinity : Math.max(1, deadline - Date.now())
-      const res = await client.getPaymentStatus({ token }, { signal, timeoutMs: Math.min(remaining, requestTimeoutMs) })
+      const res = await client.getPaymentStatus({ token }, { signal: signals.length ? AbortSignal.any(signals) : undefined, timeoutMs: requestTimeoutMs })
       lastStatus = res.status
       if (TERMINAL_PAYMENT_STATUSES.has(res.status)) return res
       onStatus?.(res)
     } catch (err) {
+      if (pollEnds?.aborted && !signal?.aborted) throw new PollTimeoutError(lastStatus, attempts, timeoutMs!)
       if (!isTransientError(err)) throw err
       floor = (err as SvcError).retryAfterMs ?? 0
     }

@@ -92,6 +92,10 @@ describe('verifyWebhook', () => {
     const both = `${hmacSign(OLD_SECRET, env.id, ts, body)} ${hmacSign(SECRET, env.id, ts, body)}`
     expect(verifyWebhook({ secret: SECRET, ...signed(env, { ts, signature: both }) }).id).toBe(env.id)
     expect(verifyWebhook({ secret: OLD_SECRET, ...signed(env, { ts, signature: both }) }).id).toBe(env.id)
+    // the header sent twice (a proxy split it): node:http and fetch join the two with ", "
+    const joined = `${hmacSign(OLD_SECRET, env.id, ts, body)}, ${hmacSign(SECRET, env.id, ts, body)}`
+    expect(verifyWebhook({ secret: OLD_SECRET, ...signed(env, { ts, signature: joined }) }).id).toBe(env.id)
+    expect(verifyWebhook({ secret: SECRET, ...signed(env, { ts, signature: joined }) }).id).toBe(env.id)
     // receiver holding old and new secrets, sender signing with the new one only
     expect(verifyWebhook({ secrets: [OLD_SECRET, SECRET], ...signed(env, { ts }) }).id).toBe(env.id)
     // an unknown version tag or a wrong secret alone is refused

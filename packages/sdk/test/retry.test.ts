@@ -166,6 +166,12 @@ describe('pollPaymentStatus', () => {
     expect(seen).toHaveLength(2)
   })
 
+  it('without requestTimeoutMs a hanging request waits the client\'s requestTimeoutMs (2 s here), not 30 s', async () => {
+    script = ['hang', ok({ status: 'completed', ref: REF })]
+    expect(await pollPaymentStatus(client, 'tok_hang_client', FAST)).toEqual({ status: 'completed', ref: REF })
+    expect(seen).toHaveLength(2)
+  }, 10_000)
+
   it('a Retry-After beyond what a timer takes waits (it used to overflow and retry at once)', async () => {
     script = [err(429, 'RateLimitExceeded', { 'retry-after': '3000000' }), ok({ status: 'completed', ref: REF })]
     const controller = new AbortController()

@@ -80,7 +80,12 @@ export function verifyWebhookWithKeys(keys: readonly Webhook[], options: Omit<Ve
   const body = bodyString(options.rawBody)
   const id = singleHeader(headers, 'webhook-id', 'InvalidSignature')
   const timestamp = singleHeader(headers, 'webhook-timestamp', 'InvalidSignature')
-  const signatures = headerValues(headers, 'webhook-signature').flatMap((v) => v.split(' ')).filter((s) => s !== '')
+  // space-separated; a header sent twice arrives joined by ", " (node:http, fetch's Headers): the comma is not the
+  // signature's (base64 never ends with one)
+  const signatures = headerValues(headers, 'webhook-signature')
+    .flatMap((v) => v.split(/\s+/))
+    .map((s) => s.replace(/,$/, ''))
+    .filter((s) => s !== '')
   if (!id || !timestamp || signatures.length === 0) {
     throw new ReceiverError('InvalidSignature', 'missing webhook-id, webhook-timestamp or webhook-signature')
   }
