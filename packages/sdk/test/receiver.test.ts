@@ -293,6 +293,33 @@ describe('createWebhookRequestHandler', () => {
   })
 })
 
+describe('onError: what a 500 answer does not echo', () => {
+  it('gets a handler\'s error and a wiring mistake (a parsed body where the raw one is needed); ReceiverErrors and a throwing callback do not change the answer', async () => {
+    const errors: unknown[] = []
+    const handle = createWebhookRequestHandler({
+      secret: SECRET,
+      store: createMemoryClaimStore(),
+      handlers: { 'payment.completed': async () => Promise.reject(new Error('secret internal detail')) },
+      onError: (err) => void errors.push(err),
+    })
+    expect((await handle(signed(envelope()))).status).toBe(500)
+    const parsed = signed(envelope())
+    expect((await handle({ headers: parsed.headers, rawBody: JSON.parse(parsed.rawBody) as never })).status).toBe(500)
+    expect((await handle({ ...signed(envelope()), rawBody: 'tampered' })).status).toBe(400)
+    expect(errors.map((e) => (e as Error).message)).toEqual(['secret internal detail', expect.stringMatching(/raw/)])
+
+    const throwing = createWebhookRequestHandler({
+      secret: SECRET,
+      store: createMemoryClaimStore(),
+      handlers: { 'payment.completed': async () => Promise.reject(new Error('boom')) },
+      onError: () => {
+        throw new Error('logger down')
+      },
+    })
+    expect(await throwing(signed(envelope()))).toEqual({ status: 500, body: { error: 'InternalServerError', message: 'the event could not be processed' } })
+  })
+})
+
 describe('createReceiveEventHandler (money.svc.event.receiveEvent)', () => {
   const iso = isolate('sdk_receive_event')
   let redis: Redis

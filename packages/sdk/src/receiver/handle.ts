@@ -40,6 +40,11 @@ export interface HandleDeliveryOptions {
   claimTtlMs?: number
   /** Called when recording `done` failed after the handler succeeded; the delivery is still acknowledged. */
   onCompleteError?: (err: unknown, envelope: EventEnvelope) => void
+  /**
+   * The request handlers call it with an error answered 500 (a handler's, the claim store's, a wiring mistake such
+   * as a parsed body where the raw one is needed): the answer never echoes it, so this is where to log it.
+   */
+  onError?: (err: unknown) => void
 }
 
 export interface HandleDeliveryResult {
@@ -105,8 +110,13 @@ export interface ReceiverResponse {
   body: unknown
 }
 
-function errorResponse(err: unknown, statusFor: (e: ReceiverError) => number): ReceiverResponse {
+function errorResponse(err: unknown, statusFor: (e: ReceiverError) => number, onError?: (err: unknown) => void): ReceiverResponse {
   if (err instanceof ReceiverError) return { status: statusFor(err), body: { error: err.code, message: err.message } }
+  try {
+    onError?.(err)
+  } catch {
+    // a callback that throws does not change the answer
+  }
   return { status: 500, body: { error: 'InternalServerError', message: 'the event could not be processed' } }
 }
 
@@ -120,7 +130,7 @@ export type WebhookRequestHandlerOptions = WebhookSecrets &
  * `(req) => { status, body }` for the HTTP webhook. Give it the raw body (before JSON parsing) and the headers.
  * 200 `{ ok: true }` (processed or test probe), 200 `{ ok: true, duplicate: true }`, 400 `{ error, message }` for
  * InvalidSignature / ApiVersionMismatch / InvalidEnvelope / UnsupportedEvent, 409 DeliveryInProgress, 500 when the
- * handler threw (the message is not echoed). Every non-2xx answer is retried by the service.
+ * handler threw (the message is not echoed; `onError` gets the error). Every non-2xx answer is retried by the service.
  */
 export function createWebhookRequestHandler(
   options: WebhookRequestHandlerOptions,
@@ -138,7 +148,7 @@ export function createWebhookRequestHandler(
       const result = await handleDelivery({ ...options, envelope })
       return { status: 200, body: result.duplicate ? { ok: true, duplicate: true } : { ok: true } }
     } catch (err) {
-      return errorResponse(err, (e) => e.status)
+      return errorResponse(err, (e) => e.status, options.onError)
     }
   }
 }
@@ -246,7 +256,7 @@ export function createReceiveEventHandler(
       await handleDelivery({ ...options, envelope: body })
       return { status: 200, body: { ok: true } }
     } catch (err) {
-      return errorResponse(err, (e) => (e.code === 'InvalidSignature' ? 401 : e.status))
+      return errorResponse(err, (e) => (e.code === 'InvalidSignature' ? 401 : e.status), options.onError)
     }
   }
 }
