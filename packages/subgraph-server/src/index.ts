@@ -233,7 +233,8 @@ export const DATABASE_START_WAIT_MS = 60_000
 export function isDatabaseAway(err: unknown): boolean {
   return (
     err instanceof Error &&
-    (/^Mongo(Network|NetworkTimeout|ServerSelection|PoolCleared|TopologyClosed)Error$/.test(err.name) || isBackendUnreachable(err) || isDatabaseAway(wrappedError(err)))
+    // Mongoose's own for a first connection that finds no server (a refused port), the driver's once connected
+    (/^Mongo(ose)?(Network|NetworkTimeout|ServerSelection|PoolCleared|TopologyClosed)Error$/.test(err.name) || isBackendUnreachable(err) || isDatabaseAway(wrappedError(err)))
   )
 }
 

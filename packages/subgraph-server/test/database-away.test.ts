@@ -22,6 +22,17 @@ it('tells a database away (network, server selection) from a refusal it must rep
   expect(isDatabaseAway(new Error('read ECONNRESET'))).toBe(false)
 })
 
+it('a first connection to a port where nothing listens (a database restarting) is a database away', async () => {
+  const conn = mongoose.createConnection('mongodb://127.0.0.1:1/away', { serverSelectionTimeoutMS: 300 })
+  const err = await conn.asPromise().then(
+    () => null,
+    (e: unknown) => e,
+  )
+  await conn.close().catch(() => undefined)
+  expect((err as Error).name).toBe('MongooseServerSelectionError')
+  expect(isDatabaseAway(err)).toBe(true)
+})
+
 it('runs a step again while the database is away, and says so', async () => {
   const { warnings, logger } = recorder()
   let calls = 0
