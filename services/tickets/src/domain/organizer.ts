@@ -60,7 +60,8 @@ function parseCursor(after: string): { at: Date; id: string } {
   } catch {
     value = null
   }
-  if (!Array.isArray(value) || value.length !== 2 || !Number.isSafeInteger(value[0]) || typeof value[1] !== 'string' || !TICKET_ID.test(value[1])) {
+  // a time a Date holds (±8.64e15 ms: a larger safe integer is an Invalid Date, which the query cannot take)
+  if (!Array.isArray(value) || value.length !== 2 || !Number.isSafeInteger(value[0]) || Number.isNaN(new Date(value[0] as number).getTime()) || typeof value[1] !== 'string' || !TICKET_ID.test(value[1])) {
     throw new ContractError('InvalidRequest', 'after must be the nextCursor of an earlier page')
   }
   return { at: new Date(value[0] as number), id: value[1] as string }
