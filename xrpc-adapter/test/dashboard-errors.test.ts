@@ -65,3 +65,25 @@ test.each<[string, InjectOptions, number]>([
   expect(res.headers['cache-control']).toBe('no-store')
   expect(res.headers['svc-request-id']).toMatch(/^req_/)
 })
+
+test('signing in goes on when ending the browser\'s earlier session fails (Redis away for a moment): the link is spent by then, so a 503 left the creator with no session and a dead link', async () => {
+  const session = { sessionId: 'ses_x', actorDid: 'did:plc:creator', environment: 'test', csrfToken: 'c', expiresAt: Date.now() + 60_000 }
+  const sessions = {
+    redeemLoginLink: async () => ({ cookie: 'dss_new', session }),
+    destroySession: async () => Promise.reject(Object.assign(new Error('Reached the max retries per request limit'), { name: 'MaxRetriesPerRequestError' })),
+    getSession: async () => null,
+  } as unknown as DashboardSessions
+  const server = await buildCheckoutServer(bareServerDeps(gateway, { dashboardSessions: sessions }))
+  try {
+    const res = await server.inject({
+      method: 'POST',
+      url: '/dashboard/login/dsl_x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: 'svc_dashboard_login=n1; svc_dashboard=dss_old' },
+      body: 'nonce=n1',
+    })
+    expect(res.statusCode).toBe(303)
+    expect(String(res.headers['set-cookie'])).toContain('svc_dashboard=dss_new')
+  } finally {
+    await server.close()
+  }
+})

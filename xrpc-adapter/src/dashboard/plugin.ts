@@ -127,8 +127,10 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
     reply.clearCookie(LOGIN_NONCE_COOKIE, { path: '/dashboard/login' })
     const started = await opts.sessions.redeemLoginLink(request.params.token)
     if (!started) return sendPage(reply, views.signInLinkInvalidPage())
-    // the session this browser had ends: its cookie, left in a shared browser or copied from it, opens nothing more
-    await opts.sessions.destroySession(request.cookies[DASHBOARD_COOKIE])
+    // the session this browser had ends: its cookie, left in a shared browser or copied from it, opens nothing more.
+    // The link is spent and the new session made by now: a failure here is logged, and the sign-in goes on (the
+    // cookie below replaces the old one in this browser; the old session lapses on its own)
+    await opts.sessions.destroySession(request.cookies[DASHBOARD_COOKIE]).catch((err: unknown) => request.log.warn({ err }, 'the earlier dashboard session could not be ended'))
     reply.setCookie(DASHBOARD_COOKIE, started.cookie, {
       path: '/dashboard',
       httpOnly: true,
