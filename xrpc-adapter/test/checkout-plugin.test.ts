@@ -131,6 +131,13 @@ const textOf = (body: string) =>
     .replace(/&quot;/g, '"')
     .replace(/\s+/g, ' ')
 
+it.each(['PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const)('%s on /checkout and /checkout/ is the invalid-link page with the pages\' headers, not the API\'s JSON', async (method) => {
+  for (const url of ['/checkout', '/checkout/']) {
+    const res = await app.inject({ method, url })
+    expectHtml(res, 404)
+  }
+})
+
 describe('GET /checkout/:token', () => {
   it('renders the payment page of a pending test checkout', async () => {
     const res = await app.inject({ url: `/checkout/${TOKEN}` })

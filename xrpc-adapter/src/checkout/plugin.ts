@@ -240,7 +240,7 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
     handler: async (_request, reply) => sendPage(reply, invalidLinkPage()),
   })
   app.route({
-    method: ['GET', 'HEAD', 'POST'],
+    method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
     url: '/checkout',
     exposeHeadRoute: false,
     ...routeOptions,
