@@ -359,7 +359,7 @@ export type { Logger }
 
 export { isDuplicateKeyError } from './duplicate-key'
 
-export { UsageError, requiredOption, runOperatorCommand } from './operator-command'
+export { UsageError, parseOperatorArgs, requiredOption, runOperatorCommand } from './operator-command'
 export { watchDatabase, type DatabaseWatchOptions } from './database-watch'
 export { startSweep, type Sweep } from './sweep'
 export { deleteByIds, findEach } from './by-key'

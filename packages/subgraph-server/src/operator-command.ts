@@ -2,6 +2,7 @@
  * What every domain's operator command (`npm run operator…`) shares: a usage error that prints the usage and exits
  * 2, a required-option reader, and the exit codes (contract errors print `<Code>: <message>` and exit 1).
  */
+import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { ContractError } from '@svc/errors'
 
 /** A command line the command cannot run: the message and the usage are printed, exit code 2. */
@@ -12,6 +13,31 @@ export function requiredOption(values: Record<string, unknown>, name: string): s
   const v = values[name]
   if (typeof v !== 'string' || v === '') throw new UsageError(`--${name} is required`)
   return v
+}
+
+type OptionsConfig = NonNullable<ParseArgsConfig['options']>
+
+/**
+ * An operator command line: its options (node's parseArgs) and its command, the first word. Each option at most once,
+ * and only those the command takes (`--json` and `--help` always), else a UsageError: a repeated `--env` took its
+ * last value (`issue-key --env test --env live` issued a live key), and another command's option was ignored
+ * (`sweep --id chk_…` swept every checkout). A command not in `takes` is left for the caller to refuse.
+ */
+export function parseOperatorArgs<const O extends OptionsConfig>(argv: string[], options: O, takes: Readonly<Record<string, readonly (keyof O & string)[]>>) {
+  const { values, positionals, tokens } = parseArgs({ args: argv, options, allowPositionals: true, tokens: true })
+  const command: string | undefined = positionals[0]
+  const allowed: readonly string[] | undefined = command !== undefined && Object.hasOwn(takes, command) ? takes[command] : undefined
+  if (allowed) {
+    if (positionals.length > 1) throw new UsageError(`${command} takes no argument ${positionals[1]}`)
+    const seen = new Set<string>()
+    for (const token of tokens) {
+      if (token.kind !== 'option') continue
+      if (seen.has(token.name)) throw new UsageError(`--${token.name} is given twice`)
+      seen.add(token.name)
+      if (token.name !== 'json' && token.name !== 'help' && !allowed.includes(token.name)) throw new UsageError(`${command} takes no --${token.name}`)
+    }
+  }
+  return { values, command }
 }
 
 /** Runs an operator command's main and turns its failures into messages and exit codes. */

@@ -103,6 +103,10 @@ describe('checkout', () => {
     [['checkout', '--id', 'chk_000000000000000000000000'], 1, /^NotFound: no checkout chk_000000000000000000000000/],
     [['checkout', '--order', 'o-none', '--app', APP, '--env', 'live'], 1, /^NotFound: /],
     [['sweep', '--limit', '0'], 2, /--limit/],
+    // another command's option, an option given twice, a stray word: refused before anything runs (a sweep of everything)
+    [['sweep', '--id', 'chk_000000000000000000000000'], 2, /sweep takes no --id/],
+    [['sweep', '--limit', '5', '--limit', '500'], 2, /--limit is given twice/],
+    [['sweep', 'now'], 2, /sweep takes no argument now/],
     [['nope'], 2, /unknown command nope/],
   ])('%j exits %i', async (args, code, message) => {
     const res = await operator(...args)

@@ -113,6 +113,15 @@ test('bad input is refused with the contract error and a non-zero exit, and chan
   expect(usage.stderr).toMatch(/--did is required/)
   expect(unknownCommand.code).toBe(2)
 
+  // an option given twice (the last one used to win: a live key) or one of another command: refused, nothing issued
+  const [twice, foreign] = await Promise.all([
+    operator('issue-key', '--did', 'did:key:zQ3shTwice', '--env', 'test', '--env', 'live'),
+    operator('revoke-key', '--key-id', 'key_x', '--env', 'live'),
+  ])
+  expect([twice.code, twice.stderr]).toEqual([2, expect.stringMatching(/--env is given twice/)])
+  expect([foreign.code, foreign.stderr]).toEqual([2, expect.stringMatching(/revoke-key takes no --env/)])
+  expect(await stack.models.ApiKey.countDocuments({ appDid: 'did:key:zQ3shTwice' })).toBe(0)
+
   // an option given without its value is a usage error too (node's parseArgs: ERR_PARSE_ARGS_INVALID_OPTION_VALUE)
   const noValue = await operator('register-app', '--did')
   expect(noValue.code).toBe(2)

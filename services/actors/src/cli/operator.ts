@@ -7,12 +7,11 @@
  *   set-payout-status   change the payout status of an existing actor
  *   dashboard-link      print a single-use dashboard sign-in link for an existing actor (15 minutes)
  */
-import { parseArgs } from 'node:util'
 import Redis from 'ioredis'
 import { loadConfig } from '@svc/config'
 import { createDashboardSessions, isDashboardPath, signInUrl } from '@svc/dashboard-session'
 import { parseEnvironment } from '@svc/vocabulary'
-import { requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
+import { parseOperatorArgs, requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
 import { createActorsModels, PAYOUT_STATUSES } from '../models'
 import type { ActorsDomain } from '../domain/context'
 import { findActor } from '../domain/queries'
@@ -46,6 +45,13 @@ const options = {
   help: { type: 'boolean' },
 } as const
 
+/** The options each command takes (parseOperatorArgs refuses others, and any given twice). */
+const TAKES = {
+  'create-creator': ['did', 'env', 'kind', 'display-name', 'payment-types', 'payout-status'],
+  'set-payout-status': ['did', 'env', 'status'],
+  'dashboard-link': ['did', 'env', 'next'],
+} as const
+
 function describe(a: ActorView): string {
   return `${a.kind} ${a.did} in ${a.environment}: payout status ${a.payoutStatus} (payable: ${a.payable}), payment types ${a.paymentTypes.join(', ')}${a.displayName ? `, "${a.displayName}"` : ''}`
 }
@@ -71,8 +77,7 @@ async function dashboardLink(did: string, env: string, next: string | undefined,
 }
 
 async function main(argv: string[]) {
-  const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true })
-  const command = positionals[0]
+  const { values, command } = parseOperatorArgs(argv, options, TAKES)
   if (!command || values.help) {
     process.stdout.write(`${USAGE}\n`)
     return

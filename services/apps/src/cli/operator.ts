@@ -12,7 +12,7 @@
 import { parseArgs } from 'node:util'
 import { loadConfig } from '@svc/config'
 import { generateDidKeyKeypair, keypairFromPrivateKeyHex, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
-import { requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
+import { parseOperatorArgs, requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
 import { API_KEY_PERMISSIONS, createAppsModels } from '../models'
 import type { AppsDomain } from '../domain/context'
 import { issueApiKey, revokeApiKey } from '../domain/api-keys'
@@ -24,7 +24,8 @@ const USAGE = `usage: npm run operator -- <command> [options]
   quickstart        [--env test] [--app-url http://localhost:3000] [--alg ES256K|ES256]
   register-app      --did <did> --env <test|live> --app-url <url> [--fee-share-bps 0]
                     [--ticket-fee-bps 0] [--ticket-fee-flat 0] [--ticket-fee-currency usd] [--name <text>]
-  issue-key         --did <did> --env <test|live> [--permissions ${API_KEY_PERMISSIONS.join(',')}]
+  issue-key         --did <did> --env <test|live> [--permissions <p1,p2,…>]
+                    (among ${API_KEY_PERMISSIONS.join(', ')}; default app.config.read)
   revoke-key        --key-id <key_…>
   generate-did-key  [--alg ES256K|ES256]
   mint-jwt          --did <did:key:…> --private-key <hex> --lxm <nsid> [--alg ES256K|ES256] [--aud <service DID>] [--expires-in 60]
@@ -49,6 +50,16 @@ const options = {
   'expires-in': { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean' },
+} as const
+
+/** The options each command takes (parseOperatorArgs refuses others, and any given twice). */
+const TAKES = {
+  quickstart: ['env', 'app-url', 'alg'],
+  'register-app': ['did', 'env', 'app-url', 'fee-share-bps', 'ticket-fee-bps', 'ticket-fee-flat', 'ticket-fee-currency', 'name'],
+  'issue-key': ['did', 'env', 'permissions'],
+  'revoke-key': ['key-id'],
+  'generate-did-key': ['alg'],
+  'mint-jwt': ['did', 'private-key', 'lxm', 'alg', 'aud', 'expires-in'],
 } as const
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof options; allowPositionals: true }>>['values']
@@ -82,8 +93,7 @@ function withApps<T>(fn: (d: Pick<AppsDomain, 'models'>) => Promise<T>): Promise
 }
 
 async function main(argv: string[]) {
-  const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true })
-  const command = positionals[0]
+  const { values, command } = parseOperatorArgs(argv, options, TAKES)
   if (!command || values.help) {
     process.stdout.write(`${USAGE}\n`)
     return

@@ -6,9 +6,8 @@
  *                     signing for the overlap (default 24 h, at most 7 days; 0 = they stop at once)
  *   list-deliveries   an app environment's delivery log, newest first (read with the full query: this command has no Redis)
  */
-import { parseArgs } from 'node:util'
 import { loadConfig } from '@svc/config'
-import { requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
+import { parseOperatorArgs, requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
 import { createEventsModels, DELIVERY_STATUSES, type EventsModels } from '../models'
 import { isDid, parseEnvironment } from '@svc/vocabulary'
 import { listDeliveries, MAX_LIST_LIMIT, type DeliveryView } from '../domain/deliveries-log'
@@ -35,6 +34,12 @@ const options = {
   limit: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean' },
+} as const
+
+/** The options each command takes (parseOperatorArgs refuses others, and any given twice). */
+const TAKES = {
+  'rotate-secret': ['app', 'env', 'overlap-hours', 'replace-unreadable'],
+  'list-deliveries': ['app', 'env', 'status', 'limit'],
 } as const
 
 function withEvents<T>(fn: (models: EventsModels) => Promise<T>): Promise<T> {
@@ -107,8 +112,7 @@ async function listCommand(values: { app?: string; env?: string; status?: string
 }
 
 async function main(argv: string[]) {
-  const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true })
-  const command = positionals[0]
+  const { values, command } = parseOperatorArgs(argv, options, TAKES)
   if (!command || values.help) {
     process.stdout.write(`${USAGE}\n`)
     return

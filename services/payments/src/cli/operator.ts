@@ -7,11 +7,10 @@
  *   checkout   one checkout's state and settlement, by id or by the app's order id; never its tokens
  *   sweep      the expiry sweep and settlement recovery once, as the service runs it every minute
  */
-import { parseArgs } from 'node:util'
 import pino from 'pino'
 import { loadConfig, loggerOptions } from '@svc/config'
 import { createGatewayClient } from '@svc/gateway-client'
-import { requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
+import { parseOperatorArgs, requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
 import { findCheckoutState, type CheckoutQuery, type CheckoutState } from '../domain/checkout-state'
 import type { PaymentsDomain } from '../domain/context'
 import { sweepCheckouts } from '../domain/sweep-checkouts'
@@ -38,6 +37,12 @@ const options = {
   limit: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean' },
+} as const
+
+/** The options each command takes (parseOperatorArgs refuses others, and any given twice). */
+const TAKES = {
+  checkout: ['id', 'order', 'app', 'env'],
+  sweep: ['limit'],
 } as const
 
 /** The payments domain as the service builds it from the same configuration. */
@@ -106,8 +111,7 @@ function limitOf(raw: string | undefined): number | undefined {
 }
 
 async function main(argv: string[]) {
-  const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: true })
-  const command = positionals[0]
+  const { values, command } = parseOperatorArgs(argv, options, TAKES)
   if (!command || values.help) {
     process.stdout.write(`${USAGE}\n`)
     return
