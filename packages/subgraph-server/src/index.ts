@@ -279,9 +279,12 @@ export async function connectDomain<M>(
   return whileDatabaseAway(connect, { what: 'connecting to the database', logger: opts.logger, waitMs: opts.waitMs })
 }
 
-/** For one-off programs (operator commands): a domain's models for the length of `fn`, then the connection closes. */
+/**
+ * For one-off programs (operator commands): a domain's models for the length of `fn`, then the connection closes. One
+ * try to connect (10 s to find the server): an operator is told the database is away rather than kept waiting.
+ */
 export async function withDomain<M, T>(mongoUrl: string, createModels: (conn: Connection) => Promise<M>, fn: (models: M) => Promise<T>): Promise<T> {
-  const { conn, models } = await connectDomain(mongoUrl, createModels)
+  const { conn, models } = await connectDomain(mongoUrl, createModels, { waitMs: 0 })
   try {
     return await fn(models)
   } finally {

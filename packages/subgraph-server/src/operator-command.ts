@@ -52,7 +52,9 @@ export function runOperatorCommand(main: (argv: string[]) => Promise<void>, usag
       process.stderr.write(`${err.code}: ${err.message}\n`)
       process.exit(1)
     }
-    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`)
+    // the database or Redis away, a configuration refused: one line (the stack with DEBUG=1)
+    const line = err instanceof Error ? (err.name === 'Error' ? err.message : `${err.name}: ${err.message}`) : String(err)
+    process.stderr.write(`${process.env.DEBUG && err instanceof Error ? err.stack : line}\n`)
     process.exit(1)
   })
 }

@@ -122,6 +122,33 @@ test('bad input is refused with the contract error and a non-zero exit, and chan
   expect([foreign.code, foreign.stderr]).toEqual([2, expect.stringMatching(/revoke-key takes no --env/)])
   expect(await stack.models.ApiKey.countDocuments({ appDid: 'did:key:zQ3shTwice' })).toBe(0)
 
+  // mint-jwt refuses what the service would refuse, saying why: another DID than the key's, a lifetime over 300 s, a
+  // key that is not one
+  const key = JSON.parse((await operator('generate-did-key', '--json')).stdout) as { did: string; privateKeyHex: string }
+  const mint = (...more: string[]) => operator('mint-jwt', '--did', key.did, '--private-key', key.privateKeyHex, '--lxm', 'money.svc.app.getConfig', ...more)
+  const [otherDid, tooLong, notAKey, outOfRange] = await Promise.all([
+    operator('mint-jwt', '--did', 'did:key:zQ3shOther', '--private-key', key.privateKeyHex, '--lxm', 'x.y.z'),
+    mint('--expires-in', '301'),
+    operator('mint-jwt', '--did', key.did, '--private-key', 'nothex', '--lxm', 'x.y.z'),
+    operator('mint-jwt', '--did', key.did, '--private-key', 'f'.repeat(64), '--lxm', 'x.y.z'),
+  ])
+  expect([otherDid.code, otherDid.stderr]).toEqual([2, expect.stringMatching(/does not match the key/)])
+  expect([tooLong.code, tooLong.stderr]).toEqual([2, expect.stringMatching(/--expires-in must be from 1 to 300/)])
+  for (const refused of [notAKey, outOfRange]) {
+    expect([refused.code, refused.stderr]).toEqual([2, expect.stringMatching(/--private-key must be/)])
+    expect(refused.stderr).not.toMatch(/ {4}at /)
+  }
+  expect((await mint('--expires-in', '300')).code).toBe(0)
+
+  // the database away: one line saying so, no stack (an operator reads it), exit 1
+  const away = await run(TSX, [CLI, 'revoke-key', '--key-id', 'key_x'], { env: { ...process.env, MONGO_URL: 'mongodb://127.0.0.1:1/svc', NODE_ENV: 'test' } }).then(
+    () => ({ code: 0, stderr: '' }),
+    (e: { code: number; stderr: string }) => e,
+  )
+  expect(away.code).toBe(1)
+  expect(away.stderr).toMatch(/^MongooseServerSelectionError: /)
+  expect(away.stderr).not.toMatch(/ {4}at /)
+
   // an option given without its value is a usage error too (node's parseArgs: ERR_PARSE_ARGS_INVALID_OPTION_VALUE)
   const noValue = await operator('register-app', '--did')
   expect(noValue.code).toBe(2)

@@ -17,7 +17,10 @@ import { API_KEY_PERMISSIONS, createAppsModels } from '../models'
 import type { AppsDomain } from '../domain/context'
 import { issueApiKey, revokeApiKey } from '../domain/api-keys'
 import { registerApp } from '../domain/registration'
-import { parseEnvironment } from '@svc/vocabulary'
+import { isDid, parseEnvironment } from '@svc/vocabulary'
+
+/** The longest service JWT the service accepts (seconds). */
+const MAX_JWT_SECONDS = 300
 
 const USAGE = `usage: npm run operator -- <command> [options]
 
@@ -29,6 +32,7 @@ const USAGE = `usage: npm run operator -- <command> [options]
   revoke-key        --key-id <key_…>
   generate-did-key  [--alg ES256K|ES256]
   mint-jwt          --did <did:key:…> --private-key <hex> --lxm <nsid> [--alg ES256K|ES256] [--aud <service DID>] [--expires-in 60]
+                    (--did is the key's did:key; --expires-in 1 to 300 seconds)
 
 Add --json for machine-readable output.`
 
@@ -111,14 +115,17 @@ async function main(argv: string[]) {
       return
     }
     case 'mint-jwt': {
-      const keypair = await keypairFromPrivateKeyHex(requiredOption(values, 'private-key'), alg(values))
-      const jwt = await mintServiceJwt({
-        keypair,
-        iss: requiredOption(values, 'did'),
-        aud: values.aud ?? config.serviceDid,
-        lxm: requiredOption(values, 'lxm'),
-        expiresInSeconds: int(values, 'expires-in', 60),
+      // what the service would refuse is refused here, saying why, rather than minted
+      const did = requiredOption(values, 'did')
+      const keypair = await keypairFromPrivateKeyHex(requiredOption(values, 'private-key'), alg(values)).catch(() => {
+        throw new UsageError(`--private-key must be a ${alg(values)} private key: 32 bytes of hex`)
       })
+      if (keypair.did() !== did) throw new UsageError(`--did ${did} does not match the key, whose did:key is ${keypair.did()}`)
+      const aud = values.aud ?? config.serviceDid
+      if (!isDid(aud)) throw new UsageError('--aud must be a DID (the service\'s)')
+      const expiresInSeconds = int(values, 'expires-in', 60)
+      if (expiresInSeconds < 1 || expiresInSeconds > MAX_JWT_SECONDS) throw new UsageError(`--expires-in must be from 1 to ${MAX_JWT_SECONDS} seconds (the service refuses longer)`)
+      const jwt = await mintServiceJwt({ keypair, iss: did, aud, lxm: requiredOption(values, 'lxm'), expiresInSeconds })
       print(values, jwt, { jwt })
       return
     }
