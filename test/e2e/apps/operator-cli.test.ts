@@ -37,7 +37,7 @@ test('quickstart gives a developer everything to call getConfig and the develope
   const qs = await operator('quickstart', '--json', '--app-url', 'https://shop.example.com/anything')
   expect(qs.code).toBe(0)
   const created = JSON.parse(qs.stdout) as { did: string; privateKeyHex: string; alg: string; apiKey: string; environment: string }
-  expect(created).toMatchObject({ environment: 'test', alg: 'ES256K' })
+  expect(created).toMatchObject({ environment: 'test', alg: 'ES256K', appUrl: 'https://shop.example.com' })
   expect(created.apiKey).toMatch(/^svc_rk_test_/)
 
   const mint = await operator('mint-jwt', '--json', '--did', created.did, '--private-key', created.privateKeyHex, '--lxm', 'money.svc.app.getConfig')

@@ -66,7 +66,9 @@ async function dashboardLink(did: string, env: string, next: string | undefined,
   const environment = parseEnvironment(env)
   await withActors((d) => findActor(d, environment, did))
   if (next !== undefined && !isDashboardPath(next)) throw new UsageError('--next must be a dashboard path such as /dashboard/onboarding/apr_…')
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 })
+  // a Redis that never answers ends the command after 5 s rather than keeping it waiting
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, connectTimeout: 5000, commandTimeout: 5000 })
+  redis.on('error', () => undefined) // the command's own failure says it, once
   try {
     const { token, expiresAt } = await createDashboardSessions({ redis, prefix: `${config.redisPrefix}dash:` }).issueLoginLink({ actorDid: did, environment })
     const url = signInUrl(config.dashboardUrl, token, next)

@@ -171,12 +171,13 @@ async function main(argv: string[]) {
     }
     case 'quickstart': {
       const environment = parseEnvironment(values.env ?? 'test')
-      const appUrl = values['app-url'] ?? 'http://localhost:3000'
       const key = await generateDidKeyKeypair(alg(values))
-      const issued = await withApps(async (d) => {
-        await registerApp(d, { did: key.did, environment, appUrl, feeShareBps: 0 })
-        return issueApiKey(d, { appDid: key.did, environment, permissions: [...API_KEY_PERMISSIONS] })
-      })
+      const { registered, issued } = await withApps(async (d) => ({
+        registered: await registerApp(d, { did: key.did, environment, appUrl: values['app-url'] ?? 'http://localhost:3000', feeShareBps: 0 }),
+        issued: await issueApiKey(d, { appDid: key.did, environment, permissions: [...API_KEY_PERMISSIONS] }),
+      }))
+      // the URL as registered (its origin), as getConfig answers it
+      const appUrl = registered.appUrl
       const result = { did: key.did, privateKeyHex: key.privateKeyHex, alg: alg(values), environment, appUrl, apiKey: issued.key, keyId: issued.keyId }
       print(
         values,
