@@ -59,13 +59,12 @@ function waitingForTwin(ticketId: string): { reached: Promise<void>; restore: ()
   return { reached, restore: () => spy.mockRestore() }
 }
 
-test('a duplicate that finds the last seat held by its twin in flight gets the twin\'s ticket, not TicketHoldUnavailable', async () => {
-  const { eventUri, tier } = await freeTier(1)
-  const buyerDid = buyer()
-  const twin = await twinInFlight(eventUri, tier, buyerDid, 'last')
+/** A claim that meets its twin in flight: it waits (not answered) until the twin finishes, then gets the twin's ticket. */
+async function claimMeetingItsTwin(eventUri: string, tier: Awaited<ReturnType<typeof freeTier>>['tier'], buyerDid: string, idempotencyKey: string) {
+  const twin = await twinInFlight(eventUri, tier, buyerDid, idempotencyKey)
   const gate = waitingForTwin(twin.ticketId)
   let answered = false
-  const claimed = claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid, idempotencyKey: 'last' }).finally(() => (answered = true))
+  const claimed = claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid, idempotencyKey }).finally(() => (answered = true))
   try {
     await gate.reached
   } finally {
@@ -74,6 +73,12 @@ test('a duplicate that finds the last seat held by its twin in flight gets the t
   expect(answered).toBe(false)
   await twin.finish()
   expect((await claimed).id).toBe(twin.ticketId)
+}
+
+test('a duplicate that finds the last seat held by its twin in flight gets the twin\'s ticket, not TicketHoldUnavailable', async () => {
+  const { eventUri, tier } = await freeTier(1)
+  const buyerDid = buyer()
+  await claimMeetingItsTwin(eventUri, tier, buyerDid, 'last')
   expect(await models.Ticket.countDocuments({ tierId: tier._id })).toBe(1)
   // another buyer is told it is sold out
   const other = await claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid: buyer(), idempotencyKey: 'last' }).catch((e: unknown) => e)
@@ -84,18 +89,7 @@ test('a duplicate that finds the last seat held by its twin in flight gets the t
 test('a duplicate that finds the buyer\'s share held by its twin in flight gets the twin\'s ticket', async () => {
   const { eventUri, tier } = await freeTier(5)
   const buyerDid = buyer()
-  const twin = await twinInFlight(eventUri, tier, buyerDid, 'share')
-  const gate = waitingForTwin(twin.ticketId)
-  let answered = false
-  const claimed = claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid, idempotencyKey: 'share' }).finally(() => (answered = true))
-  try {
-    await gate.reached
-  } finally {
-    gate.restore()
-  }
-  expect(answered).toBe(false)
-  await twin.finish()
-  expect((await claimed).id).toBe(twin.ticketId)
+  await claimMeetingItsTwin(eventUri, tier, buyerDid, 'share')
   expect(await models.Ticket.countDocuments({ tierId: tier._id })).toBe(1)
 })
 
