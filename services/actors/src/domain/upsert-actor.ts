@@ -2,6 +2,7 @@
 import { ContractError } from '@svc/errors'
 import { hasControlCharacters, isDid, isWithinBounds, parseEnvironment } from '@svc/vocabulary'
 import { ACTOR_KINDS, PAYMENT_TYPES, isDuplicateKeyError } from '../models'
+import { inActorTurn } from './actor-turns'
 import type { ActorsDomain } from './context'
 import { parsePayoutStatus, toActorView, type ActorView } from './views'
 
@@ -27,7 +28,8 @@ function validDisplayName(value: string | null | undefined): string | null | und
 /**
  * Creates the actor of a DID in an environment, or updates the fields given of an existing one. Defaults on
  * creation: kind creator, paymentTypes tip and shop, payout status onboarding-required. Concurrent creations
- * of the same DID and environment meet the unique index; the loser retries as an update.
+ * of the same DID and environment meet the unique index; the loser retries as an update. Every write of the actor
+ * takes its turn (actor-turns.ts).
  */
 export async function upsertActor(d: ActorsDomain, input: UpsertActorInput): Promise<ActorView> {
   if (!isDid(input.did)) throw new ContractError('InvalidRequest', 'did must be a DID')
@@ -60,18 +62,20 @@ export async function upsertActor(d: ActorsDomain, input: UpsertActorInput): Pro
   }
   const setOnInsert: Record<string, unknown> = { did: input.did, environment }
   for (const [k, v] of Object.entries(defaults)) if (!(k in set)) setOnInsert[k] = v
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const doc = await d.models.Actor.findOneAndUpdate(
-        { did: input.did, environment },
-        { $set: set, $setOnInsert: setOnInsert },
-        { upsert: true, returnDocument: 'after', lean: true, setDefaultsOnInsert: false },
-      )
-      if (!doc) throw new Error('actor upsert returned nothing')
-      return toActorView(doc)
-    } catch (err) {
-      if (isDuplicateKeyError(err) && attempt < 3) continue
-      throw err
+  return inActorTurn(d, input.did, environment, async () => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const doc = await d.models.Actor.findOneAndUpdate(
+          { did: input.did, environment },
+          { $set: set, $setOnInsert: setOnInsert },
+          { upsert: true, returnDocument: 'after', lean: true, setDefaultsOnInsert: false },
+        )
+        if (!doc) throw new Error('actor upsert returned nothing')
+        return toActorView(doc)
+      } catch (err) {
+        if (isDuplicateKeyError(err) && attempt < 3) continue
+        throw err
+      }
     }
-  }
+  })
 }

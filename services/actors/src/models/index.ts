@@ -4,6 +4,7 @@
  * Actors are not per app: every app configured for an environment sees the same actors of that environment.
  */
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
+import { createTurnModel, type TurnModel } from '@svc/subgraph-server'
 import { ENVIRONMENTS } from '@svc/vocabulary'
 
 export const ACTOR_KINDS = ['creator', 'project'] as const
@@ -41,10 +42,12 @@ export type ActorDoc = InferSchemaType<typeof actorSchema>
 
 export interface ActorsModels {
   Actor: Model<ActorDoc>
+  /** one write of an actor at a time (domain/actor-turns.ts) */
+  ActorTurn: TurnModel
 }
 
 export async function createActorsModels(conn: Connection): Promise<ActorsModels> {
-  const models: ActorsModels = { Actor: conn.model<ActorDoc>('Actor', actorSchema) }
+  const models: ActorsModels = { Actor: conn.model<ActorDoc>('Actor', actorSchema), ActorTurn: await createTurnModel(conn, 'ActorTurn', 'actor_turns') }
   await models.Actor.init()
   return models
 }
