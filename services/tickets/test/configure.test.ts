@@ -184,6 +184,23 @@ test('a capacity cut refused because holds took the free seats meanwhile changes
   expect(await tierCapacity(d, other!)).toBe(100)
 })
 
+test('a sale window is an ISO 8601 datetime with a zone, whatever the process\'s TZ: without one, or in another form new Date() reads, it is refused; offsets are kept as the instant', async () => {
+  const tz = process.env.TZ
+  process.env.TZ = 'Asia/Kolkata'
+  try {
+    for (const salesStartAt of ['2026-06-01T09:00:00', '2026', 'March 1 2026', '2026-02-30T00:00:00Z', '2026-06-01T24:00:00Z']) {
+      const refused = await configureTicketTiers(d, APP, { environment: 'test', eventUri: newEventUri(), organizerDid: ORGANIZER, tiers: [{ name: 'GA', priceAmount: 1500, currency: 'usd', capacity: 5, salesStartAt }] }).catch((e: unknown) => e as ContractError)
+      expect({ salesStartAt, code: (refused as ContractError).code }).toEqual({ salesStartAt, code: 'InvalidRequest' })
+    }
+    const eventUri = newEventUri()
+    const made = await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [{ name: 'GA', priceAmount: 1500, currency: 'usd', capacity: 5, salesStartAt: '2026-06-01T09:00:00+05:30' }] })
+    expect((await models.Tier.findById(made.tiers[0]!.ticketTypeId).lean())!.salesStartAt).toEqual(new Date('2026-06-01T03:30:00Z'))
+  } finally {
+    if (tz === undefined) delete process.env.TZ
+    else process.env.TZ = tz
+  }
+})
+
 test('an update gives the whole tier: an optional field left out takes its default or is cleared, as on creation', async () => {
   const eventUri = newEventUri()
   const window = { salesStartAt: '2026-01-01T00:00:00.000Z', salesEndAt: '2030-01-01T00:00:00.000Z' }

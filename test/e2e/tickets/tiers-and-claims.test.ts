@@ -137,6 +137,9 @@ describe('configureTicketTiers', () => {
     // datetimes the lexicon takes whose UTC year is not four digits, so they could never be answered back
     expectError(await send({ ...FREE, salesEndAt: '9999-12-31T23:59:59-12:00' }), 400, 'InvalidRequest', /salesEndAt/)
     expectError(await send({ ...FREE, salesStartAt: '0000-01-01T00:00:00+01:00' }), 400, 'InvalidRequest', /salesStartAt/)
+    // a datetime without a zone, which the lexicon takes: read in the process's time zone it would be another instant
+    // on another machine (and a retry there would name another tier)
+    expectError(await send({ ...FREE, salesStartAt: '2026-06-01T09:00:00' }), 400, 'InvalidRequest', /salesStartAt must be an ISO 8601 datetime with a time zone/)
     expect(expectOk(await availability(stack, app, { eventUri })).items).toEqual([{ ticketTypeId: tiers[0]!.ticketTypeId, available: 5 }])
   })
 

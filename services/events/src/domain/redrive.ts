@@ -22,7 +22,7 @@ import type { EventsDomain } from './context'
 import { deliveryJob, enqueueDelivery, RECEIVERS_KEEP_IDS_MS, requeueLostDelivery } from './deliveries'
 import { DELIVERY_ID_RE } from './envelope'
 import { MAX_ATTEMPTS, scheduleSpanMs } from './schedule'
-import { parseEnvironment, type Environment } from '@svc/vocabulary'
+import { parseEnvironment, parseZonedDateTime, type Environment } from '@svc/vocabulary'
 import type { RedriveInput } from '../generated/graph-types'
 
 export const REDRIVE_CLAIM_TTL_SECONDS = 7 * 24 * 3600
@@ -46,15 +46,6 @@ export type { RedriveInput }
 
 export type RedriveRequest = { kind: 'one'; deliveryId: string } | { kind: 'batch'; since: Date | null; limit: number }
 
-const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/
-
-/** The date and hour as written exist (Date.parse rolls 2026-02-30 over to March 2 and takes hour 24 as the next day). */
-function isCalendarDate(value: string): boolean {
-  const [year, month, day, hour] = [value.slice(0, 4), value.slice(5, 7), value.slice(8, 10), value.slice(11, 13)].map(Number) as [number, number, number, number]
-  const date = new Date(Date.UTC(year, month - 1, day))
-  return date.getUTCMonth() === month - 1 && date.getUTCDate() === day && hour <= 23
-}
-
 /** Exactly one of deliveryId or status (only `failed`); `since` (ISO 8601 with a zone) and `limit` go with status. */
 export function parseRedriveInput(input: RedriveInput | null | undefined): RedriveRequest {
   const i = input ?? {}
@@ -71,9 +62,8 @@ export function parseRedriveInput(input: RedriveInput | null | undefined): Redri
   if (i.status !== 'failed') throw new ContractError('InvalidRequest', 'status must be "failed": only failed deliveries are redriven in a batch')
   let since: Date | null = null
   if (i.since !== undefined && i.since !== null) {
-    const t = typeof i.since === 'string' && ISO_DATE_TIME.test(i.since) && isCalendarDate(i.since) ? Date.parse(i.since) : NaN
-    if (Number.isNaN(t)) throw new ContractError('InvalidRequest', 'since must be an ISO 8601 date-time with a time zone, e.g. 2026-06-01T00:00:00Z')
-    since = new Date(t)
+    since = parseZonedDateTime(i.since)
+    if (!since) throw new ContractError('InvalidRequest', 'since must be an ISO 8601 date-time with a time zone, e.g. 2026-06-01T00:00:00Z')
   }
   let limit = DEFAULT_REDRIVE_LIMIT
   if (i.limit !== undefined && i.limit !== null) {

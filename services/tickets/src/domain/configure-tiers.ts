@@ -8,7 +8,7 @@
  * configuration of an event runs at a time (configuration-turns.ts), and a repeat of a call creates no tier twice.
  */
 import { ContractError } from '@svc/errors'
-import { graphemeLength, hasControlCharacters, isCurrencyCode, parseRecordUri } from '@svc/vocabulary'
+import { graphemeLength, hasControlCharacters, isCurrencyCode, parseRecordUri, parseZonedDateTime } from '@svc/vocabulary'
 import { isDuplicateKeyError, type TicketedEventDoc, type TierDoc } from '../models'
 import { deleteUnitsOfReservation, KEPT_UNTIL, reserve, takenSeats, type UnitToDelete } from './capacity'
 import { inConfigurationTurn } from './configuration-turns'
@@ -27,8 +27,9 @@ export const blockReservation = (tierId: string): string => `block_${tierId}`
 
 function parseDate(value: string | null | undefined, field: string): Date | null {
   if (value === undefined || value === null) return null
-  const date = new Date(value)
-  if (Number.isNaN(date.getTime())) invalid(`${field} must be a datetime`)
+  // with its zone: one without would be read in this process's time zone (and a retry elsewhere name another tier)
+  const date = parseZonedDateTime(value)
+  if (!date) return invalid(`${field} must be an ISO 8601 datetime with a time zone, e.g. 2026-06-01T09:00:00Z`)
   // answered back as an atproto datetime, whose year has four digits in UTC (9999-12-31T23:00:00-12:00 is year 10000)
   const year = date.getUTCFullYear()
   if (year < 1 || year > 9999) invalid(`${field} must fall within the years 0001 to 9999 in UTC`)
