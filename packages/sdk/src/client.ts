@@ -180,6 +180,7 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
     }
 
     const timeoutMs = callOptions.timeoutMs ?? defaultTimeoutMs
+    if (!(timeoutMs >= 1 && timeoutMs <= 2 ** 31 - 1)) throw new RangeError('timeoutMs must be from 1 to 2147483647 ms')
     const timeout = AbortSignal.timeout(timeoutMs)
     init.signal = callOptions.signal ? AbortSignal.any([callOptions.signal, timeout]) : timeout
 

@@ -96,7 +96,8 @@ export interface PollPaymentStatusOptions extends BackoffOptions {
  */
 export async function pollPaymentStatus(client: Pick<SvcClient, 'getPaymentStatus'>, token: string, options: PollPaymentStatusOptions = {}): Promise<PaymentStatusOutput> {
   const { signal, timeoutMs, onStatus, requestTimeoutMs } = options
-  if (timeoutMs !== undefined && !(timeoutMs > 0)) throw new RangeError('timeoutMs must be a positive number of ms')
+  // a timer takes at most MAX_TIMER_MS: a longer one would fire at once (a poll of 30 days ending after 1 ms)
+  if (timeoutMs !== undefined && !(timeoutMs >= 1 && timeoutMs <= MAX_TIMER_MS)) throw new RangeError(`timeoutMs must be from 1 to ${MAX_TIMER_MS} ms (about 24.8 days)`)
   if (requestTimeoutMs !== undefined && !(requestTimeoutMs >= 1 && requestTimeoutMs <= MAX_TIMER_MS)) throw new RangeError(`requestTimeoutMs must be from 1 to ${MAX_TIMER_MS} ms`)
   const delays = backoff(options, 1000)
   const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs

@@ -244,6 +244,13 @@ describe('initiateCheckout', () => {
     await expect(initiateCheckout(client, product, { timeoutMs: 0 })).rejects.toBeInstanceOf(RangeError)
   })
 
+  it('a timeout no timer can take (over 2^31 - 1 ms) is refused up front, not fired at once', async () => {
+    await expect(pollPaymentStatus(client, 'tok_far', { timeoutMs: 2 ** 31 })).rejects.toThrow(RangeError)
+    await expect(client.getPaymentStatus({ token: 'tok_far' }, { timeoutMs: 2 ** 32 })).rejects.toThrow(/timeoutMs must be from 1/)
+    await expect(client.getPaymentStatus({ token: 'tok_far' }, { timeoutMs: 0 })).rejects.toThrow(RangeError)
+    expect(seen).toHaveLength(0)
+  })
+
   it('retries: 0 makes one request', async () => {
     script = [err(503, 'A'), ok(STARTED)]
     await expect(initiateCheckout(client, product, { ...FAST, retries: 0 })).rejects.toBeInstanceOf(SvcError)
