@@ -51,9 +51,11 @@ describe('registerApp validation → InvalidRequest, nothing written', () => {
     ['a negative ticketFee.bps', { ticketFee: { bps: -5 } }],
     ['a negative ticketFee.flatAmount', { ticketFee: { flatAmount: -1 } }],
     ['a fractional ticketFee.flatAmount', { ticketFee: { flatAmount: 0.5 } }],
-    ['an uppercase currency', { ticketFee: { flatCurrency: 'USD' } }],
-    ['a two-letter currency', { ticketFee: { flatCurrency: 'us' } }],
-    ['a currency with a digit', { ticketFee: { flatCurrency: 'us1' } }],
+    ['an uppercase currency', { ticketFee: { flatAmount: 30, flatCurrency: 'USD' } }],
+    ['a two-letter currency', { ticketFee: { flatAmount: 30, flatCurrency: 'us' } }],
+    ['a currency with a digit', { ticketFee: { flatAmount: 30, flatCurrency: 'us1' } }],
+    // the amount is in the currency's minor units: a currency alone would keep the amount and change its worth
+    ['a flat fee currency without its amount', { ticketFee: { flatCurrency: 'jpy' } }],
     ['an appUrl that is not a URL', { appUrl: 'not a url' }],
     ['an appUrl that is not http(s)', { appUrl: 'ftp://app.example.com' }],
   ])('%s', async (_label, over) => {

@@ -56,6 +56,11 @@ export async function registerApp(d: Pick<AppsDomain, 'models' | 'logger'>, inpu
   rate('ticketFee.flatCurrency', input.ticketFee?.flatCurrency, 'usd', (v: string) => {
     if (!isCurrencyCode(v)) throw new ContractError('InvalidRequest', 'ticketFee.flatCurrency must be a lowercase ISO 4217 code')
   })
+  // the flat amount is in its currency's minor units: a currency set alone would keep the amount and change its worth
+  // (30 usd cents become 30 yen)
+  if (input.ticketFee?.flatCurrency !== undefined && input.ticketFee.flatAmount === undefined) {
+    throw new ContractError('InvalidRequest', 'give ticketFee.flatAmount with ticketFee.flatCurrency: the amount is in that currency\'s minor units')
+  }
   const appUrl = normalizeAppUrl(input.appUrl)
 
   // Upserts race on the unique indexes; the loser of a race simply retries as an update.
