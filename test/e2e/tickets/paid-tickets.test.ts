@@ -138,6 +138,10 @@ it('the checkout\'s fee: the rate on the amount, and the flat ticket fee once pe
   // the stack's apps: ticketFee 250 bps + 30 usd flat; the app keeps the fee off the buyer (passToBuyer false)
   const amount = 3 * GENERAL.priceAmount + VIP.priceAmount
   expect(checkout).toMatchObject({ amount, serviceFee: Math.floor((amount * 250 + 5000) / 10000) + 4 * 30, buyerFee: 0, total: amount })
+  // its snapshot tells how: the rates and the number of tickets the flat fee counted
+  const { serviceFeeRate: rate, tickets } = checkout
+  expect(tickets).toBe(4)
+  expect(Math.floor((amount * rate!.bps + 5000) / 10000) + rate!.flatAmount * tickets!).toBe(checkout.serviceFee)
 })
 
 it('a repeat of the order after its hold lapsed answers the same hold and checkout', async () => {

@@ -1,7 +1,8 @@
 /**
  * Checkout money, integers of minor units only:
  *
- *   serviceFee   = round-half-up(amount × bps / 10 000) + (flatCurrency = currency ? flatAmount : 0)   platform fee
+ *   serviceFee   = round-half-up(amount × bps / 10 000) + (flatCurrency = currency ? flatAmount × tickets : 0)
+ *                  (tickets: 1 on a tip or shop checkout)                                              platform fee
  *   buyerFee     = passToBuyer ? serviceFee : 0                                                       added for the buyer
  *   total        = amount + buyerFee                                                                  what the buyer pays, at most MAX_TOTAL
  *   appFee       = round-half-up(amount × feeShareBps / 10 000), 0 when the app sells for itself       the app's share

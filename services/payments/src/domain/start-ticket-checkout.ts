@@ -82,6 +82,7 @@ export async function startTicketCheckout(d: ServingPayments, input: StartTicket
     cancelUrl: input.cancelUrl ?? null,
     cadence: null,
     holdId: input.holdId,
+    tickets: input.tickets ?? 1,
     selfSale: false,
     recipientName: auth.recipient?.did === input.organizerDid ? (auth.recipient.displayName ?? null) : null,
     approvalId: null,

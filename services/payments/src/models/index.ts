@@ -62,6 +62,8 @@ const checkoutSchema = new Schema(
     cancelUrl: { type: String, default: null },
     cadence: { type: String, default: null },
     holdId: { type: String, default: null },
+    /** a ticket checkout's number of tickets: its flat fee counts once per ticket (null on a tip or shop checkout) */
+    tickets: { type: Number, default: null },
     // snapshots taken at initiation
     selfSale: { type: Boolean, required: true },
     recipientName: { type: String, default: null },
