@@ -22,6 +22,7 @@ export { MAX_ATTEMPTS, DELAYS_MS, JITTER, nextDelayMs, scheduleSpanMs, type Sche
 export { ALL_QUEUES, WEBHOOK_DELIVERIES_QUEUE, DOMAIN_EVENTS_QUEUE, EVENTS_MAINTENANCE_QUEUE, DELIVERY_BACKOFF, queuePrefix, type DeliveryJob } from './queues'
 export { startEventWorkers, type EventWorkersOptions, type RunningEventWorkers } from './workers'
 export { createDomainEventProcessor } from './workers/domain-events'
+export { settleAbandonedJob } from './delivery/processor'
 export { createTestDelivery } from './domain/test-delivery'
 export { NOT_QUEUED, REDRIVE_CLAIM_TTL_SECONDS, REDRIVE_SETTLE_MS, STALE_CLAIM_MS, redriveClaimKey, redriveDeliveries } from './domain/redrive'
 export { foldLegacyAttempts } from './models/legacy-attempts'

@@ -21,6 +21,7 @@ import {
   queuePrefix,
   RECONCILE_PROGRESS_EVERY,
   reconcileDeliveries,
+  settleAbandonedJob,
   WEBHOOK_DELIVERIES_QUEUE,
   type DeliveryDoc,
   type DeliveryJob,
@@ -172,6 +173,24 @@ it('five reconcilers at once (five worker processes starting together) queue eac
   }
   await workers.stop()
   workers = undefined
+})
+
+it('a job that failed for good while a worker whose lock had lapsed delivered its delivery leaves it delivered', async () => {
+  const { app } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
+  const open = await newDelivery(app.did)
+  const job = { data: deliveryJob(open, 0) } as Job<DeliveryJob>
+  // the other worker's outcome lands between the settle's read and its write
+  const updateOne = stack.events.Delivery.updateOne.bind(stack.events.Delivery)
+  const spy = jest.spyOn(stack.events.Delivery, 'updateOne').mockImplementationOnce((async (...args: unknown[]) => {
+    await updateOne({ _id: open._id }, { $set: { status: 'delivered', attemptCount: 1, deliveredAt: new Date() } })
+    return (updateOne as (...a: unknown[]) => Promise<unknown>)(...args)
+  }) as never)
+  try {
+    await settleAbandonedJob(stack.events, job, 'job stalled more than allowable limit')
+  } finally {
+    spy.mockRestore()
+  }
+  expect(await getDelivery(stack, open._id)).toMatchObject({ status: 'delivered', attemptCount: 1 })
 })
 
 it('a run reports its progress every RECONCILE_PROGRESS_EVERY deliveries and at its end', async () => {

@@ -383,5 +383,9 @@ export async function settleAbandonedJob(models: EventsModels, job: Job<Delivery
   if (!d || d.status === 'delivered' || d.status === 'failed') return
   const dead = unrecorded(job.data, d.attemptCount ?? 0).map((a) => interruptedEntry(a, d.run ?? 1))
   const counted = dead.length > 0 ? { attemptCount: dead.at(-1)!.number } : {}
-  await models.Delivery.updateOne({ _id: d._id }, withAttempts({ status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: error, ...counted }, dead))
+  // only as read: a worker whose lock lapsed may have settled it meanwhile (delivered), which this must not undo
+  await models.Delivery.updateOne(
+    { _id: d._id, status: d.status, attemptCount: d.attemptCount ?? 0 },
+    withAttempts({ status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: error, ...counted }, dead),
+  )
 }
