@@ -6,6 +6,8 @@
  *
  * Every refusal is a ContractError (401). Tokens are never logged nor echoed in messages.
  */
+import { Agent, fetch, type Response } from 'undici'
+import { AddressRefusedError, createGuardedAgent, isLoopbackAddress, isNonPublicAddress } from '@svc/webhook-url'
 import { nativeKey, verifySignatureNatively } from './native-signature'
 import { DidResolver, DidWebResolver, type CacheResult, type DidCache, type DidDocument } from '@atproto/identity'
 import { AuthRequiredError, verifyJwt } from '@atproto/xrpc-server'
@@ -89,13 +91,26 @@ const PASSTHROUGH_CODES = new Set<ErrorCode>(['BadJwt', 'JwtExpired', 'BadJwtAud
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
 
-/** did:web over https only; plain http for loopback hosts only when allowed (tests), else loopback is refused. */
+/**
+ * did:web over https only; plain http for loopback hosts only when allowed (tests), else loopback is refused. The
+ * host is the caller's choice (a token's `iss`, checked before its signature can be), so every connection goes only
+ * to a public address: a forged token naming `did:web:10.0.0.5%3A8443`, or a name resolving to the metadata service,
+ * makes no connection inside.
+ */
 class GuardedDidWebResolver extends DidWebResolver {
   private readonly allowInsecure: boolean
+  private readonly dispatcher: Agent
 
   constructor(timeout: number, allowInsecure: boolean) {
     super(timeout)
     this.allowInsecure = allowInsecure
+    this.dispatcher = createGuardedAgent(
+      {
+        allowed: (ip) => (isLoopbackAddress(ip) ? allowInsecure : !isNonPublicAddress(ip)),
+        refusal: (host, address) => new AddressRefusedError(`did:web host ${host} is not a public address (${address})`),
+      },
+      timeout,
+    )
   }
 
   override async resolveNoCheck(did: string): Promise<unknown> {
@@ -113,6 +128,7 @@ class GuardedDidWebResolver extends DidWebResolver {
       signal: AbortSignal.timeout(this.timeout),
       redirect: 'error',
       headers: { accept: 'application/did+ld+json,application/json' },
+      dispatcher: this.dispatcher,
     })
     if (!res.ok) {
       await res.body?.cancel().catch(() => undefined)

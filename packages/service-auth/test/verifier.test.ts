@@ -282,6 +282,27 @@ describe('issuer resolution', () => {
     await expect(verifier.verify(`Bearer ${token}`, NSID)).resolves.toMatchObject({ iss: didWebDid })
   })
 
+  it('a forged token naming a did:web host inside (another loopback address, written as hex too) connects nowhere', async () => {
+    let connections = 0
+    const inside = createServer((socket) => {
+      connections++
+      socket.destroy()
+    })
+    await new Promise<void>((resolve) => inside.listen(0, '127.0.0.2', resolve))
+    const port = (inside.address() as AddressInfo).port
+    try {
+      const strict = createServiceAuthVerifier({ serviceDid: SERVICE_DID, plcUrl, redis, replayKeyPrefix: prefix })
+      const { keypair } = await generateDidKeyKeypair('ES256K')
+      for (const host of ['127.0.0.2', '0x7f000002']) {
+        const token = await mintServiceJwt({ keypair, iss: `did:web:${host}%3A${port}`, aud: SERVICE_DID, lxm: NSID })
+        await expectCode(strict.verify(`Bearer ${token}`, NSID), 'UnresolvableIssuer')
+      }
+      expect(connections).toBe(0)
+    } finally {
+      await new Promise((resolve) => inside.close(resolve))
+    }
+  })
+
   it('did:web on a loopback host without allowInsecureDidWeb → UnresolvableIssuer', async () => {
     const { keypair } = await generateDidKeyKeypair('ES256K')
     didWebDoc = didDocument(didWebDid, keypair)

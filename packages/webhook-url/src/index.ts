@@ -122,3 +122,5 @@ export function deliveryAddressAllowed(ip: string, policy: Omit<WebhookUrlPolicy
   if (isLoopbackAddress(ip)) return policy.environment === 'test' && policy.allowLoopbackInTest
   return !isNonPublicAddress(ip)
 }
+
+export { AddressRefusedError, createGuardedAgent, guardedLookup, type AddressGuard } from './guarded-agent'

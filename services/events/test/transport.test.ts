@@ -9,10 +9,10 @@ import type { AddressInfo } from 'node:net'
 import { generateDidKeyKeypair } from '@svc/service-auth'
 import { API_VERSION } from '@svc/vocabulary'
 import { webhookRequest, xrpcRequest } from '../src/delivery/channels'
-import { ATTEMPT_ERROR_CHARS, createGuardedAgent, isDuplicateDeliveryAnswer, sendAttempt } from '../src/delivery/transport'
+import { ATTEMPT_ERROR_CHARS, createDeliveryAgent, isDuplicateDeliveryAnswer, sendAttempt } from '../src/delivery/transport'
 
 test('a request that fails on a 3,000-character host name records a reason of at most 500 characters', async () => {
-  const agent = createGuardedAgent({ environment: 'test', allowLoopbackInTest: false }, 1000)
+  const agent = createDeliveryAgent({ environment: 'test', allowLoopbackInTest: false }, 1000)
   try {
     const result = await sendAttempt(agent, { url: `http://${'a'.repeat(3000)}.example/hook`, headers: {}, body: '{}' }, 2000)
     expect(result.statusCode).toBeNull()
@@ -34,7 +34,7 @@ test("an XRPC receiver's DuplicateDelivery answer is read from the whole body, n
     res.writeHead(409, { 'content-type': 'application/json' }).end(answers.shift())
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const agent = createGuardedAgent({ environment: 'test', allowLoopbackInTest: true }, 1000)
+  const agent = createDeliveryAgent({ environment: 'test', allowLoopbackInTest: true }, 1000)
   try {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/xrpc/money.svc.event.receiveEvent`
     const send = () => sendAttempt(agent, { url, headers: { 'content-type': 'application/json' }, body: '{}' }, 2000)

@@ -8,10 +8,8 @@
  * resolves inside (DNS rebinding) is refused before a byte is sent. There is one agent per environment, so a
  * kept-alive connection opened under the test policy is never reused for a live delivery.
  */
-import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns'
-import { isIP } from 'node:net'
-import { Agent, buildConnector, request } from 'undici'
-import { deliveryAddressAllowed } from '@svc/webhook-url'
+import { request, type Agent } from 'undici'
+import { AddressRefusedError, createGuardedAgent, deliveryAddressAllowed, type AddressGuard } from '@svc/webhook-url'
 import type { Environment } from '@svc/vocabulary'
 
 /** How much of an answer is read; the rest is dropped with the connection. */
@@ -64,60 +62,30 @@ export function isDuplicateDeliveryAnswer(result: AttemptResult): boolean {
   return result.answerError === 'DuplicateDelivery'
 }
 
-/** The connect check refused the address: the error text of the attempt. */
-export class AddressRefusedError extends Error {
-  override readonly name = 'AddressRefusedError'
-  readonly code = 'SVC_ADDRESS_REFUSED'
-}
-
 export interface AddressPolicy {
   environment: Environment
   allowLoopbackInTest: boolean
 }
 
-function refusal(host: string, address: string, policy: AddressPolicy): AddressRefusedError {
-  const shown = host === address ? address : `${host} (${address})`
-  const why =
-    policy.environment === 'test' && !policy.allowLoopbackInTest
-      ? 'is not a public address (loopback receivers need DEV_ALLOW_LOOPBACK_WEBHOOKS in test)'
-      : 'is not a public address'
-  return new AddressRefusedError(`refused to connect: ${shown} ${why}`)
-}
-
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void
-
-/** A `net.connect` lookup that resolves as usual and keeps only the allowed addresses (an error when none is). */
-export function guardedLookup(policy: AddressPolicy) {
-  return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err, [])
-      const list = addresses as LookupAddress[]
-      const allowed = list.filter((a) => deliveryAddressAllowed(a.address, policy))
-      if (allowed.length === 0) {
-        const first = list[0]?.address ?? 'no address'
-        return callback(refusal(hostname, first, policy) as unknown as NodeJS.ErrnoException, [])
-      }
-      if (options.all) return callback(null, allowed)
-      const one = allowed[0]!
-      return callback(null, one.address, one.family)
-    })
+/** The delivery's connect check (`deliveryAddressAllowed`), and the error text of an attempt it refused. */
+function deliveryGuard(policy: AddressPolicy): AddressGuard {
+  return {
+    allowed: (ip) => deliveryAddressAllowed(ip, policy),
+    refusal(host, address) {
+      const shown = host === address ? address : `${host} (${address})`
+      const why =
+        policy.environment === 'test' && !policy.allowLoopbackInTest
+          ? 'is not a public address (loopback receivers need DEV_ALLOW_LOOPBACK_WEBHOOKS in test)'
+          : 'is not a public address'
+      return new AddressRefusedError(`refused to connect: ${shown} ${why}`)
+    },
   }
 }
 
 /** An undici Agent whose every new connection passes the address check of `policy`. */
-export function createGuardedAgent(policy: AddressPolicy, connectTimeoutMs: number): Agent {
-  const connect = buildConnector({ timeout: connectTimeoutMs, lookup: guardedLookup(policy) } as buildConnector.BuildOptions)
-  return new Agent({
-    connect(opts, callback) {
-      // IP literals never reach `lookup` (net.connect skips it): check them here.
-      const host = opts.hostname.replace(/^\[|\]$/g, '')
-      if (isIP(host) !== 0 && !deliveryAddressAllowed(host, policy)) return callback(refusal(host, host, policy), null)
-      return connect(opts, callback)
-    },
-    // One answer per connection at a time; idle connections close soon (receivers are many and mostly idle).
-    pipelining: 1,
-    keepAliveTimeout: 4000,
-  })
+export function createDeliveryAgent(policy: AddressPolicy, connectTimeoutMs: number): Agent {
+  // One answer per connection at a time; idle connections close soon (receivers are many and mostly idle).
+  return createGuardedAgent(deliveryGuard(policy), connectTimeoutMs, { pipelining: 1, keepAliveTimeout: 4000 })
 }
 
 function causes(err: unknown): unknown[] {

@@ -18,7 +18,7 @@ import { cachedEndpoints, cachedSigningSecrets } from '../delivery/app-environme
 import { createEndpointClient } from '../delivery/endpoint'
 import { createEndpointHealth } from '../delivery/endpoint-health'
 import { AttemptFailedError, createDeliveryProcessor, deliveryBackoff, settleAbandonedJob } from '../delivery/processor'
-import { createGuardedAgent } from '../delivery/transport'
+import { createDeliveryAgent } from '../delivery/transport'
 import { activeSigningSecrets } from '../domain/signing-secrets'
 import { longestWaitMs } from '../domain/schedule'
 import { connectEvents } from '../models'
@@ -73,8 +73,8 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   const endpoints = cachedEndpoints(createEndpointClient({ url: opts.gateway.url, key: opts.gateway.key, logger: log }), opts.delivery.appCacheMs)
   const signingSecrets = cachedSigningSecrets(activeSigningSecrets.bind(null, models, opts.secretKey), opts.delivery.appCacheMs)
   const agents = {
-    test: createGuardedAgent({ environment: 'test', allowLoopbackInTest: opts.allowLoopbackWebhooks }, opts.delivery.timeoutMs),
-    live: createGuardedAgent({ environment: 'live', allowLoopbackInTest: false }, opts.delivery.timeoutMs),
+    test: createDeliveryAgent({ environment: 'test', allowLoopbackInTest: opts.allowLoopbackWebhooks }, opts.delivery.timeoutMs),
+    live: createDeliveryAgent({ environment: 'live', allowLoopbackInTest: false }, opts.delivery.timeoutMs),
   }
 
   const domainEvents = new Worker<DomainEventJob, string>(
