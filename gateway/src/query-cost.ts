@@ -6,6 +6,12 @@
  * is under it by its literal `limit` argument (LIST_COST when it has none, or a variable), and an operation above
  * MAX_QUERY_COST is refused (400, before any subgraph is asked). The service's own documents cost at most a few
  * thousand.
+ *
+ * Introspection (`__schema`, `__type` and what is under them) is answered by the gateway itself from the schema, so
+ * without aliases its answer is bounded by the schema (and graphql's own introspection depth rule); aliased, each
+ * alias repeats it, and a 700-byte document asked for 100 MB. So no alias is taken on or under an introspection
+ * field. A document holds at most MAX_OPERATIONS operations (one runs; each is costed when the document is
+ * validated), and a `limit` that is not a plain integer (a document sent as a JSON AST can carry "200,") is refused.
  */
 import {
   GraphQLError,
@@ -24,46 +30,69 @@ import {
 } from 'graphql'
 
 export const MAX_QUERY_COST = 100_000
+/** operations in one document: one runs, but validation walks each */
+export const MAX_OPERATIONS = 10
+const INTROSPECTION_FIELDS = new Set(['__schema', '__type'])
+const TOO_MUCH = MAX_QUERY_COST + 1
 /** what a list field without a literal `limit` counts as */
 export const LIST_COST = 20
 /** deeper than any document of the service; also ends a walk through fragments that spread each other */
 const MAX_DEPTH = 12
+const MAX_INTROSPECTION_DEPTH = 40
 
 export function operationCost(schema: GraphQLSchema, document: DocumentNode, selectionSet: SelectionSetNode, root: GraphQLNamedType | null | undefined): number {
   const fragments = new Map<string, FragmentDefinitionNode>()
   for (const def of document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def)
-  const walk = (set: SelectionSetNode, type: GraphQLNamedType | null | undefined, multiplier: number, depth: number): number => {
-    if (depth > MAX_DEPTH) return MAX_QUERY_COST + 1
+  const walk = (set: SelectionSetNode, type: GraphQLNamedType | null | undefined, multiplier: number, depth: number, introspecting: boolean): number => {
+    // introspection nests deeper (a type's ofType chain): graphql's own rule bounds it, this only ends a cycle
+    if (depth > (introspecting ? MAX_INTROSPECTION_DEPTH : MAX_DEPTH)) return TOO_MUCH
     let total = 0
     for (const selection of set.selections) {
       if (selection.kind === Kind.FIELD) {
+        const introspection = introspecting || INTROSPECTION_FIELDS.has(selection.name.value)
+        if (introspection && selection.alias) return TOO_MUCH
         total += multiplier
         const field = isObjectType(type) || isInterfaceType(type) ? type.getFields()[selection.name.value] : undefined
-        if (selection.selectionSet && field) {
+        if (selection.selectionSet && introspection) {
+          // the schema's own types (`__Schema`, `__Type`, …): walked for aliases only, their size is the schema's
+          total += walk(selection.selectionSet, null, multiplier, depth + 1, true)
+        } else if (selection.selectionSet && field) {
           const limit = selection.arguments?.find((a) => a.name.value === 'limit')?.value
+          if (limit?.kind === Kind.INT && !/^\d+$/.test(limit.value)) return TOO_MUCH
           const size = isListType(getNullableType(field.type)) ? (limit?.kind === Kind.INT ? Math.max(1, Number(limit.value)) : LIST_COST) : 1
-          total += walk(selection.selectionSet, getNamedType(field.type), multiplier * size, depth + 1)
+          total += walk(selection.selectionSet, getNamedType(field.type), multiplier * size, depth + 1, false)
         }
       } else if (selection.kind === Kind.FRAGMENT_SPREAD) {
         const fragment = fragments.get(selection.name.value)
-        if (fragment) total += walk(fragment.selectionSet, schema.getType(fragment.typeCondition.name.value), multiplier, depth + 1)
+        if (fragment) total += walk(fragment.selectionSet, introspecting ? null : schema.getType(fragment.typeCondition.name.value), multiplier, depth + 1, introspecting)
       } else {
-        total += walk(selection.selectionSet, selection.typeCondition ? schema.getType(selection.typeCondition.name.value) : type, multiplier, depth + 1)
+        total += walk(selection.selectionSet, introspecting ? null : selection.typeCondition ? schema.getType(selection.typeCondition.name.value) : type, multiplier, depth + 1, introspecting)
       }
-      if (total > MAX_QUERY_COST) return total
+      // NaN (a count no walk can make, but never let it pass) is too much
+      if (!(total <= MAX_QUERY_COST)) return TOO_MUCH
     }
     return total
   }
-  return walk(selectionSet, root, 1, 0)
+  return walk(selectionSet, root, 1, 0, false)
 }
 
-export const maxQueryCost: ValidationRule = (context) => ({
-  OperationDefinition(node) {
-    const schema = context.getSchema()
-    const root = node.operation === 'mutation' ? schema.getMutationType() : node.operation === 'subscription' ? schema.getSubscriptionType() : schema.getQueryType()
-    const cost = operationCost(schema, context.getDocument(), node.selectionSet, root)
-    if (cost > MAX_QUERY_COST) {
-      context.reportError(new GraphQLError(`the operation asks too much at once (cost over ${MAX_QUERY_COST}: fewer aliases, smaller limits, less nesting)`, { nodes: [node] }))
-    }
-  },
-})
+export const maxQueryCost: ValidationRule = (context) => {
+  let tooMany = false
+  return {
+    Document(node) {
+      const operations = node.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION).length
+      tooMany = operations > MAX_OPERATIONS
+      if (tooMany) context.reportError(new GraphQLError(`a document holds at most ${MAX_OPERATIONS} operations (this one ${operations})`))
+    },
+    OperationDefinition(node) {
+      // a document of too many is refused above: its operations are not walked
+      if (tooMany) return
+      const schema = context.getSchema()
+      const root = node.operation === 'mutation' ? schema.getMutationType() : node.operation === 'subscription' ? schema.getSubscriptionType() : schema.getQueryType()
+      const cost = operationCost(schema, context.getDocument(), node.selectionSet, root)
+      if (!(cost <= MAX_QUERY_COST)) {
+        context.reportError(new GraphQLError(`the operation asks too much at once (cost over ${MAX_QUERY_COST}: fewer aliases, smaller limits, less nesting)`, { nodes: [node] }))
+      }
+    },
+  }
+}

@@ -128,5 +128,9 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
       })),
     },
   })
+  // a query that is not GraphQL text mercurius would take as a JSON AST, read around the token limit: refused
+  app.graphql.addHook('preParsing', async (_schema, source) => {
+    if (/^\s*[[{]\s*"/.test(source)) throw Object.assign(new Error('the query must be GraphQL text'), { statusCode: 400 })
+  })
   return app
 }

@@ -5,6 +5,7 @@
  * Everything else is refused with 401 before GraphQL runs. Contract error codes from a subgraph
  * survive the gateway in `errors[0].extensions.code`.
  */
+import { getIntrospectionQuery, parse } from 'graphql'
 import { createHmac } from 'node:crypto'
 import pino from 'pino'
 import { registerApp } from '@svc/apps'
@@ -238,6 +239,31 @@ describe('what one operation may ask (the gateway costs it before any subgraph i
   test('a body over 512 KiB is refused (413) by the gateway itself, not by a subgraph it forwards to', async () => {
     const res = await postGraphQL(fx.graphqlUrl, `{ __typename } # ${'x'.repeat(600 * 1024)}`, operator())
     expect(res.status).toBe(413)
+  })
+
+  test('introspection aliased (each alias repeats the whole schema: 700 bytes asked for 100 MB) is refused; plain introspection passes', async () => {
+    const T3 = 'fragment T3 on __Type { name kind }'
+    const aliased = `{ s0: __schema { ...S } s1: __schema { ...S } } fragment S on __Schema { t0: types { ...T } t1: types { ...T } } fragment T on __Type { name f0: fields { name t0: type { ...T3 } } } ${T3}`
+    const refused = await postGraphQL(fx.graphqlUrl, aliased, operator())
+    expect(refused.status).toBe(400)
+    expect(refused.body.errors?.[0]?.message).toMatch(/asks too much at once/)
+    const plain = await postGraphQL(fx.graphqlUrl, `{ __schema { types { name fields { name type { name kind ofType { name kind } } } } } }`, operator())
+    expect(plain.status).toBe(200)
+    expect((plain.body.data as { __schema: { types: unknown[] } }).__schema.types.length).toBeGreaterThan(10)
+    expect((await postGraphQL(fx.graphqlUrl, getIntrospectionQuery(), operator())).status).toBe(200)
+  })
+
+  test('a document of many operations is refused before each is walked; a query sent as a JSON AST (around the token limit and the cost) is refused', async () => {
+    const many = Array.from({ length: 11 }, (_, i) => `query q${i} { __typename }`).join(' ')
+    const res = await postGraphQL(fx.graphqlUrl, many, operator())
+    expect(res.status).toBe(400)
+    expect(res.body.errors?.[0]?.message).toMatch(/at most 10 operations/)
+    // 600 aliases of requestLog(limit: 200), whose text is refused, as an AST whose first limit reads "200,"
+    const ast = parse(`{ ${Array.from({ length: 600 }, (_, i) => `a${i}: requestLog(limit: 200) { requestId }`).join(' ')} }`) as unknown as { definitions: { selectionSet: { selections: { arguments: { value: { value: string } }[] }[] } }[] }
+    ast.definitions[0]!.selectionSet.selections[0]!.arguments[0]!.value.value = '200,'
+    const asAst = await postGraphQL(fx.graphqlUrl, JSON.stringify(ast), operator())
+    expect(asAst.status).toBe(400)
+    expect(JSON.stringify(asAst.body)).toMatch(/GraphQL text/)
   })
 
   test('an operator\'s ordinary reads pass', async () => {
