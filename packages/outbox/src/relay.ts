@@ -59,11 +59,15 @@ export function relayAliveKey(redisPrefix: string, source: EventSource): string 
   return `${redisPrefix}outbox-relay:${source}`
 }
 
-/** The options of every `domain-events` job (its id is the event id). */
+/**
+ * The options of every `domain-events` job (its id is the event id). Completed jobs are kept for the board, 7 days
+ * and at most 100,000 (by age alone, 500 events a second would keep 300 million, hundreds of GB, until Redis refused
+ * every write); the processor is idempotent, so a replayed event whose job is gone makes no second delivery.
+ */
 export const DOMAIN_EVENT_JOB_OPTIONS = {
   attempts: 10,
   backoff: { type: 'exponential', delay: 1000 },
-  removeOnComplete: { age: 7 * 24 * 3600 },
+  removeOnComplete: { age: 7 * 24 * 3600, count: 100_000 },
   removeOnFail: false,
 } as const satisfies JobsOptions
 

@@ -120,7 +120,7 @@ test('a written event is on domain-events at once (woken by the write, not the p
     data: { key: 'payment.completed:chk_1', amount: 1200, nested: { currency: 'usd' } },
     occurredAt: '2026-06-01T12:00:00.000Z',
   })
-  expect(job?.opts).toMatchObject({ attempts: 10, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: { age: 7 * 24 * 3600 }, removeOnFail: false })
+  expect(job?.opts).toMatchObject({ attempts: 10, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: { age: 7 * 24 * 3600, count: 100_000 }, removeOnFail: false })
   const granted = await queue.getJob(ids[1]!)
   expect(granted?.name).toBe('app.authorization.granted')
   expect(granted?.data).toMatchObject({ eventId: ids[1], environment: 'live', type: 'app.authorization.granted' })
