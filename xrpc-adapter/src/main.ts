@@ -3,11 +3,11 @@ import { runProcess } from '@svc/config'
 import { createDashboardSessions } from '@svc/dashboard-session'
 import { createServiceAuthVerifier } from '@svc/service-auth'
 import { createGatewayClient } from '@svc/gateway-client'
-import { createMetrics, logConnectionErrors } from '@svc/operations'
+import { createMetrics, logConnectionErrors, REQUEST_REDIS_OPTIONS } from '@svc/operations'
 import { buildApiServer, buildCheckoutServer, LISTEN_BACKLOG } from './server'
 
 runProcess('xrpc-adapter', async (config, logger) => {
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 })
+  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, ...REQUEST_REDIS_OPTIONS })
   logConnectionErrors(redis, logger, 'redis: connection error')
   // a query plan may ask two subgraphs in turn; the gateway answers a slow one 503 itself before this runs out
   const gateway = createGatewayClient({

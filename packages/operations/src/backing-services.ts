@@ -9,9 +9,18 @@ const REDIS_BUSY_REPLY = /^(READONLY|LOADING|OOM|MASTERDOWN|BUSY|TRYAGAIN|CLUSTE
  */
 export function isRedisUnavailable(err: unknown): boolean {
   const e = err as { name?: unknown; message?: unknown }
-  if (e.name === 'MaxRetriesPerRequestError' || e.message === 'Connection is closed.') return true
+  if (e.name === 'MaxRetriesPerRequestError' || e.message === 'Connection is closed.' || e.message === 'Command timed out') return true
   return e.name === 'ReplyError' && typeof e.message === 'string' && REDIS_BUSY_REPLY.test(e.message)
 }
+
+/**
+ * The options of a Redis client that serves requests (rate limits, JWT replay, sessions, the seat map, delivery logs,
+ * job adds): a command with no answer in 2 s fails, and is answered 503, rather than holding its request. A Redis that
+ * stopped answering with its connection open (a paused machine, a network partition, the old address of a primary
+ * that failed over) would otherwise hold every request until the kernel dropped the socket, about 15 minutes; TCP
+ * keep-alive notices such a connection sooner too. Not for BullMQ workers, whose blocking reads wait on purpose.
+ */
+export const REQUEST_REDIS_OPTIONS = { commandTimeout: 2000, keepAlive: 10_000 } as const
 
 /** How often a connection that keeps failing is logged: a Redis away for minutes is a few lines, not one per reconnect. */
 export const CONNECTION_ERROR_LOG_INTERVAL_MS = 30_000

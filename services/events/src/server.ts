@@ -1,7 +1,7 @@
 /** The events subgraph: its database connection, models, the delivery queue it adds to, and its GraphQL server. */
 import Redis from 'ioredis'
 import { producerQueue } from '@svc/outbox'
-import { logConnectionErrors } from '@svc/operations'
+import { logConnectionErrors, REQUEST_REDIS_OPTIONS } from '@svc/operations'
 import { processOptionsOf, startDomainSubgraph, type DomainProcessOptions } from '@svc/subgraph-server'
 import type { EventsDomain } from './domain/context'
 import { createEventsModels, type EventsModels } from './models'
@@ -20,7 +20,7 @@ export async function startEventsService(opts: EventsServiceOptions): Promise<{ 
   if (typeof opts.secretKey !== 'string' || opts.secretKey.length < 32) throw new Error('events: secretKey must be at least 32 characters')
   // a command fails at the first reconnect that does: while Redis is away a request answers ServiceUnavailable at
   // once, rather than waiting for Redis past the gateway's timeout and then running (a test event the app was told failed)
-  const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, disconnectTimeout: 200 })
+  const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, disconnectTimeout: 200, ...REQUEST_REDIS_OPTIONS })
   const deliveries = producerQueue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, redis, queuePrefix(opts.redisPrefix))
   logConnectionErrors(deliveries, opts.logger, 'delivery queue: connection error')
   const settings: Omit<EventsDomain, 'models' | 'logger'> = { deliveries, redis, redisPrefix: opts.redisPrefix, secretKey: opts.secretKey }

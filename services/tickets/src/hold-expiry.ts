@@ -8,7 +8,7 @@ import { Worker, type Job } from 'bullmq'
 import Redis from 'ioredis'
 import type { Logger } from 'pino'
 import { producerQueue, queuePrefix, TICKET_HOLDS_QUEUE } from '@svc/outbox'
-import { logConnectionErrors } from '@svc/operations'
+import { logConnectionErrors, REQUEST_REDIS_OPTIONS } from '@svc/operations'
 import type { HoldExpiryScheduler, TicketsDomain } from './domain/context'
 import { expireHold } from './domain/expire-hold'
 
@@ -26,7 +26,7 @@ export interface HoldExpiryQueue extends HoldExpiryScheduler {
 export function startHoldExpiry(opts: { domain: TicketsDomain; redisUrl: string; redisPrefix: string; logger: Logger }): HoldExpiryQueue {
   const log = opts.logger.child({ component: 'hold-expiry' })
   const prefix = queuePrefix(opts.redisPrefix)
-  const producer = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, disconnectTimeout: 200 })
+  const producer = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, disconnectTimeout: 200, ...REQUEST_REDIS_OPTIONS })
   const queue = producerQueue<HoldExpiryJob>(TICKET_HOLDS_QUEUE, producer, prefix)
   logConnectionErrors(queue, log, 'hold expiry queue: connection error')
   const consumer = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })

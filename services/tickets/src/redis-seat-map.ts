@@ -16,7 +16,7 @@ import Redis, { type ChainableCommander } from 'ioredis'
 import type { Logger } from 'pino'
 import { KEPT_UNTIL } from './domain/capacity'
 import { bitsOf, seatNumber, type SeatMap, type SeatMapState } from './domain/seat-map'
-import { logConnectionErrors } from '@svc/operations'
+import { logConnectionErrors, REQUEST_REDIS_OPTIONS } from '@svc/operations'
 
 /** How often the sweep reconciles a tier's map with its units. */
 export const DEFAULT_SEAT_MAP_RECONCILE_MS = 5 * 60_000
@@ -64,7 +64,7 @@ export interface RedisSeatMap extends SeatMap {
 }
 
 export function createRedisSeatMap(opts: { redisUrl: string; redisPrefix: string; reconcileMs?: number; idleMs?: number; logger?: Pick<Logger, 'warn'> }): RedisSeatMap {
-  const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, disconnectTimeout: 200 })
+  const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, disconnectTimeout: 200, ...REQUEST_REDIS_OPTIONS })
   logConnectionErrors(redis, opts.logger, 'seat map: redis connection error')
   const reconcileMs = opts.reconcileMs ?? DEFAULT_SEAT_MAP_RECONCILE_MS
   const builtMs = opts.idleMs ?? DEFAULT_SEAT_MAP_IDLE_MS
