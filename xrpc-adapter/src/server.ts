@@ -175,6 +175,10 @@ function baseServer(deps: AdapterDeps, name: string): FastifyInstance {
 
 export async function buildApiServer(deps: AdapterDeps): Promise<FastifyInstance> {
   const app = baseServer(deps, 'api')
+  // an app's answers (its configuration and signing secret, a payment's status) are its own: no cache keeps them
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.url.startsWith('/xrpc/')) reply.header('cache-control', 'no-store')
+  })
   await app.register(errorsPlugin)
   await registerOperations(app, deps)
   app.get('/xrpc/_health', async () => ({ version: API_VERSION }))

@@ -43,7 +43,11 @@ export function callEnvironment(params: Record<string, unknown>, input: Record<s
   return (product?.ok && product.product.environment) || 'none'
 }
 
+/** An NSID as written in a path: `lex:` prefixes and `#main` fragments, which the lexicons also resolve, are none. */
+const NSID_PATH = /^[a-zA-Z][a-zA-Z0-9-]*(\.[a-zA-Z0-9-]+)+$/
+
 function lexiconMethod(nsid: string) {
+  if (!NSID_PATH.test(nsid)) return undefined
   try {
     const def = lexicons.getDef(nsid)
     return def && (def.type === 'query' || def.type === 'procedure') ? def : undefined
@@ -213,5 +217,5 @@ export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) 
     return output
   }
 
-  app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'], url: '/xrpc/:nsid', handler: handle })
+  app.route({ method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'], url: '/xrpc/:nsid', handler: handle })
 }
