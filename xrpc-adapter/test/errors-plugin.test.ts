@@ -65,6 +65,8 @@ it('a command ioredis gave up on answers 503 ServiceUnavailable', async () => {
   const res = await fetch(url('/uses-redis'))
   expect(res.status).toBe(503)
   expect(await res.json()).toEqual({ error: 'ServiceUnavailable', message: 'a backing service is unavailable; retry with backoff' })
+  // a client that honours Retry-After (the SDK does) waits a little before its retry
+  expect(res.headers.get('retry-after')).toBe('2')
 })
 
 it('a command on a closed connection answers 503 ServiceUnavailable', async () => {
@@ -76,6 +78,7 @@ it('a command on a closed connection answers 503 ServiceUnavailable', async () =
 it('any other unexpected error stays a masked 500', async () => {
   const res = await fetch(url('/throws'))
   expect(res.status).toBe(500)
+  expect(res.headers.get('retry-after')).toBeNull()
   expect(await res.json()).toEqual({ error: 'InternalServerError', message: 'internal error' })
 })
 

@@ -15,6 +15,9 @@ declare module 'fastify' {
   }
 }
 
+/** What a 503 asks a client to wait before its retry. */
+export const SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS = 2
+
 export function toContractError(err: unknown, request: FastifyRequest): ContractError {
   if (err instanceof ContractError) return err
   const e = err as FastifyError
@@ -34,6 +37,8 @@ export const errorsPlugin = fp(async (app: FastifyInstance) => {
   app.setErrorHandler(async (err, request, reply: FastifyReply) => {
     const error = toContractError(err, request)
     reply.contractError = error.code
+    // a backing service away for a moment (a restart, a failover): a client that honours Retry-After waits a little
+    if (error.status === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS)
     return reply.code(error.status).send(error.toBody())
   })
   app.setNotFoundHandler(async (request, reply) => {
