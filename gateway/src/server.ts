@@ -91,7 +91,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   })
 
   const subgraphTimeoutMs = opts.subgraphTimeoutMs ?? SUBGRAPH_TIMEOUT_MS
-  const agents = opts.services.map((service) => createSubgraphAgent(service.url, { connections: 32, headersTimeout: subgraphTimeoutMs, bodyTimeout: subgraphTimeoutMs }))
+  const agents = opts.services.map((service) => createSubgraphAgent(service.url, { connections: 32, timeoutMs: subgraphTimeoutMs }))
   // mercurius leaves an agent it was given open: closed after the gateway (the listener first, then the pools)
   app.addHook('onClose', async () => {
     await Promise.allSettled(agents.map((agent) => agent.destroy()))

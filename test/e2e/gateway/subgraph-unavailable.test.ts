@@ -45,6 +45,8 @@ let proxy: Server
 let proxyAnswersHtml = false
 /** a JSON answer that is not GraphQL: Fastify's own 503 while the subgraph drains at a restart */
 let proxyAnswersDraining = false
+/** a GraphQL answer larger than the gateway takes from a subgraph */
+let proxyAnswersHuge = false
 let gateway: FastifyInstance
 let client: GatewayClient
 const as = { principal: { kind: 'app', appDid: 'did:web:lagging.example.com' } as const, requestId: 'req-unavailable' }
@@ -56,6 +58,11 @@ beforeAll(async () => {
     if (proxyAnswersHtml) {
       req.resume()
       res.writeHead(502, { 'content-type': 'text/html' }).end('<html>bad gateway</html>')
+      return
+    }
+    if (proxyAnswersHuge) {
+      req.resume()
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: { quick: 'x'.repeat(20 * 1024 * 1024) } }))
       return
     }
     if (proxyAnswersDraining) {
@@ -127,6 +134,21 @@ test('a subgraph that answers JSON that is not GraphQL (its 503 while it drains 
     proxyAnswersDraining = false
   }
   await expect(ask('{ quick }')).resolves.toEqual({ quick: 'quick' })
+})
+
+test('a subgraph answer over 16 MiB is ServiceUnavailable, not read into the gateway', async () => {
+  proxyAnswersHuge = true
+  try {
+    await expect(ask('{ quick }')).resolves.toMatchObject({ code: 'ServiceUnavailable', status: 503 })
+  } finally {
+    proxyAnswersHuge = false
+  }
+  await expect(ask('{ quick }')).resolves.toEqual({ quick: 'quick' })
+})
+
+test('40 requests at once to a subgraph that does not answer (more than its 32 connections) are all ServiceUnavailable', async () => {
+  const answers = await Promise.all(Array.from({ length: 40 }, () => ask('{ slow }')))
+  for (const answer of answers) expect(answer).toMatchObject({ code: 'ServiceUnavailable', status: 503 })
 })
 
 test('a subgraph that has stopped listening is ServiceUnavailable', async () => {
