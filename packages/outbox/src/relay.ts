@@ -59,6 +59,9 @@ export function relayAliveKey(redisPrefix: string, source: EventSource): string 
   return `${redisPrefix}outbox-relay:${source}`
 }
 
+/** INCR of a key that exists; nil (and no key made) for one that does not. */
+const INCR_EXISTING = `if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('INCR', KEYS[1]) end return false`
+
 /**
  * The options of every `domain-events` job (its id is the event id). Completed jobs are kept for the board, 7 days
  * and at most 100,000 (by age alone, 500 events a second would keep 300 million, hundreds of GB, until Redis refused
@@ -188,7 +191,10 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     )
     publishing = settled
     await bounded(add, PUBLISH_TIMEOUT_MS, 'publishing to domain-events')
-    sawSeq(await redis.incr(aliveKey))
+    // advanced only where it exists: a sequence Redis lost is left missing for the next scan to see and replay (made
+    // again here, it would read as current to a process that had seen no more, and the replay be skipped)
+    const seq = (await redis.eval(INCR_EXISTING, 1, aliveKey)) as number | null
+    if (seq !== null) sawSeq(seq)
   }
 
   /**

@@ -408,6 +408,22 @@ test('Redis goes back in time (a failover to a replica that was behind): the job
   expect(await r.drain()).toBe(0)
 })
 
+test('Redis losing its data, then a write published before the next scan: the scan still replays what was relayed (the publish does not make the lost sequence again)', async () => {
+  const { relay, queue, redisPrefix } = fixture()
+  const r = relay()
+  expect(await r.drain()).toBe(0) // a first start: the sequence begins at 1, as far as this process has seen
+  // Redis loses its data; an event relayed an hour ago had not become a delivery yet
+  const key = relayAliveKey(redisPrefix, 'payments')
+  await redis.del(key)
+  const anHourAgo = new Date(Date.now() - 3600_000)
+  await model.collection.insertOne({ _id: outboxEventId('lost:1'), ...event('lost:1'), occurredAt: anHourAgo, relayed: true, relayedAt: anHourAgo } as never)
+  // a request's event is published by its wake-up (the next scan is a minute away)
+  const written = await writeOutboxEvent(model, event('after-loss:1'))
+  await waitFor(async () => (await queue.getJob(written)) !== undefined)
+  await r.drain()
+  expect(await queue.getJob(outboxEventId('lost:1'))).toBeDefined()
+})
+
 test('a relay marker from before the sequence (a date) is taken as Redis having kept its data: no replay', async () => {
   const { relay, redisPrefix, jobCount } = fixture()
   await writeOutboxEvent(model, event('legacy:1'))
