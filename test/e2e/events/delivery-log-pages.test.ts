@@ -166,6 +166,16 @@ it('a counter Redis lost: the full query answers, and the next write numbers on 
   expect(expected.slice(10, 30)).toEqual(before)
 })
 
+it('a counter behind the numbers stored (Redis failed over to a replica that lagged): the full query answers, and the next write numbers on from the highest stored', async () => {
+  const { app, key } = await newApp()
+  await Promise.all(Array.from({ length: 60 }, () => createDelivery(stack.deliveryLog, delivery(app.did))))
+  await stack.redis.set(logCounterKey(stack.redisPrefix, app.did, 'test'), '30')
+  expect(await listed(app, key)).toEqual((await inLogOrder(app.did)).map((d) => d._id).slice(0, 20))
+  const next = await createDelivery(stack.deliveryLog, delivery(app.did))
+  expect(next.logSeq).toBe(61)
+  expect((await listed(app, key))[0]).toBe(next._id)
+})
+
 it('deliveries stored before numbering come after the numbered ones, oldest last', async () => {
   const { app, key } = await newApp()
   const start = Date.now() - 3600_000

@@ -108,6 +108,14 @@ export async function newestByPages(
   const last = Number(counter)
   // fewer numbers given out than asked: a small log, read at once by the full query (which also finds unnumbered ones)
   if (!Number.isInteger(last) || last < limit) return null
+  // a counter behind the numbers stored (Redis failed over to a replica that lagged): the pages above it would go
+  // unread and new numbers repeat old ones; the full query answers, and the counter goes, to be rebuilt from the
+  // highest number stored at the next write
+  const counterKey = logCounterKey(store.redisPrefix, appDid, environment)
+  if (await store.models.Delivery.exists({ logPage: logPageKey(environment, appDid, logPageNumber(last) + 1) })) {
+    await store.redis.del(counterKey).catch(() => undefined)
+    return null
+  }
   const found: DeliveryDoc[] = []
   let next = logPageNumber(last)
   let pagesRead = 0
