@@ -4,6 +4,8 @@
  * {checkout_url} with the developer utility routes (restricted API keys only), the hosted checkout pages
  * (/checkout/<browser token>) and the creators' dashboard (/dashboard, session cookie only). Both put `Svc-Request-Id` on every response and log with that id.
  */
+import { STATUS_CODES } from 'node:http'
+import type { Duplex } from 'node:stream'
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { ContractError } from '@svc/errors'
 import { randomUUID } from 'node:crypto'
@@ -138,6 +140,30 @@ function requestTimeouts(requestTimeoutMs: number) {
   }
 }
 
+/**
+ * What Node's HTTP parser answers itself (a request whose headers or body did not arrive in time, headers over the
+ * limit, bytes that are no HTTP request): the service's `{ error, message }` with a `Svc-Request-Id` of its own, as
+ * every answer of both hosts, where Fastify's default wrote its own shape and no id.
+ */
+function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
+  // a connection reset: nothing to answer
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  const [status, error, message] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'RequestTimeout', 'the request did not arrive in time']
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'InvalidRequest', 'the request headers are too large']
+        : [400, 'InvalidRequest', 'the request is not a valid HTTP request']
+  const body = JSON.stringify({ error, message })
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${REQUEST_ID_RESPONSE_HEADER}: req_${randomUUID().replace(/-/g, '')}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    )
+  }
+  socket.destroy(err)
+}
+
 /** The longest path segment the router reads (an NSID is at most 317 characters; a checkout token far less). */
 const MAX_PARAM_LENGTH = 512
 
@@ -160,6 +186,7 @@ function unreadablePath(error: FastifyError, request: FastifyRequest, reply: Fas
 function baseServer(deps: AdapterDeps, name: string): FastifyInstance {
   const app = Fastify({
     ...requestTimeouts(deps.limits.requestTimeoutMs),
+    clientErrorHandler,
     frameworkErrors: unreadablePath,
     loggerInstance: deps.logger.child({ host: name }, { serializers: { req: requestSerializer } }) as FastifyBaseLogger,
     genReqId: () => `req_${randomUUID().replace(/-/g, '')}`,

@@ -63,12 +63,22 @@ describe.each([
   it('answers 408 and closes a connection whose headers never finish', async () => {
     const { answer, closedAfterMs } = await trickle(port, 'GET /xrpc/_health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ')
     expect(answer).toMatch(/^HTTP\/1\.1 408 /)
+    // the service's own shape and a request id, as every answer
+    expect(answer).toMatch(/\r\nsvc-request-id: req_[0-9a-f]{32}\r\n/i)
+    expect(answer.split('\r\n\r\n')[1]).toBe(JSON.stringify({ error: 'RequestTimeout', message: 'the request did not arrive in time' }))
     expect(closedAfterMs).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50)
   })
 
   it('answers 408 and closes a connection whose body never finishes', async () => {
     const { answer } = await trickle(port, 'POST /xrpc/network.svc.payment.initiate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"amount":')
     expect(answer).toMatch(/^HTTP\/1\.1 408 /)
+  })
+
+  it('answers headers over the limit 431 with the service\'s shape and a request id', async () => {
+    const { answer } = await trickle(port, `GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(20 * 1024)}\r\n\r\n`)
+    expect(answer).toMatch(/^HTTP\/1\.1 431 /)
+    expect(answer).toMatch(/\r\nsvc-request-id: req_[0-9a-f]{32}\r\n/i)
+    expect(JSON.parse(answer.split('\r\n\r\n')[1]!)).toMatchObject({ error: 'InvalidRequest' })
   })
 
   it('serves a prompt request as usual', async () => {

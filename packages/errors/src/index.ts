@@ -62,8 +62,9 @@ export const ERROR_STATUS = {
   TicketAlreadyCheckedIn: 409,
   ApprovalTermsChanged: 409,
   CheckoutClosed: 409,
-  // 413, 429, 5xx
+  // 408, 413, 429, 5xx
   PayloadTooLarge: 413,
+  RequestTimeout: 408,
   RateLimitExceeded: 429,
   InternalServerError: 500,
   MethodNotImplemented: 501,
