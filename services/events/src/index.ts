@@ -15,7 +15,7 @@ export {
   MAX_OVERLAP_SECONDS,
   type SigningSecretIssued,
 } from './domain/signing-secrets'
-export { LOG_PAGE_SIZE, logCounterKey, logPageKey, logPageNumber, type DeliveryLogStore } from './domain/delivery-log-pages'
+export { LOG_PAGE_SIZE, logCounterKey, logPageKey, logPageNumber, newestByPages, type DeliveryLogStore } from './domain/delivery-log-pages'
 export { API_VERSION, DELIVERY_ID_RE, TEST_EVENT_TYPE, deliveryIdForEvent, newDeliveryId, serializeEnvelope, type Envelope } from './domain/envelope'
 export { ENDED_JOB_GRACE_MS, RECONCILE_PROGRESS_EVERY, reconcileDeliveries, type ReconcileProgress, type ReconcileResult } from './domain/reconcile'
 export { MAX_ATTEMPTS, DELAYS_MS, JITTER, nextDelayMs, scheduleSpanMs, type ScheduleOptions } from './domain/schedule'

@@ -8,7 +8,7 @@
  * and deliveries stored before numbering all leave the answer exact.
  */
 import mongoose from 'mongoose'
-import { connectEvents, createDelivery, LOG_PAGE_SIZE, logCounterKey, logPageKey, newDeliveryId, type DeliveryLogStore, type NewDelivery } from '@svc/events'
+import { connectEvents, createDelivery, LOG_PAGE_SIZE, logCounterKey, logPageKey, newDeliveryId, newestByPages, type DeliveryLogStore, type NewDelivery } from '@svc/events'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { bearer, expectOk } from '../adapter/helpers'
 import { ALL_PERMISSIONS, insertDelivery, listDeliveries } from '../adapter/events-helpers'
@@ -174,6 +174,32 @@ it('a counter behind the numbers stored (Redis failed over to a replica that lag
   const next = await createDelivery(stack.deliveryLog, delivery(app.did))
   expect(next.logSeq).toBe(61)
   expect((await listed(app, key))[0]).toBe(next._id)
+})
+
+it('a writer crossing into the next page while the log is read is no counter behind: the counter stays, the pages answer with its delivery', async () => {
+  const { app, key } = await newApp()
+  await Promise.all(Array.from({ length: 2 * LOG_PAGE_SIZE - 1 }, () => createDelivery(stack.deliveryLog, delivery(app.did))))
+  const counterKey = logCounterKey(stack.redisPrefix, app.did, 'test')
+  expect(await stack.redis.get(counterKey)).toBe(String(2 * LOG_PAGE_SIZE - 1))
+  // right after the read takes the counter, a write takes the next number (the next page's first) and inserts it
+  const get = stack.redis.get.bind(stack.redis)
+  let crossed: string | null = null
+  const spy = jest.spyOn(stack.redis, 'get').mockImplementation((async (k: string) => {
+    const value = await get(k)
+    if (k === counterKey && crossed === null) crossed = (await createDelivery(stack.deliveryLog, delivery(app.did)))._id
+    return value
+  }) as never)
+  let page: { _id: string }[] | null
+  try {
+    page = await newestByPages(stack.deliveryLog, app.did, 'test', 20)
+  } finally {
+    spy.mockRestore()
+  }
+  expect(crossed).not.toBeNull()
+  expect(await stack.redis.get(counterKey)).toBe(String(2 * LOG_PAGE_SIZE))
+  expect(page?.map((d) => d._id)).toEqual((await inLogOrder(app.did)).map((d) => d._id).slice(0, 20))
+  expect(page?.[0]?._id).toBe(crossed)
+  expect(await listed(app, key)).toEqual(page?.map((d) => d._id))
 })
 
 it('deliveries stored before numbering come after the numbered ones, oldest last', async () => {

@@ -32,6 +32,9 @@ export const logPageKey = (environment: string, appDid: string, page: number) =>
 // INCRBY only an existing counter: a missing one (a new app environment, or Redis lost its data) is rebuilt first.
 const INCRBY_EXISTING = `if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('INCRBY', KEYS[1], ARGV[1]) end return false`
 
+// DEL only a counter that still holds what was read: one a writer moved on meanwhile is current
+const DEL_IF_EQUALS = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`
+
 /** Gives each document the next numbers of its app environment's log (in the order given). */
 export async function numberForLog(store: DeliveryLogStore, docs: DeliveryDoc[]): Promise<void> {
   const byLog = new Map<string, DeliveryDoc[]>()
@@ -105,15 +108,21 @@ export async function newestByPages(
     throw err
   })
   if (counter === null) return null
-  const last = Number(counter)
+  let last = Number(counter)
   // fewer numbers given out than asked: a small log, read at once by the full query (which also finds unnumbered ones)
   if (!Number.isInteger(last) || last < limit) return null
   // a counter behind the numbers stored (Redis failed over to a replica that lagged): the pages above it would go
   // unread and new numbers repeat old ones; the full query answers, and the counter goes, to be rebuilt from the
-  // highest number stored at the next write
+  // highest number stored at the next write. Writers take their numbers before they insert, so a delivery on the next
+  // page is also a writer that crossed into it since the counter was read: the counter, read again, has moved on.
   const counterKey = logCounterKey(store.redisPrefix, appDid, environment)
-  if (await store.models.Delivery.exists({ logPage: logPageKey(environment, appDid, logPageNumber(last) + 1) })) {
-    await store.redis.del(counterKey).catch(() => undefined)
+  for (let tries = 0; await store.models.Delivery.exists({ logPage: logPageKey(environment, appDid, logPageNumber(last) + 1) }); tries++) {
+    const now = Number(await store.redis.get(counterKey))
+    if (tries < 3 && Number.isInteger(now) && logPageNumber(now) > logPageNumber(last)) {
+      last = now
+      continue
+    }
+    await store.redis.eval(DEL_IF_EQUALS, 1, counterKey, String(now)).catch(() => undefined)
     return null
   }
   const found: DeliveryDoc[] = []
