@@ -58,7 +58,8 @@ export function operationCost(schema: GraphQLSchema, document: DocumentNode, sel
           total += walk(selection.selectionSet, null, multiplier, depth + 1, true)
         } else if (selection.selectionSet && field) {
           const limit = selection.arguments?.find((a) => a.name.value === 'limit')?.value
-          if (limit?.kind === Kind.INT && !/^\d+$/.test(limit.value)) return TOO_MUCH
+          // a JSON AST's "200," is no integer (a negative one is the subgraph's to refuse)
+          if (limit?.kind === Kind.INT && !/^-?\d+$/.test(limit.value)) return TOO_MUCH
           const size = isListType(getNullableType(field.type)) ? (limit?.kind === Kind.INT ? Math.max(1, Number(limit.value)) : LIST_COST) : 1
           total += walk(selection.selectionSet, getNamedType(field.type), multiplier * size, depth + 1, false)
         }

@@ -204,7 +204,8 @@ export async function buildApiServer(deps: AdapterDeps): Promise<FastifyInstance
   const app = baseServer(deps, 'api')
   // an app's answers (its configuration and signing secret, a payment's status) are its own: no cache keeps them
   app.addHook('onRequest', async (request, reply) => {
-    if (request.url.startsWith('/xrpc/')) reply.header('cache-control', 'no-store')
+    // the route the router matched (a percent-encoded path reaches it too), or the raw path for one it did not
+    if ((request.routeOptions.url ?? request.url).startsWith('/xrpc/')) reply.header('cache-control', 'no-store')
   })
   await app.register(errorsPlugin)
   await registerOperations(app, deps)

@@ -173,7 +173,8 @@ describe.each(ROUTES)('$name', (route) => {
     it('no app with a valid key acts on the app the key is bound to (the contract lists no AppRequired here); with an unknown key 401', async () => {
       const res = await route.call({ environment: 'test' }, bearer(key))
       expectOk(res)
-      await expectLogged(res, route, { environment: 'test', appDid: null }, { status: 200, errorCode: null, keyPrefix: prefixOf(key) })
+      // logged under the app the key established, so an operator reading that app's log finds it
+      await expectLogged(res, route, { environment: 'test', appDid: app.did }, { status: 200, errorCode: null, keyPrefix: prefixOf(key) })
       expectOk(await route.call({ app: '' }, bearer(key)))
       expectError(await route.call({ environment: 'test' }, bearer(`svc_rk_test_${randomBytes(24).toString('base64url')}`)), 401, 'Unauthorized')
     })

@@ -13,6 +13,7 @@ import { presentedApiKey } from '../auth/api-key'
 import type { GatewayClient } from '@svc/gateway-client'
 import { graphql, type ResultOf } from '@svc/graph'
 import { ADAPTER_PRINCIPAL } from '../principals'
+import { recordEstablishedApp } from './request-log'
 
 export type DeveloperPermission = 'app.config.read' | 'webhook.test.write' | 'webhook.deliveries.read' | 'webhook.deliveries.redrive'
 
@@ -62,6 +63,7 @@ export async function checkDeveloperAccess(
     log: request.log,
   })
   refuseRepeated()
+  recordEstablishedApp(request, data.developerAccess.appDid)
   request.log = request.log.child({ appDid: data.developerAccess.appDid, environment: data.developerAccess.environment })
   return data.developerAccess
 }

@@ -17,6 +17,10 @@ function oneValue(value: unknown): string | null {
   return typeof value === 'string' && value !== '' ? value : null
 }
 
+/** The app a request's key check established (test-event and redrive may leave `app` out): the log's app. */
+const establishedApps = new WeakMap<FastifyRequest, string>()
+export const recordEstablishedApp = (request: FastifyRequest, appDid: string): void => void establishedApps.set(request, appDid)
+
 /** Requests refused before they are calls of anyone's (past the per-address limit): not written to the log. */
 const unrecorded = new WeakSet<FastifyRequest>()
 export const leaveOutOfRequestLog = (request: FastifyRequest): void => void unrecorded.add(request)
@@ -37,7 +41,7 @@ export const requestLogPlugin = fp(async (app: FastifyInstance, opts: { gateway:
           input: {
             requestId: request.id,
             environment,
-            appDid: oneValue(query.app),
+            appDid: establishedApps.get(request) ?? oneValue(query.app),
             method: request.method,
             path: request.url.split('?')[0] ?? request.url,
             status: reply.statusCode,
