@@ -169,6 +169,29 @@ it('an event\'s tickets come 200 to a page, oldest first, each once (tickets of 
   }
 })
 
+it('the attendee CSV of more tickets than one read takes (5,000) comes whole, in order, read page after page', async () => {
+  const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Hall', priceAmount: 0, currency: 'usd', capacity: 10_000 }])
+  const start = Date.now() - 3600_000
+  const seeded = Array.from({ length: 5_050 }, (_, i) => ({
+    _id: `ticket_${randomBytes(12).toString('hex')}`,
+    appDid: app.did,
+    environment: 'test',
+    eventUri,
+    tierId: tiers[0]!.ticketTypeId,
+    buyerDid: `did:plc:hall${i}`,
+    reservationId: `claim_hall${i}`,
+    status: 'issued',
+    source: 'claim',
+    announced: true,
+    createdAt: new Date(start + i),
+  }))
+  for (let i = 0; i < seeded.length; i += 1000) await stack.tickets.Ticket.insertMany(seeded.slice(i, i + 1000))
+  const csv = await httpRequest(`${stack.checkoutUrl}/dashboard/events/attendees.csv?uri=${encodeURIComponent(eventUri)}`, { headers: { cookie: await stack.dashboardCookie(organizer.did, 'test') } })
+  expect(csv.status).toBe(200)
+  const ids = csv.text.trim().split('\n').slice(1).map((l) => l.split(',')[0])
+  expect(ids).toEqual(seeded.map((t) => t._id))
+}, 120_000)
+
 it('another organizer, the other environment and a signed-out visitor see nothing of the event', async () => {
   const { eventUri, claimed } = await soldEvent()
   const stranger = await newSigner(stack)
