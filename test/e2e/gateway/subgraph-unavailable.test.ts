@@ -117,33 +117,27 @@ test('a subgraph that does not answer within the gateway timeout is ServiceUnava
   expect(err).toMatchObject({ code: 'ServiceUnavailable', status: 503 })
 })
 
-test('a subgraph that answers no GraphQL is ServiceUnavailable', async () => {
-  proxyAnswersHtml = true
+/** The gateway's answer while the proxy answers as `set` says, then (the proxy passing requests on again) the subgraph's. */
+async function unavailableWhile(set: (on: boolean) => void) {
+  set(true)
   try {
     await expect(ask('{ quick }')).resolves.toMatchObject({ code: 'ServiceUnavailable', status: 503 })
   } finally {
-    proxyAnswersHtml = false
+    set(false)
   }
+  await expect(ask('{ quick }')).resolves.toEqual({ quick: 'quick' })
+}
+
+test('a subgraph that answers no GraphQL is ServiceUnavailable', async () => {
+  await unavailableWhile((on) => (proxyAnswersHtml = on))
 })
 
 test('a subgraph that answers JSON that is not GraphQL (its 503 while it drains at a restart) is ServiceUnavailable', async () => {
-  proxyAnswersDraining = true
-  try {
-    await expect(ask('{ quick }')).resolves.toMatchObject({ code: 'ServiceUnavailable', status: 503 })
-  } finally {
-    proxyAnswersDraining = false
-  }
-  await expect(ask('{ quick }')).resolves.toEqual({ quick: 'quick' })
+  await unavailableWhile((on) => (proxyAnswersDraining = on))
 })
 
 test('a subgraph answer over 16 MiB is ServiceUnavailable, not read into the gateway', async () => {
-  proxyAnswersHuge = true
-  try {
-    await expect(ask('{ quick }')).resolves.toMatchObject({ code: 'ServiceUnavailable', status: 503 })
-  } finally {
-    proxyAnswersHuge = false
-  }
-  await expect(ask('{ quick }')).resolves.toEqual({ quick: 'quick' })
+  await unavailableWhile((on) => (proxyAnswersHuge = on))
 })
 
 test('a subgraph that has stopped listening is ServiceUnavailable', async () => {

@@ -46,6 +46,22 @@ async function soldEvent() {
   return { eventUri, free, paid, claimed, claimedUrl: claimedTicket.url as string, claimer }
 }
 
+/** `count` tickets of the event as claims leave them, each with its tier and issue time (stored directly: many, fast). */
+function claimedTickets(eventUri: string, count: number, each: (i: number) => { tierId: string; createdAt: Date }) {
+  return Array.from({ length: count }, (_, i) => ({
+    _id: `ticket_${randomBytes(12).toString('hex')}`,
+    appDid: app.did,
+    environment: 'test',
+    eventUri,
+    buyerDid: `did:plc:seeded${i}`,
+    reservationId: `claim_seeded${i}`,
+    status: 'issued',
+    source: 'claim',
+    announced: true,
+    ...each(i),
+  }))
+}
+
 it('lists the organizer\'s events and an event\'s tiers and tickets; voiding a ticket returns its seat and tells the app', async () => {
   const { eventUri, free, paid, claimed, claimedUrl } = await soldEvent()
   const context = await browser.newContext()
@@ -124,19 +140,7 @@ it('an event\'s tickets come 200 to a page, oldest first, each once (tickets of 
   ])
   // 450 tickets as claims leave them, 3 to an instant, alternating tiers
   const start = Date.now() - 3600_000
-  const seeded = Array.from({ length: 450 }, (_, i) => ({
-    _id: `ticket_${randomBytes(12).toString('hex')}`,
-    appDid: app.did,
-    environment: 'test',
-    eventUri,
-    tierId: tiers[i % 2]!.ticketTypeId,
-    buyerDid: `did:plc:seeded${i}`,
-    reservationId: `claim_seeded${i}`,
-    status: 'issued',
-    source: 'claim',
-    announced: true,
-    createdAt: new Date(start + Math.floor(i / 3) * 1000),
-  }))
+  const seeded = claimedTickets(eventUri, 450, (i) => ({ tierId: tiers[i % 2]!.ticketTypeId, createdAt: new Date(start + Math.floor(i / 3) * 1000) }))
   await stack.tickets.Ticket.insertMany(seeded)
   const expected = [...seeded].sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a._id.localeCompare(b._id)).map((t) => t._id)
 
@@ -172,19 +176,7 @@ it('an event\'s tickets come 200 to a page, oldest first, each once (tickets of 
 it('the attendee CSV of more tickets than one read takes (5,000) comes whole, in order, read page after page', async () => {
   const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'Hall', priceAmount: 0, currency: 'usd', capacity: 10_000 }])
   const start = Date.now() - 3600_000
-  const seeded = Array.from({ length: 5_050 }, (_, i) => ({
-    _id: `ticket_${randomBytes(12).toString('hex')}`,
-    appDid: app.did,
-    environment: 'test',
-    eventUri,
-    tierId: tiers[0]!.ticketTypeId,
-    buyerDid: `did:plc:hall${i}`,
-    reservationId: `claim_hall${i}`,
-    status: 'issued',
-    source: 'claim',
-    announced: true,
-    createdAt: new Date(start + i),
-  }))
+  const seeded = claimedTickets(eventUri, 5_050, (i) => ({ tierId: tiers[0]!.ticketTypeId, createdAt: new Date(start + i) }))
   for (let i = 0; i < seeded.length; i += 1000) await stack.tickets.Ticket.insertMany(seeded.slice(i, i + 1000))
   const csv = await httpRequest(`${stack.checkoutUrl}/dashboard/events/attendees.csv?uri=${encodeURIComponent(eventUri)}`, { headers: { cookie: await stack.dashboardCookie(organizer.did, 'test') } })
   expect(csv.status).toBe(200)
