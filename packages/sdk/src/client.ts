@@ -2,7 +2,7 @@
  * The XRPC client: one fresh service-auth JWT per call (iss = app DID, aud = service DID, lxm = NSID, random jti),
  * queries as GET with query parameters, procedures as POST with a JSON body, and errors as SvcError.
  */
-import { keypairFromPrivateKeyHex, mintServiceJwt, type MintServiceJwtParams, type ServiceJwtAlg } from '@svc/service-auth'
+import { DEFAULT_MAX_LIFETIME_SECONDS, keypairFromPrivateKeyHex, mintServiceJwt, type MintServiceJwtParams, type ServiceJwtAlg } from '@svc/service-auth'
 import { isDid } from '@svc/vocabulary'
 import { REQUEST_ID_HEADER, SvcError, parseRetryAfter } from './errors'
 import { METHOD_TYPES, type MethodNsid, type Methods } from '@svc/lexicons/types'
@@ -107,7 +107,9 @@ export interface SvcClient {
 
 
 /** The service refuses a service JWT that lives longer (docs/decisions.md). */
-const MAX_JWT_LIFETIME_SECONDS = 300
+const MAX_JWT_LIFETIME_SECONDS = DEFAULT_MAX_LIFETIME_SECONDS
+/** The longest delay a timer takes (a longer one fires at once). */
+export const MAX_TIMER_MS = 2 ** 31 - 1
 /** A private key is a scalar from 1 to the curve's order - 1. */
 const CURVE_ORDER = {
   ES256K: 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n,
@@ -138,7 +140,7 @@ function assertOptions(options: SvcClientOptions): URL {
     throw new RangeError(`jwtExpiresInSeconds must be a whole number from 1 to ${MAX_JWT_LIFETIME_SECONDS} (the service refuses longer)`)
   }
   const timeout = options.requestTimeoutMs
-  if (timeout !== undefined && !(timeout >= 1 && timeout <= 2 ** 31 - 1)) throw new RangeError('requestTimeoutMs must be from 1 to 2147483647 ms')
+  if (timeout !== undefined && !(timeout >= 1 && timeout <= MAX_TIMER_MS)) throw new RangeError(`requestTimeoutMs must be from 1 to ${MAX_TIMER_MS} ms`)
   return base
 }
 
@@ -180,7 +182,7 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
     }
 
     const timeoutMs = callOptions.timeoutMs ?? defaultTimeoutMs
-    if (!(timeoutMs >= 1 && timeoutMs <= 2 ** 31 - 1)) throw new RangeError('timeoutMs must be from 1 to 2147483647 ms')
+    if (!(timeoutMs >= 1 && timeoutMs <= MAX_TIMER_MS)) throw new RangeError(`timeoutMs must be from 1 to ${MAX_TIMER_MS} ms`)
     const timeout = AbortSignal.timeout(timeoutMs)
     init.signal = callOptions.signal ? AbortSignal.any([callOptions.signal, timeout]) : timeout
 

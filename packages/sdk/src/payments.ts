@@ -3,7 +3,7 @@
  * and initiate a checkout with the retry rule (same product, same app order id, after a transient failure).
  */
 import { encodeProduct, InvalidProductError, type CheckoutProduct } from '@svc/checkout-product'
-import type { SvcClient } from './client'
+import { MAX_TIMER_MS, type SvcClient } from './client'
 import { PollTimeoutError, SvcError, isTransientError } from './errors'
 import type { Methods } from '@svc/lexicons/types'
 
@@ -40,7 +40,6 @@ export function buildProduct(fields: CheckoutProduct): string {
 }
 
 /** The longest delay a timer takes (2^31 - 1 ms, about 24.8 days). */
-const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** Waits `ms` (at most MAX_TIMER_MS), or rejects with the signal's reason when it aborts first. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -1,5 +1,6 @@
 export {
   createServiceAuthVerifier,
+  DEFAULT_MAX_LIFETIME_SECONDS,
   type ServiceAuthVerifier,
   type ServiceAuthVerifierOptions,
   type VerifiedServiceAuth,

@@ -66,7 +66,8 @@ export interface ServiceAuthVerifierOptions {
   resolver?: DidResolver
 }
 
-const DEFAULT_MAX_LIFETIME_SECONDS = 300
+/** The longest `exp - now` a verifier accepts by default: what minting a token for the service may ask for. */
+export const DEFAULT_MAX_LIFETIME_SECONDS = 300
 const DEFAULT_CLOCK_SKEW_SECONDS = 30
 const DEFAULT_DID_CACHE_TTL_MS = 10 * 60 * 1000
 const DEFAULT_DID_TIMEOUT_MS = 3000

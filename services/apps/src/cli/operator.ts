@@ -11,7 +11,7 @@
  */
 import { parseArgs } from 'node:util'
 import { loadConfig } from '@svc/config'
-import { generateDidKeyKeypair, keypairFromPrivateKeyHex, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
+import { DEFAULT_MAX_LIFETIME_SECONDS, generateDidKeyKeypair, keypairFromPrivateKeyHex, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
 import { parseOperatorArgs, requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
 import { API_KEY_PERMISSIONS, createAppsModels } from '../models'
 import type { AppsDomain } from '../domain/context'
@@ -19,8 +19,6 @@ import { issueApiKey, revokeApiKey } from '../domain/api-keys'
 import { registerApp } from '../domain/registration'
 import { isDid, parseEnvironment } from '@svc/vocabulary'
 
-/** The longest service JWT the service accepts (seconds). */
-const MAX_JWT_SECONDS = 300
 
 const USAGE = `usage: npm run operator -- <command> [options]
 
@@ -124,7 +122,7 @@ async function main(argv: string[]) {
       const aud = values.aud ?? config.serviceDid
       if (!isDid(aud)) throw new UsageError('--aud must be a DID (the service\'s)')
       const expiresInSeconds = int(values, 'expires-in', 60)
-      if (expiresInSeconds < 1 || expiresInSeconds > MAX_JWT_SECONDS) throw new UsageError(`--expires-in must be from 1 to ${MAX_JWT_SECONDS} seconds (the service refuses longer)`)
+      if (expiresInSeconds < 1 || expiresInSeconds > DEFAULT_MAX_LIFETIME_SECONDS) throw new UsageError(`--expires-in must be from 1 to ${DEFAULT_MAX_LIFETIME_SECONDS} seconds (the service refuses longer)`)
       const jwt = await mintServiceJwt({ keypair, iss: did, aud, lxm: requiredOption(values, 'lxm'), expiresInSeconds })
       print(values, jwt, { jwt })
       return

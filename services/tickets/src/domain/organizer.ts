@@ -30,7 +30,7 @@ export async function organizerEvent(d: TicketsDomain, organizerDid: string, env
   const tiers = await d.models.Tier.find({ eventKey: event._id }).sort({ position: 1 }).lean()
   // the counts and the pages of tickets are read when asked for (OrganizerEvent.tiers, .ticketPage): an attendee
   // list reads pages only
-  return { eventUri: event.eventUri, appDid: event.appDid, environment: event.environment, tierDocs: tiers, tierNames: new Map(tiers.map((t) => [t._id, t.name])) }
+  return { eventUri: event.eventUri, appDid: event.appDid, environment: event.environment, tierDocs: tiers }
 }
 
 /** Each tier of the event with what is sold, held and left, counted over all of its tickets and seats. */
@@ -77,7 +77,8 @@ const TICKET_ID = /^ticket_[0-9a-f]{24}$/
 export async function organizerTicketPage(d: TicketsDomain, event: OrganizerEventView, args: { after?: string | null; limit?: number | null }) {
   const limit = args.limit ?? TICKET_PAGE_DEFAULT
   if (!Number.isInteger(limit) || limit < 1 || limit > TICKET_PAGE_MAX) throw new ContractError('InvalidRequest', `limit must be an integer from 1 to ${TICKET_PAGE_MAX}`)
-  const filter: Record<string, unknown> = { tierId: { $in: [...event.tierNames.keys()] } }
+  const names = new Map(event.tierDocs.map((t) => [t._id, t.name]))
+  const filter: Record<string, unknown> = { tierId: { $in: [...names.keys()] } }
   if (args.after != null) {
     const { at, id } = parseCursor(args.after)
     filter.$or = [{ createdAt: { $gt: at } }, { createdAt: at, _id: { $gt: id } }]
@@ -88,7 +89,7 @@ export async function organizerTicketPage(d: TicketsDomain, event: OrganizerEven
     tickets: page.map((x) => ({
       id: x._id,
       ticketTypeId: x.tierId,
-      tierName: event.tierNames.get(x.tierId) ?? '',
+      tierName: names.get(x.tierId) ?? '',
       buyerDid: x.buyerDid,
       status: x.status,
       source: x.source,
