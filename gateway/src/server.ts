@@ -26,7 +26,7 @@ export interface GatewayOptions {
   secrets: { callerKeys: CallerKeys; operatorToken: string; metricsToken: string }
   graphiql: boolean
   logger: Logger
-  /** retries while subgraphs start (the dev command starts everything at once) */
+  /** how many times a subgraph that did not answer at start is asked again, a second apart (default: until it answers) */
   retryServicesCount?: number
   /** the process's metrics (docs/operations.md); a registry of its own when not given */
   metrics?: ProcessMetrics
@@ -66,9 +66,14 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   app.get('/health', async () => ({ ok: true, services: opts.services.map((s) => s.name) }))
   // Fastify's own 404 logs "Route GET:<url> not found", the query (which may carry a token) included
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'NotFound', message: 'no such route' }))
-  // ready once the schema is composed (buildGateway resolves after that); a subgraph that is down fails only the
-  // requests that need it, so it does not take the gateway out of the balancer
-  await app.register(operationsRoutes, { metrics: opts.metrics ?? createMetrics('gateway'), metricsToken: opts.secrets.metricsToken, readiness: {} })
+  // Ready once the schema is composed from every subgraph: one that did not answer at start is left out of the schema
+  // (its fields are unknown) and asked again each second until it answers. Once composed, a subgraph that goes down
+  // fails only the requests that need it, so it does not take the gateway out of the balancer.
+  let missing: string[] = opts.services.map((s) => s.name)
+  const composed = async () => {
+    if (missing.length > 0) throw new Error(`the schema is not composed yet: waiting for ${missing.join(', ')}`)
+  }
+  await app.register(operationsRoutes, { metrics: opts.metrics ?? createMetrics('gateway'), metricsToken: opts.secrets.metricsToken, readiness: { schema: composed } })
 
   app.addHook('onRequest', async (request, reply) => {
     // Decided on the route matched, not the raw URL or method: mercurius also serves GET /graphql?query=…,
@@ -107,8 +112,8 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     // would keep the overlap rule busy for minutes first, so documents are bounded before validation
     graphql: { parseOptions: { maxTokens: MAX_DOCUMENT_TOKENS } },
     gateway: {
-      retryServicesCount: opts.retryServicesCount ?? 20,
-      retryServicesInterval: 500,
+      retryServicesCount: opts.retryServicesCount ?? Number.POSITIVE_INFINITY,
+      retryServicesInterval: 1000,
       services: opts.services.map((service, i) => ({
         name: service.name,
         url: service.url,
@@ -128,6 +133,18 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
       })),
     },
   })
+  // mercurius marks a subgraph whose schema it could not read with `error` (not in its types)
+  missing = Object.entries(app.graphqlGateway.serviceMap)
+    .filter(([, service]) => (service as { error?: unknown }).error)
+    .map(([name]) => name)
+  if (missing.length > 0) {
+    app.log.warn({ services: missing }, 'gateway: subgraphs did not answer; not ready until they do')
+    // a retry replaces the schema only once every subgraph answered
+    app.graphqlGateway.addHook('onGatewayReplaceSchema', async () => {
+      app.log.info({ services: missing }, 'gateway: schema composed with every subgraph')
+      missing = []
+    })
+  }
   // a query that is not GraphQL text mercurius would take as a JSON AST, read around the token limit: refused
   app.graphql.addHook('preParsing', async (_schema, source) => {
     if (/^\s*[[{]\s*"/.test(source)) throw Object.assign(new Error('the query must be GraphQL text'), { statusCode: 400 })
