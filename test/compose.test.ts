@@ -22,6 +22,7 @@ const compose = parse(readFileSync(join(root, 'docker-compose.yml'), 'utf8'), { 
       init?: boolean
       working_dir?: string
       stop_grace_period?: string
+      restart?: string
       command?: string[]
       environment?: Record<string, string>
       depends_on?: string[] | Record<string, unknown>
@@ -70,6 +71,17 @@ describe('docker-compose.yml', () => {
     const components = Object.entries(compose.services).filter(([, s]) => s.build !== undefined)
     expect(components.length).toBeGreaterThanOrEqual(9)
     for (const [name, s] of components) expect([name, s.init, s.command?.slice(0, 3)]).toEqual([name, true, ['node', '--import', 'tsx']])
+  })
+
+  test('every service is started again when it exits (a process exits 1 when it cannot start, and a stop that overran)', () => {
+    for (const [name, s] of Object.entries(compose.services)) expect([name, s.restart]).toEqual([name, 'unless-stopped'])
+  })
+
+  test('the gateway starts once every subgraph answers, and the adapter once the gateway is ready', () => {
+    const gateway = compose.services.gateway?.depends_on as Record<string, { condition: string }>
+    expect(Object.keys(gateway).sort()).toEqual(['actors', 'apps', 'events', 'payments', 'tickets'])
+    for (const dep of Object.values(gateway)) expect(dep.condition).toBe('service_healthy')
+    expect((compose.services['xrpc-adapter']?.depends_on as Record<string, { condition: string }>).gateway?.condition).toBe('service_healthy')
   })
 
   test('a component started as compose starts it stops on a SIGTERM to its own process: finishes, says so, exits 0', async () => {
