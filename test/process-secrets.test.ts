@@ -27,7 +27,7 @@ const components = Object.keys(MAINS) as Component[]
 const token = (c: string) => c.repeat(40)
 /** A production environment with exactly `secrets` set (to values that pass every check). */
 function production(secrets: readonly Secret[]): Record<string, string> {
-  return Object.fromEntries([['NODE_ENV', 'production'], ...secrets.map((s, i) => [s, s === 'SERVICE_SIGNING_KEY' ? 'ab'.repeat(32) : token(String.fromCharCode(97 + i))])])
+  return Object.fromEntries([['NODE_ENV', 'production'], ['SERVICE_DID', 'did:web:api.svc.example'], ...secrets.map((s, i) => [s, s === 'SERVICE_SIGNING_KEY' ? 'ab'.repeat(32) : token(String.fromCharCode(97 + i))])])
 }
 
 test.each(components)('%s runs in production with its own secrets only, and reading another fails at once', (component) => {

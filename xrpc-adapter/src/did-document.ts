@@ -1,8 +1,8 @@
 /**
  * The service's own DID document on {base_url} when SERVICE_DID is a did:web (docs/events.md, "Channels"): app
  * receivers of the XRPC channel resolve the issuer of our service-auth JWTs through it. One verification method,
- * `#atproto`, a Multikey of SERVICE_SIGNING_KEY (secp256k1). `did:web:host` is served at `/.well-known/did.json`,
- * `did:web:host:a:b` at `/a/b/did.json` (the did:web method's rule).
+ * `#atproto`, a Multikey of SERVICE_SIGNING_KEY (secp256k1), at `/.well-known/did.json` (SERVICE_DID is a did:web of a
+ * host alone: atproto's resolvers, and so app receivers, resolve no did:web path).
  */
 import type { FastifyInstance } from 'fastify'
 import { keypairFromPrivateKeyHex } from '@svc/service-auth'
@@ -14,12 +14,9 @@ export interface ServiceIdentity {
   signingKeyHex: string
 }
 
-/** Where a did:web's document is served, or null for another DID method. */
+/** Where a did:web's document is served, or null for another DID method (SERVICE_DID is a did:web of a host alone). */
 export function didWebDocumentPath(did: string): string | null {
-  const m = /^did:web:([^:]+)((?::[^:]+)*)$/.exec(did)
-  if (!m) return null
-  const segments = (m[2] ?? '').split(':').filter(Boolean).map(decodeURIComponent)
-  return segments.length ? `/${segments.map(encodeURIComponent).join('/')}/did.json` : '/.well-known/did.json'
+  return /^did:web:[^:]+$/.test(did) ? '/.well-known/did.json' : null
 }
 
 export async function didDocument(identity: ServiceIdentity) {

@@ -25,6 +25,11 @@ const DEV_SECRET = 'development-only-secret-do-not-use-in-production'
 /** sha256('development-only-service-signing-key'): public, so production refuses it */
 const DEV_SIGNING_KEY = 'c554a65626316040506b30d0daaaabc6ab78480c5ca0afb1366f4166ed32304e'
 
+/** the development service DID: production names its own (it is every JWT's `aud` and the XRPC channel's issuer) */
+const DEV_SERVICE_DID = 'did:web:svc.localhost'
+/** a did:plc, or a did:web of a host (a port as %3A), as atproto's resolvers take them */
+const SERVICE_DID_FORM = /^(did:plc:[a-z2-7]+|did:web:[A-Za-z0-9.-]+(%3A[0-9]{1,5})?)$/
+
 /**
  * The variable that holds each internal caller's key, for every issuer of @svc/internal-context (the type refuses a
  * missing one): production refuses their development defaults, and no two may be equal.
@@ -100,7 +105,11 @@ const variables = z
     MONGO_URL: mongoUrl.default('mongodb://127.0.0.1:27027/svc'),
     REDIS_URL: redisUrl.default('redis://127.0.0.1:6379/0'),
     REDIS_PREFIX: z.string().default('svc:'),
-    SERVICE_DID: z.string().refine(isDid, 'must be a DID').default('did:web:svc.localhost'),
+    // the issuer of the XRPC channel's JWTs, which receivers resolve: atproto resolves did:plc, and did:web of a host alone
+    SERVICE_DID: z
+      .string()
+      .refine((v) => isDid(v) && SERVICE_DID_FORM.test(v), 'must be a did:plc, or a did:web of a host alone (receivers resolve no did:web path)')
+      .default(DEV_SERVICE_DID),
     PLC_URL: z.string().url().default('https://plc.directory'),
     BASE_URL: publicUrl.default('http://127.0.0.1:4000'),
     CHECKOUT_URL: publicUrl.default('http://127.0.0.1:4001'),
@@ -274,8 +283,9 @@ const schemaFor = (held: ReadonlySet<Secret>) =>
     if (holds('PAYMENT_TOKEN_SECRET') && env.PAYMENT_TOKEN_SECRET_PREVIOUS === env.PAYMENT_TOKEN_SECRET) {
       ctx.addIssue({ code: 'custom', path: ['PAYMENT_TOKEN_SECRET_PREVIOUS'], message: 'must differ from PAYMENT_TOKEN_SECRET (it is the one before the rotation)' })
     }
-    if (env.NODE_ENV === 'development' && !LISTEN_LOOPBACK.has(env.HOST) && usesDevelopmentSecrets(env, held)) {
-      // NODE_ENV defaults to development: a deployment that forgot it would serve the world with secrets everyone has
+    if (env.NODE_ENV !== 'production' && !LISTEN_LOOPBACK.has(env.HOST) && usesDevelopmentSecrets(env, held)) {
+      // NODE_ENV defaults to development: a deployment that forgot it (or a staging one set to test) would serve the
+      // world with secrets everyone has
       ctx.addIssue({ code: 'custom', path: ['HOST'], message: `${env.HOST} is reachable beyond this machine, and the development defaults of the secrets are public: set NODE_ENV=production with real secrets, or HOST=127.0.0.1` })
     }
     if (env.NODE_ENV !== 'production') return
@@ -289,6 +299,12 @@ const schemaFor = (held: ReadonlySet<Secret>) =>
     }
     if (holds('SERVICE_SIGNING_KEY') && env.SERVICE_SIGNING_KEY === DEV_SIGNING_KEY) {
       ctx.addIssue({ code: 'custom', path: ['SERVICE_SIGNING_KEY'], message: 'must be set in production' })
+    }
+    if (env.SERVICE_DID === DEV_SERVICE_DID) {
+      ctx.addIssue({ code: 'custom', path: ['SERVICE_DID'], message: 'must be set in production (the service\'s own DID: the audience of every JWT apps send)' })
+    }
+    if (env.DELIVERY_SCHEDULE_SCALE !== 1) {
+      ctx.addIssue({ code: 'custom', path: ['DELIVERY_SCHEDULE_SCALE'], message: 'is a test setting (it shortens the 3-day retry schedule)' })
     }
     if (env.DEV_ALLOW_LOOPBACK_WEBHOOKS) {
       ctx.addIssue({ code: 'custom', path: ['DEV_ALLOW_LOOPBACK_WEBHOOKS'], message: 'is a development setting' })
@@ -454,7 +470,9 @@ export const CONFIG_VARIABLES: readonly string[] = Object.keys(variables.shape)
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env, component?: Component): Config {
   const held = new Set<Secret>(component ? COMPONENT_SECRETS[component] : SECRETS)
-  const parsed = schemaFor(held).safeParse(env)
+  // a variable set empty (compose's `${X:-}`, an `X=` line) is unset: its default, never '' (an empty REDIS_PREFIX or HOST)
+  const given = Object.fromEntries(Object.entries(env).filter(([, value]) => value === undefined || value.trim() !== ''))
+  const parsed = schemaFor(held).safeParse(given)
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`)
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`)

@@ -21,6 +21,7 @@ describe('internal callers\' keys', () => {
   it('refuses the development credential in production', () => {
     const production = {
       NODE_ENV: 'production',
+      SERVICE_DID: 'did:web:api.svc.example',
       GATEWAY_CONTEXT_KEY: token('g'),
       ADAPTER_CONTEXT_KEY: token('a'),
       PAYMENTS_CONTEXT_KEY: token('p'),
@@ -38,6 +39,27 @@ describe('internal callers\' keys', () => {
     const devGateway = loadConfig({}).secrets.callerKeys.gateway
     expect(() => loadConfig({ ...production, EVENTS_CONTEXT_KEY: token('e'), GATEWAY_CONTEXT_KEY_PREVIOUS: devGateway })).toThrow(/GATEWAY_CONTEXT_KEY_PREVIOUS: is a public development default/)
     expect(() => loadConfig({ ...production, EVENTS_CONTEXT_KEY: token('e'), ALLOW_INSECURE_DID_WEB: 'true' })).toThrow(/ALLOW_INSECURE_DID_WEB: is a development setting/)
+  })
+
+  it('production names its own SERVICE_DID and runs the real retry schedule', () => {
+    const { SERVICE_DID: _own, ...withoutDid } = everyKeySet
+    expect(() => loadConfig(withoutDid)).toThrow(/SERVICE_DID: must be set in production/)
+    expect(() => loadConfig({ ...everyKeySet, DELIVERY_SCHEDULE_SCALE: '0.0001' })).toThrow(/DELIVERY_SCHEDULE_SCALE: is a test setting/)
+    expect(loadConfig({ ...everyKeySet, DELIVERY_SCHEDULE_SCALE: '1' }).delivery.scheduleScale).toBe(1)
+    expect(loadConfig({ ...withoutDid, NODE_ENV: 'test', DELIVERY_SCHEDULE_SCALE: '0.0001' }).delivery.scheduleScale).toBe(0.0001)
+  })
+
+  it('SERVICE_DID is a DID that receivers resolve: did:plc, or did:web of a host alone', () => {
+    for (const did of ['did:plc:ewvi7nxzyoun6zhxrhs64oiz', 'did:web:api.svc.example', 'did:web:localhost%3A4000']) expect(loadConfig({ SERVICE_DID: did }).serviceDid).toBe(did)
+    // a did:web with a path: atproto's resolvers (and the SDK's) refuse it, so every XRPC delivery would fail
+    for (const did of ['did:web:svc.example.com:events', 'did:key:zQ3shokFTS3brHcDQrn82RUDfCZESWL1ZdCEJwekUDPQiYBme', 'did:example:123', 'svc.example.com']) {
+      expect(() => loadConfig({ SERVICE_DID: did })).toThrow(/SERVICE_DID: must be a did:plc, or a did:web of a host alone/)
+    }
+  })
+
+  it('a variable set empty is unset: its default', () => {
+    const config = loadConfig({ REDIS_PREFIX: '', HOST: ' ', SERVICE_DID: '', TRUST_PROXY: '' })
+    expect([config.redisPrefix, config.host, config.serviceDid]).toEqual(['svc:', '127.0.0.1', 'did:web:svc.localhost'])
   })
 
   it('a URL that does not parse is refused as invalid, and the refusal never quotes it (its password)', () => {
@@ -98,12 +120,12 @@ describe('internal callers\' keys', () => {
     // real secrets everywhere: a developer's own choice
     const { NODE_ENV: _production, ...realSecrets } = everyKeySet
     expect(loadConfig({ ...realSecrets, HOST: '0.0.0.0' }).host).toBe('0.0.0.0')
-    // tests choose their own hosts
-    expect(loadConfig({ HOST: '0.0.0.0', NODE_ENV: 'test' }).host).toBe('0.0.0.0')
+    // NODE_ENV=test (a staging deployment labelled so) is no way around it
+    expect(() => loadConfig({ HOST: '0.0.0.0', NODE_ENV: 'test' })).toThrow(/HOST/)
   })
 
   const CALLER_KEYS = ['GATEWAY_CONTEXT_KEY', 'ADAPTER_CONTEXT_KEY', 'EVENTS_CONTEXT_KEY', 'PAYMENTS_CONTEXT_KEY', 'APPS_CONTEXT_KEY', 'TICKETS_CONTEXT_KEY']
-  const everyKeySet: Record<string, string> = { NODE_ENV: 'production', OPERATOR_TOKEN: token('o'), METRICS_TOKEN: token('m'), PAYMENT_TOKEN_SECRET: token('s'), WEBHOOK_SECRET_KEY: token('w'), SERVICE_SIGNING_KEY: 'ab'.repeat(32), ...Object.fromEntries(CALLER_KEYS.map((key, i) => [key, token(String(i))])) }
+  const everyKeySet: Record<string, string> = { NODE_ENV: 'production', SERVICE_DID: 'did:web:api.svc.example', OPERATOR_TOKEN: token('o'), METRICS_TOKEN: token('m'), PAYMENT_TOKEN_SECRET: token('s'), WEBHOOK_SECRET_KEY: token('w'), SERVICE_SIGNING_KEY: 'ab'.repeat(32), ...Object.fromEntries(CALLER_KEYS.map((key, i) => [key, token(String(i))])) }
 
   it('names a key for every issuer of the internal context', () => {
     expect(Object.keys(loadConfig(everyKeySet).secrets.callerKeys).sort()).toEqual(['apps', 'events', 'gateway', 'payments', 'tickets', 'xrpc-adapter'])
