@@ -51,8 +51,9 @@ export function startHoldExpiry(opts: { domain: TicketsDomain; redisUrl: string;
           delay,
           attempts: 5,
           backoff: { type: 'fixed', delay: NOT_DUE_RETRY_MS },
-          removeOnComplete: { age: 24 * 3600 },
-          removeOnFail: { age: 7 * 24 * 3600 },
+          // by age and count: by age alone the kept jobs grow with the rate of holds (Redis never evicts)
+          removeOnComplete: { age: 24 * 3600, count: 100_000 },
+          removeOnFail: { age: 7 * 24 * 3600, count: 100_000 },
         })
       } catch (err) {
         // the read-time release still returns the seats

@@ -248,6 +248,8 @@ describe('the ticket-holds queue', () => {
     const job = (await queue.getJob(held.holdId))!
     expect(await job.getState()).toBe('delayed')
     expect(Math.abs(job.timestamp + job.delay - Date.parse(held.expiresAt))).toBeLessThan(2000)
+    // finished jobs are kept a while, and never more than a bound (docs/operations.md, "Retention")
+    expect([job.opts.removeOnComplete, job.opts.removeOnFail]).toEqual([{ age: 24 * 3600, count: 100_000 }, { age: 7 * 24 * 3600, count: 100_000 }])
 
     // time passes: the hold and its seats are past expiresAt, and the job comes due
     const past = new Date(Date.now() - 1000)
