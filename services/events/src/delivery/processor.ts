@@ -119,6 +119,16 @@ function jobData(a: Attempting, next: number, inFlight: UnrecordedAttempt | null
   return { deliveryId, appDid, environment, body, run, next, inFlight, interrupted, ...(attemptsBefore > 0 ? { attemptsBefore } : {}), sendBefore }
 }
 
+/**
+ * The URL as the job keeps it: the operators' board shows job data, and a query may carry the app's own token (the
+ * delivery's log, the app's record, keeps the whole URL of every attempt whose outcome is known).
+ */
+function withoutQuery(url: string | null): string | null {
+  if (url === null) return null
+  const parsed = new URL(url)
+  return parsed.search === '' ? url : `${parsed.origin}${parsed.pathname}`
+}
+
 function interruptedEntry(a: UnrecordedAttempt, run: number): AttemptDoc {
   return {
     number: a.number,
@@ -316,7 +326,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     // The attempt is named in the job before anything is sent: a worker that dies from here on leaves it there.
     const attemptedAt = new Date()
     const url = target !== null && channel === 'xrpc' ? receiveEventUrl(target) : target
-    const inFlight: UnrecordedAttempt = { number: a.number, attemptedAt: attemptedAt.toISOString(), channel, url }
+    const inFlight: UnrecordedAttempt = { number: a.number, attemptedAt: attemptedAt.toISOString(), channel, url: withoutQuery(url) }
     await job.updateData(jobData(a, a.number, inFlight, a.interrupted))
 
     let result: AttemptResult
