@@ -40,3 +40,18 @@ test('an operator restricting a creator while another changes its payment types:
     expect({ round, status: actor?.payoutStatus, types: actor?.paymentTypes }).toEqual({ round, status: 'restricted', types: ['tip'] })
   }
 })
+
+test('10 parallel create-creators of one new DID (a retried command): one actor, every call answered with it', async () => {
+  const did = newDid()
+  const results = await Promise.all(Array.from({ length: 10 }, () => upsertActor({ models }, { did, environment: 'test', displayName: 'Bea' })))
+  expect(new Set(results.map((r) => JSON.stringify([r.did, r.environment, r.displayName])))).toEqual(new Set([JSON.stringify([did, 'test', 'Bea'])]))
+  expect(await models.Actor.countDocuments({ did, environment: 'test' })).toBe(1)
+})
+
+test('5 parallel test payout onboardings of one creator (a double submit): ready, one actor', async () => {
+  const did = newDid()
+  await upsertActor({ models }, { did, environment: 'test' })
+  await Promise.all(Array.from({ length: 5 }, () => completeTestPayoutOnboarding({ models }, did, 'test')))
+  expect((await lookupActor({ models }, did, 'test'))?.payoutStatus).toBe('ready')
+  expect(await models.Actor.countDocuments({ did, environment: 'test' })).toBe(1)
+})

@@ -149,6 +149,32 @@ describe('updateConfig: app-controlled fields', () => {
     expect(read.appConfig.ticketing).toEqual({ qrPasses: false, walletPasses: false })
   })
 
+  it('last write wins under concurrency: 10 parallel updates of two whole settings end as one of them, never a mix', async () => {
+    const app = await stack.newApp()
+    const a = { environment: 'test', modules: { tickets: true }, ticketing: { qrPasses: true, walletPasses: true }, ticketFee: { passToBuyer: true }, webhookUrl: 'https://93.184.216.34/hooks/a' }
+    const b = { environment: 'test', modules: { tickets: false }, ticketing: { qrPasses: false, walletPasses: false }, ticketFee: { passToBuyer: false }, webhookUrl: 'https://93.184.216.34/hooks/b' }
+    const tokens = await Promise.all(Array.from({ length: 10 }, () => app.jwt(UPDATE_CONFIG)))
+    const results = await Promise.all(tokens.map((t, i) => xrpcPost(stack, UPDATE_CONFIG, i % 2 === 0 ? a : b, bearer(t))))
+    for (const r of results) expectOk(r)
+    const read = await readConfig(app)
+    const settled = { modules: read.appConfig.modules, ticketing: read.appConfig.ticketing, passToBuyer: read.appConfig.ticketFee.passToBuyer, url: read.webhook.url }
+    const as = (x: typeof a) => ({ modules: x.modules, ticketing: x.ticketing, passToBuyer: x.ticketFee.passToBuyer, url: x.webhookUrl })
+    expect([as(a), as(b)]).toContainEqual(settled)
+    expect(await stack.models.AppEnvironment.countDocuments({ appDid: app.did })).toBe(1)
+  })
+
+  it('parallel updates of different fields both stay (each changes only what it names)', async () => {
+    const app = await stack.newApp()
+    const [one, two] = await Promise.all([app.jwt(UPDATE_CONFIG), app.jwt(UPDATE_CONFIG)])
+    const results = await Promise.all([
+      xrpcPost(stack, UPDATE_CONFIG, { environment: 'test', modules: { tickets: true } }, bearer(one)),
+      xrpcPost(stack, UPDATE_CONFIG, { environment: 'test', ticketing: { qrPasses: true } }, bearer(two)),
+    ])
+    for (const r of results) expectOk(r)
+    const read = await readConfig(app)
+    expect([read.appConfig.modules, read.appConfig.ticketing]).toEqual([{ tickets: true }, { qrPasses: true, walletPasses: false }])
+  })
+
   it('10 concurrent identical updates (each with its own JWT) all succeed with the same final state', async () => {
     const app = await stack.newApp()
     const body = {

@@ -173,6 +173,20 @@ describe('status', () => {
     expect(expectOk(await paymentStatus(stack, app, token))).toEqual(body)
   })
 
+  it('5 parallel pays of one checkout (a double click, a retried form): one charge, one record, one event; the others find it closed', async () => {
+    const { did } = await approvedCreator(stack, app)
+    const { token, url } = expectOk(await initiate(stack, app, product(did, { amount: 990, appOrderId: 'order-paid-parallel' })))
+    const results = await Promise.all(Array.from({ length: 5 }, () => payByForm(url, '4242 4242 4242 4242')))
+    expect(results.map((r) => r.status).sort()).toEqual([303, 409, 409, 409, 409])
+    expect(results.find((r) => r.status === 303)!.headers.get('location')).toBe('https://app.example.com/thanks?svc_checkout=completed')
+    const body = expectOk(await paymentStatus(stack, app, token))
+    expect(body.status).toBe('completed')
+    const checkout = (await stack.payments.Checkout.findOne({ appDid: app.did, appOrderId: 'order-paid-parallel' }).lean())!
+    expect(await stack.payments.Settlement.countDocuments({ _id: checkout._id })).toBe(1)
+    expect(await stack.payments.PaymentRecord.countDocuments({ checkoutId: checkout._id })).toBe(1)
+    expect(await stack.payments.Outbox.countDocuments({ type: 'payment.completed', appDid: app.did, 'data.appOrderId': 'order-paid-parallel' })).toBe(1)
+  })
+
   it('a checkout started before the creator revoked the approval is refused at pay: failed, nothing charged, no event', async () => {
     const { did, approvalId, cookie } = await approvedCreator(stack, app)
     const { token, url } = expectOk(await initiate(stack, app, product(did, { appOrderId: 'order-revoked-1' })))

@@ -220,6 +220,8 @@ describe('claimFreeTicket', () => {
     expect(ids.size).toBe(1)
     expect(expectOk(await claim(stack, app, body)).ticket.id).toBe([...ids][0])
     expect(await stack.tickets.Ticket.countDocuments({ tierId: tiers[0]!.ticketTypeId })).toBe(1)
+    // one seat taken: a losing copy left none held
+    expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(FREE.capacity - 1)
     // a keyed claim of the same buyer is another claim (the tier allows the buyer 3); an empty key is still refused
     expect(expectOk(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }, { idempotencyKey: 'keyed' })).ticket.id).not.toBe([...ids][0])
     expectError(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }, { idempotencyKey: '' }), 400, 'InvalidRequest')
