@@ -75,6 +75,19 @@ function isBackendUnreachable(err: Error): boolean {
 }
 
 /**
+ * A replica set changing its primary (an election, a stepdown, a member shutting down) answers with one of these
+ * codes (the driver's retryable ones), or labels its answer RetryableWriteError: the driver retries a single-document
+ * operation once, not an updateMany or deleteMany, and not when the election outlasts that retry. A retry passes.
+ */
+const REPLICA_STATE_CHANGE = new Set([6, 7, 89, 91, 134, 189, 9001, 10107, 11600, 11602, 13435, 13436])
+
+function isReplicaStateChange(err: Error): boolean {
+  if (err.name !== 'MongoServerError' && err.name !== 'MongoBulkWriteError' && err.name !== 'MongoWriteConcernError') return false
+  const { code, hasErrorLabel } = err as { code?: unknown; hasErrorLabel?: (label: string) => boolean }
+  return (typeof code === 'number' && REPLICA_STATE_CHANGE.has(code)) || hasErrorLabel?.call(err, 'RetryableWriteError') === true
+}
+
+/**
  * A socket that the database closed, met by a write before the driver noticed: the driver lets Node's own error through
  * (`This socket has been ended by the other party`, EPIPE) instead of a MongoNetworkError. Seen in the fault run while
  * FerretDB was killed. A subgraph's other sockets (Redis, the gateway) are as retryable when they fail this way.
@@ -93,6 +106,7 @@ export function isDatabaseUnreachable(err: unknown): boolean {
     DATABASE_UNREACHABLE.has(err.name) ||
     (err.name === 'MongooseError' && /buffering timed out/.test(err.message)) ||
     isBackendUnreachable(err) ||
+    isReplicaStateChange(err) ||
     SOCKET_CLOSED.has(String((err as { code?: unknown }).code)) ||
     (wrappedError(err) instanceof Error && isDatabaseUnreachable(wrappedError(err)))
   )
@@ -228,13 +242,16 @@ export const DATABASE_START_WAIT_MS = 60_000
 
 /**
  * The errors of a database away for a moment: a connection refused or reset, no server to select, a pool cleared,
- * FerretDB's backend out of reach.
+ * a replica set electing a primary, FerretDB's backend out of reach.
  */
 export function isDatabaseAway(err: unknown): boolean {
   return (
     err instanceof Error &&
     // Mongoose's own for a first connection that finds no server (a refused port), the driver's once connected
-    (/^Mongo(ose)?(Network|NetworkTimeout|ServerSelection|PoolCleared|TopologyClosed)Error$/.test(err.name) || isBackendUnreachable(err) || isDatabaseAway(wrappedError(err)))
+    (/^Mongo(ose)?(Network|NetworkTimeout|ServerSelection|PoolCleared|TopologyClosed)Error$/.test(err.name) ||
+      isBackendUnreachable(err) ||
+      isReplicaStateChange(err) ||
+      isDatabaseAway(wrappedError(err)))
   )
 }
 

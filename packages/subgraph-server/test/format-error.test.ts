@@ -69,6 +69,28 @@ it('an insertMany whose connection closed under it is ServiceUnavailable: the bu
   expect(isDatabaseUnreachable(duplicate)).toBe(false)
 })
 
+it('a replica set electing a new primary (MongoDB) is ServiceUnavailable, and away for a process starting', () => {
+  const { MongoServerError, MongoBulkWriteError } = mongoose.mongo
+  const electing = [
+    new MongoServerError({ message: 'not primary', code: 10107 }), // NotWritablePrimary
+    new MongoServerError({ message: 'operation was interrupted because of a replication state change', code: 11602 }),
+    new MongoServerError({ message: 'PrimarySteppedDown', code: 189 }),
+    new MongoServerError({ message: 'interrupted at shutdown', code: 11600 }),
+    // the label alone (the server sets it on what a retry may pass)
+    new MongoServerError({ message: 'write concern', code: 64, errorLabels: ['RetryableWriteError'] }),
+    // an updateMany or insertMany cut by the stepdown
+    new MongoBulkWriteError({ message: 'not primary', code: 10107 }, {} as never),
+  ]
+  for (const err of electing) {
+    expect([err.message, isDatabaseUnreachable(err), isDatabaseAway(err)]).toEqual([err.message, true, true])
+    expect(format(formatted, err)).toMatchObject({ extensions: { code: 'ServiceUnavailable', http: { status: 503 } } })
+  }
+  // the server's other answers are not the database being away
+  for (const err of [new MongoServerError({ message: 'E11000 duplicate key', code: 11000 }), new MongoServerError({ message: 'WriteConflict', code: 112 })]) {
+    expect([isDatabaseUnreachable(err), isDatabaseAway(err)]).toEqual([false, false])
+  }
+})
+
 it('a write on a socket the database already closed (Node\'s own EPIPE, let through by the driver) is ServiceUnavailable too', () => {
   const ended = Object.assign(new Error('This socket has been ended by the other party'), { code: 'EPIPE' })
   expect(isDatabaseUnreachable(ended)).toBe(true)
