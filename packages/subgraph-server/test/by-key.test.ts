@@ -9,6 +9,8 @@ import { deleteByIds, findEach } from '../src'
 const { mongoUrl } = isolate('by-key')
 let conn: Connection
 const thingSchema = new Schema({ _id: String, kind: String })
+// read by kind, as the service's models are by their indexed fields (every file checks its queries have an index)
+thingSchema.index({ kind: 1 })
 const Thing = () => conn.model<{ _id: string; kind: string }>('Thing', thingSchema)
 
 beforeAll(async () => {

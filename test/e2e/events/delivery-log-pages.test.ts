@@ -51,13 +51,16 @@ async function inLogOrder(appDid: string, environment: 'test' | 'live' = 'test',
 /** The finds one call makes, with their filters. */
 async function findsOf(call: () => Promise<unknown>): Promise<Record<string, unknown>[]> {
   const finds: Record<string, unknown>[] = []
-  mongoose.set('debug', (collection: string, method: string, filter: Record<string, unknown>) => {
+  // the hook every test file has (packages/testing/src/indexed-queries.ts) still sees them
+  const previous = mongoose.get('debug') as ((this: unknown, ...args: unknown[]) => void) | false
+  mongoose.set('debug', function (this: unknown, collection: string, method: string, filter: Record<string, unknown>, ...rest: unknown[]) {
     if (collection === 'deliveries' && method === 'find') finds.push(filter)
+    if (previous) previous.call(this, collection, method, filter, ...rest)
   })
   try {
     await call()
   } finally {
-    mongoose.set('debug', false)
+    mongoose.set('debug', previous)
   }
   return finds
 }

@@ -145,14 +145,19 @@ describe('deliveries', () => {
       }
     }
     const reads: string[] = []
-    mongoose.set('debug', (collection: string, method: string) => void reads.push(`${collection}.${method}`))
+    // the hook every test file has (packages/testing/src/indexed-queries.ts) still sees them
+    const previous = mongoose.get('debug') as ((this: unknown, ...args: unknown[]) => void) | false
+    mongoose.set('debug', function (this: unknown, collection: string, method: string, ...rest: unknown[]) {
+      reads.push(`${collection}.${method}`)
+      if (previous) previous.call(this, collection, method, ...rest)
+    })
     try {
       const r = await gql(ADAPTER, LIST, { appDid: app, environment: 'test' })
       expect(r.errors).toBeUndefined()
       expect(r.data.deliveries).toHaveLength(3)
       for (const d of r.data.deliveries) expect(d.attempts.map((a: { number: number }) => a.number)).toEqual([1, 2, 3])
     } finally {
-      mongoose.set('debug', false)
+      mongoose.set('debug', previous)
     }
     expect(reads).toEqual(['deliveries.find'])
   })

@@ -99,6 +99,8 @@ const requestLogSchema = new Schema(
   { timestamps: { createdAt: true, updatedAt: false }, collection: 'request_log' },
 )
 requestLogSchema.index({ environment: 1, appDid: 1, createdAt: -1 })
+// an app's requests in both environments (the operators' request log)
+requestLogSchema.index({ appDid: 1, createdAt: -1 })
 requestLogSchema.index({ requestId: 1 }, { unique: true })
 // the hourly prune of entries past the retention
 requestLogSchema.index({ createdAt: 1 })

@@ -19,7 +19,7 @@ export interface ReconcileResult {
   requeued: number
 }
 
-/** Open deliveries are read by status, one equality each (what FerretDB answers from an index). */
+/** Open deliveries are read by status, one equality each (the `status` index; what FerretDB answers from an index). */
 const OPEN = ['pending', 'held'] as const
 
 /**

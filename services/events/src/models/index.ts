@@ -94,6 +94,8 @@ const deliverySchema = new Schema(
 deliverySchema.index({ logPage: 1 })
 deliverySchema.index({ appDid: 1, environment: 1, logSeq: -1, createdAt: -1, _id: -1 })
 deliverySchema.index({ appDid: 1, environment: 1, status: 1, createdAt: -1 })
+// the reconciler's scan of the open ones (domain/reconcile.ts): on MongoDB without it, every delivery ever made, each minute
+deliverySchema.index({ status: 1 })
 
 
 const signingSecretSchema = new Schema(
@@ -114,6 +116,8 @@ const signingSecretSchema = new Schema(
   { timestamps: true, collection: 'signing_secrets', versionKey: false },
 )
 signingSecretSchema.index({ appDid: 1, environment: 1, generation: 1 }, { unique: true })
+// the newest secret of any app, which tells whether WEBHOOK_SECRET_KEY reads what is stored (domain/signing-secrets.ts)
+signingSecretSchema.index({ createdAt: -1 })
 
 export type DeliveryDoc = Omit<InferSchemaType<typeof deliverySchema>, 'attempts'> & { _id: string; createdAt: Date; updatedAt: Date; attempts?: AttemptDoc[] }
 export type AttemptDoc = InferSchemaType<typeof attemptSchema>
