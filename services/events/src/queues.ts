@@ -36,6 +36,11 @@ export interface DeliveryJob {
   next?: number
   /** attempts of this run made before the job was (re)created by the reconciler: the schedule continues after them */
   attemptsBefore?: number
+  /**
+   * the number of the run's first attempt: the run's attempts are counted by their numbers, so an attempt a dead
+   * worker left (logged `interrupted`; BullMQ does not count it) counts too. Absent from jobs made before it existed.
+   */
+  firstOfRun?: number
   /** the attempt a worker is sending (written to the job before it sends; cleared with a failed attempt's outcome) */
   inFlight?: UnrecordedAttempt | null
   /** attempts of workers that died, not yet written to the delivery's log (with the next outcome) */

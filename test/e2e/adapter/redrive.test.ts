@@ -56,7 +56,7 @@ async function expectRequeued(deliveryId: string, run: number): Promise<void> {
   // the time its attempts stop (30 days after the first delivery)
   const firstDelivered = doc!.firstDeliveredAt ?? doc!.deliveredAt
   const sendBefore = firstDelivered ? firstDelivered.getTime() + 30 * 24 * 3600 * 1000 : null
-  expect(job!.data).toEqual({ deliveryId, appDid: doc!.appDid, environment: doc!.environment, body: doc!.body, run, next: doc!.attemptCount + 1, inFlight: null, interrupted: [], sendBefore })
+  expect(job!.data).toEqual({ deliveryId, appDid: doc!.appDid, environment: doc!.environment, body: doc!.body, run, next: doc!.attemptCount + 1, firstOfRun: doc!.attemptCount + 1, inFlight: null, interrupted: [], sendBefore })
 }
 
 describe('one delivery', () => {

@@ -53,7 +53,7 @@ describe('success', () => {
 
     const job = await queue.getJob(body.deliveryId)
     // the job carries what its attempts send: the stored envelope, byte for byte, and the first attempt's number
-    expect(job?.data).toEqual({ deliveryId: body.deliveryId, appDid: app.did, environment: 'test', body: doc!.body, run: 1, next: 1, inFlight: null, interrupted: [], sendBefore: null })
+    expect(job?.data).toEqual({ deliveryId: body.deliveryId, appDid: app.did, environment: 'test', body: doc!.body, run: 1, next: 1, firstOfRun: 1, inFlight: null, interrupted: [], sendBefore: null })
     expect(job?.opts.attempts).toBe(MAX_ATTEMPTS)
     expect(await job!.getState()).toBe('waiting')
   })

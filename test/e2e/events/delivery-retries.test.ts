@@ -255,6 +255,26 @@ describe('retries', () => {
     expect(requestsFor(receiver, id)).toHaveLength(1)
   })
 
+  it("an attempt a dead worker left counts as one of the run's 14: against a receiver that always fails, 13 more, then failed", async () => {
+    const { app, receiver } = await appWithReceiver(() => ({ status: 500, body: 'boom' }))
+    const id = newDeliveryId()
+    const delivery = await createDelivery(stack.deliveryLog, {
+      id, appDid: app.did, environment: 'test', eventId: null, eventType: 'app.webhook.test', source: 'test', createdAt: new Date(), data: { test: true },
+    })
+    // attempt 1 was sent by a worker that died (BullMQ counts no attempt for it)
+    const inFlight = { number: 1, attemptedAt: new Date().toISOString(), channel: 'webhook' as const, url: `${receiver.url}/hook` }
+    await queues.deliveries.add('deliver', { ...deliveryJob(delivery), inFlight }, { ...DELIVERY_JOB_OPTIONS, jobId: id })
+    const failed = await waitForStatus(stack, id, 'failed', 40_000)
+    expect(failed.attemptCount).toBe(14)
+    const attempts = await attemptsOf(stack, id)
+    expect(attempts.map((a) => [a.number, a.outcome])).toEqual([[1, 'interrupted'], ...Array.from({ length: 13 }, (_, i) => [i + 2, 'failed'])])
+    expect(attempts.at(-1)!.nextAttemptAt).toBeNull()
+    expect(requestsFor(receiver, id)).toHaveLength(13)
+    // the job ended with the run, not with BullMQ's own count (it had one attempt left)
+    const job = (await queues.deliveries.getJob(id))!
+    expect([await job.getState(), job.attemptsMade]).toEqual(['failed', 13])
+  })
+
   it('a job whose worker died after the outcome was written: the next pick-up sends nothing again', async () => {
     const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
     const id = newDeliveryId()

@@ -43,13 +43,21 @@ export const TOO_LATE_ERROR = 'not sent: first delivered more than 30 days ago, 
 
 /** A failed attempt; `delayMs` is the wait before the next one (null: it was the run's last). */
 export class AttemptFailedError extends Error {
-  override readonly name = 'AttemptFailedError'
+  override readonly name: string = 'AttemptFailedError'
   constructor(
     message: string,
     readonly delayMs: number | null,
   ) {
     super(message)
   }
+}
+
+/**
+ * The run's last attempt failed: BullMQ fails the job at once by this name (an UnrecoverableError), whatever attempts
+ * it counts left (it does not count an attempt a dead worker left, which the run does).
+ */
+export class LastAttemptFailedError extends AttemptFailedError {
+  override readonly name = 'UnrecoverableError'
 }
 
 /**
@@ -109,14 +117,16 @@ interface Attempting {
   interrupted: UnrecordedAttempt[]
   /** attempts of the run made before the job was re-created (the reconciler's) */
   attemptsBefore: number
+  /** the number of the run's first attempt (null for a job made before jobs carried it) */
+  firstOfRun: number | null
   /** for a delivery delivered before: no attempt is sent from this time on (domain/deliveries.ts, sendBefore) */
   sendBefore: number | null
 }
 
 /** The job's data for the attempt after `a` (or `a` itself again, when `next` is its number). */
 function jobData(a: Attempting, next: number, inFlight: UnrecordedAttempt | null, interrupted: UnrecordedAttempt[]): DeliveryJob {
-  const { id: deliveryId, appDid, environment, body, run, attemptsBefore, sendBefore } = a
-  return { deliveryId, appDid, environment, body, run, next, inFlight, interrupted, ...(attemptsBefore > 0 ? { attemptsBefore } : {}), sendBefore }
+  const { id: deliveryId, appDid, environment, body, run, attemptsBefore, firstOfRun, sendBefore } = a
+  return { deliveryId, appDid, environment, body, run, next, inFlight, interrupted, ...(attemptsBefore > 0 ? { attemptsBefore } : {}), ...(firstOfRun !== null ? { firstOfRun } : {}), sendBefore }
 }
 
 /**
@@ -175,7 +185,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const attemptsBefore = data.attemptsBefore ?? 0
     // (a redrive's run queued before jobs carried sendBefore reads the delivery for it)
     if (!data.inFlight && data.body !== undefined && data.appDid && data.environment && data.run && data.next && (data.sendBefore !== undefined || data.run === 1)) {
-      return { id: data.deliveryId, appDid: data.appDid, environment: data.environment, body: data.body, run: data.run, number: data.next, interrupted: data.interrupted ?? [], attemptsBefore, sendBefore: data.sendBefore ?? null }
+      return { id: data.deliveryId, appDid: data.appDid, environment: data.environment, body: data.body, run: data.run, number: data.next, interrupted: data.interrupted ?? [], attemptsBefore, firstOfRun: data.firstOfRun ?? null, sendBefore: data.sendBefore ?? null }
     }
     const d = (await models.Delivery.findById(data.deliveryId, { attempts: 0 }).lean()) as DeliveryDoc | null
     if (!d) return 'gone'
@@ -183,7 +193,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const interrupted = unrecorded(data, d.attemptCount ?? 0)
     for (const a of interrupted) log.warn({ deliveryId: d._id, number: a.number }, 'delivery attempt interrupted by a worker that stopped')
     const last = interrupted.at(-1)?.number ?? d.attemptCount ?? 0
-    return { id: d._id, appDid: d.appDid, environment: d.environment as Environment, body: d.body, run: d.run ?? 1, number: last + 1, interrupted, attemptsBefore, sendBefore: sendBefore(d) }
+    return { id: d._id, appDid: d.appDid, environment: d.environment as Environment, body: d.body, run: d.run ?? 1, number: last + 1, interrupted, attemptsBefore, firstOfRun: data.firstOfRun ?? null, sendBefore: sendBefore(d) }
   }
 
   /** Paused: `held` (with the log of attempts that died), the job back to delayed; nothing sent, nothing counted. */
@@ -344,8 +354,10 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
 
     const finishedAt = new Date()
     const delivered = isDelivered(result) || (channel === 'xrpc' && isDuplicateDeliveryAnswer(result))
-    const attemptsInRun = a.attemptsBefore + job.attemptsMade + 1
-    const last = job.attemptsMade + 1 >= (job.opts.attempts ?? MAX_ATTEMPTS)
+    // this attempt's place in the run: by BullMQ's count, or by its number when a dead worker's attempt came before it
+    // (BullMQ does not count that one; the contract's 14 do)
+    const attemptsInRun = Math.max(a.attemptsBefore + job.attemptsMade + 1, a.firstOfRun === null ? 0 : a.number - a.firstOfRun + 1)
+    const last = attemptsInRun >= MAX_ATTEMPTS || job.attemptsMade + 1 >= (job.opts.attempts ?? MAX_ATTEMPTS)
     const delayMs = delivered || last ? null : nextDelayMs(attemptsInRun, { scale: settings.scheduleScale }, parseRetryAfter(result.retryAfter ?? undefined, finishedAt.getTime()))
     const nextAttemptAt = delayMs === null ? null : new Date(finishedAt.getTime() + delayMs)
     const entry: AttemptDoc = {
@@ -380,7 +392,8 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     log.info({ ...logged, outcome: 'failed', error: result.error, nextAttemptAt, final: nextAttemptAt === null }, 'delivery attempt')
     const next = nextAttemptAt === null ? 'no attempts left in this run: failed, waiting for a redrive' : `next attempt at ${nextAttemptAt.toISOString()}`
     await boardLog(job, `attempt ${number} (${channel ?? 'no channel'}): ${result.error ?? 'not delivered'} after ${result.durationMs} ms; ${next}`)
-    throw new AttemptFailedError(`attempt ${number} failed: ${result.error ?? 'not delivered'}`, delayMs)
+    const message = `attempt ${number} failed: ${result.error ?? 'not delivered'}`
+    throw last ? new LastAttemptFailedError(message, null) : new AttemptFailedError(message, delayMs)
   }
 }
 

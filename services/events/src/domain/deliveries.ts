@@ -166,16 +166,18 @@ export function sendBefore(d: Pick<DeliveryDoc, 'firstDeliveredAt' | 'deliveredA
 
 export function deliveryJob(d: Pick<DeliveryDoc, '_id' | 'appDid' | 'environment' | 'body' | 'run' | 'attemptCount' | 'firstDeliveredAt' | 'deliveredAt'>, attemptsBefore = 0): DeliveryJob {
   const until = sendBefore(d)
+  const next = (d.attemptCount ?? 0) + 1
   return {
     deliveryId: d._id,
     appDid: d.appDid,
     environment: d.environment as Environment,
     body: d.body,
     run: d.run ?? 1,
-    next: (d.attemptCount ?? 0) + 1,
+    next,
     inFlight: null,
     interrupted: [],
     ...(attemptsBefore > 0 ? { attemptsBefore } : {}),
+    firstOfRun: next - attemptsBefore,
     sendBefore: until,
   }
 }
