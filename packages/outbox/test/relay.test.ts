@@ -155,6 +155,35 @@ test('polling relays writes it was not told about (another process), oldest firs
   expect((await queue.getJob(outboxEventId('raw:3')))?.data.occurredAt).toBe(new Date(base + 3000).toISOString())
 })
 
+test('two relays of one domain (two processes) polling one outbox at once: every event on the queue once, none added again', async () => {
+  const { queue, relay, jobCount } = fixture()
+  const base = Date.parse('2026-06-01T00:00:00Z')
+  // written straight to the collection (another process's writes: no wake-up), so both relays find them by scanning
+  const docs = Array.from({ length: 120 }, (_, i) => ({
+    _id: outboxEventId(`two:${i}`),
+    type: 'payment.completed',
+    environment: 'test',
+    appDid: APP,
+    data: { i },
+    key: `two:${i}`,
+    occurredAt: new Date(base + i * 1000),
+    relayed: false,
+    relayedAt: null,
+  }))
+  await model.collection.insertMany(docs as never[])
+  relay({ intervalMs: 50, batchSize: 10 })
+  relay({ intervalMs: 50, batchSize: 10 })
+  await waitFor(allRelayed, 15_000)
+  const jobs = await queue.getJobs(['wait', 'delayed', 'prioritized'], 0, 1000)
+  expect(new Set(jobs.map((j) => j.id)).size).toBe(120)
+  expect(await jobCount()).toBe(120)
+  // more passes of both change nothing: each job is the one first added
+  const added = new Map(jobs.map((j) => [j.id, j.timestamp]))
+  await Promise.all(relays.map((r) => r.drain()))
+  for (const j of await queue.getJobs(['wait', 'delayed', 'prioritized'], 0, 1000)) expect(j.timestamp).toBe(added.get(j.id))
+  expect(await jobCount()).toBe(120)
+})
+
 test('a backlog is named once per scan, not once per batch (FerretDB decodes the whole unrelayed set for each such query)', async () => {
   const { relay, jobCount } = fixture()
   const base = Date.parse('2026-06-01T00:00:00Z')

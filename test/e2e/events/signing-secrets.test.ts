@@ -104,3 +104,19 @@ it('concurrent rotations each get their own generation', async () => {
   expect(rotations.map((r) => r.generation).sort()).toEqual([2, 3, 4, 5, 6])
   expect(new Set(rotations.map((r) => r.secret)).size).toBe(5)
 })
+
+it('a rotation ending the earlier secrets at once, beside one with a long overlap, is never undone: 10 rounds', async () => {
+  const a = 'did:web:rotation-race.example.com'
+  await call('apps', 'ensureSigningSecret', { a, e: 'test' })
+  for (let round = 0; round < 10; round++) {
+    const [now, overlapping] = await Promise.all([
+      call('operator', 'rotateSigningSecret', { a, e: 'test', o: 0 }),
+      call('operator', 'rotateSigningSecret', { a, e: 'test', o: 86_400 }),
+    ])
+    expect(Math.abs(now.generation - overlapping.generation)).toBe(1)
+    // every secret before the immediate rotation's own ended when it ran, whichever rotation came second
+    const earlier = await stack.events.SigningSecret.find({ appDid: a, environment: 'test', generation: { $lt: now.generation } }).lean()
+    expect(earlier.length).toBeGreaterThan(0)
+    for (const s of earlier) expect({ round, generation: s.generation, ended: s.expiresAt != null && s.expiresAt.getTime() <= Date.parse(now.previousExpiresAt!) }).toEqual({ round, generation: s.generation, ended: true })
+  }
+})
