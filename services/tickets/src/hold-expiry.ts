@@ -41,24 +41,23 @@ export function startHoldExpiry(opts: { domain: TicketsDomain; redisUrl: string;
     { connection: consumer, prefix, concurrency: 8 },
   )
   logConnectionErrors(worker, log, 'hold expiry worker: connection error')
+  // a job out of tries (its hold kept failing to release): the hold still lapses on read, and the sweep releases it
+  worker.on('failed', (job, err) => {
+    if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) log.warn({ err, jobId: job.id, holdId: job.data.holdId, attemptsMade: job.attemptsMade }, 'hold expiry: the job failed for good')
+  })
   return {
-    // adding it again is a no-op while the job exists (its id is the hold's)
+    // adding it again is a no-op while the job exists (its id is the hold's); a failure is the caller's to log
     async schedule(holdId, expiresAt) {
       const delay = Math.max(0, expiresAt.getTime() - Date.now())
-      try {
-        await queue.add('expire-hold', { holdId }, {
-          jobId: holdId,
-          delay,
-          attempts: 5,
-          backoff: { type: 'fixed', delay: NOT_DUE_RETRY_MS },
-          // by age and count: by age alone the kept jobs grow with the rate of holds (Redis never evicts)
-          removeOnComplete: { age: 24 * 3600, count: 100_000 },
-          removeOnFail: { age: 7 * 24 * 3600, count: 100_000 },
-        })
-      } catch (err) {
-        // the read-time release still returns the seats
-        log.warn({ err, holdId }, 'hold expiry: could not schedule the job; the hold lapses on read')
-      }
+      await queue.add('expire-hold', { holdId }, {
+        jobId: holdId,
+        delay,
+        attempts: 5,
+        backoff: { type: 'fixed', delay: NOT_DUE_RETRY_MS },
+        // by age and count: by age alone the kept jobs grow with the rate of holds (Redis never evicts)
+        removeOnComplete: { age: 24 * 3600, count: 100_000 },
+        removeOnFail: { age: 7 * 24 * 3600, count: 100_000 },
+      })
     },
     async stop() {
       await worker.close()

@@ -5,6 +5,7 @@
  * The app's facts (environment, tickets module) are the domain's port, answered here.
  */
 import { randomBytes } from 'node:crypto'
+import pino from 'pino'
 import { ContractError } from '@svc/errors'
 import { availableSeats, configureTicketTiers, reserve, voidTicket, type ServingTickets, type TicketsModels } from '../src'
 import { secureHold, settleHold } from '../src/domain/hold-payment'
@@ -350,6 +351,21 @@ describe('a hold and its checkout (the payments domain answered here)', () => {
     const serving: ServingTickets = { ...d, checkouts: { start }, holdExpiry: { schedule: async (holdId) => void scheduled.push(holdId) } }
     return { serving, scheduled }
   }
+
+  test("an expiry job that cannot be added (Redis away) leaves the hold made, logged with the request's id", async () => {
+    const { eventUri, tierIds } = await event([{ capacity: 5 }])
+    const lines: Record<string, unknown>[] = []
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) }).child({ reqId: 'req_hold_1' })
+    const serving: ServingTickets = {
+      ...d,
+      logger,
+      checkouts: { start: async (input) => ({ url: `http://checkout.invalid/checkout/${input.holdId}`, token: `pst_test_${input.holdId}` }) },
+      holdExpiry: { schedule: () => Promise.reject(new Error('Connection is closed.')) },
+    }
+    const held = await createTicketHold(serving, APP, { environment: 'test', eventUri, buyerDid: buyer(), appOrderId: randomBytes(6).toString('hex'), items: [{ ticketTypeId: tierIds[0]!, quantity: 1 }] })
+    expect(await available(tierIds[0]!)).toBe(4)
+    expect(lines.filter((l) => /hold expiry/.test(String(l.msg))).map((l) => [l.reqId, l.holdId, l.level])).toEqual([['req_hold_1', held.holdId, 40]])
+  })
 
   test('a checkout refused for good takes the hold away, and leaves no expiry job for it', async () => {
     const { eventUri, tierIds } = await event([{ capacity: 5 }])

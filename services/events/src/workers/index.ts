@@ -85,6 +85,13 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
     { connection: redis, prefix, concurrency: opts.delivery.concurrency, lockDuration: opts.delivery.lockMs, stalledInterval: opts.delivery.lockMs, maxStalledCount: STALLED_MAX },
   )
 
+  // a domain event that could not become its delivery (each try, and the last): the board keeps the failed job
+  domainEvents.on('failed', (job, err) => {
+    if (!job) return
+    const final = job.attemptsMade >= (job.opts.attempts ?? 1)
+    log.child({ worker: DOMAIN_EVENTS_QUEUE }).warn({ err, jobId: job.id, eventId: job.data.eventId, appDid: job.data.appDid, attemptsMade: job.attemptsMade, final }, 'domain event failed')
+  })
+
   const deliveryLog = log.child({ worker: WEBHOOK_DELIVERIES_QUEUE })
   const health = createEndpointHealth(redis, opts.redisPrefix, opts.delivery.disableAfterMs, longestWaitMs(opts.delivery.scheduleScale))
   const sender = new Worker<DeliveryJob, string>(

@@ -44,6 +44,8 @@ export function startReconciler(opts: {
     { connection: opts.redis, prefix: opts.prefix, concurrency: 1 },
   )
   worker.on('error', (err) => log.error({ err }, 'reconciler worker error'))
+  // a run that failed (the database away mid-run): the next period's run starts over
+  worker.on('failed', (job, err) => log.error({ err, jobId: job?.id }, 'reconcile run failed; the next period runs again'))
 
   const add = (jobId: string) =>
     queue

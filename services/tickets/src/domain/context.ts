@@ -27,7 +27,7 @@ export interface ServingTickets extends TicketsDomain {
 }
 
 export interface HoldExpiryScheduler {
-  /** best effort: the hold's expiresAt is what is due, and reads release lapsed holds anyway */
+  /** adds the hold's job; fails when it cannot (Redis away): the caller goes on, as reads release lapsed holds anyway */
   schedule(holdId: string, expiresAt: Date): Promise<void>
 }
 

@@ -72,8 +72,10 @@ function sameHold(existing: StoredHold, buyerDid: string, key: string): StoredHo
 export async function createTicketHold(d: ServingTickets, appDid: string, input: HoldRequest): Promise<{ holdId: string; expiresAt: string; checkout: HoldCheckout }> {
   for (let round = 0; ; round++) {
     const hold = await reserveHold(d, appDid, input)
+    // best effort, logged with the request's logger: the hold's expiresAt is what is due, and reads release lapsed holds
     const schedule = async () => {
-      if (hold.status === 'held') await d.holdExpiry?.schedule(hold._id, hold.expiresAt)
+      if (hold.status !== 'held' || !d.holdExpiry) return
+      await d.holdExpiry.schedule(hold._id, hold.expiresAt).catch((err: unknown) => d.logger?.warn({ err, holdId: hold._id }, 'hold expiry: could not schedule the job; the hold lapses on read'))
     }
     try {
       const checkout = await startCheckout(d, appDid, hold)

@@ -1,0 +1,55 @@
+/**
+ * A job of the events workers that fails says so in the log, with the ids an operator searches by: a domain event
+ * that could not become its delivery, and a reconcile run that failed midway. Both were silent (only the board had
+ * the failed job). Real workers, BullMQ and Redis of the stack; the reconcile run's database read is made to fail.
+ */
+import Redis from 'ioredis'
+import pino from 'pino'
+import { Queue } from 'bullmq'
+import { DOMAIN_EVENTS_QUEUE, queuePrefix } from '@svc/outbox'
+import { WEBHOOK_DELIVERIES_QUEUE } from '@svc/events'
+import { startReconciler } from '@svc/events/src/workers/reconciler'
+import { startStack, type TestStack } from '../../stack'
+import { publishDomainEvent, stackQueues, waitFor, type StackQueues } from './helpers/events'
+
+const logs: string[] = []
+let stack: TestStack
+let queues: StackQueues
+
+beforeAll(async () => {
+  stack = await startStack('worker-failures', { logs })
+  queues = stackQueues(stack)
+})
+afterAll(async () => {
+  await queues?.close()
+  await stack?.stop()
+})
+
+const lines = (of: string[]) => of.map((l) => JSON.parse(l) as Record<string, unknown>)
+
+it('a domain event that cannot become a delivery is logged with its event id and job id', async () => {
+  const app = await stack.newApp()
+  const { eventId } = await publishDomainEvent(queues, { appDid: app.did, occurredAt: 'not a time' })
+  const line = await waitFor(async () => lines(logs).find((l) => l.msg === 'domain event failed' && l.eventId === eventId), 'the failure to be logged')
+  expect(line).toMatchObject({ level: 40, jobId: eventId, appDid: app.did, final: true, err: { message: `domain event ${eventId}: occurredAt is not a time` } })
+})
+
+it('a reconcile run that fails is logged with its job id', async () => {
+  const captured: string[] = []
+  const logger = pino({ level: 'info' }, { write: (line: string) => void captured.push(line) })
+  const prefix = queuePrefix(`${stack.redisPrefix}reconcile-failure:`)
+  const redis = new Redis(stack.redisUrl, { maxRetriesPerRequest: null })
+  const deliveries = new Queue(WEBHOOK_DELIVERIES_QUEUE, { connection: redis, prefix })
+  const domainEvents = new Queue(DOMAIN_EVENTS_QUEUE, { connection: redis, prefix })
+  // the database goes away as the run reads the open deliveries
+  const away = { find: () => ({ lean: () => Promise.reject(new Error('connection 3 to 127.0.0.1:27017 closed')) }) }
+  const reconciler = startReconciler({ models: { ...stack.events, Delivery: away } as never, deliveries, domainEvents, redis, prefix, periodMs: 3_600_000, logger })
+  try {
+    const line = await waitFor(async () => lines(captured).find((l) => l.msg === 'reconcile run failed; the next period runs again'), 'the failed run to be logged')
+    expect(line).toMatchObject({ level: 50, jobId: expect.stringMatching(/^reconcile-deliveries-start-/), err: { message: 'connection 3 to 127.0.0.1:27017 closed' } })
+  } finally {
+    await reconciler.stop()
+    await Promise.all([deliveries.close(), domainEvents.close()])
+    await redis.quit()
+  }
+})
