@@ -145,7 +145,7 @@ function requestTimeouts(requestTimeoutMs: number) {
  * limit, bytes that are no HTTP request): the service's `{ error, message }` with a `Svc-Request-Id` of its own, as
  * every answer of both hosts, where Fastify's default wrote its own shape and no id.
  */
-function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
+function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Duplex): void {
   // a connection reset: nothing to answer
   if (err.code === 'ECONNRESET' || socket.destroyed) return
   const [status, error, message] =
@@ -155,9 +155,12 @@ function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
         ? [431, 'InvalidRequest', 'the request headers are too large']
         : [400, 'InvalidRequest', 'the request is not a valid HTTP request']
   const body = JSON.stringify({ error, message })
+  const reqId = `req_${randomUUID().replace(/-/g, '')}`
+  // the id the client was given is in the log too (Fastify never saw this request, so nothing else logs it)
+  this.log.info({ reqId, statusCode: status, code: err.code, remoteAddress: (socket as Duplex & { remoteAddress?: string }).remoteAddress }, 'request refused before it could be read')
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${REQUEST_ID_RESPONSE_HEADER}: req_${randomUUID().replace(/-/g, '')}\r\n` +
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${REQUEST_ID_RESPONSE_HEADER}: ${reqId}\r\n` +
         `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     )
   }

@@ -6,6 +6,7 @@
 import { connect } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import Redis from 'ioredis'
+import pino from 'pino'
 import { createGatewayClient } from '@svc/gateway-client'
 import { buildApiServer, buildCheckoutServer } from '../src'
 import { bareServerDeps } from './helpers'
@@ -15,9 +16,13 @@ const gateway = createGatewayClient({ url: 'http://127.0.0.1:1/graphql', signer:
 const redis = new Redis({ lazyConnect: true })
 const servers: FastifyInstance[] = []
 
+/** every server's log lines */
+const logged: Record<string, unknown>[] = []
+const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>) })
+
 async function listening(build: typeof buildApiServer): Promise<number> {
   const deps = bareServerDeps(gateway)
-  const app = await build({ ...deps, redis, limits: { ...deps.limits, requestTimeoutMs: REQUEST_TIMEOUT_MS } })
+  const app = await build({ ...deps, logger, redis, limits: { ...deps.limits, requestTimeoutMs: REQUEST_TIMEOUT_MS } })
   servers.push(app)
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()
@@ -78,6 +83,9 @@ describe.each([
     const { answer } = await trickle(port, `GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(20 * 1024)}\r\n\r\n`)
     expect(answer).toMatch(/^HTTP\/1\.1 431 /)
     expect(answer).toMatch(/\r\nsvc-request-id: req_[0-9a-f]{32}\r\n/i)
+    // the id the client got is in the log, with what was refused
+    const reqId = /\r\nsvc-request-id: (req_[0-9a-f]{32})\r\n/i.exec(answer)![1]
+    expect(logged.find((l) => l.reqId === reqId)).toMatchObject({ msg: 'request refused before it could be read', statusCode: 431, code: 'HPE_HEADER_OVERFLOW' })
     expect(JSON.parse(answer.split('\r\n\r\n')[1]!)).toMatchObject({ error: 'InvalidRequest' })
   })
 

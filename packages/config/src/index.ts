@@ -637,10 +637,12 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>, name: string) {
  * saying so. A configuration or start failure is printed and exits 1.
  */
 export function runProcess(name: Component, start: (config: Config, logger: Logger) => Promise<() => Promise<unknown>>): void {
+  let logger: Logger | undefined
   const run = async () => {
     const config = loadConfig(process.env, name)
-    const logger = pino(loggerOptions(config, name))
+    logger = pino(loggerOptions(config, name))
     const stop = await start(config, logger)
+    const log = logger
     let stopping = false
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       // every signal is handled: a second one (a process group signalled, and tsx relaying it) must not end the
@@ -648,19 +650,19 @@ export function runProcess(name: Component, start: (config: Config, logger: Logg
       process.on(signal, () => {
         if (stopping) return
         stopping = true
-        logger.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'stopping: no new work, finishing what is in flight')
+        log.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'stopping: no new work, finishing what is in flight')
         const timer = setTimeout(() => {
-          logger.error({ timeoutMs: config.shutdownTimeoutMs }, 'did not stop in time: exiting with work unfinished')
+          log.error({ timeoutMs: config.shutdownTimeoutMs }, 'did not stop in time: exiting with work unfinished')
           process.exit(1)
         }, config.shutdownTimeoutMs)
         timer.unref()
         void stop().then(
           () => {
-            logger.info('stopped')
+            log.info('stopped')
             process.exit(0)
           },
           (err: unknown) => {
-            logger.error({ err }, 'stop failed')
+            log.error({ err }, 'stop failed')
             process.exit(1)
           },
         )
@@ -668,8 +670,10 @@ export function runProcess(name: Component, start: (config: Config, logger: Logg
     }
   }
   run().catch((err: unknown) => {
-    // a configuration error says what is wrong and where, never a value (a secret, a URL's password)
-    console.error(err instanceof ConfigError ? err.message : err)
+    // a configuration error says what is wrong and where, never a value (a secret, a URL's password); a start that
+    // failed after it (a port taken, the database away too long) is a log line like the process's others
+    if (logger && !(err instanceof ConfigError)) logger.fatal({ err }, 'could not start')
+    else console.error(err instanceof ConfigError ? err.message : err)
     process.exit(1)
   })
 }

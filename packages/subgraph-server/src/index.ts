@@ -192,6 +192,8 @@ export function buildSubgraphServer<TContext extends SubgraphContext>(opts: Subg
     introspection: true,
     includeStacktraceInErrorResponses: false,
     formatError: formatSubgraphError(),
+    // its own lines (a request during the stop, a startup failure) as the process's others, not plain text on the console
+    logger: opts.logger,
     // the process stops it (runProcess): after Fastify has drained, never before (a request arriving meanwhile was a 500)
     stopOnTerminationSignals: false,
   })
