@@ -13,9 +13,10 @@ import { configureChannel, getDelivery, waitFor, waitForStatus, writeEvent } fro
 
 let stack: TestStack
 const receivers: Receiver[] = []
+const logs: string[] = []
 
 beforeAll(async () => {
-  stack = await startStack('endpoint-health', { allowLoopbackWebhooks: true, delivery: { disableAfterMs: 1000 } })
+  stack = await startStack('endpoint-health', { allowLoopbackWebhooks: true, delivery: { disableAfterMs: 1000 }, logs })
 })
 afterAll(async () => {
   await stack?.stop()
@@ -52,6 +53,9 @@ it('410 Gone disables the endpoint at once; its deliveries are held; unpausing r
   // the next attempt finds it paused: held, not failed, with the one attempt that got the 410
   const held = await waitForStatus(stack, deliveryId, 'held')
   expect(held.attempts!.map((a) => a.statusCode)).toEqual([410])
+  // the apps domain's line names the attempt that disabled it (its request id is the attempt's)
+  const disabledLine = logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.appDid === app.did && String(l.msg).startsWith('event endpoint disabled') && l.reason === 'gone' && 'channel' in l)
+  expect(disabledLine?.reqId).toBe(`${deliveryId}.1`)
 
   status = 200
   expectOk(await updateConfig(stack, app, { environment: 'test', webhookPaused: false }))

@@ -38,7 +38,7 @@ export function cachedEndpoints(client: EndpointClient, ttlMs: number): Endpoint
   const read = sharedRead<EndpointLookup>(ttlMs, (lookup) => lookup.kind !== 'unavailable')
   return {
     lookup: (appDid, environment, requestId) => read(`${appDid} ${environment}`, () => client.lookup(appDid, environment, requestId)),
-    disable: (appDid, environment, reason, url) => client.disable(appDid, environment, reason, url),
+    disable: (appDid, environment, reason, url, requestId) => client.disable(appDid, environment, reason, url, requestId),
     close: () => client.close(),
   }
 }

@@ -32,7 +32,8 @@ export interface EndpointClient {
    * disables the endpoint (docs/events.md, "Endpoint health"): the apps domain pauses it, with the reason, unless its
    * URL is no longer `url` (the app moved; the failures were the old URL's)
    */
-  disable(appDid: string, environment: string, reason: 'gone' | 'failing', url: string): Promise<void>
+  /** `requestId`: the attempt's (`<deliveryId>.<number>`), so the apps domain's line names the attempt that disabled it */
+  disable(appDid: string, environment: string, reason: 'gone' | 'failing', url: string, requestId?: string): Promise<void>
   close(): Promise<void>
 }
 
@@ -65,8 +66,8 @@ export function createEndpointClient(opts: { url: string; key: string; timeoutMs
       if (!endpoint) return { kind: 'unavailable', error: "could not read the app's event endpoint: the gateway answered without one" }
       return { kind: 'found', endpoint: { channel: endpoint.channel === 'xrpc' ? 'xrpc' : 'webhook', url: endpoint.url, configured: endpoint.configured, paused: endpoint.paused } }
     },
-    async disable(appDid, environment, reason, url) {
-      await gateway.query(DISABLE, { appDid, environment, reason, url }, { principal: CALLER, requestId: randomUUID() })
+    async disable(appDid, environment, reason, url, requestId = randomUUID()) {
+      await gateway.query(DISABLE, { appDid, environment, reason, url }, { principal: CALLER, requestId })
     },
     close: () => gateway.close(),
   }

@@ -262,7 +262,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       const id = `${endpoint.channel} ${endpoint.url}`
       const reason = await deps.health.record(a.appDid, a.environment, id, { delivered, statusCode })
       if (!reason) return
-      await deps.endpoints.disable(a.appDid, a.environment, reason, endpoint.url)
+      await deps.endpoints.disable(a.appDid, a.environment, reason, endpoint.url, `${a.id}.${a.number}`)
       await deps.health.reset(a.appDid, a.environment, id)
       log.warn({ appDid: a.appDid, environment: a.environment, reason, deliveryId: a.id }, 'event endpoint disabled: its deliveries are held until the app unpauses it')
     } catch (err) {
