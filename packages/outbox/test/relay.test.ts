@@ -155,22 +155,24 @@ test('polling relays writes it was not told about (another process), oldest firs
   expect((await queue.getJob(outboxEventId('raw:3')))?.data.occurredAt).toBe(new Date(base + 3000).toISOString())
 })
 
+/** An outbox document as another process's write leaves it (no wake-up here). */
+const rawEvent = (key: string, i: number, occurredAt: Date) => ({
+  _id: outboxEventId(key),
+  type: 'payment.completed',
+  environment: 'test',
+  appDid: APP,
+  data: { i },
+  key,
+  occurredAt,
+  relayed: false,
+  relayedAt: null,
+})
+
 test('two relays of one domain (two processes) polling one outbox at once: every event on the queue once, none added again', async () => {
   const { queue, relay, jobCount } = fixture()
   const base = Date.parse('2026-06-01T00:00:00Z')
   // written straight to the collection (another process's writes: no wake-up), so both relays find them by scanning
-  const docs = Array.from({ length: 120 }, (_, i) => ({
-    _id: outboxEventId(`two:${i}`),
-    type: 'payment.completed',
-    environment: 'test',
-    appDid: APP,
-    data: { i },
-    key: `two:${i}`,
-    occurredAt: new Date(base + i * 1000),
-    relayed: false,
-    relayedAt: null,
-  }))
-  await model.collection.insertMany(docs as never[])
+  await model.collection.insertMany(Array.from({ length: 120 }, (_, i) => rawEvent(`two:${i}`, i, new Date(base + i * 1000))) as never[])
   relay({ intervalMs: 50, batchSize: 10 })
   relay({ intervalMs: 50, batchSize: 10 })
   await waitFor(allRelayed, 15_000)
@@ -187,17 +189,7 @@ test('two relays of one domain (two processes) polling one outbox at once: every
 test('a backlog is named once per scan, not once per batch (FerretDB decodes the whole unrelayed set for each such query)', async () => {
   const { relay, jobCount } = fixture()
   const base = Date.parse('2026-06-01T00:00:00Z')
-  const docs = Array.from({ length: 25 }, (_, i) => ({
-    _id: outboxEventId(`backlog:${i}`),
-    type: 'payment.completed',
-    environment: 'test',
-    appDid: APP,
-    data: { i },
-    key: `backlog:${i}`,
-    occurredAt: new Date(base + (24 - i) * 1000),
-    relayed: false,
-    relayedAt: null,
-  }))
+  const docs = Array.from({ length: 25 }, (_, i) => rawEvent(`backlog:${i}`, i, new Date(base + (24 - i) * 1000)))
   await model.collection.insertMany(docs as never[])
   const order: string[] = []
   const r = relay({ batchSize: 5, beforeMark: (ids) => void order.push(...ids) })
