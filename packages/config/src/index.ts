@@ -672,7 +672,7 @@ export function runProcess(name: Component, start: (config: Config, logger: Logg
   run().catch((err: unknown) => {
     // a configuration error says what is wrong and where, never a value (a secret, a URL's password); a start that
     // failed after it (a port taken, the database away too long) is a log line like the process's others
-    if (logger && !(err instanceof ConfigError)) logger.fatal({ err }, 'could not start')
+    if (logger?.isLevelEnabled('fatal') && !(err instanceof ConfigError)) logger.fatal({ err }, 'could not start')
     else console.error(err instanceof ConfigError ? err.message : err)
     process.exit(1)
   })

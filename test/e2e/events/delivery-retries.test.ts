@@ -7,6 +7,7 @@ import { createDelivery, DELIVERY_JOB_OPTIONS, deliveryJob, ensureSigningSecret,
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import pino from 'pino'
 import type { DeliverySettings } from '@svc/config'
+import { createMetrics, type ProcessMetrics } from '@svc/operations'
 import { startReceiver, type Receiver } from './helpers/receiver'
 import { attemptsOf, configureChannel, getDelivery, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
 
@@ -39,7 +40,7 @@ async function withWorkers<T>(start: () => Promise<RunningEventWorkers>, fn: () 
 }
 
 /** Workers of this stack with settings or a loopback policy of their own. */
-function customWorkers(over: { delivery?: Partial<DeliverySettings>; allowLoopbackWebhooks?: boolean; gatewayUrl?: string }) {
+function customWorkers(over: { delivery?: Partial<DeliverySettings>; allowLoopbackWebhooks?: boolean; gatewayUrl?: string; metrics?: ProcessMetrics }) {
   return startEventWorkers({
     mongoUrl: stack.mongoUrl,
     redisUrl: stack.redisUrl,
@@ -51,6 +52,7 @@ function customWorkers(over: { delivery?: Partial<DeliverySettings>; allowLoopba
     secretKey: stack.secrets.webhookSecretKey,
     delivery: { ...stack.delivery, ...over.delivery },
     allowLoopbackWebhooks: over.allowLoopbackWebhooks ?? true,
+    metrics: over.metrics,
   })
 }
 
@@ -263,9 +265,18 @@ describe('retries', () => {
     })
     // attempt 1 was sent by a worker that died (BullMQ counts no attempt for it)
     const inFlight = { number: 1, attemptedAt: new Date().toISOString(), channel: 'webhook' as const, url: `${receiver.url}/hook` }
-    await queues.deliveries.add('deliver', { ...deliveryJob(delivery), inFlight }, { ...DELIVERY_JOB_OPTIONS, jobId: id })
-    const failed = await waitForStatus(stack, id, 'failed', 40_000)
+    const metrics = createMetrics('events-workers')
+    const failed = await withWorkers(
+      () => customWorkers({ metrics }),
+      async () => {
+        await queues.deliveries.add('deliver', { ...deliveryJob(delivery), inFlight }, { ...DELIVERY_JOB_OPTIONS, jobId: id })
+        return waitForStatus(stack, id, 'failed', 40_000)
+      },
+    )
     expect(failed.attemptCount).toBe(14)
+    // counted as the run's end, not as a retry
+    const outcomes = await metrics.registry.getSingleMetricAsString('svc_delivery_jobs_total')
+    expect([/outcome="failed"[^\n]* 1$/m.test(outcomes), /outcome="retrying"[^\n]* 12$/m.test(outcomes)]).toEqual([true, true])
     const attempts = await attemptsOf(stack, id)
     expect(attempts.map((a) => [a.number, a.outcome])).toEqual([[1, 'interrupted'], ...Array.from({ length: 13 }, (_, i) => [i + 2, 'failed'])])
     expect(attempts.at(-1)!.nextAttemptAt).toBeNull()

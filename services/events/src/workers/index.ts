@@ -17,7 +17,7 @@ import { watchDatabase, whileDatabaseAway } from '@svc/subgraph-server'
 import { cachedEndpoints, cachedSigningSecrets } from '../delivery/app-environment-cache'
 import { createEndpointClient } from '../delivery/endpoint'
 import { createEndpointHealth } from '../delivery/endpoint-health'
-import { AttemptFailedError, createDeliveryProcessor, deliveryBackoff, settleAbandonedJob } from '../delivery/processor'
+import { AttemptFailedError, createDeliveryProcessor, deliveryBackoff, LastAttemptFailedError, settleAbandonedJob } from '../delivery/processor'
 import { createDeliveryAgent } from '../delivery/transport'
 import { activeSigningSecrets } from '../domain/signing-secrets'
 import { longestWaitMs } from '../domain/schedule'
@@ -131,9 +131,9 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
     // an attempt is one of delivered / retrying / failed; the other outcomes are pick-ups that sent nothing
     const outcomes = counter(metrics, 'svc_delivery_jobs_total', 'delivery job pick-ups, by outcome', ['outcome'] as const)
     sender.on('completed', (_job, result: string) => outcomes.inc({ outcome: result }))
-    sender.on('failed', (job: Job<DeliveryJob> | undefined, err: Error) => {
-      const last = !job || job.attemptsMade >= (job.opts.attempts ?? 1)
-      outcomes.inc({ outcome: err instanceof AttemptFailedError ? (last ? 'failed' : 'retrying') : 'error' })
+    // the run's last attempt throws LastAttemptFailedError, also when BullMQ counts attempts left (a dead worker's came first)
+    sender.on('failed', (_job: Job<DeliveryJob> | undefined, err: Error) => {
+      outcomes.inc({ outcome: err instanceof LastAttemptFailedError ? 'failed' : err instanceof AttemptFailedError ? 'retrying' : 'error' })
     })
   }
   const database = watchDatabase(conn, opts.mongoUrl, { clientOptions, onReopen: observeCommands, logger: log })
