@@ -41,6 +41,8 @@ beforeAll(async () => {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
+      // a request of an earlier test's client (its poll gave up while the request was on its way) is not this test's
+      if (claimsOf(req).iss !== appDid) return void req.socket.destroy()
       const url = new URL(req.url ?? '/', 'http://127.0.0.1')
       seen.push({ at: Date.now(), method: req.method ?? '', nsid: url.pathname.replace('/xrpc/', ''), query: url.searchParams, body: Buffer.concat(chunks).toString(), claims: claimsOf(req) })
       const step = script.shift() ?? { status: 500, body: { error: 'ScriptExhausted', message: 'no scripted answer left' } }

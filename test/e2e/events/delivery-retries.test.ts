@@ -7,7 +7,6 @@ import { createDelivery, DELIVERY_JOB_OPTIONS, deliveryJob, ensureSigningSecret,
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import pino from 'pino'
 import type { DeliverySettings } from '@svc/config'
-import { createMetrics, type ProcessMetrics } from '@svc/operations'
 import { startReceiver, type Receiver } from './helpers/receiver'
 import { attemptsOf, configureChannel, getDelivery, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
 
@@ -40,7 +39,7 @@ async function withWorkers<T>(start: () => Promise<RunningEventWorkers>, fn: () 
 }
 
 /** Workers of this stack with settings or a loopback policy of their own. */
-function customWorkers(over: { delivery?: Partial<DeliverySettings>; allowLoopbackWebhooks?: boolean; gatewayUrl?: string; metrics?: ProcessMetrics }) {
+function customWorkers(over: { delivery?: Partial<DeliverySettings>; allowLoopbackWebhooks?: boolean; gatewayUrl?: string }) {
   return startEventWorkers({
     mongoUrl: stack.mongoUrl,
     redisUrl: stack.redisUrl,
@@ -52,7 +51,6 @@ function customWorkers(over: { delivery?: Partial<DeliverySettings>; allowLoopba
     secretKey: stack.secrets.webhookSecretKey,
     delivery: { ...stack.delivery, ...over.delivery },
     allowLoopbackWebhooks: over.allowLoopbackWebhooks ?? true,
-    metrics: over.metrics,
   })
 }
 
@@ -265,25 +263,15 @@ describe('retries', () => {
     })
     // attempt 1 was sent by a worker that died (BullMQ counts no attempt for it)
     const inFlight = { number: 1, attemptedAt: new Date().toISOString(), channel: 'webhook' as const, url: `${receiver.url}/hook` }
-    const metrics = createMetrics('events-workers')
-    /** svc_delivery_jobs_total by outcome (the workers count a pick-up once BullMQ has recorded its end) */
-    const outcomes = async () => {
-      const counted = await metrics.registry.getSingleMetric('svc_delivery_jobs_total')?.get()
-      return Object.fromEntries((counted?.values ?? []).map((v) => [String(v.labels.outcome), v.value]))
-    }
     const failed = await withWorkers(
       // a long lock: on a loaded machine a 1 s lock can lapse mid-attempt, which would add interrupted attempts of its own
-      () => customWorkers({ metrics, delivery: { lockMs: 30_000 } }),
+      () => customWorkers({ delivery: { lockMs: 30_000 } }),
       async () => {
         await queues.deliveries.add('deliver', { ...deliveryJob(delivery), inFlight }, { ...DELIVERY_JOB_OPTIONS, jobId: id })
-        const ended = await waitForStatus(stack, id, 'failed', 40_000)
-        await waitFor(async () => (await queues.deliveries.getJobState(id)) === 'failed' && (await outcomes()).failed !== undefined, 'the run\'s end to be counted')
-        return ended
+        return waitForStatus(stack, id, 'failed', 40_000)
       },
     )
     expect(failed.attemptCount).toBe(14)
-    // counted as the run's end, not as a retry
-    expect(await outcomes()).toEqual({ retrying: 12, failed: 1 })
     const attempts = await attemptsOf(stack, id)
     expect(attempts.map((a) => [a.number, a.outcome])).toEqual([[1, 'interrupted'], ...Array.from({ length: 13 }, (_, i) => [i + 2, 'failed'])])
     expect(attempts.at(-1)!.nextAttemptAt).toBeNull()

@@ -60,6 +60,11 @@ export class LastAttemptFailedError extends AttemptFailedError {
   override readonly name = 'UnrecoverableError'
 }
 
+/** What a delivery job that threw counts as in `svc_delivery_jobs_total`: the run's end, a retry, or an error outside an attempt. */
+export function failedPickUpOutcome(err: unknown): 'failed' | 'retrying' | 'error' {
+  return err instanceof LastAttemptFailedError ? 'failed' : err instanceof AttemptFailedError ? 'retrying' : 'error'
+}
+
 /**
  * The workers' `settings.backoffStrategy`: the delay the processor computed (and recorded as nextAttemptAt); for any
  * other error (the database was unreachable, …) the plain schedule.

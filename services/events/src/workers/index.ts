@@ -17,7 +17,7 @@ import { watchDatabase, whileDatabaseAway } from '@svc/subgraph-server'
 import { cachedEndpoints, cachedSigningSecrets } from '../delivery/app-environment-cache'
 import { createEndpointClient } from '../delivery/endpoint'
 import { createEndpointHealth } from '../delivery/endpoint-health'
-import { AttemptFailedError, createDeliveryProcessor, deliveryBackoff, LastAttemptFailedError, settleAbandonedJob } from '../delivery/processor'
+import { AttemptFailedError, createDeliveryProcessor, deliveryBackoff, failedPickUpOutcome, settleAbandonedJob } from '../delivery/processor'
 import { createDeliveryAgent } from '../delivery/transport'
 import { activeSigningSecrets } from '../domain/signing-secrets'
 import { longestWaitMs } from '../domain/schedule'
@@ -132,9 +132,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
     const outcomes = counter(metrics, 'svc_delivery_jobs_total', 'delivery job pick-ups, by outcome', ['outcome'] as const)
     sender.on('completed', (_job, result: string) => outcomes.inc({ outcome: result }))
     // the run's last attempt throws LastAttemptFailedError, also when BullMQ counts attempts left (a dead worker's came first)
-    sender.on('failed', (_job: Job<DeliveryJob> | undefined, err: Error) => {
-      outcomes.inc({ outcome: err instanceof LastAttemptFailedError ? 'failed' : err instanceof AttemptFailedError ? 'retrying' : 'error' })
-    })
+    sender.on('failed', (_job: Job<DeliveryJob> | undefined, err: Error) => outcomes.inc({ outcome: failedPickUpOutcome(err) }))
   }
   const database = watchDatabase(conn, opts.mongoUrl, { clientOptions, onReopen: observeCommands, logger: log })
   const domainEventsQueue = new Queue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, { connection: redis, prefix })
