@@ -104,6 +104,8 @@ export async function pollPaymentStatus(client: Pick<SvcClient, 'getPaymentStatu
   let lastStatus: string | undefined
   for (;;) {
     if (signal?.aborted) throw signal.reason
+    // a wait's timer may fire late (a busy event loop): no request is started once the poll's time is up
+    if (deadline !== undefined && Date.now() >= deadline) throw new PollTimeoutError(lastStatus, attempts, timeoutMs!)
     let floor = 0
     // a request still waiting when the poll's time is up ends with it; otherwise its own timeout (the client's, unless
     // requestTimeoutMs is given) applies

@@ -148,7 +148,10 @@ describe('pollPaymentStatus', () => {
     const e = await rejection(pollPaymentStatus(client, 'tok_5', { ...FAST, timeoutMs: 60 }))
     expect(e).toBeInstanceOf(PollTimeoutError)
     expect((e as PollTimeoutError).lastStatus).toBe('pending')
-    expect((e as PollTimeoutError).attempts).toBe(seen.length)
+    // every request the server saw is an attempt; one started just before the time was up may be cut before it arrives
+    const { attempts } = e as PollTimeoutError
+    expect(attempts - seen.length).toBeGreaterThanOrEqual(0)
+    expect(attempts - seen.length).toBeLessThanOrEqual(1)
     expect(seen.length).toBeGreaterThanOrEqual(1)
     expectFreshJwts(STATUS)
   })
