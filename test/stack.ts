@@ -102,6 +102,8 @@ export interface StackOptions {
   relayIntervalMs?: number
   /** the adapter's rate limits and card-testing counts over the test defaults (high enough for every other test) */
   limits?: Partial<AdapterLimits>
+  /** the PLC directory the adapter's service-auth asks (default: an address that refuses connections) */
+  plcUrl?: string
   /** the adapter's TRUST_PROXY (default none) */
   trustProxy?: TrustProxy
   /** every process's log lines, at debug level, are pushed here (default: no logs, unless TEST_LOG_LEVEL says) */
@@ -110,6 +112,7 @@ export interface StackOptions {
 
 export const TEST_LIMITS: AdapterLimits = {
   xrpc: { max: 100_000, windowMs: 60_000 },
+  authRefusalsPerAddress: { max: 100_000, windowMs: 60_000 },
   utility: { max: 100_000, windowMs: 60_000 },
   requestTimeoutMs: 30_000,
   payAttemptsPerCheckout: 5,
@@ -219,7 +222,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   await gateway.listen({ host: '127.0.0.1', port: gatewayPort })
   const redis = new Redis(iso.redisUrl, { lazyConnect: false })
   const gatewayClient = createGatewayClient({ url: gatewayUrl, signer: { issuer: 'xrpc-adapter', key: secrets.callerKeys['xrpc-adapter'] } })
-  const serviceAuth = createServiceAuthVerifier({ serviceDid, plcUrl: 'http://127.0.0.1:1', redis, replayKeyPrefix: `${iso.redisPrefix}jti:` })
+  const serviceAuth = createServiceAuthVerifier({ serviceDid, plcUrl: opts.plcUrl ?? 'http://127.0.0.1:1', redis, replayKeyPrefix: `${iso.redisPrefix}jti:` })
   const dashboardSessions = createDashboardSessions({ redis, prefix: `${iso.redisPrefix}dash:` })
   const limits: AdapterLimits = { ...TEST_LIMITS, ...opts.limits }
   const deps = {

@@ -33,7 +33,7 @@ import type { GatewayClient } from '@svc/gateway-client'
 import { methodTable, type AuthVerifiers, type MethodTable } from './methods'
 import { errorsPlugin } from './plugins/errors'
 import { xrpcPlugin } from './plugins/xrpc'
-import { createCounter, createLimiter, registerRateLimitStore } from './plugins/rate-limit'
+import { createAuthRefusalGuard, createCounter, createLimiter, registerRateLimitStore } from './plugins/rate-limit'
 import { clientNetwork } from './plugins/client-network'
 import { apiKeyHashForLimit } from './auth/api-key'
 import { API_VERSION } from '@svc/vocabulary'
@@ -219,6 +219,7 @@ export async function buildApiServer(deps: AdapterDeps): Promise<FastifyInstance
     methods: (deps.methods ?? methodTable)({ app: appServiceAuth(deps.serviceAuth) }),
     gateway: deps.gateway,
     limit: createLimiter(app, 'xrpc', deps.limits.xrpc),
+    authRefusals: createAuthRefusalGuard(app, deps.limits.authRefusalsPerAddress),
     assertions: assertionVerifier(deps.serviceAuth),
   })
   return app

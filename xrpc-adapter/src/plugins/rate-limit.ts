@@ -9,8 +9,10 @@
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
+import { LRUCache } from 'lru-cache'
 import type { RateLimit } from '@svc/config'
-import { ContractError } from '@svc/errors'
+import { ContractError, type ErrorCode } from '@svc/errors'
+import { clientNetwork } from './client-network'
 
 export type { RateLimit }
 
@@ -67,5 +69,56 @@ export function createLimiter(app: FastifyInstance, name: string, limit: RateLim
       request.log.warn({ limit: name, max: result.max, windowMs: result.windowMs }, 'rate limit exceeded')
       throw new ContractError('RateLimitExceeded', `rate limit exceeded: at most ${result.max} requests per ${result.windowMs / 1000} s; retry after ${result.retryAfterSeconds} s`)
     }
+  }
+}
+
+/** The refusals that come after the issuer's key was looked up. */
+const AFTER_LOOKUP: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['UnresolvableIssuer', 'BadJwtSignature'])
+
+export interface AuthRefusalGuard {
+  /** Throws RateLimitExceeded when the caller's address passed the limit in this window. */
+  check(request: FastifyRequest, reply: FastifyReply): void
+  /** Counts `err` when it is a refusal that cost a lookup. */
+  refused(request: FastifyRequest, err: unknown): Promise<void>
+}
+
+/**
+ * The auth-refusal guard: per client address, the /xrpc calls whose JWT was refused after its issuer's DID was looked
+ * up (docs/operations.md, "Rate limits"). A token's signature can only be checked with its issuer's key, which for a did:plc or did:web issuer
+ * is fetched over the network (the PLC directory, the issuer's host): forged tokens naming made-up issuers would have
+ * the service make lookups without end, until the directory limits the service's own address and every app's auth
+ * fails. Past the limit, an address's calls are refused 429 before auth for the rest of the window.
+ *
+ * The count is shared in Redis; each adapter process keeps the addresses it saw pass the limit (so a refused address
+ * costs no Redis call either). Refusals that need no lookup (a malformed or expired token, another audience) are not
+ * counted: they cost nothing.
+ */
+export function createAuthRefusalGuard(app: FastifyInstance, limit: RateLimit): AuthRefusalGuard {
+  const count = createCounter(app, 'xrpc-auth-refusals', limit)
+  /** address → the end of its window, ms */
+  const refusedUntil = new LRUCache<string, number>({ max: 10_000 })
+  return {
+    check(request, reply) {
+      if (refusedUntil.size === 0) return
+      const until = refusedUntil.get(clientNetwork(request.ip))
+      if (until === undefined) return
+      const left = until - Date.now()
+      if (left <= 0) {
+        refusedUntil.delete(clientNetwork(request.ip))
+        return
+      }
+      const retryAfter = Math.ceil(left / 1000)
+      reply.header('Retry-After', retryAfter)
+      request.log.warn({ limit: 'xrpc-auth-refusals', max: limit.max, windowMs: limit.windowMs }, 'rate limit exceeded')
+      throw new ContractError(
+        'RateLimitExceeded',
+        `too many refused service-auth tokens from this address: at most ${limit.max} per ${limit.windowMs / 1000} s; retry after ${retryAfter} s`,
+      )
+    },
+    async refused(request, err) {
+      if (!(err instanceof ContractError) || !AFTER_LOOKUP.has(err.code)) return
+      const result = await count(request, clientNetwork(request.ip))
+      if (result?.exceeded) refusedUntil.set(clientNetwork(request.ip), Date.now() + result.retryAfterSeconds * 1000)
+    },
   }
 }
