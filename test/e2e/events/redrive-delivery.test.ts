@@ -7,7 +7,7 @@
  */
 import pino from 'pino'
 import { startStack, type TestApp, type TestStack } from '../../stack'
-import { createDelivery, ensureSigningSecret, MAX_ATTEMPTS, newDeliveryId, reconcileDeliveries } from '@svc/events'
+import { ATTEMPT_LOG_LIMIT, createDelivery, ensureSigningSecret, MAX_ATTEMPTS, newDeliveryId, reconcileDeliveries } from '@svc/events'
 import { startReceiver, type Receiver } from './helpers/receiver'
 import { attemptsOf, configureChannel, getDelivery, stackQueues, waitFor, waitForStatus } from './helpers/events'
 
@@ -141,6 +141,32 @@ test('a delivered delivery redriven and delivered again keeps the time it was fi
   const second = (await stack.events.Delivery.findById(id).lean())!
   expect(second.deliveredAt!.getTime()).toBeGreaterThan(first.deliveredAt!.getTime())
   expect(second.firstDeliveredAt).toEqual(first.deliveredAt)
+})
+
+test('a full log keeps its newest ATTEMPT_LOG_LIMIT attempts, on FerretDB too (which ignores $slice)', async () => {
+  healthy = true
+  const created = await checkout('POST', '/api/app/developer/test-event')
+  const id: string = created.body.deliveryId
+  await waitForStatus(stack, id, 'delivered', 20_000)
+  // a log one over the limit (kept whole by FerretDB before it was trimmed there)
+  const at = new Date(Date.now() - 60_000)
+  const logged = (number: number) => ({ number, run: 1, channel: 'webhook', url: null, attemptedAt: at, durationMs: 3, statusCode: 500, outcome: 'failed', error: 'HTTP 500', responseExcerpt: null, nextAttemptAt: at })
+  const full = Array.from({ length: ATTEMPT_LOG_LIMIT + 1 }, (_, i) => logged(i + 1))
+  await stack.events.Delivery.updateOne({ _id: id }, { $set: { attemptCount: full.length, attempts: full } })
+
+  expect((await checkout('POST', '/api/webhooks/atm', { deliveryId: id })).body.queued).toBe(1)
+  await waitFor(async () => {
+    const doc = await getDelivery(stack, id)
+    return doc?.run === 2 && doc.status === 'delivered'
+  }, 'the second run delivered')
+  const newest = Array.from({ length: ATTEMPT_LOG_LIMIT }, (_, i) => full.length + 2 - ATTEMPT_LOG_LIMIT + i)
+  // the outcome is written, then the oldest entries go
+  const numbers = async () => (await attemptsOf(stack, id)).map((a) => a.number)
+  await waitFor(async () => (await numbers())[0] === newest[0], 'the log trimmed', 5000).catch(() => undefined)
+  expect(await numbers()).toEqual(newest)
+  const listed = await checkout('GET', '/api/webhooks/atm')
+  const view = listed.body.deliveries.find((d: { id: string }) => d.id === id)
+  expect(view.attempts.map((a: { number: number }) => a.number)).toEqual(newest)
 })
 
 /** A test event delivered, its endpoint paused, then redriven: the second run's job waits, held. */

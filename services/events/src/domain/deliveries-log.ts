@@ -3,7 +3,7 @@
  * first, each with its attempts (kept in the delivery's own document). Every read filters on app DID and environment.
  */
 import { ContractError } from '@svc/errors'
-import { DELIVERY_STATUSES, type AttemptDoc, type DeliveryDoc, type DeliveryStatus, type EventsModels } from '../models'
+import { ATTEMPT_LOG_LIMIT, DELIVERY_STATUSES, type AttemptDoc, type DeliveryDoc, type DeliveryStatus, type EventsModels } from '../models'
 import { parseEnvironment } from '@svc/vocabulary'
 import { LOG_ORDER, newestByPages, type DeliveryLogStore } from './delivery-log-pages'
 import type { Delivery, DeliveryAttempt as AttemptView } from '../generated/graph-types'
@@ -68,7 +68,7 @@ export function toDeliveryViews(docs: DeliveryDoc[]): DeliveryView[] {
     deliveredAt: iso(d.deliveredAt),
     failedAt: iso(d.failedAt),
     body: d.body,
-    attempts: [...(d.attempts ?? [])].sort((x, y) => x.number - y.number).map(toAttemptView),
+    attempts: [...(d.attempts ?? [])].sort((x, y) => x.number - y.number).slice(-ATTEMPT_LOG_LIMIT).map(toAttemptView),
   }))
 }
 
