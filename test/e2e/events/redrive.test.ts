@@ -1,6 +1,6 @@
 /**
  * redriveDeliveries through the gateway (as the xrpc-adapter service), on the stack's real Redis and BullMQ: the
- * input rules, the per-run Redis claim (`<prefix>redrive:<id>:<run>`, 7 days) that makes parallel redrives queue a
+ * input rules, the per-run Redis claim (`<prefix>redrive:<id>:<run>`, an hour) that makes parallel redrives queue a
  * delivery once, the takeover of a claim whose winner died before moving the delivery on, and the job put back
  * (retry of the failed / completed job with its attempts reset, or a new job when it is gone).
  */
@@ -99,7 +99,7 @@ describe('input', () => {
 })
 
 describe('the claim', () => {
-  it('the winner sets the claim for the run it redrove, for 7 days', async () => {
+  it('the winner sets the claim for the run it redrove, for an hour', async () => {
     const app = newApp()
     const id = await queueTestDelivery(stack, queues, app)
     await finish(id, 'failed')
@@ -107,6 +107,7 @@ describe('the claim', () => {
     const key = redriveClaimKey(stack.redisPrefix, id, 1)
     expect(await stack.redis.exists(key)).toBe(1)
     const ttl = await stack.redis.ttl(key)
+    expect(REDRIVE_CLAIM_TTL_SECONDS).toBe(3600)
     expect(ttl).toBeGreaterThan(REDRIVE_CLAIM_TTL_SECONDS - 60)
     expect(ttl).toBeLessThanOrEqual(REDRIVE_CLAIM_TTL_SECONDS)
     expect(await stack.events.Delivery.findById(id).lean()).toMatchObject({ status: 'pending', run: 2, failedAt: null })

@@ -4,7 +4,7 @@
  * failed deliveries created since a time (`status: failed`, oldest first, up to `limit`).
  *
  * Exactly once per run, whatever the concurrency: each delivery run is claimed in Redis
- * (`SET <prefix>redrive:<id>:<run> NX EX 7d`) and only the claim's winner moves the delivery to the next run and
+ * (`SET <prefix>redrive:<id>:<run> NX EX 1h`) and only the claim's winner moves the delivery to the next run and
  * puts its job back (BullMQ `retry` of the failed or completed job, resetting its attempts, or a new job when the
  * old one is gone). A delivery already queued (`pending`, `held`) is not queued again.
  *
@@ -25,7 +25,12 @@ import { MAX_ATTEMPTS, scheduleSpanMs } from './schedule'
 import { parseEnvironment, parseZonedDateTime, type Environment } from '@svc/vocabulary'
 import type { RedriveInput } from '../generated/graph-types'
 
-export const REDRIVE_CLAIM_TTL_SECONDS = 7 * 24 * 3600
+/**
+ * How long a run's claim stands: past every call that could still have read the delivery at that run (requests end
+ * within the gateway's and the adapter's timeouts, 30 s) and past REDRIVE_SETTLE_MS and STALE_CLAIM_MS, which read
+ * it. Longer only kept keys: an app redriving a delivered delivery every 10 s left one per run in Redis for days.
+ */
+export const REDRIVE_CLAIM_TTL_SECONDS = 3600
 export const DEFAULT_REDRIVE_LIMIT = 100
 export const MAX_REDRIVE_LIMIT = 1000
 /** a claim older than this whose delivery has not moved on is considered abandoned by a dead process */
