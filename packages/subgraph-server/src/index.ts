@@ -176,6 +176,35 @@ export function errorLogging<TContext extends SubgraphContext>(root: Logger): Ap
   }
 }
 
+/**
+ * The operations Apollo is executing, for the stop to wait on. Fastify's close waits for open connections, not for
+ * handlers: a request whose caller hung up (the gateway's deadline, the gateway's own stop) keeps running, and the
+ * domain would close its database and relay under it (a payment mid-charge, tickets mid-issue) and exit 0.
+ */
+export function operationsInFlight<TContext extends SubgraphContext>() {
+  let running = 0
+  const idle: (() => void)[] = []
+  const plugin: ApolloServerPlugin<TContext> = {
+    async requestDidStart() {
+      running++
+      let ended = false
+      return {
+        // called once the operation's answer is made, whether or not anyone is still there to take it
+        async willSendResponse() {
+          if (ended) return
+          ended = true
+          if (--running === 0) for (const resolve of idle.splice(0)) resolve()
+        },
+      }
+    },
+  }
+  return {
+    plugin,
+    running: () => running,
+    drained: (): Promise<void> => (running === 0 ? Promise.resolve() : new Promise((resolve) => idle.push(resolve))),
+  }
+}
+
 export function buildSubgraphServer<TContext extends SubgraphContext>(opts: SubgraphOptions<TContext>) {
   // Federation v1 composition reads `_service { sdl }` as the subgraph wrote it. @apollo/subgraph 2.15 also
   // publishes the empty definitions it synthesizes for types the subgraph only extends (`type App` beside
@@ -185,7 +214,8 @@ export function buildSubgraphServer<TContext extends SubgraphContext>(opts: Subg
   const userQuery = (opts.resolvers as Record<string, unknown>).Query as Record<string, unknown> | undefined
   const resolvers = { ...opts.resolvers, Query: { ...userQuery, _service: () => ({ sdl }) } } as GraphQLResolverMap<unknown>
   const schema = buildSubgraphSchema([{ typeDefs: opts.typeDefs, resolvers }])
-  const plugins: ApolloServerPlugin<TContext>[] = [ApolloServerPluginInlineTraceDisabled(), errorLogging(opts.logger)]
+  const inFlight = operationsInFlight<TContext>()
+  const plugins: ApolloServerPlugin<TContext>[] = [ApolloServerPluginInlineTraceDisabled(), errorLogging(opts.logger), inFlight.plugin]
   const server = new ApolloServer<TContext>({
     schema,
     plugins,
@@ -209,13 +239,13 @@ export function buildSubgraphServer<TContext extends SubgraphContext>(opts: Subg
     const base: SubgraphContext = { principal, requestId, log: opts.logger.child({ reqId: requestId, principal: principal.kind }) }
     return opts.extendContext ? opts.extendContext(base) : (base as TContext)
   }
-  return { server, context }
+  return { server, context, inFlight }
 }
 
 export async function startSubgraph<TContext extends SubgraphContext>(
   opts: SubgraphOptions<TContext> & { host: string; port: number; metrics?: ProcessMetrics; readiness?: Record<string, ReadinessCheck> },
 ): Promise<RunningSubgraph> {
-  const { server, context } = buildSubgraphServer(opts)
+  const { server, context, inFlight } = buildSubgraphServer(opts)
   // no request lines here (the adapter and the gateway log each request, with its id); resolvers log through the
   // request context's logger
   const app = Fastify({ bodyLimit: 1024 * 1024 })
@@ -234,6 +264,10 @@ export async function startSubgraph<TContext extends SubgraphContext>(
     url,
     async stop() {
       await app.close()
+      if (inFlight.running() > 0) {
+        opts.logger.info({ operations: inFlight.running() }, `subgraph ${opts.name}: waiting for the operations still running (their callers left)`)
+        await inFlight.drained()
+      }
       await server.stop()
     },
   }
