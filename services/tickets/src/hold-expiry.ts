@@ -16,8 +16,12 @@ export interface HoldExpiryJob {
   holdId: string
 }
 
-/** A job that ran before its hold's expiresAt (clocks apart) runs again this long after. */
+/**
+ * A job that ran before its hold's expiresAt (the worker's clock behind the clock of the process that made the hold)
+ * runs again 1, 2, 4, … 64 s after: clocks up to two minutes apart still see the hold released when it is due.
+ */
 const NOT_DUE_RETRY_MS = 1000
+const ATTEMPTS = 8
 
 export interface HoldExpiryQueue extends HoldExpiryScheduler {
   stop(): Promise<void>
@@ -41,7 +45,8 @@ export function startHoldExpiry(opts: { domain: TicketsDomain; redisUrl: string;
     { connection: consumer, prefix, concurrency: 8 },
   )
   logConnectionErrors(worker, log, 'hold expiry worker: connection error')
-  // a job out of tries (its hold kept failing to release): the hold still lapses on read, and the sweep releases it
+  // a job out of tries (its hold kept failing to release, or clocks further apart): the hold still lapses, and the
+  // next read of its tiers (availability, a hold, a claim, the dashboard) releases it
   worker.on('failed', (job, err) => {
     if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) log.warn({ err, jobId: job.id, holdId: job.data.holdId, attemptsMade: job.attemptsMade }, 'hold expiry: the job failed for good')
   })
@@ -52,8 +57,8 @@ export function startHoldExpiry(opts: { domain: TicketsDomain; redisUrl: string;
       await queue.add('expire-hold', { holdId }, {
         jobId: holdId,
         delay,
-        attempts: 5,
-        backoff: { type: 'fixed', delay: NOT_DUE_RETRY_MS },
+        attempts: ATTEMPTS,
+        backoff: { type: 'exponential', delay: NOT_DUE_RETRY_MS },
         // by age and count: by age alone the kept jobs grow with the rate of holds (Redis never evicts)
         removeOnComplete: { age: 24 * 3600, count: 100_000 },
         removeOnFail: { age: 7 * 24 * 3600, count: 100_000 },

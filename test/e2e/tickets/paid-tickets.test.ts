@@ -262,6 +262,18 @@ describe('the ticket-holds queue', () => {
     expect(await available(eventUri)).toEqual([5, 2])
   })
 
+  it('a job that comes seconds early (the worker\'s clock behind the hold maker\'s) still releases the hold when it is due', async () => {
+    const { eventUri, vip } = await paidEvent()
+    const held = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: vip, quantity: 1 }] }))
+    const due = new Date(Date.now() + 6000)
+    await stack.tickets.TicketHold.updateOne({ _id: held.holdId }, { $set: { expiresAt: due } })
+    await lapseSeats(stack, [held.holdId], due)
+    await (await queue.getJob(held.holdId))!.promote()
+    await waitFor(async () => (await queue.getJob(held.holdId))?.returnvalue === 'released', 'the job to release the hold')
+    expect(Date.now()).toBeGreaterThanOrEqual(due.getTime())
+    expect(await stack.tickets.CapacityUnit.countDocuments({ reservationId: held.holdId })).toBe(0)
+  })
+
   it('the job of a paid hold leaves its tickets alone, and a job that comes early waits for expiresAt', async () => {
     const { eventUri, vip } = await paidEvent()
     const held = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: vip, quantity: 1 }] }))
