@@ -79,7 +79,7 @@ export const typeDefs = gql`
     appDid: String!
     environment: String!
     tiers: [OrganizerTier!]!
-    "a page of the event's tickets, oldest first: at most limit (1 to 5000, default 200), then the next page from after = nextCursor (InvalidRequest for another value)"
+    "a page of the event's tickets, oldest first: at most limit (1 to 5000, default 200), then the next page from after = nextCursor (InvalidRequest for a value not shaped like one)"
     ticketPage(after: String, limit: Int): OrganizerTicketPage!
   }
 

@@ -171,6 +171,9 @@ it('an event\'s tickets come 200 to a page, oldest first, each once (tickets of 
     expect(refused.status).toBe(400)
     expect(refused.text).toContain('nextCursor')
   }
+  const twice = await httpRequest(`${stack.checkoutUrl}/dashboard/events/view?uri=${encodeURIComponent(eventUri)}&after=${forged([start, `ticket_${'0'.repeat(24)}`])}&after=nope`, { headers: { cookie } })
+  expect(twice.status).toBe(400)
+  expect(twice.text).toContain('given once')
 })
 
 it('the attendee CSV of more tickets than one read takes (5,000) comes whole, in order, read page after page', async () => {

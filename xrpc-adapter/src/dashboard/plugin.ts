@@ -234,6 +234,7 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
     const after = (request.query as { after?: unknown }).after
     const cursor = typeof after === 'string' && after !== '' ? after.slice(0, 200) : null
     try {
+      if (Array.isArray(after)) throw new ContractError('InvalidRequest', 'after must be one nextCursor of an earlier page, given once')
       return sendPage(reply, eventPage(s, await ask(request, s, ORGANIZER_EVENT, { eventUri, after: cursor }), cursor))
     } catch (err) {
       return failure(request, reply, err)

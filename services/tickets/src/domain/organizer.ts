@@ -14,8 +14,11 @@ import { eventKey } from './event-access'
 /** Tickets that hold their seat: issued or checked in (a voided one gave it back). */
 const HOLDS_A_SEAT = ['issued', 'checked-in'] as const
 
+/** "Your events" lists the newest this many (by creation, then key: a total order, so which ones is never arbitrary). */
+export const ORGANIZER_EVENTS_SHOWN = 200
+
 export async function organizerEvents(d: TicketsDomain, organizerDid: string, environment: Environment) {
-  const events = await d.models.TicketedEvent.find({ organizerDid, environment }).sort({ createdAt: -1 }).limit(200).lean()
+  const events = await d.models.TicketedEvent.find({ organizerDid, environment }).sort({ createdAt: -1, _id: -1 }).limit(ORGANIZER_EVENTS_SHOWN).lean()
   return events.map((e) => ({ eventUri: e.eventUri, appDid: e.appDid, createdAt: e.createdAt.toISOString() }))
 }
 

@@ -90,7 +90,7 @@ export type OrganizerEvent = {
   appDid: Scalars['String']['output'];
   environment: Scalars['String']['output'];
   tiers: Array<OrganizerTier>;
-  /** a page of the event's tickets, oldest first: at most limit (1 to 5000, default 200), then the next page from after = nextCursor (InvalidRequest for another value) */
+  /** a page of the event's tickets, oldest first: at most limit (1 to 5000, default 200), then the next page from after = nextCursor (InvalidRequest for a value not shaped like one) */
   ticketPage: OrganizerTicketPage;
 };
 
