@@ -8,7 +8,7 @@
  *                  answer from then on closes its connection
  *   GET /metrics   Prometheus text, only with `Authorization: Bearer <METRICS_TOKEN>` (else 401)
  *
- * and counts the duration of every other request it serves.
+ * and counts the duration of every other request it serves (`aborted` for one whose client left before its answer).
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
@@ -99,11 +99,22 @@ export const operationsRoutes = fp(
 
     await app.register(closingConnections)
 
-    app.addHook('onResponse', async (request, reply) => {
+    const observe = (request: FastifyRequest, status: string, seconds: number) => {
       const pattern = request.routeOptions.url
       if (pattern && OPERATIONS_PATHS.has(pattern)) return
       const route = opts.routeLabel?.(request) ?? pattern ?? 'unmatched'
-      opts.metrics.httpDuration.observe({ method: request.method, route, status: String(reply.statusCode) }, reply.elapsedTime / 1000)
+      opts.metrics.httpDuration.observe({ method: request.method, route, status }, seconds)
+    }
+    app.addHook('onResponse', async (request, reply) => {
+      observe(request, String(reply.statusCode), reply.elapsedTime / 1000)
+    })
+    // a request whose client hung up before its answer was written (a caller's deadline: the gateway's for a
+    // subgraph, an app's) gets no onResponse: counted as `aborted`, with the time it had run, or the slowest requests
+    // would be missing from the hop that was slow
+    app.addHook('onRequest', async (request, reply) => {
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) observe(request, 'aborted', reply.elapsedTime / 1000)
+      })
     })
   },
   { name: 'svc-operations', fastify: '5.x' },

@@ -1,5 +1,11 @@
-/** Collected gauges (metrics.ts): a scrape answers while a gauge's store is away, with the gauge's last values. */
+/**
+ * Collected gauges (metrics.ts): a scrape answers while a gauge's store is away, with the gauge's last values. Request
+ * durations (routes.ts): a request whose client left is counted too.
+ */
+import { setTimeout as sleep } from 'node:timers/promises'
+import Fastify from 'fastify'
 import { collectedGauge, COLLECT_TIMEOUT_MS, counter, createMetrics } from '../src/metrics'
+import { operationsRoutes } from '../src/routes'
 
 test('a collection that hangs (Redis away) does not hang the scrape: the last values show, and it is not started again meanwhile', async () => {
   const metrics = createMetrics('test-process')
@@ -25,3 +31,33 @@ test('a collection that hangs (Redis away) does not hang the scrape: the last va
   // the hung collection was started once, not once per scrape
   expect(calls).toBe(2)
 }, 4 * COLLECT_TIMEOUT_MS + 5000)
+
+test('a request whose client hangs up before its answer is counted, as aborted, with the time it had run', async () => {
+  const metrics = createMetrics('test-process')
+  const app = Fastify()
+  await app.register(operationsRoutes, { metrics, metricsToken: 'token', readiness: {} })
+  const caller = new AbortController()
+  let finished!: () => void
+  const handled = new Promise<void>((resolve) => (finished = resolve))
+  app.get('/slow', async () => {
+    await sleep(50)
+    caller.abort() // the caller's deadline passes while the request runs
+    await sleep(250)
+    finished()
+    return { ok: true }
+  })
+  app.get('/fast', async () => ({ ok: true }))
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  try {
+    await expect(fetch(`${url}/slow`, { signal: caller.signal })).rejects.toThrow()
+    await handled
+    expect((await fetch(`${url}/fast`)).status).toBe(200)
+    const values = (await metrics.registry.getSingleMetric('svc_http_request_duration_seconds')!.get()).values
+    const counted = values.filter((v) => v.metricName === 'svc_http_request_duration_seconds_count').map((v) => [v.labels.route, v.labels.status, v.value])
+    expect(counted.sort()).toEqual([['/fast', '200', 1], ['/slow', 'aborted', 1]])
+    const slowSum = values.find((v) => v.metricName === 'svc_http_request_duration_seconds_sum' && v.labels.route === '/slow')!
+    expect(slowSum.value).toBeGreaterThanOrEqual(0.04)
+  } finally {
+    await app.close()
+  }
+})
