@@ -52,7 +52,8 @@ test('a request whose client hangs up before its answer is counted, as aborted, 
     await expect(fetch(`${url}/slow`, { signal: caller.signal })).rejects.toThrow()
     await handled
     expect((await fetch(`${url}/fast`)).status).toBe(200)
-    const values = (await metrics.registry.getSingleMetric('svc_http_request_duration_seconds')!.get()).values
+    // a histogram's values carry the series they belong to (_bucket, _sum, _count)
+    const values = (await metrics.registry.getSingleMetric('svc_http_request_duration_seconds')!.get()).values as { metricName?: string; labels: Record<string, string | number>; value: number }[]
     const counted = values.filter((v) => v.metricName === 'svc_http_request_duration_seconds_count').map((v) => [v.labels.route, v.labels.status, v.value])
     expect(counted.sort()).toEqual([['/fast', '200', 1], ['/slow', 'aborted', 1]])
     const slowSum = values.find((v) => v.metricName === 'svc_http_request_duration_seconds_sum' && v.labels.route === '/slow')!
