@@ -608,6 +608,9 @@ export function serializeError(err: Error): Record<string, unknown> {
   return copy
 }
 
+/** The fields of a logged object that hold a secret, written as `[redacted]`. */
+const SECRET_FIELDS = ['token', 'secret', 'signingSecret', 'secrets', 'apiKey', 'pageToken'] as const
+
 /** Logger options shared by every component: structured JSON, secrets redacted. */
 export function loggerOptions(config: Pick<Config, 'logLevel'>, name: string) {
   return {
@@ -619,12 +622,8 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>, name: string) {
         'req.headers.authorization',
         'req.headers["svc-context"]',
         'headers.authorization',
-        '*.token',
-        '*.secret',
-        '*.signingSecret',
-        '*.secrets',
-        '*.apiKey',
-        '*.pageToken',
+        // a secret's field at the top of a line, a child logger's bindings, one or two objects down
+        ...SECRET_FIELDS.flatMap((field) => [field, `*.${field}`, `*.*.${field}`]),
         // ioredis puts a failed command on its error, AUTH's password included
         'err.command.args',
         '*.err.command.args',

@@ -46,6 +46,18 @@ it('tokens, secrets and authorization headers are redacted', () => {
   for (const secret of ['abc-secret-1', 'pst_test_secret2', 'whsec_secret3', 'svc_rk_secret4']) expect(lines[0]).not.toContain(secret)
 })
 
+it('a secret field is redacted at the top of a line, in a child logger\'s bindings and two objects down', () => {
+  const { logger, lines } = capture()
+  logger.info({ token: 'pst_live_LEAK1', apiKey: 'svc_rk_live_LEAK2' }, 'top')
+  logger.child({ secret: 'whsec_LEAK3' }).info('bound')
+  logger.info({ job: { data: { pageToken: 'tkp_LEAK4' } } }, 'deep')
+  expect(lines).toHaveLength(3)
+  for (const line of lines) {
+    expect(line).not.toContain('LEAK')
+    expect(line).toContain('[redacted]')
+  }
+})
+
 it("a database error carrying the documents of an insertMany (a paid hold's tickets, their tokens) is logged without them", async () => {
   const conn = await mongoose.createConnection(isolate('config_logging_documents').mongoUrl).asPromise()
   try {
