@@ -13,7 +13,6 @@ import type { Redis } from 'ioredis'
 import type { Logger } from 'pino'
 import type { AdapterLimits, TrustProxy } from '@svc/config'
 import { operationsRoutes, type ProcessMetrics, type ReadinessCheck } from '@svc/operations'
-import { lexicons } from '@svc/lexicons'
 import type { DashboardSessions } from '@svc/dashboard-session'
 import type { ServiceAuthVerifier } from '@svc/service-auth'
 import { assertionVerifier } from './auth/assertion'
@@ -32,7 +31,7 @@ import { isUtilityRoute, leaveOutOfRequestLog, requestLogPlugin } from './develo
 import type { GatewayClient } from '@svc/gateway-client'
 import { methodTable, type AuthVerifiers, type MethodTable } from './methods'
 import { errorsPlugin } from './plugins/errors'
-import { xrpcPlugin } from './plugins/xrpc'
+import { lexiconMethod, xrpcPlugin } from './plugins/xrpc'
 import { createAuthRefusalGuard, createCounter, createLimiter, registerRateLimitStore } from './plugins/rate-limit'
 import { clientNetwork } from './plugins/client-network'
 import { apiKeyHashForLimit } from './auth/api-key'
@@ -74,15 +73,14 @@ export interface AdapterDeps {
   readiness?: Record<string, ReadinessCheck>
 }
 
-/** Requests are counted per NSID on /xrpc (a name the lexicons know; anything else as `unknown-nsid`). */
+/**
+ * Requests are counted per NSID on /xrpc (a method the lexicons declare, as the route serves it; anything else,
+ * another spelling of one included, as `unknown-nsid`).
+ */
 function xrpcRouteLabel(request: FastifyRequest): string | undefined {
   if (request.routeOptions.url !== '/xrpc/:nsid') return undefined
   const nsid = (request.params as { nsid?: string }).nsid ?? ''
-  try {
-    return lexicons.getDef(nsid) ? nsid : 'unknown-nsid'
-  } catch {
-    return 'unknown-nsid'
-  }
+  return lexiconMethod(nsid) ? nsid : 'unknown-nsid'
 }
 
 async function registerOperations(app: FastifyInstance, deps: AdapterDeps): Promise<void> {

@@ -61,7 +61,12 @@ it('the adapter counts requests per NSID and status; the subgraph counts its dat
   expectOk(await getConfig(stack, app, 'test'))
   expectOk(await getConfig(stack, app, 'test'))
   await httpRequest(`${stack.apiUrl}/xrpc/com.example.notAMethod`)
+  // other spellings of a method the route does not serve, and a definition that is not a method, are unknown too
+  for (const name of ['lex:money.svc.app.getConfig', 'money.svc.app.getConfig%23main', 'money.svc.app.getConfig%23webhook']) {
+    expect((await httpRequest(`${stack.apiUrl}/xrpc/${name}`)).status).toBe(501)
+  }
   const adapter = (await metrics(stack.apiUrl, stack.secrets.metricsToken)).text
+  expect(adapter).not.toMatch(/route="(lex:|[^"]*#)/)
   const counted = sample(adapter, 'svc_http_request_duration_seconds_count', { process: 'xrpc-adapter', method: 'GET', route: 'money.svc.app.getConfig', status: '200' })
   expect(counted).toBeGreaterThanOrEqual(2)
   expect(sample(adapter, 'svc_http_request_duration_seconds_count', { route: 'unknown-nsid', status: '501' })).toBeGreaterThanOrEqual(1)

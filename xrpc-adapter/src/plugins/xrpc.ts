@@ -48,7 +48,8 @@ export function callEnvironment(params: Record<string, unknown>, input: Record<s
 /** An NSID as written in a path: `lex:` prefixes and `#main` fragments, which the lexicons also resolve, are none. */
 const NSID_PATH = /^[a-zA-Z][a-zA-Z0-9-]*(\.[a-zA-Z0-9-]+)+$/
 
-function lexiconMethod(nsid: string) {
+/** The lexicon's method of this name: a query or a procedure, named in its plain form (not `lex:…`, not `#…`). */
+export function lexiconMethod(nsid: string) {
   if (!NSID_PATH.test(nsid)) return undefined
   try {
     const def = lexicons.getDef(nsid)
