@@ -74,8 +74,9 @@ async function sell(tierId: string, count: number) {
 
 test('two overlapping configurations: the later decides on what the earlier wrote, so the capacity never falls below what is sold', async () => {
   const { eventUri, tierId } = await pricedTier(100)
-  // B reads the tier (range 100), checks it and is held just before it decides (its third read of the seat units)
-  const slow = gated(3)
+  // B reads the tier (range 100), checks it and is held just before it decides (its second read of the seat units:
+  // the check reads the taken ones, and counts the blocked ones)
+  const slow = gated(2)
   const b = configureTicketTiers(slow.d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 105)] })
   await slow.reached
   // A raises the capacity to 150 meanwhile; whatever A managed to open is sold at once
@@ -100,7 +101,7 @@ test('a configuration stalled past its turn stops before writing: the next one, 
   const { eventUri, tierId } = await pricedTier(100)
   await sell(tierId, 100)
   // B reads the tier (range 100), checks it (capacity 120 fits) and is held just before it decides
-  const slow = gated(3)
+  const slow = gated(2)
   const b = configureTicketTiers(slow.d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 120)] })
   await slow.reached
   // B stalls past its turn (a slow database); A takes the lapsed turn, raises the capacity to 150, and the 50 new seats sell
@@ -119,7 +120,7 @@ test('a configuration stalled past its turn stops before writing: the next one, 
 test("a raise stalled past its turn does not undo the next configuration's cut: it stops before letting blocked seats go", async () => {
   const { eventUri, tierId } = await pricedTier(100)
   // B (a raise to 120) is held at its read of the blocked seats, about to let them go
-  const slow = gated(3)
+  const slow = gated(2)
   const b = configureTicketTiers(slow.d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 120)] })
   await slow.reached
   // A takes the lapsed turn and cuts the capacity to 80: 20 seats into the organizer's block
@@ -161,9 +162,9 @@ test('a capacity cut refused because holds took the free seats meanwhile changes
   const second = await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 100), { name: 'Second', priceAmount: 900, currency: 'usd', capacity: 100 }] })
   const secondId = second.tiers[1]!.ticketTypeId
   await sell(tierId, 70)
-  // cut the second tier to 50 and the first to 80 (20 of its 30 free seats): checked (four reads of the seat units),
+  // cut the second tier to 50 and the first to 80 (20 of its 30 free seats): checked (two reads of the seat units),
   // then held
-  const slow = gated(5)
+  const slow = gated(3)
   const cut = configureTicketTiers(slow.d, APP, {
     environment: 'test',
     eventUri,
