@@ -133,6 +133,34 @@ it('the attendee CSV escapes cells that would run as formulas', async () => {
   expect(csv.text).not.toMatch(/(^|,)[=+\-@]/m)
 })
 
+it('a ticket inserted late with an earlier time (a settle that read first) is on a later page, not passed by: a page stops before its tickets of the last minute', async () => {
+  const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ name: 'General', priceAmount: 0, currency: 'usd', capacity: 500 }])
+  const tierId = tiers[0]!.ticketTypeId
+  const now = Date.now()
+  const old = claimedTickets(eventUri, 1, () => ({ tierId, createdAt: new Date(now - 120_000) }))
+  const fresh = claimedTickets(eventUri, 200, () => ({ tierId, createdAt: new Date(now - 1000) }))
+  await stack.tickets.Ticket.insertMany([...old, ...fresh])
+  const cookie = await stack.dashboardCookie(organizer.did, 'test')
+  const page = async (url: string) => {
+    const view = await httpRequest(url, { headers: { cookie } })
+    expect(view.status).toBe(200)
+    const later = view.text.match(/href="([^"]+)" id="later-tickets"/)?.[1]
+    return { ids: [...view.text.matchAll(/<tr id="(ticket_[0-9a-f]{24})"/g)].map((m) => m[1]!), next: later ? `${stack.checkoutUrl}${later.replace(/&amp;/g, '&')}` : null }
+  }
+  const first = await page(`${stack.checkoutUrl}/dashboard/events/view?uri=${encodeURIComponent(eventUri)}`)
+  expect(first.ids).toEqual(old.map((t) => t._id))
+  // a settle that took its time before the page was read inserts its ticket now
+  const late = claimedTickets(eventUri, 1, () => ({ tierId, createdAt: new Date(now - 2000) }))
+  await stack.tickets.Ticket.insertMany(late)
+  const seen = [...first.ids]
+  for (let next = first.next; next; ) {
+    const p = await page(next)
+    seen.push(...p.ids)
+    next = p.next
+  }
+  expect(seen.sort()).toEqual([...old, ...fresh, ...late].map((t) => t._id).sort())
+})
+
 it('an event\'s tickets come 200 to a page, oldest first, each once (tickets of one instant too); the CSV has them all; a forged cursor is refused', async () => {
   const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [
     { name: 'Early', priceAmount: 0, currency: 'usd', capacity: 500 },

@@ -8,7 +8,7 @@ import type { Environment } from '@svc/vocabulary'
 import type { TicketedEventDoc } from '../models'
 import { takenSeats } from './capacity'
 import { blockReservation, tierCapacity } from './configure-tiers'
-import type { TicketsDomain } from './context'
+import { nowOf, type TicketsDomain } from './context'
 import { eventKey } from './event-access'
 
 /** Tickets that hold their seat: issued or checked in (a voided one gave it back). */
@@ -50,6 +50,9 @@ export function organizerTiers(d: TicketsDomain, event: OrganizerEventView) {
 
 export type OrganizerEventView = Awaited<ReturnType<typeof organizerEvent>>
 
+/** How long after its time a ticket may still be inserted (the settle of a hold, its caller's 10 s, clocks apart). */
+export const ISSUE_SETTLE_MS = 60_000
+
 export const TICKET_PAGE_DEFAULT = 200
 export const TICKET_PAGE_MAX = 5000
 
@@ -87,7 +90,16 @@ export async function organizerTicketPage(d: TicketsDomain, event: OrganizerEven
     filter.$or = [{ createdAt: { $gt: at } }, { createdAt: at, _id: { $gt: id } }]
   }
   const found = await d.models.Ticket.find(filter).sort({ createdAt: 1, _id: 1 }).limit(limit + 1).lean()
-  const page = found.slice(0, limit)
+  let page = found.slice(0, limit)
+  // a ticket's time is taken before its insert is seen (a hold's settle reads first; its caller waits up to 10 s): a
+  // full page's cursor stops before its tickets of the last ISSUE_SETTLE_MS, which the next page then reads, so a
+  // ticket inserted late with an earlier time is not passed by (an attendee list exported during sales has it)
+  const more = found.length > limit
+  if (more) {
+    const settled = nowOf(d).getTime() - ISSUE_SETTLE_MS
+    const older = page.filter((t) => t.createdAt.getTime() <= settled)
+    if (older.length > 0) page = older
+  }
   return {
     tickets: page.map((x) => ({
       id: x._id,
@@ -99,6 +111,6 @@ export async function organizerTicketPage(d: TicketsDomain, event: OrganizerEven
       appOrderId: x.appOrderId ?? null,
       issuedAt: x.createdAt.toISOString(),
     })),
-    nextCursor: found.length > limit ? cursorOf(page[page.length - 1]!) : null,
+    nextCursor: more ? cursorOf(page[page.length - 1]!) : null,
   }
 }
