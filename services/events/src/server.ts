@@ -2,8 +2,9 @@
 import Redis from 'ioredis'
 import { producerQueue } from '@svc/outbox'
 import { logConnectionErrors, REQUEST_REDIS_OPTIONS } from '@svc/operations'
-import { processOptionsOf, startDomainSubgraph, type DomainProcessOptions } from '@svc/subgraph-server'
+import { processOptionsOf, startDomainSubgraph, startSweep, type DomainProcessOptions } from '@svc/subgraph-server'
 import type { EventsDomain } from './domain/context'
+import { pruneTestDeliveries } from './domain/retention'
 import { createEventsModels, type EventsModels } from './models'
 import { queuePrefix, WEBHOOK_DELIVERIES_QUEUE, type DeliveryJob } from './queues'
 import { resolvers, type EventsContext } from './resolvers'
@@ -15,6 +16,9 @@ export interface EventsServiceOptions extends DomainProcessOptions {
   /** WEBHOOK_SECRET_KEY */
   secretKey: string
 }
+
+/** How often the events process deletes test deliveries past their retention. */
+const TEST_DELIVERY_PRUNE_MS = 60 * 60 * 1000
 
 export async function startEventsService(opts: EventsServiceOptions): Promise<{ url: string; models: EventsModels; stop(): Promise<void> }> {
   if (typeof opts.secretKey !== 'string' || opts.secretKey.length < 32) throw new Error('events: secretKey must be at least 32 characters')
@@ -32,10 +36,23 @@ export async function startEventsService(opts: EventsServiceOptions): Promise<{ 
     createModels: createEventsModels,
     extendContext: (base, models): EventsContext => ({ ...base, domain: { ...settings, models, logger: base.log } }),
   })
+  const prune = startSweep(
+    'test delivery prune',
+    async () => {
+      const deleted = await pruneTestDeliveries({ models: running.models })
+      if (deleted > 0) opts.logger.info({ deleted }, 'deliveries: deleted test deliveries older than the retention')
+    },
+    TEST_DELIVERY_PRUNE_MS,
+    opts.logger,
+  )
+  // at start too: a process restarted more often than hourly still prunes
+  void prune.runOnce()
   return {
     url: running.url,
     models: running.models,
     async stop() {
+      await running.stopServing()
+      await prune.stop()
       await running.stop()
       await deliveries.close()
       redis.disconnect()

@@ -96,6 +96,8 @@ deliverySchema.index({ appDid: 1, environment: 1, logSeq: -1, createdAt: -1, _id
 deliverySchema.index({ appDid: 1, environment: 1, status: 1, createdAt: -1 })
 // the reconciler's scan of the open ones (domain/reconcile.ts): on MongoDB without it, every delivery ever made, each minute
 deliverySchema.index({ status: 1 })
+// the hourly prune of the test environment's deliveries past the retention (domain/retention.ts)
+deliverySchema.index({ environment: 1, createdAt: 1 })
 
 
 const signingSecretSchema = new Schema(
