@@ -112,7 +112,7 @@ export interface StackOptions {
 
 export const TEST_LIMITS: AdapterLimits = {
   xrpc: { max: 100_000, windowMs: 60_000 },
-  authRefusalsPerAddress: { max: 100_000, windowMs: 60_000 },
+  issuerLookupsPerAddress: { max: 100_000, windowMs: 60_000 },
   utility: { max: 100_000, windowMs: 60_000 },
   requestTimeoutMs: 30_000,
   payAttemptsPerCheckout: 5,

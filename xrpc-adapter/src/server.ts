@@ -32,7 +32,7 @@ import type { GatewayClient } from '@svc/gateway-client'
 import { methodTable, type AuthVerifiers, type MethodTable } from './methods'
 import { errorsPlugin } from './plugins/errors'
 import { lexiconMethod, xrpcPlugin } from './plugins/xrpc'
-import { createAuthRefusalGuard, createCounter, createLimiter, registerRateLimitStore } from './plugins/rate-limit'
+import { createCounter, createIssuerLookupGuard, createLimiter, registerRateLimitStore } from './plugins/rate-limit'
 import { clientNetwork } from './plugins/client-network'
 import { apiKeyHashForLimit } from './auth/api-key'
 import { API_VERSION } from '@svc/vocabulary'
@@ -217,7 +217,7 @@ export async function buildApiServer(deps: AdapterDeps): Promise<FastifyInstance
     methods: (deps.methods ?? methodTable)({ app: appServiceAuth(deps.serviceAuth) }),
     gateway: deps.gateway,
     limit: createLimiter(app, 'xrpc', deps.limits.xrpc),
-    authRefusals: createAuthRefusalGuard(app, deps.limits.authRefusalsPerAddress),
+    issuerLookups: createIssuerLookupGuard(app, { limit: deps.limits.issuerLookupsPerAddress, redis: deps.redis, redisPrefix: deps.redisPrefix, issuerToLookUp: deps.serviceAuth.issuerToLookUp }),
     assertions: assertionVerifier(deps.serviceAuth),
   })
   return app

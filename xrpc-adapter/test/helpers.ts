@@ -21,7 +21,7 @@ export function bareServerDeps(gateway: GatewayClient, over: Partial<AdapterDeps
     redisPrefix: 'adapter-test:',
     metrics: createMetrics('xrpc-adapter'),
     metricsToken: 'unused',
-    limits: { xrpc: { max: 0, windowMs: 60_000 }, authRefusalsPerAddress: { max: 0, windowMs: 60_000 }, utility: { max: 0, windowMs: 60_000 }, requestTimeoutMs: 30_000, payAttemptsPerCheckout: 5, payAttemptsPerAddress: { max: 0, windowMs: 60_000 } },
+    limits: { xrpc: { max: 0, windowMs: 60_000 }, issuerLookupsPerAddress: { max: 0, windowMs: 60_000 }, utility: { max: 0, windowMs: 60_000 }, requestTimeoutMs: 30_000, payAttemptsPerCheckout: 5, payAttemptsPerAddress: { max: 0, windowMs: 60_000 } },
     ...over,
   }
 }

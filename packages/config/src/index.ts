@@ -204,7 +204,7 @@ const variables = z
     /** requests per app and environment on /xrpc in each window (0: no limit); Stripe allows 100 per second in live mode */
     XRPC_RATE_LIMIT_MAX: emptyAsUnset(z.coerce.number().int().min(0).default(6000)),
     XRPC_RATE_LIMIT_WINDOW_MS: emptyAsUnset(z.coerce.number().int().min(1000).max(3_600_000).default(60_000)),
-    XRPC_AUTH_REFUSALS_PER_ADDRESS: emptyAsUnset(z.coerce.number().int().min(0).default(120)),
+    XRPC_ISSUER_LOOKUPS_PER_ADDRESS: emptyAsUnset(z.coerce.number().int().min(0).default(120)),
     /** requests per API key on the developer utility routes in each window (0: no limit) */
     UTILITY_RATE_LIMIT_MAX: emptyAsUnset(z.coerce.number().int().min(0).default(600)),
     UTILITY_RATE_LIMIT_WINDOW_MS: emptyAsUnset(z.coerce.number().int().min(1000).max(3_600_000).default(60_000)),
@@ -430,8 +430,8 @@ export function parseTrustProxy(value: string | undefined): TrustProxy {
 export interface AdapterLimits {
   /** per app and environment on /xrpc */
   xrpc: RateLimit
-  /** per client address on /xrpc: the calls refused after their issuer's DID was looked up */
-  authRefusalsPerAddress: RateLimit
+  /** per client address on /xrpc: the distinct issuers whose DID documents its calls had looked up */
+  issuerLookupsPerAddress: RateLimit
   /** per API key on the developer utility routes */
   utility: RateLimit
   /** REQUEST_TIMEOUT_MS: the whole request (headers within min(10 s, this)) must arrive within it, or 408 */
@@ -553,7 +553,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     limits: {
       xrpc: { max: e.XRPC_RATE_LIMIT_MAX, windowMs: e.XRPC_RATE_LIMIT_WINDOW_MS },
-      authRefusalsPerAddress: { max: e.XRPC_AUTH_REFUSALS_PER_ADDRESS, windowMs: e.XRPC_RATE_LIMIT_WINDOW_MS },
+      issuerLookupsPerAddress: { max: e.XRPC_ISSUER_LOOKUPS_PER_ADDRESS, windowMs: e.XRPC_RATE_LIMIT_WINDOW_MS },
       utility: { max: e.UTILITY_RATE_LIMIT_MAX, windowMs: e.UTILITY_RATE_LIMIT_WINDOW_MS },
       requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
       payAttemptsPerCheckout: e.PAY_ATTEMPTS_PER_CHECKOUT,

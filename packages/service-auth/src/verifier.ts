@@ -40,6 +40,12 @@ export interface VerifyOptions {
 export interface ServiceAuthVerifier {
   /** `authorization`: the raw header value; `nsid`: the method being served. Throws ContractError. */
   verify(authorization: string | undefined, nsid: string, opts?: VerifyOptions): Promise<VerifiedServiceAuth>
+  /**
+   * The issuer whose DID document verifying this header would fetch over the network (a did:plc or did:web not
+   * cached), or null (no such issuer, a did:key, a cached one, not a JWT at all): what a caller may count before it
+   * verifies. Never throws.
+   */
+  issuerToLookUp(authorization: string | undefined): Promise<string | null>
 }
 
 export interface ServiceAuthVerifierOptions {
@@ -318,5 +324,17 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
     return { iss, aud, lxm: nsid, jti, exp, iat }
   }
 
-  return { verify }
+  async function issuerToLookUp(authorization: string | undefined): Promise<string | null> {
+    try {
+      const payload = decodeJsonObject(extractJwt(authorization).split('.')[1]!)
+      const iss = payload?.iss
+      if (typeof iss !== 'string' || iss.length > MAX_ISS_LENGTH || !isDid(iss) || !/^did:(plc|web):/.test(iss)) return null
+      const cached = await resolver.cache?.checkCache(iss)
+      return cached && !cached.expired ? null : iss
+    } catch {
+      return null
+    }
+  }
+
+  return { verify, issuerToLookUp }
 }

@@ -11,7 +11,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
 import type { RateLimit } from '@svc/config'
-import { ContractError, type ErrorCode } from '@svc/errors'
+import { ContractError } from '@svc/errors'
 import { clientNetwork } from './client-network'
 
 export type { RateLimit }
@@ -72,53 +72,73 @@ export function createLimiter(app: FastifyInstance, name: string, limit: RateLim
   }
 }
 
-/** The refusals that come after the issuer's key was looked up. */
-const AFTER_LOOKUP: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['UnresolvableIssuer', 'BadJwtSignature'])
+export interface IssuerLookupGuard {
+  /**
+   * Counts the call's issuer when verifying its JWT would look its DID document up and the address has not named it
+   * in this window; throws RateLimitExceeded once the address named more than the limit (then, for the rest of the
+   * window, for every call of the address).
+   */
+  check(request: FastifyRequest, reply: FastifyReply): Promise<void>
+}
 
-export interface AuthRefusalGuard {
-  /** Throws RateLimitExceeded when the caller's address passed the limit in this window. */
-  check(request: FastifyRequest, reply: FastifyReply): void
-  /** Counts `err` when it is a refusal that cost a lookup. */
-  refused(request: FastifyRequest, err: unknown): Promise<void>
+export interface IssuerLookupGuardOptions {
+  limit: RateLimit
+  redis: Redis
+  /** REDIS_PREFIX: the issuers an address named are `<prefix>issuer-lookups:<address>:<issuer>` */
+  redisPrefix: string
+  /** the issuer whose DID document verifying this header would fetch (service-auth's issuerToLookUp) */
+  issuerToLookUp(authorization: string | undefined): Promise<string | null>
 }
 
 /**
- * The auth-refusal guard: per client address, the /xrpc calls whose JWT was refused after its issuer's DID was looked
- * up (docs/operations.md, "Rate limits"). A token's signature can only be checked with its issuer's key, which for a did:plc or did:web issuer
- * is fetched over the network (the PLC directory, the issuer's host): forged tokens naming made-up issuers would have
- * the service make lookups without end, until the directory limits the service's own address and every app's auth
- * fails. Past the limit, an address's calls are refused 429 before auth for the rest of the window.
+ * The issuer-lookup guard: per client address, the distinct issuers whose DID documents the address's /xrpc calls
+ * had the service look up (docs/operations.md, "Rate limits"), counted before the lookup. A token's signature can only
+ * be checked with its issuer's key, which for a did:plc or did:web issuer is fetched over the network (the PLC
+ * directory, the issuer's host): forged tokens each naming a made-up issuer would have the service make lookups
+ * without end, until the directory limits the service's own address and every app's auth fails. An app names one
+ * issuer, cached once looked up, so it is counted once a window at most, also while the directory is away and its
+ * calls are refused. Past the limit, an address's calls are refused 429 before auth for the rest of the window.
  *
- * The count is shared in Redis; each adapter process keeps the addresses it saw pass the limit (so a refused address
- * costs no Redis call either). Refusals that need no lookup (a malformed or expired token, another audience) are not
- * counted: they cost nothing.
+ * The count is shared in Redis; each adapter process keeps the addresses it saw pass the limit (a refused address
+ * costs no Redis call).
  */
-export function createAuthRefusalGuard(app: FastifyInstance, limit: RateLimit): AuthRefusalGuard {
-  const count = createCounter(app, 'xrpc-auth-refusals', limit)
+export function createIssuerLookupGuard(app: FastifyInstance, opts: IssuerLookupGuardOptions): IssuerLookupGuard {
+  const { limit } = opts
+  const count = createCounter(app, 'xrpc-issuer-lookups', limit)
   /** address → the end of its window, ms */
   const refusedUntil = new LRUCache<string, number>({ max: 10_000 })
+  const refuse = (request: FastifyRequest, reply: FastifyReply, until: number): never => {
+    const retryAfter = Math.max(1, Math.ceil((until - Date.now()) / 1000))
+    reply.header('Retry-After', retryAfter)
+    request.log.warn({ limit: 'xrpc-issuer-lookups', max: limit.max, windowMs: limit.windowMs }, 'rate limit exceeded')
+    throw new ContractError(
+      'RateLimitExceeded',
+      `too many unknown service-auth issuers from this address: at most ${limit.max} per ${limit.windowMs / 1000} s; retry after ${retryAfter} s`,
+    )
+  }
   return {
-    check(request, reply) {
-      if (refusedUntil.size === 0) return
-      const until = refusedUntil.get(clientNetwork(request.ip))
-      if (until === undefined) return
-      const left = until - Date.now()
-      if (left <= 0) {
-        refusedUntil.delete(clientNetwork(request.ip))
+    async check(request, reply) {
+      if (limit.max === 0) return
+      if (refusedUntil.size > 0) {
+        const until = refusedUntil.get(clientNetwork(request.ip))
+        if (until !== undefined && until > Date.now()) refuse(request, reply, until)
+      }
+      const iss = await opts.issuerToLookUp(request.headers.authorization)
+      if (iss === null) return
+      const address = clientNetwork(request.ip)
+      try {
+        // an issuer the address named before in this window is not counted again
+        const named = await opts.redis.set(`${opts.redisPrefix}issuer-lookups:${address}:${iss}`, '1', 'PX', limit.windowMs, 'NX')
+        if (named !== 'OK') return
+      } catch (err) {
+        request.log.warn({ limit: 'xrpc-issuer-lookups', err: (err as Error).message }, 'rate limit not checked: Redis did not answer')
         return
       }
-      const retryAfter = Math.ceil(left / 1000)
-      reply.header('Retry-After', retryAfter)
-      request.log.warn({ limit: 'xrpc-auth-refusals', max: limit.max, windowMs: limit.windowMs }, 'rate limit exceeded')
-      throw new ContractError(
-        'RateLimitExceeded',
-        `too many refused service-auth tokens from this address: at most ${limit.max} per ${limit.windowMs / 1000} s; retry after ${retryAfter} s`,
-      )
-    },
-    async refused(request, err) {
-      if (!(err instanceof ContractError) || !AFTER_LOOKUP.has(err.code)) return
-      const result = await count(request, clientNetwork(request.ip))
-      if (result?.exceeded) refusedUntil.set(clientNetwork(request.ip), Date.now() + result.retryAfterSeconds * 1000)
+      const result = await count(request, address)
+      if (!result?.exceeded) return
+      const until = Date.now() + result.retryAfterSeconds * 1000
+      refusedUntil.set(address, until)
+      refuse(request, reply, until)
     },
   }
 }

@@ -16,15 +16,15 @@ import type { GatewayClient, GatewayDocument } from '@svc/gateway-client'
 import type { HandlerContext, MethodTable } from '../methods'
 import { answersError } from '../methods/method-errors'
 import type { AssertionVerifier } from '../auth/assertion'
-import type { AuthRefusalGuard, Limiter } from './rate-limit'
+import type { IssuerLookupGuard, Limiter } from './rate-limit'
 
 export interface XrpcPluginOptions {
   methods: MethodTable
   gateway: GatewayClient
   /** the per app and environment rate limit, checked once the app is verified */
   limit: Limiter
-  /** per client address, the calls whose JWT was refused after a DID lookup: checked before auth */
-  authRefusals: AuthRefusalGuard
+  /** per client address, the distinct issuers whose DID documents its calls had looked up: checked before auth */
+  issuerLookups: IssuerLookupGuard
   /** buyer and organizer assertions, for the handlers that take one */
   assertions: AssertionVerifier
 }
@@ -194,11 +194,8 @@ export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) 
       throw new ContractError('MethodNotImplemented', `${nsid} is not available yet${route ? ` (${route.planned})` : ''}`)
     }
 
-    opts.authRefusals.check(request, reply)
-    const caller = await route.auth(request.headers.authorization, nsid).catch(async (err: unknown) => {
-      await opts.authRefusals.refused(request, err)
-      throw err
-    })
+    await opts.issuerLookups.check(request, reply)
+    const caller = await route.auth(request.headers.authorization, nsid)
     request.log = request.log.child({ appDid: caller.appDid, nsid })
     await opts.limit(request, reply, `${caller.appDid}:${callEnvironment(params, input)}`)
     const as = { principal: caller, requestId: request.id, log: request.log }

@@ -1,0 +1,76 @@
+/**
+ * The per-address limit on issuers looked up: forged tokens naming made-up did:plc issuers each make the service ask
+ * the PLC directory, until the address has named more issuers than the limit in the window, also when they come all
+ * at once; its calls are then refused 429 before auth, asking nothing. One issuer is counted once, so an app whose
+ * own issuer cannot be resolved (the directory away) is not refused for it. Tokens that need no lookup are not counted.
+ */
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { randomInt } from 'node:crypto'
+import { generateDidKeyKeypair, mintServiceJwt } from '@svc/service-auth'
+import { startStack, type TestApp, type TestStack } from '../../stack'
+import { bearer, expectError, expectOk, GET_CONFIG, getConfig, xrpcGet } from './helpers'
+
+const MAX = 3
+
+let stack: TestStack
+let app: TestApp
+let plc: Server
+/** the DIDs the PLC directory was asked for */
+const asked: string[] = []
+
+beforeAll(async () => {
+  plc = createServer((req, res) => {
+    asked.push(decodeURIComponent((req.url ?? '').slice(1)))
+    // slow enough that calls sent at once are all in flight before the first is refused
+    setTimeout(() => res.writeHead(404).end(), 100)
+  })
+  await new Promise<void>((resolve) => plc.listen(0, '127.0.0.1', resolve))
+  const plcUrl = `http://127.0.0.1:${(plc.address() as AddressInfo).port}`
+  stack = await startStack('issuer-lookups', { plcUrl, limits: { issuerLookupsPerAddress: { max: MAX, windowMs: 60_000 } } })
+  app = await stack.newApp()
+})
+afterAll(async () => {
+  await stack?.stop()
+  await new Promise((resolve) => plc?.close(resolve))
+})
+
+const madeUpPlcDid = () => `did:plc:${Array.from({ length: 24 }, () => 'abcdefghijklmnopqrstuvwxyz234567'[randomInt(32)]).join('')}`
+
+async function forged(iss = madeUpPlcDid(), aud = stack.serviceDid): Promise<Record<string, string>> {
+  const { keypair } = await generateDidKeyKeypair('ES256K')
+  return bearer(await mintServiceJwt({ keypair, iss, aud, lxm: GET_CONFIG }))
+}
+const call = (headers: Record<string, string>) => xrpcGet(stack, GET_CONFIG, { environment: 'test' }, headers)
+
+it('does not count tokens that need no lookup, nor one issuer more than once', async () => {
+  for (let i = 0; i < MAX + 2; i++) {
+    expectError(await call({ authorization: 'Bearer not-a-jwt' }), 401, 'BadJwt')
+    expectOk(await getConfig(stack, app, 'test')) // a did:key issuer: nothing to look up
+  }
+  expect(asked).toEqual([])
+  // an issuer the directory cannot resolve (an app's, while the directory is away), called again and again
+  const unresolvable = madeUpPlcDid()
+  for (let i = 0; i < MAX + 2; i++) expectError(await call(await forged(unresolvable)), 401, 'UnresolvableIssuer')
+  expect(asked).toEqual(Array(MAX + 2).fill(unresolvable))
+  expectOk(await getConfig(stack, app, 'test'))
+})
+
+it('refuses an address past the limit before the lookup, also for calls sent at once: 429 with Retry-After, no more lookups', async () => {
+  asked.length = 0
+  // the first test's issuer counted one of the window's
+  const tokens = await Promise.all(Array.from({ length: 20 }, () => forged()))
+  const answers = await Promise.all(tokens.map(call))
+  expect(answers.filter((r) => r.status === 401).map((r) => r.body.error)).toEqual(Array(MAX - 1).fill('UnresolvableIssuer'))
+  expect(answers.filter((r) => r.status === 429)).toHaveLength(20 - (MAX - 1))
+  expect(asked).toHaveLength(MAX - 1)
+
+  const refused = await call(await forged())
+  expectError(refused, 429, 'RateLimitExceeded', /too many unknown service-auth issuers from this address: at most 3 per 60 s/)
+  const retryAfter = Number(refused.headers.get('retry-after'))
+  expect(retryAfter).toBeGreaterThanOrEqual(1)
+  expect(retryAfter).toBeLessThanOrEqual(60)
+  expect(asked).toHaveLength(MAX - 1)
+  // the limit is the address's: a valid app calling from it waits for the window too
+  expectError(await getConfig(stack, app, 'test'), 429, 'RateLimitExceeded')
+})
