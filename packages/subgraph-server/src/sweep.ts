@@ -27,3 +27,28 @@ export function startSweep(name: string, run: () => Promise<void>, intervalMs: n
     },
   }
 }
+
+/**
+ * A retention prune: `prune` deletes what is past its retention and answers how many went. It runs every
+ * `intervalMs` and once at start, so a process restarted more often than that still prunes; a run that deleted
+ * something logs `deletedMessage` with the count.
+ */
+export function startPrune(
+  name: string,
+  prune: () => Promise<number>,
+  intervalMs: number,
+  logger: Pick<Logger, 'info' | 'error'>,
+  deletedMessage: string,
+): Sweep {
+  const sweep = startSweep(
+    name,
+    async () => {
+      const deleted = await prune()
+      if (deleted > 0) logger.info({ deleted }, deletedMessage)
+    },
+    intervalMs,
+    logger,
+  )
+  void sweep.runOnce()
+  return sweep
+}

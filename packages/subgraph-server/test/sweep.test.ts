@@ -1,5 +1,8 @@
-/** startSweep: a domain's periodic sweep never runs twice at once, survives a failed run, and stops cleanly. */
-import { startSweep } from '../src/sweep'
+/**
+ * startSweep: a domain's periodic sweep never runs twice at once, survives a failed run, and stops cleanly.
+ * startPrune: a retention prune runs at start too, and logs how many it deleted.
+ */
+import { startPrune, startSweep } from '../src/sweep'
 
 const quiet = () => ({ error: jest.fn() })
 
@@ -47,4 +50,17 @@ it('runs every interval until stopped, and stop waits for the run in progress', 
   const after = runs
   await new Promise((r) => setTimeout(r, 50))
   expect(runs).toBe(after)
+})
+
+it('a prune runs once at start, without waiting for its interval, and logs only a run that deleted something', async () => {
+  const logger = { info: jest.fn(), error: jest.fn() }
+  const deletions = [3, 0]
+  const prune = startPrune('test prune', async () => deletions.shift() ?? 0, 3_600_000, logger, 'test: deleted')
+  while (deletions.length > 1) await new Promise((r) => setTimeout(r, 5))
+  await prune.runOnce() // joins the start's run if it is still under way, else runs the second
+  await prune.runOnce()
+  expect(deletions).toEqual([])
+  expect(logger.info).toHaveBeenCalledTimes(1)
+  expect(logger.info).toHaveBeenCalledWith({ deleted: 3 }, 'test: deleted')
+  await prune.stop()
 })

@@ -1,7 +1,7 @@
 /** The apps subgraph: its database connection, models, GraphQL server and the relay of its outbox. */
 import { createGatewayClient } from '@svc/gateway-client'
 import { startOutboxRelay, type OutboxRelaySettings } from '@svc/outbox'
-import { connectDomain, processOptionsOf, startDomainSubgraph, startSweep, type DomainProcessOptions } from '@svc/subgraph-server'
+import { connectDomain, processOptionsOf, startDomainSubgraph, startPrune, type DomainProcessOptions } from '@svc/subgraph-server'
 import type { ActorFacts } from './domain/actor-facts'
 import type { AppsDomain } from './domain/context'
 import { pruneRequestLog } from './domain/request-log'
@@ -54,17 +54,13 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
     },
   })
   const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'apps', logger: opts.logger }) : null
-  const prune = startSweep(
+  const prune = startPrune(
     'request log prune',
-    async () => {
-      const deleted = await pruneRequestLog({ models: running.models })
-      if (deleted > 0) opts.logger.info({ deleted }, 'request log: deleted entries older than the retention')
-    },
+    () => pruneRequestLog({ models: running.models }),
     REQUEST_LOG_PRUNE_MS,
     opts.logger,
+    'request log: deleted entries older than the retention',
   )
-  // at start too: a process restarted more often than hourly still prunes
-  void prune.runOnce()
   return {
     url: running.url,
     models: running.models,

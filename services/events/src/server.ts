@@ -2,7 +2,7 @@
 import Redis from 'ioredis'
 import { producerQueue } from '@svc/outbox'
 import { logConnectionErrors, REQUEST_REDIS_OPTIONS } from '@svc/operations'
-import { processOptionsOf, startDomainSubgraph, startSweep, type DomainProcessOptions } from '@svc/subgraph-server'
+import { processOptionsOf, startDomainSubgraph, startPrune, type DomainProcessOptions } from '@svc/subgraph-server'
 import type { EventsDomain } from './domain/context'
 import { pruneTestDeliveries } from './domain/retention'
 import { createEventsModels, type EventsModels } from './models'
@@ -36,17 +36,13 @@ export async function startEventsService(opts: EventsServiceOptions): Promise<{ 
     createModels: createEventsModels,
     extendContext: (base, models): EventsContext => ({ ...base, domain: { ...settings, models, logger: base.log } }),
   })
-  const prune = startSweep(
+  const prune = startPrune(
     'test delivery prune',
-    async () => {
-      const deleted = await pruneTestDeliveries({ models: running.models })
-      if (deleted > 0) opts.logger.info({ deleted }, 'deliveries: deleted test deliveries older than the retention')
-    },
+    () => pruneTestDeliveries({ models: running.models }),
     TEST_DELIVERY_PRUNE_MS,
     opts.logger,
+    'deliveries: deleted test deliveries older than the retention',
   )
-  // at start too: a process restarted more often than hourly still prunes
-  void prune.runOnce()
   return {
     url: running.url,
     models: running.models,
