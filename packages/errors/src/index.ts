@@ -82,12 +82,23 @@ export function statusOf(code: ErrorCode): number {
   return ERROR_STATUS[code]
 }
 
+/** The longest message an error carries: one that quotes the caller's input (an unknown id of 100 KB) is cut. */
+export const MAX_ERROR_MESSAGE_LENGTH = 1_000
+
+/** Cut in the middle, where a quoted input is; the start and the end (what is wrong with it) stay. */
+function capped(message: string): string {
+  if (message.length <= MAX_ERROR_MESSAGE_LENGTH) return message
+  const chars = Array.from(message) // by code point: no half of a surrogate pair is left
+  const keep = MAX_ERROR_MESSAGE_LENGTH / 2 - 2
+  return `${chars.slice(0, keep).join('')} … ${chars.slice(-keep).join('')}`
+}
+
 /** An error the contract names. Thrown anywhere; rendered as `{ error, message }` with its status. */
 export class ContractError extends Error {
   readonly code: ErrorCode
   readonly status: number
   constructor(code: ErrorCode, message?: string) {
-    super(message ?? code)
+    super(capped(message ?? code))
     this.name = 'ContractError'
     this.code = code
     this.status = ERROR_STATUS[code]

@@ -300,6 +300,10 @@ describe('claimFreeTicket', () => {
     const othersAssertion = await other.assertion(CLAIM)
     expectError(await claimAs(stack, app, buyer, free, { assertion: othersAssertion, idempotencyKey: 'k' }), 400, 'BuyerAssertionInvalid', /must be/)
     expectError(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[1]!.ticketTypeId }), 400, 'InvalidRequest', /not free/)
+    // an id of 100,000 characters is not echoed whole: the message stays short
+    const long = await claimAs(stack, app, buyer, { eventUri, ticketTypeId: `tier_${'f'.repeat(100_000)}` })
+    expectError(long, 400, 'InvalidRequest', /not a tier of this event/)
+    expect(long.body.message.length).toBeLessThanOrEqual(1_000)
     const off = await stack.newApp()
     expectError(await claimAs(stack, off, buyer, free), 403, 'TicketsModuleDisabled')
     const otherApp = await stack.newApp()
