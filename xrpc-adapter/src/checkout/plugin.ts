@@ -4,7 +4,8 @@
  *   GET  /checkout/:token          the payment page of a pending checkout, else the page of its state; for a ticket
  *                                  page token (`tkp_…`, a free claim's `ticket.url`), that ticket's page
  *   POST /checkout/:token/pay      card form → payCheckout; completed → 303 to the app's returnUrl (?svc_checkout=completed);
- *                                  past the card-testing limits → lockCheckout (failed, too_many_attempts), 429
+ *                                  past the client address's card-testing limit → the form again, 429; past the
+ *                                  checkout's → lockCheckout (failed, too_many_attempts), 429
  *   POST /checkout/:token/cancel   cancelCheckout → 303 to the app's cancelUrl (?svc_checkout=canceled)
  *
  * Every call goes through the gateway as the principal `{ kind: 'service', name: 'checkout' }` with the request id.
@@ -84,6 +85,11 @@ function isCode(err: unknown, ...codes: string[]): err is ContractError {
 
 type TokenParams = { Params: { token: string } }
 
+/** A pay-form submission refused for card testing: for its client address (the checkout stays open), or its checkout (locked). */
+type PayAttemptsRefusal = { by: 'address'; view: CheckoutView; retryAfterSeconds: number } | { by: 'checkout' }
+
+const ADDRESS_REFUSED = 'Too many payment attempts came from your network. No payment was made; please try again later.'
+
 export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPagesOptions): Promise<void> {
   const { gateway } = opts
 
@@ -146,18 +152,25 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
 
   /**
    * Card testing: every pay-form submission counts, for the client address in the checkout's environment (test
-   * cards never spend a live buyer's count), then for its checkout; past either limit the checkout is locked instead
-   * of charged. A token that names no checkout is the invalid-link page, with no count of its own: each guess would
-   * otherwise leave a key kept a week. The token is a capability, so its count is kept under its hash.
+   * cards never spend a live buyer's count), then for its checkout. Past the address's limit the submission is
+   * refused and the checkout left open: others behind a shared address (a venue's wifi, a carrier's NAT) must not be
+   * able to end a buyer's checkout, who can pay later or from another network, and a refused submission does not
+   * count for the checkout. Past the checkout's own limit it is locked instead of charged. A token that names no
+   * checkout is the invalid-link page, with no count of its own: each guess would otherwise leave a key kept a week.
+   * The token is a capability, so its count is kept under its hash.
    */
-  async function tooManyAttempts(request: FastifyRequest, token: string): Promise<boolean> {
+  async function tooManyAttempts(request: FastifyRequest, token: string): Promise<PayAttemptsRefusal | null> {
     const environment = token.startsWith('cko_live_') ? 'live' : 'test'
     // counted for the address whether or not the checkout exists; NotFound from the read is the invalid-link page
-    const [perAddress] = await Promise.all([opts.payAttempts.perAddress(request, `${environment}:${clientNetwork(request.ip)}`), loadView(request, token)])
+    const [perAddress, view] = await Promise.all([opts.payAttempts.perAddress(request, `${environment}:${clientNetwork(request.ip)}`), loadView(request, token)])
+    if (perAddress?.exceeded) {
+      request.log.warn({ perAddress: true }, 'too many pay attempts: refused for the client address')
+      return { by: 'address', view, retryAfterSeconds: perAddress.retryAfterSeconds }
+    }
     const perCheckout = await opts.payAttempts.perCheckout(request, createHash('sha256').update(token).digest('base64url'))
-    if (!perCheckout?.exceeded && !perAddress?.exceeded) return false
-    request.log.warn({ perCheckout: Boolean(perCheckout?.exceeded), perAddress: Boolean(perAddress?.exceeded) }, 'too many pay attempts: the checkout is locked')
-    return true
+    if (!perCheckout?.exceeded) return null
+    request.log.warn({ perCheckout: true }, 'too many pay attempts: the checkout is locked')
+    return { by: 'checkout' }
   }
 
   const routeOptions = { logSerializers: checkoutLogSerializers }
@@ -177,7 +190,14 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
   app.post<TokenParams>('/checkout/:token/pay', { ...routeOptions, bodyLimit: 16 * 1024 }, async (request, reply) => {
     const { token } = request.params
     if (!BROWSER_TOKEN_RE.test(token)) return sendPage(reply, invalidLinkPage())
-    if (await tooManyAttempts(request, token)) {
+    const refusal = await tooManyAttempts(request, token)
+    if (refusal?.by === 'address') {
+      const { view } = refusal
+      if (view.status !== 'pending') return sendPage(reply, checkoutStatePage(view, token, { status: 409 }))
+      reply.header('Retry-After', refusal.retryAfterSeconds)
+      return sendPage(reply, checkoutFormPage(view, token, { error: ADDRESS_REFUSED, status: 429 }))
+    }
+    if (refusal) {
       let locked: CheckoutView
       try {
         locked = (await gateway.query(LOCK_MUTATION, { browserToken: token }, as(request))).lockCheckout
