@@ -217,7 +217,7 @@ export async function buildApiServer(deps: AdapterDeps): Promise<FastifyInstance
     methods: (deps.methods ?? methodTable)({ app: appServiceAuth(deps.serviceAuth) }),
     gateway: deps.gateway,
     limit: createLimiter(app, 'xrpc', deps.limits.xrpc),
-    issuerLookups: createIssuerLookupGuard(app, { limit: deps.limits.issuerLookupsPerAddress, redis: deps.redis, redisPrefix: deps.redisPrefix, issuerToLookUp: deps.serviceAuth.issuerToLookUp }),
+    issuerLookups: createIssuerLookupGuard({ limit: deps.limits.issuerLookupsPerAddress, redis: deps.redis, redisPrefix: deps.redisPrefix, issuerToLookUp: deps.serviceAuth.issuerToLookUp }),
     assertions: assertionVerifier(deps.serviceAuth),
   })
   return app

@@ -26,8 +26,7 @@ beforeAll(async () => {
     setTimeout(() => res.writeHead(404).end(), 100)
   })
   await new Promise<void>((resolve) => plc.listen(0, '127.0.0.1', resolve))
-  const plcUrl = `http://127.0.0.1:${(plc.address() as AddressInfo).port}`
-  stack = await startStack('issuer-lookups', { plcUrl, limits: { issuerLookupsPerAddress: { max: MAX, windowMs: 60_000 } } })
+  stack = await startStack('issuer-lookups', { plcUrl: plcUrlOf(plc), limits: { issuerLookupsPerAddress: { max: MAX, windowMs: 60_000 } } })
   app = await stack.newApp()
 })
 afterAll(async () => {
@@ -35,6 +34,7 @@ afterAll(async () => {
   await new Promise((resolve) => plc?.close(resolve))
 })
 
+const plcUrlOf = (server: Server) => `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 const madeUpPlcDid = () => `did:plc:${Array.from({ length: 24 }, () => 'abcdefghijklmnopqrstuvwxyz234567'[randomInt(32)]).join('')}`
 
 async function forged(iss = madeUpPlcDid(), aud = stack.serviceDid): Promise<Record<string, string>> {
@@ -73,4 +73,39 @@ it('refuses an address past the limit before the lookup, also for calls sent at 
   expect(asked).toHaveLength(MAX - 1)
   // the limit is the address's: a valid app calling from it waits for the window too
   expectError(await getConfig(stack, app, 'test'), 429, 'RateLimitExceeded')
+})
+
+describe('in a short window', () => {
+  const WINDOW_MS = 3_000
+  let short: TestStack
+  beforeAll(async () => {
+    short = await startStack('issuer-lookups-window', { plcUrl: plcUrlOf(plc), limits: { issuerLookupsPerAddress: { max: MAX, windowMs: WINDOW_MS } } })
+  })
+  afterAll(async () => {
+    await short?.stop()
+  })
+  const forgedFor = async (iss: string) => {
+    const { keypair } = await generateDidKeyKeypair('ES256K')
+    return bearer(await mintServiceJwt({ keypair, iss, aud: short.serviceDid, lxm: GET_CONFIG }))
+  }
+  const callShort = async (iss: string) => xrpcGet(short, GET_CONFIG, { environment: 'test' }, await forgedFor(iss))
+
+  it('an issuer refused is not remembered: named again in the next window, it is counted as new', async () => {
+    asked.length = 0
+    const start = Date.now()
+    expectError(await callShort(madeUpPlcDid()), 401, 'UnresolvableIssuer') // opens the window
+    await new Promise((r) => setTimeout(r, WINDOW_MS / 2))
+    // late in the window, many issuers at once: the window's rest of the limit looked up, the others refused
+    const issuers = Array.from({ length: 12 }, () => madeUpPlcDid())
+    const answers = await Promise.all(issuers.map(callShort))
+    const refused = issuers.filter((_, i) => answers[i]!.status === 429)
+    expect(refused.length).toBeGreaterThanOrEqual(12 - (MAX - 1))
+    // the next window (and the process's refusal over, which ends on a whole second): the refused issuers again,
+    // at once, are counted as new ones
+    await new Promise((r) => setTimeout(r, Math.max(0, start + WINDOW_MS + 700 - Date.now())))
+    asked.length = 0
+    const again = await Promise.all(refused.map(callShort))
+    expect(asked.length).toBeLessThanOrEqual(MAX)
+    expect(again.map((r) => r.status)).toContain(429)
+  })
 })

@@ -84,11 +84,27 @@ export interface IssuerLookupGuard {
 export interface IssuerLookupGuardOptions {
   limit: RateLimit
   redis: Redis
-  /** REDIS_PREFIX: the issuers an address named are `<prefix>issuer-lookups:<address>:<issuer>` */
+  /** REDIS_PREFIX: the issuers an address named in its window are the set `<prefix>issuer-lookups:<address>` */
   redisPrefix: string
   /** the issuer whose DID document verifying this header would fetch (service-auth's issuerToLookUp) */
   issuerToLookUp(authorization: string | undefined): Promise<string | null>
 }
+
+/**
+ * KEYS[1]: the issuers an address named in its window; ARGV: the issuer, the limit, the window (ms). Answers 0 when
+ * the call goes on (the issuer named before in this window, or added now; the first opens the window), else the ms
+ * left of the window (refused: the set is full, and the issuer is not added).
+ */
+const NAME_ISSUER = `
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 0 end
+if redis.call('SCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  local left = redis.call('PTTL', KEYS[1])
+  if left > 0 then return left end
+  redis.call('DEL', KEYS[1])
+end
+redis.call('SADD', KEYS[1], ARGV[1])
+if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+return 0`
 
 /**
  * The issuer-lookup guard: per client address, the distinct issuers whose DID documents the address's /xrpc calls
@@ -99,12 +115,13 @@ export interface IssuerLookupGuardOptions {
  * issuer, cached once looked up, so it is counted once a window at most, also while the directory is away and its
  * calls are refused. Past the limit, an address's calls are refused 429 before auth for the rest of the window.
  *
- * The count is shared in Redis; each adapter process keeps the addresses it saw pass the limit (a refused address
- * costs no Redis call).
+ * The address's issuers of its window are one Redis set, checked and added to in one script: an issuer refused is
+ * not recorded (else, named again in the next window, it would pass uncounted), and every issuer the set holds goes
+ * with the window. The set is shared by the adapter processes; each keeps the addresses it saw pass the limit (a
+ * refused address costs no Redis call).
  */
-export function createIssuerLookupGuard(app: FastifyInstance, opts: IssuerLookupGuardOptions): IssuerLookupGuard {
+export function createIssuerLookupGuard(opts: IssuerLookupGuardOptions): IssuerLookupGuard {
   const { limit } = opts
-  const count = createCounter(app, 'xrpc-issuer-lookups', limit)
   /** address → the end of its window, ms */
   const refusedUntil = new LRUCache<string, number>({ max: 10_000 })
   const refuse = (request: FastifyRequest, reply: FastifyReply, until: number): never => {
@@ -126,17 +143,16 @@ export function createIssuerLookupGuard(app: FastifyInstance, opts: IssuerLookup
       const iss = await opts.issuerToLookUp(request.headers.authorization)
       if (iss === null) return
       const address = clientNetwork(request.ip)
+      let windowLeftMs: number
       try {
-        // an issuer the address named before in this window is not counted again
-        const named = await opts.redis.set(`${opts.redisPrefix}issuer-lookups:${address}:${iss}`, '1', 'PX', limit.windowMs, 'NX')
-        if (named !== 'OK') return
+        const key = `${opts.redisPrefix}issuer-lookups:${address}`
+        windowLeftMs = Number(await opts.redis.eval(NAME_ISSUER, 1, key, iss, String(limit.max), String(limit.windowMs)))
       } catch (err) {
         request.log.warn({ limit: 'xrpc-issuer-lookups', err: (err as Error).message }, 'rate limit not checked: Redis did not answer')
         return
       }
-      const result = await count(request, address)
-      if (!result?.exceeded) return
-      const until = Date.now() + result.retryAfterSeconds * 1000
+      if (windowLeftMs === 0) return
+      const until = Date.now() + windowLeftMs
       refusedUntil.set(address, until)
       refuse(request, reply, until)
     },
