@@ -162,7 +162,7 @@ function interruptedEntry(a: UnrecordedAttempt, run: number): AttemptDoc {
 
 /**
  * The delivery's update: `$set`, and `entries` appended to its log when there are any (MongoDB keeps the newest
- * ATTEMPT_LOG_LIMIT; FerretDB 1.x ignores $slice: keepNewestAttempts trims there).
+ * ATTEMPT_LOG_LIMIT; FerretDB 1.x ignores $slice: makeRoomInAttemptLog trims there).
  */
 function withAttempts($set: Record<string, unknown>, entries: AttemptDoc[]) {
   return entries.length > 0 ? { $set, $push: { attempts: { $each: entries, $slice: -ATTEMPT_LOG_LIMIT } } } : { $set }
@@ -292,11 +292,12 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     // must not move the redrive window along (domain/redrive.ts)
     const firstDelivered = delivered ? { $min: { firstDeliveredAt: finishedAt } } : {}
     const lowest = a.interrupted[0]?.number ?? entry.number
+    await makeRoomInAttemptLog(a.id, entry.number, a.interrupted.length + 1)
     const first = await models.Delivery.updateOne(
       { _id: a.id, status: { $ne: 'delivered' }, attemptCount: { $lt: lowest } },
       { ...withAttempts({ ...state, ...counted(entry.number) }, [...a.interrupted.map((i) => interruptedEntry(i, a.run)), entry]), ...firstDelivered },
     )
-    if (first.matchedCount > 0) return keepNewestAttempts(a.id, entry.number, a.interrupted.length + 1)
+    if (first.matchedCount > 0) return 'written'
     for (let tries = 0; tries < 5; tries++) {
       const d = (await models.Delivery.findById(a.id, { status: 1, attemptCount: 1 }).lean()) as Pick<DeliveryDoc, 'status' | 'attemptCount'> | null
       if (!d) return 'written' // gone: nothing to log into
@@ -305,29 +306,30 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       log.warn({ deliveryId: a.id, number: entry.number, counted: counts }, 'delivery attempt numbered after the ones its delivery counted (the job was behind)')
       entry.number = counts + 1
       const res = await models.Delivery.updateOne({ _id: a.id, status: { $ne: 'delivered' }, attemptCount: counts }, { ...withAttempts({ ...state, ...counted(entry.number) }, [entry]), ...firstDelivered })
-      if (res.matchedCount > 0) return keepNewestAttempts(a.id, entry.number, 1)
+      if (res.matchedCount > 0) return 'written'
     }
     throw new Error(`the outcome of an attempt of ${a.id} could not be written: its count kept changing`)
   }
 
   /**
-   * The log past ATTEMPT_LOG_LIMIT entries loses its oldest, one `$pop` per entry just appended and one more (a log
-   * that outgrew the limit before, on FerretDB, comes back to it): only while the log holds more than the limit, so
-   * on MongoDB, where `$slice` already trimmed it, each is a write that matches nothing. Attempts are numbered across
-   * runs, so a log can only be over the limit once its newest number is.
+   * Before the outcome is appended, the log loses its oldest entries until those appended fit in ATTEMPT_LOG_LIMIT
+   * (one `$pop` each, and one more: a log that outgrew the limit before, on FerretDB, comes back to it). It is done
+   * first because the outcome's write ends the worker's turn: a delivered or failed delivery may be redriven at
+   * once, and on FerretDB a later `$pop` (which rewrites the document it read) could undo the redrive's write. On
+   * MongoDB, where the append's `$slice` trims, the result is the same. Attempts are numbered across runs, so a log
+   * can only be that full once its newest number is past the limit.
    */
-  async function keepNewestAttempts(id: string, number: number, appended: number): Promise<'written'> {
-    if (number <= ATTEMPT_LOG_LIMIT) return 'written'
+  async function makeRoomInAttemptLog(id: string, number: number, appending: number): Promise<void> {
+    if (number <= ATTEMPT_LOG_LIMIT) return
     try {
-      for (let i = 0; i <= appended; i++) {
-        const popped = await models.Delivery.updateOne({ _id: id, [`attempts.${ATTEMPT_LOG_LIMIT}`]: { $exists: true } }, { $pop: { attempts: -1 } })
+      for (let i = 0; i <= appending; i++) {
+        const popped = await models.Delivery.updateOne({ _id: id, [`attempts.${ATTEMPT_LOG_LIMIT - appending}`]: { $exists: true } }, { $pop: { attempts: -1 } })
         if (popped.modifiedCount === 0) break
       }
     } catch (err) {
-      // the outcome is written: a trim that failed waits for the next attempt's (the log shows the newest 100 anyway)
+      // the attempt is still written: a trim that failed waits for the next attempt's (the log shows the newest 100 anyway)
       log.warn({ deliveryId: id, err: { message: (err as Error).message } }, 'delivery attempt log not trimmed')
     }
-    return 'written'
   }
 
   return async function processDelivery(job: Job<DeliveryJob>, token?: string): Promise<ProcessOutcome> {
