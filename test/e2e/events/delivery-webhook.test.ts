@@ -126,6 +126,22 @@ describe('HTTP webhook delivery', () => {
     expect(receiver.requests.length).toBe(before)
   })
 
+  it('records an answer whose body holds NUL characters (PostgreSQL under FerretDB stores none): delivered once', async () => {
+    const answers = [{ status: 500, body: 'down\u0000' }, { status: 200, body: 'ok\u0000\u0000' }]
+    receiver.answer = () => answers.shift() ?? { status: 200, body: { ok: true } }
+    try {
+      const { deliveryId } = await writeEvent(stack, { appDid: app.did })
+      const d = await waitForStatus(stack, deliveryId, 'delivered')
+      expect(d.attempts!.map((a) => [a.number, a.outcome, a.statusCode, a.responseExcerpt])).toEqual([
+        [1, 'failed', 500, 'down\uFFFD'],
+        [2, 'delivered', 200, 'ok\uFFFD\uFFFD'],
+      ])
+      expect(receiver.requests.filter((r) => r.headers['webhook-id'] === deliveryId)).toHaveLength(2)
+    } finally {
+      receiver.answer = () => ({ status: 200, body: { ok: true } })
+    }
+  })
+
   it('delivers a test-style delivery, which the SDK acknowledges without a handler', async () => {
     const handled: EventEnvelope[] = []
     const handle = sdkHandler([firstSecret], handled)

@@ -182,7 +182,9 @@ export async function sendAttempt(agent: Agent, req: OutgoingRequest, timeoutMs:
       statusCode,
       durationMs: elapsed(),
       error,
-      responseExcerpt: text === '' ? null : text.slice(0, RESPONSE_EXCERPT_CHARS),
+      // U+0000 as U+FFFD: PostgreSQL (under FerretDB) stores no NUL in text, and an attempt whose outcome cannot be
+      // written is sent again and again
+      responseExcerpt: text === '' ? null : text.slice(0, RESPONSE_EXCERPT_CHARS).replaceAll('\u0000', '\uFFFD'),
       // the whole answer read (up to MAX_RESPONSE_BYTES): a long message must not hide the error's name
       answerError: xrpcErrorOf(statusCode, text),
       retryAfter: header(res.headers['retry-after']),
