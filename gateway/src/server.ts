@@ -13,6 +13,7 @@ import { authenticate, type Authenticated } from './principal'
 import { formatGatewayErrors } from './subgraph-failures'
 import { createSubgraphAgent } from './subgraph-agent'
 import { maxQueryCost } from './query-cost'
+import { visit } from 'graphql'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -145,9 +146,33 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
       missing = []
     })
   }
-  // a query that is not GraphQL text mercurius would take as a JSON AST, read around the token limit: refused
+  // a query that is not GraphQL text mercurius would take as a JSON AST, read around the token limit: refused (any
+  // JSON value: no GraphQL text parses as JSON, and `1` or `true` would reach validation as a broken AST)
   app.graphql.addHook('preParsing', async (_schema, source) => {
-    if (/^\s*[[{]\s*"/.test(source)) throw Object.assign(new Error('the query must be GraphQL text'), { statusCode: 400 })
+    if (typeof source !== 'string' || isJson(source)) throw Object.assign(new Error('the query must be GraphQL text'), { statusCode: 400 })
+  })
+  // a string holding NUL (U+0000), in the document or its variables, is refused as on /xrpc: PostgreSQL under
+  // FerretDB can store or compare none, so a subgraph's read naming one failed as an internal error
+  app.graphql.addHook('preExecution', async (_schema, document, _context, variables) => {
+    let nul = holdsNul(variables)
+    if (!nul) visit(document, { StringValue: (node) => { if (node.value.includes('\u0000')) nul = true } })
+    if (nul) throw Object.assign(new Error('a string must not contain the NUL character (U+0000)'), { statusCode: 400 })
   })
   return app
+}
+
+function isJson(source: string): boolean {
+  try {
+    JSON.parse(source)
+    return true
+  } catch {
+    return false
+  }
+}
+
+function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000')
+  if (Array.isArray(value)) return value.some(holdsNul)
+  if (value !== null && typeof value === 'object') return Object.entries(value).some(([k, v]) => k.includes('\u0000') || holdsNul(v))
+  return false
 }

@@ -266,6 +266,33 @@ describe('what one operation may ask (the gateway costs it before any subgraph i
     expect(JSON.stringify(asAst.body)).toMatch(/GraphQL text/)
   })
 
+  test('a query that is any other JSON value is refused as not GraphQL text, not failed inside validation', async () => {
+    for (const query of ['1', 'true', '"{ __typename }"', 'null', '[]']) {
+      const res = await postGraphQL(fx.graphqlUrl, query, operator())
+      expect({ query, status: res.status }).toEqual({ query, status: 400 })
+      expect(JSON.stringify(res.body)).toMatch(/the query must be GraphQL text/)
+    }
+    const res = await fetch(fx.graphqlUrl, { method: 'POST', headers: { 'content-type': 'application/json', ...operator() }, body: JSON.stringify({ query: 1 }) })
+    expect(res.status).toBe(400)
+  })
+
+  test('a string holding NUL (U+0000), in the document or in its variables, is refused 400 before any subgraph reads it', async () => {
+    const inDocument = await postGraphQL(fx.graphqlUrl, '{ app(did: "did:web:a\\u0000b") { did } }', operator())
+    const viaVariables = await fetch(fx.graphqlUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...operator() },
+      body: JSON.stringify({ query: 'query($d: ID!) { app(did: $d) { did } }', variables: { d: 'did:web:a\u0000b' } }),
+    })
+    for (const res of [inDocument, { status: viaVariables.status, body: (await viaVariables.json()) as GraphQLBody }]) {
+      expect(res.status).toBe(400)
+      expect(JSON.stringify(res.body)).toMatch(/must not contain the NUL character/)
+    }
+    // a NUL written as the two characters \0 or a backslash before u0000 is no NUL
+    const plain = await postGraphQL(fx.graphqlUrl, '{ app(did: "did:web:a\\\\u0000b") { did } }', operator())
+    expect(plain.status).toBe(200)
+    expect(plain.body.errors).toBeUndefined()
+  })
+
   test('an operator\'s ordinary reads pass', async () => {
     const res = await postGraphQL(fx.graphqlUrl, `{ requestLog(limit: 200) { requestId path status } app(did: "${REGISTERED}") { did } }`, operator())
     expect(res.status).toBe(200)
