@@ -65,13 +65,16 @@ const INCR_EXISTING = `if redis.call('EXISTS', KEYS[1]) == 1 then return redis.c
 /**
  * The options of every `domain-events` job (its id is the event id). Completed jobs are kept for the board, 7 days
  * and at most 100,000 (by age alone, 500 events a second would keep 300 million, hundreds of GB, until Redis refused
- * every write); the processor is idempotent, so a replayed event whose job is gone makes no second delivery.
+ * every write); the processor is idempotent, so a replayed event whose job is gone makes no second delivery. A
+ * failed job is kept and retried by the events workers' reconciler, so it keeps its last 3 stack traces: a retry
+ * does not clear them, and an event that always fails gained 10 a run, every run.
  */
 export const DOMAIN_EVENT_JOB_OPTIONS = {
   attempts: 10,
   backoff: { type: 'exponential', delay: 1000 },
   removeOnComplete: { age: 7 * 24 * 3600, count: 100_000 },
   removeOnFail: false,
+  stackTraceLimit: 3,
 } as const satisfies JobsOptions
 
 export interface OutboxRelayOptions {
