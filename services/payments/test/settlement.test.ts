@@ -447,6 +447,35 @@ describe('recovery of interrupted settlements', () => {
     expect(chargesOf(c.checkoutId)).toBe(0)
   })
 
+  test('an unmarked payment claim whose recovered outcome could not be applied (the checkout write failed) is finished by the next sweep, not left pending until it expires', async () => {
+    const c = await start()
+    const doc = (await t.models.Checkout.findById(c.checkoutId).lean())!
+    expect(await claimSettlement(t.domain, doc as never, 'payment', { processor: 'test', recordTid: TID.nextStr() })).toBe(true)
+    t.clock.advance(UNANSWERED_PAYMENT_CLAIM_MS + 1000)
+    // the sweep records the processor's answer (no charge), then cannot write the checkout
+    let failing = true
+    const Checkout = new Proxy(t.models.Checkout, {
+      get(target, prop, receiver) {
+        if (prop !== 'updateOne') return Reflect.get(target, prop, receiver)
+        return (...args: Parameters<typeof target.updateOne>) => {
+          if (failing && (args[0] as { _id?: unknown })._id === c.checkoutId) {
+            failing = false
+            return Promise.reject(new Error('connection 3 to 127.0.0.1:27017 closed'))
+          }
+          return target.updateOne(...args)
+        }
+      },
+    })
+    expect((await sweepCheckouts({ ...t.domain, models: { ...t.models, Checkout } })).failed).toBeGreaterThanOrEqual(1)
+    expect(failing).toBe(false)
+    expect((await t.models.Settlement.findById(c.checkoutId).lean())!.outcome).toMatchObject({ ok: false, code: 'unconfirmed' })
+    expect((await t.models.Checkout.findById(c.checkoutId).lean())!.status).toBe('pending')
+    // the next sweep applies it
+    await sweepCheckouts(t.domain)
+    expect((await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).status).toBe('failed')
+    expect((await t.models.Settlement.findById(c.checkoutId).lean())!.awaiting).toBe(false)
+  })
+
   test('a processor answer whose write fails at first (the database restarting) is written once it can be: completed, charged once', async () => {
     const c = await start()
     // the settlement's writes fail twice, as while FerretDB restarts, then work again
@@ -462,7 +491,7 @@ describe('recovery of interrupted settlements', () => {
     })
     const restarting = { ...t.domain, models: { ...t.models, Settlement } }
     const view = await payCheckout(restarting, c.browser, GOOD_CARD)
-    expect(failures).toBe(-1)
+    expect(failures).toBe(-2) // two refused, then the outcome and, once applied, the claim no longer awaiting
     expect(view).toMatchObject({ status: 'completed' })
     expect(chargesOf(c.checkoutId)).toBe(1)
     expect(await t.models.Outbox.countDocuments({ key: `payment.completed:${c.checkoutId}` })).toBe(1)

@@ -70,3 +70,27 @@ test('charged, the pay answers processing; reads share one settle and answer pro
   expect((await getPaymentStatus(t.domain, { token: started.token, appDid: APP })).status).toBe('completed')
   expect(await t.models.TestCharge.countDocuments({})).toBe(1)
 })
+
+test('an expired ticket checkout whose hold cannot be released now: reads answer it as it is, not an error, and the first read after the tickets domain answers fails it expired', async () => {
+  const organizer = newDid()
+  const started = await startTicketCheckout(serving(t.domain, { checkout: authorizationFor(organizer) }), {
+    appDid: APP,
+    environment: 'test',
+    holdId: 'hold_000000000000000000000002',
+    organizerDid: organizer,
+    description: '1 × General',
+    amount: 2500,
+    tickets: 1,
+    currency: 'usd',
+    expiresAt: new Date(t.clock.now.getTime() + 600_000).toISOString(),
+    returnUrl: null,
+    cancelUrl: null,
+  })
+  const expiresAt = (await t.models.Checkout.findById(started.checkoutId, { expiresAt: 1 }).lean())!.expiresAt
+  t.clock.advance(expiresAt.getTime() - t.clock.now.getTime() + 1000)
+  settle.failing = true
+  expect((await getPaymentStatus(t.domain, { token: started.token, appDid: APP })).status).toBe('pending')
+  expect((await getPaymentStatus(t.domain, { token: started.token, appDid: APP })).status).toBe('pending')
+  settle.failing = false
+  expect((await getPaymentStatus(t.domain, { token: started.token, appDid: APP })).status).toBe('failed')
+})

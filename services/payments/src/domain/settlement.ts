@@ -114,9 +114,11 @@ export function outcomeOf(result: ChargeResult): SettlementOutcome {
 /**
  * Records the outcome of a claim that had none. Only the claim's winner, or the recovery of a claim that lost its
  * answer (both with the processor's word), writes it, so the filter on `outcome: null` is a guard, not the decision.
+ * The claim stays `awaiting` until finishSettlement has applied it: a finish that fails after this write (the process
+ * dying, the database away) leaves it for the sweep, not pending until the checkout expires.
  */
 export async function recordOutcome(d: PaymentsDomain, checkoutId: string, outcome: SettlementOutcome): Promise<void> {
-  await d.models.Settlement.updateOne({ _id: checkoutId, outcome: null }, { $set: { outcome, settledAt: nowOf(d), awaiting: false } })
+  await d.models.Settlement.updateOne({ _id: checkoutId, outcome: null }, { $set: { outcome, settledAt: nowOf(d) } })
 }
 
 /**
@@ -239,8 +241,8 @@ const recoverShared = (d: PaymentsDomain, checkoutId: string): Promise<boolean> 
 /**
  * A checkout as a read should see it: a pending one past expiresAt is expired now (so polling ends without the
  * sweep), a processing one whose outcome is known is finished. Returns the checkout as stored afterwards. A finish
- * that fails (the tickets domain slow to settle a large hold, say) leaves it processing for this read, which answers
- * that rather than an error: the next read or the sweep finishes it.
+ * that fails (the tickets domain slow to settle a large hold, or away when an expired hold is to be released)
+ * leaves it as it was for this read, which answers that rather than an error: the next read or the sweep finishes it.
  */
 export async function settleOnRead<T extends Pick<StoredCheckout, '_id' | 'environment' | 'appDid' | 'status' | 'expiresAt'>>(
   d: PaymentsDomain,
@@ -249,7 +251,15 @@ export async function settleOnRead<T extends Pick<StoredCheckout, '_id' | 'envir
 ): Promise<T> {
   let changed = false
   if (checkout.status === 'pending' && new Date(checkout.expiresAt).getTime() <= nowOf(d).getTime()) {
-    changed = (await expireCheckout(d, checkout)) !== 'claimed'
+    // an expiry whose finish fails (a ticket checkout's hold not released while the tickets domain is away) leaves
+    // it as it is for this read: the next read or the sweep finishes it
+    changed = await expireCheckout(d, checkout).then(
+      (outcome) => outcome !== 'claimed',
+      (err: unknown) => {
+        d.logger?.warn({ checkoutId: checkout._id, err }, 'a read could not finish the expired checkout; it answers it as it is')
+        return false
+      },
+    )
   } else if (checkout.status === 'processing') {
     changed = await recoverShared(d, checkout._id).catch((err: unknown) => {
       d.logger?.warn({ checkoutId: checkout._id, err }, 'a read could not finish the processing checkout; it answers it processing')
