@@ -153,8 +153,12 @@ const variables = z
     OUTBOX_RETENTION_MS: emptyAsUnset(z.coerce.number().int().min(24 * 3_600_000).max(365 * 24 * 3_600_000).default(7 * 24 * 3_600_000)),
     /** the live payment processor; none is built in, so live checkouts are refused until one is configured */
     LIVE_PROCESSOR: z.enum(['none']).default('none'),
-    /** the test processor waits this long before it charges, as a real processor's round trip (the fault run kills a charge in it) */
-    TEST_PROCESSOR_LATENCY_MS: emptyAsUnset(z.coerce.number().int().min(0).max(30_000).default(0)),
+    /**
+     * the test processor waits this long before it charges, as a real processor's round trip (the fault run kills a
+     * charge in it); at most 15 s, inside the 20 s the payments domain waits for a charge (past it every test charge
+     * would time out, and be refused once its key was closed)
+     */
+    TEST_PROCESSOR_LATENCY_MS: emptyAsUnset(z.coerce.number().int().min(0).max(15_000).default(0)),
     /** encrypts the webhook signing secrets at rest (AES-256-GCM; the key is its SHA-256) */
     WEBHOOK_SECRET_KEY: z.string().min(32).default(`${DEV_SECRET}-webhook-secrets`),
     /**
@@ -283,6 +287,12 @@ const schemaFor = (held: ReadonlySet<Secret>) =>
     }
     if (holds('PAYMENT_TOKEN_SECRET') && env.PAYMENT_TOKEN_SECRET_PREVIOUS === env.PAYMENT_TOKEN_SECRET) {
       ctx.addIssue({ code: 'custom', path: ['PAYMENT_TOKEN_SECRET_PREVIOUS'], message: 'must differ from PAYMENT_TOKEN_SECRET (it is the one before the rotation)' })
+    }
+    // a delivery attempt under way when the workers are told to stop finishes within the stop's time, with 5 s for
+    // its endpoint's lookup and its outcome's write: past it the process exits holding the job, and the attempt is
+    // logged interrupted and sent again
+    if (env.SHUTDOWN_TIMEOUT_MS < env.DELIVERY_TIMEOUT_MS + 5_000) {
+      ctx.addIssue({ code: 'custom', path: ['SHUTDOWN_TIMEOUT_MS'], message: `must be at least DELIVERY_TIMEOUT_MS + 5000 (${env.DELIVERY_TIMEOUT_MS + 5_000}): an attempt under way finishes before the workers stop` })
     }
     if (env.NODE_ENV !== 'production' && !LISTEN_LOOPBACK.has(env.HOST) && usesDevelopmentSecrets(env, held)) {
       // NODE_ENV defaults to development: a deployment that forgot it (or a staging one set to test) would serve the

@@ -157,6 +157,19 @@ describe('an empty variable', () => {
   })
 })
 
+describe('timeouts that must fit inside others', () => {
+  it('the stop waits for a delivery attempt: SHUTDOWN_TIMEOUT_MS at least DELIVERY_TIMEOUT_MS + 5 s', () => {
+    expect(() => loadConfig({ DELIVERY_TIMEOUT_MS: '60000', SHUTDOWN_TIMEOUT_MS: '30000' })).toThrow(/SHUTDOWN_TIMEOUT_MS.*DELIVERY_TIMEOUT_MS \+ 5000 \(65000\)/)
+    expect(loadConfig({ DELIVERY_TIMEOUT_MS: '60000', SHUTDOWN_TIMEOUT_MS: '65000' }).shutdownTimeoutMs).toBe(65_000)
+    expect(() => loadConfig({})).not.toThrow()
+  })
+
+  it('the test processor answers inside the 20 s a charge is waited for: TEST_PROCESSOR_LATENCY_MS at most 15 s', () => {
+    expect(() => loadConfig({ TEST_PROCESSOR_LATENCY_MS: '21000' })).toThrow(/TEST_PROCESSOR_LATENCY_MS/)
+    expect(loadConfig({ TEST_PROCESSOR_LATENCY_MS: '15000' }).testProcessorLatencyMs).toBe(15_000)
+  })
+})
+
 describe('payment token secret rotation', () => {
   it('takes the secret before the rotation as PAYMENT_TOKEN_SECRET_PREVIOUS, which must differ from the current one', () => {
     expect(loadConfig({}).secrets.previousPaymentTokens).toBeNull()
