@@ -38,8 +38,10 @@ export function queuePrefix(redisPrefix: string): string {
  * a request answers at once rather than wait). BullMQ asks Redis its version (INFO) once, when the queue is made; on
  * such a connection that one command can fail (Redis dropping between its ready and the answer), and the queue then
  * refuses every add until the process restarts. So the producers skip it: the workers, which block on Redis and need
- * its capabilities, check the version.
+ * its capabilities, check the version. Nor does it wait for the connection's first ready: a queue made while Redis
+ * is away would hold every add until Redis came back (a ticket hold's request hung past the gateway's deadline);
+ * an add fails as the connection's commands do.
  */
 export function producerQueue<T>(name: string, connection: Redis, prefix: string): Queue<T> {
-  return new Queue<T>(name, { connection, prefix, skipVersionCheck: true })
+  return new Queue<T>(name, { connection, prefix, skipVersionCheck: true, skipWaitingForReady: true })
 }

@@ -1,8 +1,10 @@
 /**
  * A producer queue on a connection whose commands fail while Redis is away: BullMQ's one-time version check (INFO,
- * when the queue is made) failing once must not leave the queue refusing every add for good.
+ * when the queue is made) failing once must not leave the queue refusing every add for good, and a queue made while
+ * Redis is away fails its adds rather than hold them until Redis comes back.
  */
 import { once } from 'node:events'
+import { createServer, type AddressInfo } from 'node:net'
 import { Queue } from 'bullmq'
 import Redis from 'ioredis'
 import { isolate } from '@svc/testing/src/isolation'
@@ -45,6 +47,28 @@ test('what it guards against: a plain queue on such a connection refuses every a
   try {
     await expect(queue.add('x', { n: 1 })).rejects.toThrow('Connection is closed.')
     await expect(queue.add('x', { n: 2 })).rejects.toThrow('Connection is closed.')
+  } finally {
+    await queue.close().catch(() => undefined)
+    redis.disconnect()
+  }
+})
+
+test('made while Redis is away, an add fails at once instead of waiting for Redis', async () => {
+  // a port that refuses connections
+  const server = createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  await new Promise((resolve) => server.close(resolve))
+  const redis = new Redis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: 1, retryStrategy: () => 200 })
+  redis.on('error', () => undefined)
+  const queue = producerQueue<{ n: number }>('producer-queue-away', redis, queuePrefix(redisPrefix))
+  queue.on('error', () => undefined)
+  try {
+    const outcome = await Promise.race([
+      queue.add('x', { n: 1 }).then(() => 'added', (err: Error) => `failed: ${err.message}`),
+      new Promise((resolve) => setTimeout(() => resolve('still waiting after 5 s'), 5000)),
+    ])
+    expect(outcome).toMatch(/^failed: /)
   } finally {
     await queue.close().catch(() => undefined)
     redis.disconnect()
