@@ -2,7 +2,7 @@
  * redriveDeliveries through the gateway (as the xrpc-adapter service), on the stack's real Redis and BullMQ: the
  * input rules, the per-run Redis claim (`<prefix>redrive:<id>:<run>`, an hour) that makes parallel redrives queue a
  * delivery once, the takeover of a claim whose winner died before moving the delivery on, and the job put back
- * (retry of the failed / completed job with its attempts reset, or a new job when it is gone).
+ * (the failed / completed job replaced by a new one, which counts no attempts and no stalls, or a new job when it is gone).
  */
 import { signedContext } from '@svc/testing'
 import { randomUUID } from 'node:crypto'
@@ -192,7 +192,7 @@ describe('the claim', () => {
     expect(await stack.events.Delivery.findById(id).lean()).toMatchObject({ status: 'pending', run: 3 })
   })
 
-  it('a delivered delivery: its completed job is retried', async () => {
+  it('a delivered delivery: its completed job is replaced by a new one', async () => {
     const app = newApp()
     const id = await queueTestDelivery(stack, queues, app)
     await finish(id, 'delivered')
@@ -200,6 +200,19 @@ describe('the claim', () => {
     expect(await redrive(app, { deliveryId: id })).toEqual({ queued: 1 })
     expect(await state(id)).toBe('waiting')
     expect((await queues.deliveries.getJob(id))!.attemptsMade).toBe(0)
+  })
+
+  it('a delivery whose job failed for stalling (its worker died 6 times): the new run starts with no stall counted', async () => {
+    const app = newApp()
+    const id = await queueTestDelivery(stack, queues, app)
+    await finish(id, 'failed')
+    // BullMQ counts a job's stalls in its hash (`stc`); past 5 it fails the job at its next stall
+    const jobKey = `${queuePrefix(stack.redisPrefix)}:${WEBHOOK_DELIVERIES_QUEUE}:${id}`
+    await stack.redis.hset(jobKey, 'stc', '6')
+    expect(await redrive(app, { deliveryId: id })).toEqual({ queued: 1 })
+    expect(await state(id)).toBe('waiting')
+    expect(Number((await stack.redis.hget(jobKey, 'stc')) ?? 0)).toBe(0)
+    expect((await queues.deliveries.getJob(id))!.data).toMatchObject({ deliveryId: id })
   })
 
   it('pending and held deliveries are already queued: queued 0, no claim taken', async () => {

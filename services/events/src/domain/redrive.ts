@@ -21,7 +21,7 @@ import type { DeliveryJob } from '../queues'
 import type { EventsDomain } from './context'
 import { deliveryJob, enqueueDelivery, RECEIVERS_KEEP_IDS_MS, requeueLostDelivery } from './deliveries'
 import { DELIVERY_ID_RE } from './envelope'
-import { MAX_ATTEMPTS, scheduleSpanMs } from './schedule'
+import { scheduleSpanMs } from './schedule'
 import { parseEnvironment, parseZonedDateTime, type Environment } from '@svc/vocabulary'
 import type { RedriveInput } from '../generated/graph-types'
 
@@ -109,9 +109,10 @@ async function claimRun(domain: Domain, doc: DeliveryDoc): Promise<boolean> {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /**
- * Puts the delivery's job back for its new run (`d`, as just written): retry of the finished job (attempts reset, its
- * data the new run's), or a new job when it is gone. A job added again for the attempts its run had left (Redis lost
- * the first) is removed and replaced instead: a retry keeps a job's attempts, and the new run needs all 14.
+ * Puts the delivery's job back for its new run (`d`, as just written): the finished job is removed and a new one added
+ * with the new run's data, or one added when it is gone. Not a retry of the finished job: BullMQ keeps a job's count
+ * of stalls through a retry (and one added again for the attempts its run had left, when Redis lost the first, keeps
+ * its attempts), so a job that failed for stalling 5 times failed its new run at the first stall.
  */
 async function requeueJob(domain: Domain, d: DeliveryDoc): Promise<void> {
   const deliveryId = d._id
@@ -125,13 +126,8 @@ async function requeueJob(domain: Domain, d: DeliveryDoc): Promise<void> {
     const state = await job.getState()
     if (state === 'failed' || state === 'completed') {
       try {
-        if ((job.opts.attempts ?? MAX_ATTEMPTS) !== MAX_ATTEMPTS) {
-          await job.remove()
-          continue
-        }
-        await job.updateData(deliveryJob(d))
-        await job.retry(state, { resetAttemptsMade: true, resetAttemptsStarted: true })
-        return
+        await job.remove()
+        continue
       } catch (err) {
         // its state changed between the read and the retry (removed, or moved): look again
         if (Date.now() > deadline) throw err
@@ -186,6 +182,12 @@ const notQueued = (reason: string): Outcome => ({ queued: 0, reason })
  */
 async function requeueIfLost(domain: Domain, doc: DeliveryDoc, now: Date): Promise<Outcome> {
   if (await domain.deliveries.getJob(doc._id)) return notQueued(NOT_QUEUED.open)
+  // a run a redrive started moments ago: that redrive is between removing the finished job and adding the new one
+  const run = doc.run ?? 1
+  if (run > 1) {
+    const previous = await domain.redis.get(redriveClaimKey(domain.redisPrefix, doc._id, run - 1))
+    if (previous !== null && Date.now() - Number(previous) < REDRIVE_SETTLE_MS) return notQueued(NOT_QUEUED.parallel)
+  }
   // parallel calls: one queues it (the add is a no-op by job id for the others, which must answer 0)
   const claim = `${redriveClaimKey(domain.redisPrefix, doc._id, doc.run ?? 1)}:lost:${doc.attemptCount ?? 0}`
   if ((await domain.redis.set(claim, String(Date.now()), 'EX', LOST_CLAIM_TTL_SECONDS, 'NX')) !== 'OK') return notQueued(NOT_QUEUED.parallel)
