@@ -230,6 +230,8 @@ it('a delivery left open by a job that failed for good (its outcome could not be
   // within the grace the ended job still counts (its worker may be settling it) …
   const log = pino({ level: 'silent' })
   expect(await reconcileDeliveries(stack.events, queues.deliveries, log)).toMatchObject({ requeued: 0 })
+  // also for a reconciler whose clock is 10 s ahead of the worker's
+  expect(await reconcileDeliveries(stack.events, queues.deliveries, log, new Date(Date.now() + 10_000))).toMatchObject({ requeued: 0 })
   // … past it, the delivery's document decides: its job is added again and it is delivered
   expect(await reconcileDeliveries(stack.events, queues.deliveries, log, new Date(Date.now() + ENDED_JOB_GRACE_MS + 1000))).toMatchObject({ requeued: 1 })
   workers = await stack.startWorkers()

@@ -25,9 +25,11 @@ const OPEN = ['pending', 'held'] as const
 /**
  * A job that ended (failed for good, or completed) while its delivery is still open: its worker could not record the
  * outcome (the database was away, or it died between the two). Past this grace, during which the worker's own
- * `failed` handler settles it, the job counts as missing.
+ * `failed` handler settles it, the job counts as missing. A minute: the job's end is the worker's clock, compared
+ * with the reconciler's, and a few seconds between machines' clocks would have the job replaced before its worker
+ * settled it (the new job then sending a delivery just marked failed).
  */
-export const ENDED_JOB_GRACE_MS = 5000
+export const ENDED_JOB_GRACE_MS = 60_000
 
 /** How far a run is: shown on the board while it works through many open deliveries (after Redis lost its data). */
 export interface ReconcileProgress extends ReconcileResult {
