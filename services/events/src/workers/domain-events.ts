@@ -5,7 +5,7 @@
  */
 import type { Job, Queue } from 'bullmq'
 import type { Logger } from 'pino'
-import type { DomainEventJob } from '@svc/outbox'
+import { DOMAIN_EVENT_JOB_OPTIONS, type DomainEventJob } from '@svc/outbox'
 import { deliveryIdForEvent } from '../domain/envelope'
 import { createDelivery, queueRestOfRun } from '../domain/deliveries'
 import type { DeliveryLogStore } from '../domain/delivery-log-pages'
@@ -48,7 +48,10 @@ export async function retryFailedDomainEvents(queue: Queue<DomainEventJob>, log:
   let retried = 0
   for (const job of await queue.getFailed(0, DOMAIN_EVENT_RETRY_BATCH - 1)) {
     try {
-      await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true })
+      // a new job under the same id, not a retry: BullMQ keeps a job's count of stalls through a retry, so one that
+      // failed for stalling would fail again at its next stall (the add is a no-op if a relay added it meanwhile)
+      await job.remove()
+      await queue.add(job.name, job.data, { ...DOMAIN_EVENT_JOB_OPTIONS, jobId: job.id })
       retried++
       log.warn({ eventId: job.data.eventId, failedReason: job.failedReason }, 'reconcile: a failed domain event was queued again')
     } catch (err) {
