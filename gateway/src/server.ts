@@ -14,6 +14,8 @@ import { formatGatewayErrors } from './subgraph-failures'
 import { createSubgraphAgent } from './subgraph-agent'
 import { maxQueryCost } from './query-cost'
 import { visit } from 'graphql'
+import { ErrorWithProps } from 'mercurius'
+import { contractExtensions } from '@svc/errors'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -156,7 +158,9 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   app.graphql.addHook('preExecution', async (_schema, document, _context, variables) => {
     let nul = holdsNul(variables)
     if (!nul) visit(document, { StringValue: (node) => { if (node.value.includes('\u0000')) nul = true } })
-    if (nul) throw Object.assign(new Error('a string must not contain the NUL character (U+0000)'), { statusCode: 400 })
+    // with the contract's code, which the gateway client turns back into InvalidRequest (a pay form's card holding one
+    // is the form again with the message, not an error page)
+    if (nul) throw new ErrorWithProps('a string must not contain the NUL character (U+0000)', contractExtensions('InvalidRequest'), 400)
   })
   return app
 }
