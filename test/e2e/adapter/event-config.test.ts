@@ -116,12 +116,15 @@ describe('signing secret: created with the configuration, shown with the updates
     expect(first.webhook).toEqual({ configured: true, url: 'https://93.184.216.34/hook', paused: false, channel: 'webhook', signingSecret: expect.stringMatching(SECRET) })
     const secret: string = first.webhook.signingSecret
 
-    // an update that names the channel's URL (a retry of the first one, whose answer may have been lost) gets the
-    // same secret again; any other update answers without it
+    // an update that names the channel or its URL (a retry of the first one, whose answer may have been lost) gets
+    // the same secret again; any other update answers without it
     for (const body of [
       { environment: 'test', webhookUrl: 'https://93.184.216.34/hook' },
       { environment: 'test', webhookUrl: 'https://93.184.216.34/other' },
       { environment: 'test', eventChannel: 'xrpc', receiverUrl: 'https://93.184.216.34' },
+      // a switch of channel alone (to a receiver, or back to the webhook, whose URLs earlier updates set)
+      { environment: 'test', eventChannel: 'webhook' },
+      { environment: 'test', eventChannel: 'xrpc' },
     ]) {
       expect(expectOk(await updateConfig(stack, app, body)).webhook.signingSecret).toBe(secret)
     }

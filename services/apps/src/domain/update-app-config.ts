@@ -49,7 +49,7 @@ export type { AppConfigUpdate }
 /**
  * Saves the update (last write wins), then, when the result leaves a channel configured, returns this environment's
  * signing secret (made when there is none, signing-secrets.ts) if the app has not been given it yet, or if the update
- * names the channel's URL: a retry of the update that configured the channel, whose answer was lost, must get the
+ * names the channel or its URL: a retry of the update that configured the channel, whose answer was lost, must get the
  * secret again (the contract: safe to retry with the same desired configuration). Other updates answer without it.
  */
 export async function updateAppConfig(
@@ -58,7 +58,8 @@ export async function updateAppConfig(
   input: UpdateAppConfigInput,
 ): Promise<AppConfigUpdate> {
   const saved = await saveAppConfig(d, appDid, input)
-  const namesChannel = input.webhookUrl != null || input.receiverUrl != null
+  // the channel too: `{eventChannel: 'xrpc'}` configures a receiver whose URL an earlier update set
+  const namesChannel = input.webhookUrl != null || input.receiverUrl != null || input.eventChannel != null
   const needsSecret = saved.view.webhook.configured && (!saved.signingSecretEnsured || namesChannel)
   const signingSecret = needsSecret ? await ensureSigningSecretOf(d, appDid, parseEnvironment(saved.view.environment)) : null
   return { config: saved.view, signingSecret }
