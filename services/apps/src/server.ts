@@ -1,9 +1,10 @@
 /** The apps subgraph: its database connection, models, GraphQL server and the relay of its outbox. */
 import { createGatewayClient } from '@svc/gateway-client'
 import { startOutboxRelay, type OutboxRelaySettings } from '@svc/outbox'
-import { connectDomain, processOptionsOf, startDomainSubgraph, startPrune, type DomainProcessOptions } from '@svc/subgraph-server'
+import { connectDomain, processOptionsOf, startDomainSubgraph, startPrune, startSweep, type DomainProcessOptions } from '@svc/subgraph-server'
 import type { ActorFacts } from './domain/actor-facts'
 import type { AppsDomain } from './domain/context'
+import { writeDueApprovalEvents } from './domain/recipient-approvals'
 import { pruneRequestLog } from './domain/request-log'
 import type { SigningSecrets } from './domain/signing-secrets'
 import { createGraphFacts, createGraphSigningSecrets } from './graph-facts'
@@ -23,6 +24,7 @@ export interface AppsServiceOptions extends DomainProcessOptions {
 
 /** How often the apps process deletes request log entries past their retention. */
 const REQUEST_LOG_PRUNE_MS = 60 * 60 * 1000
+const DUE_APPROVAL_EVENTS_SWEEP_MS = 60 * 1000
 
 export const connectApps = (mongoUrl: string) => connectDomain(mongoUrl, createAppsModels)
 
@@ -61,6 +63,16 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
     opts.logger,
     'request log: deleted entries older than the retention',
   )
+  // an approval's move cut off before its event was written, that no read finished since
+  const dueEvents = startSweep(
+    'approval events sweep',
+    async () => {
+      const finished = await writeDueApprovalEvents({ models: running.models, logger: opts.logger })
+      if (finished > 0) opts.logger.info({ finished }, 'approvals: events of moves cut off are written')
+    },
+    DUE_APPROVAL_EVENTS_SWEEP_MS,
+    opts.logger,
+  )
   return {
     url: running.url,
     models: running.models,
@@ -68,6 +80,7 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
       // requests first: one finishing during the drain may write an event, which the relay then publishes
       await running.stopServing()
       await prune.stop()
+      await dueEvents.stop()
       await relay?.stop()
       await running.stop()
       await gateway.close()

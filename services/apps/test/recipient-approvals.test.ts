@@ -15,6 +15,7 @@ import {
   blockApproval,
   canonicalJson,
   declineApproval,
+  DUE_EVENT_GRACE_MS,
   effectiveStatus,
   findAppApproval,
   getDashboardApproval,
@@ -23,6 +24,7 @@ import {
   revokeApproval,
   termsHashOf,
   unblockApproval,
+  writeDueApprovalEvents,
   type DashboardActor,
   type RecipientApprovalInput,
 } from '../src/domain/recipient-approvals'
@@ -596,5 +598,28 @@ describe('a move whose event write was lost', () => {
     await getDashboardApproval({ models }, creatorOf(creator), first.id)
     await findAppApproval({ models }, app, 'test', creator)
     expect(await models.Outbox.countDocuments({ 'data.approvalId': first.id })).toBe(2)
+  })
+
+  it('one that no read finishes (the app waits for the event) gets it from the apps sweep, once its move is 30 s old', async () => {
+    const app = await newApp()
+    const creator = newCreator()
+    const first = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))
+    const outboxAway = new Proxy(models.Outbox, {
+      get: (target, prop, receiver) => (prop === 'create' ? async () => Promise.reject(new Error('database away')) : Reflect.get(target, prop, receiver)),
+    })
+    await expect(acceptApproval({ models: { ...models, Outbox: outboxAway } }, creatorOf(creator), first.id, first.termsHash)).rejects.toThrow('database away')
+    // the dashboard's list of requests shows it approved, and writes nothing
+    expect((await listDashboardApprovals({ models }, creatorOf(creator))).map((a) => a.status)).toEqual(['approved'])
+    const granted = () => models.Outbox.countDocuments({ type: 'app.authorization.granted', 'data.approvalId': first.id })
+    expect(await granted()).toBe(0)
+    // within the grace the move may still be writing it
+    await writeDueApprovalEvents({ models })
+    expect(await granted()).toBe(0)
+    expect(await writeDueApprovalEvents({ models }, new Date(Date.now() + DUE_EVENT_GRACE_MS + 1000))).toBeGreaterThanOrEqual(1)
+    expect(await granted()).toBe(1)
+    // done: the next run has nothing of it
+    await writeDueApprovalEvents({ models }, new Date(Date.now() + DUE_EVENT_GRACE_MS + 1000))
+    expect(await granted()).toBe(1)
+    expect((await raw(first.id))!.grantedDue).toBeUndefined()
   })
 })

@@ -157,8 +157,12 @@ test('a full log keeps its newest ATTEMPT_LOG_LIMIT attempts, on FerretDB too (w
 
   // the updates of this delivery, in order (the workers run in this process: mongoose's debug hook sees theirs)
   const updates: Array<Record<string, any>> = []
-  mongoose.set('debug', (collection: string, method: string, filter: { _id?: unknown } | undefined, update: Record<string, any>) => {
+  // the hook the tests' index check set (packages/testing) keeps its turn
+  const previous = mongoose.get('debug')
+  mongoose.set('debug', function (this: unknown, collection: string, method: string, ...args: unknown[]) {
+    const [filter, update] = args as [{ _id?: unknown } | undefined, Record<string, any>]
     if (collection === 'deliveries' && method === 'updateOne' && filter?._id === id) updates.push(update)
+    if (typeof previous === 'function') (previous as (...a: unknown[]) => void).call(this, collection, method, ...args)
   })
   try {
     expect((await checkout('POST', '/api/webhooks/atm', { deliveryId: id })).body.queued).toBe(1)
@@ -168,7 +172,7 @@ test('a full log keeps its newest ATTEMPT_LOG_LIMIT attempts, on FerretDB too (w
     }, 'the second run delivered')
     await new Promise((r) => setTimeout(r, 300)) // a write after the outcome would be made by now
   } finally {
-    mongoose.set('debug', false)
+    mongoose.set('debug', previous)
   }
   // the log is trimmed before the outcome is written, never after it (a redrive may rewrite the delivery from then on)
   const outcome = updates.findIndex((u) => u.$set?.status === 'delivered')

@@ -158,6 +158,9 @@ const recipientApprovalSchema = new Schema(
 recipientApprovalSchema.index({ appDid: 1, recipientDid: 1, environment: 1 }, { unique: true })
 recipientApprovalSchema.index({ id: 1 }, { unique: true })
 recipientApprovalSchema.index({ recipientDid: 1, environment: 1, createdAt: -1 })
+// the apps sweep's requests still owing a move's event (recovery.ts)
+recipientApprovalSchema.index({ grantedDue: 1 })
+recipientApprovalSchema.index({ revokedDue: 1 })
 
 export type AppDoc = InferSchemaType<typeof appSchema>
 export type AppEnvironmentDoc = InferSchemaType<typeof appEnvironmentSchema>

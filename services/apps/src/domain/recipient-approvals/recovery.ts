@@ -24,3 +24,32 @@ export async function withEventsWritten(d: Pick<AppsDomain, 'models' | 'logger'>
     return cur
   })
 }
+
+/** A move's own write of its event comes within moments; a request still owing one after this is left to the sweep. */
+export const DUE_EVENT_GRACE_MS = 30_000
+/** How many requests one sweep run finishes; the next run takes the rest. */
+const DUE_EVENTS_PER_RUN = 500
+
+/**
+ * The apps process's sweep (every minute): the requests whose move was cut off before its event was written, that no
+ * read has finished since (the app that waits for the event reads nothing; the dashboard's list does not finish
+ * them). Answers how many it finished.
+ */
+export async function writeDueApprovalEvents(d: Pick<AppsDomain, 'models' | 'logger'>, now: Date = new Date()): Promise<number> {
+  const due = (await d.models.RecipientApproval.find({
+    $or: [{ grantedDue: { $gte: 0 } }, { revokedDue: { $gte: 0 } }],
+    updatedAt: { $lt: new Date(now.getTime() - DUE_EVENT_GRACE_MS) },
+  })
+    .limit(DUE_EVENTS_PER_RUN)
+    .lean()) as StoredApproval[]
+  let finished = 0
+  for (const doc of due) {
+    try {
+      await withEventsWritten(d, doc)
+      finished++
+    } catch (err) {
+      d.logger?.warn({ approvalId: doc.id, err }, 'approval: its due event could not be written yet; the next sweep tries again')
+    }
+  }
+  return finished
+}
