@@ -41,21 +41,26 @@ afterAll(async () => {
   await t?.close()
 })
 
-test('charged, the pay answers processing; reads share one settle and answer processing until it succeeds', async () => {
+/** A hold's checkout of `tickets` tickets at 25.00, its hold due in 10 minutes. */
+async function startHold(holdId: string, tickets: number) {
   const organizer = newDid()
-  const started = await startTicketCheckout(serving(t.domain, { checkout: authorizationFor(organizer) }), {
+  return startTicketCheckout(serving(t.domain, { checkout: authorizationFor(organizer) }), {
     appDid: APP,
     environment: 'test',
-    holdId: 'hold_000000000000000000000001',
+    holdId,
     organizerDid: organizer,
-    description: '2 × General',
-    amount: 5000,
-    tickets: 2,
+    description: `${tickets} × General`,
+    amount: 2500 * tickets,
+    tickets,
     currency: 'usd',
     expiresAt: new Date(t.clock.now.getTime() + 600_000).toISOString(),
     returnUrl: null,
     cancelUrl: null,
   })
+}
+
+test('charged, the pay answers processing; reads share one settle and answer processing until it succeeds', async () => {
+  const started = await startHold('hold_000000000000000000000001', 2)
   const paid = await payCheckout(t.domain, browserTokenOf(started.url), GOOD_CARD)
   expect(paid.status).toBe('processing')
 
@@ -72,20 +77,7 @@ test('charged, the pay answers processing; reads share one settle and answer pro
 })
 
 test('an expired ticket checkout whose hold cannot be released now: reads answer it as it is, not an error, and the first read after the tickets domain answers fails it expired', async () => {
-  const organizer = newDid()
-  const started = await startTicketCheckout(serving(t.domain, { checkout: authorizationFor(organizer) }), {
-    appDid: APP,
-    environment: 'test',
-    holdId: 'hold_000000000000000000000002',
-    organizerDid: organizer,
-    description: '1 × General',
-    amount: 2500,
-    tickets: 1,
-    currency: 'usd',
-    expiresAt: new Date(t.clock.now.getTime() + 600_000).toISOString(),
-    returnUrl: null,
-    cancelUrl: null,
-  })
+  const started = await startHold('hold_000000000000000000000002', 1)
   const expiresAt = (await t.models.Checkout.findById(started.checkoutId, { expiresAt: 1 }).lean())!.expiresAt
   t.clock.advance(expiresAt.getTime() - t.clock.now.getTime() + 1000)
   settle.failing = true
