@@ -276,6 +276,32 @@ describe('a free claim that stopped after keeping its seat and before inserting 
     expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 0, released: 0 })
   })
 
+  test('two stopped attempts, and a retry adopting one while the sweep issues the other: the ticket keeps its seat', async () => {
+    const { eventUri, tierId, buyer, ticketId } = await freeTier({ capacity: 3, perBuyerLimit: 2 }, 'raced')
+    const attempts = [await stoppedClaim(tierId, ticketId, buyer.did, CLAIM_ATTEMPT_SECONDS + 5), await stoppedClaim(tierId, ticketId, buyer.did, CLAIM_ATTEMPT_SECONDS + 5)]
+    // just before the sweep's insert, the claim's retry inserts the ticket with the other attempt's seat
+    let raced = false
+    const Ticket = new Proxy(stack.tickets.Ticket, {
+      get: (target, prop, receiver) =>
+        prop !== 'create'
+          ? Reflect.get(target, prop, receiver)
+          : async (doc: { reservationId: string }) => {
+            if (!raced) {
+              raced = true
+              await target.create({ ...doc, reservationId: attempts.find((a) => a !== doc.reservationId) })
+            }
+            return target.create(doc)
+          },
+    })
+    await sweepStoppedClaims({ ...stack.ticketsDomain, models: { ...stack.tickets, Ticket } })
+    expect(raced).toBe(true)
+    const ticket = (await stack.tickets.Ticket.findById(ticketId).lean())!
+    // its seat and its buyer's share stay; the other attempt's go
+    expect(await stack.tickets.CapacityUnit.countDocuments({ reservationId: ticket.reservationId })).toBe(2)
+    expect(await stack.tickets.CapacityUnit.countDocuments({ reservationId: attempts.find((a) => a !== ticket.reservationId) })).toBe(0)
+    expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(2)
+  })
+
   test('the sweep reads each minute once, by equality, and moves its cursor past the minutes it finished', async () => {
     const { tierId, buyer, ticketId } = await freeTier({ capacity: 2 }, 'minute')
     const attempt = await stoppedClaim(tierId, ticketId, buyer.did, CLAIM_ATTEMPT_SECONDS + 5)

@@ -73,10 +73,14 @@ async function finishStopped(d: TicketsDomain, seats: ClaimSeat[]): Promise<{ is
   const tickets = new Map((await findEach(ticketIds, (id) => d.models.Ticket.findById(id, { reservationId: 1 }).lean())).map((t) => [t._id, t.reservationId]))
   let issued = 0
   let released = 0
-  for (const seat of seats.filter((s) => tickets.get(s.ticketId!) !== s.reservationId)) {
+  for (const seat of seats) {
+    // whose the ticket is decides, as it stands now: a ticket this run issued (or found inserted by a retry that
+    // adopted another attempt of the claim) keeps its own seat, and only the others' units go
     if (tickets.has(seat.ticketId!)) {
-      await deleteUnitsOf(d, seat.reservationId)
-      released++
+      if (tickets.get(seat.ticketId!) !== seat.reservationId) {
+        await deleteUnitsOf(d, seat.reservationId)
+        released++
+      }
       continue
     }
     const tier = await d.models.Tier.findById(seat.tierId).lean()
