@@ -261,6 +261,23 @@ describe('a free claim that stopped after keeping its seat and before inserting 
     expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(1)
   })
 
+  test('the retry adopts the kept seat whatever the organizer changed since: the sale ended, the tier made paid', async () => {
+    // stopped between the keep's decision and marking its units (they carry the attempt's expiry, now past)
+    const ended = await freeTier({ capacity: 2 }, 'ended')
+    const decided = await stoppedClaim(ended.tierId, ended.ticketId, ended.buyer.did, CLAIM_ATTEMPT_SECONDS + 5, 'decided')
+    await stack.tickets.Tier.updateOne({ _id: ended.tierId }, { $set: { salesEndAt: new Date(Date.now() - 1000) } })
+    const late = expectOk(await claimAs(stack, app, ended.buyer, { eventUri: ended.eventUri, ticketTypeId: ended.tierId }, { idempotencyKey: 'ended' }))
+    expect(late.ticket.id).toBe(ended.ticketId)
+    expect((await stack.tickets.Ticket.findById(ended.ticketId).lean())!.reservationId).toBe(decided)
+
+    const priced = await freeTier({ capacity: 2 }, 'priced')
+    const kept = await stoppedClaim(priced.tierId, priced.ticketId, priced.buyer.did, 1)
+    await stack.tickets.Tier.updateOne({ _id: priced.tierId }, { $set: { priceAmount: 500 } })
+    const paid = expectOk(await claimAs(stack, app, priced.buyer, { eventUri: priced.eventUri, ticketTypeId: priced.tierId }, { idempotencyKey: 'priced' }))
+    expect(paid.ticket.id).toBe(priced.ticketId)
+    expect((await stack.tickets.Ticket.findById(priced.ticketId).lean())!.reservationId).toBe(kept)
+  })
+
   test('two stopped attempts of one claim: one gets the ticket, the other\'s seat returns to sale', async () => {
     const { eventUri, tierId, buyer, ticketId } = await freeTier({ capacity: 3, perBuyerLimit: 2 }, 'twice')
     const attempts = [await stoppedClaim(tierId, ticketId, buyer.did, CLAIM_ATTEMPT_SECONDS + 5), await stoppedClaim(tierId, ticketId, buyer.did, CLAIM_ATTEMPT_SECONDS + 5)]

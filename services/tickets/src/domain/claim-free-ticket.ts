@@ -80,6 +80,23 @@ async function issuedTicket(d: ServingTickets, ticketId: string): Promise<Ticket
   return ticketView(d, existing)
 }
 
+/**
+ * The ticket of a kept attempt of this claim (its units carry the ticket's id, its outcome is `kept`): an attempt that
+ * kept its seat and stopped before inserting its ticket. Its units are kept however long ago that was (a keep cut off
+ * before it marked them leaves the attempt's expiry on them), so they are looked up by the ticket alone.
+ */
+async function adoptKept(d: ServingTickets, ticketId: string, record: (kept: { reservationId: string; tierId: string }) => TicketDoc): Promise<Ticket | null> {
+  const seats = await d.models.CapacityUnit.find({ ticketId, kind: 'seat' }, { reservationId: 1, tierId: 1 }).lean()
+  for (const seat of seats) {
+    if ((await d.models.ReservationOutcome.findById(seat.reservationId).lean())?.outcome !== 'kept') continue
+    const { ticket, inserted } = await issue(d, record(seat))
+    // another attempt's ticket was inserted first: this attempt's units go (as the sweep does)
+    if (!inserted && ticket.reservationId !== seat.reservationId) await deleteUnitsOf(d, seat.reservationId)
+    return ticketView(d, ticket)
+  }
+  return null
+}
+
 export async function claimFreeTicket(d: ServingTickets, appDid: string, input: ClaimFreeTicketInput): Promise<Ticket> {
   if (!isDid(input.buyerDid)) throw new ContractError('InvalidRequest', 'buyerDid must be a DID')
   const idempotencyKey = input.idempotencyKey ?? null
@@ -89,6 +106,10 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
   // a retry gets the ticket its key issued, whatever the organizer changed since (the tier's price, its sale window)
   const issued = await issuedTicket(d, ticketId)
   if (issued) return issued
+  // … and the seat an earlier attempt of its key kept before it stopped, the same
+  const adopted = await adoptKept(d, ticketId, (kept) =>
+    claimedTicket({ ticketId, appDid, environment, eventUri: input.eventUri, tierId: kept.tierId, buyerDid: input.buyerDid, reservationId: kept.reservationId, now: nowOf(d) }))
+  if (adopted) return adopted
 
   const event = await appEvent(d, appDid, environment, input.eventUri)
   const [tier] = event ? await eventTiers(d, event, [input.ticketTypeId]) : []
@@ -104,11 +125,9 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
     const existing = pass === 0 ? null : await issuedTicket(d, ticketId)
     if (existing) return existing
 
-    // an earlier attempt kept its units and died before the ticket: adopt them
-    const orphan = await d.models.CapacityUnit.findOne({ ticketId, expiresAt: { $gt: nowOf(d) } }, { reservationId: 1 }).lean()
-    if (orphan && (await d.models.ReservationOutcome.findById(orphan.reservationId).lean())?.outcome === 'kept') {
-      return ticketView(d, (await issue(d, record(orphan.reservationId))).ticket)
-    }
+    // a duplicate in flight kept its units and died before the ticket: adopt them
+    const orphan = await adoptKept(d, ticketId, (kept) => record(kept.reservationId))
+    if (orphan) return orphan
 
     if (!onSale(tier, nowOf(d))) throw new ContractError('TicketHoldUnavailable', 'this tier is not on sale now')
     const attempt = { id: `claim_${randomBytes(12).toString('hex')}`, expiresAt: new Date(nowOf(d).getTime() + CLAIM_ATTEMPT_SECONDS * 1000), buyerDid: input.buyerDid, ticketId }
