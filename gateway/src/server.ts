@@ -13,9 +13,6 @@ import { authenticate, type Authenticated } from './principal'
 import { formatGatewayErrors } from './subgraph-failures'
 import { createSubgraphAgent } from './subgraph-agent'
 import { maxQueryCost } from './query-cost'
-import { visit } from 'graphql'
-import { ErrorWithProps } from 'mercurius'
-import { contractExtensions } from '@svc/errors'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -153,15 +150,6 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   app.graphql.addHook('preParsing', async (_schema, source) => {
     if (typeof source !== 'string' || isJson(source)) throw Object.assign(new Error('the query must be GraphQL text'), { statusCode: 400 })
   })
-  // a string holding NUL (U+0000), in the document or its variables, is refused as on /xrpc: PostgreSQL under
-  // FerretDB can store or compare none, so a subgraph's read naming one failed as an internal error
-  app.graphql.addHook('preExecution', async (_schema, document, _context, variables) => {
-    let nul = holdsNul(variables)
-    if (!nul) visit(document, { StringValue: (node) => { if (node.value.includes('\u0000')) nul = true } })
-    // with the contract's code, which the gateway client turns back into InvalidRequest (a pay form's card holding one
-    // is the form again with the message, not an error page)
-    if (nul) throw new ErrorWithProps('a string must not contain the NUL character (U+0000)', contractExtensions('InvalidRequest'), 400)
-  })
   return app
 }
 
@@ -172,11 +160,4 @@ function isJson(source: string): boolean {
   } catch {
     return false
   }
-}
-
-function holdsNul(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('\u0000')
-  if (Array.isArray(value)) return value.some(holdsNul)
-  if (value !== null && typeof value === 'object') return Object.entries(value).some(([k, v]) => k.includes('\u0000') || holdsNul(v))
-  return false
 }

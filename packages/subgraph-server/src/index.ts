@@ -112,9 +112,19 @@ export function isDatabaseUnreachable(err: unknown): boolean {
   )
 }
 
+/**
+ * PostgreSQL (under FerretDB) stores and compares no NUL (U+0000) in text: a filter or a document holding one is
+ * refused by the database, which is the caller's input, not a fault of ours (MongoDB takes it). The adapter refuses
+ * NUL on /xrpc; this answers the rest (an operator's query naming one) InvalidRequest rather than an internal error.
+ */
+function isNulRefused(original: unknown): boolean {
+  return original instanceof Error && /unsupported Unicode escape sequence|SQLSTATE 22P05/.test(original.message)
+}
+
 /** What a resolver's error is to the caller: its own contract error, or one of ours (unavailable, unexpected). */
-function kindOf(original: unknown): 'contract' | 'database' | 'redis' | 'unexpected' {
+function kindOf(original: unknown): 'contract' | 'nul' | 'database' | 'redis' | 'unexpected' {
   if (original instanceof ContractError) return 'contract'
+  if (isNulRefused(original)) return 'nul'
   if (isDatabaseUnreachable(original)) return 'database'
   if (isRedisUnavailable(original)) return 'redis'
   return 'unexpected'
@@ -139,6 +149,7 @@ export function formatSubgraphError() {
       return { message: formatted.message, extensions: { ...contractExtensions('InvalidRequest'), graphqlCode: code } }
     }
     if (code === 'UNAUTHENTICATED' || code === 'BAD_REQUEST') return formatted
+    if (kind === 'nul') return { message: 'a string must not contain the NUL character (U+0000)', path: formatted.path, extensions: contractExtensions('InvalidRequest') }
     if (kind === 'database' || kind === 'redis') {
       return { message: 'the service is briefly unavailable; retry with backoff', path: formatted.path, extensions: contractExtensions('ServiceUnavailable') }
     }
