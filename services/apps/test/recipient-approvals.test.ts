@@ -600,6 +600,22 @@ describe('a move whose event write was lost', () => {
     expect(await models.Outbox.countDocuments({ 'data.approvalId': first.id })).toBe(2)
   })
 
+  it('a revoke whose event is written only after the app asked again still says the approval was revoked', async () => {
+    const app = await newApp()
+    const creator = newCreator()
+    const first = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))
+    await acceptApproval({ models }, creatorOf(creator), first.id, first.termsHash)
+    const outboxAway = new Proxy(models.Outbox, {
+      get: (target, prop, receiver) => (prop === 'create' ? async () => Promise.reject(new Error('database away')) : Reflect.get(target, prop, receiver)),
+    })
+    await expect(revokeApproval({ models: { ...models, Outbox: outboxAway } }, creatorOf(creator), first.id)).rejects.toThrow('database away')
+    // the app asks again with the same terms before anything read the request: pending
+    expect((await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))).status).toBe('pending')
+    await findAppApproval({ models }, app, 'test', creator)
+    const revoked = (await events(first.id)).filter((e) => e.type === 'app.authorization.revoked')
+    expect(revoked.map((e) => (e.data as { status: string }).status)).toEqual(['revoked'])
+  })
+
   it('one that no read finishes (the app waits for the event) gets it from the apps sweep, once its move is 30 s old', async () => {
     const app = await newApp()
     const creator = newCreator()

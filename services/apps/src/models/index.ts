@@ -144,6 +144,8 @@ const recipientApprovalSchema = new Schema(
     approvedAt: { type: Date, default: null },
     revokedRevision: { type: Number, default: null },
     revokedAt: { type: Date, default: null },
+    /** how that approval ended (`revoked` or `blocked`): its event says so, also when written after later moves */
+    revokedStatus: { type: String, default: null },
     /**
      * set by the move that approves (the revision approved) or ends an approval (the revision ended), in the same
      * write, and removed once its event is written (recipient-approvals/events.ts): a read finds a move whose event

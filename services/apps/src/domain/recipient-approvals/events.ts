@@ -48,6 +48,12 @@ export async function writeGrantedEvent(d: Pick<AppsDomain, 'models'>, doc: Stor
   return written(d, await settleTimestamp(d, doc, eventId, 'approvedAt'), 'grantedDue', doc.revision)
 }
 
+/** A request ended before `revokedStatus` was stored says it by its status, until a later move changed that. */
+function revokedStatusOf(doc: StoredApproval): 'revoked' | 'blocked' {
+  const status = doc.revokedStatus ?? doc.status
+  return status === 'blocked' ? 'blocked' : 'revoked'
+}
+
 /** app.authorization.revoked for the approval of revision `revokedRevision`, ended by the creator's revoke or block. */
 export async function writeRevokedEvent(d: Pick<AppsDomain, 'models'>, doc: StoredApproval): Promise<StoredApproval> {
   if (doc.revokedRevision === null || doc.revokedRevision === undefined) return doc
@@ -61,7 +67,8 @@ export async function writeRevokedEvent(d: Pick<AppsDomain, 'models'>, doc: Stor
     data: {
       approvalId: doc.id,
       recipientDid: doc.recipientDid,
-      status: doc.status,
+      // how it ended, as the move stored it: a request asked again since (pending, or approved anew) is not that
+      status: revokedStatusOf(doc),
       revokedAt: revokedAt.toISOString(),
     },
   })

@@ -84,6 +84,7 @@ function endApproval(cur: StoredApproval, status: 'revoked' | 'blocked'): Record
     approvedAt: null,
     revokedRevision: cur.revision,
     revokedAt: new Date(),
+    revokedStatus: status,
     // its event is due until written (events.ts)
     revokedDue: cur.revision,
   }
