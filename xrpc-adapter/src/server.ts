@@ -248,6 +248,8 @@ export async function buildCheckoutServer(deps: AdapterDeps): Promise<FastifyIns
     // the utility routes, per presented API key; a request without one is refused by its route. By the route matched,
     // not the raw URL, which may spell the same route percent-encoded (/%61pi/…)
     if (!isUtilityRoute(request)) return
+    // an app's configuration and its deliveries (URLs, receivers' answers) are its own: no cache keeps them
+    reply.header('cache-control', 'no-store')
     await utilityAddressLimit(request, reply, clientNetwork(request.ip)).catch((err: unknown) => {
       leaveOutOfRequestLog(request)
       throw err

@@ -81,9 +81,11 @@ async function expectLogged(
 }
 
 describe.each(ROUTES)('$name', (route) => {
-  it('a key holding the permission succeeds, and the call is logged', async () => {
+  it('a key holding the permission succeeds, and the call is logged; no cache keeps its answer, nor a refusal', async () => {
     const res = await route.call(q(), bearer(key))
     expectOk(res)
+    expect(res.headers.get('cache-control')).toBe('no-store')
+    expect((await route.call(q())).headers.get('cache-control')).toBe('no-store')
     await expectLogged(res, route, { environment: 'test', appDid: app.did }, { status: 200, errorCode: null, keyPrefix: prefixOf(key) }, key)
   })
 
