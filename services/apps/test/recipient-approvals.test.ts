@@ -56,6 +56,13 @@ const input = (recipientDid: string, over: Partial<RecipientApprovalInput> = {})
 const creatorOf = (recipientDid: string, environment: 'test' | 'live' = 'test'): DashboardActor => ({ actorDid: recipientDid, environment })
 const raw = (id: string) => models.RecipientApproval.findOne({ id }).lean()
 const events = (approvalId: string) => models.Outbox.find({ 'data.approvalId': approvalId }).sort({ occurredAt: 1 }).lean()
+/** The models with an outbox whose writes fail, as when the database goes away after the move's own write. */
+const outboxAway = (): AppsModels => ({
+  ...models,
+  Outbox: new Proxy(models.Outbox, {
+    get: (target, prop, receiver) => (prop === 'create' ? async () => Promise.reject(new Error('database away')) : Reflect.get(target, prop, receiver)),
+  }),
+})
 
 beforeAll(async () => {
   ;({ conn, models } = await connectApps(isolate('apps_approvals').mongoUrl))
@@ -576,10 +583,7 @@ describe('a move whose event write was lost', () => {
     const app = await newApp()
     const creator = newCreator()
     const first = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))
-    const outboxAway = new Proxy(models.Outbox, {
-      get: (target, prop, receiver) => (prop === 'create' ? async () => Promise.reject(new Error('database away')) : Reflect.get(target, prop, receiver)),
-    })
-    const failing = { ...models, Outbox: outboxAway }
+    const failing = outboxAway()
     const types = async () => (await events(first.id)).map((e) => e.type)
 
     await expect(acceptApproval({ models: failing }, creatorOf(creator), first.id, first.termsHash)).rejects.toThrow('database away')
@@ -605,10 +609,7 @@ describe('a move whose event write was lost', () => {
     const creator = newCreator()
     const first = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))
     await acceptApproval({ models }, creatorOf(creator), first.id, first.termsHash)
-    const outboxAway = new Proxy(models.Outbox, {
-      get: (target, prop, receiver) => (prop === 'create' ? async () => Promise.reject(new Error('database away')) : Reflect.get(target, prop, receiver)),
-    })
-    await expect(revokeApproval({ models: { ...models, Outbox: outboxAway } }, creatorOf(creator), first.id)).rejects.toThrow('database away')
+    await expect(revokeApproval({ models: outboxAway() }, creatorOf(creator), first.id)).rejects.toThrow('database away')
     // the app asks again with the same terms before anything read the request: pending
     expect((await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))).status).toBe('pending')
     await findAppApproval({ models }, app, 'test', creator)
@@ -620,10 +621,7 @@ describe('a move whose event write was lost', () => {
     const app = await newApp()
     const creator = newCreator()
     const first = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))
-    const outboxAway = new Proxy(models.Outbox, {
-      get: (target, prop, receiver) => (prop === 'create' ? async () => Promise.reject(new Error('database away')) : Reflect.get(target, prop, receiver)),
-    })
-    await expect(acceptApproval({ models: { ...models, Outbox: outboxAway } }, creatorOf(creator), first.id, first.termsHash)).rejects.toThrow('database away')
+    await expect(acceptApproval({ models: outboxAway() }, creatorOf(creator), first.id, first.termsHash)).rejects.toThrow('database away')
     // the dashboard's list of requests shows it approved, and writes nothing
     expect((await listDashboardApprovals({ models }, creatorOf(creator))).map((a) => a.status)).toEqual(['approved'])
     const granted = () => models.Outbox.countDocuments({ type: 'app.authorization.granted', 'data.approvalId': first.id })
