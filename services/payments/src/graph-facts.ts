@@ -20,7 +20,7 @@ const CHECKOUT = graphql(`query PaymentsCheckoutFacts($appDid: ID!, $environment
     environment
     config { feeShareBps ticketFee { bps flatAmount flatCurrency passToBuyer } }
     recipientApproval(recipientDid: $recipient) {
-      id status paymentTypes feeShareBps recipient { did displayName payable payoutStatus }
+      id revision status paymentTypes feeShareBps recipient { did displayName payable payoutStatus }
     }
   }
 }`)
@@ -48,7 +48,7 @@ export function createGraphFacts(gateway: GatewayClient, requestId: string): App
         environment: a.environment,
         serviceFee: a.config.ticketFee,
         feeShareCapBps: a.config.feeShareBps,
-        approval: approval ? { id: approval.id, status: approval.status, paymentTypes: approval.paymentTypes, feeShareBps: approval.feeShareBps } : null,
+        approval: approval ? { id: approval.id, revision: approval.revision, status: approval.status, paymentTypes: approval.paymentTypes, feeShareBps: approval.feeShareBps } : null,
         recipient: approval?.recipient ?? null,
       }
     },

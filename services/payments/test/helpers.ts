@@ -84,7 +84,7 @@ export function authorizationFor(recipientDid: string, over: Partial<CheckoutFac
     environment: 'test',
     serviceFee: { bps: 250, flatAmount: 30, flatCurrency: 'usd', passToBuyer: false },
     feeShareCapBps: 500,
-    approval: { id: 'apr_test', status: 'approved', paymentTypes: ['tip', 'shop'], feeShareBps: 500 },
+    approval: { id: 'apr_test', revision: 1, status: 'approved', paymentTypes: ['tip', 'shop'], feeShareBps: 500 },
     recipient: { did: recipientDid, displayName: 'Ada Creator', payable: true, payoutStatus: 'ready' },
     ...over,
   }

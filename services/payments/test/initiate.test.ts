@@ -54,12 +54,12 @@ describe('the rules, in order', () => {
     const product = productOf(creator)
     await expectCode(initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator, { approval: null }) }), { appDid: APP, product }), 'AppUnauthorized', /has not approved this app/)
     await expectCode(
-      initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator, { approval: { id: 'apr_1', status: 'pending', paymentTypes: ['tip'], feeShareBps: 0 } }) }), { appDid: APP, product }),
+      initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator, { approval: { id: 'apr_1', revision: 1, status: 'pending', paymentTypes: ['tip'], feeShareBps: 0 } }) }), { appDid: APP, product }),
       'AppUnauthorized',
       /is pending, not approved/,
     )
     await expectCode(
-      initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator, { approval: { id: 'apr_1', status: 'approved', paymentTypes: ['shop'], feeShareBps: 0 } }) }), { appDid: APP, product }),
+      initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator, { approval: { id: 'apr_1', revision: 1, status: 'approved', paymentTypes: ['shop'], feeShareBps: 0 } }) }), { appDid: APP, product }),
       'AppUnauthorized',
       /approved this app for shop payments, not tip/,
     )

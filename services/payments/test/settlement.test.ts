@@ -222,10 +222,11 @@ describe('paying', () => {
 
 describe('the authorization read again at pay', () => {
   test.each([
-    ['the approval revoked', { approval: { id: 'apr_test', status: 'revoked', paymentTypes: ['tip', 'shop'], feeShareBps: 500 } }, 'approval_ended'],
-    ['another approval (asked for again)', { approval: { id: 'apr_other', status: 'approved', paymentTypes: ['tip', 'shop'], feeShareBps: 500 } }, 'approval_ended'],
-    ['tips no longer approved', { approval: { id: 'apr_test', status: 'approved', paymentTypes: ['shop'], feeShareBps: 500 } }, 'payment_type_not_approved'],
-    ['a lower fee share accepted', { approval: { id: 'apr_test', status: 'approved', paymentTypes: ['tip', 'shop'], feeShareBps: 300 } }, 'fee_share_lowered'],
+    ['the approval revoked', { approval: { id: 'apr_test', revision: 2, status: 'revoked', paymentTypes: ['tip', 'shop'], feeShareBps: 500 } }, 'approval_ended'],
+    ['another approval (asked for again)', { approval: { id: 'apr_other', revision: 1, status: 'approved', paymentTypes: ['tip', 'shop'], feeShareBps: 500 } }, 'approval_ended'],
+    ['the approval revoked and approved again', { approval: { id: 'apr_test', revision: 3, status: 'approved', paymentTypes: ['tip', 'shop'], feeShareBps: 500 } }, 'approval_ended'],
+    ['tips no longer approved', { approval: { id: 'apr_test', revision: 1, status: 'approved', paymentTypes: ['shop'], feeShareBps: 500 } }, 'payment_type_not_approved'],
+    ['a lower fee share accepted', { approval: { id: 'apr_test', revision: 1, status: 'approved', paymentTypes: ['tip', 'shop'], feeShareBps: 300 } }, 'fee_share_lowered'],
     ['a lower cap set by an operator', { feeShareCapBps: 100 }, 'fee_share_lowered'],
     ['the recipient restricted', { recipient: { did: 'x', displayName: null, payable: false, payoutStatus: 'restricted' } }, 'recipient_not_payable'],
   ] as const)('%s: the checkout fails as not_authorized, nothing is charged', async (_case, change, code) => {

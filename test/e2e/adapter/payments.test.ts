@@ -201,6 +201,25 @@ describe('status', () => {
     expect(await stack.payments.Outbox.countDocuments({ type: 'payment.completed', appDid: app.did, 'data.appOrderId': 'order-revoked-1' })).toBe(0)
   })
 
+  it('a checkout started before a revoke stays refused after the app asks again and the creator approves again', async () => {
+    const { did, approvalId, cookie } = await approvedCreator(stack, app)
+    const { token, url } = expectOk(await initiate(stack, app, product(did, { appOrderId: 'order-regranted-1' })))
+    expect((await decide(stack, cookie, approvalId, 'revoke')).status).toBe(303)
+    // the same request asked again and approved again: the same id, a new grant
+    expect(expectOk(await requestApproval(stack, app, { recipientDid: did, environment: 'test', paymentTypes: ['tip', 'shop'] }))).toMatchObject({ id: approvalId, status: 'pending' })
+    expect((await decide(stack, cookie, approvalId, 'accept')).status).toBe(303)
+    const refused = await payByForm(url, '4242 4242 4242 4242')
+    expect(refused.status).toBe(200)
+    expect(refused.text).toContain('no longer accepts this payment')
+    expect(expectOk(await paymentStatus(stack, app, token))).toEqual({ status: 'failed' })
+    const checkout = await checkouts().findOne({ appDid: app.did, appOrderId: 'order-regranted-1' }).lean()
+    expect(checkout).toMatchObject({ status: 'failed', failureReason: 'not_authorized' })
+    expect(await stack.payments.TestCharge.countDocuments({ _id: chargeKeyOf(checkout!._id) })).toBe(0)
+    // a checkout started under the new grant is paid
+    const fresh = expectOk(await initiate(stack, app, product(did)))
+    expect((await payByForm(fresh.url, '4242 4242 4242 4242')).status).toBe(303)
+  })
+
   it('failed after a declined card, with no record', async () => {
     const { token, url } = expectOk(await initiate(stack, app, product(app.did)))
     const declined = await payByForm(url, '4000 0000 0000 0002')

@@ -899,6 +899,8 @@ export type RecipientApproval = {
   recipient: Maybe<ActorProfile>;
   recipientDid: Scalars['ID']['output'];
   requestReason: Maybe<Scalars['String']['output']>;
+  /** counts the decisions asked of the creator (terms changed, asked again after a decline or revoke, a revoke); unchanged while approved, so id and revision name one grant */
+  revision: Scalars['Int']['output'];
   setupReturnUrl: Maybe<Scalars['String']['output']>;
   /** pending | approved | declined | revoked | blocked */
   status: Scalars['String']['output'];
@@ -1173,7 +1175,7 @@ export type PaymentsCheckoutFactsQueryVariables = Exact<{
 }>;
 
 
-export type PaymentsCheckoutFactsQuery = { __typename?: 'Query', appAccessFor: { __typename?: 'AppAccess', environment: string, config: { __typename?: 'AppEnvironmentConfig', feeShareBps: number, ticketFee: { __typename?: 'TicketFee', bps: number, flatAmount: number, flatCurrency: string, passToBuyer: boolean } }, recipientApproval: { __typename?: 'RecipientApproval', id: string, status: string, paymentTypes: Array<string>, feeShareBps: number, recipient: { __typename?: 'ActorProfile', did: string, displayName: string | null, payable: boolean, payoutStatus: string } | null } | null } };
+export type PaymentsCheckoutFactsQuery = { __typename?: 'Query', appAccessFor: { __typename?: 'AppAccess', environment: string, config: { __typename?: 'AppEnvironmentConfig', feeShareBps: number, ticketFee: { __typename?: 'TicketFee', bps: number, flatAmount: number, flatCurrency: string, passToBuyer: boolean } }, recipientApproval: { __typename?: 'RecipientApproval', id: string, revision: number, status: string, paymentTypes: Array<string>, feeShareBps: number, recipient: { __typename?: 'ActorProfile', did: string, displayName: string | null, payable: boolean, payoutStatus: string } | null } | null } };
 
 export type PaymentsAppLinkFactsQueryVariables = Exact<{
   appDid: Scalars['ID']['input'];
@@ -1712,6 +1714,7 @@ export const PaymentsCheckoutFactsDocument = new TypedDocumentString(`
     }
     recipientApproval(recipientDid: $recipient) {
       id
+      revision
       status
       paymentTypes
       feeShareBps

@@ -74,6 +74,8 @@ export type RecipientApproval = {
   setupReturnUrl: Maybe<Scalars['String']['output']>;
   /** sha256 of the canonical terms (paymentTypes, feeShareBps, publicRecords); the creator accepts exactly these */
   termsHash: Scalars['String']['output'];
+  /** counts the decisions asked of the creator (terms changed, asked again after a decline or revoke, a revoke); unchanged while approved, so id and revision name one grant */
+  revision: Scalars['Int']['output'];
   /** when the creator approved the current terms; null unless approved */
   approvedAt: Maybe<Scalars['String']['output']>;
   /** the creator's review page */

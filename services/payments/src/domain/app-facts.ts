@@ -10,6 +10,8 @@ import type { ServiceFeeRate } from './fees'
 /** The app's approval by the recipient in one environment, and the recipient's payout facts. */
 export interface ApprovalFacts {
   id: string
+  /** with the id, the grant: a revoke and a new approval of the same request is another revision */
+  revision: number
   status: string
   paymentTypes: string[]
   feeShareBps: number

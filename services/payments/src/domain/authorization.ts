@@ -7,7 +7,7 @@ import { ContractError } from '@svc/errors'
 import type { CheckoutFacts } from './app-facts'
 
 export type Authorization =
-  | { ok: true; approvalId: string; recipientName: string | null; feeShareBps: number }
+  | { ok: true; approvalId: string; approvalRevision: number; recipientName: string | null; feeShareBps: number }
   | { ok: false; code: 'approval_ended' | 'payment_type_not_approved' | 'recipient_not_payable'; error: ContractError }
 
 export function authorizationOf(facts: CheckoutFacts, recipientDid: string, paymentType: string): Authorization {
@@ -27,5 +27,5 @@ export function authorizationOf(facts: CheckoutFacts, recipientDid: string, paym
     return refused('recipient_not_payable', new ContractError('RecipientNotPayable', `recipient ${recipientDid} cannot receive payments now (payout status ${recipient.payoutStatus})`))
   }
   // the share the creator accepted, but never more than the app may take now (an operator may have lowered it)
-  return { ok: true, approvalId: approval.id, recipientName: recipient.displayName ?? null, feeShareBps: Math.min(approval.feeShareBps, facts.feeShareCapBps) }
+  return { ok: true, approvalId: approval.id, approvalRevision: approval.revision, recipientName: recipient.displayName ?? null, feeShareBps: Math.min(approval.feeShareBps, facts.feeShareCapBps) }
 }

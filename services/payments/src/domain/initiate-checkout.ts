@@ -82,6 +82,7 @@ export async function initiateCheckout(d: ServingPayments, input: { appDid: stri
   const selfSale = product.recipientDid === input.appDid
   let feeShareBps = 0
   let approvalId: string | null = null
+  let approvalRevision: number | null = null
   let recipientName: string | null = null
   if (selfSale) {
     // an app selling for itself needs no approval and no payout facts
@@ -90,7 +91,7 @@ export async function initiateCheckout(d: ServingPayments, input: { appDid: stri
     if (auth.recipient && auth.recipient.did !== product.recipientDid) throw new ContractError('InvalidRequest', 'the recipient facts are of another DID than the product’s')
     const authorization = authorizationOf({ ...auth, environment }, product.recipientDid, product.paymentType)
     if (!authorization.ok) throw authorization.error
-    ;({ feeShareBps, approvalId, recipientName } = authorization)
+    ;({ feeShareBps, approvalId, approvalRevision, recipientName } = authorization)
   }
   // the canonical product string with its environment resolved: naming the environment or not is the same purchase
   const productHash = createHash('sha256').update(encodeProduct({ ...product, environment })).digest('hex')
@@ -119,6 +120,7 @@ export async function initiateCheckout(d: ServingPayments, input: { appDid: stri
     selfSale,
     recipientName,
     approvalId,
+    approvalRevision,
     feeShareBps,
     serviceFeeRate: {
       bps: auth.serviceFee.bps,

@@ -86,6 +86,7 @@ export async function startTicketCheckout(d: ServingPayments, input: StartTicket
     selfSale: false,
     recipientName: auth.recipient?.did === input.organizerDid ? (auth.recipient.displayName ?? null) : null,
     approvalId: null,
+    approvalRevision: null,
     feeShareBps: 0,
     serviceFeeRate: { bps: auth.serviceFee.bps, flatAmount: auth.serviceFee.flatAmount, flatCurrency: auth.serviceFee.flatCurrency, passToBuyer: auth.serviceFee.passToBuyer },
     serviceFee: charges.serviceFee,

@@ -68,6 +68,8 @@ const checkoutSchema = new Schema(
     selfSale: { type: Boolean, required: true },
     recipientName: { type: String, default: null },
     approvalId: { type: String, default: null },
+    /** the approval's revision when the checkout started: the grant it was started under (null before it was kept) */
+    approvalRevision: { type: Number, default: null },
     feeShareBps: { type: Number, required: true },
     serviceFeeRate: {
       bps: { type: Number, required: true },

@@ -4,14 +4,13 @@ import type { Environment } from '@svc/vocabulary'
 import { effectiveStatus, type StoredApproval } from './state'
 import type { RecipientApproval } from '../../generated/graph-types'
 
-/** The SDL's RecipientApproval without the fields its resolvers add, and the revision the decisions check. */
+/** The SDL's RecipientApproval without the fields its resolvers add. */
 export type RecipientApprovalView = Omit<
   RecipientApproval,
   'app' | 'appOrigin' | 'appliedFeeShareBps' | 'dashboardUrl' | 'onboardingUrl' | 'recipient' | 'paymentSetup' | 'environment' | 'status'
 > & {
   environment: Environment
   status: ApprovalStatus
-  revision: number
 }
 
 export function publicRecordsOf(doc: StoredApproval): RecipientApprovalView['publicRecords'] {
