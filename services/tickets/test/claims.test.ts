@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { ContractError } from '@svc/errors'
-import { announceIssued, claimFreeTicket, claimTicketId, configureTicketTiers, keepReservation, reserve, voidTicket, type ServingTickets, type TicketsModels } from '../src'
+import { announceIssued, claimFreeTicket, claimTicketId, configureTicketTiers, keepReservation, reserve, sweepPendingVoids, voidTicket, type ServingTickets, type TicketsModels } from '../src'
 import { claimedTicket, issue, CLAIM_ATTEMPT_SECONDS } from '../src/domain/claim-free-ticket'
 import { APP, ORGANIZER, openTicketsDomain } from './helpers'
 
@@ -124,6 +124,64 @@ test('a void racing the announcement of a ticket whose claim stopped before anno
     expect({ i, status: after.status }).toEqual({ i, status: 'voided' })
     expect(await models.CapacityUnit.countDocuments({ ticketId: claimed.id })).toBe(0)
   }
+})
+
+test('a void cut off after its seat returned, its ticket written back as issued by an announcement, ends voided by the sweep', async () => {
+  const { eventUri, tier } = await freeTier(2)
+  const claimed = await claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid: buyer(), idempotencyKey: 'written-back' })
+  await models.Ticket.updateOne({ _id: claimed.id }, { $set: { announced: false } })
+  const stale = (await models.Ticket.findById(claimed.id).lean())!
+  const updateOne = models.Ticket.updateOne.bind(models.Ticket)
+  let writes = 0
+  const spy = jest.spyOn(models.Ticket, 'updateOne').mockImplementation((async (...args: Parameters<typeof updateOne>) => {
+    if (++writes > 1) throw new Error('process stopped') // before the void's last write
+    const written = await updateOne(...args)
+    // an announcement that read the ticket before the void writes it back whole (FerretDB's filtered updates)
+    await models.Ticket.replaceOne({ _id: claimed.id }, { ...stale, announced: true })
+    return written
+  }) as never)
+  try {
+    await expect(voidTicket(d, ORGANIZER, 'test', claimed.id)).rejects.toThrow('process stopped')
+  } finally {
+    spy.mockRestore()
+  }
+  // as the process left it: the seat back on sale, and the ticket valid
+  expect(await models.CapacityUnit.countDocuments({ ticketId: claimed.id })).toBe(0)
+  expect((await models.Ticket.findById(claimed.id).lean())!.status).toBe('issued')
+
+  expect(await sweepPendingVoids(d)).toBeGreaterThanOrEqual(1)
+  expect(await models.Ticket.findById(claimed.id).lean()).toMatchObject({ status: 'voided', voidPending: false })
+  expect((await models.ReservationOutcome.findById(`void_${claimed.id}`).lean())!.pending).toBeUndefined()
+  expect(await models.Outbox.countDocuments({ type: 'ticket.voided', 'data.ticketId': claimed.id })).toBe(1)
+})
+
+test('voids cut off right after their decision are finished by the sweep, each on its own: one that fails holds up no other', async () => {
+  const { eventUri, tier } = await freeTier(4)
+  const claim = (key: string) => claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid: buyer(), idempotencyKey: key })
+  const [a, b] = [await claim('cut-a'), await claim('cut-b')]
+  const units = (ticketId: string) => models.CapacityUnit.countDocuments({ ticketId })
+  const taken = await units(a.id)
+  expect(taken).toBeGreaterThan(0)
+  // what a void leaves when it stops after its first write: the decision, the ticket still issued and its seat taken
+  for (const t of [a, b]) await models.ReservationOutcome.create({ _id: `void_${t.id}`, outcome: 'released', at: clock.now, pending: true })
+  const updateOne = models.Ticket.updateOne.bind(models.Ticket)
+  const spy = jest.spyOn(models.Ticket, 'updateOne').mockImplementation(((filter: { _id?: string }, ...rest: unknown[]) => {
+    if (filter._id === a.id) throw new Error('database away')
+    return (updateOne as (...args: unknown[]) => unknown)(filter, ...rest)
+  }) as never)
+  try {
+    await expect(sweepPendingVoids(d)).rejects.toThrow(/1 of \d+ pending voids failed/)
+  } finally {
+    spy.mockRestore()
+  }
+  expect((await models.Ticket.findById(b.id).lean())!.status).toBe('voided')
+  expect(await units(b.id)).toBe(0)
+  expect((await models.Ticket.findById(a.id).lean())!.status).toBe('issued')
+  expect(await units(a.id)).toBe(taken)
+  // the next run finishes it
+  expect(await sweepPendingVoids(d)).toBe(1)
+  expect((await models.Ticket.findById(a.id).lean())!.status).toBe('voided')
+  expect(await units(a.id)).toBe(0)
 })
 
 test('voiding another organizer\'s ticket is answered as voiding a missing one, and changes nothing', async () => {

@@ -110,9 +110,12 @@ const reservationOutcomeSchema = new Schema(
     _id: { type: String, required: true },
     outcome: { type: String, required: true, enum: RESERVATION_OUTCOMES },
     at: { type: Date, required: true },
+    /** a void's decision (`void_<ticketId>`) until its ticket is voided and its seat back: only the void writes it */
+    pending: { type: Boolean },
   },
   { collection: 'reservation_outcomes', versionKey: false },
 )
+reservationOutcomeSchema.index({ pending: 1 })
 
 /** How far a sweep has read, by name: the stopped-claims sweep's last minute whose attempts it has all finished. */
 const sweepCursorSchema = new Schema(
