@@ -48,7 +48,8 @@ async function creatorInBrowser(signInUrl: string, approvalId: string): Promise<
   const askedPage = await asked.text()
   const nonceCookie = asked.headers.get('set-cookie')?.split(';')[0] ?? ''
   const signIn = await post(signInUrl.split('?')[0]!, { next: field(askedPage, 'next'), nonce: field(askedPage, 'nonce') }, nonceCookie)
-  const cookie = signIn.headers.get('set-cookie')?.split(/,\s*(?=svc_)/).find((c) => c.startsWith('svc_dashboard='))?.split(';')[0]
+  // `__Host-svc_dashboard` when the checkout host is https (docs/decisions.md, the dashboard's cookie names)
+  const cookie = signIn.headers.get('set-cookie')?.split(/,\s*(?=(?:__Host-)?svc_)/).find((c) => /^(?:__Host-)?svc_dashboard=/.test(c))?.split(';')[0]
   if (!cookie) throw new Error(`sign-in failed (${signIn.status})`)
   const onboarding = `${config.dashboardUrl}/onboarding/${approvalId}`
   let page = await (await fetch(onboarding, { headers: { cookie } })).text()

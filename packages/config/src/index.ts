@@ -632,6 +632,10 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>, name: string) {
         'req.headers.authorization',
         'req.headers["svc-context"]',
         'headers.authorization',
+        // the dashboard's session cookie goes with every request to the checkout host on https (`__Host-`, Path=/);
+        // request serializers record no headers, and a logged header set shows no cookie either
+        'req.headers.cookie',
+        'headers.cookie',
         // a secret's field at the top of a line, a child logger's bindings, one or two objects down
         ...SECRET_FIELDS.flatMap((field) => [field, `*.${field}`, `*.*.${field}`]),
         // ioredis puts a failed command on its error, AUTH's password included

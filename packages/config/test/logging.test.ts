@@ -40,10 +40,12 @@ it("a Redis error carrying the AUTH password is logged without it, as the queues
   }
 })
 
-it('tokens, secrets and authorization headers are redacted', () => {
+it('tokens, secrets, authorization and cookie headers are redacted', () => {
   const { logger, lines } = capture()
-  logger.info({ req: { headers: { authorization: 'Bearer abc-secret-1' } }, checkout: { token: 'pst_test_secret2' }, env: { signingSecret: 'whsec_secret3', apiKey: 'svc_rk_secret4' } }, 'x')
-  for (const secret of ['abc-secret-1', 'pst_test_secret2', 'whsec_secret3', 'svc_rk_secret4']) expect(lines[0]).not.toContain(secret)
+  logger.info({ req: { headers: { authorization: 'Bearer abc-secret-1', cookie: '__Host-svc_dashboard=dss_secret5' } }, checkout: { token: 'pst_test_secret2' }, env: { signingSecret: 'whsec_secret3', apiKey: 'svc_rk_secret4' } }, 'x')
+  logger.info({ headers: { cookie: 'svc_dashboard=dss_secret6' } }, 'y')
+  for (const secret of ['abc-secret-1', 'pst_test_secret2', 'whsec_secret3', 'svc_rk_secret4', 'dss_secret5']) expect(lines[0]).not.toContain(secret)
+  expect(lines[1]).not.toContain('dss_secret6')
 })
 
 it('a secret field is redacted at the top of a line, in a child logger\'s bindings and two objects down', () => {

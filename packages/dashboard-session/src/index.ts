@@ -8,15 +8,46 @@
  * sign-in). Redeeming it (atomic GETDEL, so a link works once even under concurrent clicks) sets an HttpOnly
  * cookie holding a random session secret (`dss_…`, 12 hours). Redis keeps only SHA-256 hashes of both,
  * with their TTLs, so a leaked Redis dump opens nothing. Each session carries a CSRF secret that every
- * dashboard form posts back.
+ * dashboard form posts back. On an https checkout host the cookies are `__Host-` prefixed (dashboardCookie).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type Redis from 'ioredis'
 import type { Environment } from '@svc/vocabulary'
 
+/** The session cookie's name over plain http (local development, the e2e stack); see dashboardCookie. */
 export const DASHBOARD_COOKIE = 'svc_dashboard'
+/** The sign-in page's nonce cookie's name over plain http; see dashboardCookie. */
+export const DASHBOARD_LOGIN_COOKIE = 'svc_dashboard_login'
 export const LOGIN_LINK_TTL_SECONDS = 15 * 60
 export const SESSION_TTL_SECONDS = 12 * 3600
+
+export interface DashboardCookie {
+  name: string
+  /** the attributes it is set with, and cleared with (a browser drops a `__Host-` cookie's clearing without Secure and Path=/) */
+  options: { path: string; httpOnly: true; sameSite: 'lax' | 'strict'; secure: boolean; maxAge: number }
+}
+
+/**
+ * The name and attributes of a dashboard cookie, for setting, reading and clearing it alike: the session
+ * (SameSite=Lax, 12 hours) or the sign-in page's nonce (SameSite=Strict, 15 minutes).
+ *
+ * When the checkout host is https (`secure`) the name is `__Host-` prefixed, which a browser accepts only with
+ * Secure, Path=/ and no Domain: a sibling subdomain (same-site, so SameSite does not stop it) cannot plant one
+ * with `Domain=.parent`, so it can neither toss its own sign-in nonce in (login CSRF with its own link) nor fix a
+ * session. Only this name is read then: an unprefixed cookie, which any sibling could have set, is ignored. The
+ * prefix requires Path=/, so the cookies also go with /checkout and /xrpc requests (request logs never record
+ * headers; the logger redacts a Cookie header anyway). Over plain http (local development, the e2e stack) a
+ * browser would refuse a `__Host-` cookie: the plain names and the /dashboard paths stay.
+ */
+export function dashboardCookie(kind: 'session' | 'login', secure: boolean): DashboardCookie {
+  const { name, path, sameSite, maxAge } =
+    kind === 'session'
+      ? { name: DASHBOARD_COOKIE, path: '/dashboard', sameSite: 'lax' as const, maxAge: SESSION_TTL_SECONDS }
+      : { name: DASHBOARD_LOGIN_COOKIE, path: '/dashboard/login', sameSite: 'strict' as const, maxAge: LOGIN_LINK_TTL_SECONDS }
+  return secure
+    ? { name: `__Host-${name}`, options: { path: '/', httpOnly: true, sameSite, secure: true, maxAge } }
+    : { name, options: { path, httpOnly: true, sameSite, secure: false, maxAge } }
+}
 
 export interface DashboardSession {
   actorDid: string

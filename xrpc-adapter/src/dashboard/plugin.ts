@@ -11,7 +11,7 @@ import fastifyCookie from '@fastify/cookie'
 import fastifyFormbody from '@fastify/formbody'
 import { ContractError } from '@svc/errors'
 import { sameSecret } from '@svc/operations'
-import { csrfMatches, DASHBOARD_COOKIE, isDashboardPath, SESSION_TTL_SECONDS, type DashboardSession, type DashboardSessions } from '@svc/dashboard-session'
+import { csrfMatches, dashboardCookie, isDashboardPath, type DashboardSession, type DashboardSessions } from '@svc/dashboard-session'
 import type { Principal } from '@svc/internal-context'
 import { parseRecordUri } from '@svc/vocabulary'
 import type { GatewayClient, GatewayDocument } from '@svc/gateway-client'
@@ -32,13 +32,11 @@ import { eventPage, eventPath, eventsPage } from './ticket-views'
 export interface DashboardPluginOptions {
   gateway: GatewayClient
   sessions: DashboardSessions
-  /** set the cookie's Secure flag (the checkout host is https) */
+  /** the checkout host is https: the cookies are Secure and `__Host-` prefixed (dashboardCookie says why) */
   secureCookies: boolean
 }
 
 const APPROVAL_ID = /^apr_[A-Za-z0-9]{8,64}$/
-/** the sign-in page's nonce, which its form posts back (SameSite=Strict: never sent with another site's post) */
-const LOGIN_NONCE_COOKIE = 'svc_dashboard_login'
 
 /** Only paths of this dashboard are followed after sign-in or an action: never another origin. */
 export function safeDashboardPath(value: unknown, fallback = '/dashboard'): string {
@@ -52,6 +50,10 @@ const FORM_LIMIT_BYTES = 16 * 1024
 
 export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPluginOptions) {
   await app.register(fastifyCookie)
+  // the session cookie, and the sign-in page's nonce, which its form posts back (SameSite=Strict: never sent with
+  // another site's post; `__Host-` on https: never set by a sibling subdomain). Read only by these names
+  const SESSION = dashboardCookie('session', opts.secureCookies)
+  const LOGIN_NONCE = dashboardCookie('login', opts.secureCookies)
   // forms only: no JSON or text bodies in this scope (another type is refused with the error page, 400)
   app.removeAllContentTypeParsers()
   await app.register(fastifyFormbody, { bodyLimit: FORM_LIMIT_BYTES })
@@ -74,7 +76,7 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
     return sendPage(reply, views.unavailablePage())
   })
 
-  const sessionOf = (request: FastifyRequest) => opts.sessions.getSession(request.cookies[DASHBOARD_COOKIE])
+  const sessionOf = (request: FastifyRequest) => opts.sessions.getSession(request.cookies[SESSION.name])
   const principalOf = (s: DashboardSession): Principal => ({ kind: 'dashboard', actorDid: s.actorDid, environment: s.environment, sessionId: s.sessionId })
   const ask = <T, V>(request: FastifyRequest, s: DashboardSession, operation: GatewayDocument<T, V>, variables: V) =>
     opts.gateway.query(operation, variables, { principal: principalOf(s), requestId: request.id, log: request.log })
@@ -109,35 +111,30 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
   }
 
   // A sign-in link opens a page that asks; its button's POST spends the link (views.signInConfirmPage says why). The
-  // POST must carry the nonce of the cookie set with the page: SameSite=Strict, so a post from another site has none.
+  // POST must carry the nonce of the cookie set with the page: SameSite=Strict, so a post from another site has none,
+  // and `__Host-` on https, so a sibling subdomain (same-site) cannot set one of its own with Domain=.parent.
   app.get('/dashboard/login/:token', async (request: FastifyRequest<{ Params: { token: string }; Querystring: { next?: string } }>, reply) => {
     const who = await opts.sessions.peekLoginLink(request.params.token)
     if (!who) return sendPage(reply, views.signInLinkInvalidPage())
     const nonce = randomBytes(18).toString('base64url')
-    reply.setCookie(LOGIN_NONCE_COOKIE, nonce, { path: '/dashboard/login', httpOnly: true, sameSite: 'strict', secure: opts.secureCookies, maxAge: 15 * 60 })
+    reply.setCookie(LOGIN_NONCE.name, nonce, LOGIN_NONCE.options)
     return sendPage(reply, views.signInConfirmPage(request.params.token, who, safeDashboardPath(request.query.next), nonce))
   })
 
   app.post('/dashboard/login/:token', async (request: FastifyRequest<{ Params: { token: string }; Body: { next?: unknown; nonce?: unknown } }>, reply) => {
     const form = (request.body ?? {}) as { next?: unknown; nonce?: unknown }
-    const cookieNonce = request.cookies[LOGIN_NONCE_COOKIE]
+    const cookieNonce = request.cookies[LOGIN_NONCE.name]
     if (typeof form.nonce !== 'string' || !cookieNonce || !sameSecret(form.nonce, cookieNonce)) {
       return sendPage(reply, views.errorPage(new ContractError('NotAllowed', 'this sign-in form has expired or was not opened here; open the sign-in link again')))
     }
-    reply.clearCookie(LOGIN_NONCE_COOKIE, { path: '/dashboard/login' })
+    reply.clearCookie(LOGIN_NONCE.name, LOGIN_NONCE.options)
     const started = await opts.sessions.redeemLoginLink(request.params.token)
     if (!started) return sendPage(reply, views.signInLinkInvalidPage())
     // the session this browser had ends: its cookie, left in a shared browser or copied from it, opens nothing more.
     // The link is spent and the new session made by now: a failure here is logged, and the sign-in goes on (the
     // cookie below replaces the old one in this browser; the old session lapses on its own)
-    await opts.sessions.destroySession(request.cookies[DASHBOARD_COOKIE]).catch((err: unknown) => request.log.warn({ err }, 'the earlier dashboard session could not be ended'))
-    reply.setCookie(DASHBOARD_COOKIE, started.cookie, {
-      path: '/dashboard',
-      httpOnly: true,
-      sameSite: 'lax',
-      secure: opts.secureCookies,
-      maxAge: SESSION_TTL_SECONDS,
-    })
+    await opts.sessions.destroySession(request.cookies[SESSION.name]).catch((err: unknown) => request.log.warn({ err }, 'the earlier dashboard session could not be ended'))
+    reply.setCookie(SESSION.name, started.cookie, SESSION.options)
     request.log.info({ sessionId: started.session.sessionId, actorDid: started.session.actorDid }, 'dashboard session started')
     return reply.redirect(safeDashboardPath(typeof form.next === 'string' ? form.next : undefined), 303)
   })
@@ -146,8 +143,8 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
   app.post('/dashboard/logout', async (request, reply) => {
     const signed = await signedInForm(request, reply)
     if (!signed) return reply
-    await opts.sessions.destroySession(request.cookies[DASHBOARD_COOKIE])
-    reply.clearCookie(DASHBOARD_COOKIE, { path: '/dashboard' })
+    await opts.sessions.destroySession(request.cookies[SESSION.name])
+    reply.clearCookie(SESSION.name, SESSION.options)
     return sendPage(reply, views.signedOutPage())
   })
 

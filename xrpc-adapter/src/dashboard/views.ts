@@ -150,7 +150,7 @@ export function signInRequiredPage(url: string): View {
 /**
  * What a sign-in link opens: whom it signs in, and a button. Only the button's POST spends the link and starts the
  * session, so a mail scanner that fetches the link spends nothing, and another site cannot sign the creator in to
- * someone else's session (the form carries a nonce of a SameSite=Strict cookie set with this page).
+ * someone else's session (the form carries a nonce of a SameSite=Strict cookie set with this page, `__Host-` on https).
  */
 export function signInConfirmPage(token: string, who: { actorDid: string; environment: string }, next: string, nonce: string): View {
   return {
