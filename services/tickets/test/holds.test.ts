@@ -323,6 +323,27 @@ test("an insert that landed though its answer was lost is the attempt's own: it 
   expect(await secureHold(d, held.holdId)).toBe(true)
 })
 
+test('a decision to insert the hold that landed though its answer was lost is tried again, reads itself, and the hold stands', async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 1, perBuyerLimit: 1 }])
+  const tier = tierIds[0]!
+  const order = { appOrderId: 'decision-answer-lost', buyerDid: buyer() }
+  const create = jest.spyOn(models.ReservationOutcome, 'create').mockImplementationOnce((async (doc: { _id: string }) => {
+    await models.ReservationOutcome.collection.insertOne(doc as never)
+    throw Object.assign(new Error('connection reset'), { name: 'MongoNetworkError' })
+  }) as never)
+  let held: Awaited<ReturnType<typeof hold>>
+  try {
+    held = await hold(eventUri, [{ ticketTypeId: tier, quantity: 1 }], order)
+  } finally {
+    create.mockRestore()
+  }
+  expect(await models.ReservationOutcome.findById(`attempt_${held.holdId}`).lean()).toMatchObject({ outcome: 'kept' })
+  expect(await models.TicketHold.countDocuments({ _id: held.holdId })).toBe(1)
+  expect(await secureHold(d, held.holdId)).toBe(true)
+  // a retry of the order finds it, rather than waiting for a twin "still being created" until its seats lapse
+  expect((await hold(eventUri, [{ ticketTypeId: tier, quantity: 1 }], order)).holdId).toBe(held.holdId)
+})
+
 test('an attempt the retry abandoned first does not insert its hold: it lets its units go and tries again', async () => {
   const { eventUri, tierIds } = await event([{ capacity: 1, perBuyerLimit: 1 }])
   const tier = tierIds[0]!

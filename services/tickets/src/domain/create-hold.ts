@@ -264,7 +264,7 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
   } satisfies StoredHold
   // this attempt goes on to insert its hold, unless a retry took it for dead and let its units go first (a hold then
   // could never keep its seats, nor be paid): one insert-only decision, so never both
-  if ((await decide(d, attemptId(holdId), 'kept')) === 'released') {
+  if ((await whileDatabaseAway(d, holdId, 'hold attempt not decided', () => decide(d, attemptId(holdId), 'kept'))) === 'released') {
     await releaseReservation(d, holdId)
     return 'contended'
   }
@@ -283,23 +283,31 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
   }
 }
 
-/** How long an attempt that decided to insert its hold keeps trying while the database is away (as a start waits for it). */
+/** How long an attempt keeps trying its decision and its hold's insert while the database is away (as a start waits for it). */
 const DECIDED_HOLD_INSERT_MS = 60_000
 
 /**
  * Inserts the hold of an attempt that decided to insert it. Nothing else will (a retry of the order waits for a hold
- * so decided, never lets its units go), so a database away for a moment is waited out, up to DECIDED_HOLD_INSERT_MS:
- * an insert that failed then left the order answering "still being created" until its units lapsed.
+ * so decided, never lets its units go), so a database away for a moment is waited out: an insert that failed then
+ * left the order answering "still being created" until its units lapsed.
  */
-async function insertDecidedHold(d: ServingTickets, hold: StoredHold): Promise<void> {
+function insertDecidedHold(d: ServingTickets, hold: StoredHold): Promise<unknown> {
+  return whileDatabaseAway(d, hold._id, 'hold not inserted', () => d.models.TicketHold.create(hold))
+}
+
+/**
+ * Runs a write of a hold attempt again while the database is away, up to DECIDED_HOLD_INSERT_MS. Both the decision
+ * and the hold's insert can land with their answer lost (a connection reset): given up on, the decision left the
+ * order's retries answering "still being created" until the units lapsed; run again, it reads what landed.
+ */
+async function whileDatabaseAway<T>(d: ServingTickets, holdId: string, what: string, write: () => Promise<T>): Promise<T> {
   const giveUpAt = Date.now() + DECIDED_HOLD_INSERT_MS
   for (let pause = 100; ; pause = Math.min(pause * 2, 5000)) {
     try {
-      await d.models.TicketHold.create(hold)
-      return
+      return await write()
     } catch (err) {
       if (!isDatabaseUnreachable(err) || Date.now() >= giveUpAt) throw err
-      d.logger?.warn({ err, holdId: hold._id }, 'hold not inserted: the database is away; trying again')
+      d.logger?.warn({ err, holdId }, `${what}: the database is away; trying again`)
       await sleep(pause)
     }
   }
