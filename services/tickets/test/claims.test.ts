@@ -109,6 +109,33 @@ test('a retry gets the ticket its key issued even after the organizer made the t
   expect((fresh as ContractError).code).toBe('TicketHoldUnavailable')
 })
 
+test('a claim whose seat was taken too slowly (past its attempt\'s expiry) lets it go and takes another, not keeping one the sweep may have passed', async () => {
+  const { eventUri, tier } = await freeTier(3)
+  const started = clock.now
+  const create = models.CapacityUnit.create.bind(models.CapacityUnit)
+  let slowAttempt = ''
+  const slow = jest.spyOn(models.CapacityUnit, 'create').mockImplementationOnce((async (...args: Parameters<typeof create>) => {
+    slowAttempt = (args[0] as { reservationId: string }).reservationId
+    const written = await create(...args)
+    // the unit lands a minute and more after the attempt began: the sweep may have read its minute already
+    clock.now = new Date(started.getTime() + (CLAIM_ATTEMPT_SECONDS + 1) * 1000)
+    return written
+  }) as never)
+  let claimed: Awaited<ReturnType<typeof claimFreeTicket>>
+  try {
+    claimed = await claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid: buyer(), idempotencyKey: 'slow' })
+  } finally {
+    slow.mockRestore()
+    clock.now = started
+  }
+  expect(slowAttempt).toMatch(/^claim_/)
+  expect(await models.ReservationOutcome.findById(slowAttempt).lean()).toMatchObject({ outcome: 'released' })
+  expect(await models.CapacityUnit.countDocuments({ reservationId: slowAttempt })).toBe(0)
+  const ticket = (await models.Ticket.findById(claimed.id).lean())!
+  expect(ticket.reservationId).not.toBe(slowAttempt)
+  expect(await models.CapacityUnit.countDocuments({ reservationId: ticket.reservationId, kind: 'seat' })).toBe(1)
+})
+
 test('a void racing the announcement of a ticket whose claim stopped before announcing it: the ticket ends voided, its seat back', async () => {
   const { eventUri, tier } = await freeTier(40)
   for (let i = 0; i < 30; i++) {

@@ -18,7 +18,7 @@ import { ContractError } from '@svc/errors'
 import { isDid } from '@svc/vocabulary'
 import { isDuplicateKeyError, type TicketDoc } from '../models'
 import { announceIssued } from './announce'
-import { deleteUnitsOf, keepReservation, reserve } from './capacity'
+import { deleteUnitsOf, keepReservation, releaseReservation, reserve } from './capacity'
 import { onSale } from './availability'
 import { nowOf, type ServingTickets, type TicketsDomain } from './context'
 import { appEvent, eventTiers, ticketsEnvironment } from './event-access'
@@ -147,6 +147,13 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
       }
       if (Date.now() > deadline) throw new ContractError('ServiceUnavailable', 'the same claim is still in progress; retry')
       await sleep(DUPLICATE_POLL_MS)
+      continue
+    }
+    // an attempt past its expiry is not kept: the stopped-claims sweep reads each minute's claims once, and may have
+    // read this one's before its slow units landed; kept and then cut off, its seat would be out of sale for good
+    if (nowOf(d).getTime() >= attempt.expiresAt.getTime()) {
+      await releaseReservation(d, attempt.id)
+      if (Date.now() > deadline) throw new ContractError('ServiceUnavailable', 'the claim took too long; retry')
       continue
     }
     if (!(await keepReservation(d, attempt.id))) continue // released as lapsed meanwhile: try again
