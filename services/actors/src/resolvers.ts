@@ -80,10 +80,8 @@ export const resolvers: GraphQLResolverMap<ActorsContext> = {
     },
   },
   AppAccess: {
-    __resolveReference: (ref: { appDid: string; environment: string }): AppAccess => ({
-      appDid: ref.appDid,
-      environment: parseEnvironment(ref.environment),
-    }),
+    __resolveReference: (ref: { appDid: unknown; environment: unknown }): AppAccess | null =>
+      typeof ref.appDid === 'string' && typeof ref.environment === 'string' ? { appDid: ref.appDid, environment: parseEnvironment(ref.environment) } : null,
     payoutStatus: (access: AppAccess, args: AppAccessPayoutStatusArgs, ctx: ActorsContext) => {
       allow(ctx, access)
       return getPayoutStatus(ctx.domain, access.environment, args.actor)

@@ -181,8 +181,10 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
     },
   },
   AppAccess: {
-    // Only the gateway hands out AppAccess references, from appAccess above (already checked); the key is the entity.
-    __resolveReference: (ref: { appDid: string; environment: string }) => ({ appDid: ref.appDid, environment: ref.environment }),
+    // Only the gateway hands out AppAccess references, from appAccess above (already checked); the key is the entity,
+    // taken only as strings (a representation is any JSON: an object would reach a query as an operator)
+    __resolveReference: (ref: { appDid: unknown; environment: unknown }) =>
+      typeof ref.appDid === 'string' && typeof ref.environment === 'string' ? { appDid: ref.appDid, environment: ref.environment } : null,
     recipientApproval: (access: AppAccessRef, args: AppAccessRecipientApprovalArgs, ctx: AppsContext) => {
       allowAccess(ctx, access, APPROVAL_READERS)
       return findAppApproval(ctx.domain, access.appDid, parseEnvironment(access.environment), args.recipientDid)
@@ -193,7 +195,8 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
     },
   },
   ActorProfile: {
-    __resolveReference: (ref: { did: string; environment: string }) => ({ did: ref.did, environment: ref.environment }),
+    __resolveReference: (ref: { did: unknown; environment: unknown }) =>
+      typeof ref.did === 'string' && typeof ref.environment === 'string' ? { did: ref.did, environment: ref.environment } : null,
     recipientApprovals: (actor: { did: string; environment: string }, _: unknown, ctx: AppsContext) => {
       const who: DashboardActor = { actorDid: actor.did, environment: parseEnvironment(actor.environment) }
       const p = ctx.principal
@@ -203,8 +206,9 @@ export const resolvers: GraphQLResolverMap<AppsContext> = {
     },
   },
   RecipientApproval: {
-    __resolveReference: async (ref: { id: string }, ctx: AppsContext) => {
+    __resolveReference: async (ref: { id: unknown }, ctx: AppsContext) => {
       mayReadApprovals(ctx)
+      if (typeof ref.id !== 'string') return null
       const view = await findApproval(ctx.domain, ref.id)
       return view && canSee(ctx, view) ? view : null
     },

@@ -83,6 +83,16 @@ test('an App entity is resolved for an operator and for the app itself, never fo
   expect((await entity(operator, { $gt: '' })).body.data).toEqual({ _entities: [null] })
 })
 
+test('AppAccess, ActorProfile and RecipientApproval entities take their keys only as strings: a query operator reads nothing', async () => {
+  const entities = (representation: Record<string, unknown>, selection: string) =>
+    post(`query($r: [_Any!]!) { _entities(representations: $r) { ${selection} } }`, good(operator), { r: [representation] })
+  const walk = { $ne: null }
+  expect((await entities({ __typename: 'AppAccess', appDid: walk, environment: 'test' }, '... on AppAccess { config { appUrl } }')).body.data).toEqual({ _entities: [null] })
+  expect((await entities({ __typename: 'AppAccess', appDid: DID, environment: walk }, '... on AppAccess { config { appUrl } }')).body.data).toEqual({ _entities: [null] })
+  expect((await entities({ __typename: 'ActorProfile', did: walk, environment: 'test' }, '... on ActorProfile { recipientApprovals { id } }')).body.data).toEqual({ _entities: [null] })
+  expect((await entities({ __typename: 'RecipientApproval', id: walk }, '... on RecipientApproval { id }')).body.data).toEqual({ _entities: [null] })
+})
+
 test('a RecipientApproval entity is read by its app, never by another caller, whether or not the id exists', async () => {
   const approval = await requestRecipientApproval({ models: apps.models, facts: { actor: async (did) => ({ did, payoutStatus: 'ready' }) } }, DID, {
     environment: 'test',
