@@ -103,10 +103,11 @@ it('delivers through receiveEvent with service-auth; a forged JWT is refused and
   expect(jwtPayload(receiver.requests[0]!.headers.authorization).jti).not.toBe(claims.jti)
 })
 
-it("a receiver's DuplicateDelivery error (receiveEvent's lexicon: an id it has processed) ends the delivery delivered; the webhook channel knows no such answer", async () => {
+it("a receiver's DuplicateDelivery error (the contract's answer for an id it has processed) ends the delivery delivered, on either channel; another 4xx fails", async () => {
   await stack.startWorkers()
   const app = await stack.newApp()
   const duplicate = await startReceiver(() => ({ status: 409, body: { error: 'DuplicateDelivery', message: 'already processed' } }))
+  const conflict = await startReceiver(() => ({ status: 409, body: { error: 'Conflict', message: 'busy' } }))
   try {
     await configureChannel(stack, app.did, { channel: 'xrpc', receiverUrl: duplicate.url })
     const { deliveryId } = await writeEvent(stack, { appDid: app.did, type: 'payment.completed', data: { amount: 100 } })
@@ -114,18 +115,26 @@ it("a receiver's DuplicateDelivery error (receiveEvent's lexicon: an id it has p
     expect(delivered.attemptCount).toBe(1)
     expect((await attemptsOf(stack, deliveryId)).map((a) => [a.outcome, a.statusCode, a.error])).toEqual([['delivered', 409, null]])
 
-    // another 4xx is a failure, as is the same answer from a webhook endpoint
+    // the same answer from a webhook endpoint (receiver rule 4 names it for every receiver)
     const other = await stack.newApp()
     await configureChannel(stack, other.did, { channel: 'webhook', url: duplicate.url })
     await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, other.did, 'test')
     const webhook = await writeEvent(stack, { appDid: other.did, type: 'payment.completed', data: { amount: 100 } })
+    expect((await waitForStatus(stack, webhook.deliveryId, 'delivered')).attemptCount).toBe(1)
+
+    // another 4xx is a failure
+    const third = await stack.newApp()
+    await configureChannel(stack, third.did, { channel: 'webhook', url: conflict.url })
+    await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, third.did, 'test')
+    const refused = await writeEvent(stack, { appDid: third.did, type: 'payment.completed', data: { amount: 100 } })
     const [failed] = await waitFor(async () => {
-      const attempts = await attemptsOf(stack, webhook.deliveryId)
+      const attempts = await attemptsOf(stack, refused.deliveryId)
       return attempts[0] ? attempts : null
     }, 'the webhook attempt')
     expect(failed).toMatchObject({ outcome: 'failed', statusCode: 409, error: 'HTTP 409' })
   } finally {
     await duplicate.close()
+    await conflict.close()
   }
 })
 

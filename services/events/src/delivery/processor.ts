@@ -380,7 +380,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     }
 
     const finishedAt = new Date()
-    const delivered = isDelivered(result) || (channel === 'xrpc' && isDuplicateDeliveryAnswer(result))
+    const delivered = isDelivered(result) || isDuplicateDeliveryAnswer(result)
     // this attempt's place in the run: by BullMQ's count, or by its number when a dead worker's attempt came before it
     // (BullMQ does not count that one; the contract's 14 do)
     const attemptsInRun = Math.max(a.attemptsBefore + job.attemptsMade + 1, a.firstOfRun === null ? 0 : a.number - a.firstOfRun + 1)
