@@ -61,7 +61,7 @@ export const typeDefs = gql`
     setupReturnUrl: String
     "sha256 of the canonical terms (paymentTypes, feeShareBps, publicRecords); the creator accepts exactly these"
     termsHash: String!
-    "counts the decisions asked of the creator (terms changed, asked again after a decline or revoke, a revoke); unchanged while approved, so id and revision name one grant"
+    "counts the decisions asked of the creator (new terms, asked again after a decline or revoke, the end of an approval by revoke or block); unchanged while approved, so id and revision name one grant"
     revision: Int!
     "when the creator approved the current terms; null unless approved"
     approvedAt: String

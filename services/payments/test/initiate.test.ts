@@ -123,7 +123,7 @@ describe('a started checkout', () => {
     })
     expect(new Date(view.expiresAt).getTime()).toBe(t.clock.now.getTime() + 24 * 3600 * 1000)
     const doc = await t.models.Checkout.findById(started.checkoutId).lean()
-    expect(doc).toMatchObject({ appFee: 100, recipientNet: 1900, feeShareBps: 500, approvalId: 'apr_test' })
+    expect(doc).toMatchObject({ appFee: 100, recipientNet: 1900, feeShareBps: 500, approvalId: 'apr_test', approvalRevision: 1 })
   })
 
   test('the database holds only hashes of the tokens', async () => {

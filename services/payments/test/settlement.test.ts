@@ -241,6 +241,13 @@ describe('the authorization read again at pay', () => {
     await expectCode(payCheckout(t.domain, c.browser, GOOD_CARD), 'CheckoutClosed')
   })
 
+  test('a checkout started before checkouts kept the approval\'s revision is checked on the approval\'s id alone: paid', async () => {
+    const c = await start()
+    await t.models.Checkout.updateOne({ _id: c.checkoutId }, { $unset: { approvalRevision: 1 } })
+    const regranted = (recipientDid: string) => ({ ...authorizationFor(recipientDid), approval: { id: 'apr_test', revision: 3, status: 'approved', paymentTypes: ['tip', 'shop'], feeShareBps: 500 } })
+    expect(await payCheckout(serving(t.domain, { checkout: regranted }), c.browser, GOOD_CARD)).toMatchObject({ status: 'completed' })
+  })
+
   test('a refused pay that meets another submission\'s claim, not yet marked, is CheckoutClosed: that payment is under way', async () => {
     const c = await start()
     const doc = (await t.models.Checkout.findById(c.checkoutId).lean())!

@@ -1,7 +1,7 @@
 /**
  * The tickets process's sweep, every interval, never two runs at once: free claims that stopped between keeping their
  * units and inserting their ticket (domain/stopped-claims.ts), then tickets whose `ticket.issued` was never written,
- * then voids cut off before their seat returned (domain/void-ticket.ts), then the seat maps due for a rebuild from
+ * then voids cut off after their decision (domain/void-ticket.ts), then the seat maps due for a rebuild from
  * their units (domain/seat-map.ts). A step that fails is logged and tried again next run; the others still run.
  */
 import type { Logger } from 'pino'
@@ -24,7 +24,7 @@ async function sweep(domain: TicketsDomain, logger: Logger): Promise<void> {
   })
   await step(logger, 'pending voids', async () => {
     const voids = await sweepPendingVoids(domain)
-    if (voids) logger.warn({ voids }, 'tickets sweep: finished voids cut off before their seat returned')
+    if (voids) logger.warn({ voids }, 'tickets sweep: finished voids cut off after their decision')
   })
   await step(logger, 'seat maps', async () => {
     const rebuilt = await reconcileSeatMaps(domain)

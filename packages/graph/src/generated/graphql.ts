@@ -899,7 +899,7 @@ export type RecipientApproval = {
   recipient: Maybe<ActorProfile>;
   recipientDid: Scalars['ID']['output'];
   requestReason: Maybe<Scalars['String']['output']>;
-  /** counts the decisions asked of the creator (terms changed, asked again after a decline or revoke, a revoke); unchanged while approved, so id and revision name one grant */
+  /** counts the decisions asked of the creator (new terms, asked again after a decline or revoke, the end of an approval by revoke or block); unchanged while approved, so id and revision name one grant */
   revision: Scalars['Int']['output'];
   setupReturnUrl: Maybe<Scalars['String']['output']>;
   /** pending | approved | declined | revoked | blocked */

@@ -116,7 +116,8 @@ export const ATTESTATION_VISIBILITIES = ['public', 'private'] as const
 /**
  * One approval request per app DID, recipient DID and environment (unique index): the terms the app asks the
  * creator to accept and the creator's decision. `revision` counts the requests the creator is asked to decide
- * on (new terms, or asking again after a decline or revoke); `approvedTermsHash` is the terms hash the creator
+ * on (new terms, or asking again after a decline or revoke) and the end of an approval (revoke, or block of an
+ * approved request): unchanged while approved, so the id and the revision name one grant; `approvedTermsHash` is the terms hash the creator
  * accepted, so an approval never covers other terms; `revokedRevision` / `revokedAt` record the last approval
  * that ended by the creator's revoke or block (its event is written from them).
  */

@@ -41,8 +41,9 @@ async function noLongerAuthorized(d: ServingPayments, checkout: StoredCheckout):
   if (checkout.selfSale || checkout.holdId) return null
   const now = authorizationOf(await d.facts.checkout(checkout.appDid, checkout.environment, checkout.recipientDid), checkout.recipientDid, checkout.paymentType)
   if (!now.ok) return now.code
-  // the grant it was started under (not the same request revoked and approved again since: a new revision), granting
-  // at least the share it was priced with; a checkout started before revisions were kept is checked on the id alone
+  // the grant it was started under (not the same request revoked, or given new terms, and approved again since: a
+  // new revision), granting at least the share it was priced with; a checkout started before revisions were kept is
+  // checked on the id alone
   if (now.approvalId !== checkout.approvalId) return 'approval_ended'
   if (checkout.approvalRevision != null && now.approvalRevision !== checkout.approvalRevision) return 'approval_ended'
   if (checkout.feeShareBps > now.feeShareBps) return 'fee_share_lowered'
