@@ -156,13 +156,14 @@ describe('voids', () => {
     expect(await available(eventUri)).toBe(1)
     // what a void leaves when it stops right after its first two writes: the decision, and the ticket voided
     const voidedAt = new Date()
-    await stack.tickets.ReservationOutcome.create({ _id: `void_${ticketId}`, outcome: 'released', at: voidedAt })
+    await stack.tickets.ReservationOutcome.create({ _id: `void_${ticketId}`, outcome: 'released', at: voidedAt, pending: true })
     await stack.tickets.Ticket.updateOne({ _id: ticketId }, { $set: { status: 'voided', voidedAt, voidPending: true } })
     expect(await available(eventUri)).toBe(1)
 
     expect(await sweepPendingVoids(stack.ticketsDomain)).toBe(1)
     expect(await available(eventUri)).toBe(2)
     expect(await stack.tickets.Ticket.findById(ticketId).lean()).toMatchObject({ status: 'voided', voidPending: false })
+    expect((await stack.tickets.ReservationOutcome.findById(`void_${ticketId}`).lean())!.pending).toBeUndefined()
     await waitFor(() => eventsOf(ticketId, 'ticket.voided').length > 0, 'ticket.voided')
     expect(eventsOf(ticketId, 'ticket.voided')[0]!.data.voidedAt).toBe(voidedAt.toISOString())
     expect(await sweepPendingVoids(stack.ticketsDomain)).toBe(0)

@@ -54,8 +54,9 @@ export function isDelivered(result: AttemptResult): boolean {
 }
 
 /**
- * An XRPC receiver's `DuplicateDelivery` error (a 4xx whose body's `error` names it): receiveEvent's lexicon declares
- * it for a delivery id the receiver has already processed, so the delivery arrived.
+ * A receiver's `DuplicateDelivery` error (a 4xx whose body's `error` names it), on either channel: the contract's
+ * receiver rules (and receiveEvent's lexicon) name it for a delivery id the receiver has already processed, so the
+ * delivery arrived.
  */
 export function isDuplicateDeliveryAnswer(result: AttemptResult): boolean {
   if (result.statusCode === null || result.statusCode < 400 || result.statusCode >= 500) return false
