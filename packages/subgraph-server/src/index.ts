@@ -428,7 +428,7 @@ export { isDuplicateKeyError } from './duplicate-key'
 
 export { UsageError, parseOperatorArgs, requiredOption, runOperatorCommand } from './operator-command'
 export { watchDatabase, type DatabaseWatchOptions } from './database-watch'
-export { startPrune, startSweep, type Sweep } from './sweep'
+export { finishEach, startPrune, startSweep, type Sweep } from './sweep'
 export { deleteByIds, findEach } from './by-key'
 export { sharedRun } from './shared-runs'
 export { createTurnModel, inTurn, type Turn, type TurnModel, type TurnOptions } from './turns'

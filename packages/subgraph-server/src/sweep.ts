@@ -52,3 +52,23 @@ export function startPrune(
   void sweep.runOnce()
   return sweep
 }
+
+/**
+ * A sweep's items, each on its own: `finish` runs on every item in turn, and one that fails holds up none after it.
+ * Answers how many finished; when any failed, throws once all ran (an AggregateError saying how many), so the sweep
+ * logs it and tries those again next run.
+ */
+export async function finishEach<T>(what: string, items: Iterable<T>, finish: (item: T) => Promise<void>): Promise<number> {
+  const failed: unknown[] = []
+  let finished = 0
+  for (const item of items) {
+    try {
+      await finish(item)
+      finished++
+    } catch (err) {
+      failed.push(err)
+    }
+  }
+  if (failed.length > 0) throw new AggregateError(failed, `${failed.length} of ${finished + failed.length} ${what} failed (${finished} finished)`)
+  return finished
+}

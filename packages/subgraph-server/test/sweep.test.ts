@@ -1,8 +1,9 @@
 /**
  * startSweep: a domain's periodic sweep never runs twice at once, survives a failed run, and stops cleanly.
  * startPrune: a retention prune runs at start too, and logs how many it deleted.
+ * finishEach: a sweep's items each on its own.
  */
-import { startPrune, startSweep } from '../src/sweep'
+import { finishEach, startPrune, startSweep } from '../src/sweep'
 
 const quiet = () => ({ error: jest.fn() })
 
@@ -63,4 +64,18 @@ it('a prune runs once at start, without waiting for its interval, and logs only 
   expect(logger.info).toHaveBeenCalledTimes(1)
   expect(logger.info).toHaveBeenCalledWith({ deleted: 3 }, 'test: deleted')
   await prune.stop()
+})
+
+it('finishEach runs every item, one that fails holding up none after it, and throws once all ran', async () => {
+  const ran: number[] = []
+  const finish = async (n: number) => {
+    ran.push(n)
+    if (n === 2) throw new Error('database away')
+  }
+  const failed = await finishEach('items', [1, 2, 3], finish).catch((err: unknown) => err)
+  expect(ran).toEqual([1, 2, 3])
+  expect(failed).toBeInstanceOf(AggregateError)
+  expect((failed as AggregateError).message).toBe('1 of 3 items failed (2 finished)')
+  expect((failed as AggregateError).errors.map((e: Error) => e.message)).toEqual(['database away'])
+  expect(await finishEach('items', [1, 3], finish)).toBe(2)
 })

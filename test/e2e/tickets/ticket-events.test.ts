@@ -230,6 +230,30 @@ describe('a free claim that stopped after keeping its seat and before inserting 
     return { eventUri, tierId, buyer, ticketId }
   }
 
+  test('one stopped claim the sweep fails to finish holds up no other: the others are issued, the cursor stays, the next run issues it', async () => {
+    const a = await freeTier({ capacity: 2 }, 'stopped-a')
+    const b = await freeTier({ capacity: 2 }, 'stopped-b')
+    // three minutes older than due: the cursor stands at least two minutes behind where a whole run leaves it
+    await stoppedClaim(a.tierId, a.ticketId, a.buyer.did, CLAIM_ATTEMPT_SECONDS + 180)
+    await stoppedClaim(b.tierId, b.ticketId, b.buyer.did, CLAIM_ATTEMPT_SECONDS + 180)
+    const findById = stack.tickets.Tier.findById.bind(stack.tickets.Tier)
+    const away = jest.spyOn(stack.tickets.Tier, 'findById').mockImplementation(((id: unknown, ...rest: unknown[]) => {
+      if (id === a.tierId) throw new Error('database away')
+      return (findById as (...args: unknown[]) => unknown)(id, ...rest)
+    }) as never)
+    try {
+      await expect(sweepStoppedClaims(stack.ticketsDomain)).rejects.toThrow(/^1 of \d+ stopped claims failed/)
+    } finally {
+      away.mockRestore()
+    }
+    expect(await stack.tickets.Ticket.countDocuments({ _id: b.ticketId })).toBe(1)
+    expect(await stack.tickets.Ticket.countDocuments({ _id: a.ticketId })).toBe(0)
+    // the run that failed an item leaves the cursor where it was, so the failed claim's minute is read again
+    await expectCursorBetween(0, settledMinute() - 2)
+    expect((await sweepStoppedClaims(stack.ticketsDomain)).issued).toBeGreaterThanOrEqual(1)
+    expect(await stack.tickets.Ticket.countDocuments({ _id: a.ticketId })).toBe(1)
+  })
+
   test('the sweep issues and announces its ticket; the retry with the same key gets it; a younger one is left to its claim', async () => {
     const { eventUri, tierId, buyer, ticketId } = await freeTier({ capacity: 3 }, 'stopped')
     const attempt = await stoppedClaim(tierId, ticketId, buyer.did, CLAIM_ATTEMPT_SECONDS + 5)

@@ -5,6 +5,7 @@
  * (`announced: false` for longer than ANNOUNCE_GRACE_MS).
  */
 import { writeOutboxEvent, writeOutboxEvents, type NewOutboxEvent } from '@svc/outbox'
+import { finishEach } from '@svc/subgraph-server'
 import type { Environment } from '@svc/vocabulary'
 import type { TicketDoc } from '../models'
 import { nowOf, type TicketsDomain } from './context'
@@ -68,6 +69,5 @@ export async function sweepUnannounced(d: TicketsDomain, limit = 100): Promise<n
   // FerretDB pushes the boolean equality down; the age is checked here
   const tickets = await d.models.Ticket.find({ announced: false }).limit(limit * 4).lean()
   const due = tickets.filter((t) => t.createdAt <= cutoff).slice(0, limit)
-  for (const ticket of due) await announceIssued(d, ticket)
-  return due.length
+  return finishEach('unannounced tickets', due, (ticket) => announceIssued(d, ticket))
 }

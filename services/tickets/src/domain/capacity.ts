@@ -13,7 +13,7 @@ import { randomInt } from 'node:crypto'
 import { deleteByIds, findEach, isDuplicateKeyError, type CapacityUnitDoc } from '../models'
 import { nowOf, type TicketsDomain } from './context'
 import { bitIsSet, seatNumber, type SeatMapState, type TakenUnit } from './seat-map'
-import { sharedRun } from '@svc/subgraph-server'
+import { finishEach, sharedRun } from '@svc/subgraph-server'
 
 export const seatUnit = (tierId: string, n: number): string => `${tierId}#${n}`
 export const buyerUnit = (tierId: string, buyerDid: string, k: number): string => `${tierId}@${buyerDid}#${k}`
@@ -430,7 +430,10 @@ export async function deleteUnitsOfReservation(d: TicketsDomain, reservationId: 
  */
 export async function reconcileSeatMaps(d: TicketsDomain): Promise<number> {
   if (!d.seatMap) return 0
+  const seatMap = d.seatMap
   let rebuilt = 0
-  for (const tierId of await d.seatMap.stale()) if (await d.seatMap.rebuild(tierId, () => readSeatUnits(d, tierId))) rebuilt++
+  await finishEach('seat map rebuilds', await seatMap.stale(), async (tierId) => {
+    if (await seatMap.rebuild(tierId, () => readSeatUnits(d, tierId))) rebuilt++
+  })
   return rebuilt
 }

@@ -19,6 +19,7 @@
  * would be out of sale for good). With no cursor (the first run on a database) it reads the last
  * STOPPED_CLAIM_WINDOW_MS by age once, which also finds units taken before they carried their minute.
  */
+import { finishEach } from '@svc/subgraph-server'
 import { findEach, type CapacityUnitDoc } from '../models'
 import { deleteUnitsOf, KEPT_UNTIL, minuteOf, releaseLapsed } from './capacity'
 import { CLAIM_ATTEMPT_SECONDS, claimedTicket, issue } from './claim-free-ticket'
@@ -73,7 +74,8 @@ async function finishStopped(d: TicketsDomain, seats: ClaimSeat[]): Promise<{ is
   const tickets = new Map((await findEach(ticketIds, (id) => d.models.Ticket.findById(id, { reservationId: 1 }).lean())).map((t) => [t._id, t.reservationId]))
   let issued = 0
   let released = 0
-  for (const seat of seats) {
+  // one seat that fails holds up no other; the run then throws, so the cursor stays and its minute is read again
+  await finishEach('stopped claims', seats, async (seat) => {
     // whose the ticket is decides, as it stands now: a ticket this run issued (or found inserted by a retry that
     // adopted another attempt of the claim) keeps its own seat, and only the others' units go
     if (tickets.has(seat.ticketId!)) {
@@ -81,10 +83,10 @@ async function finishStopped(d: TicketsDomain, seats: ClaimSeat[]): Promise<{ is
         await deleteUnitsOf(d, seat.reservationId)
         released++
       }
-      continue
+      return
     }
     const tier = await d.models.Tier.findById(seat.tierId).lean()
-    if (!tier || !seat.buyerDid) continue
+    if (!tier || !seat.buyerDid) return
     const ticket = claimedTicket({
       ticketId: seat.ticketId!,
       appDid: tier.appDid,
@@ -103,6 +105,6 @@ async function finishStopped(d: TicketsDomain, seats: ClaimSeat[]): Promise<{ is
       await deleteUnitsOf(d, seat.reservationId)
       released++
     }
-  }
+  })
   return { issued, released }
 }

@@ -9,6 +9,7 @@
  * first, so the app is told of its issue too (deliveries are not ordered: `ticket.voided` carries the issue's fields).
  */
 import { ContractError } from '@svc/errors'
+import { finishEach } from '@svc/subgraph-server'
 import type { Environment } from '@svc/vocabulary'
 import { isDuplicateKeyError, type TicketDoc } from '../models'
 import { writeTicketEvent } from './announce'
@@ -73,17 +74,8 @@ export async function sweepPendingVoids(d: TicketsDomain, limit = 100): Promise<
     const ticketId = decision._id.slice('void_'.length)
     if (!voids.has(ticketId)) voids.set(ticketId, { ticket: await d.models.Ticket.findById(ticketId).lean(), voidedAt: decision.at })
   }
-  const failed: unknown[] = []
-  let finished = 0
-  for (const [ticketId, { ticket, voidedAt }] of voids) {
-    try {
-      if (ticket) await completeVoid(d, ticket, voidedAt)
-      else await d.models.ReservationOutcome.updateOne({ _id: voidId(ticketId) }, { $unset: { pending: 1 } })
-      finished++
-    } catch (err) {
-      failed.push(err)
-    }
-  }
-  if (failed.length > 0) throw new AggregateError(failed, `${failed.length} of ${voids.size} pending voids failed (${finished} finished)`)
-  return finished
+  return finishEach('pending voids', voids, async ([ticketId, { ticket, voidedAt }]) => {
+    if (ticket) await completeVoid(d, ticket, voidedAt)
+    else await d.models.ReservationOutcome.updateOne({ _id: voidId(ticketId) }, { $unset: { pending: 1 } })
+  })
 }
