@@ -1,7 +1,8 @@
 /**
  * The operators' board over real Redis and BullMQ queues, on a real HTTP listener: every route (page, static
  * assets, JSON API) needs the operator token, as the Basic password or a Bearer token; with it, the API lists
- * both queues of the events domain, under the deployment's prefix, with the jobs on them.
+ * both queues of the events domain, under the deployment's prefix, with the jobs on them. A path its static files
+ * refuse answers `{ error, message }` with no stack, under NODE_ENV=development too.
  */
 import { Queue } from 'bullmq'
 import Redis from 'ioredis'
@@ -96,6 +97,37 @@ describe('operator authentication', () => {
     const failures = logLines.map((l) => JSON.parse(l) as { msg?: string; reqId?: string; reason?: string }).filter((l) => l.msg === 'board: operator authentication failed')
     expect(failures.length).toBeGreaterThan(0)
     expect(failures.at(-1)).toMatchObject({ reason: 'wrong-token', reqId: expect.stringMatching(/^req_/) })
+  })
+})
+
+describe('a path the static files refuse', () => {
+  // bull-board's error handler put the stack in `details` under NODE_ENV=development (what `npm run dev` sets)
+  let nodeEnv: string | undefined
+  beforeAll(() => {
+    nodeEnv = process.env.NODE_ENV
+    process.env.NODE_ENV = 'development'
+  })
+  afterAll(() => {
+    process.env.NODE_ENV = nodeEnv
+  })
+
+  test.each([
+    '/board/static/..%2f..%2fpackage.json',
+    '/board/static/..%2F..%2F..%2F..%2Fpackage.json',
+    '/board/static/%2e%2e%2f%2e%2e%2fpackage.json',
+    '/board/static/..%5c..%5cpackage.json',
+    '/board/static/....//....//package.json',
+    '/board/static/%00',
+    '/board/static/js/..%5c..%5c..%5cindex.ejs',
+  ])('%s: 403 or 404 as `{ error, message }`, with no stack, file path or details', async (path) => {
+    const res = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}` } })
+    expect([403, 404]).toContain(res.status)
+    const text = await res.text()
+    const body = JSON.parse(text) as Record<string, unknown>
+    expect(Object.keys(body).sort()).toEqual(['error', 'message'])
+    expect(body.error).toBe(res.status === 403 ? 'NotAllowed' : 'NotFound')
+    expect(text).not.toMatch(/node_modules|\bat \w|Error:/)
+    expect(text).not.toContain(process.cwd())
   })
 })
 

@@ -16,6 +16,7 @@ import { REQUEST_ID_HEADER } from '@svc/internal-context'
 import { closingConnections } from '@svc/operations'
 import { ALL_QUEUES, queuePrefix } from '../queues'
 import { BOARD_REALM, checkOperator } from './auth'
+import { boardError, boardErrorResponse } from './errors'
 
 export interface BoardOptions {
   redisUrl: string
@@ -52,6 +53,16 @@ export async function buildBoard(opts: BoardOptions): Promise<FastifyInstance> {
   })
 
   app.get('/health', async () => ({ ok: true }))
+  // Errors leave as the service's `{ error, message }`, never with a stack (errors.ts); the request's logger says
+  // what an unexpected one was. Set before the board's plugin registers, so its routes inherit both.
+  app.addHook('onError', async (request, _reply, err) => {
+    if (boardError(err).status >= 500) request.log.error({ err }, 'board: unexpected error')
+  })
+  app.setErrorHandler((err, _request, reply) => {
+    const { status, body } = boardErrorResponse(err)
+    return reply.code(status).send(body)
+  })
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'NotFound', message: 'no such route' }))
   await app.register(closingConnections)
 
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
@@ -67,6 +78,9 @@ export async function buildBoard(opts: BoardOptions): Promise<FastifyInstance> {
     serverAdapter,
     options: { uiConfig: { boardTitle: 'svc events' } },
   })
+  // replaces bull-board's error handler, which answers a stack under NODE_ENV=development (its static files' 403 too);
+  // its status type lists only the statuses of its own handlers (not 413 or 503), hence the cast
+  serverAdapter.setErrorHandler(boardErrorResponse as unknown as Parameters<FastifyAdapter['setErrorHandler']>[0])
   await app.register(serverAdapter.registerPlugin(), { prefix: basePath })
 
   app.addHook('onClose', async () => {
