@@ -5,8 +5,12 @@
  * path it refuses (`/board/static/..%5c..%5cpackage.json`) answered 403 with the stack of @fastify/static.
  */
 import { ContractError } from '@svc/errors'
+import { isRedisUnavailable } from '@svc/operations'
 
-/** The contract error a thrown error is answered as: a caller's bad request keeps its status; anything else is a masked 500. */
+/**
+ * The contract error a thrown error is answered as: a caller's bad request keeps its status; Redis away (a restart,
+ * a failover: the board's reads fail fast, server.ts) is 503 ServiceUnavailable; anything else is a masked 500.
+ */
 export function boardError(err: unknown): ContractError {
   if (err instanceof ContractError) return err
   const status = (err as { statusCode?: unknown }).statusCode
@@ -16,6 +20,7 @@ export function boardError(err: unknown): ContractError {
     if (status === 413) return new ContractError('PayloadTooLarge', 'request body too large')
     return new ContractError('InvalidRequest', (err as Error).message)
   }
+  if (isRedisUnavailable(err)) return new ContractError('ServiceUnavailable', 'Redis is unavailable; retry shortly')
   return new ContractError('InternalServerError', 'internal error')
 }
 

@@ -13,7 +13,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import Redis from 'ioredis'
 import type { Logger } from 'pino'
 import { REQUEST_ID_HEADER } from '@svc/internal-context'
-import { closingConnections } from '@svc/operations'
+import { closingConnections, REQUEST_REDIS_OPTIONS } from '@svc/operations'
 import { ALL_QUEUES, queuePrefix } from '../queues'
 import { BOARD_REALM, checkOperator } from './auth'
 import { boardError, boardErrorResponse } from './errors'
@@ -56,7 +56,9 @@ export async function buildBoard(opts: BoardOptions): Promise<FastifyInstance> {
   // Errors leave as the service's `{ error, message }`, never with a stack (errors.ts); the request's logger says
   // what an unexpected one was. Set before the board's plugin registers, so its routes inherit both.
   app.addHook('onError', async (request, _reply, err) => {
-    if (boardError(err).status >= 500) request.log.error({ err }, 'board: unexpected error')
+    const { status } = boardError(err)
+    if (status === 503) request.log.warn({ err }, 'board: Redis unavailable')
+    else if (status >= 500) request.log.error({ err }, 'board: unexpected error')
   })
   app.setErrorHandler((err, _request, reply) => {
     const { status, body } = boardErrorResponse(err)
@@ -65,8 +67,14 @@ export async function buildBoard(opts: BoardOptions): Promise<FastifyInstance> {
   app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: 'NotFound', message: 'no such route' }))
   await app.register(closingConnections)
 
-  const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
-  const queues = ALL_QUEUES.map((name) => new Queue(name, { connection: redis, prefix: queuePrefix(opts.redisPrefix) }))
+  // While Redis is away a board request answers 503 at once (errors.ts), never held until Redis is back: a command
+  // fails at the first failed reconnect (maxRetriesPerRequest 1; with null, the API's reads waited in ioredis's offline
+  // queue with no end) or after 2 s without an answer (REQUEST_REDIS_OPTIONS). The board only reads, through Queue
+  // instances, which make no blocking calls: BullMQ asks maxRetriesPerRequest null only of workers' connections. Nor
+  // do the queues wait for the connection's first ready or ask Redis its version (as producerQueue in @svc/outbox): a
+  // board started while Redis is away would hold every request, or refuse every one until restarted.
+  const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, disconnectTimeout: 200, ...REQUEST_REDIS_OPTIONS })
+  const queues = ALL_QUEUES.map((name) => new Queue(name, { connection: redis, prefix: queuePrefix(opts.redisPrefix), skipVersionCheck: true, skipWaitingForReady: true }))
   for (const queue of queues) queue.on('error', (err) => app.log.warn({ err, queue: queue.name }, 'board: queue connection error'))
 
   const serverAdapter = new FastifyAdapter()
