@@ -129,6 +129,8 @@ describe('paying', () => {
         currency: 'usd',
         buyerFee: 55,
         total: 1055,
+        serviceFee: 55,
+        appFee: 50,
         completedAt: record.createdAt,
       },
     })

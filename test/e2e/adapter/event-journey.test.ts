@@ -106,8 +106,13 @@ it('a creator accepting the terms, a paid checkout and a revocation each reach t
     currency: 'usd',
     buyerFee: expect.any(Number),
     total: expect.any(Number),
+    serviceFee: expect.any(Number),
+    appFee: expect.any(Number),
     completedAt: expect.any(String),
   })
+  // the fees the event names are the payment record's
+  const record = JSON.parse((await stack.payments.PaymentRecord.findOne({ uri: status.ref.uri }).lean())!.recordJson) as { serviceFee: number; appFee: number }
+  expect({ serviceFee: completed.data.serviceFee, appFee: completed.data.appFee }).toEqual({ serviceFee: record.serviceFee, appFee: record.appFee })
 
   // 3. the creator revokes → app.authorization.revoked
   expect((await decide(stack, creator.cookie, creator.approvalId, 'revoke')).status).toBe(303)

@@ -157,6 +157,10 @@ export async function finishSettlement(d: PaymentsDomain, checkoutId: string): P
         currency: checkout.currency,
         buyerFee: checkout.buyerFee,
         total: checkout.total,
+        // what the sale gave the platform and the app, as the payment record has them (an operator may have lowered the
+        // app's share after the creator accepted it: the app's own figure is this one)
+        serviceFee: checkout.serviceFee,
+        appFee: checkout.appFee,
         completedAt: settledAt.toISOString(),
         ...(checkout.holdId ? { holdId: checkout.holdId } : {}),
       },
