@@ -5,12 +5,12 @@
  * board closes. Nothing here touches the shared Redis: the board is pointed at a port nothing listens on, or at a
  * server that answers the connection's ready check and then nothing.
  */
-import { createServer, type AddressInfo, type Server, type Socket } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import pino from 'pino'
-import { freePort } from '@svc/testing'
+import { freePort, startSilentRedis, type SilentRedis } from '@svc/testing'
 import { buildBoard } from '../src/board/server'
 import { DOMAIN_EVENTS_QUEUE } from '../src/queues'
 
@@ -75,29 +75,16 @@ describe('Redis refuses every connection', () => {
 })
 
 describe('Redis stops answering with its connection open', () => {
-  let silent: Server
-  const sockets = new Set<Socket>()
+  let silent: SilentRedis
   let board: FastifyInstance
   let url: string
   beforeAll(async () => {
-    // answers the client's ready check (INFO), then nothing more
-    silent = createServer((socket) => {
-      sockets.add(socket)
-      let answered = false
-      socket.on('data', () => {
-        if (answered) return
-        answered = true
-        const info = '# Server\r\nredis_version:7.0.0\r\nloading:0\r\n'
-        socket.write(`$${Buffer.byteLength(info)}\r\n${info}\r\n`)
-      })
-    })
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
-    ;({ board, url } = await startBoard(`redis://127.0.0.1:${(silent.address() as AddressInfo).port}/0`))
+    silent = await startSilentRedis()
+    ;({ board, url } = await startBoard(silent.url))
   })
   afterAll(async () => {
     await board?.close()
-    for (const socket of sockets) socket.destroy()
-    await new Promise((resolve) => silent.close(resolve))
+    await silent?.close()
   })
 
   test('the queue list answers 503 ServiceUnavailable after the 2 s command timeout, not when the socket drops', async () => {
