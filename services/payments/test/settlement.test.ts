@@ -565,6 +565,48 @@ describe('recovery of interrupted settlements', () => {
     expect(await statusOf(known.checkoutId)).toBe('completed')
     for (const s of stuck) expect(await statusOf(s.checkoutId)).toBe('processing')
   })
+
+  test('awaiting claims the sweep cannot end (unmarked payments, cut-off closes) never keep the others from their turn either', async () => {
+    /** a pay cut off after its claim (the checkout left pending), and a cancel cut off after its claim */
+    const claimed = async (by: 'payment' | 'cancel') => {
+      const c = await start()
+      const doc = (await t.models.Checkout.findById(c.checkoutId).lean())!
+      const extra = by === 'payment' ? { processor: 'test', recordTid: TID.nextStr() } : { outcome: { ok: false, reason: 'canceled' as const, code: 'canceled', message: 'canceled' } }
+      expect(await claimSettlement(t.domain, doc as never, by, extra)).toBe(true)
+      return c
+    }
+    const stuckPays = [await claimed('payment'), await claimed('payment'), await claimed('payment')]
+    const stuckCloses = [await claimed('cancel'), await claimed('cancel'), await claimed('cancel')]
+    const pay = await claimed('payment')
+    const close = await claimed('cancel')
+    const stuck = new Set([...stuckPays, ...stuckCloses].map((c) => c.checkoutId))
+    t.clock.advance(UNANSWERED_PAYMENT_CLAIM_MS + 1000)
+    // the processor cannot tell about the stuck payments, and their closes' checkouts cannot be written
+    const picky: PaymentProcessor = {
+      name: 'test',
+      charge: async () => Promise.reject(new Error('down')),
+      resolveCharge: async (key) => (stuck.has(key.slice('checkout:'.length)) ? Promise.reject(new Error('503 from the processor')) : processor.inner.resolveCharge(key)),
+    }
+    const Checkout = new Proxy(t.models.Checkout, {
+      get(target, prop, receiver) {
+        if (prop !== 'updateOne') return Reflect.get(target, prop, receiver)
+        return (...args: Parameters<typeof target.updateOne>) =>
+          stuck.has((args[0] as { _id?: string })._id!) ? Promise.reject(new Error('write refused')) : target.updateOne(...args)
+      },
+    })
+    const failing = { ...t.domain, processors: new ProcessorRegistry({ test: picky, live: null }), models: { ...t.models, Checkout } }
+    const statusOf = async (id: string) => (await t.models.Checkout.findById(id, { status: 1 }).lean())!.status
+
+    // one claim of each kind per run (the limit): within as many runs as there are awaiting claims, every one is reached
+    const runs = (await t.models.Settlement.countDocuments({ awaiting: true })) + 1
+    let after: SweepCursor = {}
+    for (let run = 0; run < runs && ((await statusOf(pay.checkoutId)) === 'pending' || (await statusOf(close.checkoutId)) === 'pending'); run++) {
+      ;({ resumeAfter: after } = await sweepCheckouts(failing, { limit: 1, after }))
+    }
+    expect(await getCheckout(t.domain, pay.browser)).toMatchObject({ status: 'failed', failureReason: 'processor_error' })
+    expect(await getCheckout(t.domain, close.browser)).toMatchObject({ status: 'failed', failureReason: 'canceled' })
+    for (const id of stuck) expect(await statusOf(id)).toBe('pending')
+  })
 })
 
 describe('test processor', () => {
