@@ -390,6 +390,28 @@ describe('recovery of interrupted settlements', () => {
     expect(await t.models.Outbox.countDocuments({ key: `payment.completed:${c.checkoutId}` })).toBe(1)
   })
 
+  test('two recoveries whose outcome writes met (the later time kept) complete it with one time: the record\'s, in its event and on the checkout', async () => {
+    const c = await interrupted({ ok: true, chargeId: 'ch_met' })
+    const first = (await t.models.Settlement.findById(c.checkoutId).lean())!.settledAt!
+    // one recovery's finish stores the record, then its event cannot be written
+    const Outbox = new Proxy(t.models.Outbox, {
+      get: (target, prop, receiver) => (prop === 'create' ? () => Promise.reject(new Error('connection closed')) : Reflect.get(target, prop, receiver)),
+    })
+    await expect(finishSettlement({ ...t.domain, models: { ...t.models, Outbox } }, c.checkoutId)).rejects.toThrow('connection closed')
+    // the other recovery's write of the same answer, which matched `outcome: null` with the first, lands after it
+    // (FerretDB reads, then writes the whole document): its time stays on the settlement
+    t.clock.advance(1500)
+    await t.models.Settlement.updateOne({ _id: c.checkoutId }, { $set: { settledAt: t.clock.now } })
+    await finishSettlement(t.domain, c.checkoutId)
+    const record = JSON.parse((await t.models.PaymentRecord.findOne({ checkoutId: c.checkoutId }).lean())!.recordJson) as { createdAt: string }
+    const event = (await t.models.Outbox.findOne({ key: `payment.completed:${c.checkoutId}` }).lean())!
+    const checkout = (await t.models.Checkout.findById(c.checkoutId).lean())!
+    expect(record.createdAt).toBe(first.toISOString())
+    expect((event.data as { completedAt: string }).completedAt).toBe(first.toISOString())
+    expect(new Date(event.occurredAt).toISOString()).toBe(first.toISOString())
+    expect(checkout).toMatchObject({ status: 'completed', completedAt: first })
+  })
+
   test('two checkouts whose processes chose the same record key both complete, each with its own record and event', async () => {
     // two payments processes make the same TID when their clocks and clock ids meet
     const tid = TID.nextStr()

@@ -3,7 +3,9 @@
  * CID (CIDv1, DAG-CBOR, sha-256) of the record's DAG-CBOR encoding. The TID is chosen when the payment is claimed and
  * kept on the settlement, and `createdAt` is the settlement time, so building the record again gives the same bytes
  * and CID, and the URI it was first stored under (storePaymentRecord finds it by the checkout: a record whose TID
- * another checkout's took is stored under the next of its checkout's keys, recordTidCandidates).
+ * another checkout's took is stored under the next of its checkout's keys, recordTidCandidates). Should the
+ * settlement's time change after the record was stored (two outcome writes that met), the stored record, its CID and
+ * its time stand: storePaymentRecord answers them.
  */
 import { createHash } from 'node:crypto'
 import { cidForCbor, TID } from '@atproto/common'
@@ -70,9 +72,9 @@ export function recordTidCandidates(tid: string, checkoutId: string): string[] {
 /**
  * Stores the record of a checkout once; a repeat (also a concurrent one) finds the stored one. A key another
  * checkout's record took (two processes chose the same TID) moves this record to the checkout's next key: money
- * has moved, so the payment must complete.
+ * has moved, so the payment must complete. `createdAt` is the stored record's: the payment's time from then on.
  */
-export async function storePaymentRecord(d: PaymentsDomain, checkout: StoredCheckout, built: BuiltPaymentRecord): Promise<{ uri: string; cid: string }> {
+export async function storePaymentRecord(d: PaymentsDomain, checkout: StoredCheckout, built: BuiltPaymentRecord): Promise<{ uri: string; cid: string; createdAt: Date }> {
   for (const tid of recordTidCandidates(built.tid, checkout._id)) {
     const uri = paymentRecordUri(d.serviceDid, tid)
     try {
@@ -87,12 +89,12 @@ export async function storePaymentRecord(d: PaymentsDomain, checkout: StoredChec
         recordJson: JSON.stringify(built.record),
         proof: null,
       })
-      return { uri, cid: built.cid }
+      return { uri, cid: built.cid, createdAt: new Date(built.record.createdAt) }
     } catch (err) {
       if (!isDuplicateKeyError(err)) throw err
     }
-    const existing = await d.models.PaymentRecord.findOne({ checkoutId: checkout._id }, { uri: 1, cid: 1 }).lean()
-    if (existing) return { uri: existing.uri, cid: existing.cid }
+    const existing = await d.models.PaymentRecord.findOne({ checkoutId: checkout._id }, { uri: 1, cid: 1, recordJson: 1 }).lean()
+    if (existing) return { uri: existing.uri, cid: existing.cid, createdAt: new Date((JSON.parse(existing.recordJson) as PaymentRecordValue).createdAt) }
   }
   throw new Error(`payment record ${built.uri} collides with other checkouts' records under every key it may take`)
 }

@@ -86,7 +86,9 @@ export async function claimSettlement(
 
 /**
  * How long a payment's process keeps trying to write the outcome its processor answered (the database may be
- * restarting). Recovery may ask the processor meanwhile: it gets the same answer, and the first write stands.
+ * restarting). Recovery may ask the processor meanwhile: it gets the same answer; the first write stands, except
+ * when two writes meet (FerretDB's filtered update is not atomic: the later one's settledAt stays), which is why a
+ * completed payment's time is its stored record's (finishSettlement).
  */
 export const OUTCOME_WRITE_RETRY_MS = 2 * 60 * 1000
 
@@ -138,7 +140,10 @@ export async function finishSettlement(d: PaymentsDomain, checkoutId: string): P
   const settledAt = settlement.settledAt ?? settlement.claimedAt
   if (outcome.ok) {
     const built = await buildPaymentRecord(d.serviceDid, checkout, { ...settlement, settledAt })
-    const ref = await storePaymentRecord(d, checkout, built)
+    // the time of the record stored first, not this finish's settledAt: two recoveries whose outcome writes met (not
+    // atomic on FerretDB: both match `outcome: null`, the later one's time stays) may finish with different ones, and
+    // the record, the event and the checkout must all tell the one time
+    const { createdAt: completedAt, ...ref } = await storePaymentRecord(d, checkout, built)
     // a ticket checkout's tickets exist before its payment is announced as completed
     if (checkout.holdId) await holdsOf(d).settle(checkout.holdId, { checkoutId, paymentUri: ref.uri })
     await writeOutboxEvent(d.models.Outbox, {
@@ -146,7 +151,7 @@ export async function finishSettlement(d: PaymentsDomain, checkoutId: string): P
       key: `payment.completed:${checkout._id}`,
       environment: checkout.environment as Environment,
       appDid: checkout.appDid,
-      occurredAt: settledAt,
+      occurredAt: completedAt,
       data: {
         paymentUri: ref.uri,
         cid: ref.cid,
@@ -161,13 +166,13 @@ export async function finishSettlement(d: PaymentsDomain, checkoutId: string): P
         // app's share after the creator accepted it: the app's own figure is this one)
         serviceFee: checkout.serviceFee,
         appFee: checkout.appFee,
-        completedAt: settledAt.toISOString(),
+        completedAt: completedAt.toISOString(),
         ...(checkout.holdId ? { holdId: checkout.holdId } : {}),
       },
     })
     await d.models.Checkout.updateOne(
       { _id: checkoutId },
-      { $set: { status: 'completed', ref, completedAt: settledAt, failureReason: null, failureMessage: null } },
+      { $set: { status: 'completed', ref, completedAt, failureReason: null, failureMessage: null } },
     )
     d.logger?.info({ checkoutId, environment: checkout.environment, appDid: checkout.appDid, paymentUri: ref.uri }, 'checkout completed')
   } else {
