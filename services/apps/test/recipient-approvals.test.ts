@@ -635,5 +635,34 @@ describe('a move whose event write was lost', () => {
     await writeDueApprovalEvents({ models }, new Date(Date.now() + DUE_EVENT_GRACE_MS + 1000))
     expect(await granted()).toBe(1)
     expect((await raw(first.id))!.grantedDue).toBeUndefined()
+    expect((await raw(first.id))!.eventsDue).toBeUndefined()
+  })
+
+  it('the sweep finds a request by its eventsDue mark, which stays while either of its events is due', async () => {
+    const app = await newApp()
+    const creator = newCreator()
+    const first = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))
+    await acceptApproval({ models }, creatorOf(creator), first.id, first.termsHash)
+    // a grant and then a revoke, both cut off before their events
+    await models.RecipientApproval.updateOne({ id: first.id }, { $set: { grantedDue: 1 } })
+    await expect(revokeApproval({ models: outboxAway() }, creatorOf(creator), first.id)).rejects.toThrow('database away')
+    expect(await raw(first.id)).toMatchObject({ grantedDue: 1, revokedDue: 1, eventsDue: true })
+    const later = new Date(Date.now() + DUE_EVENT_GRACE_MS + 1000)
+    // the grant is one the request has moved past: dropped, and the revoke still due keeps the mark
+    const find = models.RecipientApproval.find.bind(models.RecipientApproval)
+    const queries: unknown[] = []
+    const spy = jest.spyOn(models.RecipientApproval, 'find').mockImplementation(((filter: unknown, ...rest: unknown[]) => {
+      queries.push(filter)
+      return (find as (...args: unknown[]) => unknown)(filter, ...rest)
+    }) as never)
+    try {
+      expect(await writeDueApprovalEvents({ models }, later)).toBeGreaterThanOrEqual(1)
+    } finally {
+      spy.mockRestore()
+    }
+    expect(queries).toEqual([{ eventsDue: true }])
+    const after = (await raw(first.id))!
+    expect([after.grantedDue, after.revokedDue, after.eventsDue]).toEqual([undefined, undefined, undefined])
+    expect((await events(first.id)).map((e) => e.type)).toEqual(['app.authorization.granted', 'app.authorization.revoked'])
   })
 })

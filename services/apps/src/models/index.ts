@@ -154,6 +154,8 @@ const recipientApprovalSchema = new Schema(
      */
     grantedDue: { type: Number },
     revokedDue: { type: Number },
+    /** true while either is: the sweep finds them by this equality, which FerretDB hands to PostgreSQL (not ranges) */
+    eventsDue: { type: Boolean },
   },
   // `id` is a stored field here, not mongoose's virtual alias of _id
   { timestamps: true, collection: 'recipient_approvals', id: false },
@@ -162,8 +164,7 @@ recipientApprovalSchema.index({ appDid: 1, recipientDid: 1, environment: 1 }, { 
 recipientApprovalSchema.index({ id: 1 }, { unique: true })
 recipientApprovalSchema.index({ recipientDid: 1, environment: 1, createdAt: -1 })
 // the apps sweep's requests still owing a move's event (recovery.ts)
-recipientApprovalSchema.index({ grantedDue: 1 })
-recipientApprovalSchema.index({ revokedDue: 1 })
+recipientApprovalSchema.index({ eventsDue: 1 })
 
 export type AppDoc = InferSchemaType<typeof appSchema>
 export type AppEnvironmentDoc = InferSchemaType<typeof appEnvironmentSchema>

@@ -90,7 +90,11 @@ export function eventsMissing(doc: StoredApproval): boolean {
 
 /** A due event noted as due no more: written, or one the request has moved past (asked again with new terms since). */
 export async function dropDue(d: Pick<AppsDomain, 'models'>, doc: StoredApproval, field: 'grantedDue' | 'revokedDue'): Promise<StoredApproval> {
-  await d.models.RecipientApproval.updateOne({ id: doc.id }, { $unset: { [field]: 1 } }, { timestamps: false })
+  // the sweep's mark goes with the last event due
+  const stillDue = typeof doc[field === 'grantedDue' ? 'revokedDue' : 'grantedDue'] === 'number'
+  await d.models.RecipientApproval.updateOne({ id: doc.id }, { $unset: { [field]: 1, ...(stillDue ? {} : { eventsDue: 1 }) } }, { timestamps: false })
   const { [field]: _due, ...rest } = doc
-  return rest as StoredApproval
+  if (stillDue) return rest as StoredApproval
+  const { eventsDue: _mark, ...done } = rest as StoredApproval
+  return done as StoredApproval
 }

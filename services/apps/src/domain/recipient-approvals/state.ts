@@ -64,7 +64,7 @@ export function acceptTransition(cur: StoredApproval, status: ApprovalStatus, te
   }
   if (status === 'approved') return { unchanged: true }
   // its event is due until written (events.ts)
-  return { set: { status: 'approved', approvedTermsHash: cur.termsHash, approvedAt: new Date(), grantedDue: cur.revision } }
+  return { set: { status: 'approved', approvedTermsHash: cur.termsHash, approvedAt: new Date(), grantedDue: cur.revision, eventsDue: true } }
 }
 
 /** pending → declined (declined again → unchanged). */
@@ -87,6 +87,7 @@ function endApproval(cur: StoredApproval, status: 'revoked' | 'blocked'): Record
     revokedStatus: status,
     // its event is due until written (events.ts)
     revokedDue: cur.revision,
+    eventsDue: true,
   }
 }
 
