@@ -44,8 +44,8 @@ function header(value: string | string[] | undefined): string | undefined {
 /** A caller's request id is kept when it looks like one of ours (the adapter's `req_…`, a UUID, a delivery attempt's `whd_….3`). */
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
 
-/** The request line logged: its path only (mercurius serves GET /graphql?query=…&variables=…, which may carry anything). */
-const requestSerializer = (req: { method?: string; url?: string; ip?: string }) => ({ method: req.method, url: (req.url ?? '').split('?')[0], remoteAddress: req.ip })
+/** The request line logged: its path only (mercurius serves GET /graphql?query=…&variables=…, which may carry anything; a crafted request may send a `#…`). */
+const requestSerializer = (req: { method?: string; url?: string; ip?: string }) => ({ method: req.method, url: (req.url ?? '').split(/[?#]/)[0], remoteAddress: req.ip })
 
 /** The most tokens a GraphQL document may have (the service's own have a few hundred). */
 const MAX_DOCUMENT_TOKENS = 10_000

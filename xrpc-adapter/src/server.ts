@@ -106,6 +106,8 @@ export function redactPath(url: string): string {
       .replace(/\b(cko|pst|dsl|dss|tkp|tkt|svc_rk)_(test_|live_)?[A-Za-z0-9_-]{8,}/g, '$1_$2[redacted]')
       .replace(/\bwhsec_[A-Za-z0-9+/=]{8,}/g, 'whsec_[redacted]')
       .replace(/\beyJ[A-Za-z0-9_-]{8,}(\.[A-Za-z0-9_-]*){0,2}/g, 'eyJ[redacted]')
+      // a credential without a known shape, in a parameter whose name says what it is (?token=, ?access_token=, ?password=)
+      .replace(/([?&;][^=&#]*(?:token|secret|password|passwd|auth|key|signature)[^=&#]*=)[^&#]*/gi, '$1[redacted]')
   // the router and the query parser decode what the URL percent-encodes (pst%5Ftest%5F…): mask what they see. Only
   // ASCII escapes are decoded (tokens are ASCII), so a malformed escape elsewhere cannot hide one
   const decoded = url.replace(/%([0-7][0-9A-Fa-f])/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)))

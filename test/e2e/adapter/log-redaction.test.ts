@@ -7,8 +7,9 @@
  * line holds the secret part of any of them, and the lines of those requests are there.
  */
 import { randomBytes } from 'node:crypto'
+import { connect } from 'node:net'
 import { startStack, type TestApp, type TestStack } from '../../stack'
-import { bearer, expectOk, httpRequest, updateConfig, xrpcGet } from './helpers'
+import { bearer, expectOk, httpRequest, readRequestLog, updateConfig, xrpcGet } from './helpers'
 import { ALL_PERMISSIONS, testEvent } from './events-helpers'
 import { waitForStatus } from '../events/helpers/events'
 import { startReceiver, type Receiver } from '../events/helpers/receiver'
@@ -29,6 +30,18 @@ afterAll(async () => {
   await receiver?.close()
   await stack?.stop()
 })
+
+/** Sends one request line as written (no client would send it so) and answers the response's first bytes. */
+function rawRequest(base: string, line: string): Promise<string> {
+  const { hostname, port } = new URL(base)
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(`${line}\r\nHost: ${hostname}\r\nConnection: close\r\n\r\n`))
+    let answer = ''
+    socket.on('data', (chunk) => (answer += String(chunk)))
+    socket.on('end', () => resolve(answer))
+    socket.on('error', reject)
+  })
+}
 
 /** The part of a secret a log may never show: its last 16 characters (a key's prefix may be logged to name it). */
 const secretPart = (secret: string): string => secret.slice(-16)
@@ -100,6 +113,19 @@ it('no log line holds a credential or capability that requests carried, on match
   expect((await httpRequest(`${stack.apiUrl}/xrpc/${STATUS}?token=x&${misplaced}`)).status).toBe(401)
   expect((await httpRequest(`${stack.checkoutUrl}/api/app/developer/config?app=${encodeURIComponent(app.did)}&${misplaced}`)).status).toBe(401)
   expect((await httpRequest(`${stack.checkoutUrl}/checkout/x/${secrets.browserToken}?${misplaced}`)).status).toBe(404)
+  // a credential of no known shape, in a parameter named for it: a scraper's metrics token, an operator's token
+  secrets.metricsToken = stack.secrets.metricsToken
+  secrets.operatorToken = stack.secrets.operatorToken
+  expect((await httpRequest(`${stack.apiUrl}/metrics?token=${secrets.metricsToken}`)).status).toBe(401)
+  expect((await httpRequest(`${stack.checkoutUrl}/api/app/developer/config?app=${encodeURIComponent(app.did)}&access_token=${secrets.operatorToken}`)).status).toBe(401)
+  // a fragment no client sends, in a crafted request line: the router matches the route before the `#`
+  const fragment = await rawRequest(stack.checkoutUrl, `GET /api/app/developer/config#${secrets.signingSecret} HTTP/1.1`)
+  expect(fragment).toMatch(/^HTTP\/1\.1 401 /)
+
+  // nor does the request log the developer routes write
+  const recorded = await readRequestLog(stack, {})
+  expect(recorded.map((r) => r.path)).toContain('/api/app/developer/config')
+  expect(recorded.filter((r) => r.path.includes(secretPart(secrets.signingSecret!)))).toEqual([])
 
   // the requests were logged
   const text = logs.join('')

@@ -43,7 +43,8 @@ export const requestLogPlugin = fp(async (app: FastifyInstance, opts: { gateway:
             environment,
             appDid: establishedApps.get(request) ?? oneValue(query.app),
             method: request.method,
-            path: request.url.split('?')[0] ?? request.url,
+            // the route matched, never the raw URL: what follows a `#` or `?` (a fragment a crafted request sent) is not stored
+            path: request.routeOptions.url ?? '',
             status: reply.statusCode,
             errorCode: reply.contractError ?? null,
             keyPrefix: key?.keyPrefix ?? null,

@@ -31,7 +31,8 @@ export interface BoardOptions {
 
 export const DEFAULT_BOARD_PATH = '/board'
 
-const requestSerializer = (req: { method?: string; url?: string; ip?: string }) => ({ method: req.method, url: req.url, remoteAddress: req.ip })
+/** The request line logged: its path only (the board's own URLs carry no secret, but a script or a pasted link may put one in a query). */
+const requestSerializer = (req: { method?: string; url?: string; ip?: string }) => ({ method: req.method, url: (req.url ?? '').split(/[?#]/)[0], remoteAddress: req.ip })
 
 export async function buildBoard(opts: BoardOptions): Promise<FastifyInstance> {
   if (typeof opts.operatorToken !== 'string' || opts.operatorToken.length < 32) throw new Error('board: operatorToken must be at least 32 characters')
