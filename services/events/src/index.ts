@@ -3,7 +3,7 @@ export * from './models'
 export { typeDefs } from './schema'
 export { resolvers, type EventsContext } from './resolvers'
 export type { EventsDomain } from './domain/context'
-export { createDelivery, deliveryJob, enqueueDelivery, DELIVERY_JOB_OPTIONS, type NewDelivery } from './domain/deliveries'
+export { createDelivery, deliveryJob, enqueueDelivery, requeueLostDelivery, DELIVERY_JOB_OPTIONS, type NewDelivery } from './domain/deliveries'
 export {
   ensureSigningSecret,
   rotateSigningSecret,

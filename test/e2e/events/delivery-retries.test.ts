@@ -3,7 +3,7 @@
  * says otherwise): the whole 14-attempt run against a receiver that always fails, Retry-After within its cap,
  * timeouts, redirects, the connect-time address check, paused (held) deliveries and apps without a channel.
  */
-import { createDelivery, DELIVERY_JOB_OPTIONS, deliveryJob, ensureSigningSecret, newDeliveryId, scheduleSpanMs, startEventWorkers, type RunningEventWorkers } from '@svc/events'
+import { createDelivery, DELIVERY_JOB_OPTIONS, deliveryJob, ensureSigningSecret, newDeliveryId, requeueLostDelivery, scheduleSpanMs, startEventWorkers, type RunningEventWorkers } from '@svc/events'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import pino from 'pino'
 import type { DeliverySettings } from '@svc/config'
@@ -279,6 +279,33 @@ describe('retries', () => {
     // the job ended with the run, not with BullMQ's own count (it had one attempt left)
     const job = (await queues.deliveries.getJob(id))!
     expect([await job.getState(), job.attemptsMade]).toEqual(['failed', 13])
+  })
+
+  it('a 14th attempt a dead worker left ends the run: no 15th is sent', async () => {
+    const { app, receiver } = await appWithReceiver(() => ({ status: 500, body: 'boom' }))
+    const { id, delivery } = await deliveryAhead(app.did, 13)
+    const inFlight = { number: 14, attemptedAt: new Date().toISOString(), channel: 'webhook' as const, url: `${receiver.url}/hook` }
+    await queues.deliveries.add('deliver', { ...deliveryJob(delivery), next: 14, firstOfRun: 1, inFlight }, { ...DELIVERY_JOB_OPTIONS, jobId: id })
+    const failed = await waitForStatus(stack, id, 'failed')
+    expect(failed.attemptCount).toBe(14)
+    expect((await attemptsOf(stack, id)).map((a) => [a.number, a.outcome]).slice(-2)).toEqual([[13, 'failed'], [14, 'interrupted']])
+    expect(requestsFor(receiver, id)).toHaveLength(0)
+    await waitFor(async () => (await queues.deliveries.getJob(id))?.finishedOn !== undefined, 'the job to end')
+    expect(await (await queues.deliveries.getJob(id))!.getState()).toBe('failed')
+  })
+
+  it('a held delivery whose 14th attempt was logged interrupted, queued again after Redis lost its job: the run ends unsent', async () => {
+    const { app, receiver } = await appWithReceiver(() => ({ status: 500, body: 'boom' }))
+    const { id } = await deliveryAhead(app.did, 13)
+    const at = new Date()
+    await stack.events.Delivery.updateOne({ _id: id }, {
+      $set: { status: 'held', attemptCount: 14 },
+      $push: { attempts: { number: 14, run: 1, channel: 'webhook', url: null, attemptedAt: at, durationMs: null, statusCode: null, outcome: 'interrupted', error: 'the worker stopped during this attempt', responseExcerpt: null, nextAttemptAt: null } },
+    })
+    expect(await requeueLostDelivery(stack.events, queues.deliveries, id, new Date())).toBe(true)
+    const failed = await waitForStatus(stack, id, 'failed')
+    expect(failed.attemptCount).toBe(14)
+    expect(requestsFor(receiver, id)).toHaveLength(0)
   })
 
   it('a job whose worker died after the outcome was written: the next pick-up sends nothing again', async () => {

@@ -217,6 +217,20 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   }
 
   /**
+   * The run's attempts are spent before this pick-up sends one (its last was cut off by a worker that stopped, or
+   * held and logged `interrupted`): the run ends `failed` without a 15th, and the job fails as after a last attempt.
+   */
+  async function endSpentRun(a: Attempting): Promise<never> {
+    const dead = a.interrupted.map((i) => interruptedEntry(i, a.run))
+    const open = { _id: a.id, status: { $in: ['pending' as const, 'held' as const] } }
+    const ended = { status: 'failed', failedAt: new Date(), nextAttemptAt: null }
+    const logged = dead.length > 0 && (await models.Delivery.updateOne({ ...open, attemptCount: { $lt: dead[0]!.number } }, withAttempts({ ...ended, attemptCount: dead.at(-1)!.number, lastError: INTERRUPTED_ERROR }, dead))).matchedCount > 0
+    if (!logged) await models.Delivery.updateOne(open, { $set: ended })
+    log.warn({ deliveryId: a.id, appDid: a.appDid, environment: a.environment, run: a.run }, `delivery run ended: its ${MAX_ATTEMPTS} attempts are spent, the last one interrupted`)
+    throw new LastAttemptFailedError(`no attempts left in this run (the last one was interrupted): failed, waiting for a redrive`, null)
+  }
+
+  /**
    * Too late to send (see sendBefore): the run ends `failed` without an attempt (the attempts its dead workers left in
    * flight logged `interrupted`), and a redrive refuses it too.
    */
@@ -339,6 +353,8 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       return 'gone'
     }
     if (a === 'already-delivered') return a
+    // the attempts of the run so far, the ones dead workers left included (BullMQ does not count those; the contract's 14 do)
+    if (Math.max(a.attemptsBefore + job.attemptsMade, a.firstOfRun === null ? 0 : a.number - a.firstOfRun) >= MAX_ATTEMPTS) return endSpentRun(a)
     if (a.sendBefore !== null && Date.now() >= a.sendBefore) return endTooLate(a)
 
     const lookup = await deps.endpoints.lookup(a.appDid, a.environment, `${a.id}.${a.number}`)

@@ -205,7 +205,8 @@ export async function requeueLostDelivery(models: EventsModels, queue: Queue<Del
  */
 export async function queueRestOfRun(queue: Queue<DeliveryJob>, d: DeliveryDoc, now: Date): Promise<void> {
   const run = d.run ?? 1
-  const made = Math.min((d.attempts ?? []).filter((a) => a.run === run).length, MAX_ATTEMPTS - 1)
+  // all of them when the run's last was interrupted (held, then logged): its pick-up ends the run without sending
+  const made = Math.min((d.attempts ?? []).filter((a) => a.run === run).length, MAX_ATTEMPTS)
   const delay = Math.max(0, (d.nextAttemptAt?.getTime() ?? now.getTime()) - now.getTime())
-  await queue.add('deliver', deliveryJob(d, made), { ...DELIVERY_JOB_OPTIONS, attempts: MAX_ATTEMPTS - made, delay, jobId: d._id })
+  await queue.add('deliver', deliveryJob(d, made), { ...DELIVERY_JOB_OPTIONS, attempts: Math.max(1, MAX_ATTEMPTS - made), delay, jobId: d._id })
 }
