@@ -210,6 +210,30 @@ describe('paying', () => {
     expect(await statusOf(statusToken)).toEqual({ status: 'failed' })
   })
 
+  it('a form another site posts with the link (Sec-Fetch-Site cross-site or same-site) neither pays nor cancels: 403, nothing counted', async () => {
+    const { url, statusToken } = await newCheckout()
+    for (const site of ['cross-site', 'same-site']) {
+      const pay = await httpRequest(`${url}/pay`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': site },
+        body: new URLSearchParams(card('4242424242424242')).toString(),
+        redirect: 'manual',
+      })
+      expect(expectPage(pay, 403)).toContain('The form came from another site')
+      const cancel = await httpRequest(`${url}/cancel`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': site }, body: '', redirect: 'manual' })
+      expectPage(cancel, 403)
+    }
+    expect(await statusOf(statusToken)).toEqual({ status: 'pending' })
+    // the checkout's own form (same-origin) pays
+    const own = await httpRequest(`${url}/pay`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+      body: new URLSearchParams(card('4242424242424242')).toString(),
+      redirect: 'manual',
+    })
+    expectRedirect(own, `${RETURN_URL}&svc_checkout=completed`)
+  })
+
   it('only form posts: a JSON body is an HTML 415 page and changes nothing', async () => {
     const { url, statusToken } = await newCheckout()
     const res = await httpRequest(`${url}/pay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(card('4242424242424242')), redirect: 'manual' })

@@ -175,6 +175,21 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
 
   const routeOptions = { logSerializers: checkoutLogSerializers }
 
+  /**
+   * A pay or cancel form sent from another site is refused, before anything is counted or charged: a page holding a
+   * buyer's checkout link could post it from the buyer's browser (card testing spread over its visitors' networks, a
+   * checkout canceled). The browser says where the form came from in Sec-Fetch-Site; Origin cannot, as the pages'
+   * no-referrer policy makes it `null` on their own forms. Without the header (an older browser, a script holding
+   * the link) the form is taken: the token is the capability.
+   */
+  const fromThisSite = { preHandler: async (request: FastifyRequest<TokenParams>, reply: FastifyReply) => {
+    const site = request.headers['sec-fetch-site']
+    if (site === undefined || site === 'same-origin') return
+    request.log.warn({ secFetchSite: site }, 'checkout form sent from another site: refused')
+    const { token } = request.params
+    return sendPage(reply, errorPage(403, request.id, { token: BROWSER_TOKEN_RE.test(token) ? token : null }))
+  } }
+
   app.get<TokenParams>('/checkout/:token', routeOptions, async (request, reply) => {
     const { token } = request.params
     if (TICKET_PAGE_TOKEN_RE.test(token)) {
@@ -187,7 +202,7 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
     return sendPage(reply, checkoutStatePage(view, token, { tickets: await paidTickets(request, view) }))
   })
 
-  app.post<TokenParams>('/checkout/:token/pay', { ...routeOptions, bodyLimit: 16 * 1024 }, async (request, reply) => {
+  app.post<TokenParams>('/checkout/:token/pay', { ...routeOptions, ...fromThisSite, bodyLimit: 16 * 1024 }, async (request, reply) => {
     const { token } = request.params
     if (!BROWSER_TOKEN_RE.test(token)) return sendPage(reply, invalidLinkPage())
     const refusal = await tooManyAttempts(request, token)
@@ -226,7 +241,7 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
     return sendPage(reply, checkoutStatePage(view, token))
   })
 
-  app.post<TokenParams>('/checkout/:token/cancel', { ...routeOptions, bodyLimit: 16 * 1024 }, async (request, reply) => {
+  app.post<TokenParams>('/checkout/:token/cancel', { ...routeOptions, ...fromThisSite, bodyLimit: 16 * 1024 }, async (request, reply) => {
     const { token } = request.params
     if (!BROWSER_TOKEN_RE.test(token)) return sendPage(reply, invalidLinkPage())
     let view: CheckoutView

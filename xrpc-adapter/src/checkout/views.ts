@@ -189,6 +189,7 @@ export function invalidLinkPage(): HtmlResponse {
 
 const ERROR_TEXTS: Record<number, { title: string; text: string }> = {
   400: { title: 'The form could not be read', text: 'Please go back and submit the payment form again.' },
+  403: { title: 'The form came from another site', text: 'Nothing was paid or canceled. Open your checkout link and use the form on its page.' },
   413: { title: 'The form is too large', text: 'Please go back and submit the payment form again.' },
   415: { title: 'The form could not be read', text: 'Please go back and submit the payment form again.' },
   502: { title: 'The payment processor did not answer', text: 'Your payment may not have gone through. Open the checkout link again to see its state before you retry.' },
