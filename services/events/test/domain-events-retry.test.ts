@@ -1,6 +1,6 @@
 /**
- * The reconciler's retry of a failed `domain-events` job is a new job under the same id: one that failed for
- * stalling (its workers died) starts again with no stall counted, and its data and options are the event's.
+ * The reconciler turns a failed `domain-events` job's event into its delivery itself, and removes the job only once
+ * that is done: a failure (or a process that stops) in between leaves the failed job, tried again at the next run.
  */
 import { once } from 'node:events'
 import { Queue, Worker, type Job } from 'bullmq'
@@ -11,31 +11,50 @@ import { DOMAIN_EVENT_JOB_OPTIONS, queuePrefix, type DomainEventJob } from '@svc
 import { retryFailedDomainEvents } from '../src/workers/domain-events'
 
 const { redisUrl, redisPrefix } = isolate('domain-events-retry')
+const silent = pino({ level: 'silent' })
 
-test('a failed job that had stalled 6 times is queued again with no stall counted', async () => {
-  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null })
-  const prefix = queuePrefix(redisPrefix)
-  const queue = new Queue<DomainEventJob>('domain-events-retry-test', { connection, prefix })
-  const worker = new Worker('domain-events-retry-test', async () => { throw new Error('database away') }, { connection: connection.duplicate(), prefix })
-  const data = { eventId: 'evt_stalled', source: 'payments', type: 'payment.completed', environment: 'test', appDid: 'did:web:a.example.com', data: {}, occurredAt: new Date().toISOString() } as unknown as DomainEventJob
+let connection: Redis
+let queue: Queue<DomainEventJob>
+const QUEUE = 'domain-events-retry-test'
+
+beforeAll(() => {
+  connection = new Redis(redisUrl, { maxRetriesPerRequest: null })
+  queue = new Queue<DomainEventJob>(QUEUE, { connection, prefix: queuePrefix(redisPrefix) })
+})
+afterAll(async () => {
+  await queue.obliterate({ force: true })
+  await queue.close()
+  connection.disconnect()
+})
+
+/** A `domain-events` job that failed for good (its one try threw, as while the database was away). */
+async function failedJob(eventId: string): Promise<DomainEventJob> {
+  const data = { eventId, source: 'payments', type: 'payment.completed', environment: 'test', appDid: 'did:web:a.example.com', data: {}, occurredAt: new Date().toISOString() } as unknown as DomainEventJob
+  const worker = new Worker<DomainEventJob>(QUEUE, async () => { throw new Error('database away') }, { connection: connection.duplicate(), prefix: queuePrefix(redisPrefix) })
   try {
     const failing = once(worker, 'failed')
-    await queue.add('payment.completed', data, { ...DOMAIN_EVENT_JOB_OPTIONS, attempts: 1, jobId: 'evt_stalled' })
+    await queue.add('payment.completed', data, { ...DOMAIN_EVENT_JOB_OPTIONS, attempts: 1, jobId: eventId })
     await failing
-    await worker.close()
-    const jobKey = `${prefix}:domain-events-retry-test:evt_stalled`
-    await connection.hset(jobKey, 'stc', '6')
-
-    expect(await retryFailedDomainEvents(queue, pino({ level: 'silent' }))).toBe(1)
-    const job = (await queue.getJob('evt_stalled')) as Job<DomainEventJob>
-    expect(await job.getState()).toBe('waiting')
-    expect(Number((await connection.hget(jobKey, 'stc')) ?? 0)).toBe(0)
-    expect(job.data).toEqual(data)
-    expect(job.opts).toMatchObject({ attempts: DOMAIN_EVENT_JOB_OPTIONS.attempts, stackTraceLimit: 3 })
   } finally {
     await worker.close()
-    await queue.obliterate({ force: true })
-    await queue.close()
-    connection.disconnect()
   }
+  return data
+}
+
+test('a failed event becomes its delivery, then its job goes', async () => {
+  const data = await failedJob('evt_failed_once')
+  const processed: DomainEventJob[] = []
+  expect(await retryFailedDomainEvents(queue, async (job: Job<DomainEventJob>) => (processed.push(job.data), 'whd_x'), silent)).toBe(1)
+  expect(processed).toEqual([data])
+  expect(await queue.getJob('evt_failed_once')).toBeUndefined()
+})
+
+test('an event that still cannot become its delivery keeps its failed job, for the next run', async () => {
+  const data = await failedJob('evt_failing')
+  expect(await retryFailedDomainEvents(queue, () => Promise.reject(new Error('database away')), silent)).toBe(0)
+  const job = (await queue.getJob('evt_failing'))!
+  expect([await job.getState(), job.data]).toEqual(['failed', data])
+  // the next run, the database back
+  expect(await retryFailedDomainEvents(queue, async () => 'whd_y', silent)).toBe(1)
+  expect(await queue.getJob('evt_failing')).toBeUndefined()
 })

@@ -5,7 +5,7 @@
  */
 import type { Job, Queue } from 'bullmq'
 import type { Logger } from 'pino'
-import { DOMAIN_EVENT_JOB_OPTIONS, type DomainEventJob } from '@svc/outbox'
+import type { DomainEventJob } from '@svc/outbox'
 import { deliveryIdForEvent } from '../domain/envelope'
 import { createDelivery, queueRestOfRun } from '../domain/deliveries'
 import type { DeliveryLogStore } from '../domain/delivery-log-pages'
@@ -40,24 +40,28 @@ export const DOMAIN_EVENT_RETRY_BATCH = 1000
 
 /**
  * A domain event whose job failed for good (it stalled in dying workers too often, or used its tries while the
- * database was away) would never become a delivery: its outbox had marked it relayed. The reconciler puts such jobs
- * back on the queue (the processor is idempotent). One that keeps failing is retried every run, each time with a
- * warning naming it, so an operator sees it (and it stays visible on the board).
+ * database was away) would never become a delivery: its outbox had marked it relayed. The reconciler turns each such
+ * event into its delivery itself (the processor is idempotent) and only then removes the failed job: removing it
+ * first and adding it again would lose the event to a process that stopped between the two. One that keeps failing
+ * stays failed, is tried every run with a warning naming it, and stays visible on the board.
  */
-export async function retryFailedDomainEvents(queue: Queue<DomainEventJob>, log: Logger): Promise<number> {
+export async function retryFailedDomainEvents(
+  queue: Queue<DomainEventJob>,
+  processDomainEvent: (job: Job<DomainEventJob>) => Promise<string>,
+  log: Logger,
+): Promise<number> {
   let retried = 0
   for (const job of await queue.getFailed(0, DOMAIN_EVENT_RETRY_BATCH - 1)) {
     try {
-      // a new job under the same id, not a retry: BullMQ keeps a job's count of stalls through a retry, so one that
-      // failed for stalling would fail again at its next stall (the add is a no-op if a relay added it meanwhile)
-      await job.remove()
-      await queue.add(job.name, job.data, { ...DOMAIN_EVENT_JOB_OPTIONS, jobId: job.id })
-      retried++
-      log.warn({ eventId: job.data.eventId, failedReason: job.failedReason }, 'reconcile: a failed domain event was queued again')
+      await processDomainEvent(job)
     } catch (err) {
-      // retried meanwhile by another worker's reconciler, or removed
-      log.debug({ err, jobId: job.id }, 'reconcile: a failed domain event could not be retried')
+      log.warn({ err, eventId: job.data.eventId, failedReason: job.failedReason }, 'reconcile: a failed domain event is still not a delivery; the next run tries again')
+      continue
     }
+    // a job another reconciler removed meanwhile, or one locked by a worker: its delivery exists all the same
+    await job.remove().catch((err: unknown) => log.debug({ err, jobId: job.id }, 'reconcile: a failed domain event job could not be removed'))
+    retried++
+    log.warn({ eventId: job.data.eventId, failedReason: job.failedReason }, 'reconcile: a failed domain event became its delivery')
   }
   return retried
 }

@@ -77,9 +77,10 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
     live: createDeliveryAgent({ environment: 'live', allowLoopbackInTest: false }, opts.delivery.timeoutMs),
   }
 
+  const processDomainEvent = createDomainEventProcessor({ models, redis, redisPrefix: opts.redisPrefix, deliveries, logger: log.child({ worker: DOMAIN_EVENTS_QUEUE }) })
   const domainEvents = new Worker<DomainEventJob, string>(
     DOMAIN_EVENTS_QUEUE,
-    createDomainEventProcessor({ models, redis, redisPrefix: opts.redisPrefix, deliveries, logger: log.child({ worker: DOMAIN_EVENTS_QUEUE }) }),
+    processDomainEvent,
     // a dead worker's job comes back as soon as a delivery's would; the processor is idempotent, so picking a job up
     // again is harmless (one that still fails for good is retried by the reconciler)
     { connection: redis, prefix, concurrency: opts.delivery.concurrency, lockDuration: opts.delivery.lockMs, stalledInterval: opts.delivery.lockMs, maxStalledCount: STALLED_MAX },
@@ -136,7 +137,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   }
   const database = watchDatabase(conn, opts.mongoUrl, { clientOptions, onReopen: observeCommands, logger: log })
   const domainEventsQueue = new Queue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, { connection: redis, prefix })
-  const reconciler = startReconciler({ models, deliveries, domainEvents: domainEventsQueue, redis, prefix, periodMs: opts.delivery.reconcileMs, logger: log })
+  const reconciler = startReconciler({ models, deliveries, domainEvents: domainEventsQueue, processDomainEvent, redis, prefix, periodMs: opts.delivery.reconcileMs, logger: log })
   for (const worker of [domainEvents, sender]) {
     worker.on('error', (err) => log.error({ err, queue: worker.name }, 'worker error'))
   }

@@ -6,7 +6,7 @@
  * as its job id, so however many workers run, each period reconciles once; the adds come from a timer in the process,
  * not from a schedule kept in Redis, so losing Redis's data does not stop them.
  */
-import { Queue, Worker } from 'bullmq'
+import { Queue, Worker, type Job } from 'bullmq'
 import type Redis from 'ioredis'
 import type { Logger } from 'pino'
 import { reconcileDeliveries, type ReconcileResult } from '../domain/reconcile'
@@ -25,6 +25,8 @@ export function startReconciler(opts: {
   models: EventsModels
   deliveries: Queue<DeliveryJob>
   domainEvents: Queue<DomainEventJob>
+  /** turns a domain event into its delivery (the domain-events processor) */
+  processDomainEvent: (job: Job<DomainEventJob>) => Promise<string>
   redis: Redis
   prefix: string
   periodMs: number
@@ -37,8 +39,8 @@ export function startReconciler(opts: {
     async (job) => {
       // its progress on the board as it goes (a job's progress may fail to save: the run goes on)
       const result = await reconcileDeliveries(opts.models, opts.deliveries, log, new Date(), (progress) => job.updateProgress({ ...progress }).catch(() => undefined))
-      const domainEventsRetried = await retryFailedDomainEvents(opts.domainEvents, log)
-      await job.log(`checked ${result.checked} open deliveries, queued ${result.requeued} again; retried ${domainEventsRetried} failed domain events`).catch(() => undefined)
+      const domainEventsRetried = await retryFailedDomainEvents(opts.domainEvents, opts.processDomainEvent, log)
+      await job.log(`checked ${result.checked} open deliveries, queued ${result.requeued} again; ${domainEventsRetried} failed domain events became their deliveries`).catch(() => undefined)
       return { ...result, domainEventsRetried }
     },
     { connection: opts.redis, prefix: opts.prefix, concurrency: 1 },
