@@ -51,6 +51,11 @@ export interface DeliveryJob {
    * Absent from jobs made before it existed: the worker reads the delivery for those of a redrive's run.
    */
   sendBefore?: number | null
+  /**
+   * Re-checks made in a row while the app environment's endpoint was paused (the delivery `held`): the next waits
+   * holdRecheckDelayMs of it (delivery/processor.ts). Dropped with the next attempt; absent before the first hold.
+   */
+  holds?: number
 }
 
 /** The backoff type of delivery jobs; the workers' backoffStrategy implements the schedule. */

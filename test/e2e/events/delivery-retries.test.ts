@@ -3,7 +3,23 @@
  * says otherwise): the whole 14-attempt run against a receiver that always fails, Retry-After within its cap,
  * timeouts, redirects, the connect-time address check, paused (held) deliveries and apps without a channel.
  */
-import { createDelivery, DELIVERY_JOB_OPTIONS, deliveryJob, ensureSigningSecret, newDeliveryId, requeueLostDelivery, scheduleSpanMs, startEventWorkers, type RunningEventWorkers } from '@svc/events'
+import { QueueEvents } from 'bullmq'
+import Redis from 'ioredis'
+import {
+  createDelivery,
+  createEndpointClient,
+  DELIVERY_JOB_OPTIONS,
+  deliveryJob,
+  ensureSigningSecret,
+  newDeliveryId,
+  queuePrefix,
+  releaseUnpausedHolds,
+  requeueLostDelivery,
+  scheduleSpanMs,
+  startEventWorkers,
+  WEBHOOK_DELIVERIES_QUEUE,
+  type RunningEventWorkers,
+} from '@svc/events'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import pino from 'pino'
 import type { DeliverySettings } from '@svc/config'
@@ -65,6 +81,22 @@ async function appWithReceiver(answer: Parameters<typeof startReceiver>[0], url 
 }
 
 const requestsFor = (receiver: Receiver, id: string) => receiver.requests.filter((r) => r.headers['webhook-id'] === id)
+
+/** The waits the delivery jobs are put back with (BullMQ's `delayed` events), per job: how long each waits from then. */
+async function watchDelays() {
+  const connection = new Redis(stack.redisUrl, { maxRetriesPerRequest: null })
+  const events = new QueueEvents(WEBHOOK_DELIVERIES_QUEUE, { connection, prefix: queuePrefix(stack.redisPrefix) })
+  const waits = new Map<string, number[]>()
+  events.on('delayed', ({ jobId, delay }) => waits.set(jobId, [...(waits.get(jobId) ?? []), Number(delay) - Date.now()]))
+  await events.waitUntilReady()
+  return {
+    waitsOf: (jobId: string) => waits.get(jobId) ?? [],
+    close: async () => {
+      await events.close()
+      await connection.quit()
+    },
+  }
+}
 
 describe('retries', () => {
   it('runs the whole 14-attempt schedule against a receiver that always fails, then the delivery is failed', async () => {
@@ -424,27 +456,85 @@ describe('retries', () => {
     })
   })
 
-  it('holds a delivery while the webhook is paused (no attempt, nothing sent) and sends it once unpaused', async () => {
+  it('holds a delivery while the webhook is paused (no attempt, nothing sent), re-checking less and less often without rewriting it, and sends it once unpaused', async () => {
     const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }), undefined, true)
-    const id = await queueTestDelivery(stack, queues, app.did)
-    const held = await waitForStatus(stack, id, 'held')
-    // it keeps checking (every holdRecheckMs) without sending or counting anything
-    await waitFor(async () => {
-      const d = await getDelivery(stack, id)
-      return d!.nextAttemptAt!.getTime() > held.nextAttemptAt!.getTime() + stack.delivery.holdRecheckMs
-    }, 'two more hold rechecks')
-    const still = (await getDelivery(stack, id))!
-    expect(still).toMatchObject({ status: 'held', attemptCount: 0 })
-    expect(await attemptsOf(stack, id)).toHaveLength(0)
-    expect(receiver.requests).toHaveLength(0)
+    const rechecks = await watchDelays()
+    try {
+      const id = await queueTestDelivery(stack, queues, app.did)
+      const held = await waitForStatus(stack, id, 'held')
+      // the hold and the re-checks after it: each waits twice as long as the one before (200, 400, 800, 1600 ms)
+      const waits = await waitFor(async () => {
+        const w = rechecks.waitsOf(id)
+        return w.length >= 4 && w
+      }, 'the hold and three re-checks')
+      // (each as the event reached this test: a loaded machine makes them look shorter, never longer)
+      expect(waits[0]).toBeLessThanOrEqual(stack.delivery.holdRecheckMs)
+      for (let i = 1; i < 4; i++) expect(waits[i]).toBeGreaterThan(1.5 * waits[i - 1]!)
+      expect((await queues.deliveries.getJob(id))!.data.holds).toBeGreaterThanOrEqual(4)
+      // written once, when it became held: its nextAttemptAt is the first re-check's, and no re-check wrote it again
+      const still = (await getDelivery(stack, id))!
+      expect(still).toMatchObject({ status: 'held', attemptCount: 0 })
+      expect(still.updatedAt).toEqual(held.updatedAt)
+      expect(still.nextAttemptAt).toEqual(held.nextAttemptAt)
+      expect(await attemptsOf(stack, id)).toHaveLength(0)
+      expect(receiver.requests).toHaveLength(0)
 
-    await configureChannel(stack, app.did, { url: `${receiver.url}/hook`, paused: false })
-    const delivered = await waitForStatus(stack, id, 'delivered')
-    expect(delivered.attemptCount).toBe(1)
-    const attempts = await attemptsOf(stack, id)
-    expect(attempts).toHaveLength(1)
-    expect(attempts[0]).toMatchObject({ number: 1, outcome: 'delivered', statusCode: 200 })
-    expect(requestsFor(receiver, id)).toHaveLength(1)
+      await configureChannel(stack, app.did, { url: `${receiver.url}/hook`, paused: false })
+      const delivered = await waitForStatus(stack, id, 'delivered')
+      expect(delivered.attemptCount).toBe(1)
+      const attempts = await attemptsOf(stack, id)
+      expect(attempts).toHaveLength(1)
+      expect(attempts[0]).toMatchObject({ number: 1, outcome: 'delivered', statusCode: 200 })
+      expect(requestsFor(receiver, id)).toHaveLength(1)
+    } finally {
+      await rechecks.close()
+    }
+  })
+
+  it('a held delivery whose re-check is far off is sent by the next reconcile run once its endpoint is unpaused; one still paused stays held', async () => {
+    // every re-check an hour away: only the reconciler's release can send it soon
+    await withWorkers(() => customWorkers({ delivery: { holdRecheckMs: 3_600_000 } }), async () => {
+      const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }), undefined, true)
+      const { app: other, receiver: otherReceiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }), undefined, true)
+      const id = await queueTestDelivery(stack, queues, app.did)
+      const paused = await queueTestDelivery(stack, queues, other.did)
+      for (const held of [id, paused]) {
+        await waitForStatus(stack, held, 'held')
+        await waitFor(async () => (await (await queues.deliveries.getJob(held))?.getState()) === 'delayed', 'the held job to wait for its re-check')
+      }
+      await configureChannel(stack, app.did, { url: `${receiver.url}/hook`, paused: false })
+
+      const endpoints = createEndpointClient({ url: stack.gatewayUrl, key: stack.secrets.callerKeys.events })
+      try {
+        const result = await releaseUnpausedHolds(stack.events, queues.deliveries, endpoints, pino({ level: 'silent' }))
+        expect(result.environments).toBeGreaterThanOrEqual(2)
+        expect(result.released).toBeGreaterThanOrEqual(1)
+      } finally {
+        await endpoints.close()
+      }
+      // well before its re-check, an hour away
+      const delivered = await waitForStatus(stack, id, 'delivered', 30_000)
+      expect(delivered.attemptCount).toBe(1)
+      expect(requestsFor(receiver, id)).toHaveLength(1)
+      // the other app's endpoint is still paused: its delivery waits for its re-check
+      expect(await (await queues.deliveries.getJob(paused))!.getState()).toBe('delayed')
+      expect(await getDelivery(stack, paused)).toMatchObject({ status: 'held', attemptCount: 0 })
+      expect(requestsFor(otherReceiver, paused)).toHaveLength(0)
+    })
+  })
+
+  it('the workers\' reconciler releases a held delivery once its endpoint is unpaused, however far off its re-check', async () => {
+    const reconcileMs = 1000
+    await withWorkers(() => customWorkers({ delivery: { holdRecheckMs: 3_600_000, reconcileMs } }), async () => {
+      const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }), undefined, true)
+      const id = await queueTestDelivery(stack, queues, app.did)
+      await waitForStatus(stack, id, 'held')
+      await waitFor(async () => (await (await queues.deliveries.getJob(id))?.getState()) === 'delayed', 'the held job to wait for its re-check')
+      await configureChannel(stack, app.did, { url: `${receiver.url}/hook`, paused: false })
+      // well before its re-check, an hour away
+      await waitForStatus(stack, id, 'delivered', 30_000)
+      expect(requestsFor(receiver, id)).toHaveLength(1)
+    })
   })
 
   it('fails the attempts of an app without a channel ("no webhook or receiver configured"), through to failed', async () => {

@@ -91,7 +91,7 @@ it('at start: open deliveries without a job are queued again (the run continues)
   const maintenance = new Queue(EVENTS_MAINTENANCE_QUEUE, { connection: stack.redis, prefix: queuePrefix(stack.redisPrefix) })
   try {
     const runs = await maintenance.getJobs(['completed'])
-    expect(runs.map((r) => r.returnvalue)).toContainEqual({ checked: 3, requeued: 2, domainEventsRetried: 0 })
+    expect(runs.map((r) => r.returnvalue)).toContainEqual({ checked: 3, requeued: 2, heldReleased: 0, domainEventsRetried: 0 })
     // and its progress, which a long run shows as it goes
     expect(runs.map((r) => r.progress)).toContainEqual({ found: 3, checked: 3, requeued: 2 })
   } finally {

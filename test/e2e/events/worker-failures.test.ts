@@ -43,7 +43,7 @@ it('a reconcile run that fails is logged with its job id', async () => {
   const domainEvents = new Queue(DOMAIN_EVENTS_QUEUE, { connection: redis, prefix })
   // the database goes away as the run reads the open deliveries
   const away = { find: () => ({ lean: () => Promise.reject(new Error('connection 3 to 127.0.0.1:27017 closed')) }) }
-  const reconciler = startReconciler({ models: { ...stack.events, Delivery: away } as never, deliveries, domainEvents, processDomainEvent: () => Promise.reject(new Error('no failed domain event here')), redis, prefix, periodMs: 3_600_000, logger })
+  const reconciler = startReconciler({ models: { ...stack.events, Delivery: away } as never, deliveries, domainEvents, processDomainEvent: () => Promise.reject(new Error('no failed domain event here')), endpoints: { lookup: async () => ({ kind: 'unavailable', error: 'not asked' }) }, redis, prefix, periodMs: 3_600_000, logger })
   try {
     const line = await waitFor(async () => lines(captured).find((l) => l.msg === 'reconcile run failed; the next period runs again'), 'the failed run to be logged')
     expect(line).toMatchObject({ level: 50, jobId: expect.stringMatching(/^reconcile-deliveries-start-/), err: { message: 'connection 3 to 127.0.0.1:27017 closed' } })

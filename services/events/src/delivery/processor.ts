@@ -7,7 +7,8 @@
  *      earlier version, reads the delivery: delivered already (or gone) → done, nothing sent; an attempt in flight
  *      that the delivery has not counted is logged `interrupted` with the next outcome;
  *   2. read the app environment's endpoint through the gateway; paused → `held`, the job goes back to delayed
- *      without consuming an attempt, and nothing is logged as an attempt;
+ *      without consuming an attempt, and nothing is logged as an attempt (the re-checks back off, and only the first
+ *      writes the delivery: hold);
  *   3. name the attempt in the job (Redis) before anything is sent, then send on the channel;
  *   4. the outcome is one write to the delivery: its status, attemptCount and lastAttemptAt, with the attempt
  *      appended to its log. 2xx → delivered. Anything else → the attempt failed; the next wait comes from the
@@ -40,6 +41,17 @@ import type { Environment } from '@svc/vocabulary'
 export const INTERRUPTED_ERROR = 'the worker stopped during this attempt'
 export const NOT_CONFIGURED_ERROR = 'no webhook or receiver configured'
 export const TOO_LATE_ERROR = 'not sent: first delivered more than 30 days ago, receivers may no longer know its id (it would be processed twice)'
+
+/** A held delivery's re-checks double up to this many times DELIVERY_HOLD_RECHECK_MS (64 × 60 s: about an hour). */
+export const HOLD_RECHECK_MAX_FACTOR = 64
+
+/**
+ * The wait before a held delivery's next re-check, after `holds` re-checks that found its endpoint paused:
+ * holdRecheckMs, then twice that, … up to HOLD_RECHECK_MAX_FACTOR times it.
+ */
+export function holdRecheckDelayMs(holdRecheckMs: number, holds: number): number {
+  return holdRecheckMs * Math.min(2 ** Math.max(0, holds), HOLD_RECHECK_MAX_FACTOR)
+}
 
 /** A failed attempt; `delayMs` is the wait before the next one (null: it was the run's last). */
 export class AttemptFailedError extends Error {
@@ -201,18 +213,27 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     return { id: d._id, appDid: d.appDid, environment: d.environment as Environment, body: d.body, run: d.run ?? 1, number: last + 1, interrupted, attemptsBefore, firstOfRun: data.firstOfRun ?? null, sendBefore: sendBefore(d) }
   }
 
-  /** Paused: `held` (with the log of attempts that died), the job back to delayed; nothing sent, nothing counted. */
+  /**
+   * Paused: `held` (with the log of attempts that died), the job back to delayed; nothing sent, nothing counted. The
+   * re-checks back off (holdRecheckDelayMs, counted in the job's `holds`), and only the first writes the delivery: a
+   * re-check of a delivery already held costs one Redis write (the count) and no database write. Its `nextAttemptAt`
+   * stays the first re-check's; once the app unpauses, the reconciler promotes the re-check (release-held.ts).
+   */
   async function hold(job: Job<DeliveryJob>, token: string | undefined, a: Attempting): Promise<never> {
-    const nextAttemptAt = new Date(Date.now() + settings.holdRecheckMs)
+    const holds = job.data.holds ?? 0
+    const recheckAt = new Date(Date.now() + holdRecheckDelayMs(settings.holdRecheckMs, holds))
     const dead = a.interrupted.map((i) => interruptedEntry(i, a.run))
-    const open = { _id: a.id, status: { $ne: 'delivered' as const } }
-    const logged = dead.length > 0 && (await models.Delivery.updateOne({ ...open, attemptCount: { $lt: dead[0]!.number } }, withAttempts({ status: 'held', nextAttemptAt, attemptCount: a.number - 1 }, dead))).matchedCount > 0
-    // without the dead attempts when the delivery counted past them (the job was behind: see writeOutcome)
-    if (!logged) await models.Delivery.updateOne(open, { $set: { status: 'held', nextAttemptAt } })
-    if (dead.length > 0 || job.data.next !== a.number) await job.updateData(jobData(a, a.number, null, []))
-    log.debug({ deliveryId: a.id, nextAttemptAt }, 'delivery held: the webhook is paused')
+    if (holds === 0 || dead.length > 0) {
+      const held = holds === 0 ? { status: 'held', nextAttemptAt: recheckAt } : { status: 'held' }
+      const open = { _id: a.id, status: { $ne: 'delivered' as const } }
+      const logged = dead.length > 0 && (await models.Delivery.updateOne({ ...open, attemptCount: { $lt: dead[0]!.number } }, withAttempts({ ...held, attemptCount: a.number - 1 }, dead))).matchedCount > 0
+      // without the dead attempts when the delivery counted past them (the job was behind: see writeOutcome)
+      if (!logged) await models.Delivery.updateOne(open, { $set: held })
+    }
+    await job.updateData({ ...jobData(a, a.number, null, []), holds: holds + 1 })
+    log.debug({ deliveryId: a.id, holds: holds + 1, recheckAt }, 'delivery held: the webhook is paused')
     if (!token) throw new Error('a held delivery needs the job token')
-    await job.moveToDelayed(nextAttemptAt.getTime(), token)
+    await job.moveToDelayed(recheckAt.getTime(), token)
     throw new DelayedError()
   }
 

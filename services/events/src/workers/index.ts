@@ -137,7 +137,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   }
   const database = watchDatabase(conn, opts.mongoUrl, { clientOptions, onReopen: observeCommands, logger: log })
   const domainEventsQueue = new Queue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, { connection: redis, prefix })
-  const reconciler = startReconciler({ models, deliveries, domainEvents: domainEventsQueue, processDomainEvent, redis, prefix, periodMs: opts.delivery.reconcileMs, logger: log })
+  const reconciler = startReconciler({ models, deliveries, domainEvents: domainEventsQueue, processDomainEvent, endpoints, redis, prefix, periodMs: opts.delivery.reconcileMs, logger: log })
   for (const worker of [domainEvents, sender]) {
     worker.on('error', (err) => log.error({ err, queue: worker.name }, 'worker error'))
   }

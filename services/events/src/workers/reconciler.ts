@@ -1,5 +1,6 @@
 /**
- * Runs `reconcile-deliveries` (domain/reconcile.ts, then the failed domain events: domain-events.ts) on the
+ * Runs `reconcile-deliveries` (domain/reconcile.ts, then the held deliveries whose endpoint was unpaused:
+ * delivery/release-held.ts, then the failed domain events: domain-events.ts) on the
  * `events-maintenance` queue, where operators see every run
  * and its counts on the board: once when the workers start, once whenever their Redis connection comes back (a
  * restart may have lost every job), and every `periodMs`. Each worker process adds the periodic job with the period
@@ -9,6 +10,8 @@
 import { Queue, Worker, type Job } from 'bullmq'
 import type Redis from 'ioredis'
 import type { Logger } from 'pino'
+import type { EndpointClient } from '../delivery/endpoint'
+import { releaseUnpausedHolds } from '../delivery/release-held'
 import { reconcileDeliveries, type ReconcileResult } from '../domain/reconcile'
 import type { EventsModels } from '../models'
 import type { DomainEventJob } from '@svc/outbox'
@@ -27,6 +30,8 @@ export function startReconciler(opts: {
   domainEvents: Queue<DomainEventJob>
   /** turns a domain event into its delivery (the domain-events processor) */
   processDomainEvent: (job: Job<DomainEventJob>) => Promise<string>
+  /** the endpoint lookup the delivery workers make (held deliveries are released when theirs is unpaused) */
+  endpoints: Pick<EndpointClient, 'lookup'>
   redis: Redis
   prefix: string
   periodMs: number
@@ -34,14 +39,15 @@ export function startReconciler(opts: {
 }): Reconciler {
   const log = opts.logger.child({ worker: EVENTS_MAINTENANCE_QUEUE })
   const queue = new Queue(EVENTS_MAINTENANCE_QUEUE, { connection: opts.redis, prefix: opts.prefix })
-  const worker = new Worker<unknown, ReconcileResult & { domainEventsRetried: number }>(
+  const worker = new Worker<unknown, ReconcileResult & { heldReleased: number; domainEventsRetried: number }>(
     EVENTS_MAINTENANCE_QUEUE,
     async (job) => {
       // its progress on the board as it goes (a job's progress may fail to save: the run goes on)
       const result = await reconcileDeliveries(opts.models, opts.deliveries, log, new Date(), (progress) => job.updateProgress({ ...progress }).catch(() => undefined))
+      const { released: heldReleased } = await releaseUnpausedHolds(opts.models, opts.deliveries, opts.endpoints, log)
       const domainEventsRetried = await retryFailedDomainEvents(opts.domainEvents, opts.processDomainEvent, log)
-      await job.log(`checked ${result.checked} open deliveries, queued ${result.requeued} again; ${domainEventsRetried} failed domain events became their deliveries`).catch(() => undefined)
-      return { ...result, domainEventsRetried }
+      await job.log(`checked ${result.checked} open deliveries, queued ${result.requeued} again; released ${heldReleased} held deliveries; ${domainEventsRetried} failed domain events became their deliveries`).catch(() => undefined)
+      return { ...result, heldReleased, domainEventsRetried }
     },
     { connection: opts.redis, prefix: opts.prefix, concurrency: 1 },
   )
