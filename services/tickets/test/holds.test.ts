@@ -98,6 +98,27 @@ test('one hold per app order: 40 concurrent duplicates get the same hold; other 
   expect(await refusal(hold(eventUri, items, { ...request, buyerDid: buyer() }))).toBe('InvalidRequest')
 })
 
+test('one hold per app order when concurrent calls under it ask for different items: one wins, the others are refused and leave no seat taken', async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 10 }, { capacity: 10 }])
+  const [a, b] = tierIds as [string, string]
+  const request = { buyerDid: buyer(), appOrderId: 'order-contested' }
+  const asks = [[{ ticketTypeId: a, quantity: 1 }], [{ ticketTypeId: b, quantity: 2 }]]
+  const outcomes = await Promise.all(Array.from({ length: 10 }, (_, i) => hold(eventUri, asks[i % 2]!, request).then((h) => h, (e: unknown) => e)))
+  const won = outcomes.filter((o): o is Awaited<ReturnType<typeof hold>> => !(o instanceof Error))
+  expect(new Set(won.map((h) => h.holdId)).size).toBe(1)
+  const winner = won[0]!
+  // every call that asked what the winner holds got it; every other was refused for the order's other items
+  for (const [i, o] of outcomes.entries()) {
+    const same = JSON.stringify(asks[i % 2]) === JSON.stringify(winner.items)
+    if (same) expect(o).toEqual(winner)
+    else expect([o instanceof ContractError, (o as ContractError).code]).toEqual([true, 'InvalidRequest'])
+  }
+  expect(await models.TicketHold.countDocuments({ appOrderId: 'order-contested' })).toBe(1)
+  // the losers' seats went back: only the winner's are taken
+  const taken = winner.items[0]!.ticketTypeId === a ? [9, 10] : [10, 8]
+  expect([await available(a), await available(b)]).toEqual(taken)
+})
+
 test('a hold lapses at expiresAt: its seats return once and are sold again; the order still answers the lapsed hold', async () => {
   const { eventUri, tierIds } = await event([{ capacity: 2 }], 60)
   const tier = tierIds[0]!

@@ -276,6 +276,8 @@ describe('claimFreeTicket', () => {
     const ids = new Set(results.map((r) => expectOk(r).ticket.id))
     expect(ids.size).toBe(1)
     expect(await stack.tickets.Ticket.countDocuments({ tierId: tiers[0]!.ticketTypeId })).toBe(1)
+    // and one ticket.issued for the app
+    expect(await stack.tickets.Outbox.countDocuments({ type: 'ticket.issued', 'data.ticketId': [...ids][0] })).toBe(1)
     expect(expectOk(await availability(stack, app, { eventUri })).items[0].available).toBe(4)
   })
 
