@@ -46,8 +46,9 @@ export interface DeliveryJob {
   /** attempts of workers that died, not yet written to the delivery's log (with the next outcome) */
   interrupted?: UnrecordedAttempt[]
   /**
-   * For a run of a delivery delivered before (a redrive's): the time (ms since the epoch) after which no attempt is
-   * sent, as receivers may have forgotten its id (domain/deliveries.ts, sendBefore); null for one never delivered.
+   * For a delivery that may have reached a receiver (an attempt answered, timed out or interrupted, or delivered): the
+   * time (ms since the epoch) after which no attempt is sent, as receivers may have forgotten its id
+   * (domain/deliveries.ts, sendBefore); null while none may have. The worker sets it after the first such attempt.
    * Absent from jobs made before it existed: the worker reads the delivery for those of a redrive's run.
    */
   sendBefore?: number | null

@@ -52,10 +52,11 @@ async function expectRequeued(deliveryId: string, run: number): Promise<void> {
   const job = await queue.getJob(deliveryId)
   expect(await job!.getState()).toBe('waiting')
   expect(job!.attemptsMade).toBe(0)
-  // the job carries the new run: what to send, the number of its first attempt, and for a delivery delivered before
-  // the time its attempts stop (30 days after the first delivery)
-  const firstDelivered = doc!.firstDeliveredAt ?? doc!.deliveredAt
-  const sendBefore = firstDelivered ? firstDelivered.getTime() + 30 * 24 * 3600 * 1000 : null
+  // the job carries the new run: what to send, the number of its first attempt, and for a delivery that may have
+  // reached a receiver before the time its attempts stop (30 days after the first attempt that may have, or the first
+  // delivery)
+  const firsts = [doc!.firstReachedAt, doc!.firstDeliveredAt ?? doc!.deliveredAt].filter((t): t is Date => t instanceof Date).map((t) => t.getTime())
+  const sendBefore = firsts.length > 0 ? Math.min(...firsts) + 30 * 24 * 3600 * 1000 : null
   expect(job!.data).toEqual({ deliveryId, appDid: doc!.appDid, environment: doc!.environment, body: doc!.body, run, next: doc!.attemptCount + 1, firstOfRun: doc!.attemptCount + 1, inFlight: null, interrupted: [], sendBefore })
 }
 
@@ -150,13 +151,32 @@ describe('one delivery', () => {
     await stack.events.Delivery.updateOne({ _id: recent }, { $set: { deliveredAt: daysAgo(23), firstDeliveredAt: daysAgo(23) } })
     await stack.events.Delivery.updateOne({ _id: redrivenAndFailed }, { $set: { deliveredAt: daysAgo(25), firstDeliveredAt: daysAgo(25), run: 2 } })
     await stack.events.Delivery.updateOne({ _id: redrivenAndDelivered }, { $set: { deliveredAt: daysAgo(1), firstDeliveredAt: daysAgo(25), run: 2 } })
-    const tooOld = { ok: true, queued: 0, reason: expect.stringMatching(/^first delivered more than 24 days ago/) }
+    const tooOld = { ok: true, queued: 0, reason: expect.stringMatching(/^first sent more than 24 days ago/) }
     expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId: old }, bearer(dev.key)))).toEqual(tooOld)
     expect(await stack.events.Delivery.findById(old).lean()).toMatchObject({ status: 'delivered', run: 1 })
     expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId: redrivenAndFailed }, bearer(dev.key)))).toEqual(tooOld)
     expect(await stack.events.Delivery.findById(redrivenAndFailed).lean()).toMatchObject({ status: 'failed', run: 2 })
     expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId: redrivenAndDelivered }, bearer(dev.key)))).toEqual(tooOld)
     expect(await stack.events.Delivery.findById(redrivenAndDelivered).lean()).toMatchObject({ status: 'delivered', run: 2 })
+    expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId: recent }, bearer(dev.key)))).toEqual({ ok: true, queued: 1 })
+    await expectRequeued(recent, 2)
+  })
+
+  it('a failed delivery never delivered whose first attempt may have reached its receiver (timed out, a 5xx) more than 24 days ago is not sent again; one of 23 days is', async () => {
+    const dev = await newApp()
+    const old = await finished(dev)
+    const recent = await finished(dev)
+    // first delivered before firstReachedAt was recorded, 25 days ago; an attempt of a later run reached it yesterday
+    const deliveredBefore = await finished(dev, 'delivered')
+    const daysAgo = (days: number) => new Date(Date.now() - days * 24 * 3600 * 1000)
+    await stack.events.Delivery.updateOne({ _id: old }, { $set: { firstReachedAt: daysAgo(31) } })
+    await stack.events.Delivery.updateOne({ _id: recent }, { $set: { firstReachedAt: daysAgo(23) } })
+    await stack.events.Delivery.updateOne({ _id: deliveredBefore }, { $set: { deliveredAt: daysAgo(25), firstDeliveredAt: daysAgo(25), firstReachedAt: daysAgo(1) } })
+    const tooOld = { ok: true, queued: 0, reason: expect.stringMatching(/^first sent more than 24 days ago/) }
+    expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId: old }, bearer(dev.key)))).toEqual(tooOld)
+    expect(await stack.events.Delivery.findById(old).lean()).toMatchObject({ status: 'failed', run: 1 })
+    expect(await jobState(queue, old)).toBe('failed')
+    expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId: deliveredBefore }, bearer(dev.key)))).toEqual(tooOld)
     expect(expectOk(await redrive(stack, { app: dev.app.did }, { deliveryId: recent }, bearer(dev.key)))).toEqual({ ok: true, queued: 1 })
     await expectRequeued(recent, 2)
   })
@@ -224,6 +244,20 @@ describe('batch: {"status": "failed", "since"?, "limit"?}', () => {
     expect(expectOk(await redrive(stack, { app: dev.app.did }, { status: 'failed', limit: 3 }, bearer(dev.key)))).toEqual({ ok: true, queued: 1 })
     await expectRequeued(newer, 2)
     for (const id of tooOld) expect(await stack.events.Delivery.findById(id).lean()).toMatchObject({ status: 'failed', run: 2 })
+  })
+
+  it('leaves out the failed deliveries never delivered whose first attempt may have reached the receiver too long ago', async () => {
+    const dev = await newApp()
+    const tooOld = [await finished(dev), await finished(dev), await finished(dev)]
+    const daysAgo = (days: number) => new Date(Date.now() - days * 24 * 3600 * 1000)
+    for (const id of tooOld) await stack.events.Delivery.updateOne({ _id: id }, { $set: { firstReachedAt: daysAgo(31) } })
+    const reachedLately = await finished(dev)
+    await stack.events.Delivery.updateOne({ _id: reachedLately }, { $set: { firstReachedAt: daysAgo(1) } })
+    const neverReached = await finished(dev)
+    expect(expectOk(await redrive(stack, { app: dev.app.did }, { status: 'failed', limit: 3 }, bearer(dev.key)))).toEqual({ ok: true, queued: 2 })
+    await expectRequeued(reachedLately, 2)
+    await expectRequeued(neverReached, 2)
+    for (const id of tooOld) expect(await stack.events.Delivery.findById(id).lean()).toMatchObject({ status: 'failed', run: 1 })
   })
 
   it('parallel batch redrives queue each failed delivery exactly once in total', async () => {

@@ -9,8 +9,8 @@ import mongoose from 'mongoose'
 import pino from 'pino'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { ATTEMPT_LOG_LIMIT, createDelivery, ensureSigningSecret, MAX_ATTEMPTS, newDeliveryId, reconcileDeliveries } from '@svc/events'
-import { startReceiver, type Receiver } from './helpers/receiver'
-import { attemptsOf, configureChannel, getDelivery, stackQueues, waitFor, waitForStatus } from './helpers/events'
+import { startReceiver, type AnswerFn, type Receiver } from './helpers/receiver'
+import { attemptsOf, configureChannel, getDelivery, queueTestDelivery, stackQueues, waitFor, waitForStatus } from './helpers/events'
 
 let stack: TestStack
 let receiver: Receiver
@@ -204,15 +204,18 @@ test('a redriven run still held when 30 days have passed since the first deliver
   const { id, first, sent } = await redriveWhilePaused()
   const queues = stackQueues(stack)
   try {
-    // the run's job knows when receivers may forget the id: 30 days after the first delivery
+    // the run's job knows when receivers may forget the id: 30 days after the attempt that first reached the receiver
+    // (the one that delivered it: sent before it was answered)
     const job = (await queues.deliveries.getJob(id))!
-    expect(job.data.sendBefore).toBe(first.firstDeliveredAt!.getTime() + 30 * 24 * 3600 * 1000)
+    expect(first.firstReachedAt).toEqual((await attemptsOf(stack, id))[0]!.attemptedAt)
+    expect(first.firstReachedAt!.getTime()).toBeLessThanOrEqual(first.firstDeliveredAt!.getTime())
+    expect(job.data.sendBefore).toBe(first.firstReachedAt!.getTime() + 30 * 24 * 3600 * 1000)
     // those 30 days pass while the endpoint is paused
     await job.updateData({ ...job.data, sendBefore: Date.now() - 1 })
     await configureChannel(stack, app.did, { url: `${receiver.url}/hooks/svc`, paused: false })
     const ended = await waitForStatus(stack, id, 'failed', 20_000)
     expect(ended.run).toBe(2)
-    expect(ended.lastError).toMatch(/^not sent: first delivered more than 30 days ago/)
+    expect(ended.lastError).toMatch(/^not sent: first sent more than 30 days ago/)
     expect((await attemptsOf(stack, id)).filter((a) => a.run === 2)).toEqual([])
     await new Promise((r) => setTimeout(r, 500))
     expect(receiver.requests).toHaveLength(sent)
@@ -232,10 +235,106 @@ test('a redriven run queued before jobs carried sendBefore reads the delivery fo
     await stack.events.Delivery.updateOne({ _id: id }, { $set: { firstDeliveredAt: new Date(Date.now() - 31 * 24 * 3600 * 1000) } })
     await configureChannel(stack, app.did, { url: `${receiver.url}/hooks/svc`, paused: false })
     const ended = await waitForStatus(stack, id, 'failed', 20_000)
-    expect(ended.lastError).toMatch(/^not sent: first delivered more than 30 days ago/)
+    expect(ended.lastError).toMatch(/^not sent: first sent more than 30 days ago/)
     await new Promise((r) => setTimeout(r, 500))
     expect(receiver.requests).toHaveLength(sent)
   } finally {
     await queues.close()
   }
+})
+
+const DAY_MS = 24 * 3600 * 1000
+
+/** A new app whose webhook goes to a receiver answering `answer` (or to a port nothing listens on), and its redrive calls. */
+async function appReceiving(answer: AnswerFn | 'closed') {
+  const r = await startReceiver(answer === 'closed' ? undefined : answer)
+  if (answer === 'closed') await r.close()
+  else down.push(r)
+  const other = await stack.newApp()
+  await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, other.did, 'test')
+  const url = `${r.url}/hook`
+  await configureChannel(stack, other.did, { url })
+  const redriveKey = await other.apiKey('test', ['webhook.deliveries.redrive'])
+  const redrive = async (body: unknown) => {
+    const res = await fetch(`${stack.checkoutUrl}/api/webhooks/atm?app=${encodeURIComponent(other.did)}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${redriveKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
+    return { status: res.status, body: await res.json() }
+  }
+  const queue = async () => {
+    const queues = stackQueues(stack)
+    try {
+      return await queueTestDelivery(stack, queues, other.did)
+    } finally {
+      await queues.close()
+    }
+  }
+  return { receiver: r, other, url, redrive, queue }
+}
+
+test('a failed delivery never delivered, whose first attempt timed out after reaching the receiver more than 24 days ago, is not redriven: by id nor in a batch', async () => {
+  // the receiver got the first attempt and never answered in time (it may have processed it); the others got a 500
+  const { receiver: r, redrive, queue } = await appReceiving((_, index) => (index === 0 ? 'hang' : { status: 500, body: 'down' }))
+  const id = await queue()
+  const failed = await waitForStatus(stack, id, 'failed', 30_000)
+  expect(failed.deliveredAt).toBeNull()
+  expect(failed.firstDeliveredAt).toBeUndefined()
+  const attempts = await attemptsOf(stack, id)
+  expect(attempts[0]).toMatchObject({ statusCode: null, error: expect.stringMatching(/^timeout/) })
+  expect(r.requests).toHaveLength(MAX_ATTEMPTS)
+  // when the receiver could first have processed it: the first attempt's time
+  expect(failed.firstReachedAt).toEqual(attempts[0]!.attemptedAt)
+
+  // 31 days later, the receiver's record of the id may be gone
+  await stack.events.Delivery.updateOne({ _id: id }, { $set: { firstReachedAt: new Date(Date.now() - 31 * DAY_MS) } })
+  expect(await redrive({ deliveryId: id })).toEqual({ status: 200, body: { ok: true, queued: 0, reason: expect.stringMatching(/^first sent more than 24 days ago/) } })
+  expect(await redrive({ status: 'failed' })).toEqual({ status: 200, body: { ok: true, queued: 0 } })
+  expect(await getDelivery(stack, id)).toMatchObject({ status: 'failed', run: 1 })
+  await new Promise((res) => setTimeout(res, 300))
+  expect(r.requests).toHaveLength(MAX_ATTEMPTS)
+})
+
+test('a delivery held in its first run (a 410 after an attempt that timed out) ends unsent when unpaused 30 days after that first attempt', async () => {
+  const { receiver: r, other, url, queue } = await appReceiving((_, index) => (index === 0 ? 'hang' : { status: 410, body: 'gone' }))
+  const id = await queue()
+  const held = await waitForStatus(stack, id, 'held', 30_000)
+  expect(held.attempts!.map((a) => a.statusCode)).toEqual([null, 410])
+  expect(held.deliveredAt).toBeNull()
+  expect(held.firstReachedAt).toEqual(held.attempts![0]!.attemptedAt)
+  const queues = stackQueues(stack)
+  try {
+    // the job knows when receivers may forget the id: 30 days after the first attempt that may have reached one
+    const job = (await queues.deliveries.getJob(id))!
+    expect(job.data.sendBefore).toBe(held.firstReachedAt!.getTime() + 30 * DAY_MS)
+    // those 30 days pass while the endpoint is disabled
+    await job.updateData({ ...job.data, sendBefore: Date.now() - 1 })
+    await configureChannel(stack, other.did, { url, paused: false })
+    const ended = await waitForStatus(stack, id, 'failed', 20_000)
+    expect(ended.run).toBe(1)
+    expect(ended.lastError).toMatch(/^not sent: first sent more than 30 days ago/)
+    expect(await attemptsOf(stack, id)).toHaveLength(2)
+    await new Promise((res) => setTimeout(res, 500))
+    expect(r.requests).toHaveLength(2)
+  } finally {
+    await queues.close()
+  }
+})
+
+test('a failed delivery whose every attempt was refused before it was sent (connection refused) never reached a receiver: it is redriven whenever asked', async () => {
+  const { redrive, queue } = await appReceiving('closed')
+  const id = await queue()
+  const failed = await waitForStatus(stack, id, 'failed', 30_000)
+  expect((await attemptsOf(stack, id)).map((a) => a.error)).toEqual(Array(MAX_ATTEMPTS).fill(expect.stringMatching(/^connection refused/)))
+  expect(failed.firstReachedAt).toBeUndefined()
+  // however old its attempts: nothing reached a receiver
+  const longAgo = new Date(Date.now() - 31 * DAY_MS)
+  await stack.events.Delivery.updateOne({ _id: id }, { $set: { lastAttemptAt: longAgo, failedAt: longAgo } })
+  expect(await redrive({ deliveryId: id })).toEqual({ status: 200, body: { ok: true, queued: 1 } })
+  await waitFor(async () => {
+    const doc = await getDelivery(stack, id)
+    return doc?.run === 2 && doc.status === 'failed'
+  }, 'the redriven run to fail', 30_000)
+  expect((await getDelivery(stack, id))!.firstReachedAt).toBeUndefined()
 })

@@ -110,6 +110,8 @@ it('a worker killed mid-attempt: another sends the same delivery again, the app 
   expect(attempts[1]).toMatchObject({ statusCode: 200, responseExcerpt: '{"ok":true,"duplicate":true}', url: `${receiver.url}/events?token=s3cr3t` })
   // the attempt in flight, as its job named it
   expect(attempts[0]!.url).toBe(`${receiver.url}/events`)
+  // the interrupted attempt may have reached the receiver (it had): the 30 days of its id count from it
+  expect(delivered.firstReachedAt).toEqual(attempts[0]!.attemptedAt)
 
   // The receiver got the same delivery twice, byte for byte; the app's handler ran once.
   expect(receiver.requests).toHaveLength(2)

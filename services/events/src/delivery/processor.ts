@@ -29,7 +29,7 @@ import type { MintServiceJwtParams } from '@svc/service-auth'
 import { MAX_ATTEMPTS, nextDelayMs } from '../domain/schedule'
 import { ATTEMPT_LOG_LIMIT, type AttemptDoc, type Channel, type DeliveryDoc, type EventsModels } from '../models'
 import type { DeliveryJob, UnrecordedAttempt } from '../queues'
-import { sendBefore } from '../domain/deliveries'
+import { RECEIVERS_KEEP_IDS_MS, sendBefore } from '../domain/deliveries'
 import { receiveEventUrl, webhookRequest, xrpcRequest } from './channels'
 import type { SigningSecretsReader } from './app-environment-cache'
 import type { EndpointHealth } from './endpoint-health'
@@ -40,7 +40,7 @@ import type { Environment } from '@svc/vocabulary'
 
 export const INTERRUPTED_ERROR = 'the worker stopped during this attempt'
 export const NOT_CONFIGURED_ERROR = 'no webhook or receiver configured'
-export const TOO_LATE_ERROR = 'not sent: first delivered more than 30 days ago, receivers may no longer know its id (it would be processed twice)'
+export const TOO_LATE_ERROR = 'not sent: first sent more than 30 days ago, receivers may no longer know its id (it would be processed twice)'
 
 /** A held delivery's re-checks double up to this many times DELIVERY_HOLD_RECHECK_MS (64 × 60 s: about an hour). */
 export const HOLD_RECHECK_MAX_FACTOR = 64
@@ -136,7 +136,10 @@ interface Attempting {
   attemptsBefore: number
   /** the number of the run's first attempt (null for a job made before jobs carried it) */
   firstOfRun: number | null
-  /** for a delivery delivered before: no attempt is sent from this time on (domain/deliveries.ts, sendBefore) */
+  /**
+   * for a delivery that may have reached a receiver: no attempt is sent from this time on (domain/deliveries.ts,
+   * sendBefore); set by the first attempt that may have reached one
+   */
   sendBefore: number | null
 }
 
@@ -170,6 +173,28 @@ function interruptedEntry(a: UnrecordedAttempt, run: number): AttemptDoc {
     responseExcerpt: null,
     nextAttemptAt: null,
   }
+}
+
+/**
+ * The earliest of these attempts that may have reached the receiver: an interrupted one that had somewhere to go (its
+ * worker may have sent it before it stopped; one with no URL had no endpoint), or the attempt just made when
+ * `sentAt` is given; null when none may have.
+ */
+function firstReachedOf(interrupted: UnrecordedAttempt[], sentAt: Date | null = null): Date | null {
+  const times = [...interrupted.filter((i) => i.url !== null).map((i) => Date.parse(i.attemptedAt)), ...(sentAt ? [sentAt.getTime()] : [])]
+  return times.length > 0 ? new Date(Math.min(...times)) : null
+}
+
+/** The `$min` that records when the delivery first may have reached a receiver (nothing when `at` is null). */
+function reachedUpdate(at: Date | null) {
+  return at ? { $min: { firstReachedAt: at } } : {}
+}
+
+/** `sendBefore` once an attempt at `at` may have reached the receiver: 30 days on, unless it was earlier already. */
+function sendBeforeAfter(current: number | null, at: Date | null): number | null {
+  if (!at) return current
+  const until = at.getTime() + RECEIVERS_KEEP_IDS_MS
+  return current === null ? until : Math.min(current, until)
 }
 
 /**
@@ -210,7 +235,9 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const interrupted = unrecorded(data, d.attemptCount ?? 0)
     for (const a of interrupted) log.warn({ deliveryId: d._id, number: a.number }, 'delivery attempt interrupted by a worker that stopped')
     const last = interrupted.at(-1)?.number ?? d.attemptCount ?? 0
-    return { id: d._id, appDid: d.appDid, environment: d.environment as Environment, body: d.body, run: d.run ?? 1, number: last + 1, interrupted, attemptsBefore, firstOfRun: data.firstOfRun ?? null, sendBefore: sendBefore(d) }
+    // the attempts the dead workers may have sent count as reaching the receiver, from when they were made
+    const until = sendBeforeAfter(sendBefore(d), firstReachedOf(interrupted))
+    return { id: d._id, appDid: d.appDid, environment: d.environment as Environment, body: d.body, run: d.run ?? 1, number: last + 1, interrupted, attemptsBefore, firstOfRun: data.firstOfRun ?? null, sendBefore: until }
   }
 
   /**
@@ -226,9 +253,10 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     if (holds === 0 || dead.length > 0) {
       const held = holds === 0 ? { status: 'held', nextAttemptAt: recheckAt } : { status: 'held' }
       const open = { _id: a.id, status: { $ne: 'delivered' as const } }
-      const logged = dead.length > 0 && (await models.Delivery.updateOne({ ...open, attemptCount: { $lt: dead[0]!.number } }, withAttempts({ ...held, attemptCount: a.number - 1 }, dead))).matchedCount > 0
+      const reached = reachedUpdate(firstReachedOf(a.interrupted))
+      const logged = dead.length > 0 && (await models.Delivery.updateOne({ ...open, attemptCount: { $lt: dead[0]!.number } }, { ...withAttempts({ ...held, attemptCount: a.number - 1 }, dead), ...reached })).matchedCount > 0
       // without the dead attempts when the delivery counted past them (the job was behind: see writeOutcome)
-      if (!logged) await models.Delivery.updateOne(open, { $set: held })
+      if (!logged) await models.Delivery.updateOne(open, { $set: held, ...reached })
     }
     await job.updateData({ ...jobData(a, a.number, null, []), holds: holds + 1 })
     log.debug({ deliveryId: a.id, holds: holds + 1, recheckAt }, 'delivery held: the webhook is paused')
@@ -245,8 +273,9 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const dead = a.interrupted.map((i) => interruptedEntry(i, a.run))
     const open = { _id: a.id, status: { $in: ['pending' as const, 'held' as const] } }
     const ended = { status: 'failed', failedAt: new Date(), nextAttemptAt: null }
-    const logged = dead.length > 0 && (await models.Delivery.updateOne({ ...open, attemptCount: { $lt: dead[0]!.number } }, withAttempts({ ...ended, attemptCount: dead.at(-1)!.number, lastError: INTERRUPTED_ERROR }, dead))).matchedCount > 0
-    if (!logged) await models.Delivery.updateOne(open, { $set: ended })
+    const reached = reachedUpdate(firstReachedOf(a.interrupted))
+    const logged = dead.length > 0 && (await models.Delivery.updateOne({ ...open, attemptCount: { $lt: dead[0]!.number } }, { ...withAttempts({ ...ended, attemptCount: dead.at(-1)!.number, lastError: INTERRUPTED_ERROR }, dead), ...reached })).matchedCount > 0
+    if (!logged) await models.Delivery.updateOne(open, { $set: ended, ...reached })
     log.warn({ deliveryId: a.id, appDid: a.appDid, environment: a.environment, run: a.run }, `delivery run ended: its ${MAX_ATTEMPTS} attempts are spent, the last one interrupted`)
     throw new LastAttemptFailedError(`no attempts left in this run (the last one was interrupted): failed, waiting for a redrive`, null)
   }
@@ -259,10 +288,11 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const dead = a.interrupted.map((i) => interruptedEntry(i, a.run))
     const counted = dead.length > 0 ? { attemptCount: dead.at(-1)!.number } : {}
     const open = { _id: a.id, status: { $in: ['pending' as const, 'held' as const] } }
-    const ended = withAttempts({ status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: TOO_LATE_ERROR, ...counted }, dead)
+    const reached = reachedUpdate(firstReachedOf(a.interrupted))
+    const ended = { ...withAttempts({ status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: TOO_LATE_ERROR, ...counted }, dead), ...reached }
     const logged = dead.length > 0 && (await models.Delivery.updateOne({ ...open, attemptCount: { $lt: dead[0]!.number } }, ended)).matchedCount > 0
-    if (!logged) await models.Delivery.updateOne(open, { $set: { status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: TOO_LATE_ERROR } })
-    log.warn({ deliveryId: a.id, appDid: a.appDid, environment: a.environment, run: a.run }, 'delivery run ended unsent: first delivered more than 30 days ago')
+    if (!logged) await models.Delivery.updateOne(open, { $set: { status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: TOO_LATE_ERROR }, ...reached })
+    log.warn({ deliveryId: a.id, appDid: a.appDid, environment: a.environment, run: a.run }, 'delivery run ended unsent: first sent more than 30 days ago')
     return 'too-late'
   }
 
@@ -317,15 +347,18 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
    * number twice and lower `attemptCount`. Then the attempt is numbered after what the delivery counted, and the
    * interrupted attempts the job named are dropped (the delivery counted past them). A delivery that another worker
    * delivered meanwhile is left as it is: its log ends with the attempt that delivered it, and this late one is only
-   * in the workers' log. `entry.number` ends as the number written.
+   * in the workers' log. `entry.number` ends as the number written. `reachedAt`: when this attempt, or one of the
+   * interrupted ones, first may have reached the receiver (recorded with `$min`, as the first delivery's time is).
    */
-  async function writeOutcome(a: Attempting, entry: AttemptDoc, delivered: boolean, finishedAt: Date): Promise<'written' | 'already-delivered'> {
+  async function writeOutcome(a: Attempting, entry: AttemptDoc, delivered: boolean, finishedAt: Date, reachedAt: Date | null): Promise<'written' | 'already-delivered'> {
     const { nextAttemptAt } = entry
     const state = delivered ? { status: 'delivered', deliveredAt: finishedAt } : nextAttemptAt === null ? { status: 'failed', failedAt: finishedAt } : { status: 'pending' }
     const counted = (n: number) => ({ attemptCount: n, lastAttemptAt: entry.attemptedAt, nextAttemptAt, lastStatusCode: entry.statusCode, lastError: entry.error })
     // the first delivery's time stays: a redriven run that delivers again (the receiver answers it as a duplicate)
     // must not move the redrive window along (domain/redrive.ts)
-    const firstDelivered = delivered ? { $min: { firstDeliveredAt: finishedAt } } : {}
+    // likewise the first time the receiver may have processed it, delivered or not (domain/deliveries.ts, firstReached)
+    const firsts = { ...(delivered ? { firstDeliveredAt: finishedAt } : {}), ...(reachedAt ? { firstReachedAt: reachedAt } : {}) }
+    const firstDelivered = Object.keys(firsts).length > 0 ? { $min: firsts } : {}
     const lowest = a.interrupted[0]?.number ?? entry.number
     await makeRoomInAttemptLog(a.id, entry.number, a.interrupted.length + 1)
     const first = await models.Delivery.updateOne(
@@ -415,6 +448,9 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     } else {
       result = { statusCode: null, durationMs: 0, error: failure ?? NOT_CONFIGURED_ERROR, responseExcerpt: null, retryAfter: null }
     }
+    // the receiver may have processed it: anything but an attempt that never left (nothing to send it to, unsigned,
+    // the connection never made), and the interrupted ones before it that may have been sent
+    const reachedAt = firstReachedOf(a.interrupted, sent && !result.unsent ? attemptedAt : null)
 
     const finishedAt = new Date()
     const delivered = isDelivered(result) || isDuplicateDeliveryAnswer(result)
@@ -437,7 +473,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       responseExcerpt: result.responseExcerpt,
       nextAttemptAt,
     }
-    const written = await writeOutcome(a, entry, delivered, finishedAt)
+    const written = await writeOutcome(a, entry, delivered, finishedAt, reachedAt)
     if (written === 'already-delivered') {
       log.warn({ deliveryId: a.id, number: entry.number, statusCode: entry.statusCode, error: entry.error }, 'delivery attempt made after another worker delivered it: not logged in the delivery')
       return written
@@ -451,7 +487,9 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       await boardLog(job, `attempt ${number} (${channel}): delivered, HTTP ${result.statusCode} in ${result.durationMs} ms`)
       return 'delivered'
     }
-    // the outcome is written: the job names the next attempt and none in flight
+    // the outcome is written: the job names the next attempt and none in flight, and, once the receiver may have
+    // processed the delivery, when its attempts must stop (a run held past it while its endpoint is paused ends unsent)
+    a.sendBefore = sendBeforeAfter(a.sendBefore, reachedAt)
     await job.updateData(jobData(a, number + 1, null, []))
     log.info({ ...logged, outcome: 'failed', error: result.error, nextAttemptAt, final: nextAttemptAt === null }, 'delivery attempt')
     const next = nextAttemptAt === null ? 'no attempts left in this run: failed, waiting for a redrive' : `next attempt at ${nextAttemptAt.toISOString()}`
@@ -468,11 +506,12 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
 export async function settleAbandonedJob(models: EventsModels, job: Job<DeliveryJob>, error: string): Promise<void> {
   const d = (await models.Delivery.findById(job.data.deliveryId, { attempts: 0 }).lean()) as DeliveryDoc | null
   if (!d || d.status === 'delivered' || d.status === 'failed') return
-  const dead = unrecorded(job.data, d.attemptCount ?? 0).map((a) => interruptedEntry(a, d.run ?? 1))
+  const unlogged = unrecorded(job.data, d.attemptCount ?? 0)
+  const dead = unlogged.map((a) => interruptedEntry(a, d.run ?? 1))
   const counted = dead.length > 0 ? { attemptCount: dead.at(-1)!.number } : {}
   // only as read: a worker whose lock lapsed may have settled it meanwhile (delivered), which this must not undo
   await models.Delivery.updateOne(
     { _id: d._id, status: d.status, attemptCount: d.attemptCount ?? 0 },
-    withAttempts({ status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: error, ...counted }, dead),
+    { ...withAttempts({ status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: error, ...counted }, dead), ...reachedUpdate(firstReachedOf(unlogged)) },
   )
 }

@@ -36,6 +36,12 @@ export interface AttemptResult {
   retryAfter: string | null
   /** the `error` of an XRPC error body (a 4xx whose whole body is `{"error": …}` JSON), read before the excerpt is cut */
   answerError?: string | null
+  /**
+   * true when the request surely never left: the connection was never made (refused, the name not resolved, the
+   * connect check refused the address, the connect timed out). Any other attempt may have reached the receiver,
+   * which may have processed it (an answer of any status, a deadline passed, a connection closed mid-request).
+   */
+  unsent?: boolean
 }
 
 /** The `error` name of an XRPC error answer (4xx: what isDuplicateDeliveryAnswer asks about), or null. */
@@ -97,6 +103,17 @@ function causes(err: unknown): unknown[] {
 
 /** How much of a failed request's reason the attempt log keeps (a resolver's or socket's message may quote the URL). */
 export const ATTEMPT_ERROR_CHARS = 500
+
+/** Errors raised before a connection was made: nothing of the request was sent. */
+const NOT_CONNECTED_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT'])
+
+/** Whether a request that got no answer surely never left (see AttemptResult.unsent). */
+function neverConnected(err: unknown): boolean {
+  const chain = causes(err)
+  if (chain.some((e) => e instanceof AddressRefusedError)) return true
+  const code = chain.map((e) => (e as { code?: unknown }).code).find((c): c is string => typeof c === 'string')
+  return code !== undefined && NOT_CONNECTED_CODES.has(code)
+}
 
 /** A short, operator-readable reason for a request that got no answer. */
 function describeError(err: unknown, url: URL): string {
@@ -160,7 +177,9 @@ export async function sendAttempt(agent: Agent, req: OutgoingRequest, timeoutMs:
         bodyTimeout: timeoutMs,
       })
     } catch (err) {
-      return { statusCode: null, durationMs: elapsed(), error: timedOut ? timeoutText : describeError(err, url), responseExcerpt: null, retryAfter: null }
+      // past the deadline the request may have been sent, whatever the error says
+      const unsent = !timedOut && neverConnected(err)
+      return { statusCode: null, durationMs: elapsed(), error: timedOut ? timeoutText : describeError(err, url), responseExcerpt: null, retryAfter: null, ...(unsent ? { unsent } : {}) }
     }
     const statusCode = res.statusCode
     const chunks: Buffer[] = []

@@ -155,16 +155,27 @@ async function settleByReading(models: EventsModels, batch: Waiting[], err: unkn
 export const RECEIVERS_KEEP_IDS_MS = 30 * 24 * 3600 * 1000
 
 /**
- * When the attempts of a delivery delivered before must stop: once receivers may have forgotten its id, a run (a
- * redrive's, held while its endpoint was paused, say) that sent it would have it processed twice. Null for one never
- * delivered.
+ * When receivers may first have processed the delivery: its first attempt that may have reached one (firstReachedAt:
+ * any answer, a deadline passed, a worker that stopped mid-attempt; not one refused before a byte was sent), or, for
+ * a delivery from before that was recorded, its first delivery. The earliest of those known; null when none.
  */
-export function sendBefore(d: Pick<DeliveryDoc, 'firstDeliveredAt' | 'deliveredAt'>): number | null {
-  const firstDelivered = d.firstDeliveredAt ?? d.deliveredAt
-  return firstDelivered ? new Date(firstDelivered).getTime() + RECEIVERS_KEEP_IDS_MS : null
+export function firstReached(d: Pick<DeliveryDoc, 'firstReachedAt' | 'firstDeliveredAt' | 'deliveredAt'>): Date | null {
+  const delivered = d.firstDeliveredAt ?? d.deliveredAt
+  const times = [d.firstReachedAt, delivered].filter((t): t is Date => t !== null && t !== undefined).map((t) => new Date(t).getTime())
+  return times.length > 0 ? new Date(Math.min(...times)) : null
 }
 
-export function deliveryJob(d: Pick<DeliveryDoc, '_id' | 'appDid' | 'environment' | 'body' | 'run' | 'attemptCount' | 'firstDeliveredAt' | 'deliveredAt'>, attemptsBefore = 0): DeliveryJob {
+/**
+ * When the attempts of a delivery that may have reached a receiver must stop: once receivers may have forgotten its
+ * id, a run (a redrive's, or one held while its endpoint was paused) that sent it would have it processed twice.
+ * Null for one that never reached a receiver.
+ */
+export function sendBefore(d: Pick<DeliveryDoc, 'firstReachedAt' | 'firstDeliveredAt' | 'deliveredAt'>): number | null {
+  const first = firstReached(d)
+  return first ? first.getTime() + RECEIVERS_KEEP_IDS_MS : null
+}
+
+export function deliveryJob(d: Pick<DeliveryDoc, '_id' | 'appDid' | 'environment' | 'body' | 'run' | 'attemptCount' | 'firstReachedAt' | 'firstDeliveredAt' | 'deliveredAt'>, attemptsBefore = 0): DeliveryJob {
   const until = sendBefore(d)
   const next = (d.attemptCount ?? 0) + 1
   return {

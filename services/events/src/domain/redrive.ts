@@ -19,7 +19,7 @@ import { ContractError } from '@svc/errors'
 import type { DeliveryDoc } from '../models'
 import type { DeliveryJob } from '../queues'
 import type { EventsDomain } from './context'
-import { deliveryJob, enqueueDelivery, RECEIVERS_KEEP_IDS_MS, requeueLostDelivery } from './deliveries'
+import { deliveryJob, enqueueDelivery, firstReached, RECEIVERS_KEEP_IDS_MS, requeueLostDelivery } from './deliveries'
 import { DELIVERY_ID_RE } from './envelope'
 import { scheduleSpanMs } from './schedule'
 import { parseEnvironment, parseZonedDateTime, type Environment } from '@svc/vocabulary'
@@ -155,12 +155,14 @@ async function requeueJob(domain: Domain, d: DeliveryDoc): Promise<void> {
 }
 
 /**
- * How long after it was first delivered a delivery may be sent again: each attempt of a new run must reach receivers
- * that still know the id, or it could be processed twice. A run takes the retry schedule (about 3 days) and may take
+ * How long after it was first sent a delivery may be sent again: each attempt of a new run must reach receivers that
+ * still know the id, or it could be processed twice. A run takes the retry schedule (about 3 days) and may take
  * longer (each delay has 10% of jitter, and a receiver's Retry-After can stretch a step): twice the schedule covers
- * both. Measured from the first delivery, whatever the status now: a delivered one redriven into a run that failed
- * was delivered all the same, and one redriven into a run that delivered again (the receiver answered a duplicate)
- * did not make receivers remember it any longer.
+ * both. Measured from the first attempt that may have reached a receiver (firstReached: a failed one counts, as its
+ * receiver may have processed it and answered late, or with a 5xx), whatever the status now: a delivered one
+ * redriven into a run that failed was delivered all the same, and one redriven into a run that delivered again (the
+ * receiver answered a duplicate) did not make receivers remember it any longer. One that never reached a receiver
+ * (no endpoint, the connection refused) is always redriven.
  */
 export const REDRIVE_DELIVERED_WITHIN_MS = RECEIVERS_KEEP_IDS_MS - 2 * scheduleSpanMs()
 const REDRIVE_DELIVERED_WITHIN_DAYS = Math.floor(REDRIVE_DELIVERED_WITHIN_MS / (24 * 3600 * 1000))
@@ -170,7 +172,7 @@ export const NOT_QUEUED = {
   open: 'already queued: the delivery is pending or held and its next attempt is scheduled',
   settling: `redriven less than ${REDRIVE_SETTLE_MS / 1000} s ago: its new run has started; list the deliveries before redriving again`,
   parallel: 'another redrive of this delivery queued it',
-  delivered: `first delivered more than ${REDRIVE_DELIVERED_WITHIN_DAYS} days ago: receivers keep the ids of processed deliveries for 30 days, and a new run's attempts may take 3 days or more, so it could be processed twice`,
+  delivered: `first sent more than ${REDRIVE_DELIVERED_WITHIN_DAYS} days ago: receivers keep the ids of processed deliveries for 30 days, and a new run's attempts may take 3 days or more, so it could be processed twice`,
 } as const
 
 type Outcome = { queued: 0; reason: string } | { queued: 1 }
@@ -199,8 +201,8 @@ async function requeueIfLost(domain: Domain, doc: DeliveryDoc, now: Date): Promi
 /** Redrives one delivery document of the caller's app environment: queued 1 by this call, or 0 and why not. */
 async function redriveOne(domain: Domain, doc: DeliveryDoc, now: Date): Promise<Outcome> {
   if (!redrivable(doc)) return requeueIfLost(domain, doc, now) // pending or held: queued, unless Redis lost the job
-  const firstDelivered = doc.firstDeliveredAt ?? doc.deliveredAt
-  if (firstDelivered && now.getTime() - new Date(firstDelivered).getTime() > REDRIVE_DELIVERED_WITHIN_MS) {
+  const first = firstReached(doc)
+  if (first && now.getTime() - first.getTime() > REDRIVE_DELIVERED_WITHIN_MS) {
     return notQueued(NOT_QUEUED.delivered)
   }
   const run = doc.run ?? 1
@@ -244,10 +246,13 @@ export async function redriveDeliveries(
 
   const filter: Record<string, unknown> = { appDid, environment, status: 'failed' }
   if (request.since) filter.createdAt = { $gte: request.since }
-  // only those a redrive may send: never delivered, or first delivered within the window (the others, always refused,
-  // would take the batch's places, oldest first, and keep newer failures from ever being reached)
+  // only those a redrive may send: never delivered, or first delivered within the window, and never reached a
+  // receiver, or first reached one within the window (the others, always refused, would take the batch's places,
+  // oldest first, and keep newer failures from ever being reached). Both: a delivery first delivered before
+  // firstReachedAt was recorded may have it later than its first delivery.
   const cutoff = new Date(now.getTime() - REDRIVE_DELIVERED_WITHIN_MS)
   filter.$or = [{ deliveredAt: null }, { firstDeliveredAt: { $gte: cutoff } }, { firstDeliveredAt: { $exists: false }, deliveredAt: { $gte: cutoff } }]
+  filter.$and = [{ $or: [{ firstReachedAt: { $exists: false } }, { firstReachedAt: { $gte: cutoff } }] }]
   const docs = (await domain.models.Delivery.find(filter, { attempts: 0 }).sort({ createdAt: 1, _id: 1 }).limit(request.limit).lean()) as DeliveryDoc[]
   let queued = 0
   let done = 0

@@ -79,8 +79,15 @@ const deliverySchema = new Schema(
     lastStatusCode: { type: Number, default: null },
     lastError: { type: String, default: null },
     deliveredAt: { type: Date, default: null },
-    /** when it was first delivered, never moved by a later run (a redrive's window is measured from it); no default: `$min` sets it */
+    /** when it was first delivered, never moved by a later run (for deliveries from before firstReachedAt, a redrive's window is measured from it); no default: `$min` sets it */
     firstDeliveredAt: { type: Date },
+    /**
+     * when an attempt first may have reached a receiver (answered, timed out, interrupted; not one refused before
+     * sending), delivered or not: receivers keep processed ids 30 days from about then, so the redrive window and a
+     * run's sendBefore count from it (domain/deliveries.ts, firstReached). No default: `$min` sets it; absent from
+     * deliveries attempted before it was recorded
+     */
+    firstReachedAt: { type: Date },
     failedAt: { type: Date, default: null },
     /** the attempt log, oldest first */
     attempts: { type: [attemptSchema], default: [] },
