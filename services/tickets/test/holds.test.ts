@@ -119,6 +119,30 @@ test('one hold per app order when concurrent calls under it ask for different it
   expect([await available(a), await available(b)]).toEqual(taken)
 })
 
+test('a lowered per-buyer limit counts the shares the buyer took under the higher one', async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 50, perBuyerLimit: 10 }], 60)
+  const tier = tierIds[0]!
+  const someone = buyer()
+  // shares #0–#4 in a hold left to lapse, #5–#9 paid
+  await hold(eventUri, [{ ticketTypeId: tier, quantity: 5 }], { buyerDid: someone })
+  const paid = await hold(eventUri, [{ ticketTypeId: tier, quantity: 5 }], { buyerDid: someone })
+  expect(await secureHold(d, paid.holdId)).toBe(true)
+  await settleHold(d, paid.holdId, { checkoutId: 'checkout-lowered', paymentUri: `at://${APP}/money.svc.payment.record/lowered` })
+  clock.now = new Date(clock.now.getTime() + 61_000)
+  const lowered = (limit: number) => configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [{ ticketTypeId: tier, name: 'Tier 0', priceAmount: 2500, currency: 'usd', capacity: 50, perBuyerLimit: limit }] })
+  await lowered(5)
+  // the buyer owns 5: none more, though #0–#4 are free again
+  expect(await refusal(hold(eventUri, [{ ticketTypeId: tier, quantity: 1 }], { buyerDid: someone }))).toBe('TicketHoldUnavailable')
+  // another buyer holds up to the new limit
+  const other = buyer()
+  await hold(eventUri, [{ ticketTypeId: tier, quantity: 5 }], { buyerDid: other })
+  expect(await refusal(hold(eventUri, [{ ticketTypeId: tier, quantity: 1 }], { buyerDid: other }))).toBe('TicketHoldUnavailable')
+  // raised to 7: the first buyer may hold 2 more
+  await lowered(7)
+  await hold(eventUri, [{ ticketTypeId: tier, quantity: 2 }], { buyerDid: someone })
+  expect(await refusal(hold(eventUri, [{ ticketTypeId: tier, quantity: 1 }], { buyerDid: someone }))).toBe('TicketHoldUnavailable')
+})
+
 test('a hold lapses at expiresAt: its seats return once and are sold again; the order still answers the lapsed hold', async () => {
   const { eventUri, tierIds } = await event([{ capacity: 2 }], 60)
   const tier = tierIds[0]!

@@ -31,7 +31,7 @@ export interface UnitRequest {
   seatRange: number
   quantity: number
   /** the buyer's shares are taken too when given */
-  buyer?: { did: string; perBuyerLimit: number }
+  buyer?: { did: string; perBuyerLimit: number; /** the tier's shareRange (absent: perBuyerLimit) */ shareRange?: number }
 }
 
 export interface Reservation {
@@ -282,13 +282,14 @@ async function takeSeats(d: TicketsDomain, r: Reservation, req: UnitRequest, cou
 /** Takes the buyer's `count` shares of the tier; returns the units taken. */
 async function takeShares(d: TicketsDomain, r: Reservation, req: UnitRequest & { buyer: NonNullable<UnitRequest['buyer']> }, count: number): Promise<string[]> {
   const got: string[] = []
+  const slots = await openShareSlots(d, req)
   for (let round = 0; round < 2 && got.length < count; round++) {
     if (round > 0) {
       // a share still held by a lapsed hold is freed, then tried again
       const held = await d.models.CapacityUnit.find({ tierId: req.tierId, kind: 'buyer', buyerDid: req.buyer.did }, { unit: 1, reservationId: 1, expiresAt: 1 }).lean()
       if ((await releaseLapsed(d, held)).length === held.length) break
     }
-    for (let k = 0; k < req.buyer.perBuyerLimit && got.length < count; k++) {
+    for (let k = 0; k < slots && got.length < count; k++) {
       const unit = buyerUnit(req.tierId, req.buyer.did, k)
       if (got.includes(unit)) continue
       if (await take(d, r, req, unit, 'buyer')) {
@@ -300,6 +301,23 @@ async function takeShares(d: TicketsDomain, r: Reservation, req: UnitRequest & {
     }
   }
   return got
+}
+
+/**
+ * How many of the buyer's share numbers a taker may use: perBuyerLimit, unless the limit was lowered since the buyer
+ * took shares numbered at or above it; then fewer, so those shares count against it too (they hold no number a taker
+ * tries). Nothing numbers a share at or above the slots it reads, so those only go: a read from before one went
+ * leaves fewer slots, never more. A hold in flight as the limit is lowered takes its shares under the limit it read.
+ */
+async function openShareSlots(d: TicketsDomain, req: UnitRequest & { buyer: NonNullable<UnitRequest['buyer']> }): Promise<number> {
+  const { perBuyerLimit, shareRange = perBuyerLimit } = req.buyer
+  if (shareRange <= perBuyerLimit) return perBuyerLimit
+  const held = await d.models.CapacityUnit.find({ tierId: req.tierId, kind: 'buyer', buyerDid: req.buyer.did }, { unit: 1, reservationId: 1, expiresAt: 1 }).lean()
+  const numbers = (await releaseLapsed(d, held)).map((u) => Number(u.unit.slice(u.unit.lastIndexOf('#') + 1)))
+  // the most numbers 0 … slots - 1 such that they and the shares held at or above them stay within the limit
+  let slots = perBuyerLimit
+  while (slots > 0 && slots + numbers.filter((k) => k >= slots).length > perBuyerLimit) slots--
+  return slots
 }
 
 /**

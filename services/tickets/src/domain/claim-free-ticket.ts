@@ -131,7 +131,7 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
 
     if (!onSale(tier, nowOf(d))) throw new ContractError('TicketHoldUnavailable', 'this tier is not on sale now')
     const attempt = { id: `claim_${randomBytes(12).toString('hex')}`, expiresAt: new Date(nowOf(d).getTime() + CLAIM_ATTEMPT_SECONDS * 1000), buyerDid: input.buyerDid, ticketId }
-    const result = await reserve(d, attempt, [{ tierId: tier._id, seatRange: tier.seatRange, quantity: 1, buyer: { did: input.buyerDid, perBuyerLimit: tier.perBuyerLimit } }])
+    const result = await reserve(d, attempt, [{ tierId: tier._id, seatRange: tier.seatRange, quantity: 1, buyer: { did: input.buyerDid, perBuyerLimit: tier.perBuyerLimit, shareRange: tier.shareRange ?? undefined } }])
     if (!result.ok) {
       // what is lacking may be held by this very claim in flight (a duplicate, its units carry the ticket's id: the
       // last seat, or the buyer's share): wait for its ticket

@@ -211,7 +211,9 @@ export async function configureTicketTiers(d: ServingTickets, appDid: string, in
         continue
       }
       const tier = existing.get(t.ticketTypeId)!
-      await d.models.Tier.updateOne({ _id: tier._id }, { $set: fields })
+      // a lowered limit keeps the numbers shares were taken under (capacity.ts, openShareSlots)
+      const shareRange = Math.max(tier.shareRange ?? tier.perBuyerLimit, t.perBuyerLimit)
+      await d.models.Tier.updateOne({ _id: tier._id }, { $set: { ...fields, shareRange } })
       if (t.capacity > capacities.get(tier._id)!) await raiseCapacity(d, tier, t.capacity, turn)
     }
     return eventView(d, (await d.models.TicketedEvent.findById(key).lean())!)

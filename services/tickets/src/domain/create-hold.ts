@@ -221,7 +221,7 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
     { id: holdId, expiresAt, buyerDid: input.buyerDid, orderKey },
     input.items.map((item) => {
       const tier = byId.get(item.ticketTypeId)!
-      return { tierId: tier._id, seatRange: tier.seatRange, quantity: item.quantity, buyer: { did: input.buyerDid, perBuyerLimit: tier.perBuyerLimit } }
+      return { tierId: tier._id, seatRange: tier.seatRange, quantity: item.quantity, buyer: { did: input.buyerDid, perBuyerLimit: tier.perBuyerLimit, shareRange: tier.shareRange ?? undefined } }
     }),
   )
   if (!result.ok) {

@@ -57,6 +57,8 @@ const tierSchema = new Schema(
      */
     seatRange: { type: Number, required: true },
     perBuyerLimit: { type: Number, required: true },
+    /** the highest perBuyerLimit the tier has had (absent: perBuyerLimit): a buyer's shares are numbered below it */
+    shareRange: { type: Number },
     salesStartAt: { type: Date, default: null },
     salesEndAt: { type: Date, default: null },
     /** order of creation, for listing */
