@@ -3,8 +3,10 @@
  *
  * - `claim(id, ttlMs)`: `{ state: 'claimed', token }` (this caller processes it; the claim lapses after ttlMs if the
  *   process dies), `{ state: 'processing' }` (claimed elsewhere and not lapsed), `{ state: 'done' }` (completed before).
- * - `complete(id, token)`: records `done` (kept `doneTtlMs`, default 30 days, from the last claim that met it: a
- *   delivery sent again, say by a redrive, is remembered as long after that) and drops the claim if it is still this one.
+ * - `complete(id, token)`: records `done` (kept `doneTtlMs`, default 30 days: by the memory and Redis stores from the
+ *   last claim that met it, so a delivery sent again, say by a redrive, is remembered as long after that; by the Mongo
+ *   store from the first completion, which the service's window allows: it sends nothing 30 days after an attempt
+ *   first may have reached the receiver) and drops the claim if it is still this one.
  * - `release(id, token)`: drops the claim if it is still this one, so a retry can process the delivery again.
  *
  * Each claim carries a random owner token, which its caller hands back, so complete/release never remove a claim that
