@@ -143,6 +143,25 @@ test('a lowered per-buyer limit counts the shares the buyer took under the highe
   expect(await refusal(hold(eventUri, [{ ticketTypeId: tier, quantity: 1 }], { buyerDid: someone }))).toBe('TicketHoldUnavailable')
 })
 
+test('a buyer at the limit asking again, or asking for more than the limit, is refused without trying each share', async () => {
+  const { eventUri, tierIds } = await event([{ capacity: 300, perBuyerLimit: 100 }, { capacity: 300, perBuyerLimit: 10 }])
+  const [wide, narrow] = tierIds as [string, string]
+  const someone = buyer()
+  await hold(eventUri, [{ ticketTypeId: wide, quantity: 100 }], { buyerDid: someone })
+  const inserts = jest.spyOn(models.CapacityUnit, 'create')
+  try {
+    expect(await refusal(hold(eventUri, [{ ticketTypeId: wide, quantity: 1 }], { buyerDid: someone }))).toBe('TicketHoldUnavailable')
+    // a seat and a share tried per attempt (the first and its retries), not the buyer's hundred shares each
+    expect(inserts.mock.calls.length).toBeLessThan(20)
+    inserts.mockClear()
+    expect(await refusal(hold(eventUri, [{ ticketTypeId: narrow, quantity: 11 }]))).toBe('TicketHoldUnavailable')
+    expect(inserts).not.toHaveBeenCalled()
+  } finally {
+    inserts.mockRestore()
+  }
+  expect([await available(wide), await available(narrow)]).toEqual([200, 300])
+})
+
 test('a hold lapses at expiresAt: its seats return once and are sold again; the order still answers the lapsed hold', async () => {
   const { eventUri, tierIds } = await event([{ capacity: 2 }], 60)
   const tier = tierIds[0]!

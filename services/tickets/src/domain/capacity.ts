@@ -283,21 +283,31 @@ async function takeSeats(d: TicketsDomain, r: Reservation, req: UnitRequest, cou
 async function takeShares(d: TicketsDomain, r: Reservation, req: UnitRequest & { buyer: NonNullable<UnitRequest['buyer']> }, count: number): Promise<string[]> {
   const got: string[] = []
   const slots = await openShareSlots(d, req)
+  const sharesHeld = () => d.models.CapacityUnit.find({ tierId: req.tierId, kind: 'buyer', buyerDid: req.buyer.did }, { unit: 1, reservationId: 1, expiresAt: 1 }).lean()
   for (let round = 0; round < 2 && got.length < count; round++) {
     if (round > 0) {
       // a share still held by a lapsed hold is freed, then tried again
-      const held = await d.models.CapacityUnit.find({ tierId: req.tierId, kind: 'buyer', buyerDid: req.buyer.did }, { unit: 1, reservationId: 1, expiresAt: 1 }).lean()
+      const held = await sharesHeld()
       if ((await releaseLapsed(d, held)).length === held.length) break
     }
+    // the buyer's shares held when the first number tried was found taken: those are not tried one by one (a buyer at
+    // the limit asking again would cost two commands per number), and too few left free ends the round at once
+    let held: Set<string> | null = null
     for (let k = 0; k < slots && got.length < count; k++) {
       const unit = buyerUnit(req.tierId, req.buyer.did, k)
-      if (got.includes(unit)) continue
+      if (got.includes(unit) || held?.has(unit)) continue
       if (await take(d, r, req, unit, 'buyer')) {
         got.push(unit)
         continue
       }
       // a twin of this order holds the share: stop here rather than split the buyer's shares with it
       if (r.orderKey && (await d.models.CapacityUnit.exists({ unit, orderKey: r.orderKey }))) return got
+      if (held === null) {
+        held = new Set((await sharesHeld()).map((u) => u.unit))
+        let free = 0
+        for (let j = k; j < slots; j++) if (!held.has(buyerUnit(req.tierId, req.buyer.did, j))) free++
+        if (free < count - got.length) break
+      }
     }
   }
   return got

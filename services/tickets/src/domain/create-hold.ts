@@ -210,6 +210,11 @@ async function tryHold(d: ServingTickets, appDid: string, environment: 'test' | 
   if (currencies.size > 1) invalid('the items are priced in different currencies')
   const now = nowOf(d)
   for (const tier of tiers) if (!onSale(tier, now)) throw new ContractError('TicketHoldUnavailable', `tier ${tier._id} is not on sale now`)
+  // more than one buyer may ever hold: refused before any share is taken and given back
+  for (const item of input.items) {
+    const limit = byId.get(item.ticketTypeId)!.perBuyerLimit
+    if (item.quantity > limit) throw new ContractError('TicketHoldUnavailable', `the buyer may hold at most ${limit} tickets of tier ${item.ticketTypeId}`)
+  }
   // what one checkout may charge, checked before any seat is taken
   const amount = input.items.reduce((sum, i) => sum + byId.get(i.ticketTypeId)!.priceAmount * i.quantity, 0)
   if (amount > MAX_AMOUNT) invalid(`the items cost ${amount} ${tiers[0]!.currency} (minor units), more than one checkout may charge (${MAX_AMOUNT})`)
