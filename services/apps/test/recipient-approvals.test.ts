@@ -149,6 +149,12 @@ describe('requestRecipientApproval: creation', () => {
     expect(view).toMatchObject({ feeShareBps: 10000, requestReason: reason })
   })
 
+  test('a reason on several lines, in a right-to-left script, is accepted', async () => {
+    const reason = 'شكراً\nTips on streams\tand shop'
+    const view = await requestRecipientApproval({ models, facts: knownActors }, await newApp(), input(newCreator(), { requestReason: reason }))
+    expect(view).toMatchObject({ requestReason: reason })
+  })
+
   test('the dashboard and onboarding URLs of a request', () => {
     expect(approvalUrls('http://127.0.0.1:4001/dashboard/', 'apr_x')).toEqual({
       dashboardUrl: 'http://127.0.0.1:4001/dashboard/approvals/apr_x',
@@ -193,6 +199,8 @@ describe('requestRecipientApproval: refusals change nothing', () => {
     ['a fee share above the registered 500', 'InvalidRequest', { feeShareBps: 501 }],
     ['an unknown attestation default', 'InvalidRequest', { publicRecords: { enabled: true, defaults: { attestation: 'loud' } } }],
     ['a reason of 501 characters', 'InvalidRequest', { requestReason: 'x'.repeat(501) }],
+    ['a reason with a right-to-left override', 'InvalidRequest', { requestReason: 'Tips \u202Esmaerts no' }],
+    ['a reason with a control character', 'InvalidRequest', { requestReason: 'Tips\u0007' }],
     ['a return URL longer than 2048', 'InvalidRequest', { setupReturnUrl: `https://app.example.com/${'a'.repeat(2048)}` }],
     ['a return URL longer than 2048 once percent-encoded', 'InvalidRequest', { setupReturnUrl: `https://app.example.com/${'€'.repeat(300)}` }],
     ['a return URL off the app origin', 'AppUrlNotAllowed', { setupReturnUrl: 'https://evil.example/steal' }],

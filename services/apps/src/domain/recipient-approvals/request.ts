@@ -1,6 +1,6 @@
 /** The app's request: money.svc.app.requestRecipientApproval. */
 import { ContractError } from '@svc/errors'
-import { isDid, isWithinBounds } from '@svc/vocabulary'
+import { hasControlCharacters, isDid, isWithinBounds } from '@svc/vocabulary'
 import { isDuplicateKeyError } from '../../models'
 import type { ServingApps } from '../context'
 import { resolveAppAccess } from '../app-access'
@@ -24,6 +24,8 @@ function parseRequestReason(value: unknown): string | null {
   if (!isWithinBounds(value, { maxGraphemes: REQUEST_REASON_MAX_CHARACTERS, maxBytes: REQUEST_REASON_MAX_CHARACTERS * 10 })) {
     invalid(`requestReason must be at most ${REQUEST_REASON_MAX_CHARACTERS} characters`)
   }
+  // shown to the creator on the approval page: line breaks and tabs only, no bidirectional overrides (as names)
+  if (hasControlCharacters(value.replace(/[\n\t]/g, ' '))) invalid('requestReason must not contain control characters or bidirectional overrides')
   return value.trim() === '' ? null : value
 }
 
