@@ -32,6 +32,8 @@ import {
 export const MAX_QUERY_COST = 100_000
 /** operations in one document: one runs, but validation walks each */
 export const MAX_OPERATIONS = 10
+/** fields at the top of one operation (each a subgraph request), `__typename` aside */
+export const MAX_ROOT_FIELDS = 20
 const INTROSPECTION_FIELDS = new Set(['__schema', '__type'])
 const TOO_MUCH = MAX_QUERY_COST + 1
 /** what a list field without a literal `limit` counts as */
@@ -43,7 +45,8 @@ const MAX_INTROSPECTION_DEPTH = 40
 export function operationCost(schema: GraphQLSchema, document: DocumentNode, selectionSet: SelectionSetNode, root: GraphQLNamedType | null | undefined): number {
   const fragments = new Map<string, FragmentDefinitionNode>()
   for (const def of document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def)
-  const walk = (set: SelectionSetNode, type: GraphQLNamedType | null | undefined, multiplier: number, depth: number, introspecting: boolean): number => {
+  /** `pageLimit`: the literal `limit` of the page `set` is the selection of, for the list fields directly in it */
+  const walk = (set: SelectionSetNode, type: GraphQLNamedType | null | undefined, multiplier: number, depth: number, introspecting: boolean, pageLimit: number | null = null): number => {
     // introspection nests deeper (a type's ofType chain): graphql's own rule bounds it, this only ends a cycle
     if (depth > (introspecting ? MAX_INTROSPECTION_DEPTH : MAX_DEPTH)) return TOO_MUCH
     let total = 0
@@ -60,14 +63,16 @@ export function operationCost(schema: GraphQLSchema, document: DocumentNode, sel
           const limit = selection.arguments?.find((a) => a.name.value === 'limit')?.value
           // a JSON AST's "200," is no integer (a negative one is the subgraph's to refuse)
           if (limit?.kind === Kind.INT && !/^-?\d+$/.test(limit.value)) return TOO_MUCH
-          const size = isListType(getNullableType(field.type)) ? (limit?.kind === Kind.INT ? Math.max(1, Number(limit.value)) : LIST_COST) : 1
-          total += walk(selection.selectionSet, getNamedType(field.type), multiplier * size, depth + 1, false)
+          const literal = limit?.kind === Kind.INT ? Math.max(1, Number(limit.value)) : null
+          const list = isListType(getNullableType(field.type))
+          const size = list ? (literal ?? pageLimit ?? LIST_COST) : 1
+          total += walk(selection.selectionSet, getNamedType(field.type), multiplier * size, depth + 1, false, list ? null : literal)
         }
       } else if (selection.kind === Kind.FRAGMENT_SPREAD) {
         const fragment = fragments.get(selection.name.value)
-        if (fragment) total += walk(fragment.selectionSet, introspecting ? null : schema.getType(fragment.typeCondition.name.value), multiplier, depth + 1, introspecting)
+        if (fragment) total += walk(fragment.selectionSet, introspecting ? null : schema.getType(fragment.typeCondition.name.value), multiplier, depth + 1, introspecting, pageLimit)
       } else {
-        total += walk(selection.selectionSet, introspecting ? null : selection.typeCondition ? schema.getType(selection.typeCondition.name.value) : type, multiplier, depth + 1, introspecting)
+        total += walk(selection.selectionSet, introspecting ? null : selection.typeCondition ? schema.getType(selection.typeCondition.name.value) : type, multiplier, depth + 1, introspecting, pageLimit)
       }
       // NaN (a count no walk can make, but never let it pass) is too much
       if (!(total <= MAX_QUERY_COST)) return TOO_MUCH
@@ -75,6 +80,26 @@ export function operationCost(schema: GraphQLSchema, document: DocumentNode, sel
     return total
   }
   return walk(selectionSet, root, 1, 0, false)
+}
+
+/** The fields at the top of an operation, through its fragments (`__typename` aside); stops counting past `most`. */
+export function rootFieldCount(document: DocumentNode, selectionSet: SelectionSetNode, most: number): number {
+  const fragments = new Map<string, FragmentDefinitionNode>()
+  for (const def of document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def)
+  let count = 0
+  const visit = (set: SelectionSetNode, depth: number): void => {
+    for (const selection of set.selections) {
+      if (count > most || depth > MAX_DEPTH) return
+      if (selection.kind === Kind.FIELD) {
+        if (selection.name.value !== '__typename') count++
+      } else if (selection.kind === Kind.FRAGMENT_SPREAD) {
+        const fragment = fragments.get(selection.name.value)
+        if (fragment) visit(fragment.selectionSet, depth + 1)
+      } else visit(selection.selectionSet, depth + 1)
+    }
+  }
+  visit(selectionSet, 0)
+  return count
 }
 
 export const maxQueryCost: ValidationRule = (context) => {
@@ -88,6 +113,11 @@ export const maxQueryCost: ValidationRule = (context) => {
     OperationDefinition(node) {
       // a document of too many is refused above: its operations are not walked
       if (tooMany) return
+      const roots = rootFieldCount(context.getDocument(), node.selectionSet, MAX_ROOT_FIELDS)
+      if (roots > MAX_ROOT_FIELDS) {
+        context.reportError(new GraphQLError(`an operation selects at most ${MAX_ROOT_FIELDS} fields at its top (each is a subgraph request): split it`, { nodes: [node] }))
+        return
+      }
       const schema = context.getSchema()
       const root = node.operation === 'mutation' ? schema.getMutationType() : node.operation === 'subscription' ? schema.getSubscriptionType() : schema.getQueryType()
       const cost = operationCost(schema, context.getDocument(), node.selectionSet, root)

@@ -94,6 +94,12 @@ function isReplicaStateChange(err: Error): boolean {
  */
 const SOCKET_CLOSED = new Set(['EPIPE', 'ECONNRESET', 'ECONNREFUSED'])
 
+/**
+ * The most tokens of a document a subgraph parses: twice the gateway's bound on what it is sent (2,000), as the
+ * gateway's plans add the `_entities` wrapper and the key fields and `__typename` of each type to a caller's selection.
+ */
+export const MAX_DOCUMENT_TOKENS = 4_000
+
 /** An insertMany whose connection closed under it: a bulk error that wraps the driver's network error. */
 function wrappedError(err: Error): unknown {
   return err.name === 'MongoBulkWriteError' ? (err as { errorResponse?: unknown }).errorResponse : undefined
@@ -230,7 +236,11 @@ export function buildSubgraphServer<TContext extends SubgraphContext>(opts: Subg
   const server = new ApolloServer<TContext>({
     schema,
     plugins,
-    introspection: true,
+    // only the gateway calls a subgraph, with documents it planned from the caller's (which it bounds): the same bound
+    // here keeps any holder of a context key from holding the process in validation (20,000 `__typename` took 17 s),
+    // and composition reads `_service`, not introspection
+    introspection: false,
+    parseOptions: { maxTokens: MAX_DOCUMENT_TOKENS },
     includeStacktraceInErrorResponses: false,
     formatError: formatSubgraphError(),
     // its own lines (a request during the stop, a startup failure) as the process's others, not plain text on the console

@@ -6,7 +6,7 @@
 import pino from 'pino'
 import { CONTEXT_HEADER, type Principal } from '@svc/internal-context'
 import { isolate, signedContext, testCallerKeys } from '@svc/testing'
-import type { RunningSubgraph } from '@svc/subgraph-server'
+import { MAX_DOCUMENT_TOKENS, type RunningSubgraph } from '@svc/subgraph-server'
 import { startActorsService, upsertActor, type ActorsModels } from '../src'
 
 const keys = testCallerKeys()
@@ -90,4 +90,18 @@ test('operators may read', async () => {
 test('an access representation with an environment other than test or live is refused', async () => {
   const res = await post(ENTITY(APP, 'prod'), signed({ kind: 'app', appDid: APP }))
   expect(res.body.errors?.[0]?.extensions?.code).toBe('InvalidRequest')
+})
+
+test('a signed caller cannot hold the subgraph in validation: a document over MAX_DOCUMENT_TOKENS is refused at parse; no introspection', async () => {
+  const events = signed({ kind: 'service', name: 'events' })
+  const long = await post(`{ ${'__typename '.repeat(20_000)}}`, events)
+  expect(long.status).toBe(400)
+  expect(long.body.errors?.[0]?.message).toMatch(new RegExp(`more th\\w+ ${MAX_DOCUMENT_TOKENS} tokens`))
+  const fits = await post(`{ ${'__typename '.repeat(MAX_DOCUMENT_TOKENS - 10)}}`, events)
+  expect(fits.body).toEqual({ data: { __typename: 'Query' } })
+  const introspection = await post('{ __schema { types { name } } }', signed({ kind: 'operator', id: 'ops' }))
+  expect(introspection.status).toBe(400)
+  expect(introspection.body.errors?.[0]?.message).toMatch(/introspection is not allowed/i)
+  // composition reads the SDL, which stays
+  expect((await post('{ _service { sdl } }', events)).body.data?._service?.sdl).toContain('type ActorProfile')
 })

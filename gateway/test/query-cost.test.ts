@@ -1,0 +1,47 @@
+/**
+ * The gateway's cost rule on the composed schema (gateway/schema.graphql), validated as the gateway validates: a
+ * page passes its `limit` to the list in it, and an operation has at most MAX_ROOT_FIELDS fields at its top.
+ */
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { buildSchema, parse, specifiedRules, validate } from 'graphql'
+import { LIST_COST, MAX_QUERY_COST, MAX_ROOT_FIELDS, maxQueryCost, operationCost } from '../src/query-cost'
+
+const schema = buildSchema(readFileSync(join(__dirname, '..', 'schema.graphql'), 'utf8'), { assumeValidSDL: true })
+const errorsOf = (query: string) => validate(schema, parse(query), [...specifiedRules, maxQueryCost]).map((e) => e.message)
+const costOf = (query: string) => {
+  const document = parse(query)
+  const operation = document.definitions[0] as { selectionSet: Parameters<typeof operationCost>[2] }
+  return operationCost(schema, document, operation.selectionSet, schema.getQueryType())
+}
+const TICKET = '{ id tierName buyerDid status }'
+
+test("a page's limit counts for the list in it, as a list's own limit does", () => {
+  const page = (limit: string) => `{ organizerEvent(eventUri: "at://e") { ticketPage${limit} { tickets ${TICKET} nextCursor } } }`
+  // organizerEvent, ticketPage, tickets, nextCursor: 4, and the 4 fields of each ticket
+  expect(costOf(page('(limit: 5000)'))).toBe(4 + 5000 * 4)
+  expect(costOf(page('(limit: 10)'))).toBe(4 + 10 * 4)
+  expect(costOf(page(''))).toBe(4 + LIST_COST * 4)
+  // through a fragment on the page too
+  expect(costOf(`{ organizerEvent(eventUri: "at://e") { ticketPage(limit: 5000) { ...P } } } fragment P on OrganizerTicketPage { tickets ${TICKET} }`)).toBe(3 + 5000 * 4)
+})
+
+test('pages of 5,000 tickets under aliases are refused (each was costed as 20 tickets: 540 of them passed)', () => {
+  const pages = Array.from({ length: 6 }, (_, i) => `p${i}: ticketPage(limit: 5000) { tickets ${TICKET} }`).join(' ')
+  expect(errorsOf(`{ organizerEvent(eventUri: "at://e") { ${pages} } }`)).toEqual([expect.stringMatching(/asks too much at once/)])
+  expect(6 * 5000 * 4).toBeGreaterThan(MAX_QUERY_COST)
+  expect(errorsOf(`{ organizerEvent(eventUri: "at://e") { ticketPage(limit: 5000) { tickets ${TICKET} } } }`)).toEqual([])
+})
+
+test(`an operation selects at most ${MAX_ROOT_FIELDS} fields at its top, through fragments too; __typename aside`, () => {
+  const roots = (n: number) => Array.from({ length: n }, (_, i) => `a${i}: dashboardActor { did }`).join(' ')
+  expect(errorsOf(`{ ${roots(MAX_ROOT_FIELDS)} __typename }`)).toEqual([])
+  expect(errorsOf(`{ ${roots(MAX_ROOT_FIELDS + 1)} }`)).toEqual([expect.stringMatching(new RegExp(`at most ${MAX_ROOT_FIELDS} fields at its top`))])
+  expect(errorsOf(`{ ${roots(MAX_ROOT_FIELDS)} ...More } fragment More on Query { more: dashboardActor { did } }`)).toEqual([
+    expect.stringMatching(/at most \d+ fields at its top/),
+  ])
+  expect(errorsOf(`{ ${roots(MAX_ROOT_FIELDS)} ... on Query { more: dashboardActor { did } } }`)).toEqual([expect.stringMatching(/at most \d+ fields at its top/)])
+  // mutations as well: 600 test deliveries at a cost of 1,200 were queued by one request
+  const mutations = Array.from({ length: MAX_ROOT_FIELDS + 1 }, (_, i) => `m${i}: createTestDelivery(appDid: $a, environment: $e) { id }`).join(' ')
+  expect(errorsOf(`mutation($a: ID!, $e: String!) { ${mutations} }`)).toEqual([expect.stringMatching(/at most \d+ fields at its top/)])
+})
