@@ -11,6 +11,8 @@
  * and counts the duration of every other request it serves (`aborted` for one whose client left before its answer).
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import pTimeout from 'p-timeout'
@@ -36,14 +38,32 @@ const OPERATIONS_PATHS = new Set(['/livez', '/readyz', '/metrics'])
 /**
  * Once the server closes, every answer closes its connection: a keep-alive client (a balancer, a browser, the
  * gateway's pool) then sends its next request elsewhere, and its idle socket does not hold the close open until the
- * keep-alive timeout (72 s) passes the stop's budget. Every process's servers have it (operationsRoutes registers it;
- * a server without those routes, the board, registers it itself).
+ * keep-alive timeout (72 s) passes the stop's budget. And a connection whose request has not fully arrived (headers
+ * or body still coming) is ended at once: Node stops enforcing its headers and request timeouts when the server
+ * closes, and Fastify's close ends only idle connections, so one client trickling a request held every stop until
+ * SHUTDOWN_TIMEOUT_MS (exit 1, the rest of the stop never run). Such a request has had no answer and started no work;
+ * one received whole is answered as before. Every process's servers have it (operationsRoutes registers it; a server
+ * without those routes, the board, registers it itself).
  */
 export const closingConnections = fp(
   async (app: FastifyInstance) => {
     let closing = false
+    const connections = new Set<Socket>()
+    /** the request each connection is on, until its answer is sent */
+    const requestOn = new WeakMap<Socket, IncomingMessage>()
+    app.server.on('connection', (socket: Socket) => {
+      connections.add(socket)
+      socket.once('close', () => connections.delete(socket))
+    })
+    app.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+      requestOn.set(request.socket, request)
+      response.once('close', () => {
+        if (requestOn.get(request.socket) === request) requestOn.delete(request.socket)
+      })
+    })
     app.addHook('preClose', async () => {
       closing = true
+      for (const socket of connections) if (!requestOn.get(socket)?.complete) socket.destroy()
     })
     app.addHook('onSend', async (_request, reply) => {
       if (closing) reply.header('connection', 'close')
