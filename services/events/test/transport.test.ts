@@ -54,3 +54,19 @@ test('both channels send the svc-api-version of the delivery\'s envelope, fixed 
   expect((await xrpcRequest('https://app.example.com', written, service, [])).headers['svc-api-version']).toBe('2025-01')
   expect(webhookRequest('https://hooks.example.com/', { ...written, body: JSON.stringify({ id: 'whd_x' }) }, [`whsec_${Buffer.alloc(32).toString('base64')}`]).headers['svc-api-version']).toBe(API_VERSION)
 })
+
+test('a receiver that never answers is a timeout at the deadline, not undici\'s headers timeout', async () => {
+  const silent = createServer(() => undefined)
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  const agent = createDeliveryAgent({ environment: 'test', allowLoopbackInTest: true }, 1000)
+  try {
+    const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hook`
+    const results = await Promise.all(Array.from({ length: 5 }, () => sendAttempt(agent, { url, headers: {}, body: '{}' }, 1500)))
+    expect(results.map((r) => [r.statusCode, r.error])).toEqual(Array(5).fill([null, 'timeout: no answer within 1500 ms']))
+    for (const r of results) expect(r.durationMs).toBeLessThan(1500 + 900)
+  } finally {
+    await agent.close()
+    silent.closeAllConnections()
+    await new Promise((resolve) => silent.close(resolve))
+  }
+})

@@ -144,6 +144,9 @@ function errorReason(err: unknown, url: URL): string {
   }
 }
 
+/** how long after the attempt's deadline undici's header and body timeouts would fire */
+const UNDICI_TIMEOUT_MARGIN_MS = 1_000
+
 function header(value: string | string[] | undefined): string | null {
   if (value === undefined) return null
   return Array.isArray(value) ? (value[0] ?? null) : value
@@ -173,8 +176,10 @@ export async function sendAttempt(agent: Agent, req: OutgoingRequest, timeoutMs:
         body: req.body,
         dispatcher: agent,
         signal: deadline.signal,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
+        // the deadline above ends the exchange; undici's own limits only back it up (set at the deadline, they raced
+        // it and a silent receiver was logged as `UND_ERR_HEADERS_TIMEOUT` rather than as a timeout)
+        headersTimeout: timeoutMs + UNDICI_TIMEOUT_MARGIN_MS,
+        bodyTimeout: timeoutMs + UNDICI_TIMEOUT_MARGIN_MS,
       })
     } catch (err) {
       // past the deadline the request may have been sent, whatever the error says
