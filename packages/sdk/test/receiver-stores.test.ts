@@ -122,12 +122,13 @@ describe.each<[string, (doneTtlMs: number, now: () => number) => DeliveryClaimSt
 ])('%s claim store: the done marker', (_kind, storeWith) => {
   it('is kept doneTtlMs after the last delivery that met it, so a delivery sent again later is still known', async () => {
     let clock = Date.now()
-    const store = storeWith(1500, () => clock)
+    const store = storeWith(2500, () => clock)
     const id = envelope().id
     const claimed = await store.claim(id, 60_000)
     await store.complete(id, (claimed as { token: string }).token)
-    // met again before it lapses (a redriven run, answered as a duplicate), then again past the first 1.5 s
-    for (const wait of [1000, 1000]) {
+    // met again before it lapses (a redriven run, answered as a duplicate), then again past the first 2.5 s (1 s to
+    // spare each time, on real Redis)
+    for (const wait of [1500, 1500]) {
       clock += wait
       await new Promise((r) => setTimeout(r, wait))
       expect(await store.claim(id, 60_000)).toEqual({ state: 'done' })
@@ -136,65 +137,72 @@ describe.each<[string, (doneTtlMs: number, now: () => number) => DeliveryClaimSt
 })
 
 /**
- * FerretDB 1.x runs a delete "by `_id` and token" as a read, then a delete by `_id`. This collection does the same
- * on the test database, and holds each such delete between its read and its delete until `ordered` lets it go, so
- * the interleavings that are rare on a real server happen every time.
+ * The Mongo store only inserts and reads (each claim a new generation document, each end a new marker, all under
+ * unique `_id`s), so it needs no atomic filtered update, which FerretDB 1.x lacks. This collection holds the first two
+ * inserts made once it is armed until both are waiting, then lets them go the later one first: two requests that both
+ * read before either wrote, the interleaving that is rare on a real server, happen every time.
  */
-function ferretLikeCollection(real: ClaimCollection & { deleteOne(filter: { _id: string }): Promise<unknown> }) {
-  const gates: (() => void)[] = []
-  let readers = 0
-  let bothRead: () => void = () => undefined
-  const read = new Promise<void>((resolve) => (bothRead = resolve))
-  const collection = {
-    insertOne: (doc: Parameters<ClaimCollection['insertOne']>[0]) => real.insertOne(doc),
-    findOne: (filter: { _id: string }) => real.findOne(filter),
-    async deleteOne(filter: { _id: string; token: string }) {
-      const held = await real.findOne({ _id: filter._id })
-      if (held?.token !== filter.token) return { deletedCount: 0 }
-      if (++readers === 2) bothRead()
-      await new Promise<void>((resolve) => gates.push(resolve))
-      await real.deleteOne({ _id: filter._id })
-      return { deletedCount: 1 }
+function racingInserts(real: ClaimCollection) {
+  let armed = false
+  const held: { go: () => void; done: Promise<unknown> }[] = []
+  let bothHeld!: () => void
+  const both = new Promise<void>((resolve) => (bothHeld = resolve))
+  const collection: ClaimCollection = {
+    findOne: (filter) => real.findOne(filter),
+    async insertOne(doc) {
+      if (!armed || held.length >= 2) return real.insertOne(doc)
+      let go!: () => void
+      const gate = new Promise<void>((resolve) => (go = resolve))
+      const done = gate.then(() => real.insertOne(doc))
+      held.push({ go, done: done.catch(() => undefined) })
+      if (held.length === 2) bothHeld()
+      return done
     },
   }
-  /** Lets the held deletes go one at a time, the last one read first, each followed by `between`. */
-  const ordered = async (between: () => Promise<void>) => {
-    await Promise.race([read, new Promise((r) => setTimeout(r, 1000))])
-    for (let i = 0; i < 2 && gates.length > 0; i++) {
-      gates.pop()!()
-      await between()
+  const arm = () => {
+    armed = true
+  }
+  /** Waits until two inserts are held (a test that never gets there times out), then lets them go the later first. */
+  const later = async () => {
+    await both
+    for (const insert of [...held].reverse()) {
+      insert.go()
+      await insert.done
     }
   }
-  return { collection, ordered }
+  return { collection, arm, later }
 }
 
-describe('mongo claim store on a server whose filtered deletes are not atomic (FerretDB)', () => {
-  const real = () => collection as unknown as ClaimCollection & { deleteOne(filter: { _id: string }): Promise<unknown> }
+describe('mongo claim store: requests that read before either wrote (no atomic filtered update needed, which FerretDB lacks)', () => {
+  const real = () => collection
 
-  it('two requests taking over the same lapsed claim: only one of them is claimed', async () => {
+  it('two requests taking over the same lapsed claim, both having read it before either wrote: only one of them is claimed', async () => {
     let clock = Date.now()
-    const { collection: ferret, ordered } = ferretLikeCollection(real())
-    const store = () => createMongoClaimStore(ferret, { now: () => clock })
+    const { collection: racing, arm, later } = racingInserts(real())
+    const store = () => createMongoClaimStore(racing, { now: () => clock })
     const id = envelope().id
     expect(await store().claim(id, 1000)).toMatchObject({ state: 'claimed' })
     clock += 5000
+    arm()
     const b = store().claim(id, 60_000)
     const c = store().claim(id, 60_000)
-    await ordered(() => new Promise((r) => setTimeout(r, 200)))
+    await later()
     const states = (await Promise.all([b, c])).map((r) => r.state).sort()
     expect(states).toEqual(['claimed', 'processing'])
   })
 
   it('an old owner releasing its lapsed claim while another request takes it over does not free the delivery for a third', async () => {
     let clock = Date.now()
-    const { collection: ferret, ordered } = ferretLikeCollection(real())
-    const store = () => createMongoClaimStore(ferret, { now: () => clock })
+    const { collection: racing, arm, later } = racingInserts(real())
+    const store = () => createMongoClaimStore(racing, { now: () => clock })
     const id = envelope().id
     const first = await store().claim(id, 1000)
     clock += 5000
+    arm()
+    // the release's end marker and the new claim's generation, each written after both read the lapsed claim
     const late = store().release(id, (first as { token: string }).token)
     const taken = store().claim(id, 60_000)
-    await ordered(() => new Promise((r) => setTimeout(r, 200)))
+    await later()
     await late
     expect(await taken).toMatchObject({ state: 'claimed' })
     expect(await store().claim(id, 60_000)).toEqual({ state: 'processing' })

@@ -145,7 +145,9 @@ describe('pollPaymentStatus', () => {
 
   it('gives up with PollTimeoutError when timeoutMs elapses first', async () => {
     script = Array.from({ length: 100 }, () => ok({ status: 'pending' }))
-    const e = await rejection(pollPaymentStatus(client, 'tok_5', { ...FAST, timeoutMs: 60 }))
+    // long enough for the first answer on a loaded machine (each request signs a fresh ES256K token), short enough
+    // that the 100 answers scripted (one every 20 ms at most) are not used up
+    const e = await rejection(pollPaymentStatus(client, 'tok_5', { ...FAST, timeoutMs: 500 }))
     expect(e).toBeInstanceOf(PollTimeoutError)
     expect((e as PollTimeoutError).lastStatus).toBe('pending')
     // every request the server saw is an attempt; one started just before the time was up may be cut before it arrives

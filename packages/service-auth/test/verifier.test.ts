@@ -89,7 +89,8 @@ async function close(server: Server | undefined): Promise<void> {
 }
 
 beforeAll(async () => {
-  redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 })
+  // the tests' Redis database (jest's global setup), not the machine's default one
+  redis = new Redis(process.env.SVC_TEST_REDIS_URL!, { lazyConnect: true, maxRetriesPerRequest: 1 })
   await redis.connect()
 
   didWebServer = createServer((req, res) => {

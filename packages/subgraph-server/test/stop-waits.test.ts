@@ -68,5 +68,6 @@ it('a stop with nothing running returns at once', async () => {
   expect(await res.json()).toEqual({ data: { ok: 'ok' } })
   const started = Date.now()
   await subgraph.stop()
-  expect(Date.now() - started).toBeLessThan(1000)
+  // a stop that waited on the idle keep-alive connection would take its 72 s
+  expect(Date.now() - started).toBeLessThan(5000)
 })

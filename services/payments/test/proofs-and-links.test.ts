@@ -194,6 +194,9 @@ describe('registerAppLink', () => {
     )
     expect(new Set(results.map((r) => r.id)).size).toBe(1)
     expect(await t.models.AppLink.countDocuments({ appDid: APP, environment: 'test', recordUri })).toBe(1)
+    // the last write wins: the stored URL is one of those sent, whole
+    const stored = (await t.models.AppLink.findOne({ appDid: APP, environment: 'test', recordUri }).lean())!
+    expect(Array.from({ length: 20 }, (_, i) => `${ORIGIN}/f/${i}`)).toContain(stored.fulfillmentUrl)
   })
 
   test('an unknown record → NotFound; a URL off the app origin → AppUrlNotAllowed; nothing written', async () => {

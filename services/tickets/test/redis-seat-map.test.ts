@@ -19,7 +19,8 @@ let map: RedisSeatMap
 let redis: Redis
 let tiers = 0
 const newTier = () => `tier_${String(++tiers).padStart(24, '0')}`
-const now = new Date('2026-11-25T12:00:00Z')
+// the real clock's minute: reads mark a tier read lately by it, and stale() judges that by the real clock
+const now = new Date(Math.floor(Date.now() / 60_000) * 60_000)
 const later = (s: number) => new Date(now.getTime() + s * 1000)
 
 const unit = (tierId: string, n: number, reservationId = 'hold_a', expiresAt = KEPT_UNTIL): TakenUnit => ({ unit: `${tierId}#${n}`, reservationId, expiresAt })
