@@ -215,6 +215,34 @@ describe('the claim', () => {
     expect((await queues.deliveries.getJob(id))!.data).toMatchObject({ deliveryId: id })
   })
 
+  it('a failed delivery whose job a stopped worker still holds (active): queued 0, nothing changed; queued once BullMQ gives the job back', async () => {
+    const app = newApp()
+    const id = await queueTestDelivery(stack, queues, app)
+    // a worker takes the job (put first in line) and stops without finishing it: the job stays active, its lock held
+    await (await queues.deliveries.getJob(id))!.remove()
+    await queues.deliveries.add('deliver', { deliveryId: id }, { ...DELIVERY_JOB_OPTIONS, jobId: id, lifo: true })
+    const connection = new Redis(stack.redisUrl, { maxRetriesPerRequest: null })
+    const worker = new Worker<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, null, { connection, prefix: queuePrefix(stack.redisPrefix), autorun: false })
+    try {
+      const token = randomUUID()
+      const job = (await worker.getNextJob(token, { block: false })) as Job<DeliveryJob> | undefined
+      expect(job?.id).toBe(id)
+      await stack.events.Delivery.updateOne({ _id: id }, { $set: { status: 'failed', failedAt: new Date(), attemptCount: 14 } })
+      expect(await redrive(app, { deliveryId: id })).toEqual({ queued: 0, reason: NOT_QUEUED.active })
+      expect(await state(id)).toBe('active')
+      expect(await stack.events.Delivery.findById(id).lean()).toMatchObject({ status: 'failed', run: 1 })
+      expect(await stack.redis.exists(redriveClaimKey(stack.redisPrefix, id, 1))).toBe(0)
+      // the job leaves active (BullMQ's stall check, or its worker ending it): the redrive goes through
+      await job!.moveToFailed(new UnrecoverableError('test'), token, false)
+      expect(await redrive(app, { deliveryId: id })).toEqual({ queued: 1 })
+      expect(await state(id)).toBe('waiting')
+      expect(await stack.events.Delivery.findById(id).lean()).toMatchObject({ status: 'pending', run: 2 })
+    } finally {
+      await worker.close()
+      connection.disconnect()
+    }
+  })
+
   it('pending and held deliveries are already queued: queued 0, no claim taken', async () => {
     const app = newApp()
     const id = await queueTestDelivery(stack, queues, app)

@@ -42,6 +42,12 @@ export const STALE_CLAIM_MS = 60_000
 export const REDRIVE_SETTLE_MS = 10_000
 /** how long a redrive waits for a job that is still finishing its last attempt (active) before giving up on it */
 const ACTIVE_WAIT_MS = 10_000
+/**
+ * How long a redrive of one delivery waits, before it changes anything, for the job of the delivery's last attempt to
+ * leave `active` (its worker wrote the outcome and is moving it out: milliseconds). A job active longer is held by a
+ * worker that stopped, until BullMQ's stall check gives it back (within twice DELIVERY_LOCK_MS); in a batch, less.
+ */
+export const REDRIVE_ACTIVE_WAIT_MS = { one: 5_000, batch: 1_000 } as const
 const BATCH_CONCURRENCY = 10
 /** how long the claim of requeueing a lost job stands (the job exists by then) */
 const LOST_CLAIM_TTL_SECONDS = 60
@@ -172,6 +178,7 @@ export const NOT_QUEUED = {
   open: 'already queued: the delivery is pending or held and its next attempt is scheduled',
   settling: `redriven less than ${REDRIVE_SETTLE_MS / 1000} s ago: its new run has started; list the deliveries before redriving again`,
   parallel: 'another redrive of this delivery queued it',
+  active: "its last attempt's job is still active: a worker that stopped holds it until BullMQ gives it back (about a minute); redrive it again then",
   delivered: `first sent more than ${REDRIVE_DELIVERED_WITHIN_DAYS} days ago: receivers keep the ids of processed deliveries for 30 days, and a new run's attempts may take 3 days or more, so it could be processed twice`,
 } as const
 
@@ -198,8 +205,23 @@ async function requeueIfLost(domain: Domain, doc: DeliveryDoc, now: Date): Promi
   return { queued: 1 }
 }
 
+/**
+ * Whether the delivery's job is out of `active` (or gone) within `waitMs`. A failed or delivered delivery's job
+ * leaves `active` for `failed` or `completed`, or, held by a worker that stopped, for waiting once its lock expires
+ * (DELIVERY_LOCK_MS, 30 s, then the next stall check): requeueJob takes each of those as the new run's job.
+ */
+async function jobLeftActive(domain: Domain, deliveryId: string, waitMs: number): Promise<boolean> {
+  const deadline = Date.now() + waitMs
+  for (;;) {
+    const job = await domain.deliveries.getJob(deliveryId)
+    if (!job || (await job.getState()) !== 'active') return true
+    if (Date.now() > deadline) return false
+    await sleep(50)
+  }
+}
+
 /** Redrives one delivery document of the caller's app environment: queued 1 by this call, or 0 and why not. */
-async function redriveOne(domain: Domain, doc: DeliveryDoc, now: Date): Promise<Outcome> {
+async function redriveOne(domain: Domain, doc: DeliveryDoc, now: Date, activeWaitMs: number): Promise<Outcome> {
   if (!redrivable(doc)) return requeueIfLost(domain, doc, now) // pending or held: queued, unless Redis lost the job
   const first = firstReached(doc)
   if (first && now.getTime() - first.getTime() > REDRIVE_DELIVERED_WITHIN_MS) {
@@ -209,6 +231,11 @@ async function redriveOne(domain: Domain, doc: DeliveryDoc, now: Date): Promise<
   if (run > 1) {
     const previous = await domain.redis.get(redriveClaimKey(domain.redisPrefix, doc._id, run - 1))
     if (previous !== null && Date.now() - Number(previous) < REDRIVE_SETTLE_MS) return notQueued(NOT_QUEUED.settling) // this run is a redrive of moments ago
+  }
+  // a new run started under a job still active would leave the stopped worker's job to run the old one
+  if (!(await jobLeftActive(domain, doc._id, activeWaitMs))) {
+    domain.logger.warn({ deliveryId: doc._id, run }, 'redrive: the job of its last attempt is still active; not queued')
+    return notQueued(NOT_QUEUED.active)
   }
   if (!(await claimRun(domain, doc))) return notQueued(NOT_QUEUED.parallel)
   // only from the run it read, still finished: a claim winner that stalled past the takeover must not start the
@@ -241,7 +268,7 @@ export async function redriveDeliveries(
       const named = DELIVERY_ID_RE.test(request.deliveryId) ? request.deliveryId : 'with that id'
       throw new ContractError('DeliveryNotFound', `no delivery ${named} in this app's ${environment} environment`)
     }
-    return { ok: true, ...(await redriveOne(domain, doc, now)) }
+    return { ok: true, ...(await redriveOne(domain, doc, now, REDRIVE_ACTIVE_WAIT_MS.one)) }
   }
 
   const filter: Record<string, unknown> = { appDid, environment, status: 'failed' }
@@ -260,7 +287,7 @@ export async function redriveDeliveries(
   const worker = async () => {
     while (next < docs.length) {
       const doc = docs[next++]!
-      const { queued: n } = await redriveOne(domain, doc, now) // awaited first: `queued += await …` would read queued before the await
+      const { queued: n } = await redriveOne(domain, doc, now, REDRIVE_ACTIVE_WAIT_MS.batch) // awaited first: `queued += await …` would read queued before the await
       queued += n
       done++
       if (done % PROGRESS_EVERY === 0) domain.logger.info({ appDid, environment, done, of: docs.length, queued }, 'redrive: batch progress')
