@@ -3,9 +3,10 @@
  * domain: a document that repeats a field under thousands of aliases, or nests list fields (approvals → recipient →
  * approvals …), would fan out into more subgraph requests and objects than any caller needs. Each operation is
  * costed before it runs: every field selected counts once per object it is selected on, a list field multiplies what
- * is under it by its literal `limit` argument (LIST_COST when it has none, or a variable), and an operation above
- * MAX_QUERY_COST is refused (400, before any subgraph is asked). The service's own documents cost at most a few
- * thousand.
+ * is under it by its `limit` argument (LIST_COST when it has none), and an operation above MAX_QUERY_COST is
+ * refused (400, before any subgraph is asked). The service's own documents cost at most a few thousand. Validation
+ * is cached per document text and sees no variables: there a `limit: $l` counts as its default, or LIST_COST, and
+ * the request's own values are costed again before it runs (costWithVariables, a preExecution hook).
  *
  * Introspection (`__schema`, `__type` and what is under them) is answered by the gateway itself from the schema, so
  * without aliases its answer is bounded by the schema (and graphql's own introspection depth rule); aliased, each
@@ -21,7 +22,11 @@ import {
   isListType,
   isObjectType,
   Kind,
+  BREAK,
+  visit,
   type DocumentNode,
+  type OperationDefinitionNode,
+  type ValueNode,
   type FragmentDefinitionNode,
   type GraphQLNamedType,
   type GraphQLSchema,
@@ -42,10 +47,37 @@ export const LIST_COST = 20
 const MAX_DEPTH = 12
 const MAX_INTROSPECTION_DEPTH = 40
 
-export function operationCost(schema: GraphQLSchema, document: DocumentNode, selectionSet: SelectionSetNode, root: GraphQLNamedType | null | undefined): number {
+/** The operation's variables: their values in this request, else their literal defaults. */
+export type VariableValues = Record<string, unknown>
+
+/** A `limit` argument's value as a count: a literal integer, or a variable's integer; null when absent or not a count. */
+function limitOf(value: ValueNode | undefined, variables: VariableValues): number | null {
+  if (value?.kind === Kind.INT) return Math.max(1, Number(value.value))
+  if (value?.kind !== Kind.VARIABLE) return null
+  const given = variables[value.name.value]
+  return typeof given === 'number' && Number.isInteger(given) ? Math.max(1, given) : null
+}
+
+/** The variables' literal integer defaults (`$l: Int = 5000`), overridden by the request's values when it has them. */
+function withDefaults(operation: OperationDefinitionNode, values: VariableValues | null | undefined): VariableValues {
+  const out: VariableValues = {}
+  for (const def of operation.variableDefinitions ?? []) {
+    if (def.defaultValue?.kind === Kind.INT && /^-?\d+$/.test(def.defaultValue.value)) out[def.variable.name.value] = Number(def.defaultValue.value)
+  }
+  for (const [name, value] of Object.entries(values ?? {})) if (value !== undefined && value !== null) out[name] = value
+  return out
+}
+
+export function operationCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  selectionSet: SelectionSetNode,
+  root: GraphQLNamedType | null | undefined,
+  variables: VariableValues = {},
+): number {
   const fragments = new Map<string, FragmentDefinitionNode>()
   for (const def of document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def)
-  /** `pageLimit`: the literal `limit` of the page `set` is the selection of, for the list fields directly in it */
+  /** `pageLimit`: the `limit` of the page `set` is the selection of, for the list fields directly in it */
   const walk = (set: SelectionSetNode, type: GraphQLNamedType | null | undefined, multiplier: number, depth: number, introspecting: boolean, pageLimit: number | null = null): number => {
     // introspection nests deeper (a type's ofType chain): graphql's own rule bounds it, this only ends a cycle
     if (depth > (introspecting ? MAX_INTROSPECTION_DEPTH : MAX_DEPTH)) return TOO_MUCH
@@ -63,10 +95,10 @@ export function operationCost(schema: GraphQLSchema, document: DocumentNode, sel
           const limit = selection.arguments?.find((a) => a.name.value === 'limit')?.value
           // a JSON AST's "200," is no integer (a negative one is the subgraph's to refuse)
           if (limit?.kind === Kind.INT && !/^-?\d+$/.test(limit.value)) return TOO_MUCH
-          const literal = limit?.kind === Kind.INT ? Math.max(1, Number(limit.value)) : null
+          const given = limitOf(limit, variables)
           const list = isListType(getNullableType(field.type))
-          const size = list ? (literal ?? pageLimit ?? LIST_COST) : 1
-          total += walk(selection.selectionSet, getNamedType(field.type), multiplier * size, depth + 1, false, list ? null : literal)
+          const size = list ? (given ?? pageLimit ?? LIST_COST) : 1
+          total += walk(selection.selectionSet, getNamedType(field.type), multiplier * size, depth + 1, false, list ? null : given)
         }
       } else if (selection.kind === Kind.FRAGMENT_SPREAD) {
         const fragment = fragments.get(selection.name.value)
@@ -102,6 +134,46 @@ export function rootFieldCount(document: DocumentNode, selectionSet: SelectionSe
   return count
 }
 
+const rootOf = (schema: GraphQLSchema, operation: OperationDefinitionNode) =>
+  operation.operation === 'mutation' ? schema.getMutationType() : operation.operation === 'subscription' ? schema.getSubscriptionType() : schema.getQueryType()
+
+const TOO_COSTLY = `the operation asks too much at once (cost over ${MAX_QUERY_COST}: fewer aliases, smaller limits, less nesting)`
+
+/** Whether a document gives any `limit` by a variable (kept per parsed document, which mercurius caches by text). */
+const limitByVariable = new WeakMap<DocumentNode, boolean>()
+function givesLimitByVariable(document: DocumentNode): boolean {
+  let found = limitByVariable.get(document)
+  if (found === undefined) {
+    found = false
+    visit(document, {
+      Argument(node) {
+        if (node.name.value === 'limit' && node.value.kind === Kind.VARIABLE) {
+          found = true
+          return BREAK
+        }
+        return undefined
+      },
+    })
+    limitByVariable.set(document, found)
+  }
+  return found
+}
+
+/**
+ * The cost of each operation of a document that gives a `limit` by a variable, with this request's variables: the
+ * error to answer (400) when one is over MAX_QUERY_COST, else null. Every operation is costed, not only the one that
+ * runs: a document of several (at most MAX_OPERATIONS) is refused when any is too costly with these values.
+ */
+export function costWithVariables(schema: GraphQLSchema, document: DocumentNode, variables: VariableValues | null | undefined): GraphQLError | null {
+  if (!givesLimitByVariable(document)) return null
+  for (const def of document.definitions) {
+    if (def.kind !== Kind.OPERATION_DEFINITION) continue
+    const cost = operationCost(schema, document, def.selectionSet, rootOf(schema, def), withDefaults(def, variables))
+    if (!(cost <= MAX_QUERY_COST)) return new GraphQLError(TOO_COSTLY, { nodes: [def] })
+  }
+  return null
+}
+
 export const maxQueryCost: ValidationRule = (context) => {
   let tooMany = false
   return {
@@ -119,11 +191,9 @@ export const maxQueryCost: ValidationRule = (context) => {
         return
       }
       const schema = context.getSchema()
-      const root = node.operation === 'mutation' ? schema.getMutationType() : node.operation === 'subscription' ? schema.getSubscriptionType() : schema.getQueryType()
-      const cost = operationCost(schema, context.getDocument(), node.selectionSet, root)
-      if (!(cost <= MAX_QUERY_COST)) {
-        context.reportError(new GraphQLError(`the operation asks too much at once (cost over ${MAX_QUERY_COST}: fewer aliases, smaller limits, less nesting)`, { nodes: [node] }))
-      }
+      // no variables here (validation is cached per text): their defaults count
+      const cost = operationCost(schema, context.getDocument(), node.selectionSet, rootOf(schema, node), withDefaults(node, null))
+      if (!(cost <= MAX_QUERY_COST)) context.reportError(new GraphQLError(TOO_COSTLY, { nodes: [node] }))
     },
   }
 }

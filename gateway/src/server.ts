@@ -12,7 +12,7 @@ import { createMetrics, operationsRoutes, type ProcessMetrics } from '@svc/opera
 import { authenticate, type Authenticated } from './principal'
 import { formatGatewayErrors } from './subgraph-failures'
 import { createSubgraphAgent } from './subgraph-agent'
-import { maxQueryCost } from './query-cost'
+import { costWithVariables, maxQueryCost, type VariableValues } from './query-cost'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -153,6 +153,11 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   // JSON value: no GraphQL text parses as JSON, and `1` or `true` would reach validation as a broken AST)
   app.graphql.addHook('preParsing', async (_schema, source) => {
     if (typeof source !== 'string' || isJson(source)) throw Object.assign(new Error('the query must be GraphQL text'), { statusCode: 400 })
+  })
+  // a `limit` given by a variable is costed with the request's value (validation, cached per text, sees none)
+  app.graphql.addHook('preExecution', async (schema, document, _context, variables) => {
+    const tooCostly = costWithVariables(schema, document, variables as VariableValues | undefined)
+    if (tooCostly) throw Object.assign(new Error(tooCostly.message), { statusCode: 400 })
   })
   return app
 }

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildSchema, parse, specifiedRules, validate } from 'graphql'
-import { LIST_COST, MAX_QUERY_COST, MAX_ROOT_FIELDS, maxQueryCost, operationCost } from '../src/query-cost'
+import { costWithVariables, LIST_COST, MAX_QUERY_COST, MAX_ROOT_FIELDS, maxQueryCost, operationCost } from '../src/query-cost'
 
 const schema = buildSchema(readFileSync(join(__dirname, '..', 'schema.graphql'), 'utf8'), { assumeValidSDL: true })
 const errorsOf = (query: string) => validate(schema, parse(query), [...specifiedRules, maxQueryCost]).map((e) => e.message)
@@ -44,4 +44,25 @@ test(`an operation selects at most ${MAX_ROOT_FIELDS} fields at its top, through
   // mutations as well: 600 test deliveries at a cost of 1,200 were queued by one request
   const mutations = Array.from({ length: MAX_ROOT_FIELDS + 1 }, (_, i) => `m${i}: createTestDelivery(appDid: $a, environment: $e) { id }`).join(' ')
   expect(errorsOf(`mutation($a: ID!, $e: String!) { ${mutations} }`)).toEqual([expect.stringMatching(/at most \d+ fields at its top/)])
+})
+
+test("a limit given by a variable costs the request's value, else the variable's default, else LIST_COST", () => {
+  const query = (declaration: string) =>
+    `query Q(${declaration}) { organizerEvent(eventUri: "at://e") { ${Array.from({ length: 6 }, (_, i) => `p${i}: ticketPage(limit: $l) { tickets ${TICKET} }`).join(' ')} } }`
+  // validation sees no variables: without a default the limit counts as LIST_COST, so it passes there
+  expect(errorsOf(query('$l: Int'))).toEqual([])
+  // a default of 5000 is costed in validation already
+  expect(errorsOf(query('$l: Int = 5000'))).toEqual([expect.stringMatching(/asks too much at once/)])
+  // before it runs: the request's value (5000: 6 pages × 5000 tickets × 4 fields), or the default when none is given
+  expect(costWithVariables(schema, parse(query('$l: Int')), { l: 5000 })?.message).toMatch(/asks too much at once/)
+  expect(costWithVariables(schema, parse(query('$l: Int')), { l: 200 })).toBeNull()
+  expect(costWithVariables(schema, parse(query('$l: Int')), {})).toBeNull()
+  expect(costWithVariables(schema, parse(query('$l: Int = 5000')), { l: 10 })).toBeNull()
+  expect(costWithVariables(schema, parse(query('$l: Int = 5000')), {})?.message).toMatch(/asks too much at once/)
+  // a list's own limit as well, through a fragment
+  const log = `query L($n: Int) { ${Array.from({ length: 20 }, (_, i) => `a${i}: requestLog(limit: $n) { ...R }`).join(' ')} } fragment R on RequestLogEntry { requestId path status durationMs method }`
+  expect(costWithVariables(schema, parse(log), { n: 5000 })?.message).toMatch(/asks too much at once/)
+  expect(costWithVariables(schema, parse(log), { n: 200 })).toBeNull()
+  // a document that gives no limit by a variable is not walked again
+  expect(costWithVariables(schema, parse(`{ requestLog(limit: 5) { requestId } }`), { n: 1e9 })).toBeNull()
 })

@@ -227,6 +227,21 @@ describe('what one operation may ask (the gateway costs it before any subgraph i
     expect((await postGraphQL(fx.graphqlUrl, `{ ${aliases(20, 200)} }`, operator())).body.errors).toBeUndefined()
   })
 
+  test("a limit given by a variable is costed with the request's value before anything runs (validation sees no variables)", async () => {
+    const query = `query L($n: Int) { ${Array.from({ length: 20 }, (_, i) => `a${i}: requestLog(limit: $n) { requestId }`).join(' ')} }`
+    const send = (n: number) =>
+      fetch(fx.graphqlUrl, { method: 'POST', headers: { 'content-type': 'application/json', ...operator() }, body: JSON.stringify({ query, variables: { n } }) })
+    const costly = await send(5000)
+    expect(costly.status).toBe(400)
+    const costlyBody = (await costly.json()) as GraphQLBody
+    expect(costlyBody).toEqual({ data: null, errors: [expect.objectContaining({ message: expect.stringMatching(/asks too much at once/) })] })
+    // the same text (its validation cached) with a small value runs
+    const small = await send(200)
+    expect(small.status).toBe(200)
+    expect(((await small.json()) as GraphQLBody).errors).toBeUndefined()
+    expect((await send(5000)).status).toBe(400)
+  })
+
   test('list fields nested through each other (approvals → recipient → approvals …) are refused with 400', async () => {
     const nested = `{ actor(did: "${REGISTERED}", environment: "test") { recipientApprovals { recipient { recipientApprovals { recipient { recipientApprovals { recipient { recipientApprovals { id } } } } } } } } }`
     const res = await postGraphQL(fx.graphqlUrl, nested, operator())
