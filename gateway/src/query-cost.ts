@@ -22,8 +22,6 @@ import {
   isListType,
   isObjectType,
   Kind,
-  BREAK,
-  visit,
   type DocumentNode,
   type OperationDefinitionNode,
   type ValueNode,
@@ -139,25 +137,11 @@ const rootOf = (schema: GraphQLSchema, operation: OperationDefinitionNode) =>
 
 const TOO_COSTLY = `the operation asks too much at once (cost over ${MAX_QUERY_COST}: fewer aliases, smaller limits, less nesting)`
 
-/** Whether a document gives any `limit` by a variable (kept per parsed document, which mercurius caches by text). */
-const limitByVariable = new WeakMap<DocumentNode, boolean>()
-function givesLimitByVariable(document: DocumentNode): boolean {
-  let found = limitByVariable.get(document)
-  if (found === undefined) {
-    found = false
-    visit(document, {
-      Argument(node) {
-        if (node.name.value === 'limit' && node.value.kind === Kind.VARIABLE) {
-          found = true
-          return BREAK
-        }
-        return undefined
-      },
-    })
-    limitByVariable.set(document, found)
-  }
-  return found
-}
+/**
+ * The documents that give a `limit` by a variable, marked by the validation rule (mercurius validates a document once
+ * and keeps the parsed document with its result, by text): only these are costed again with each request's values.
+ */
+export const LIMITS_BY_VARIABLE = new WeakSet<DocumentNode>()
 
 /**
  * The cost of each operation of a document that gives a `limit` by a variable, with this request's variables: the
@@ -165,7 +149,6 @@ function givesLimitByVariable(document: DocumentNode): boolean {
  * runs: a document of several (at most MAX_OPERATIONS) is refused when any is too costly with these values.
  */
 export function costWithVariables(schema: GraphQLSchema, document: DocumentNode, variables: VariableValues | null | undefined): GraphQLError | null {
-  if (!givesLimitByVariable(document)) return null
   for (const def of document.definitions) {
     if (def.kind !== Kind.OPERATION_DEFINITION) continue
     const cost = operationCost(schema, document, def.selectionSet, rootOf(schema, def), withDefaults(def, variables))
@@ -177,6 +160,9 @@ export function costWithVariables(schema: GraphQLSchema, document: DocumentNode,
 export const maxQueryCost: ValidationRule = (context) => {
   let tooMany = false
   return {
+    Argument(node) {
+      if (node.name.value === 'limit' && node.value.kind === Kind.VARIABLE) LIMITS_BY_VARIABLE.add(context.getDocument())
+    },
     Document(node) {
       const operations = node.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION).length
       tooMany = operations > MAX_OPERATIONS

@@ -12,7 +12,7 @@ import { createMetrics, operationsRoutes, type ProcessMetrics } from '@svc/opera
 import { authenticate, type Authenticated } from './principal'
 import { formatGatewayErrors } from './subgraph-failures'
 import { createSubgraphAgent } from './subgraph-agent'
-import { costWithVariables, maxQueryCost, type VariableValues } from './query-cost'
+import { costWithVariables, LIMITS_BY_VARIABLE, maxQueryCost, type VariableValues } from './query-cost'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -156,6 +156,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   })
   // a `limit` given by a variable is costed with the request's value (validation, cached per text, sees none)
   app.graphql.addHook('preExecution', async (schema, document, _context, variables) => {
+    if (!LIMITS_BY_VARIABLE.has(document)) return
     const tooCostly = costWithVariables(schema, document, variables as VariableValues | undefined)
     if (tooCostly) throw Object.assign(new Error(tooCostly.message), { statusCode: 400 })
   })
