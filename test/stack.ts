@@ -120,7 +120,7 @@ export const TEST_LIMITS: AdapterLimits = {
 }
 
 /** appCacheMs 0: tests change an app's channel and secrets directly and expect the next attempt to see it */
-export const TEST_DELIVERY: DeliverySettings = { timeoutMs: 2000, scheduleScale: 1 / 50_000, holdRecheckMs: 200, lockMs: 1000, concurrency: 10, appCacheMs: 0, reconcileMs: 60_000, disableAfterMs: 5 * 24 * 3_600_000 }
+export const TEST_DELIVERY: DeliverySettings = { timeoutMs: 2000, scheduleScale: 1 / 50_000, holdRecheckMs: 200, lockMs: 1000, concurrency: 10, appCacheMs: 0, reconcileMs: 60_000, disableAfterMs: 5 * 24 * 3_600_000, slowMs: 1000, slowAppConcurrency: 10 }
 
 export async function startStack(label: string, opts: StackOptions = {}): Promise<TestStack> {
   const iso = isolate(label)
@@ -315,6 +315,8 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
         DELIVERY_APP_CACHE_MS: String(d.appCacheMs),
         DELIVERY_RECONCILE_MS: String(d.reconcileMs),
         DELIVERY_DISABLE_AFTER_MS: String(d.disableAfterMs),
+        DELIVERY_SLOW_MS: String(d.slowMs),
+        DELIVERY_SLOW_APP_CONCURRENCY: String(d.slowAppConcurrency),
         WORKERS_PORT: '0',
       }
     },

@@ -189,6 +189,13 @@ const variables = z
     /** parallel deliveries per worker process */
     DELIVERY_CONCURRENCY: emptyAsUnset(z.coerce.number().int().min(1).max(500).default(20)),
     /**
+     * an app environment an attempt of which has run this long counts as slow for a minute (docs/events.md, "Slow
+     * receivers"); unset: 2000, or half of DELIVERY_TIMEOUT_MS when that is shorter
+     */
+    DELIVERY_SLOW_MS: emptyAsUnset(z.coerce.number().int().min(10).max(60_000).optional()),
+    /** the slots of one worker process that a slow app environment's attempts may hold at once */
+    DELIVERY_SLOW_APP_CONCURRENCY: emptyAsUnset(z.coerce.number().int().min(1).max(500).default(5)),
+    /**
      * Each calling process's own key for the internal context it signs (docs/architecture.md, "How an internal caller
      * is authenticated"); the gateway and the subgraphs hold all of them to verify.
      */
@@ -293,6 +300,10 @@ const schemaFor = (held: ReadonlySet<Secret>) =>
     // logged interrupted and sent again
     if (env.SHUTDOWN_TIMEOUT_MS < env.DELIVERY_TIMEOUT_MS + 5_000) {
       ctx.addIssue({ code: 'custom', path: ['SHUTDOWN_TIMEOUT_MS'], message: `must be at least DELIVERY_TIMEOUT_MS + 5000 (${env.DELIVERY_TIMEOUT_MS + 5_000}): an attempt under way finishes before the workers stop` })
+    }
+    // an attempt that times out must have counted as slow first
+    if (env.DELIVERY_SLOW_MS !== undefined && env.DELIVERY_SLOW_MS >= env.DELIVERY_TIMEOUT_MS) {
+      ctx.addIssue({ code: 'custom', path: ['DELIVERY_SLOW_MS'], message: `must be below DELIVERY_TIMEOUT_MS (${env.DELIVERY_TIMEOUT_MS}): an attempt that times out counts as slow` })
     }
     if (env.NODE_ENV !== 'production' && !LISTEN_LOOPBACK.has(env.HOST) && usesDevelopmentSecrets(env, held)) {
       // NODE_ENV defaults to development: a deployment that forgot it (or a staging one set to test) would serve the
@@ -414,6 +425,10 @@ export interface DeliverySettings {
   reconcileMs: number
   /** DELIVERY_DISABLE_AFTER_MS */
   disableAfterMs: number
+  /** DELIVERY_SLOW_MS */
+  slowMs: number
+  /** DELIVERY_SLOW_APP_CONCURRENCY */
+  slowAppConcurrency: number
 }
 
 /** `max` requests per `windowMs` under one key; max 0 turns the limit off. */
@@ -560,6 +575,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       appCacheMs: e.DELIVERY_APP_CACHE_MS,
       reconcileMs: e.DELIVERY_RECONCILE_MS,
       disableAfterMs: e.DELIVERY_DISABLE_AFTER_MS,
+      slowMs: e.DELIVERY_SLOW_MS ?? Math.min(2000, Math.floor(e.DELIVERY_TIMEOUT_MS / 2)),
+      slowAppConcurrency: e.DELIVERY_SLOW_APP_CONCURRENCY,
     },
     limits: {
       xrpc: { max: e.XRPC_RATE_LIMIT_MAX, windowMs: e.XRPC_RATE_LIMIT_WINDOW_MS },

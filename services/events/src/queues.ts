@@ -57,6 +57,11 @@ export interface DeliveryJob {
    * holdRecheckDelayMs of it (delivery/processor.ts). Dropped with the next attempt; absent before the first hold.
    */
   holds?: number
+  /**
+   * Pick-ups in a row that waited because the app environment's receiver is slow and held its share of the worker's
+   * slots (delivery/fair-share.ts): the next waits deferDelayMs of it. Dropped with the attempt; absent before.
+   */
+  deferrals?: number
 }
 
 /** The backoff type of delivery jobs; the workers' backoffStrategy implements the schedule. */

@@ -34,6 +34,7 @@ import { receiveEventUrl, webhookRequest, xrpcRequest } from './channels'
 import type { SigningSecretsReader } from './app-environment-cache'
 import type { EndpointHealth } from './endpoint-health'
 import type { EndpointClient } from './endpoint'
+import { createFairShare, deferDelayMs } from './fair-share'
 import { parseRetryAfter } from './retry-after'
 import { isDelivered, isDuplicateDeliveryAnswer, sendAttempt, type AttemptResult, type OutgoingRequest } from './transport'
 import type { Environment } from '@svc/vocabulary'
@@ -217,6 +218,7 @@ function unrecorded(data: DeliveryJob, attemptCount: number): UnrecordedAttempt[
 export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   const { models, delivery: settings } = deps
   const log = deps.logger
+  const share = createFairShare({ slowMs: settings.slowMs, slowAppConcurrency: settings.slowAppConcurrency })
 
   /**
    * What this pick-up attempts: from the job alone, or, when the job names an attempt in flight (its worker died
@@ -294,6 +296,22 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     if (!logged) await models.Delivery.updateOne(open, { $set: { status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: TOO_LATE_ERROR }, ...reached })
     log.warn({ deliveryId: a.id, appDid: a.appDid, environment: a.environment, run: a.run }, 'delivery run ended unsent: first sent more than 30 days ago')
     return 'too-late'
+  }
+
+  /**
+   * The app environment's receiver is slow and its attempts hold their share of this process's slots (fair-share.ts):
+   * the job goes back to delayed, nothing sent, written or counted (its data as it was, and the count of waits in a
+   * row, which lengthens the next: deferDelayMs). The board's log says so once.
+   */
+  async function defer(job: Job<DeliveryJob>, token: string | undefined, a: Attempting): Promise<never> {
+    const deferrals = job.data.deferrals ?? 0
+    const retryAt = Date.now() + deferDelayMs(deferrals)
+    await job.updateData({ ...job.data, deferrals: deferrals + 1 })
+    if (deferrals === 0) await boardLog(job, `waiting: the receiver is slow and its earlier attempts hold its share of the worker's slots (${settings.slowAppConcurrency})`)
+    log.debug({ deliveryId: a.id, appDid: a.appDid, environment: a.environment, deferrals: deferrals + 1 }, 'delivery attempt deferred: the receiver is slow')
+    if (!token) throw new Error('a deferred delivery needs the job token')
+    await job.moveToDelayed(retryAt, token)
+    throw new DelayedError()
   }
 
   /**
@@ -430,23 +448,30 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       else if ((target = httpUrl(raw)) === null) failure = 'the configured URL is not a valid http(s) URL'
     }
 
-    // The attempt is named in the job before anything is sent: a worker that dies from here on leaves it there.
-    const attemptedAt = new Date()
-    const url = target !== null && channel === 'xrpc' ? receiveEventUrl(target) : target
-    const inFlight: UnrecordedAttempt = { number: a.number, attemptedAt: attemptedAt.toISOString(), channel, url: withoutQuery(url) }
-    await job.updateData(jobData(a, a.number, inFlight, a.interrupted))
+    // a slow receiver's attempts take at most their share of this process's slots; the others wait their turn
+    const slot = failure === null ? share.begin(`${a.appDid} ${a.environment}`) : null
+    if (failure === null && slot === null) return defer(job, token, a)
 
     let result: AttemptResult
     /** the attempt reached for the endpoint: its outcome counts for the endpoint's health */
     let sent = false
-    if (failure === null && channel !== null && target !== null) {
-      const prepared = await prepare(a, channel, target)
-      sent = !('error' in prepared)
-      result = 'error' in prepared
-        ? { statusCode: null, durationMs: 0, error: prepared.error, responseExcerpt: null, retryAfter: null }
-        : await sendAttempt(deps.agents[a.environment], prepared.request, settings.timeoutMs)
-    } else {
-      result = { statusCode: null, durationMs: 0, error: failure ?? NOT_CONFIGURED_ERROR, responseExcerpt: null, retryAfter: null }
+    // The attempt is named in the job before anything is sent: a worker that dies from here on leaves it there.
+    const attemptedAt = new Date()
+    const url = target !== null && channel === 'xrpc' ? receiveEventUrl(target) : target
+    try {
+      const inFlight: UnrecordedAttempt = { number: a.number, attemptedAt: attemptedAt.toISOString(), channel, url: withoutQuery(url) }
+      await job.updateData(jobData(a, a.number, inFlight, a.interrupted))
+      if (failure === null && channel !== null && target !== null) {
+        const prepared = await prepare(a, channel, target)
+        sent = !('error' in prepared)
+        result = 'error' in prepared
+          ? { statusCode: null, durationMs: 0, error: prepared.error, responseExcerpt: null, retryAfter: null }
+          : await sendAttempt(deps.agents[a.environment], prepared.request, settings.timeoutMs)
+      } else {
+        result = { statusCode: null, durationMs: 0, error: failure ?? NOT_CONFIGURED_ERROR, responseExcerpt: null, retryAfter: null }
+      }
+    } finally {
+      slot?.end()
     }
     // the receiver may have processed it: anything but an attempt that never left (nothing to send it to, unsigned,
     // the connection never made), and the interrupted ones before it that may have been sent

@@ -1,0 +1,102 @@
+/**
+ * A slow receiver does not take the delivery workers from every other app (delivery/fair-share.ts, docs/events.md
+ * "Slow receivers"): once an attempt of an app environment has run DELIVERY_SLOW_MS, its attempts hold at most
+ * DELIVERY_SLOW_APP_CONCURRENCY of the process's slots, its other deliveries wait (nothing sent or counted), and
+ * another app's deliveries are sent meanwhile. Real BullMQ workers, real HTTP receivers.
+ */
+import { ensureSigningSecret, startEventWorkers, type RunningEventWorkers } from '@svc/events'
+import type { DeliverySettings } from '@svc/config'
+import pino from 'pino'
+import { startStack, type TestApp, type TestStack } from '../../stack'
+import { startReceiver, type AnswerFn, type Receiver } from './helpers/receiver'
+import { attemptsOf, configureChannel, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
+
+let stack: TestStack
+let queues: StackQueues
+const receivers: Receiver[] = []
+
+beforeAll(async () => {
+  stack = await startStack('slow-receivers', { allowLoopbackWebhooks: true, workers: false })
+  queues = stackQueues(stack)
+})
+afterAll(async () => {
+  await queues?.close()
+  await stack?.stop()
+  await Promise.all(receivers.map((r) => r.close()))
+})
+
+function workersWith(delivery: Partial<DeliverySettings>): Promise<RunningEventWorkers> {
+  return startEventWorkers({
+    mongoUrl: stack.mongoUrl,
+    redisUrl: stack.redisUrl,
+    redisPrefix: stack.redisPrefix,
+    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    gateway: { url: stack.gatewayUrl, key: stack.secrets.callerKeys.events },
+    serviceDid: stack.serviceDid,
+    serviceSigningKey: stack.secrets.serviceSigningKey,
+    secretKey: stack.secrets.webhookSecretKey,
+    delivery: { ...stack.delivery, ...delivery },
+    allowLoopbackWebhooks: true,
+  })
+}
+
+async function appWithReceiver(answer: AnswerFn): Promise<{ app: TestApp; receiver: Receiver }> {
+  const receiver = await startReceiver(answer)
+  receivers.push(receiver)
+  const app = await stack.newApp()
+  await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, app.did, 'test')
+  await configureChannel(stack, app.did, { url: `${receiver.url}/hook` })
+  return { app, receiver }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+it("a receiver that holds its requests gets at most its share of the worker's slots; another app's deliveries are sent meanwhile", async () => {
+  let release!: () => void
+  const released = new Promise<void>((resolve) => (release = resolve))
+  let open = 0
+  let mostOpen = 0
+  // answers nothing until the test releases it (the attempts' timeout is longer than the test)
+  const slow = await appWithReceiver(async () => {
+    mostOpen = Math.max(mostOpen, ++open)
+    await released
+    open--
+    return { status: 200 }
+  })
+  const quick = await appWithReceiver(() => ({ status: 200 }))
+  const workers = await workersWith({ concurrency: 3, slowAppConcurrency: 1, slowMs: 100, timeoutMs: 60_000 })
+  try {
+    const first = await queueTestDelivery(stack, queues, slow.app.did)
+    await waitFor(async () => slow.receiver.requests.length === 1, 'the first attempt to reach the slow receiver')
+    // past slowMs: the app environment counts as slow while its first attempt is still waiting for an answer
+    await sleep(500)
+    const waiting = [] as string[]
+    for (let i = 0; i < 4; i++) waiting.push(await queueTestDelivery(stack, queues, slow.app.did))
+    const others = [await queueTestDelivery(stack, queues, quick.app.did), await queueTestDelivery(stack, queues, quick.app.did)]
+    // two slots are free: without the share the slow app's deliveries would take them and these would wait for it
+    for (const id of others) await waitForStatus(stack, id, 'delivered')
+    expect(mostOpen).toBe(1)
+    expect(slow.receiver.requests).toHaveLength(1)
+    // the slow app's others waited: nothing sent, nothing counted, their jobs put back
+    for (const id of waiting) {
+      const job = (await queues.deliveries.getJob(id))!
+      expect(await job.getState()).toBe('delayed')
+      expect(job.data.deferrals).toBeGreaterThanOrEqual(1)
+      expect(await attemptsOf(stack, id)).toEqual([])
+    }
+    const { logs } = await queues.deliveries.getJobLogs(waiting[0]!)
+    expect(logs).toEqual([expect.stringMatching(/^waiting: the receiver is slow/)])
+
+    // once it answers, every one is delivered at its first attempt, still one at a time
+    release()
+    for (const id of [first, ...waiting]) {
+      const d = await waitForStatus(stack, id, 'delivered', 60_000)
+      expect(d.attemptCount).toBe(1)
+    }
+    expect(mostOpen).toBe(1)
+    expect(slow.receiver.requests).toHaveLength(5)
+  } finally {
+    release()
+    await workers.stop()
+  }
+})
