@@ -2,8 +2,16 @@
  * Outgoing connections to hosts a caller named (a webhook, an XRPC receiver, a did:web document): every new
  * connection checks the address it is about to connect to, after resolution, so a name that resolves inside (DNS
  * rebinding, a private address, the metadata service) is refused before a byte is sent.
+ *
+ * The names are the callers' too, so they are resolved by DNS queries on the event loop (c-ares, each bounded by
+ * RESOLVE_TIMEOUT_MS and RESOLVE_TRIES), not by the system's getaddrinfo (`dns.lookup`): that runs on libuv's four
+ * threads and cannot be cancelled, so a name whose servers never answer held a thread for the system resolver's whole
+ * timeout (10 s and more), long after the connection gave up; a few such names, which any app may configure, stalled
+ * every other lookup of the process, and its file and crypto work. `localhost` and its subdomains are loopback
+ * without a query (RFC 6761); /etc/hosts is not read.
  */
-import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns'
+import type { LookupAddress, LookupOptions } from 'node:dns'
+import { Resolver } from 'node:dns/promises'
 import { isIP } from 'node:net'
 import { Agent, buildConnector } from 'undici'
 
@@ -22,24 +30,74 @@ export interface AddressGuard {
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void
 
-/** A `net.connect` lookup that resolves as usual and keeps only the allowed addresses (an error when none is). */
-export function guardedLookup(guard: AddressGuard) {
+/** each DNS query's first wait for an answer (c-ares doubles it for each further try) */
+export const RESOLVE_TIMEOUT_MS = 1000
+/** tries per name server */
+export const RESOLVE_TRIES = 2
+
+/** Where names are resolved: `servers` (`host:port`) instead of the system's (/etc/resolv.conf), for tests. */
+export interface ResolveOptions {
+  servers?: string[]
+}
+
+const LOCALHOST: LookupAddress[] = [
+  { address: '127.0.0.1', family: 4 },
+  { address: '::1', family: 6 },
+]
+
+/** what DNS answers when the name has no address */
+const NO_ADDRESS = new Set(['ENOTFOUND', 'ENODATA'])
+/** no server answered, or none would: the name may resolve later */
+const NO_ANSWER = new Set(['ETIMEOUT', 'ESERVFAIL', 'ECONNREFUSED', 'EREFUSED'])
+
+/**
+ * No address for the name, with the codes getaddrinfo gives (the callers tell a name not resolved from a connection
+ * refused by them): ENOTFOUND when DNS says it has none, EAI_AGAIN when no server answered; else c-ares' own.
+ */
+function unresolved(hostname: string, errors: unknown[]): NodeJS.ErrnoException {
+  const codes = errors.map((e) => String((e as { code?: unknown }).code ?? 'ENODATA'))
+  const code = codes.every((c) => NO_ADDRESS.has(c)) ? 'ENOTFOUND' : codes.some((c) => NO_ANSWER.has(c)) ? 'EAI_AGAIN' : codes.find((c) => !NO_ADDRESS.has(c))!
+  return Object.assign(new Error(`could not resolve ${hostname} (${codes.join(', ')})`), { code, hostname })
+}
+
+/** The name's addresses (IPv4 first), by DNS queries for A and AAAA records in parallel. */
+export function createNameResolver(opts: ResolveOptions = {}): (hostname: string) => Promise<LookupAddress[]> {
+  const resolver = new Resolver({ timeout: RESOLVE_TIMEOUT_MS, tries: RESOLVE_TRIES })
+  if (opts.servers) resolver.setServers(opts.servers)
+  return async (hostname) => {
+    const name = hostname.toLowerCase().replace(/\.$/, '')
+    if (name === 'localhost' || name.endsWith('.localhost')) return LOCALHOST
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(name), resolver.resolve6(name)])
+    const addresses = [
+      ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
+      ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
+    ]
+    if (addresses.length > 0) return addresses
+    throw unresolved(hostname, [v4, v6].map((r) => (r.status === 'rejected' ? r.reason : Object.assign(new Error('no address'), { code: 'ENODATA' }))))
+  }
+}
+
+/** A `net.connect` lookup that resolves the name and keeps only the allowed addresses (an error when none is). */
+export function guardedLookup(guard: AddressGuard, opts: ResolveOptions = {}) {
+  const resolve = createNameResolver(opts)
   return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err, [])
-      const list = addresses as LookupAddress[]
-      const allowed = list.filter((a) => guard.allowed(a.address))
-      if (allowed.length === 0) return callback(guard.refusal(hostname, list[0]?.address ?? 'no address') as unknown as NodeJS.ErrnoException, [])
-      if (options.all) return callback(null, allowed)
-      const one = allowed[0]!
-      return callback(null, one.address, one.family)
-    })
+    resolve(hostname).then(
+      (list) => {
+        const wanted = options.family === 4 || options.family === 6 ? list.filter((a) => a.family === options.family) : list
+        const allowed = wanted.filter((a) => guard.allowed(a.address))
+        if (allowed.length === 0) return callback(guard.refusal(hostname, wanted[0]?.address ?? list[0]?.address ?? 'no address') as unknown as NodeJS.ErrnoException, [])
+        if (options.all) return callback(null, allowed)
+        const one = allowed[0]!
+        return callback(null, one.address, one.family)
+      },
+      (err: NodeJS.ErrnoException) => callback(err, []),
+    )
   }
 }
 
 /** An undici Agent whose every new connection passes `guard`. */
-export function createGuardedAgent(guard: AddressGuard, connectTimeoutMs: number, options: Omit<Agent.Options, 'connect'> = {}): Agent {
-  const connect = buildConnector({ timeout: connectTimeoutMs, lookup: guardedLookup(guard) } as buildConnector.BuildOptions)
+export function createGuardedAgent(guard: AddressGuard, connectTimeoutMs: number, options: Omit<Agent.Options, 'connect'> = {}, resolve: ResolveOptions = {}): Agent {
+  const connect = buildConnector({ timeout: connectTimeoutMs, lookup: guardedLookup(guard, resolve) } as buildConnector.BuildOptions)
   return new Agent({
     ...options,
     connect(opts, callback) {

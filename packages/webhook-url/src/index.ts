@@ -5,7 +5,8 @@
  * from the host name. The one exception: loopback http(s) in the test environment when the operator
  * turned on the explicit development setting DEV_ALLOW_LOOPBACK_WEBHOOKS (local receivers).
  */
-import { lookup } from 'node:dns/promises'
+import type { LookupAddress } from 'node:dns'
+import { createNameResolver } from './guarded-agent'
 import { BlockList, isIP } from 'node:net'
 import pTimeout from 'p-timeout'
 import { ContractError } from '@svc/errors'
@@ -50,9 +51,11 @@ export function isNonPublicAddress(ip: string): boolean {
 
 export type Resolve = (host: string) => Promise<string[]>
 
+let resolveName: ((host: string) => Promise<LookupAddress[]>) | null = null
+/** DNS queries on the event loop, as deliveries make them (guarded-agent.ts: a name whose servers never answer holds no thread) */
 const systemResolve: Resolve = async (host) => {
-  const answers = await lookup(host, { all: true, verbatim: true })
-  return answers.map((a) => a.address)
+  resolveName ??= createNameResolver()
+  return (await resolveName(host)).map((a) => a.address)
 }
 
 async function resolveQuietly(host: string, resolve: Resolve): Promise<string[]> {
@@ -123,4 +126,4 @@ export function deliveryAddressAllowed(ip: string, policy: Omit<WebhookUrlPolicy
   return !isNonPublicAddress(ip)
 }
 
-export { AddressRefusedError, createGuardedAgent, guardedLookup, type AddressGuard } from './guarded-agent'
+export { AddressRefusedError, createGuardedAgent, createNameResolver, guardedLookup, type AddressGuard, type ResolveOptions } from './guarded-agent'
