@@ -12,11 +12,14 @@ test('a receiver that answers in time is never held back: every slot, however ma
 })
 
 test('an attempt still running at slowMs makes its app environment slow: then it holds at most its share, the others are not held back', async () => {
-  const share = createFairShare({ slowMs: 20, slowAppConcurrency: 2 })
+  const becameSlow: string[] = []
+  const share = createFairShare({ slowMs: 20, slowAppConcurrency: 2, onSlow: (key) => becameSlow.push(key) })
   const first = share.begin('slow test')!
   const second = share.begin('slow test')!
   await sleep(60)
   expect(share.isSlow('slow test')).toBe(true)
+  // told once, though both attempts ran past slowMs
+  expect(becameSlow).toEqual(['slow test'])
   expect(share.begin('slow test')).toBeNull()
   // another app environment, and the same app's other environment, are not slow
   expect(share.begin('slow live')).not.toBeNull()

@@ -7,6 +7,7 @@
 import { ensureSigningSecret, startEventWorkers, type RunningEventWorkers } from '@svc/events'
 import type { DeliverySettings } from '@svc/config'
 import pino from 'pino'
+import { createMetrics } from '@svc/operations'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { startReceiver, type AnswerFn, type Receiver } from './helpers/receiver'
 import { attemptsOf, configureChannel, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
@@ -25,12 +26,16 @@ afterAll(async () => {
   await Promise.all(receivers.map((r) => r.close()))
 })
 
+const logLines: { msg: string; appDid?: string; environment?: string }[] = []
+const metrics = createMetrics('events-workers')
+
 function workersWith(delivery: Partial<DeliverySettings>): Promise<RunningEventWorkers> {
   return startEventWorkers({
     mongoUrl: stack.mongoUrl,
     redisUrl: stack.redisUrl,
     redisPrefix: stack.redisPrefix,
-    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    logger: pino({ level: 'info' }, { write: (line: string) => void logLines.push(JSON.parse(line)) }),
+    metrics,
     gateway: { url: stack.gatewayUrl, key: stack.secrets.callerKeys.events },
     serviceDid: stack.serviceDid,
     serviceSigningKey: stack.secrets.serviceSigningKey,
@@ -86,6 +91,10 @@ it("a receiver that holds its requests gets at most its share of the worker's sl
     }
     const { logs } = await queues.deliveries.getJobLogs(waiting[0]!)
     expect(logs).toEqual([expect.stringMatching(/^waiting: the receiver is slow/)])
+    // operators see it: one log line when the app environment became slow, and the deferrals counted
+    expect(logLines.filter((l) => l.msg.startsWith('event receiver slow'))).toEqual([expect.objectContaining({ appDid: slow.app.did, environment: 'test' })])
+    const deferred = (await metrics.registry.getSingleMetric('svc_delivery_deferred_total')!.get()).values[0]!.value
+    expect(deferred).toBeGreaterThanOrEqual(waiting.length)
 
     // once it answers, every one is delivered at its first attempt, still one at a time
     release()

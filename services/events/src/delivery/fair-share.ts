@@ -18,7 +18,13 @@ export interface FairShare {
   isSlow(key: string): boolean
 }
 
-export function createFairShare(opts: { slowMs: number; slowAppConcurrency: number; now?: () => number }): FairShare {
+export function createFairShare(opts: {
+  slowMs: number
+  slowAppConcurrency: number
+  /** called when `key` becomes slow (not while it stays so) */
+  onSlow?: (key: string) => void
+  now?: () => number
+}): FairShare {
   const now = opts.now ?? Date.now
   const inFlight = new Map<string, number>()
   const slowUntil = new Map<string, number>()
@@ -31,7 +37,9 @@ export function createFairShare(opts: { slowMs: number; slowAppConcurrency: numb
     return false
   }
   const markSlow = (key: string) => {
+    const was = isSlow(key)
     slowUntil.set(key, now() + SLOW_FOR_MS)
+    if (!was) opts.onSlow?.(key)
     // app environments that were slow once and never sent again: forgotten once their time is over
     if (slowUntil.size > 10_000) for (const [k, until] of slowUntil) if (until <= now()) slowUntil.delete(k)
   }

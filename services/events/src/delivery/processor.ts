@@ -98,6 +98,8 @@ export interface DeliveryProcessorDeps {
   /** the XRPC channel's issuer */
   service: { did: string; keypair: MintServiceJwtParams['keypair'] }
   endpoints: EndpointClient
+  /** counts an attempt deferred because its receiver is slow (fair-share.ts), for /metrics */
+  onDeferred?: () => void
   /** one guarded agent per environment (transport.ts) */
   agents: Record<Environment, Agent>
   /** when to disable an endpoint (410, or failing for days) */
@@ -218,7 +220,14 @@ function unrecorded(data: DeliveryJob, attemptCount: number): UnrecordedAttempt[
 export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   const { models, delivery: settings } = deps
   const log = deps.logger
-  const share = createFairShare({ slowMs: settings.slowMs, slowAppConcurrency: settings.slowAppConcurrency })
+  const share = createFairShare({
+    slowMs: settings.slowMs,
+    slowAppConcurrency: settings.slowAppConcurrency,
+    onSlow: (key) => {
+      const [appDid, environment] = key.split(' ')
+      log.warn({ appDid, environment, slowMs: settings.slowMs, slots: settings.slowAppConcurrency }, "event receiver slow: its attempts hold at most their share of this worker's slots for a minute")
+    },
+  })
 
   /**
    * What this pick-up attempts: from the job alone, or, when the job names an attempt in flight (its worker died
@@ -307,6 +316,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const deferrals = job.data.deferrals ?? 0
     const retryAt = Date.now() + deferDelayMs(deferrals)
     await job.updateData({ ...job.data, deferrals: deferrals + 1 })
+    deps.onDeferred?.()
     if (deferrals === 0) await boardLog(job, `waiting: the receiver is slow and its earlier attempts hold its share of the worker's slots (${settings.slowAppConcurrency})`)
     log.debug({ deliveryId: a.id, appDid: a.appDid, environment: a.environment, deferrals: deferrals + 1 }, 'delivery attempt deferred: the receiver is slow')
     if (!token) throw new Error('a deferred delivery needs the job token')

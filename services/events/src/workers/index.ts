@@ -94,10 +94,12 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   })
 
   const deliveryLog = log.child({ worker: WEBHOOK_DELIVERIES_QUEUE })
+  const deferred = opts.metrics ? counter(opts.metrics, 'svc_delivery_deferred_total', "delivery pick-ups put back unsent: the receiver is slow and its attempts hold their share of the worker's slots", []) : null
+  const deferredCount = deferred ? () => deferred.inc() : undefined
   const health = createEndpointHealth(redis, opts.redisPrefix, opts.delivery.disableAfterMs, longestWaitMs(opts.delivery.scheduleScale))
   const sender = new Worker<DeliveryJob, string>(
     WEBHOOK_DELIVERIES_QUEUE,
-    createDeliveryProcessor({ models, logger: deliveryLog, delivery: opts.delivery, signingSecrets, service, endpoints, agents, health }),
+    createDeliveryProcessor({ models, logger: deliveryLog, delivery: opts.delivery, signingSecrets, service, endpoints, agents, health, onDeferred: deferredCount }),
     {
       connection: redis,
       prefix,
