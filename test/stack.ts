@@ -4,7 +4,7 @@
  * file's own key prefix. Real HTTP between every piece.
  */
 import Redis from 'ioredis'
-import pino from 'pino'
+import pino, { type Logger } from 'pino'
 import { randomBytes } from 'node:crypto'
 import { connectActors, startActorsService, upsertActor, type ActorsModels, type ActorView, type PayoutStatus } from '@svc/actors'
 import { connectApps, registerApp, issueApiKey, startAppsService, type AppsModels } from '@svc/apps'
@@ -12,7 +12,7 @@ import { connectPayments, startPaymentsService, type PaymentsModels } from '@svc
 import { connectEvents, startEventsService, startEventWorkers, type DeliveryLogStore, type EventsModels, type RunningEventWorkers } from '@svc/events'
 import { connectTickets, createRedisSeatMap, startTicketsService, type TicketsDomain, type TicketsModels } from '@svc/tickets'
 import { loggerOptions, type AdapterLimits, type Config, type DeliverySettings, type TrustProxy } from '@svc/config'
-import { createMetrics } from '@svc/operations'
+import { createMetrics, type ProcessMetrics } from '@svc/operations'
 import { buildGateway } from '@svc/gateway'
 import { buildApiServer, buildCheckoutServer, LISTEN_BACKLOG } from '@svc/xrpc-adapter'
 import { createGatewayClient } from '@svc/gateway-client'
@@ -50,7 +50,8 @@ export interface TestStack {
   /** the delivery settings the stack's workers use (StackOptions.delivery over test defaults) */
   delivery: DeliverySettings
   /** starts (more) event workers in this process; the stack stops them */
-  startWorkers(delivery?: Partial<DeliverySettings>): Promise<RunningEventWorkers>
+  /** more events workers, with delivery settings of their own; `logger` and `metrics` for a test that reads them */
+  startWorkers(delivery?: Partial<DeliverySettings>, with_?: { logger?: Logger; metrics?: ProcessMetrics }): Promise<RunningEventWorkers>
   /** the environment of a separate worker process of this stack (`tsx services/events/src/workers/main.ts`) */
   workerEnv(delivery?: Partial<DeliverySettings>): Record<string, string>
   redis: Redis
@@ -254,12 +255,13 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const ticketsSeatMap = createRedisSeatMap({ redisUrl: iso.redisUrl, redisPrefix: iso.redisPrefix })
   const allowLoopbackWebhooks = opts.allowLoopbackWebhooks ?? false
   const workers: RunningEventWorkers[] = []
-  const startWorkers = async (overrides: Partial<DeliverySettings> = {}) => {
+  const startWorkers = async (overrides: Partial<DeliverySettings> = {}, with_: { logger?: Logger; metrics?: ProcessMetrics } = {}) => {
     const running = await startEventWorkers({
       mongoUrl: iso.mongoUrl,
       redisUrl: iso.redisUrl,
       redisPrefix: iso.redisPrefix,
-      logger,
+      logger: with_.logger ?? logger,
+      ...(with_.metrics ? { metrics: with_.metrics } : {}),
       gateway: { url: gatewayUrl, key: secrets.callerKeys.events },
       serviceDid,
       serviceSigningKey: secrets.serviceSigningKey,

@@ -20,11 +20,11 @@ import {
   WEBHOOK_DELIVERIES_QUEUE,
   type RunningEventWorkers,
 } from '@svc/events'
-import { startStack, type TestApp, type TestStack } from '../../stack'
+import { startStack, type TestStack } from '../../stack'
 import pino from 'pino'
 import type { DeliverySettings } from '@svc/config'
-import { startReceiver, type Receiver } from './helpers/receiver'
-import { attemptsOf, configureChannel, getDelivery, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
+import { startReceiver, type AnswerFn, type Receiver } from './helpers/receiver'
+import { appWithReceiver as appWithNewReceiver, attemptsOf, configureChannel, getDelivery, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
 
 let stack: TestStack
 let queues: StackQueues
@@ -71,14 +71,7 @@ function customWorkers(over: { delivery?: Partial<DeliverySettings>; allowLoopba
 }
 
 /** A fresh app with a signing secret and its webhook pointing at a fresh receiver. */
-async function appWithReceiver(answer: Parameters<typeof startReceiver>[0], url = (r: Receiver) => `${r.url}/hook`, paused = false): Promise<{ app: TestApp; receiver: Receiver }> {
-  const receiver = await startReceiver(answer)
-  receivers.push(receiver)
-  const app = await stack.newApp()
-  await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, app.did, 'test')
-  await configureChannel(stack, app.did, { url: url(receiver), paused })
-  return { app, receiver }
-}
+const appWithReceiver = (answer: AnswerFn, url?: (r: Receiver) => string, paused = false) => appWithNewReceiver(stack, receivers, answer, { url, paused })
 
 const requestsFor = (receiver: Receiver, id: string) => receiver.requests.filter((r) => r.headers['webhook-id'] === id)
 

@@ -15,7 +15,6 @@ import {
   deliveryJob,
   ENDED_JOB_GRACE_MS,
   enqueueDelivery,
-  ensureSigningSecret,
   EVENTS_MAINTENANCE_QUEUE,
   newDeliveryId,
   queuePrefix,
@@ -28,9 +27,9 @@ import {
   type ReconcileProgress,
   type RunningEventWorkers,
 } from '@svc/events'
-import { startStack, type TestApp, type TestStack } from '../../stack'
-import { startReceiver, type Receiver } from './helpers/receiver'
-import { attemptsOf, configureChannel, getDelivery, newEventId, publishDomainEvent, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
+import { startStack, type TestStack } from '../../stack'
+import type { AnswerFn, Receiver } from './helpers/receiver'
+import { appWithReceiver as appWithNewReceiver, attemptsOf, getDelivery, newEventId, publishDomainEvent, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
 
 let stack: TestStack
 let queues: StackQueues
@@ -48,14 +47,7 @@ afterAll(async () => {
   await Promise.all(receivers.map((r) => r.close()))
 })
 
-async function appWithReceiver(answer: Parameters<typeof startReceiver>[0]): Promise<{ app: TestApp; receiver: Receiver }> {
-  const receiver = await startReceiver(answer)
-  receivers.push(receiver)
-  const app = await stack.newApp()
-  await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, app.did, 'test')
-  await configureChannel(stack, app.did, { url: `${receiver.url}/hook` })
-  return { app, receiver }
-}
+const appWithReceiver = (answer: AnswerFn) => appWithNewReceiver(stack, receivers, answer)
 
 const newDelivery = (appDid: string) =>
   createDelivery(stack.deliveryLog, { id: newDeliveryId(), appDid, environment: 'test', eventId: null, eventType: 'app.webhook.test', source: 'test', createdAt: new Date(), data: { test: true } })

@@ -4,13 +4,12 @@
  * DELIVERY_SLOW_APP_CONCURRENCY of the process's slots, its other deliveries wait (nothing sent or counted), and
  * another app's deliveries are sent meanwhile. Real BullMQ workers, real HTTP receivers.
  */
-import { ensureSigningSecret, startEventWorkers, type RunningEventWorkers } from '@svc/events'
 import type { DeliverySettings } from '@svc/config'
 import pino from 'pino'
 import { createMetrics } from '@svc/operations'
-import { startStack, type TestApp, type TestStack } from '../../stack'
-import { startReceiver, type AnswerFn, type Receiver } from './helpers/receiver'
-import { attemptsOf, configureChannel, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
+import { startStack, type TestStack } from '../../stack'
+import type { AnswerFn, Receiver } from './helpers/receiver'
+import { appWithReceiver as appWithNewReceiver, attemptsOf, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
 
 let stack: TestStack
 let queues: StackQueues
@@ -29,30 +28,10 @@ afterAll(async () => {
 const logLines: { msg: string; appDid?: string; environment?: string }[] = []
 const metrics = createMetrics('events-workers')
 
-function workersWith(delivery: Partial<DeliverySettings>): Promise<RunningEventWorkers> {
-  return startEventWorkers({
-    mongoUrl: stack.mongoUrl,
-    redisUrl: stack.redisUrl,
-    redisPrefix: stack.redisPrefix,
-    logger: pino({ level: 'info' }, { write: (line: string) => void logLines.push(JSON.parse(line)) }),
-    metrics,
-    gateway: { url: stack.gatewayUrl, key: stack.secrets.callerKeys.events },
-    serviceDid: stack.serviceDid,
-    serviceSigningKey: stack.secrets.serviceSigningKey,
-    secretKey: stack.secrets.webhookSecretKey,
-    delivery: { ...stack.delivery, ...delivery },
-    allowLoopbackWebhooks: true,
-  })
-}
+const workersWith = (delivery: Partial<DeliverySettings>) =>
+  stack.startWorkers(delivery, { logger: pino({ level: 'info' }, { write: (line: string) => void logLines.push(JSON.parse(line)) }), metrics })
 
-async function appWithReceiver(answer: AnswerFn): Promise<{ app: TestApp; receiver: Receiver }> {
-  const receiver = await startReceiver(answer)
-  receivers.push(receiver)
-  const app = await stack.newApp()
-  await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, app.did, 'test')
-  await configureChannel(stack, app.did, { url: `${receiver.url}/hook` })
-  return { app, receiver }
-}
+const appWithReceiver = (answer: AnswerFn) => appWithNewReceiver(stack, receivers, answer)
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 

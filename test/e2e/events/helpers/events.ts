@@ -8,9 +8,11 @@ import { Queue } from 'bullmq'
 import Redis from 'ioredis'
 import { writeOutboxEvent, type DomainEventJob } from '@svc/outbox'
 import type { EventType } from '@svc/vocabulary'
-import type { TestStack } from '../../../stack'
+import type { TestApp, TestStack } from '../../../stack'
+import { startReceiver, type AnswerFn, type Receiver } from './receiver'
 import {
   createDelivery,
+  ensureSigningSecret,
   deliveryIdForEvent,
   DOMAIN_EVENTS_QUEUE,
   enqueueDelivery,
@@ -27,6 +29,24 @@ export interface ChannelConfig {
   paused?: boolean
   channel?: 'webhook' | 'xrpc'
   receiverUrl?: string | null
+}
+
+/**
+ * A fresh app with a test signing secret and its webhook pointing at a fresh receiver (at `url(receiver)`, by default
+ * its `/hook`), kept in `receivers` for the file to close.
+ */
+export async function appWithReceiver(
+  stack: TestStack,
+  receivers: Receiver[],
+  answer: AnswerFn,
+  opts: { url?: (r: Receiver) => string; paused?: boolean } = {},
+): Promise<{ app: TestApp; receiver: Receiver }> {
+  const receiver = await startReceiver(answer)
+  receivers.push(receiver)
+  const app = await stack.newApp()
+  await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, app.did, 'test')
+  await configureChannel(stack, app.did, { url: (opts.url ?? ((r) => `${r.url}/hook`))(receiver), paused: opts.paused ?? false })
+  return { app, receiver }
 }
 
 /** Sets the app environment's `webhook` settings directly in the apps database (what updateConfig stores). */
