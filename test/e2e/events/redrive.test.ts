@@ -43,22 +43,34 @@ async function redrive(appDid: string, input: Record<string, unknown>, environme
   return reason === null ? { queued } : { queued, reason }
 }
 
-/** Moves the delivery's job to failed or completed (as the workers leave it) and writes the matching state. */
-async function finish(deliveryId: string, outcome: 'failed' | 'delivered'): Promise<void> {
+/** A worker takes the delivery's job (put first in line) and holds it active, as one that stops mid-attempt does. */
+async function takeJob(deliveryId: string): Promise<{ job: Job<DeliveryJob>; token: string; close(): Promise<void> }> {
   const old = await queues.deliveries.getJob(deliveryId)
   if (old) await old.remove()
   await queues.deliveries.add('deliver', { deliveryId }, { ...DELIVERY_JOB_OPTIONS, jobId: deliveryId, lifo: true })
   const connection = new Redis(stack.redisUrl, { maxRetriesPerRequest: null })
   const worker = new Worker<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, null, { connection, prefix: queuePrefix(stack.redisPrefix), autorun: false })
-  try {
-    const token = randomUUID()
-    const job = (await worker.getNextJob(token, { block: false })) as Job<DeliveryJob> | undefined
-    expect(job?.id).toBe(deliveryId)
-    if (outcome === 'failed') await job!.moveToFailed(new UnrecoverableError('test'), token, false)
-    else await job!.moveToCompleted('ok', token, false)
-  } finally {
+  const close = async () => {
     await worker.close()
     connection.disconnect()
+  }
+  const token = randomUUID()
+  const job = (await worker.getNextJob(token, { block: false })) as Job<DeliveryJob> | undefined
+  if (job?.id !== deliveryId) {
+    await close()
+    throw new Error(`took job ${job?.id}, not ${deliveryId}`)
+  }
+  return { job, token, close }
+}
+
+/** Moves the delivery's job to failed or completed (as the workers leave it) and writes the matching state. */
+async function finish(deliveryId: string, outcome: 'failed' | 'delivered'): Promise<void> {
+  const { job, token, close } = await takeJob(deliveryId)
+  try {
+    if (outcome === 'failed') await job.moveToFailed(new UnrecoverableError('test'), token, false)
+    else await job.moveToCompleted('ok', token, false)
+  } finally {
+    await close()
   }
   const now = new Date()
   await stack.events.Delivery.updateOne(
@@ -218,28 +230,21 @@ describe('the claim', () => {
   it('a failed delivery whose job a stopped worker still holds (active): queued 0, nothing changed; queued once BullMQ gives the job back', async () => {
     const app = newApp()
     const id = await queueTestDelivery(stack, queues, app)
-    // a worker takes the job (put first in line) and stops without finishing it: the job stays active, its lock held
-    await (await queues.deliveries.getJob(id))!.remove()
-    await queues.deliveries.add('deliver', { deliveryId: id }, { ...DELIVERY_JOB_OPTIONS, jobId: id, lifo: true })
-    const connection = new Redis(stack.redisUrl, { maxRetriesPerRequest: null })
-    const worker = new Worker<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, null, { connection, prefix: queuePrefix(stack.redisPrefix), autorun: false })
+    // a worker takes the job and stops without finishing it: the job stays active, its lock held
+    const { job, token, close } = await takeJob(id)
     try {
-      const token = randomUUID()
-      const job = (await worker.getNextJob(token, { block: false })) as Job<DeliveryJob> | undefined
-      expect(job?.id).toBe(id)
       await stack.events.Delivery.updateOne({ _id: id }, { $set: { status: 'failed', failedAt: new Date(), attemptCount: 14 } })
       expect(await redrive(app, { deliveryId: id })).toEqual({ queued: 0, reason: NOT_QUEUED.active })
       expect(await state(id)).toBe('active')
       expect(await stack.events.Delivery.findById(id).lean()).toMatchObject({ status: 'failed', run: 1 })
       expect(await stack.redis.exists(redriveClaimKey(stack.redisPrefix, id, 1))).toBe(0)
       // the job leaves active (BullMQ's stall check, or its worker ending it): the redrive goes through
-      await job!.moveToFailed(new UnrecoverableError('test'), token, false)
+      await job.moveToFailed(new UnrecoverableError('test'), token, false)
       expect(await redrive(app, { deliveryId: id })).toEqual({ queued: 1 })
       expect(await state(id)).toBe('waiting')
       expect(await stack.events.Delivery.findById(id).lean()).toMatchObject({ status: 'pending', run: 2 })
     } finally {
-      await worker.close()
-      connection.disconnect()
+      await close()
     }
   })
 
