@@ -184,6 +184,7 @@ async function main() {
     APPS_CONTEXT_KEY: randomBytes(32).toString('hex'),
     TICKETS_CONTEXT_KEY: randomBytes(32).toString('hex'),
     OPERATOR_TOKEN: randomBytes(32).toString('hex'),
+    METRICS_TOKEN: randomBytes(32).toString('hex'),
     // one app makes every request: the limit is checked on each (its cost is measured) but never reached
     XRPC_RATE_LIMIT_MAX: '1000000000',
   }
