@@ -45,18 +45,17 @@ const LOCALHOST: LookupAddress[] = [
   { address: '::1', family: 6 },
 ]
 
-/** what DNS answers when the name has no address */
-const NO_ADDRESS = new Set(['ENOTFOUND', 'ENODATA'])
 /** no server answered, or none would: the name may resolve later */
 const NO_ANSWER = new Set(['ETIMEOUT', 'ESERVFAIL', 'ECONNREFUSED', 'EREFUSED'])
 
 /**
- * No address for the name, with the codes getaddrinfo gives (the callers tell a name not resolved from a connection
- * refused by them): ENOTFOUND when DNS says it has none, EAI_AGAIN when no server answered; else c-ares' own.
+ * No address for the name, with the codes getaddrinfo gives, which the callers read as "nothing was sent": EAI_AGAIN
+ * when no server answered, else ENOTFOUND (DNS has no address, or the name cannot be asked: EBADNAME for a label of
+ * 64 characters or `a..b`); c-ares' own codes are in the message.
  */
 function unresolved(hostname: string, errors: unknown[]): NodeJS.ErrnoException {
   const codes = errors.map((e) => String((e as { code?: unknown }).code ?? 'ENODATA'))
-  const code = codes.every((c) => NO_ADDRESS.has(c)) ? 'ENOTFOUND' : codes.some((c) => NO_ANSWER.has(c)) ? 'EAI_AGAIN' : codes.find((c) => !NO_ADDRESS.has(c))!
+  const code = codes.some((c) => NO_ANSWER.has(c)) ? 'EAI_AGAIN' : 'ENOTFOUND'
   return Object.assign(new Error(`could not resolve ${hostname} (${codes.join(', ')})`), { code, hostname })
 }
 

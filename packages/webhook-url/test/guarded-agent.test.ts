@@ -93,12 +93,14 @@ test("the guard sees every address: a name that resolves only inside is refused,
   }
 })
 
-test('errors carry the codes getaddrinfo gives: ENOTFOUND for a name DNS does not know, EAI_AGAIN when no server answers', async () => {
+test('errors carry the codes getaddrinfo gives: ENOTFOUND for a name DNS does not know or cannot be asked, EAI_AGAIN when no server answers', async () => {
   const dns = await dnsServer({ 'gone.example.com': 'nxdomain' })
   const silent = await dnsServer({}, true)
   try {
     await expect(lookupWith(anyAddress, dns.servers, 'gone.example.com')).rejects.toMatchObject({ code: 'ENOTFOUND', message: expect.stringMatching(/^could not resolve gone\.example\.com/) })
     await expect(lookupWith(anyAddress, silent.servers, 'slow.example.com')).rejects.toMatchObject({ code: 'EAI_AGAIN' })
+    // a name DNS cannot be asked (c-ares: EBADNAME) is not resolved either: nothing is sent to it
+    await expect(lookupWith(anyAddress, dns.servers, `${'a'.repeat(64)}.example.com`)).rejects.toMatchObject({ code: 'ENOTFOUND', message: expect.stringMatching(/EBADNAME/) })
   } finally {
     await dns.close()
     await silent.close()

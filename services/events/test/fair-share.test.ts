@@ -16,6 +16,8 @@ test('an attempt still running at slowMs makes its app environment slow: then it
   const share = createFairShare({ slowMs: 20, slowAppConcurrency: 2, onSlow: (key) => becameSlow.push(key) })
   const first = share.begin('slow test')!
   const second = share.begin('slow test')!
+  first.sending()
+  second.sending()
   await sleep(60)
   expect(share.isSlow('slow test')).toBe(true)
   // told once, though both attempts ran past slowMs
@@ -34,13 +36,20 @@ test('an attempt still running at slowMs makes its app environment slow: then it
   third!.end()
 })
 
-test('an attempt that ends before slowMs leaves the app environment as it was; slowness ends SLOW_FOR_MS after it was last seen', async () => {
+test('an attempt that ends before slowMs, or whose request has not gone out, leaves the app environment as it was; slowness ends SLOW_FOR_MS after it was last seen', async () => {
   let now = 1_000_000
   const share = createFairShare({ slowMs: 30, slowAppConcurrency: 1, now: () => now })
-  share.begin('quick test')!.end()
+  const quick = share.begin('quick test')!
+  quick.sending()
+  quick.end()
+  // our own reads before the request (the job's write, the signing secrets) are not the receiver's time
+  const preparing = share.begin('preparing test')!
   await sleep(60)
   expect(share.isSlow('quick test')).toBe(false)
+  expect(share.isSlow('preparing test')).toBe(false)
+  preparing.end()
   const held = share.begin('slow test')!
+  held.sending()
   await sleep(60)
   expect(share.isSlow('slow test')).toBe(true)
   now += SLOW_FOR_MS - 1

@@ -11,12 +11,14 @@ import { API_VERSION } from '@svc/vocabulary'
 import { webhookRequest, xrpcRequest } from '../src/delivery/channels'
 import { ATTEMPT_ERROR_CHARS, createDeliveryAgent, isDuplicateDeliveryAnswer, sendAttempt } from '../src/delivery/transport'
 
-test('a request that fails on a 3,000-character host name records a reason of at most 500 characters', async () => {
+test('a request that fails on a 3,000-character host name records a reason of at most 500 characters, as not resolved and unsent', async () => {
   const agent = createDeliveryAgent({ environment: 'test', allowLoopbackInTest: false }, 1000)
   try {
     const result = await sendAttempt(agent, { url: `http://${'a'.repeat(3000)}.example/hook`, headers: {}, body: '{}' }, 2000)
     expect(result.statusCode).toBeNull()
-    expect(result.error).toMatch(/^request failed: /)
+    // a label of 64 characters or more cannot be asked of DNS: not resolved, and nothing was sent
+    expect(result.error).toMatch(/^could not resolve a{400}/)
+    expect(result.unsent).toBe(true)
     expect(result.error!.length).toBeLessThanOrEqual(ATTEMPT_ERROR_CHARS)
   } finally {
     await agent.close()

@@ -9,7 +9,7 @@ import pino from 'pino'
 import { createMetrics } from '@svc/operations'
 import { startStack, type TestStack } from '../../stack'
 import type { AnswerFn, Receiver } from './helpers/receiver'
-import { appWithReceiver as appWithNewReceiver, attemptsOf, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
+import { appWithReceiver as appWithNewReceiver, attemptsOf, getDelivery, queueTestDelivery, stackQueues, waitFor, waitForStatus, type StackQueues } from './helpers/events'
 
 let stack: TestStack
 let queues: StackQueues
@@ -74,6 +74,19 @@ it("a receiver that holds its requests gets at most its share of the worker's sl
     expect(logLines.filter((l) => l.msg.startsWith('event receiver slow'))).toEqual([expect.objectContaining({ appDid: slow.app.did, environment: 'test' })])
     const deferred = (await metrics.registry.getSingleMetric('svc_delivery_deferred_total')!.get()).values[0]!.value
     expect(deferred).toBeGreaterThanOrEqual(waiting.length)
+
+    // one that was held (its endpoint paused, then unpaused) and now waits for the slow receiver is pending again
+    const wasHeld = waiting[0]!
+    await stack.events.Delivery.updateOne({ _id: wasHeld }, { $set: { status: 'held' } })
+    const heldJob = (await queues.deliveries.getJob(wasHeld))!
+    await heldJob.updateData({ ...heldJob.data, holds: 3 })
+    await heldJob.promote()
+    await waitFor(async () => (await getDelivery(stack, wasHeld))?.status === 'pending', 'the held delivery to be pending again')
+    await waitFor(async () => (await queues.deliveries.getJobState(wasHeld)) === 'delayed', 'the job to wait again')
+    const deferredAgain = (await queues.deliveries.getJob(wasHeld))!.data
+    expect(deferredAgain.holds).toBeUndefined()
+    expect(deferredAgain.deferrals).toBeGreaterThanOrEqual(2)
+    expect(slow.receiver.requests).toHaveLength(1)
 
     // once it answers, every one is delivered at its first attempt, still one at a time
     release()

@@ -12,8 +12,11 @@
 export const SLOW_FOR_MS = 60_000
 
 export interface FairShare {
-  /** a slot for one attempt to `key` (an app environment), or null when its receiver is slow and it holds its share */
-  begin(key: string): { end(): void } | null
+  /**
+   * A slot for one attempt to `key` (an app environment), or null when its receiver is slow and it holds its share.
+   * `sending()` when the request goes out (the receiver's time counts from there), `end()` when it is over.
+   */
+  begin(key: string): { sending(): void; end(): void } | null
   /** whether attempts to `key` count as slow now */
   isSlow(key: string): boolean
 }
@@ -50,16 +53,20 @@ export function createFairShare(opts: {
       const held = inFlight.get(key) ?? 0
       if (held >= opts.slowAppConcurrency && isSlow(key)) return null
       inFlight.set(key, held + 1)
-      // slow from the moment an attempt has run for slowMs, not only once it ends (a receiver that never answers
-      // would otherwise take every slot for DELIVERY_TIMEOUT_MS first)
-      const timer = setTimeout(() => markSlow(key), opts.slowMs)
-      timer.unref()
+      let timer: NodeJS.Timeout | null = null
       let ended = false
       return {
+        // slow from the moment the receiver has had the request for slowMs, not only once it answers (one that never
+        // answers would otherwise take every slot for DELIVERY_TIMEOUT_MS first); our own reads before it do not count
+        sending() {
+          if (ended || timer) return
+          timer = setTimeout(() => markSlow(key), opts.slowMs)
+          timer.unref()
+        },
         end() {
           if (ended) return
           ended = true
-          clearTimeout(timer)
+          if (timer) clearTimeout(timer)
           const left = (inFlight.get(key) ?? 1) - 1
           if (left > 0) inFlight.set(key, left)
           else inFlight.delete(key)

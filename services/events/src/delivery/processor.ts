@@ -309,13 +309,16 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
 
   /**
    * The app environment's receiver is slow and its attempts hold their share of this process's slots (fair-share.ts):
-   * the job goes back to delayed, nothing sent, written or counted (its data as it was, and the count of waits in a
-   * row, which lengthens the next: deferDelayMs). The board's log says so once.
+   * the job goes back to delayed, nothing sent or counted, with this attempt as resumed (the attempts dead workers
+   * left stay in the job, to be logged `interrupted` with its outcome) and the count of waits in a row, which
+   * lengthens the next (deferDelayMs). A delivery that was `held` (its endpoint unpaused since) is `pending` again:
+   * the one write. The board's log says so once.
    */
   async function defer(job: Job<DeliveryJob>, token: string | undefined, a: Attempting): Promise<never> {
     const deferrals = job.data.deferrals ?? 0
     const retryAt = Date.now() + deferDelayMs(deferrals)
-    await job.updateData({ ...job.data, deferrals: deferrals + 1 })
+    if (job.data.holds) await models.Delivery.updateOne({ _id: a.id, status: 'held' }, { $set: { status: 'pending' } })
+    await job.updateData({ ...jobData(a, a.number, null, a.interrupted), deferrals: deferrals + 1 })
     deps.onDeferred?.()
     if (deferrals === 0) await boardLog(job, `waiting: the receiver is slow and its earlier attempts hold its share of the worker's slots (${settings.slowAppConcurrency})`)
     log.debug({ deliveryId: a.id, appDid: a.appDid, environment: a.environment, deferrals: deferrals + 1 }, 'delivery attempt deferred: the receiver is slow')
@@ -474,6 +477,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       if (failure === null && channel !== null && target !== null) {
         const prepared = await prepare(a, channel, target)
         sent = !('error' in prepared)
+        if (!('error' in prepared)) slot?.sending()
         result = 'error' in prepared
           ? { statusCode: null, durationMs: 0, error: prepared.error, responseExcerpt: null, retryAfter: null }
           : await sendAttempt(deps.agents[a.environment], prepared.request, settings.timeoutMs)

@@ -178,7 +178,7 @@ export const NOT_QUEUED = {
   open: 'already queued: the delivery is pending or held and its next attempt is scheduled',
   settling: `redriven less than ${REDRIVE_SETTLE_MS / 1000} s ago: its new run has started; list the deliveries before redriving again`,
   parallel: 'another redrive of this delivery queued it',
-  active: "its last attempt's job is still active: a worker that stopped holds it until BullMQ gives it back (about a minute); redrive it again then",
+  active: "its last attempt's job is still active: its worker is finishing it, or stopped and holds it until BullMQ gives it back (about a minute); redrive it again then",
   delivered: `first sent more than ${REDRIVE_DELIVERED_WITHIN_DAYS} days ago: receivers keep the ids of processed deliveries for 30 days, and a new run's attempts may take 3 days or more, so it could be processed twice`,
 } as const
 
