@@ -191,7 +191,11 @@ async function main() {
   // the request paths need the subgraphs (the gateway composes all four), the gateway and the adapter; the
   // delivery rows run on a stack of their own (below)
   const components = serviceComponents({ host, ports, redisUrl, redisPrefix }, { only: ['apps', 'actors', 'payments', 'events', 'tickets', 'gateway', 'xrpc-adapter'] })
-  const running = await startComponents(components, env, { stdio: 'ignore' })
+  const running = await startComponents(components, env, { stdio: 'ignore' }).catch(async (err: unknown) => {
+    // a component that exited at start (a configuration refused) must not leave the FerretDB running
+    await ferret?.stop('SIGKILL')
+    throw err
+  })
   const { conn, models } = await connectApps(mongoUrl.toString())
   try {
     const app = await generateDidKeyKeypair('ES256K')
