@@ -477,7 +477,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       if (failure === null && channel !== null && target !== null) {
         const prepared = await prepare(a, channel, target)
         sent = !('error' in prepared)
-        if (!('error' in prepared)) slot?.sending()
+        if (sent) slot?.sending()
         result = 'error' in prepared
           ? { statusCode: null, durationMs: 0, error: prepared.error, responseExcerpt: null, retryAfter: null }
           : await sendAttempt(deps.agents[a.environment], prepared.request, settings.timeoutMs)
