@@ -13,6 +13,7 @@
 import type { LookupAddress, LookupOptions } from 'node:dns'
 import { Resolver } from 'node:dns/promises'
 import { isIP } from 'node:net'
+import { setTimeout as delay } from 'node:timers/promises'
 import { Agent, buildConnector } from 'undici'
 
 /** The connect check refused the address. */
@@ -59,6 +60,27 @@ function unresolved(hostname: string, errors: unknown[]): NodeJS.ErrnoException 
   return Object.assign(new Error(`could not resolve ${hostname} (${codes.join(', ')})`), { code, hostname })
 }
 
+/**
+ * Once one family has answered with addresses, how long the other query may still take (RFC 8305 §3, "Resolution
+ * Delay"): a server that drops AAAA queries does not hold a connection for that query's whole timeout.
+ */
+export const RESOLUTION_DELAY_MS = 50
+
+interface Query {
+  settled: Promise<void>
+  addresses?: LookupAddress[]
+  error?: unknown
+}
+
+function query(answer: Promise<string[]>, family: 4 | 6): Query {
+  const q: Query = { settled: Promise.resolve() }
+  q.settled = answer.then(
+    (list) => void (q.addresses = list.map((address) => ({ address, family }))),
+    (err: unknown) => void (q.error = err),
+  )
+  return q
+}
+
 /** The name's addresses (IPv4 first), by DNS queries for A and AAAA records in parallel. */
 export function createNameResolver(opts: ResolveOptions = {}): (hostname: string) => Promise<LookupAddress[]> {
   const resolver = new Resolver({ timeout: RESOLVE_TIMEOUT_MS, tries: RESOLVE_TRIES })
@@ -66,13 +88,14 @@ export function createNameResolver(opts: ResolveOptions = {}): (hostname: string
   return async (hostname) => {
     const name = hostname.toLowerCase().replace(/\.$/, '')
     if (name === 'localhost' || name.endsWith('.localhost')) return LOCALHOST
-    const [v4, v6] = await Promise.allSettled([resolver.resolve4(name), resolver.resolve6(name)])
-    const addresses = [
-      ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
-      ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
-    ]
+    const queries = [query(resolver.resolve4(name), 4), query(resolver.resolve6(name), 6)]
+    const both = Promise.all(queries.map((q) => q.settled))
+    // the first family with addresses, or both settled without
+    await Promise.race(queries.map((q) => q.settled.then(() => (q.addresses?.length ? undefined : both))))
+    await Promise.race([both, delay(RESOLUTION_DELAY_MS, undefined, { ref: false })])
+    const addresses = queries.flatMap((q) => q.addresses ?? [])
     if (addresses.length > 0) return addresses
-    throw unresolved(hostname, [v4, v6].map((r) => (r.status === 'rejected' ? r.reason : Object.assign(new Error('no address'), { code: 'ENODATA' }))))
+    throw unresolved(hostname, queries.map((q) => q.error ?? Object.assign(new Error('no address'), { code: 'ENODATA' })))
   }
 }
 

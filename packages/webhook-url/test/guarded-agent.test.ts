@@ -12,8 +12,8 @@ import { AddressRefusedError, createGuardedAgent, guardedLookup, type AddressGua
 
 type Records = Record<string, { a?: string[]; aaaa?: string[] } | 'nxdomain'>
 
-/** A DNS server answering A and AAAA queries from `records`, or none at all (`silent`); counts the queries. */
-async function dnsServer(records: Records, silent = false): Promise<{ servers: string[]; queries: string[]; close(): Promise<void> }> {
+/** A DNS server answering A and AAAA queries from `records`, or none at all (`silent`) or none of one type; counts the queries. */
+async function dnsServer(records: Records, silent: boolean | 'A' | 'AAAA' = false): Promise<{ servers: string[]; queries: string[]; close(): Promise<void> }> {
   const socket: Socket = createSocket('udp4')
   const queries: string[] = []
   socket.on('message', (msg, peer) => {
@@ -26,8 +26,9 @@ async function dnsServer(records: Records, silent = false): Promise<{ servers: s
     const question = msg.subarray(12, offset + 5)
     const type = msg.readUInt16BE(offset + 1)
     const name = labels.join('.').toLowerCase()
-    queries.push(`${name} ${type === 1 ? 'A' : type === 28 ? 'AAAA' : type}`)
-    if (silent) return
+    const asked = type === 1 ? 'A' : type === 28 ? 'AAAA' : String(type)
+    queries.push(`${name} ${asked}`)
+    if (silent === true || silent === asked) return
     const entry = records[name]
     const answers = entry === undefined || entry === 'nxdomain' ? [] : type === 1 ? (entry.a ?? []) : type === 28 ? (entry.aaaa ?? []) : []
     const header = Buffer.alloc(12)
@@ -104,6 +105,21 @@ test('errors carry the codes getaddrinfo gives: ENOTFOUND for a name DNS does no
   } finally {
     await dns.close()
     await silent.close()
+  }
+})
+
+test("a server that drops one family's queries: the other family's addresses, without waiting out the dropped query", async () => {
+  const noAAAA = await dnsServer({ 'hooks.example.com': { a: ['203.0.113.10'], aaaa: ['2001:db8::7'] } }, 'AAAA')
+  const noA = await dnsServer({ 'hooks.example.com': { a: ['203.0.113.10'], aaaa: ['2001:db8::7'] } }, 'A')
+  try {
+    expect(await lookupWith(anyAddress, noAAAA.servers, 'hooks.example.com')).toEqual([{ address: '203.0.113.10', family: 4 }])
+    // c-ares asks again when its first wait ends: the answer came before that
+    expect(noAAAA.queries.filter((q) => q.endsWith(' AAAA'))).toEqual(['hooks.example.com AAAA'])
+    expect(await lookupWith(anyAddress, noA.servers, 'hooks.example.com')).toEqual([{ address: '2001:db8::7', family: 6 }])
+    expect(noA.queries.filter((q) => q.endsWith(' A'))).toEqual(['hooks.example.com A'])
+  } finally {
+    await noAAAA.close()
+    await noA.close()
   }
 })
 

@@ -13,7 +13,8 @@ import { initiate, product } from './payment-helpers'
 
 const XRPC_MAX = 5
 const UTILITY_MAX = 3
-const WINDOW_MS = 3000
+/** long enough for a test's sequential calls to fit in one window on a loaded machine */
+const WINDOW_MS = 6000
 
 let stack: TestStack
 
