@@ -9,7 +9,7 @@
 import { Agent, fetch, type Response } from 'undici'
 import { AddressRefusedError, createGuardedAgent, isLoopbackAddress, isNonPublicAddress } from '@svc/webhook-url'
 import { nativeKey, verifySignatureNatively } from './native-signature'
-import { DidResolver, DidWebResolver, type CacheResult, type DidCache, type DidDocument } from '@atproto/identity'
+import { DidPlcResolver, DidResolver, DidWebResolver, type CacheResult, type DidCache, type DidDocument } from '@atproto/identity'
 import { AuthRequiredError, verifyJwt } from '@atproto/xrpc-server'
 import { ContractError, type ErrorCode } from '@svc/errors'
 import { isDid } from '@svc/vocabulary'
@@ -78,7 +78,7 @@ const DEFAULT_CLOCK_SKEW_SECONDS = 30
 const DEFAULT_DID_CACHE_TTL_MS = 10 * 60 * 1000
 const DEFAULT_DID_TIMEOUT_MS = 3000
 const DEFAULT_DID_CACHE_MAX = 10_000
-/** A did:web document larger than this is refused: a DID document is a few hundred bytes. */
+/** A DID document larger than this is refused: one is a few hundred bytes. */
 const MAX_DID_DOCUMENT_BYTES = 16 * 1024
 /** The cached documents' total size (their JSON text), whatever their number. */
 const DID_CACHE_MAX_BYTES = 32 * 1024 * 1024
@@ -140,6 +140,27 @@ class GuardedDidWebResolver extends DidWebResolver {
     if (!res.ok) {
       await res.body?.cancel().catch(() => undefined)
       return null
+    }
+    return JSON.parse(await boundedText(res, MAX_DID_DOCUMENT_BYTES))
+  }
+}
+
+/**
+ * did:plc documents from the PLC directory, bounded like did:web ones: the directory is the operator's choice, but
+ * what it serves for a DID is the DID owner's, and a token names any DID before its signature is checked.
+ */
+class BoundedDidPlcResolver extends DidPlcResolver {
+  override async resolveNoCheck(did: string): Promise<unknown> {
+    const res = await fetch(new URL(`/${encodeURIComponent(did)}`, this.plcUrl), {
+      signal: AbortSignal.timeout(this.timeout),
+      redirect: 'error',
+      headers: { accept: 'application/did+ld+json,application/json' },
+    })
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => undefined)
+      // positively unknown, against a directory that failed
+      if (res.status === 404) return null
+      throw Object.assign(new Error(`the PLC directory answered ${res.status}`), { status: res.status })
     }
     return JSON.parse(await boundedText(res, MAX_DID_DOCUMENT_BYTES))
   }
@@ -209,6 +230,7 @@ function buildResolver(options: ServiceAuthVerifierOptions): DidResolver {
   const didCache = new BoundedDidCache(ttl, options.didCacheMax ?? DEFAULT_DID_CACHE_MAX)
   const resolver = new DidResolver({ plcUrl: options.plcUrl, timeout, didCache })
   resolver.methods.set('web', new GuardedDidWebResolver(timeout, options.allowInsecureDidWeb === true))
+  resolver.methods.set('plc', new BoundedDidPlcResolver(options.plcUrl, timeout))
   return resolver
 }
 

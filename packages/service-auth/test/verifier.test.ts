@@ -354,6 +354,17 @@ describe('issuer resolution', () => {
     await expectCode(fresh.verify(`Bearer ${token}`, NSID), 'UnresolvableIssuer')
   })
 
+  it('a did:plc document over 16 KiB → UnresolvableIssuer (what the directory serves for a DID is its owner\'s)', async () => {
+    const { keypair } = await generateDidKeyKeypair('ES256K')
+    const did = randomPlcDid()
+    plcDocs.set(did, { ...didDocument(did, keypair), padding: 'x'.repeat(17 * 1024) })
+    await expectCode(verifier.verify(`Bearer ${await mintServiceJwt({ keypair, iss: did, aud: SERVICE_DID, lxm: NSID })}`, NSID), 'UnresolvableIssuer')
+    // a document within the bound is read
+    plcDocs.set(did, { ...didDocument(did, keypair), padding: 'x'.repeat(15 * 1024) })
+    const fresh = createServiceAuthVerifier({ serviceDid: SERVICE_DID, plcUrl, redis, replayKeyPrefix: prefix })
+    await expect(fresh.verify(`Bearer ${await mintServiceJwt({ keypair, iss: did, aud: SERVICE_DID, lxm: NSID })}`, NSID)).resolves.toMatchObject({ iss: did })
+  })
+
   it('keeps at most didCacheMax issuers\' documents: the least recently used is fetched again', async () => {
     const small = createServiceAuthVerifier({ serviceDid: SERVICE_DID, plcUrl, redis, replayKeyPrefix: prefix, didCacheMax: 2 })
     const issuers = await Promise.all(
