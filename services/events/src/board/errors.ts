@@ -29,3 +29,24 @@ export function boardErrorResponse(err: unknown): { status: number; body: { erro
   const error = boardError(err)
   return { status: error.status, body: error.toBody() }
 }
+
+/**
+ * bull-board answers some refusals itself, not by throwing: an unknown queue or job (404), a bad query parameter (400)
+ * and, before the board refused writes itself (server.ts), a read-only queue (405), with `{ error: { key } }`. The
+ * same answers in the service's shape: `{ error, message }`, the message read from bull-board's key.
+ */
+export function boardRefusalBody(status: number, payload: unknown): { error: string; message: string } | null {
+  if (status < 400 || status >= 500 || typeof payload !== 'string' || !payload.startsWith('{')) return null
+  let body: { error?: unknown }
+  try {
+    body = JSON.parse(payload) as { error?: unknown }
+  } catch {
+    return null
+  }
+  const key = (body.error as { key?: unknown } | null | undefined)?.key
+  if (typeof key !== 'string') return null
+  const message = key.replace(/^ERRORS\./, '').toLowerCase().replace(/_/g, ' ')
+  if (status === 404) return { error: 'NotFound', message }
+  if (status === 405) return { error: 'MethodNotAllowed', message }
+  return { error: 'InvalidRequest', message }
+}

@@ -16,7 +16,7 @@ import { REQUEST_ID_HEADER } from '@svc/internal-context'
 import { closingConnections, REQUEST_REDIS_OPTIONS } from '@svc/operations'
 import { ALL_QUEUES, queuePrefix } from '../queues'
 import { BOARD_REALM, checkOperator } from './auth'
-import { boardError, boardErrorResponse } from './errors'
+import { boardError, boardErrorResponse, boardRefusalBody } from './errors'
 
 export interface BoardOptions {
   redisUrl: string
@@ -51,6 +51,19 @@ export async function buildBoard(opts: BoardOptions): Promise<FastifyInstance> {
     if (result.ok) return
     request.log.warn({ reason: result.reason }, 'board: operator authentication failed')
     return reply.code(401).header('www-authenticate', BOARD_REALM).send({ error: 'Unauthorized', message: 'the board needs the operator token' })
+  })
+
+  // Read-only before bull-board sees the request: its read-only mode refuses each queue's actions (405), but its
+  // all-queues pause and resume answered 200 (skipping the read-only queues), and every non-GET route of its API
+  // writes. So any other method answers 405 here, naming what the board is.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.method === 'GET' || request.method === 'HEAD') return
+    return reply.code(405).header('allow', 'GET, HEAD').send({ error: 'MethodNotAllowed', message: 'the board is read-only: it never changes a queue or a job' })
+  })
+  // bull-board's own refusals (an unknown queue or job, a bad parameter) in the service's shape too (errors.ts)
+  app.addHook('onSend', async (_request, reply, payload) => {
+    const body = boardRefusalBody(reply.statusCode, payload)
+    return body ? JSON.stringify(body) : payload
   })
 
   app.get('/health', async () => ({ ok: true }))
