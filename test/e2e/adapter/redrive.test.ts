@@ -275,7 +275,8 @@ describe('batch: {"status": "failed", "since"?, "limit"?}', () => {
     const dev = await newApp()
     const failed: string[] = []
     for (let i = 0; i < 5; i++) failed.push(await finished(dev))
-    const base = Date.parse('2026-01-01T00:00:00.000Z')
+    // two days ago, on the hour (a test delivery near its 30 days' end is not redriven)
+    const base = Math.floor((Date.now() - 2 * 86_400_000) / 3600_000) * 3600_000
     for (const [i, id] of failed.entries()) {
       await stack.events.Delivery.collection.updateOne({ _id: id as never }, { $set: { createdAt: new Date(base + i * 3600_000) } })
     }
@@ -283,8 +284,9 @@ describe('batch: {"status": "failed", "since"?, "limit"?}', () => {
     const since = new Date(base + 2 * 3600_000).toISOString()
     expect(expectOk(await redrive(stack, { app: dev.app.did }, { status: 'failed', since, limit: 1 }, bearer(dev.key)))).toEqual({ ok: true, queued: 1 })
     expect((await stack.events.Delivery.find({ _id: { $in: failed } }).lean()).filter((d) => d.status === 'pending').map((d) => d._id)).toEqual([failed[2]])
-    // a zone offset is accepted: since the fourth
-    expect(queuedOf(await redrive(stack, { app: dev.app.did }, { status: 'failed', since: '2026-01-01T04:00:00+01:00' }, bearer(dev.key)))).toBe(2)
+    // a zone offset is accepted: since the fourth, written as the time at +01:00
+    const fourthAtPlusOne = new Date(base + 4 * 3600_000).toISOString().replace('.000Z', '+01:00')
+    expect(queuedOf(await redrive(stack, { app: dev.app.did }, { status: 'failed', since: fourthAtPlusOne }, bearer(dev.key)))).toBe(2)
     // the rest, with no since
     expect(queuedOf(await redrive(stack, { app: dev.app.did }, { status: 'failed', limit: 1000 }, bearer(dev.key)))).toBe(2)
     for (const id of failed) await expectRequeued(id, 2)

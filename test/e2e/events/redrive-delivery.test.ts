@@ -3,7 +3,8 @@
  * time): a test event through the developer route fails its whole 14-attempt run, the receiver recovers, 20 parallel
  * redrives through `POST /api/webhooks/atm` queue it once, and the delivery arrives exactly once more with the same id
  * and body, attempt 15 of the log. A redrive's run has all 14 attempts, also after a run whose job was added again for
- * the attempts it had left.
+ * the attempts it had left. A test delivery at the end of its retention is not redriven, and a job whose delivery was
+ * deleted during its attempt ends.
  */
 import mongoose from 'mongoose'
 import pino from 'pino'
@@ -337,4 +338,35 @@ test('a failed delivery whose every attempt was refused before it was sent (conn
     return doc?.run === 2 && doc.status === 'failed'
   }, 'the redriven run to fail', 30_000)
   expect((await getDelivery(stack, id))!.firstReachedAt).toBeUndefined()
+})
+
+test("a test delivery within an hour of its retention's end is not redriven: the prune would delete it while its new run's job still sent it", async () => {
+  const { redrive, queue } = await appReceiving('closed')
+  const id = await queue()
+  await waitForStatus(stack, id, 'failed', 30_000)
+  // made 29 days and 23½ hours ago: the hourly prune may take it before a new run ends, even before it starts
+  // (on the collection: mongoose keeps createdAt immutable)
+  await stack.events.Delivery.collection.updateOne({ _id: id as never }, { $set: { createdAt: new Date(Date.now() - 30 * DAY_MS + 30 * 60_000) } })
+  expect(await redrive({ deliveryId: id })).toEqual({ status: 200, body: { ok: true, queued: 0, reason: expect.stringMatching(/^a test delivery kept for 30 days and within an hour of being deleted/) } })
+  expect(await redrive({ status: 'failed' })).toEqual({ status: 200, body: { ok: true, queued: 0 } })
+  expect(await getDelivery(stack, id)).toMatchObject({ status: 'failed', run: 1 })
+  // a day younger, it is redriven
+  await stack.events.Delivery.collection.updateOne({ _id: id as never }, { $set: { createdAt: new Date(Date.now() - 29 * DAY_MS) } })
+  expect(await redrive({ deliveryId: id })).toEqual({ status: 200, body: { ok: true, queued: 1 } })
+})
+
+test('a delivery deleted while its attempt is out (the test retention) gets no more attempts: nothing is sent unlogged', async () => {
+  const { receiver: r, queue } = await appReceiving(async (req) => {
+    await stack.events.Delivery.deleteOne({ _id: String(req.headers['webhook-id']) })
+    return { status: 500, body: 'down' }
+  })
+  const id = await queue()
+  const queues = stackQueues(stack)
+  try {
+    await waitFor(async () => ((await queues.deliveries.getJob(id))?.finishedOn ? true : null), 'the job to end', 30_000)
+    expect(await (await queues.deliveries.getJob(id))!.getState()).toBe('completed')
+  } finally {
+    await queues.close()
+  }
+  expect(r.requests).toHaveLength(1)
 })

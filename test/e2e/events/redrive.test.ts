@@ -262,10 +262,12 @@ describe('batch', () => {
   it('batch redrives with a limit take the oldest first; parallel ones queue each delivery once in total', async () => {
     const app = newApp()
     const ids: string[] = []
+    // made an hour ago, a second apart (a test delivery near its 30 days' end is not redriven)
+    const base = Date.now() - 3_600_000
     for (let i = 0; i < 8; i++) {
       const id = await queueTestDelivery(stack, queues, app)
       await finish(id, 'failed')
-      await stack.events.Delivery.collection.updateOne({ _id: id as never }, { $set: { createdAt: new Date(Date.parse('2026-02-01T00:00:00Z') + i * 1000) } })
+      await stack.events.Delivery.collection.updateOne({ _id: id as never }, { $set: { createdAt: new Date(base + i * 1000) } })
       ids.push(id)
     }
     // one call takes the 3 oldest
@@ -273,7 +275,7 @@ describe('batch', () => {
     const pending = (await stack.events.Delivery.find({ _id: { $in: ids }, status: 'pending' }).lean()).map((d) => d._id).sort()
     expect(pending).toEqual(ids.slice(0, 3).sort())
     // parallel calls: each takes up to its limit of what is still failed; every delivery is queued once in total
-    const parallel = await Promise.all(Array.from({ length: 5 }, () => redrive(app, { status: 'failed', limit: 2, since: '2026-02-01T00:00:00Z' })))
+    const parallel = await Promise.all(Array.from({ length: 5 }, () => redrive(app, { status: 'failed', limit: 2, since: new Date(base).toISOString() })))
     const queued = parallel.reduce((n, r) => n + (r.queued ?? NaN), 0)
     expect(queued).toBeGreaterThanOrEqual(2)
     const now = await stack.events.Delivery.find({ _id: { $in: ids } }).lean()

@@ -381,7 +381,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
    * in the workers' log. `entry.number` ends as the number written. `reachedAt`: when this attempt, or one of the
    * interrupted ones, first may have reached the receiver (recorded with `$min`, as the first delivery's time is).
    */
-  async function writeOutcome(a: Attempting, entry: AttemptDoc, delivered: boolean, finishedAt: Date, reachedAt: Date | null): Promise<'written' | 'already-delivered'> {
+  async function writeOutcome(a: Attempting, entry: AttemptDoc, delivered: boolean, finishedAt: Date, reachedAt: Date | null): Promise<'written' | 'already-delivered' | 'gone'> {
     const { nextAttemptAt } = entry
     const state = delivered ? { status: 'delivered', deliveredAt: finishedAt } : nextAttemptAt === null ? { status: 'failed', failedAt: finishedAt } : { status: 'pending' }
     const counted = (n: number) => ({ attemptCount: n, lastAttemptAt: entry.attemptedAt, nextAttemptAt, lastStatusCode: entry.statusCode, lastError: entry.error })
@@ -399,7 +399,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     if (first.matchedCount > 0) return 'written'
     for (let tries = 0; tries < 5; tries++) {
       const d = (await models.Delivery.findById(a.id, { status: 1, attemptCount: 1 }).lean()) as Pick<DeliveryDoc, 'status' | 'attemptCount'> | null
-      if (!d) return 'written' // gone: nothing to log into
+      if (!d) return 'gone' // deleted meanwhile (a test delivery past its retention): nothing to log into, nothing more to send
       if (d.status === 'delivered') return 'already-delivered'
       const counts = d.attemptCount ?? 0
       log.warn({ deliveryId: a.id, number: entry.number, counted: counts }, 'delivery attempt numbered after the ones its delivery counted (the job was behind)')
@@ -513,6 +513,10 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       nextAttemptAt,
     }
     const written = await writeOutcome(a, entry, delivered, finishedAt, reachedAt)
+    if (written === 'gone') {
+      log.warn({ deliveryId: a.id, number: entry.number, statusCode: entry.statusCode, error: entry.error }, 'delivery attempt made for a delivery deleted meanwhile: no more attempts')
+      return written
+    }
     if (written === 'already-delivered') {
       log.warn({ deliveryId: a.id, number: entry.number, statusCode: entry.statusCode, error: entry.error }, 'delivery attempt made after another worker delivered it: not logged in the delivery')
       return written

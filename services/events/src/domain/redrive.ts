@@ -21,6 +21,7 @@ import type { DeliveryJob } from '../queues'
 import type { EventsDomain } from './context'
 import { deliveryJob, enqueueDelivery, firstReached, RECEIVERS_KEEP_IDS_MS, requeueLostDelivery } from './deliveries'
 import { DELIVERY_ID_RE } from './envelope'
+import { TEST_DELIVERY_RETENTION_MS } from './retention'
 import { scheduleSpanMs } from './schedule'
 import { parseEnvironment, parseZonedDateTime, type Environment } from '@svc/vocabulary'
 import type { RedriveInput } from '../generated/graph-types'
@@ -52,6 +53,12 @@ const BATCH_CONCURRENCY = 10
 /** how long the claim of requeueing a lost job stands (the job exists by then) */
 const LOST_CLAIM_TTL_SECONDS = 60
 const PROGRESS_EVERY = 100
+/**
+ * A test delivery this close to its retention's end is not redriven: the prune (retention.ts) reads what it deletes
+ * and then deletes it by id (FerretDB), so a run started in between would be deleted with its job still sending it,
+ * unlogged. An hour is the prune's period, far past the moments between this check and the new run's write.
+ */
+export const RETENTION_REDRIVE_MARGIN_MS = 3600_000
 
 export type { RedriveInput }
 
@@ -179,6 +186,7 @@ export const NOT_QUEUED = {
   settling: `redriven less than ${REDRIVE_SETTLE_MS / 1000} s ago: its new run has started; list the deliveries before redriving again`,
   parallel: 'another redrive of this delivery queued it',
   active: "its last attempt's job is still active: its worker is finishing it, or stopped and holds it until BullMQ gives it back (about a minute); redrive it again then",
+  retention: `a test delivery kept for ${TEST_DELIVERY_RETENTION_MS / 86_400_000} days and within an hour of being deleted: send a new test event instead`,
   delivered: `first sent more than ${REDRIVE_DELIVERED_WITHIN_DAYS} days ago: receivers keep the ids of processed deliveries for 30 days, and a new run's attempts may take 3 days or more, so it could be processed twice`,
 } as const
 
@@ -223,6 +231,9 @@ async function jobLeftActive(domain: Domain, deliveryId: string, waitMs: number)
 /** Redrives one delivery document of the caller's app environment: queued 1 by this call, or 0 and why not. */
 async function redriveOne(domain: Domain, doc: DeliveryDoc, now: Date, activeWaitMs: number): Promise<Outcome> {
   if (!redrivable(doc)) return requeueIfLost(domain, doc, now) // pending or held: queued, unless Redis lost the job
+  if (doc.environment === 'test' && now.getTime() - doc.createdAt.getTime() > TEST_DELIVERY_RETENTION_MS - RETENTION_REDRIVE_MARGIN_MS) {
+    return notQueued(NOT_QUEUED.retention)
+  }
   const first = firstReached(doc)
   if (first && now.getTime() - first.getTime() > REDRIVE_DELIVERED_WITHIN_MS) {
     return notQueued(NOT_QUEUED.delivered)
