@@ -139,6 +139,8 @@ class GuardedDidWebResolver extends DidWebResolver {
     })
     if (!res.ok) {
       await res.body?.cancel().catch(() => undefined)
+      // a host that fails for now (lookupUnavailable: a retry may pass), against one that has no document
+      if (res.status >= 500 || res.status === 429) throw Object.assign(new Error(`the did:web host answered ${res.status}`), { status: res.status })
       return null
     }
     return JSON.parse(await boundedText(res, MAX_DID_DOCUMENT_BYTES))
@@ -164,6 +166,23 @@ class BoundedDidPlcResolver extends DidPlcResolver {
     }
     return JSON.parse(await boundedText(res, MAX_DID_DOCUMENT_BYTES))
   }
+}
+
+/** Connection failures worth a retry: the host or the directory is away for now (not a name that does not exist). */
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED'])
+
+/**
+ * Whether a key lookup failed on the way rather than on its answer: no answer in time, a connection refused or cut,
+ * the directory's 5xx or 429. The caller may retry such a call (503); a DID that is not there, a document that is
+ * not one, a name that does not resolve or an address refused stay UnresolvableIssuer (401).
+ */
+function lookupUnavailable(err: unknown): boolean {
+  const e = err as { name?: unknown; status?: unknown; code?: unknown; cause?: { code?: unknown; name?: unknown } } | null
+  if (!e) return false
+  if (e.name === 'TimeoutError' || e.cause?.name === 'TimeoutError') return true
+  if (typeof e.status === 'number' && (e.status >= 500 || e.status === 429)) return true
+  const code = e.code ?? e.cause?.code
+  return typeof code === 'string' && UNAVAILABLE_CODES.has(code)
 }
 
 /** The body as text, refused past `max` bytes (announced or sent): the host is the caller's choice. */
@@ -290,7 +309,8 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
     try {
       key = await resolver.resolveAtprotoKey(iss, forceRefresh && mayForceRefresh(iss))
       nativeKey(key) // a usable key, parsed once per key (not on every request: point decompression is costly)
-    } catch {
+    } catch (err) {
+      if (lookupUnavailable(err)) fail('ServiceUnavailable', "the jwt issuer's DID document could not be fetched just now (its host or the PLC directory did not answer); retry shortly")
       fail('UnresolvableIssuer', 'could not resolve the signing key of the jwt issuer')
     }
     return key

@@ -27,6 +27,7 @@ let plcUrl: string
 const plcDocs = new Map<string, unknown>()
 /** The DIDs the PLC directory was asked for, in order. */
 const plcAsked: string[] = []
+let plcDown = false
 let didWebDoc: unknown
 
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
@@ -107,7 +108,8 @@ beforeAll(async () => {
     const did = decodeURIComponent((req.url ?? '/').slice(1))
     const doc = plcDocs.get(did)
     plcAsked.push(did)
-    if (req.method === 'GET' && doc) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc))
+    if (plcDown) res.writeHead(503).end('down')
+    else if (req.method === 'GET' && doc) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc))
     else res.writeHead(404).end()
   })
   plcUrl = `http://127.0.0.1:${await listen(plcServer)}`
@@ -338,6 +340,26 @@ describe('issuer resolution', () => {
       await expectCode(verifier.verify(`Bearer ${await mintServiceJwt({ keypair: forger.keypair, iss: did, aud: SERVICE_DID, lxm: NSID })}`, NSID), 'BadJwtSignature')
     }
     expect(asked()).toBe(2)
+  })
+
+  it('a PLC directory that fails for now (503, or refusing connections) → 503 ServiceUnavailable, worth a retry; once it answers, verified', async () => {
+    const { keypair } = await generateDidKeyKeypair('ES256K')
+    const did = randomPlcDid()
+    plcDocs.set(did, didDocument(did, keypair))
+    const token = () => mintServiceJwt({ keypair, iss: did, aud: SERVICE_DID, lxm: NSID })
+    plcDown = true
+    try {
+      await expect(verifier.verify(`Bearer ${await token()}`, NSID)).rejects.toMatchObject({ code: 'ServiceUnavailable', status: 503 })
+    } finally {
+      plcDown = false
+    }
+    // a port nothing listens on any more
+    const gone = createServer()
+    const gonePort = await listen(gone)
+    await close(gone)
+    const away = createServiceAuthVerifier({ serviceDid: SERVICE_DID, plcUrl: `http://127.0.0.1:${gonePort}`, redis, replayKeyPrefix: prefix })
+    await expect(away.verify(`Bearer ${await token()}`, NSID)).rejects.toMatchObject({ code: 'ServiceUnavailable', status: 503 })
+    await expect(verifier.verify(`Bearer ${await token()}`, NSID)).resolves.toMatchObject({ iss: did })
   })
 
   it('unknown did:plc → UnresolvableIssuer', async () => {

@@ -3,6 +3,7 @@
  * the PLC directory, until the address has named more issuers than the limit in the window, also when they come all
  * at once; its calls are then refused 429 before auth, asking nothing. One issuer is counted once, so an app whose
  * own issuer cannot be resolved (the directory away) is not refused for it. Tokens that need no lookup are not counted.
+ * A directory failing for now answers 503 (worth a retry), one that does not know the DID 401.
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -18,12 +19,14 @@ let app: TestApp
 let plc: Server
 /** the DIDs the PLC directory was asked for */
 const asked: string[] = []
+/** whether the PLC directory fails for now (503) */
+let directoryDown = false
 
 beforeAll(async () => {
   plc = createServer((req, res) => {
     asked.push(decodeURIComponent((req.url ?? '').slice(1)))
     // slow enough that calls sent at once are all in flight before the first is refused
-    setTimeout(() => res.writeHead(404).end(), 100)
+    setTimeout(() => (directoryDown ? res.writeHead(503).end('down') : res.writeHead(404).end()), 100)
   })
   await new Promise<void>((resolve) => plc.listen(0, '127.0.0.1', resolve))
   stack = await startStack('issuer-lookups', { plcUrl: plcUrlOf(plc), limits: { issuerLookupsPerAddress: { max: MAX, windowMs: 60_000 } } })
@@ -108,5 +111,27 @@ describe('in a short window', () => {
     const again = await Promise.all(refused.map(callShort))
     expect(asked).toHaveLength(MAX)
     expect(again.filter((r) => r.status === 429)).toHaveLength(refused.length - MAX)
+  })
+})
+
+describe('the directory away', () => {
+  let other: TestStack
+  beforeAll(async () => {
+    other = await startStack('issuer-lookups-away', { plcUrl: plcUrlOf(plc) })
+  })
+  afterAll(async () => {
+    await other?.stop()
+    directoryDown = false
+  })
+
+  it("a directory failing for now is 503 ServiceUnavailable with Retry-After (the app may retry), a DID it does not know 401 UnresolvableIssuer", async () => {
+    const { keypair } = await generateDidKeyKeypair('ES256K')
+    const callOther = async () => xrpcGet(other, GET_CONFIG, { environment: 'test' }, bearer(await mintServiceJwt({ keypair, iss: madeUpPlcDid(), aud: other.serviceDid, lxm: GET_CONFIG })))
+    directoryDown = true
+    const away = await callOther()
+    expectError(away, 503, 'ServiceUnavailable', /could not be fetched just now/)
+    expect(Number(away.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+    directoryDown = false
+    expectError(await callOther(), 401, 'UnresolvableIssuer')
   })
 })
