@@ -14,6 +14,10 @@ const CLI = join(ROOT, 'services', 'actors', 'src', 'cli', 'operator.ts')
 const PAYOUT = 'money.svc.actor.getPayoutStatus'
 const PROFILE = 'money.svc.actor.getProfile'
 
+// each command is a process of its own, compiled by tsx as it starts: seconds each on a loaded 2-core machine, and
+// a test runs several (CI once took over 60 s for five run side by side)
+jest.setTimeout(180_000)
+
 let stack: TestStack
 let app: TestApp
 

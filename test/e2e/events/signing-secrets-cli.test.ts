@@ -14,6 +14,10 @@ const ROOT = join(__dirname, '..', '..', '..')
 const TSX = join(ROOT, 'node_modules', '.bin', 'tsx')
 const CLI = join(ROOT, 'services', 'events', 'src', 'cli', 'operator.ts')
 
+// each command is a process of its own, compiled by tsx as it starts: seconds each on a loaded 2-core machine, and
+// a test runs several (CI once took over 60 s for five run side by side)
+jest.setTimeout(180_000)
+
 let stack: TestStack
 
 async function operator(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
