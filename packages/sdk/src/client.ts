@@ -124,6 +124,10 @@ function assertOptions(options: SvcClientOptions): URL {
     throw new TypeError(`baseUrl must be an absolute URL: ${String(options.baseUrl)}`)
   }
   if (base.protocol !== 'https:' && base.protocol !== 'http:') throw new TypeError('baseUrl must be an http(s) URL')
+  // credentials in a URL make fetch throw (a NetworkError retried without end, the URL in its message); a query or a
+  // fragment would silently drop the base's path from every call's URL
+  if (base.username !== '' || base.password !== '') throw new TypeError('baseUrl must not carry a user name or password')
+  if (base.search !== '' || base.hash !== '') throw new TypeError('baseUrl must not have a query or a fragment')
   if (!isDid(options.appDid)) throw new TypeError('appDid must be a DID')
   if (!isDid(options.serviceDid)) throw new TypeError('serviceDid must be a DID')
   const hasKeypair = options.keypair !== undefined
@@ -169,12 +173,13 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
   }
 
   async function call<N extends MethodNsid>(nsid: N, arg: CallArg<N>, callOptions: CallOptions = {}): Out<N> {
-    const kind = METHOD_TYPES[nsid] as 'query' | 'procedure' | undefined
+    const kind = (Object.hasOwn(METHOD_TYPES, nsid) ? METHOD_TYPES[nsid] : undefined) as 'query' | 'procedure' | undefined
     if (kind === undefined) throw new TypeError(`unknown or retired method: ${String(nsid)}`)
     const url = new URL(`xrpc/${nsid}`, base.href.endsWith('/') ? base : `${base.href}/`)
     const jwt = await mintServiceJwt({ keypair: await getKeypair(), iss: options.appDid, aud: options.serviceDid, lxm: nsid, expiresInSeconds })
     const headers: Record<string, string> = { authorization: `Bearer ${jwt}`, accept: 'application/json' }
-    const init: RequestInit = { method: kind === 'query' ? 'GET' : 'POST', headers }
+    // never followed: a redirect would resend the call (its single-use JWT too) elsewhere, a POST as a GET
+    const init: RequestInit = { method: kind === 'query' ? 'GET' : 'POST', headers, redirect: 'manual' }
     if (kind === 'query') appendParams(url, arg)
     else if (arg !== undefined) {
       headers['content-type'] = 'application/json'
@@ -209,6 +214,10 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
         parsed = false
       }
     }
+    if (res.status >= 300 && res.status < 400) {
+      const location = res.headers.get('location')
+      throw new SvcError({ status: res.status, error: 'HttpError', message: `${nsid}: redirected (HTTP ${res.status}${location ? ` to ${location}` : ''}); the service does not redirect: check baseUrl`, requestId, nsid })
+    }
     if (!res.ok) {
       const b = (parsed && typeof body === 'object' && body !== null ? body : {}) as { error?: unknown; message?: unknown }
       const code = typeof b.error === 'string' && b.error !== '' ? b.error : 'HttpError'
@@ -217,7 +226,7 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
     }
     // every method answers a JSON object: an empty body (a proxy's 200 or 204) is not an answer either. Status 0, as
     // for no response: nothing readable arrived, so the call may be repeated (a poll keeps polling)
-    if (!parsed || typeof body !== 'object' || body === null) {
+    if (!parsed || typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new SvcError({ status: 0, error: 'InvalidResponse', message: `${nsid}: the response (HTTP ${res.status}) is not a JSON object`, requestId, nsid })
     }
     return body as Methods[N]['output']

@@ -315,6 +315,25 @@ describe('the client', () => {
     expect(() => createSvcClient({ ...key, jwtExpiresInSeconds: 600 })).toThrow(/jwtExpiresInSeconds/)
     expect(() => createSvcClient({ ...key, jwtExpiresInSeconds: 0 })).toThrow(/jwtExpiresInSeconds/)
     expect(() => createSvcClient({ ...key, requestTimeoutMs: Infinity })).toThrow(/requestTimeoutMs/)
+    // credentials in the URL (fetch throws on them), a query or a fragment (they drop the base's path)
+    expect(() => createSvcClient({ ...key, baseUrl: 'https://user:pass@svc.example.com' })).toThrow(/user name or password/)
+    expect(() => createSvcClient({ ...key, baseUrl: 'https://svc.example.com/api?x=1' })).toThrow(/query or a fragment/)
+    expect(() => createSvcClient({ ...key, baseUrl: 'https://svc.example.com/api#x' })).toThrow(/query or a fragment/)
     expect(() => createSvcClient(key)).not.toThrow()
+  })
+
+  it('a redirect is not followed (it would resend the single-use JWT elsewhere, a POST as a GET): a permanent HttpError naming it', async () => {
+    script = [{ status: 302, headers: { location: `${baseUrl}/elsewhere` } }]
+    const refused = (await rejection(client.call('network.svc.payment.initiate', { product: 'x' }))) as SvcError
+    expect({ status: refused.status, error: refused.error, transient: refused.transient }).toEqual({ status: 302, error: 'HttpError', transient: false })
+    expect(refused.message).toMatch(/redirected \(HTTP 302 to .*\/elsewhere\); .*check baseUrl/)
+    expect(seen).toHaveLength(1)
+  })
+
+  it('an unknown method is refused before any request, inherited names too; a JSON array is no answer', async () => {
+    for (const name of ['toString', 'constructor', 'money.svc.nope']) await expect(client.call(name as never, undefined as never)).rejects.toThrow(TypeError)
+    expect(seen).toHaveLength(0)
+    script = [ok([])]
+    expect(((await rejection(client.getPaymentStatus({ token: 't' }))) as SvcError).error).toBe('InvalidResponse')
   })
 })
