@@ -167,9 +167,14 @@ export async function initiateCheckout(
   const deadline = Date.now() + timeoutMs
   for (let attempt = 0; ; attempt++) {
     if (options.signal?.aborted) throw options.signal.reason
+    // a request still out when timeoutMs is up ends with it (the client's own request timeout may be longer)
+    const callEnds = AbortSignal.timeout(Math.max(1, deadline - Date.now()))
     try {
-      return await client.initiatePayment({ product: productString }, { signal: options.signal })
+      return await client.initiatePayment({ product: productString }, { signal: options.signal ? AbortSignal.any([options.signal, callEnds]) : callEnds })
     } catch (err) {
+      if (callEnds.aborted && !options.signal?.aborted) {
+        throw new SvcError({ status: 0, error: 'Timeout', message: `network.svc.payment.initiate: no answer within initiateCheckout's timeoutMs (${timeoutMs} ms)`, nsid: 'network.svc.payment.initiate', cause: err })
+      }
       if (!isTransientError(err) || attempt >= retries) throw err
       const wait = delays.next((err as SvcError).retryAfterMs ?? 0)
       if (Date.now() + wait >= deadline) throw err

@@ -251,6 +251,14 @@ describe('initiateCheckout', () => {
     await expect(initiateCheckout(client, product, { timeoutMs: 0 })).rejects.toBeInstanceOf(RangeError)
   })
 
+  it("a request still out when timeoutMs is up ends with it (the client's request timeout, 2 s here, is longer)", async () => {
+    script = ['hang']
+    const e = (await rejection(initiateCheckout(client, product, { ...FAST, timeoutMs: 200 }))) as SvcError
+    expect({ status: e.status, error: e.error, transient: e.transient }).toEqual({ status: 0, error: 'Timeout', transient: true })
+    expect(e.message).toMatch(/within initiateCheckout's timeoutMs \(200 ms\)/)
+    expect(seen).toHaveLength(1)
+  })
+
   it('a timeout no timer can take (over 2^31 - 1 ms) is refused up front, not fired at once', async () => {
     await expect(pollPaymentStatus(client, 'tok_far', { timeoutMs: 2 ** 31 })).rejects.toThrow(RangeError)
     await expect(client.getPaymentStatus({ token: 'tok_far' }, { timeoutMs: 2 ** 32 })).rejects.toThrow(/timeoutMs must be from 1/)
