@@ -60,6 +60,8 @@ export function parseRetryAfter(value: string | null, now: number = Date.now()):
   if (value === null || value.trim() === '') return undefined
   const trimmed = value.trim()
   if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
+  // an HTTP date names its day and month; Date.parse also reads '1.5' or '-1' as dates long past (a wait of 0)
+  if (!/[a-z]/i.test(trimmed)) return undefined
   const at = Date.parse(trimmed)
   if (Number.isNaN(at)) return undefined
   return Math.max(0, at - now)

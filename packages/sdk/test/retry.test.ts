@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { generateDidKeyKeypair } from '@svc/service-auth'
-import { buildProduct, createSvcClient, initiateCheckout, pollPaymentStatus, PollTimeoutError, SvcError, type SvcClient } from '../src'
+import { buildProduct, createSvcClient, initiateCheckout, parseRetryAfter, pollPaymentStatus, PollTimeoutError, SvcError, type SvcClient } from '../src'
 
 const SERVICE_DID = 'did:web:svc.test'
 const STATUS = 'network.svc.payment.status'
@@ -296,6 +296,17 @@ describe('initiateCheckout', () => {
     await expect(initiateCheckout(client, { ...fields, paymentType: 'subscription', cadence: 'month' } as never, FAST)).rejects.toThrow(/not available yet/)
     expect(buildProduct({ ...fields, paymentType: 'tip' })).toMatch(/^svc\.checkout\.v1:/)
     expect(seen).toHaveLength(0)
+  })
+})
+
+describe('parseRetryAfter', () => {
+  const now = Date.parse('2026-11-29T12:00:00Z')
+  it('reads delta-seconds and an HTTP date; anything else is no Retry-After (the client backs off as usual)', () => {
+    expect(parseRetryAfter('20', now)).toBe(20_000)
+    expect(parseRetryAfter(' 0 ', now)).toBe(0)
+    expect(parseRetryAfter('Sun, 29 Nov 2026 12:00:30 GMT', now)).toBe(30_000)
+    expect(parseRetryAfter('Sun, 29 Nov 2026 11:00:00 GMT', now)).toBe(0)
+    for (const unreadable of [null, '', '1.5', '-1', '1e3', 'soon']) expect(parseRetryAfter(unreadable, now)).toBeUndefined()
   })
 })
 
