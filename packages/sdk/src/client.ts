@@ -116,6 +116,13 @@ const CURVE_ORDER = {
   ES256: 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n,
 } as const
 
+/** A token lifetime the service takes: a whole number of seconds up to its limit (undefined: the default, 60). */
+export function assertJwtLifetime(name: string, lifetime: number | undefined): void {
+  if (lifetime !== undefined && !(Number.isInteger(lifetime) && lifetime >= 1 && lifetime <= MAX_JWT_LIFETIME_SECONDS)) {
+    throw new RangeError(`${name} must be a whole number from 1 to ${MAX_JWT_LIFETIME_SECONDS} (the service refuses longer)`)
+  }
+}
+
 function assertOptions(options: SvcClientOptions): URL {
   let base: URL
   try {
@@ -139,10 +146,7 @@ function assertOptions(options: SvcClientOptions): URL {
     const scalar = BigInt(`0x${options.privateKeyHex!.trim().replace(/^0x/, '')}`)
     if (scalar === 0n || scalar >= CURVE_ORDER[options.alg!]) throw new TypeError(`privateKeyHex is not a valid ${options.alg} private key (out of range)`)
   }
-  const lifetime = options.jwtExpiresInSeconds
-  if (lifetime !== undefined && !(Number.isInteger(lifetime) && lifetime >= 1 && lifetime <= MAX_JWT_LIFETIME_SECONDS)) {
-    throw new RangeError(`jwtExpiresInSeconds must be a whole number from 1 to ${MAX_JWT_LIFETIME_SECONDS} (the service refuses longer)`)
-  }
+  assertJwtLifetime('jwtExpiresInSeconds', options.jwtExpiresInSeconds)
   const timeout = options.requestTimeoutMs
   if (timeout !== undefined && !(timeout >= 1 && timeout <= MAX_TIMER_MS)) throw new RangeError(`requestTimeoutMs must be from 1 to ${MAX_TIMER_MS} ms`)
   return base

@@ -5,8 +5,10 @@
  */
 import { mintServiceJwt } from '@svc/service-auth'
 import type { MethodNsid } from '@svc/lexicons/types'
-import type { SigningKeypair } from './client'
+import { assertJwtLifetime, type SigningKeypair } from './client'
 
-export function mintAssertion(opts: { keypair: SigningKeypair; did: string; serviceDid: string; nsid: MethodNsid; expiresInSeconds?: number }): Promise<string> {
+/** `expiresInSeconds`: 1 to 300 (the service refuses a longer-lived assertion), 60 by default. */
+export async function mintAssertion(opts: { keypair: SigningKeypair; did: string; serviceDid: string; nsid: MethodNsid; expiresInSeconds?: number }): Promise<string> {
+  assertJwtLifetime('expiresInSeconds', opts.expiresInSeconds)
   return mintServiceJwt({ keypair: opts.keypair, iss: opts.did, aud: opts.serviceDid, lxm: opts.nsid, expiresInSeconds: opts.expiresInSeconds })
 }

@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { generateDidKeyKeypair } from '@svc/service-auth'
-import { buildProduct, createSvcClient, initiateCheckout, parseRetryAfter, pollPaymentStatus, PollTimeoutError, SvcError, type SvcClient } from '../src'
+import { buildProduct, createSvcClient, initiateCheckout, mintAssertion, parseRetryAfter, pollPaymentStatus, PollTimeoutError, SvcError, type SvcClient } from '../src'
 
 const SERVICE_DID = 'did:web:svc.test'
 const STATUS = 'network.svc.payment.status'
@@ -307,6 +307,20 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('Sun, 29 Nov 2026 12:00:30 GMT', now)).toBe(30_000)
     expect(parseRetryAfter('Sun, 29 Nov 2026 11:00:00 GMT', now)).toBe(0)
     for (const unreadable of [null, '', '1.5', '-1', '1e3', 'soon']) expect(parseRetryAfter(unreadable, now)).toBeUndefined()
+  })
+})
+
+describe('mintAssertion', () => {
+  it('mints for up to the 300 s the service takes; a longer or fractional lifetime is refused before signing', async () => {
+    const { did, keypair } = await generateDidKeyKeypair('ES256K')
+    const mint = (expiresInSeconds?: number) => mintAssertion({ keypair, did, serviceDid: 'did:web:svc.example.com', nsid: 'tickets.svc.claimFreeTicket', expiresInSeconds })
+    const lifetime = (jwt: string) => {
+      const { iat, exp } = JSON.parse(Buffer.from(jwt.split('.')[1]!, 'base64url').toString('utf8')) as { iat: number; exp: number }
+      return exp - iat
+    }
+    expect(lifetime(await mint())).toBe(60)
+    expect(lifetime(await mint(300))).toBe(300)
+    for (const refused of [301, 3600, 0, 1.5, -60]) await expect(mint(refused)).rejects.toThrow(RangeError)
   })
 })
 
