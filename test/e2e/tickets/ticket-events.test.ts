@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createMemoryClaimStore, createWebhookRequestHandler, type EventEnvelope } from '@svc/sdk'
 import { randomBytes } from 'node:crypto'
-import { ANNOUNCE_GRACE_MS, CLAIM_ATTEMPT_SECONDS, claimTicketId, KEPT_UNTIL, keepReservation, minuteOf, reserve, STOPPED_CLAIM_MINUTES_PER_RUN, sweepPendingVoids, sweepStoppedClaims, sweepUnannounced, voidTicket } from '@svc/tickets'
+import { ANNOUNCE_GRACE_MS, CLAIM_ATTEMPT_SECONDS, claimTicketId, CLOCKS_APART_MS, KEPT_UNTIL, keepReservation, minuteOf, reserve, STOPPED_CLAIM_MINUTES_PER_RUN, sweepPendingVoids, sweepStoppedClaims, sweepUnannounced, voidTicket } from '@svc/tickets'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { expectOk, updateConfig } from '../adapter/helpers'
 import { payByForm } from '../adapter/payment-helpers'
@@ -212,8 +212,8 @@ describe('a free claim that stopped after keeping its seat and before inserting 
     return id
   }
 
-  /** The last minute whose attempts are all older than CLAIM_ATTEMPT_SECONDS. */
-  const settledMinute = () => minuteOf(Date.now() - CLAIM_ATTEMPT_SECONDS * 1000) - 1
+  /** The last minute whose attempts are all older than CLAIM_ATTEMPT_SECONDS, by any clock up to CLOCKS_APART_MS behind. */
+  const settledMinute = () => minuteOf(Date.now() - CLAIM_ATTEMPT_SECONDS * 1000 - CLOCKS_APART_MS) - 1
   async function expectCursorBetween(low: number, high: number) {
     const { minute } = (await stack.tickets.SweepCursor.findById('stopped-claims').lean())!
     expect(minute).toBeGreaterThanOrEqual(low)
@@ -233,9 +233,9 @@ describe('a free claim that stopped after keeping its seat and before inserting 
   test('one stopped claim the sweep fails to finish holds up no other: the others are issued, the cursor stays, the next run issues it', async () => {
     const a = await freeTier({ capacity: 2 }, 'stopped-a')
     const b = await freeTier({ capacity: 2 }, 'stopped-b')
-    // three minutes older than due: the cursor stands at least two minutes behind where a whole run leaves it
-    await stoppedClaim(a.tierId, a.ticketId, a.buyer.did, CLAIM_ATTEMPT_SECONDS + 180)
-    await stoppedClaim(b.tierId, b.ticketId, b.buyer.did, CLAIM_ATTEMPT_SECONDS + 180)
+    // five minutes older than due: the cursor stands at least two minutes behind where a whole run leaves it
+    await stoppedClaim(a.tierId, a.ticketId, a.buyer.did, CLAIM_ATTEMPT_SECONDS + 300)
+    await stoppedClaim(b.tierId, b.ticketId, b.buyer.did, CLAIM_ATTEMPT_SECONDS + 300)
     const findById = stack.tickets.Tier.findById.bind(stack.tickets.Tier)
     const away = jest.spyOn(stack.tickets.Tier, 'findById').mockImplementation(((id: unknown, ...rest: unknown[]) => {
       if (id === a.tierId) throw new Error('database away')
@@ -275,6 +275,27 @@ describe('a free claim that stopped after keeping its seat and before inserting 
     expect(handled.filter((e) => e.type === 'ticket.issued' && e.data.ticketId === ticketId)).toHaveLength(1)
     // the younger one's retry finishes it (so no later sweep here meets it)
     expect(expectOk(await claimAs(stack, app, young, { eventUri, ticketTypeId: tierId }, { idempotencyKey: 'young' })).ticket.id).toBe(youngTicketId)
+  })
+
+  test("a claim stopped in a tickets process whose clock is two minutes behind the sweep's is finished too", async () => {
+    const { tierId, buyer, ticketId } = await freeTier({ capacity: 2 }, 'behind')
+    await sweepStoppedClaims(stack.ticketsDomain) // the cursor where a run leaves it, by this clock
+    // the other process stamps its claim's minute by its clock, CLOCKS_APART_MS behind (the helper puts the cursor
+    // back for claims of the past; this one is of the present, so the cursor is left where the run put it)
+    const cursor = (await stack.tickets.SweepCursor.findById('stopped-claims').lean())!.minute
+    const behind = { ...stack.ticketsDomain, now: () => new Date(Date.now() - CLOCKS_APART_MS) }
+    const id = `claim_${randomBytes(12).toString('hex')}`
+    const tier = (await stack.tickets.Tier.findById(tierId).lean())!
+    const taken = await reserve(behind, { id, expiresAt: new Date(behind.now().getTime() + CLAIM_ATTEMPT_SECONDS * 1000), buyerDid: buyer.did, ticketId }, [
+      { tierId, seatRange: tier.seatRange, quantity: 1, buyer: { did: buyer.did, perBuyerLimit: tier.perBuyerLimit } },
+    ])
+    expect(taken).toEqual({ ok: true })
+    expect(await keepReservation(behind, id)).toBe(true)
+    expect((await stack.tickets.SweepCursor.findById('stopped-claims').lean())!.minute).toBe(cursor)
+    // its attempt is due by the sweep's clock once CLAIM_ATTEMPT_SECONDS have passed by the other's: at once here
+    expect(CLOCKS_APART_MS).toBeGreaterThan(CLAIM_ATTEMPT_SECONDS * 1000)
+    expect(await sweepStoppedClaims(stack.ticketsDomain)).toEqual({ issued: 1, released: 0 })
+    expect((await stack.tickets.Ticket.findById(ticketId).lean())!).toMatchObject({ status: 'issued', reservationId: id })
   })
 
   test('before any sweep, the retry with the same key adopts the kept seat: no second seat is taken', async () => {
