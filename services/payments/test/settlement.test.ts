@@ -469,6 +469,16 @@ describe('recovery of interrupted settlements', () => {
     expect(await processor.inner.charge(chargeRequest(bySweep.checkoutId))).toMatchObject({ ok: false, code: 'processing_error' })
   })
 
+  test('a payment claim left unmarked exactly a minute ago is ended by the sweep that picks it (both count a minute alike)', async () => {
+    const c = await start()
+    const doc = (await t.models.Checkout.findById(c.checkoutId).lean())!
+    expect(await claimSettlement(t.domain, doc as never, 'payment', { processor: 'test', recordTid: TID.nextStr() })).toBe(true)
+    t.clock.advance(UNANSWERED_PAYMENT_CLAIM_MS)
+    expect((await sweepCheckouts(t.domain)).recovered).toBeGreaterThanOrEqual(1)
+    expect(await getCheckout(t.domain, c.browser)).toMatchObject({ status: 'failed', failureReason: 'processor_error' })
+    expect(chargesOf(c.checkoutId)).toBe(0)
+  })
+
   test('a payment claim left unmarked that no sweep met within ten minutes (the sweep away, or slow) is ended by the next one', async () => {
     const c = await start()
     const doc = (await t.models.Checkout.findById(c.checkoutId).lean())!

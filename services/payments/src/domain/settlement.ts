@@ -197,7 +197,8 @@ export async function recoverCheckout(d: PaymentsDomain, checkoutId: string): Pr
   if (!settlement) return false
   if (!settlement.outcome) {
     if (settlement.by !== 'payment') return false
-    if (nowOf(d).getTime() - new Date(settlement.claimedAt).getTime() <= UNANSWERED_PAYMENT_CLAIM_MS) return false
+    // a minute old is old enough, as the sweep that picks such claims counts it
+    if (nowOf(d).getTime() - new Date(settlement.claimedAt).getTime() < UNANSWERED_PAYMENT_CLAIM_MS) return false
     const processorOf = () => d.processors.forEnvironment(settlement.environment as Environment)
     const outcome = await askProcessor(d, processorOf, checkoutId, { ok: false, reason: 'processor_error', code: 'unconfirmed', message: FAILURE_MESSAGES.unconfirmed })
     if (!outcome) return false
