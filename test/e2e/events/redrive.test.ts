@@ -286,4 +286,21 @@ describe('batch', () => {
     for (const id of ids) expect(await state(id)).toBe('waiting')
     expect(await stack.events.Delivery.countDocuments({ _id: { $in: ids }, run: 2, status: 'pending' })).toBe(8)
   })
+
+  it("test deliveries within an hour of their retention's end, always refused, take no batch places from newer ones", async () => {
+    const app = newApp()
+    const failedAt = async (createdAt: Date) => {
+      const id = await queueTestDelivery(stack, queues, app)
+      await finish(id, 'failed')
+      await stack.events.Delivery.collection.updateOne({ _id: id as never }, { $set: { createdAt } })
+      return id
+    }
+    const ending = []
+    for (let i = 0; i < 3; i++) ending.push(await failedAt(new Date(Date.now() - 30 * 24 * 3_600_000 + 30 * 60_000 + i * 1000)))
+    const recent = await failedAt(new Date(Date.now() - 3_600_000))
+    // a since before them does not bring them back
+    expect(await redrive(app, { status: 'failed', limit: 3, since: new Date(Date.now() - 31 * 24 * 3_600_000).toISOString() })).toEqual({ queued: 1 })
+    expect(await stack.events.Delivery.findById(recent).lean()).toMatchObject({ status: 'pending', run: 2 })
+    expect(await stack.events.Delivery.countDocuments({ _id: { $in: ending }, status: 'failed', run: 1 })).toBe(3)
+  })
 })
