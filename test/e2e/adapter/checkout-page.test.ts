@@ -199,6 +199,13 @@ describe('paying', () => {
     expect(expectPage(expired, 400)).toMatch(/expired/i)
     const unreadable = await postForm(`${url}/pay`, card('4242424242424242', { expiry: 'soon' }))
     expect(expectPage(unreadable, 400)).toContain('Enter the expiry date as MM/YY.')
+    // for assistive technology: the title says there is an error, the field at fault is marked and described by it,
+    // and the cursor starts there; an error the subgraph named (no field known) starts at the card number
+    expect(unreadable.text).toContain('<title>Error: Enter the expiry date as MM/YY. – Pay ')
+    expect(unreadable.text).toMatch(/<input [^>]*id="expiry"[^>]* aria-invalid="true" aria-describedby="form-error" autofocus[ >]/)
+    expect(unreadable.text.match(/autofocus/g)).toHaveLength(1)
+    expect(bad.text).toMatch(/<input [^>]*id="number"[^>]* aria-describedby="form-error" autofocus[ >]/)
+    expect(bad.text).not.toContain('aria-invalid')
     expect(await statusOf(statusToken)).toEqual({ status: 'pending' })
     expectRedirect(await postForm(`${url}/pay`, card('4242424242424242')), `${RETURN_URL}&svc_checkout=completed`)
   })

@@ -97,6 +97,10 @@ it('lists the organizer\'s events and an event\'s tiers and tickets; voiding a t
   const buyerPage = (await httpRequest(claimedUrl)).text
   expect(buyerPage).toContain('voided by the organizer')
   expect(buyerPage).not.toContain('<svg ')
+  // nor an empty image a screen reader would announce as a QR code, nor the advice to show one
+  expect(buyerPage).not.toContain('class="qr"')
+  expect(buyerPage).not.toContain('Show a code at the entrance')
+  expect(buyerPage).toContain('No code: this ticket is voided.')
   expect(buyerPage).not.toContain(ticket.secret!)
 })
 

@@ -20,7 +20,10 @@ export const CARD_FIELDS = {
 /** The card as the payments subgraph's SDL declares it (`input CardInput`). */
 export type CardInput = GraphTypes.CardInput
 
-export type CardFormResult = { ok: true; card: CardInput; nameOnCard: string | null } | { ok: false; message: string; nameOnCard: string | null }
+/** The field a refused form names (the page marks it invalid and puts the cursor in it). */
+export type CardField = 'number' | 'expiry' | 'cvc'
+
+export type CardFormResult = { ok: true; card: CardInput; nameOnCard: string | null } | { ok: false; message: string; field: CardField; nameOnCard: string | null }
 
 const MAX_FIELD = 200
 
@@ -53,15 +56,15 @@ function readExpiry(body: Record<string, unknown>): { month: number; year: numbe
 export function readCardForm(body: unknown): CardFormResult {
   const form = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {}
   const nameOnCard = field(form, CARD_FIELDS.name) || null
-  const fail = (message: string): CardFormResult => ({ ok: false, message, nameOnCard })
+  const fail = (message: string, field: CardField): CardFormResult => ({ ok: false, message, field, nameOnCard })
   // spaces and dashes are how people type card numbers; everything else is left for the processor to judge
   const number = field(form, CARD_FIELDS.number).replace(/[\s-]/g, '')
-  if (!number) return fail('Enter your card number.')
+  if (!number) return fail('Enter your card number.', 'number')
   const expiry = readExpiry(form)
-  if (!expiry) return fail('Enter the expiry date as MM/YY.')
-  if (expiry.month < 1 || expiry.month > 12) return fail('Enter a valid expiry month (01 to 12).')
+  if (!expiry) return fail('Enter the expiry date as MM/YY.', 'expiry')
+  if (expiry.month < 1 || expiry.month > 12) return fail('Enter a valid expiry month (01 to 12).', 'expiry')
   const cvc = field(form, CARD_FIELDS.cvc)
-  if (!cvc) return fail('Enter the security code (CVC).')
+  if (!cvc) return fail('Enter the security code (CVC).', 'cvc')
   return { ok: true, nameOnCard, card: { number, expMonth: expiry.month, expYear: expiry.year, cvc, name: nameOnCard } }
 }
 

@@ -19,7 +19,7 @@ import { ContractError } from '@svc/errors'
 import type { GatewayClient } from '@svc/gateway-client'
 import { graphql } from '@svc/graph'
 import { SECURITY_HEADERS, sendPage, type RawHtml } from '../pages/html'
-import { readCardForm, scrubCardData, type CardInput } from './card-form'
+import { readCardForm, scrubCardData, type CardField, type CardInput } from './card-form'
 import { HOLD_TICKETS_QUERY, TICKET_PAGE_QUERY, ticketPage, ticketsSection } from './tickets'
 import { checkoutFormPage, checkoutStatePage, errorPage, invalidLinkPage, withCheckoutParam, type CheckoutView } from './views'
 import { SERVICE_PRINCIPALS, TICKET_PAGE_TOKEN_RE } from '@svc/vocabulary'
@@ -135,10 +135,10 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
   }
 
   /** A refused card form: the form again (400) with the message, or the checkout's state (409) if it closed meanwhile. */
-  async function refusedForm(request: FastifyRequest, reply: FastifyReply, token: string, message: string, nameOnCard: string | null) {
+  async function refusedForm(request: FastifyRequest, reply: FastifyReply, token: string, message: string, nameOnCard: string | null, errorField?: CardField) {
     const view = await loadView(request, token)
     if (view.status !== 'pending') return sendPage(reply, checkoutStatePage(view, token, { status: 409 }))
-    return sendPage(reply, checkoutFormPage(view, token, { error: message, nameOnCard, status: 400 }))
+    return sendPage(reply, checkoutFormPage(view, token, { error: message, errorField, nameOnCard, status: 400 }))
   }
 
   /**
@@ -223,7 +223,7 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
       return sendPage(reply, checkoutStatePage(locked, token, { status: 429 }))
     }
     const form = readCardForm(request.body)
-    if (!form.ok) return refusedForm(request, reply, token, form.message, form.nameOnCard)
+    if (!form.ok) return refusedForm(request, reply, token, form.message, form.nameOnCard, form.field)
     const card: CardInput = form.card
     let view: CheckoutView
     try {

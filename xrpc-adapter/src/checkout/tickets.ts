@@ -24,7 +24,7 @@ export async function ticketsSection(tickets: BuyerTicket[], opts: { heading?: b
       const token = t.status === 'voided' ? null : t.scanToken
       const code = token ? raw(await QRCode.toString(token, { type: 'svg', margin: 1, errorCorrectionLevel: 'M' })) : raw('')
       return html`<li class="ticket" id="${t.id}">
-<div class="qr" role="img" aria-label="QR code of ticket ${t.id}">${code}</div>
+${token ? html`<div class="qr" role="img" aria-label="QR code of ticket ${t.id}">${code}</div>` : html`<p class="no-code">No code: this ticket is ${t.status}.</p>`}
 <p><strong>${t.tierName}</strong> · ${t.status}</p>
 <p class="small">${t.eventUri}</p>
 <p class="small mono scan-token">${token ?? ''}</p>
@@ -33,7 +33,7 @@ export async function ticketsSection(tickets: BuyerTicket[], opts: { heading?: b
   )
   return html`<section id="tickets">
 ${opts.heading === false ? '' : html`<h2>Your tickets</h2>`}
-<p class="small">Show a code at the entrance. Keep this page to yourself: the codes are your tickets.</p>
+${tickets.some((t) => t.status !== 'voided' && t.scanToken) ? html`<p class="small">Show a code at the entrance. Keep this page to yourself: the codes are your tickets.</p>` : ''}
 <ul class="tickets">${items}</ul>
 </section>`
 }

@@ -4,8 +4,8 @@
  * by the `html` template; app URLs pass `safeUrl`.
  */
 import { graphql, type ResultOf } from '@svc/graph'
-import { html, page, safeUrl, type HtmlResponse, type RawHtml } from '../pages/html'
-import { CARD_FIELDS } from './card-form'
+import { html, page, raw, safeUrl, type HtmlResponse, type RawHtml } from '../pages/html'
+import { CARD_FIELDS, type CardField } from './card-form'
 import { formatMoney } from './money'
 
 /** What the checkout pages read of one checkout: the payments subgraph's `CheckoutView`, as its SDL declares it. */
@@ -74,6 +74,8 @@ ${view.buyerFee > 0 ? html`<div><dt>Service fee</dt><dd id="buyer-fee">${money(v
 export interface FormPageOptions {
   /** shown above the form (a refused card form) */
   error?: string | null
+  /** the field the error is about: marked invalid, described by the error, the cursor put in it (else the card number) */
+  errorField?: CardField
   /** put back into the name field after a refused form; the card number and CVC never are */
   nameOnCard?: string | null
   status?: number
@@ -83,6 +85,10 @@ export interface FormPageOptions {
 export function checkoutFormPage(view: CheckoutView, token: string, opts: FormPageOptions = {}): HtmlResponse {
   const total = money(view, view.total)
   const expires = expiryText(view.expiresAt)
+  // a refused form: the error is tied to its field and the cursor starts there (no script: the page is new)
+  const at = opts.error ? (opts.errorField ?? 'number') : null
+  const state = (field: CardField) =>
+    at !== field ? raw('') : opts.errorField ? raw(' aria-invalid="true" aria-describedby="form-error" autofocus') : raw(' aria-describedby="form-error" autofocus')
   const body = html`<main class="card">
 ${summary(view, { main: true })}
 ${opts.error ? html`<p class="alert error" role="alert" id="form-error">${opts.error}</p>` : ''}
@@ -90,10 +96,10 @@ ${isTest(view)
   ? html`<div class="alert info small" id="test-cards"><strong>Test mode.</strong> Pay with <code class="nowrap">4242 4242 4242 4242</code> (succeeds) or <code class="nowrap">4000 0000 0000 0002</code> (declined), any future expiry date and any 3-digit CVC.</div>`
   : ''}
 <form method="post" action="/checkout/${token}/pay" id="pay-form">
-<div class="field"><label for="${CARD_FIELDS.number}">Card number</label><input type="text" id="${CARD_FIELDS.number}" name="${CARD_FIELDS.number}" inputmode="numeric" autocomplete="cc-number" placeholder="1234 1234 1234 1234" maxlength="23" required></div>
+<div class="field"><label for="${CARD_FIELDS.number}">Card number</label><input type="text" id="${CARD_FIELDS.number}" name="${CARD_FIELDS.number}" inputmode="numeric" autocomplete="cc-number"${state('number')} placeholder="1234 1234 1234 1234" maxlength="23" required></div>
 <div class="row">
-<div class="field"><label for="${CARD_FIELDS.expiry}">Expiry (MM/YY)</label><input type="text" id="${CARD_FIELDS.expiry}" name="${CARD_FIELDS.expiry}" inputmode="numeric" autocomplete="cc-exp" placeholder="MM/YY" maxlength="7" required></div>
-<div class="field"><label for="${CARD_FIELDS.cvc}">CVC</label><input type="text" id="${CARD_FIELDS.cvc}" name="${CARD_FIELDS.cvc}" inputmode="numeric" autocomplete="cc-csc" placeholder="123" maxlength="4" required></div>
+<div class="field"><label for="${CARD_FIELDS.expiry}">Expiry (MM/YY)</label><input type="text" id="${CARD_FIELDS.expiry}" name="${CARD_FIELDS.expiry}" inputmode="numeric" autocomplete="cc-exp"${state('expiry')} placeholder="MM/YY" maxlength="7" required></div>
+<div class="field"><label for="${CARD_FIELDS.cvc}">CVC</label><input type="text" id="${CARD_FIELDS.cvc}" name="${CARD_FIELDS.cvc}" inputmode="numeric" autocomplete="cc-csc"${state('cvc')} placeholder="123" maxlength="4" required></div>
 </div>
 <div class="field"><label for="${CARD_FIELDS.name}">Name on card</label><input type="text" id="${CARD_FIELDS.name}" name="${CARD_FIELDS.name}" autocomplete="cc-name" maxlength="100" value="${opts.nameOnCard ?? ''}"></div>
 <button type="submit" class="btn" id="pay">Pay ${total}</button>
@@ -103,7 +109,7 @@ ${isTest(view)
 </form>
 ${expires ? html`<p class="muted small center">This checkout link expires ${expires}.</p>` : ''}
 </main>`
-  return page({ title: `Pay ${total}`, body, banner: testBanner(view), status: opts.status ?? 200 })
+  return page({ title: opts.error ? `Error: ${opts.error} – Pay ${total}` : `Pay ${total}`, body, banner: testBanner(view), status: opts.status ?? 200 })
 }
 
 function failedContent(view: CheckoutView): { title: string; heading: string; message: RawHtml; param: 'canceled' | 'failed' } {

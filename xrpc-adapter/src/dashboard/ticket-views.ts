@@ -37,7 +37,7 @@ export function eventPage(s: DashboardSession, data: OrganizerEventData, after: 
       <td>${t.status === 'voided'
         ? ''
         : html`<form method="post" action="/dashboard/tickets/${t.id}/void" class="inline">${csrfField(s)}
-          <button type="submit" class="secondary" id="void-${t.id}">Void</button></form>`}</td></tr>`,
+          <button type="submit" class="secondary" id="void-${t.id}" aria-label="Void ticket ${t.id}">Void</button></form>`}</td></tr>`,
   )
   const csv = `/dashboard/events/attendees.csv?uri=${encodeURIComponent(e.eventUri)}`
   return {
@@ -50,7 +50,7 @@ export function eventPage(s: DashboardSession, data: OrganizerEventData, after: 
       <section><h2>Tickets</h2>
       <p><a href="${csv}" id="attendees-csv">Download the attendee list (CSV)</a></p>
       ${tickets.length
-        ? html`<table id="tickets"><thead><tr><th>Ticket</th><th>Tier</th><th>Buyer</th><th>Status</th><th>Issued (UTC)</th><th></th></tr></thead><tbody>${tickets}</tbody></table>
+        ? html`<table id="tickets"><thead><tr><th>Ticket</th><th>Tier</th><th>Buyer</th><th>Status</th><th>Issued (UTC)</th><th><span class="visually-hidden">Actions</span></th></tr></thead><tbody>${tickets}</tbody></table>
           <p>${after ? html`<a href="${eventPath(e.eventUri)}" id="first-tickets">First tickets</a> ` : ''}${nextCursor
             ? html`<a href="${`${eventPath(e.eventUri)}&after=${encodeURIComponent(nextCursor)}`}" id="later-tickets">Later tickets</a>`
             : ''}</p>

@@ -80,7 +80,7 @@ export function homePage(s: DashboardSession, data: HomeData): View {
       ${payoutSection(s, data.dashboardActor, '/dashboard')}
       <section><h2>App requests</h2>
       ${rows.length
-        ? html`<table><thead><tr><th>App</th><th>Payment types</th><th>App fee share</th><th>Status</th><th></th></tr></thead><tbody>${rows}</tbody></table>`
+        ? html`<table><thead><tr><th>App</th><th>Payment types</th><th>App fee share</th><th>Status</th><th><span class="visually-hidden">Actions</span></th></tr></thead><tbody>${rows}</tbody></table>`
         : html`<p>No app has asked for your approval yet.</p>`}
       </section></main>`,
   }

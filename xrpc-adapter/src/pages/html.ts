@@ -110,15 +110,15 @@ export interface PageOptions {
 }
 
 const STYLES = `
-:root{color-scheme:light dark;--bg:#f5f6f8;--fg:#1b1f24;--muted:#5b6470;--card:#fff;--line:#dde1e6;--accent:#1f5fd6;--accent-fg:#fff;--ok:#137333;--ok-bg:#e6f4ea;--err:#b3261e;--err-bg:#fce8e6;--warn:#7a4d00;--warn-bg:#ffe9b3;--focus:#8ab4f8}
-@media (prefers-color-scheme:dark){:root{--bg:#121417;--fg:#e8eaed;--muted:#a0a8b3;--card:#1c1f24;--line:#343a42;--accent:#5b8def;--ok:#81c995;--ok-bg:#1e3325;--err:#f28b82;--err-bg:#3b1f1d;--warn:#fdd663;--warn-bg:#3d3113}}
+:root{color-scheme:light dark;--bg:#f5f6f8;--fg:#1b1f24;--muted:#5b6470;--card:#fff;--line:#dde1e6;--accent:#1f5fd6;--accent-fg:#fff;--ok:#137333;--ok-bg:#e6f4ea;--err:#b3261e;--err-bg:#fce8e6;--warn:#7a4d00;--warn-bg:#ffe9b3;--focus:#1f5fd6;--field-line:#8a929c}
+@media (prefers-color-scheme:dark){:root{--bg:#121417;--fg:#e8eaed;--muted:#a0a8b3;--card:#1c1f24;--line:#343a42;--accent:#5b8def;--accent-fg:#0b1b3a;--focus:#8ab4f8;--field-line:#6b7380;--ok:#81c995;--ok-bg:#1e3325;--err:#f28b82;--err-bg:#3b1f1d;--warn:#fdd663;--warn-bg:#3d3113}}
 *{box-sizing:border-box}
 html{-webkit-text-size-adjust:100%}
 body{margin:0;background:var(--bg);color:var(--fg);font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
 .banner{background:var(--warn-bg);color:var(--warn);text-align:center;font-weight:700;font-size:.8rem;letter-spacing:.08em;padding:.4rem 1rem;text-transform:uppercase}
 .wrap{max-width:32rem;margin:0 auto;padding:1.5rem 1rem 3rem}
 .wrap.wide{max-width:60rem}
-.card,.wrap>main{display:block;background:var(--card);border:1px solid var(--line);border-radius:12px;padding:1.5rem;box-shadow:0 1px 3px rgba(0,0,0,.06)}
+.card,.wrap>main{display:block;overflow-x:auto;background:var(--card);border:1px solid var(--line);border-radius:12px;padding:1.5rem;box-shadow:0 1px 3px rgba(0,0,0,.06)}
 section{margin:1.25rem 0}
 h1{font-size:1.4rem;line-height:1.25;margin:0 0 .25rem;overflow-wrap:anywhere}
 h2{font-size:1.1rem;margin:1.5rem 0 .5rem}
@@ -145,7 +145,7 @@ form{margin:0}
 .field label{display:block;font-size:.875rem;font-weight:600;margin:0 0 .3rem}
 .row{display:flex;gap:.75rem}
 .row>.field{flex:1;min-width:0}
-input[type=text],input[type=email],input[type=number],select,textarea{width:100%;font:inherit;font-size:16px;color:inherit;background:var(--card);border:1px solid var(--line);border-radius:8px;padding:.6rem .7rem}
+input[type=text],input[type=email],input[type=number],select,textarea{width:100%;font:inherit;font-size:16px;color:inherit;background:var(--card);border:1px solid var(--field-line);border-radius:8px;padding:.6rem .7rem}
 input:focus,select:focus,textarea:focus,button:focus-visible,a:focus-visible{outline:3px solid var(--focus);outline-offset:1px}
 .btn{display:block;width:100%;font:inherit;font-weight:600;font-size:1rem;text-align:center;text-decoration:none;border:0;border-radius:8px;padding:.8rem 1rem;background:var(--accent);color:var(--accent-fg);cursor:pointer}
 .btn:hover,button.primary:hover{filter:brightness(1.08)}
@@ -165,7 +165,8 @@ dl.terms dd{margin:0;overflow-wrap:anywhere}
 .mt{margin-top:1rem}
 .stack>*+*{margin-top:1rem}
 table{width:100%;border-collapse:collapse}
-th,td{text-align:left;padding:.5rem;border-bottom:1px solid var(--line)}
+th,td{text-align:left;padding:.5rem;border-bottom:1px solid var(--line);overflow-wrap:anywhere}
+.visually-hidden{position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;border:0}
 footer{margin-top:1.5rem;text-align:center;color:var(--muted);font-size:.8rem}
 `.trim()
 
@@ -182,7 +183,7 @@ export function page(opts: PageOptions): HtmlResponse {
 <style>${raw(STYLES)}</style>
 </head>
 <body>
-${opts.banner ? html`<div class="banner" role="note">${opts.banner}</div>` : ''}
+${opts.banner ? html`<header><div class="banner" role="note">${opts.banner}</div></header>` : ''}
 <div class="wrap${opts.wide ? ' wide' : ''}">
 ${opts.body}
 </div>
