@@ -42,6 +42,13 @@ export function parseOperatorArgs<const O extends OptionsConfig>(argv: string[],
 
 /** Runs an operator command's main and turns its failures into messages and exit codes. */
 export function runOperatorCommand(main: (argv: string[]) => Promise<void>, usage: string): void {
+  // output closed before it was all written (`| true`): the command has run (a secret it printed is lost), so say
+  // that in one line rather than die on an unhandled 'error' with its stack
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err
+    process.stderr.write('the output was closed before all of it was written: the command ran; what it printed is lost\n')
+    process.exit(1)
+  })
   main(process.argv.slice(2)).catch((err: unknown) => {
     // node's parseArgs: an unknown option, an option without its value, a value given to a flag
     if (err instanceof UsageError || String((err as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')) {
