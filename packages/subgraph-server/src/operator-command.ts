@@ -49,7 +49,20 @@ export function runOperatorCommand(main: (argv: string[]) => Promise<void>, usag
     process.stderr.write('the output was closed before all of it was written: the command ran; what it printed is lost\n')
     process.exit(1)
   })
-  main(process.argv.slice(2)).catch((err: unknown) => {
+  // a first Ctrl-C or SIGTERM lets the command finish what it started (a turn it holds would otherwise block that
+  // app environment's changes for its lease, a rotation could stop between its writes), then exits 130 or 143; a
+  // second one exits at once
+  let stopping: number | null = null
+  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    process.on(signal, () => {
+      if (stopping !== null) process.exit(code)
+      stopping = code
+      process.stderr.write(`${signal}: finishing what the command started (send it again to stop at once)\n`)
+    })
+  }
+  main(process.argv.slice(2)).then(() => {
+    if (stopping !== null) process.exit(stopping)
+  }, (err: unknown) => {
     // node's parseArgs: an unknown option, an option without its value, a value given to a flag
     if (err instanceof UsageError || String((err as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')) {
       process.stderr.write(`${(err as Error).message}\n\n${usage}\n`)
