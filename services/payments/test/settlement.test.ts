@@ -14,6 +14,7 @@ import {
   initiateCheckout,
   payCheckout,
   ProcessorRegistry,
+  recoverCheckout,
   sweepCheckouts,
   TEST_CARDS,
   TestProcessor,
@@ -322,6 +323,19 @@ describe('one settlement per checkout, under concurrency', () => {
     expect(await getCheckout(t.domain, c.browser)).toMatchObject({ status: 'failed', failureReason: 'canceled' })
     // applied: the next sweep has nothing left of it
     expect((await t.models.Settlement.findById(c.checkoutId).lean())?.awaiting).toBe(false)
+  })
+
+  test('a recovery that finds its checkout already ended by another counts nothing (concurrent sweeps counted each)', async () => {
+    const c = await start()
+    const checkout = (await t.models.Checkout.findById(c.checkoutId).lean())!
+    expect(await claimSettlement(t.domain, checkout, 'cancel', { outcome: { ok: false, reason: 'canceled', code: 'canceled', message: 'canceled' } })).toBe(true)
+    expect(await finishSettlement(t.domain, c.checkoutId)).toBe(true)
+    // the other sweep read the claim while it was still awaiting
+    await t.models.Settlement.updateOne({ _id: c.checkoutId }, { $set: { awaiting: true } })
+    expect(await finishSettlement(t.domain, c.checkoutId)).toBe(false)
+    expect((await t.models.Settlement.findById(c.checkoutId).lean())?.awaiting).toBe(false)
+    expect(await recoverCheckout(t.domain, c.checkoutId)).toBe(false)
+    expect(await getCheckout(t.domain, c.browser)).toMatchObject({ status: 'failed', failureReason: 'canceled' })
   })
 
   test('10 concurrent pays and cancels: one winner, at most one charge, one record at most', async () => {

@@ -127,15 +127,19 @@ export async function recordOutcome(d: PaymentsDomain, checkoutId: string, outco
  * Applies a settlement's outcome to its checkout. Success: the payment record, a ticket checkout's tickets, the
  * `payment.completed` outbox event, then the checkout `completed` with its ref, in that order, so a checkout is never
  * completed without its record, tickets and event. Failure: a ticket checkout's hold released, then the checkout
- * `failed` with the reason. Idempotent; does nothing while the outcome is unknown.
+ * `failed` with the reason. Idempotent; does nothing while the outcome is unknown. True when this call brought the
+ * checkout to its end (false when it was already there, or the outcome is unknown).
  */
-export async function finishSettlement(d: PaymentsDomain, checkoutId: string): Promise<void> {
+export async function finishSettlement(d: PaymentsDomain, checkoutId: string): Promise<boolean> {
   const settlement = await d.models.Settlement.findById(checkoutId).lean()
-  if (!settlement?.outcome) return
+  if (!settlement?.outcome) return false
   const checkout = (await d.models.Checkout.findById(checkoutId).lean()) as StoredCheckout | null
   if (!checkout) throw new Error(`settlement ${checkoutId} has no checkout`)
   const applied = () => (settlement.awaiting ? d.models.Settlement.updateOne({ _id: checkoutId }, { $set: { awaiting: false } }) : undefined)
-  if (checkout.status === 'completed' || checkout.status === 'failed') return void (await applied())
+  if (checkout.status === 'completed' || checkout.status === 'failed') {
+    await applied()
+    return false
+  }
   const outcome = settlement.outcome
   const settledAt = settlement.settledAt ?? settlement.claimedAt
   if (outcome.ok) {
@@ -186,11 +190,13 @@ export async function finishSettlement(d: PaymentsDomain, checkoutId: string): P
     d.logger?.info({ checkoutId, environment: checkout.environment, appDid: checkout.appDid, reason }, 'checkout failed')
   }
   await applied()
+  return true
 }
 
 /**
  * Brings a checkout whose settlement was claimed to its end when that is possible: an outcome is applied; a payment
- * claim that lost its answer gets the processor's. Returns true when finishSettlement ran.
+ * claim that lost its answer gets the processor's. True when this call brought the checkout to its end (a concurrent
+ * recovery, or a request, that got there first leaves it false).
  */
 export async function recoverCheckout(d: PaymentsDomain, checkoutId: string): Promise<boolean> {
   const settlement = await d.models.Settlement.findById(checkoutId, { outcome: 1, by: 1, claimedAt: 1, environment: 1 }).lean()
@@ -204,8 +210,7 @@ export async function recoverCheckout(d: PaymentsDomain, checkoutId: string): Pr
     if (!outcome) return false
     await recordOutcome(d, checkoutId, outcome)
   }
-  await finishSettlement(d, checkoutId)
-  return true
+  return finishSettlement(d, checkoutId)
 }
 
 /**
@@ -226,7 +231,8 @@ export async function askProcessor(d: PaymentsDomain, processorOf: () => Payment
 
 /**
  * Expires a pending checkout past its expiresAt: claims it for expiry (`expired`), or, when it was already claimed,
- * recovers it (`recovered` when finishSettlement ran, `claimed` when its payment is still being processed).
+ * recovers it (`recovered` when this call brought it to its end, `claimed` when its payment is still being processed
+ * or another call got there first).
  */
 export async function expireCheckout(
   d: PaymentsDomain,

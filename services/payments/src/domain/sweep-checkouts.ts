@@ -91,8 +91,7 @@ export async function sweepCheckouts(d: PaymentsDomain, opts: { limit?: number; 
   const unapplied = pageOf('closing', awaiting.filter((s) => CLOSING_CLAIMS.has(s.by)))
   for (const claim of unapplied) {
     await each(claim._id as string, async () => {
-      await finishSettlement(d, claim._id as string)
-      result.recovered++
+      if (await finishSettlement(d, claim._id as string)) result.recovered++
     })
   }
   for (const id of new Set([...processing, ...unmarked].map((c) => c._id as string))) {
