@@ -97,6 +97,22 @@ it('a rotation waits for the app environment\'s turn: one held by another rotati
   expect(await rotateSigningSecret(stack.events, stack.secrets.webhookSecretKey, a, 'test', 0)).toMatchObject({ generation: 2 })
 })
 
+it('a rotation whose earlier secrets cannot be given their end says so and that running it again fixes it', async () => {
+  const a = 'did:web:rotation-half.example.com'
+  const first = await call('apps', 'ensureSigningSecret', { a, e: 'test' })
+  const SigningSecret = new Proxy(stack.events.SigningSecret, {
+    get: (target, prop, receiver) => (prop === 'updateMany' ? () => Promise.reject(new Error('connection closed')) : Reflect.get(target, prop, receiver)),
+  })
+  const refused = await rotateSigningSecret({ ...stack.events, SigningSecret }, stack.secrets.webhookSecretKey, a, 'test', 0).catch((err: unknown) => err)
+  expect(refused).toMatchObject({ code: 'ServiceUnavailable' })
+  expect((refused as Error).message).toMatch(/generation 2\) was stored.*connection closed.*they still sign; run the rotation again/)
+  // run again: the earlier ones (the first, and the second nobody saw) end at once
+  const again = await rotateSigningSecret(stack.events, stack.secrets.webhookSecretKey, a, 'test', 0)
+  expect(again.generation).toBe(3)
+  expect(await activeSigningSecrets(stack.events, stack.secrets.webhookSecretKey, a, 'test', new Date(Date.now() + 1000))).toEqual([again.secret])
+  expect(first.secret).not.toBe(again.secret)
+})
+
 it('concurrent rotations each get their own generation', async () => {
   const a = 'did:web:concurrent-rotation.example.com'
   await call('apps', 'ensureSigningSecret', { a, e: 'live' })

@@ -157,7 +157,14 @@ async function rotateInTurn(
     await models.SigningSecret.updateMany(
       { appDid, environment, generation: { $lt: generation }, $or: [{ expiresAt: null }, { expiresAt: { $gt: previousExpiresAt } }] },
       { $set: { expiresAt: previousExpiresAt } },
-    )
+    ).catch((err: unknown) => {
+      // the new secret is stored but not handed out, and the earlier ones (a leaked one, perhaps) still sign with no
+      // end: the caller must hear that running the rotation again fixes it (its next generation ends all of these)
+      throw new ContractError(
+        'ServiceUnavailable',
+        `the new secret (generation ${generation}) was stored, but the earlier secrets could not be given their end (${(err as Error).message}): they still sign; run the rotation again`,
+      )
+    })
     return { secret, created: true, generation, hint: secret.slice(-4), previousExpiresAt: latest ? previousExpiresAt : null }
   }
   throw new ContractError('ServiceUnavailable', 'too many concurrent rotations; try again')
