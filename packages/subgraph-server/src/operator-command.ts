@@ -1,9 +1,15 @@
 /**
  * What every domain's operator command (`npm run operator…`) shares: a usage error that prints the usage and exits
- * 2, a required-option reader, and the exit codes (contract errors print `<Code>: <message>` and exit 1).
+ * 2, a required-option reader, and the exit codes (contract errors print `<Code>: <message>` and exit 1; the database
+ * or Redis away, or ServiceUnavailable, exit 75: try again later).
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { ContractError } from '@svc/errors'
+import { isRedisUnavailable } from '@svc/operations'
+import { isDatabaseUnreachable } from './database-errors'
+
+/** sysexits' EX_TEMPFAIL: nothing is wrong with the command; run it again later (a script may retry on it). */
+export const EXIT_TRY_AGAIN = 75
 
 /** A command line the command cannot run: the message and the usage are printed, exit code 2. */
 export class UsageError extends Error {}
@@ -70,11 +76,11 @@ export function runOperatorCommand(main: (argv: string[]) => Promise<void>, usag
     }
     if (err instanceof ContractError) {
       process.stderr.write(`${err.code}: ${err.message}\n`)
-      process.exit(1)
+      process.exit(err.code === 'ServiceUnavailable' ? EXIT_TRY_AGAIN : 1)
     }
     // the database or Redis away, a configuration refused: one line (the stack with DEBUG=1)
     const line = err instanceof Error ? (err.name === 'Error' ? err.message : `${err.name}: ${err.message}`) : String(err)
     process.stderr.write(`${process.env.DEBUG && err instanceof Error ? err.stack : line}\n`)
-    process.exit(1)
+    process.exit(isDatabaseUnreachable(err) || isRedisUnavailable(err) ? EXIT_TRY_AGAIN : 1)
   })
 }

@@ -22,6 +22,10 @@ let stack: TestStack
 let app: TestApp
 
 async function operator(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  return operatorWith({}, ...args)
+}
+
+async function operatorWith(extraEnv: Record<string, string>, ...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
   try {
     const env = {
       ...process.env,
@@ -30,6 +34,7 @@ async function operator(...args: string[]): Promise<{ stdout: string; stderr: st
       REDIS_PREFIX: stack.redisPrefix,
       DASHBOARD_URL: `${stack.checkoutUrl}/dashboard`,
       NODE_ENV: 'test',
+      ...extraEnv,
     }
     const { stdout, stderr } = await run(TSX, [CLI, ...args], { env })
     return { stdout, stderr, code: 0 }
@@ -119,6 +124,9 @@ test('dashboard-link prints a single-use sign-in link that opens a dashboard ses
   expect((await operator('dashboard-link', '--did', did, '--env', 'test')).code).toBe(1) // no such actor yet
   expect((await operator('create-creator', '--did', did, '--env', 'test')).code).toBe(0)
   expect((await operator('dashboard-link', '--did', did, '--env', 'test', '--next', 'https://evil.example/')).code).toBe(2)
+  // Redis away: the command says which store did not answer, and to try again later (exit 75)
+  const away = await operatorWith({ REDIS_URL: 'redis://127.0.0.1:1' }, 'dashboard-link', '--did', did, '--env', 'test')
+  expect({ code: away.code, stderr: away.stderr }).toEqual({ code: 75, stderr: expect.stringMatching(/^ServiceUnavailable: Redis \(REDIS_URL\) did not answer, so no link was made: /) })
   const printed = await operator('dashboard-link', '--json', '--did', did, '--env', 'test', '--next', '/dashboard')
   expect(printed.code).toBe(0)
   const { url, expiresAt } = JSON.parse(printed.stdout) as { url: string; expiresAt: string }

@@ -144,12 +144,12 @@ test('bad input is refused with the contract error and a non-zero exit, and chan
   }
   expect((await mint('--expires-in', '300')).code).toBe(0)
 
-  // the database away: one line saying so, no stack (an operator reads it), exit 1
+  // the database away: one line saying so, no stack (an operator reads it), exit 75 (try again later)
   const away = await run(TSX, [CLI, 'revoke-key', '--key-id', 'key_x'], { env: { ...process.env, MONGO_URL: 'mongodb://127.0.0.1:1/svc', NODE_ENV: 'test' } }).then(
     () => ({ code: 0, stderr: '' }),
     (e: { code: number; stderr: string }) => e,
   )
-  expect(away.code).toBe(1)
+  expect(away.code).toBe(75)
   expect(away.stderr).toMatch(/^MongooseServerSelectionError: /)
   expect(away.stderr).not.toMatch(/ {4}at /)
 

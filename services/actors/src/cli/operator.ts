@@ -9,6 +9,7 @@
  */
 import Redis from 'ioredis'
 import { loadConfig } from '@svc/config'
+import { ContractError } from '@svc/errors'
 import { createDashboardSessions, isDashboardPath, signInUrl } from '@svc/dashboard-session'
 import { parseEnvironment } from '@svc/vocabulary'
 import { parseOperatorArgs, requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
@@ -70,7 +71,12 @@ async function dashboardLink(did: string, env: string, next: string | undefined,
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, connectTimeout: 5000, commandTimeout: 5000 })
   redis.on('error', () => undefined) // the command's own failure says it, once
   try {
-    const { token, expiresAt } = await createDashboardSessions({ redis, prefix: `${config.redisPrefix}dash:` }).issueLoginLink({ actorDid: did, environment })
+    const { token, expiresAt } = await createDashboardSessions({ redis, prefix: `${config.redisPrefix}dash:` })
+      .issueLoginLink({ actorDid: did, environment })
+      .catch((err: unknown) => {
+        // ioredis's own words ("Reached the max retries per request limit") do not say which store was away
+        throw new ContractError('ServiceUnavailable', `Redis (REDIS_URL) did not answer, so no link was made: ${(err as Error).message}`)
+      })
     const url = signInUrl(config.dashboardUrl, token, next)
     return json ? JSON.stringify({ url, expiresAt: expiresAt.toISOString() }, null, 2) : `open within 15 minutes (once): ${url}`
   } finally {
