@@ -3,10 +3,11 @@
  * domain: a document that repeats a field under thousands of aliases, or nests list fields (approvals → recipient →
  * approvals …), would fan out into more subgraph requests and objects than any caller needs. Each operation is
  * costed before it runs: every field selected counts once per object it is selected on, a list field multiplies what
- * is under it by its `limit` argument (LIST_COST when it has none), and an operation above MAX_QUERY_COST is
- * refused (400, before any subgraph is asked). The service's own documents cost at most a few thousand. Validation
- * is cached per document text and sees no variables: there a `limit: $l` counts as its default, or LIST_COST, and
- * the request's own values are costed again before it runs (costWithVariables, a preExecution hook).
+ * is under it by its `limit` argument (the default its SDL declares, else LIST_COST, when it has none), and an
+ * operation above MAX_QUERY_COST is refused (400, before any subgraph is asked). The service's own documents cost at
+ * most a few thousand. Validation is cached per document text and sees no variables: there a `limit: $l` counts as
+ * its default, or the field's, or LIST_COST, and the request's own values are costed again before it runs
+ * (costWithVariables, a preExecution hook).
  *
  * Introspection (`__schema`, `__type` and what is under them) is answered by the gateway itself from the schema, so
  * without aliases its answer is bounded by the schema (and graphql's own introspection depth rule); aliased, each
@@ -26,6 +27,7 @@ import {
   type OperationDefinitionNode,
   type ValueNode,
   type FragmentDefinitionNode,
+  type GraphQLField,
   type GraphQLNamedType,
   type GraphQLSchema,
   type SelectionSetNode,
@@ -39,7 +41,7 @@ export const MAX_OPERATIONS = 10
 export const MAX_ROOT_FIELDS = 20
 const INTROSPECTION_FIELDS = new Set(['__schema', '__type'])
 const TOO_MUCH = MAX_QUERY_COST + 1
-/** what a list field without a literal `limit` counts as */
+/** what a list field without a `limit`, and without a default one in its SDL, counts as */
 export const LIST_COST = 20
 /** deeper than any document of the service; also ends a walk through fragments that spread each other */
 const MAX_DEPTH = 12
@@ -54,6 +56,12 @@ function limitOf(value: ValueNode | undefined, variables: VariableValues): numbe
   if (value?.kind !== Kind.VARIABLE) return null
   const given = variables[value.name.value]
   return typeof given === 'number' && Number.isInteger(given) ? Math.max(1, given) : null
+}
+
+/** The `limit` a field's SDL declares as its default (`limit: Int = 200`): what the subgraph answers without one. */
+function declaredLimit(field: GraphQLField<unknown, unknown>): number | null {
+  const value = field.args.find((a) => a.name === 'limit')?.defaultValue
+  return typeof value === 'number' && Number.isInteger(value) ? Math.max(1, value) : null
 }
 
 /** The variables' literal integer defaults (`$l: Int = 5000`), overridden by the request's values when it has them. */
@@ -93,7 +101,7 @@ export function operationCost(
           const limit = selection.arguments?.find((a) => a.name.value === 'limit')?.value
           // a JSON AST's "200," is no integer (a negative one is the subgraph's to refuse)
           if (limit?.kind === Kind.INT && !/^-?\d+$/.test(limit.value)) return TOO_MUCH
-          const given = limitOf(limit, variables)
+          const given = limitOf(limit, variables) ?? declaredLimit(field)
           const list = isListType(getNullableType(field.type))
           const size = list ? (given ?? pageLimit ?? LIST_COST) : 1
           total += walk(selection.selectionSet, getNamedType(field.type), multiplier * size, depth + 1, false, list ? null : given)

@@ -21,9 +21,18 @@ test("a page's limit counts for the list in it, as a list's own limit does", () 
   // organizerEvent, ticketPage, tickets, nextCursor: 4, and the 4 fields of each ticket
   expect(costOf(page('(limit: 5000)'))).toBe(4 + 5000 * 4)
   expect(costOf(page('(limit: 10)'))).toBe(4 + 10 * 4)
-  expect(costOf(page(''))).toBe(4 + LIST_COST * 4)
+  // without one, the default its SDL declares (what the subgraph answers: 200 tickets), not LIST_COST
+  expect(costOf(page(''))).toBe(4 + 200 * 4)
   // through a fragment on the page too
   expect(costOf(`{ organizerEvent(eventUri: "at://e") { ticketPage(limit: 5000) { ...P } } } fragment P on OrganizerTicketPage { tickets ${TICKET} }`)).toBe(3 + 5000 * 4)
+})
+
+test('a list field without a limit costs the default its SDL declares; one that declares none, LIST_COST', () => {
+  const entry = '{ requestId path status durationMs method }'
+  expect(costOf(`{ requestLog ${entry} }`)).toBe(1 + 50 * 5)
+  expect(costOf(`{ deliveries(appDid: "did:web:a", environment: "test") { id } }`)).toBe(1 + 20)
+  expect(costOf(`{ requestLog(limit: 7) ${entry} }`)).toBe(1 + 7 * 5)
+  expect(costOf(`{ organizerEvent(eventUri: "at://e") { tiers { name } } }`)).toBe(2 + LIST_COST)
 })
 
 test('pages of 5,000 tickets under aliases are refused (each was costed as 20 tickets: 540 of them passed)', () => {
@@ -46,10 +55,10 @@ test(`an operation selects at most ${MAX_ROOT_FIELDS} fields at its top, through
   expect(errorsOf(`mutation($a: ID!, $e: String!) { ${mutations} }`)).toEqual([expect.stringMatching(/at most \d+ fields at its top/)])
 })
 
-test("a limit given by a variable costs the request's value, else the variable's default, else LIST_COST", () => {
+test("a limit given by a variable costs the request's value, else the variable's default, else the field's", () => {
   const query = (declaration: string) =>
     `query Q(${declaration}) { organizerEvent(eventUri: "at://e") { ${Array.from({ length: 6 }, (_, i) => `p${i}: ticketPage(limit: $l) { tickets ${TICKET} }`).join(' ')} } }`
-  // validation sees no variables: without a default the limit counts as LIST_COST, so it passes there
+  // validation sees no variables: without a default the limit counts as the field's (200), so it passes there
   expect(errorsOf(query('$l: Int'))).toEqual([])
   // a default of 5000 is costed in validation already
   expect(errorsOf(query('$l: Int = 5000'))).toEqual([expect.stringMatching(/asks too much at once/)])

@@ -1,4 +1,5 @@
 import gql from 'graphql-tag'
+import { REQUEST_LOG_DEFAULT_LIMIT } from './domain/request-log'
 
 /** Apollo Federation v1 SDL (composed by the mercurius gateway). */
 export const typeDefs = gql`
@@ -265,7 +266,7 @@ export const typeDefs = gql`
     "operators: an app registration"
     app(did: ID!): App
     "operators: the developer request log of an environment, newest first"
-    requestLog(environment: String, appDid: String, limit: Int): [RequestLogEntry!]!
+    requestLog(environment: String, appDid: String, limit: Int = ${REQUEST_LOG_DEFAULT_LIMIT}): [RequestLogEntry!]!
     "dashboard: the approval requests addressed to the signed-in creator in its environment, newest first"
     dashboardApprovals: [RecipientApproval!]!
     "dashboard: one approval request addressed to the signed-in creator (NotFound otherwise)"

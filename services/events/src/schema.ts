@@ -1,4 +1,5 @@
 import gql from 'graphql-tag'
+import { DEFAULT_LIST_LIMIT } from './domain/deliveries-log'
 
 /** Apollo Federation v1 SDL (composed by the mercurius gateway). Principals per field: docs/events.md. */
 export const typeDefs = gql`
@@ -77,7 +78,7 @@ export const typeDefs = gql`
 
   extend type Query {
     "the delivery log of an app environment, newest first (the adapter's utility route, operators)"
-    deliveries(appDid: ID!, environment: String!, status: String, limit: Int): [Delivery!]!
+    deliveries(appDid: ID!, environment: String!, status: String, limit: Int = ${DEFAULT_LIST_LIMIT}): [Delivery!]!
     "operators: one delivery"
     delivery(id: ID!): Delivery
   }

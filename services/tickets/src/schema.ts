@@ -1,4 +1,5 @@
 import gql from 'graphql-tag'
+import { TICKET_PAGE_DEFAULT, TICKET_PAGE_MAX } from './domain/organizer'
 
 /**
  * Apollo Federation v1 SDL (composed by the mercurius gateway). The tickets domain serves apps (through the XRPC
@@ -79,8 +80,8 @@ export const typeDefs = gql`
     appDid: String!
     environment: String!
     tiers: [OrganizerTier!]!
-    "a page of the event's tickets, oldest first: at most limit (1 to 5000, default 200), then the next page from after = nextCursor (InvalidRequest for a value not shaped like one)"
-    ticketPage(after: String, limit: Int): OrganizerTicketPage!
+    "a page of the event's tickets, oldest first: at most limit (1 to ${TICKET_PAGE_MAX}), then the next page from after = nextCursor (InvalidRequest for a value not shaped like one)"
+    ticketPage(after: String, limit: Int = ${TICKET_PAGE_DEFAULT}): OrganizerTicketPage!
   }
 
   type OrganizerTicketPage {

@@ -212,6 +212,11 @@ describe('contract error codes through the gateway', () => {
     expect(rec.body).toEqual({ data: { recordDeveloperRequest: true } })
     const res = await postGraphQL(fx.graphqlUrl, `{ requestLog(environment: "test", appDid: "${REGISTERED}") { requestId path status durationMs } }`, operator())
     expect(res.body).toEqual({ data: { requestLog: [{ requestId: 'r-svc', path: '/api/app/developer/config', status: 200, durationMs: 3 }] } })
+    // a limit out of range is refused, as every other list refuses it (it was read as the nearest bound)
+    for (const limit of [0, 201]) {
+      const refused = await postGraphQL(fx.graphqlUrl, `{ requestLog(environment: "test", limit: ${limit}) { requestId } }`, operator())
+      expect({ limit, code: refused.body.errors?.[0]?.extensions?.code, message: refused.body.errors?.[0]?.message }).toEqual({ limit, code: 'InvalidRequest', message: 'limit must be an integer from 1 to 200' })
+    }
   })
 })
 

@@ -582,7 +582,7 @@ export type OrganizerEvent = {
   appDid: Scalars['String']['output'];
   environment: Scalars['String']['output'];
   eventUri: Scalars['String']['output'];
-  /** a page of the event's tickets, oldest first: at most limit (1 to 5000, default 200), then the next page from after = nextCursor (InvalidRequest for a value not shaped like one) */
+  /** a page of the event's tickets, oldest first: at most limit (1 to 5000), then the next page from after = nextCursor (InvalidRequest for a value not shaped like one) */
   ticketPage: OrganizerTicketPage;
   tiers: Array<OrganizerTier>;
 };

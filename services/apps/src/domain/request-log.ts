@@ -1,4 +1,5 @@
 /** The per-environment log of developer utility calls (one entry per request id). */
+import { ContractError } from '@svc/errors'
 import { isDid, isEnvironment } from '@svc/vocabulary'
 import { isDuplicateKeyError } from '../models'
 import type { AppsDomain } from './context'
@@ -6,6 +7,7 @@ import type { DeveloperRequestInput as RequestLogInput } from '../generated/grap
 
 export type { RequestLogInput }
 
+export const REQUEST_LOG_DEFAULT_LIMIT = 50
 export const REQUEST_LOG_MAX_LIMIT = 200
 
 /**
@@ -41,7 +43,9 @@ export async function listRequests(
   const query: Record<string, unknown> = {}
   if (filter.environment) query.environment = filter.environment
   if (filter.appDid) query.appDid = filter.appDid
-  const limit = Math.min(Math.max(filter.limit ?? 50, 1), REQUEST_LOG_MAX_LIMIT)
+  const limit = filter.limit ?? REQUEST_LOG_DEFAULT_LIMIT
+  // refused, as every other list refuses it, rather than read as the nearest bound
+  if (!Number.isInteger(limit) || limit < 1 || limit > REQUEST_LOG_MAX_LIMIT) throw new ContractError('InvalidRequest', `limit must be an integer from 1 to ${REQUEST_LOG_MAX_LIMIT}`)
   const docs = await d.models.RequestLog.find(query).sort({ createdAt: -1 }).limit(limit).lean()
   return docs.map((d) => ({ ...d, createdAt: (d.createdAt as Date).toISOString() }))
 }

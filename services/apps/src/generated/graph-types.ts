@@ -339,7 +339,7 @@ export type QueryAppArgs = {
 export type QueryRequestLogArgs = {
   environment: InputMaybe<Scalars['String']['input']>;
   appDid: InputMaybe<Scalars['String']['input']>;
-  limit: InputMaybe<Scalars['Int']['input']>;
+  limit?: InputMaybe<Scalars['Int']['input']>;
 };
 
 

@@ -105,7 +105,7 @@ export type QueryDeliveriesArgs = {
   appDid: Scalars['ID']['input'];
   environment: Scalars['String']['input'];
   status: InputMaybe<Scalars['String']['input']>;
-  limit: InputMaybe<Scalars['Int']['input']>;
+  limit?: InputMaybe<Scalars['Int']['input']>;
 };
 
 

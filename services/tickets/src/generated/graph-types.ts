@@ -90,14 +90,14 @@ export type OrganizerEvent = {
   appDid: Scalars['String']['output'];
   environment: Scalars['String']['output'];
   tiers: Array<OrganizerTier>;
-  /** a page of the event's tickets, oldest first: at most limit (1 to 5000, default 200), then the next page from after = nextCursor (InvalidRequest for a value not shaped like one) */
+  /** a page of the event's tickets, oldest first: at most limit (1 to 5000), then the next page from after = nextCursor (InvalidRequest for a value not shaped like one) */
   ticketPage: OrganizerTicketPage;
 };
 
 
 export type OrganizerEventTicketPageArgs = {
   after: InputMaybe<Scalars['String']['input']>;
-  limit: InputMaybe<Scalars['Int']['input']>;
+  limit?: InputMaybe<Scalars['Int']['input']>;
 };
 
 export type OrganizerTicketPage = {
