@@ -9,7 +9,7 @@ import Redis from 'ioredis'
 import type { Logger } from 'pino'
 import { producerQueue, queuePrefix, TICKET_HOLDS_QUEUE } from '@svc/outbox'
 import { logConnectionErrors, REQUEST_REDIS_OPTIONS } from '@svc/operations'
-import type { HoldExpiryScheduler, TicketsDomain } from './domain/context'
+import { CLOCKS_APART_MS, type HoldExpiryScheduler, type TicketsDomain } from './domain/context'
 import { expireHold } from './domain/expire-hold'
 
 export interface HoldExpiryJob {
@@ -18,10 +18,10 @@ export interface HoldExpiryJob {
 
 /**
  * A job that ran before its hold's expiresAt (the worker's clock behind the clock of the process that made the hold)
- * runs again 1, 2, 4, … 64 s after: clocks up to two minutes apart still see the hold released when it is due.
+ * runs again 1, 2, 4, … s after, until its retries span CLOCKS_APART_MS (1 + 2 + … + 64 = 127 s: 8 attempts).
  */
 const NOT_DUE_RETRY_MS = 1000
-const ATTEMPTS = 8
+const HOLD_EXPIRY_ATTEMPTS = 1 + Math.ceil(Math.log2(CLOCKS_APART_MS / NOT_DUE_RETRY_MS + 1))
 
 export interface HoldExpiryQueue extends HoldExpiryScheduler {
   stop(): Promise<void>
@@ -57,7 +57,7 @@ export function startHoldExpiry(opts: { domain: TicketsDomain; redisUrl: string;
       await queue.add('expire-hold', { holdId }, {
         jobId: holdId,
         delay,
-        attempts: ATTEMPTS,
+        attempts: HOLD_EXPIRY_ATTEMPTS,
         backoff: { type: 'exponential', delay: NOT_DUE_RETRY_MS },
         // by age and count: by age alone the kept jobs grow with the rate of holds (Redis never evicts)
         removeOnComplete: { age: 24 * 3600, count: 100_000 },

@@ -286,9 +286,8 @@ export async function redriveDeliveries(
 
   const filter: Record<string, unknown> = { appDid, environment, status: 'failed' }
   // test deliveries near their retention's end are refused too (redriveOne): left out, as the window's below are
-  const from = environment === 'test' ? testRedrivableFrom(now) : undefined
-  const since = request.since && from ? (request.since > from ? request.since : from) : (request.since ?? from)
-  if (since) filter.createdAt = { $gte: since }
+  const bounds = [request.since, environment === 'test' ? testRedrivableFrom(now) : null].filter((d): d is Date => d !== null)
+  if (bounds.length > 0) filter.createdAt = { $gte: new Date(Math.max(...bounds.map((d) => d.getTime()))) }
   // only those a redrive may send: never delivered, or first delivered within the window, and never reached a
   // receiver, or first reached one within the window (the others, always refused, would take the batch's places,
   // oldest first, and keep newer failures from ever being reached). Both: a delivery first delivered before

@@ -15,6 +15,13 @@ export interface TicketsDomain {
 
 export const nowOf = (d: TicketsDomain): Date => (d.now ? d.now() : new Date())
 
+/**
+ * How far apart the tickets processes' clocks may be: what one stamps (a claim's minute, a hold's expiresAt) another
+ * judges by its own. The stopped-claims sweep's cursor stays this far behind; a hold-expiry job that ran early is
+ * retried for at least this long.
+ */
+export const CLOCKS_APART_MS = 2 * 60 * 1000
+
 /** The domain as it serves a request: with its reads of the domains whose facts it decides on (app-facts.ts). */
 export interface ServingTickets extends TicketsDomain {
   facts: AppFacts

@@ -23,19 +23,12 @@ import { finishEach } from '@svc/subgraph-server'
 import { findEach, type CapacityUnitDoc } from '../models'
 import { deleteUnitsOf, KEPT_UNTIL, minuteOf, releaseLapsed } from './capacity'
 import { CLAIM_ATTEMPT_SECONDS, claimedTicket, issue } from './claim-free-ticket'
-import { nowOf, type TicketsDomain } from './context'
+import { CLOCKS_APART_MS, nowOf, type TicketsDomain } from './context'
 
 export const STOPPED_CLAIM_WINDOW_MS = 24 * 60 * 60 * 1000
 /** The most minutes one run reads after its cursor (six hours: 360 equality reads, MINUTES_AT_ONCE at a time). */
 export const STOPPED_CLAIM_MINUTES_PER_RUN = 360
 const MINUTES_AT_ONCE = 24
-/**
- * How far apart the tickets processes' clocks may be (as for the hold-expiry jobs): a claim's minute is its process's
- * clock and the cursor this one's, so the cursor stays this much further behind, and a claim stamped by a clock that
- * far behind is still in a minute the cursor has not passed. Each run reads those few minutes again (nothing to do
- * for a finished claim).
- */
-export const CLOCKS_APART_MS = 2 * 60 * 1000
 const CURSOR = 'stopped-claims'
 
 type ClaimSeat = Pick<CapacityUnitDoc, 'unit' | 'reservationId' | 'ticketId' | 'tierId' | 'buyerDid' | 'createdAt' | 'expiresAt'>
@@ -45,7 +38,8 @@ export async function sweepStoppedClaims(d: TicketsDomain): Promise<{ issued: nu
   const now = nowOf(d).getTime()
   const due = now - CLAIM_ATTEMPT_SECONDS * 1000
   // the minute holding `due` is read again next run (its later attempts are not due yet), and the minutes a clock
-  // behind this one's may still stamp
+  // behind this one's may still stamp: a claim's minute is its process's clock, the cursor this one's (each run reads
+  // those few minutes again: nothing to do for a finished claim)
   const settled = minuteOf(due - CLOCKS_APART_MS) - 1
   const cursor = await d.models.SweepCursor.findById(CURSOR).lean()
   const to = cursor ? Math.min(minuteOf(due), cursor.minute + STOPPED_CLAIM_MINUTES_PER_RUN) : minuteOf(due)
