@@ -1,5 +1,17 @@
-/** The pages toolkit: the escaping `html` template, `raw`, `safeUrl`, the layout and the security headers. */
+/**
+ * The pages toolkit: the escaping `html` template, `raw`, `safeUrl`, the layout and the security headers; and the
+ * accessibility of the hosted pages built on it (the dashboard's nav landmark, the card form's optional name and kept
+ * expiry, the Void confirmation, the event page's title).
+ */
 import Fastify from 'fastify'
+import { dashboardCookie, type DashboardSession, type DashboardSessions } from '@svc/dashboard-session'
+import type { GatewayClient } from '@svc/gateway-client'
+import { keptExpiry } from '../src/checkout/card-form'
+import { checkoutFormPage, type CheckoutView } from '../src/checkout/views'
+import { dashboardPlugin } from '../src/dashboard/plugin'
+import type { OrganizerEventData } from '../src/dashboard/ticket-operations'
+import { eventPage } from '../src/dashboard/ticket-views'
+import { header } from '../src/dashboard/views'
 import { escapeHtml, html, HTML_CONTENT_TYPE, isRawHtml, page, raw, safeUrl, SECURITY_HEADERS, sendPage } from '../src/pages/html'
 
 describe('escapeHtml', () => {
@@ -130,5 +142,95 @@ describe('sendPage', () => {
       expect(r.body).toContain('<!doctype html>')
     }
     await app.close()
+  })
+})
+
+describe('hosted pages: accessibility', () => {
+  const session: DashboardSession = { actorDid: 'did:plc:organizer000000000000000', environment: 'test', sessionId: 'ses_1', csrfToken: 'csrf-1', createdAt: '2030-01-01T00:00:00Z' }
+  const TICKET = `ticket_${'a1'.repeat(12)}`
+  const EVENT_URI = 'at://did:plc:organizer000000000000000/community.lexicon.calendar.event/a&b<c>'
+  const event: OrganizerEventData = {
+    organizerEvent: {
+      eventUri: EVENT_URI,
+      appDid: 'did:plc:app0000000000000000000000',
+      environment: 'test',
+      tiers: [{ ticketTypeId: 'tt_1', name: 'General', priceAmount: 0, currency: 'usd', capacity: 3, sold: 1, held: 0, available: 2 }],
+      ticketPage: { tickets: [{ id: TICKET, ticketTypeId: 'tt_1', tierName: 'General', buyerDid: 'did:plc:buyer', status: 'issued', issuedAt: '2030-01-01T10:00:00Z' }], nextCursor: null },
+    },
+  }
+  const checkout: CheckoutView = {
+    id: 'chk_1', environment: 'test', status: 'pending', failureReason: null, failureMessage: null, recipientDid: 'did:plc:ada0000000000000000000',
+    recipientName: 'Ada', paymentType: 'tip', holdId: null, description: 'A tip', currency: 'usd', amount: 1000, serviceFee: 0, buyerFee: 0, total: 1000,
+    returnUrl: 'https://app.example.com/thanks', cancelUrl: 'https://app.example.com/cancel', expiresAt: '2030-01-01T00:00:00Z',
+  }
+  const inputOf = (body: string, id: string) => body.match(new RegExp(`<input [^>]*id="${id}"[^>]*>`))?.[0] ?? ''
+
+  it("the dashboard's header links are in a named <nav> landmark", () => {
+    expect(header(session).html).toMatch(/<nav aria-label="Dashboard"><a href="\/dashboard">Dashboard<\/a> <a href="\/dashboard\/events" id="nav-events">Your events<\/a><\/nav>/)
+  })
+
+  it('the card form marks the name optional in its visible label, and does not require it', () => {
+    const body = checkoutFormPage(checkout, 'cko_test_x').body
+    expect(body).toContain('<label for="name">Name on card (optional)</label>')
+    expect(inputOf(body, 'name')).not.toContain('required')
+    for (const id of ['number', 'expiry', 'cvc']) expect(inputOf(body, id)).toContain(' required')
+  })
+
+  it('a refused card form keeps the expiry (escaped) and the name, never the number or the CVC', () => {
+    const body = checkoutFormPage(checkout, 'cko_test_x', { error: 'Your card number is invalid.', nameOnCard: 'Bea', expiry: '12/3"4', status: 400 }).body
+    expect(inputOf(body, 'expiry')).toContain('value="12/3&quot;4"')
+    expect(inputOf(body, 'name')).toContain('value="Bea"')
+    expect(inputOf(body, 'number')).not.toContain('value=')
+    expect(inputOf(body, 'cvc')).not.toContain('value=')
+    // what the form posted: the one field as typed, or month and year; never more than the field holds
+    expect(keptExpiry({ number: '4242424242424242', expiry: ' 12 / 34 ', cvc: '123' })).toBe('12 / 34')
+    expect(keptExpiry({ expMonth: '1', expYear: '2031' })).toBe('1/2031')
+    expect(keptExpiry({ expiry: '4242424242424242' })).toBeNull()
+    expect(keptExpiry({ expiry: ['12/34', '12/34'] })).toBeNull()
+    expect(keptExpiry(undefined)).toBeNull()
+  })
+
+  it("an event's page is titled with the event (escaped), and each Void form needs its required confirmation box", () => {
+    const view = eventPage(session, event, null)
+    const body = page(view).body
+    expect(body).toContain('<title>at://did:plc:organizer000000000000000/community.lexicon.calendar.event/a&amp;b&lt;c&gt; – Tickets</title>')
+    const form = body.match(new RegExp(`<form method="post" action="/dashboard/tickets/${TICKET}/void"[\\s\\S]*?</form>`))?.[0] ?? ''
+    expect(form).toMatch(/<label[^>]*><input type="checkbox" name="confirm" value="yes" id="confirm-void-ticket_[0-9a-f]{24}" required> I understand<span class="visually-hidden"> that voiding ticket ticket_[0-9a-f]{24} cannot be undone<\/span><\/label>/)
+    expect(form).toContain(`id="void-${TICKET}"`)
+  })
+
+  it('a Void post without the confirmation is refused with a clear message and voids nothing; with it, the ticket is voided', async () => {
+    const asked: unknown[] = []
+    const gateway = {
+      query: async (_op: unknown, variables: unknown) => {
+        asked.push(variables)
+        return { voidTicket: { id: TICKET, status: 'voided', eventUri: EVENT_URI } }
+      },
+    } as unknown as GatewayClient
+    const sessions = { getSession: async () => session } as unknown as DashboardSessions
+    const app = Fastify()
+    await app.register(dashboardPlugin, { gateway, sessions, secureCookies: false })
+    const post = (form: Record<string, string>) =>
+      app.inject({
+        method: 'POST',
+        url: `/dashboard/tickets/${TICKET}/void`,
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `${dashboardCookie('session', false).name}=dss_x` },
+        body: new URLSearchParams(form).toString(),
+      })
+    try {
+      for (const form of [{ csrf: 'csrf-1' }, { csrf: 'csrf-1', confirm: '' }, { csrf: 'csrf-1', confirm: 'no' }] as Record<string, string>[]) {
+        const refused = await post(form)
+        expect(refused.statusCode).toBe(400)
+        expect(refused.headers['content-type']).toBe(HTML_CONTENT_TYPE)
+        expect(refused.body).toContain('the ticket was not voided: tick &quot;I understand&quot;')
+      }
+      expect(asked).toEqual([])
+      const voided = await post({ csrf: 'csrf-1', confirm: 'yes' })
+      expect(voided.statusCode).toBe(303)
+      expect(voided.headers.location).toBe(`/dashboard/events/view?uri=${encodeURIComponent(EVENT_URI)}`)
+      expect(asked).toEqual([{ ticketId: TICKET }])
+    } finally {
+      await app.close()
+    }
   })
 })

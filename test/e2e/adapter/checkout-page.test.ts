@@ -100,6 +100,9 @@ describe('the checkout page', () => {
     expect(res.text).toContain(`id="pay">Pay ${money(1000 + fee)}</button>`)
     expect(text).toContain('4242 4242 4242 4242 (succeeds)')
     expect(text).toContain('4000 0000 0000 0002 (declined)')
+    // the one optional field says so in its label, and is not required
+    expect(text).toContain('Name on card (optional)')
+    expect(res.text).not.toMatch(/<input [^>]*id="name"[^>]* required/)
     expect(res.text).toContain(`action="/checkout/${browserToken}/pay"`)
     expect(res.text).toContain(`action="/checkout/${browserToken}/cancel"`)
     expect(res.text).not.toMatch(/<script/i)
@@ -195,10 +198,14 @@ describe('paying', () => {
     expect(bad.text).not.toMatch(/4242 ?4242 ?4242 ?4241/)
     expect(bad.text).toContain('id="pay"')
     expect(bad.text).toContain('value="Bea Buyer"')
+    // the expiry is kept too (not sensitive); the number and the CVC are cleared
+    expect(bad.text).toMatch(new RegExp(`<input [^>]*id="expiry"[^>]* value="12/${nextYear}"`))
+    expect(bad.text).not.toMatch(/<input [^>]*id="(number|cvc)"[^>]* value=/)
     const expired = await postForm(`${url}/pay`, card('4242424242424242', { expiry: '01/20' }))
     expect(expectPage(expired, 400)).toMatch(/expired/i)
     const unreadable = await postForm(`${url}/pay`, card('4242424242424242', { expiry: 'soon' }))
     expect(expectPage(unreadable, 400)).toContain('Enter the expiry date as MM/YY.')
+    expect(unreadable.text).toMatch(/<input [^>]*id="expiry"[^>]* value="soon"/)
     // for assistive technology: the title says there is an error, the field at fault is marked and described by it,
     // and the cursor starts there; an error the subgraph named (no field known) starts at the card number
     expect(unreadable.text).toContain('<title>Error: Enter the expiry date as MM/YY. – Pay ')

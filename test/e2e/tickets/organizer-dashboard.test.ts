@@ -80,6 +80,7 @@ it('lists the organizer\'s events and an event\'s tiers and tickets; voiding a t
   expect(await page.locator('#tickets tbody tr').count()).toBe(3)
   expect(await page.textContent(`#${claimed} .status`)).toBe('issued')
 
+  await page.check(`#confirm-void-${claimed}`)
   await Promise.all([page.waitForURL((u) => u.pathname === '/dashboard/events/view'), page.click(`#void-${claimed}`)])
   expect(await page.textContent(`#${claimed} .status`)).toBe('voided')
   expect(await page.locator(`#void-${claimed}`).count()).toBe(0)
@@ -113,7 +114,7 @@ it('voids one ticket of a paid hold: exactly one seat returns, once, however oft
     httpRequest(`${stack.checkoutUrl}/dashboard/tickets/${first!._id}/void`, {
       method: 'POST',
       headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ csrf }).toString(),
+      body: new URLSearchParams({ csrf, confirm: 'yes' }).toString(),
       redirect: 'manual',
     })
   const answers = await Promise.all([voidIt(), voidIt(), voidIt()])

@@ -53,6 +53,22 @@ function readExpiry(body: Record<string, unknown>): { month: number; year: numbe
   return { month: Number(month), year: toYear(year) }
 }
 
+/** The most the page's expiry field holds (its `maxlength`). */
+export const EXPIRY_MAX_LENGTH = 7
+
+/**
+ * The expiry as the buyer typed it, to put back into the form after a refusal (as the name is; never the number or
+ * the CVC). Only what fits the page's field is kept, so a card number posted in its place is never echoed.
+ */
+export function keptExpiry(body: unknown): string | null {
+  const form = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {}
+  const combined = field(form, CARD_FIELDS.expiry)
+  const month = field(form, CARD_FIELDS.expMonth)
+  const year = field(form, CARD_FIELDS.expYear)
+  const typed = combined || (/^\d{1,2}$/.test(month) && /^(\d{2}|\d{4})$/.test(year) ? `${month}/${year}` : '')
+  return typed && typed.length <= EXPIRY_MAX_LENGTH ? typed : null
+}
+
 export function readCardForm(body: unknown): CardFormResult {
   const form = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {}
   const nameOnCard = field(form, CARD_FIELDS.name) || null

@@ -19,7 +19,7 @@ import { ContractError } from '@svc/errors'
 import type { GatewayClient } from '@svc/gateway-client'
 import { graphql } from '@svc/graph'
 import { SECURITY_HEADERS, sendPage, type RawHtml } from '../pages/html'
-import { readCardForm, scrubCardData, type CardField, type CardInput } from './card-form'
+import { keptExpiry, readCardForm, scrubCardData, type CardField, type CardInput } from './card-form'
 import { HOLD_TICKETS_QUERY, TICKET_PAGE_QUERY, ticketPage, ticketsSection } from './tickets'
 import { checkoutFormPage, checkoutStatePage, errorPage, invalidLinkPage, withCheckoutParam, type CheckoutView } from './views'
 import { SERVICE_PRINCIPALS, TICKET_PAGE_TOKEN_RE } from '@svc/vocabulary'
@@ -85,6 +85,9 @@ function isCode(err: unknown, ...codes: string[]): err is ContractError {
 
 type TokenParams = { Params: { token: string } }
 
+/** What a refused card form shows again of what the buyer typed. */
+type Kept = { nameOnCard: string | null; expiry: string | null }
+
 /** A pay-form submission refused for card testing: for its client address (the checkout stays open), or its checkout (locked). */
 type PayAttemptsRefusal = { by: 'address'; view: CheckoutView; retryAfterSeconds: number } | { by: 'checkout' }
 
@@ -134,11 +137,14 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
     return ticketsSection(holdTickets)
   }
 
-  /** A refused card form: the form again (400) with the message, or the checkout's state (409) if it closed meanwhile. */
-  async function refusedForm(request: FastifyRequest, reply: FastifyReply, token: string, message: string, nameOnCard: string | null, errorField?: CardField) {
+  /**
+   * A refused card form: the form again (400) with the message and what the buyer typed that is kept (the name and
+   * the expiry; never the number or the CVC), or the checkout's state (409) if it closed meanwhile.
+   */
+  async function refusedForm(request: FastifyRequest, reply: FastifyReply, token: string, message: string, kept: Kept, errorField?: CardField) {
     const view = await loadView(request, token)
     if (view.status !== 'pending') return sendPage(reply, checkoutStatePage(view, token, { status: 409 }))
-    return sendPage(reply, checkoutFormPage(view, token, { error: message, errorField, nameOnCard, status: 400 }))
+    return sendPage(reply, checkoutFormPage(view, token, { error: message, errorField, ...kept, status: 400 }))
   }
 
   /**
@@ -223,13 +229,14 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
       return sendPage(reply, checkoutStatePage(locked, token, { status: 429 }))
     }
     const form = readCardForm(request.body)
-    if (!form.ok) return refusedForm(request, reply, token, form.message, form.nameOnCard, form.field)
+    const kept: Kept = { nameOnCard: form.nameOnCard, expiry: keptExpiry(request.body) }
+    if (!form.ok) return refusedForm(request, reply, token, form.message, kept, form.field)
     const card: CardInput = form.card
     let view: CheckoutView
     try {
       view = (await gateway.query(PAY_MUTATION, { browserToken: token, card }, as(request))).payCheckout
     } catch (err) {
-      if (isCode(err, 'InvalidRequest')) return refusedForm(request, reply, token, scrubCardData(err.message, card), form.nameOnCard)
+      if (isCode(err, 'InvalidRequest')) return refusedForm(request, reply, token, scrubCardData(err.message, card), kept)
       if (isCode(err, 'CheckoutClosed')) return closed(request, reply, token)
       // the payment may have gone through (a charge that outlasted the gateway's wait goes on): the checkout's page
       // says what became of it, rather than a page asking the buyer to try again

@@ -5,7 +5,7 @@
  */
 import { graphql, type ResultOf } from '@svc/graph'
 import { html, page, raw, safeUrl, type HtmlResponse, type RawHtml } from '../pages/html'
-import { CARD_FIELDS, type CardField } from './card-form'
+import { CARD_FIELDS, EXPIRY_MAX_LENGTH, type CardField } from './card-form'
 import { formatMoney } from './money'
 
 /** What the checkout pages read of one checkout: the payments subgraph's `CheckoutView`, as its SDL declares it. */
@@ -78,6 +78,8 @@ export interface FormPageOptions {
   errorField?: CardField
   /** put back into the name field after a refused form; the card number and CVC never are */
   nameOnCard?: string | null
+  /** put back into the expiry field after a refused form, as the buyer typed it (not sensitive, unlike the number) */
+  expiry?: string | null
   status?: number
 }
 
@@ -98,10 +100,10 @@ ${isTest(view)
 <form method="post" action="/checkout/${token}/pay" id="pay-form">
 <div class="field"><label for="${CARD_FIELDS.number}">Card number</label><input type="text" id="${CARD_FIELDS.number}" name="${CARD_FIELDS.number}" inputmode="numeric" autocomplete="cc-number"${state('number')} placeholder="1234 1234 1234 1234" maxlength="23" required></div>
 <div class="row">
-<div class="field"><label for="${CARD_FIELDS.expiry}">Expiry (MM/YY)</label><input type="text" id="${CARD_FIELDS.expiry}" name="${CARD_FIELDS.expiry}" inputmode="numeric" autocomplete="cc-exp"${state('expiry')} placeholder="MM/YY" maxlength="7" required></div>
+<div class="field"><label for="${CARD_FIELDS.expiry}">Expiry (MM/YY)</label><input type="text" id="${CARD_FIELDS.expiry}" name="${CARD_FIELDS.expiry}" inputmode="numeric" autocomplete="cc-exp"${state('expiry')} placeholder="MM/YY" maxlength="${EXPIRY_MAX_LENGTH}" value="${opts.expiry ?? ''}" required></div>
 <div class="field"><label for="${CARD_FIELDS.cvc}">CVC</label><input type="text" id="${CARD_FIELDS.cvc}" name="${CARD_FIELDS.cvc}" inputmode="numeric" autocomplete="cc-csc"${state('cvc')} placeholder="123" maxlength="4" required></div>
 </div>
-<div class="field"><label for="${CARD_FIELDS.name}">Name on card</label><input type="text" id="${CARD_FIELDS.name}" name="${CARD_FIELDS.name}" autocomplete="cc-name" maxlength="100" value="${opts.nameOnCard ?? ''}"></div>
+<div class="field"><label for="${CARD_FIELDS.name}">Name on card (optional)</label><input type="text" id="${CARD_FIELDS.name}" name="${CARD_FIELDS.name}" autocomplete="cc-name" maxlength="100" value="${opts.nameOnCard ?? ''}"></div>
 <button type="submit" class="btn" id="pay">Pay ${total}</button>
 </form>
 <form method="post" action="/checkout/${token}/cancel" class="center mt">

@@ -27,7 +27,7 @@ import {
 import * as views from './views'
 import { attendeesCsv } from './attendees-csv'
 import { ATTENDEES, ORGANIZER_EVENT, ORGANIZER_EVENTS, VOID_TICKET } from './ticket-operations'
-import { eventPage, eventPath, eventsPage } from './ticket-views'
+import { eventPage, eventPath, eventsPage, VOID_CONFIRM_FIELD } from './ticket-views'
 
 export interface DashboardPluginOptions {
   gateway: GatewayClient
@@ -262,6 +262,10 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
     const signed = await signedInForm(request, reply)
     if (!signed) return reply
     if (!TICKET_ID.test(request.params.id)) return sendPage(reply, views.errorPage(new ContractError('NotFound', 'no such ticket')))
+    // voiding cannot be undone: the form's required "I understand" box must be ticked (ticket-views.ts)
+    if (signed.form[VOID_CONFIRM_FIELD] !== 'yes') {
+      return sendPage(reply, views.errorPage(new ContractError('InvalidRequest', 'the ticket was not voided: tick "I understand" next to its Void button to confirm, as voiding cannot be undone')))
+    }
     try {
       const { voidTicket } = await ask(request, signed.s, VOID_TICKET, { ticketId: request.params.id })
       request.log.info({ ticketId: voidTicket.id }, 'ticket voided')

@@ -5,6 +5,12 @@ import { html, type Html } from '../pages/html'
 import type { OrganizerEventData, OrganizerEventsData } from './ticket-operations'
 import { csrfField, header, type View } from './views'
 
+/**
+ * The Void form's confirmation checkbox: required in the form (no script needed), and a post without it voids nothing
+ * (the plugin refuses it), as voiding cannot be undone.
+ */
+export const VOID_CONFIRM_FIELD = 'confirm'
+
 export const eventPath = (eventUri: string): string => `/dashboard/events/view?uri=${encodeURIComponent(eventUri)}`
 
 // the currency's own minor unit, as the checkout page shows it (¥1,000, not 10.00 JPY)
@@ -37,12 +43,13 @@ export function eventPage(s: DashboardSession, data: OrganizerEventData, after: 
       <td>${t.status === 'voided'
         ? ''
         : html`<form method="post" action="/dashboard/tickets/${t.id}/void" class="inline">${csrfField(s)}
+          <label class="small nowrap"><input type="checkbox" name="${VOID_CONFIRM_FIELD}" value="yes" id="confirm-void-${t.id}" required> I understand<span class="visually-hidden"> that voiding ticket ${t.id} cannot be undone</span></label>
           <button type="submit" class="secondary" id="void-${t.id}" aria-label="Void ticket ${t.id}">Void</button></form>`}</td></tr>`,
   )
   const csv = `/dashboard/events/attendees.csv?uri=${encodeURIComponent(e.eventUri)}`
   return {
     status: 200,
-    title: 'Event',
+    title: `${e.eventUri} – Tickets`,
     body: html`${header(s)}<main><p><a href="/dashboard/events">All your events</a></p><h1>${e.eventUri}</h1>
       <p>Sold through app <code>${e.appDid}</code> in ${e.environment}.</p>
       <section><h2>Tiers</h2><table id="tiers"><thead><tr><th>Tier</th><th>Price</th><th>Capacity</th><th>Sold</th><th>Held</th><th>Available</th></tr></thead>
@@ -54,7 +61,7 @@ export function eventPage(s: DashboardSession, data: OrganizerEventData, after: 
           <p>${after ? html`<a href="${eventPath(e.eventUri)}" id="first-tickets">First tickets</a> ` : ''}${nextCursor
             ? html`<a href="${`${eventPath(e.eventUri)}&after=${encodeURIComponent(nextCursor)}`}" id="later-tickets">Later tickets</a>`
             : ''}</p>
-          <p class="hint">Voiding a ticket returns its seat to sale and tells the app (ticket.voided); it cannot be undone.</p>`
+          <p class="hint">Voiding a ticket returns its seat to sale and tells the app (ticket.voided); it cannot be undone: tick "I understand" next to its Void button first.</p>`
         : html`<p>No tickets${after ? ' after these' : ' yet'}.</p>`}
       </section></main>`,
   }

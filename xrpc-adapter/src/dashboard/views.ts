@@ -50,7 +50,7 @@ export function csrfField(s: DashboardSession): Html {
 }
 
 export function header(s: DashboardSession): Html {
-  return html`<header class="bar"><a href="/dashboard">Dashboard</a> <a href="/dashboard/events" id="nav-events">Your events</a>
+  return html`<header class="bar"><nav aria-label="Dashboard"><a href="/dashboard">Dashboard</a> <a href="/dashboard/events" id="nav-events">Your events</a></nav>
     <span class="who">${s.actorDid} · ${s.environment === 'test' ? 'TEST MODE' : 'live'}</span>
     <form method="post" action="/dashboard/logout" class="inline">${csrfField(s)}<button type="submit" class="link">Sign out</button></form></header>`
 }
