@@ -483,6 +483,31 @@ describe('a hold and its checkout (the payments domain answered here)', () => {
     await expect(settleHold(d, holdId, { checkoutId: 'chk_x', paymentUri: 'at://did:plc:x/money.svc.payment.record/x' })).rejects.toThrow(/does not exist/)
   })
 
+  test("a kept hold that payments' clock, ahead of this one, finds lapsed when the retry comes: the retry is judged as a first call", async () => {
+    const { eventUri, tierIds } = await event([{ capacity: 5 }], 60)
+    let calls = 0
+    const PAYMENTS_AHEAD_MS = 45_000
+    const { serving } = withCheckouts(async (input) => {
+      if (++calls === 1) throw new ContractError('ServiceUnavailable', 'payments is away')
+      if (new Date(input.expiresAt).getTime() <= clock.now.getTime() + PAYMENTS_AHEAD_MS) throw new ContractError('InvalidRequest', 'the hold has lapsed')
+      return { url: `http://checkout.invalid/checkout/${input.holdId}`, token: `pst_test_${input.holdId}` }
+    })
+    const body: HoldRequest = { environment: 'test', eventUri, buyerDid: buyer(), appOrderId: randomBytes(6).toString('hex'), items: [{ ticketTypeId: tierIds[0]!, quantity: 2 }] }
+    expect(await refusal(createTicketHold(serving, APP, body))).toBe('ServiceUnavailable')
+    const kept = (await models.TicketHold.findOne({ appOrderId: body.appOrderId }).lean())!
+    // 30 s later: by this clock the hold has 30 s left, by payments' it lapsed 15 s ago
+    clock.now = new Date(clock.now.getTime() + 30_000)
+    try {
+      const retried = await createTicketHold(serving, APP, body)
+      expect(retried.holdId).not.toBe(kept._id)
+      expect(retried.checkout.url).toBe(`http://checkout.invalid/checkout/${retried.holdId}`)
+      expect(await models.TicketHold.find({ appOrderId: body.appOrderId }, { _id: 1 }).lean()).toEqual([{ _id: retried.holdId }])
+      expect(await available(tierIds[0]!)).toBe(3)
+    } finally {
+      clock.now = new Date()
+    }
+  })
+
   test('a hold kept for its retry while payments was away, lapsed when the retry comes: the retry is judged as a first call', async () => {
     const { eventUri, tierIds } = await event([{ capacity: 5 }], 60)
     let calls = 0

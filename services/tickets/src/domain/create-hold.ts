@@ -70,6 +70,7 @@ function sameHold(existing: StoredHold, buyerDid: string, key: string): StoredHo
  * stays: its checkout started, or a refusal that may pass on a retry (one refused for good takes the hold away).
  */
 export async function createTicketHold(d: ServingTickets, appDid: string, input: HoldRequest): Promise<{ holdId: string; expiresAt: string; checkout: HoldCheckout }> {
+  const started = nowOf(d)
   for (let round = 0; ; round++) {
     const hold = await reserveHold(d, appDid, input)
     // best effort, logged with the request's logger: the hold's expiresAt is what is due, and reads release lapsed holds
@@ -86,9 +87,10 @@ export async function createTicketHold(d: ServingTickets, appDid: string, input:
         await schedule()
         throw err
       }
-      // an earlier call's hold, left for its retry when payments was out of reach, lapsed before this retry came:
-      // payments refuses its checkout, and it is gone now, so the order is judged as a first call, as documented
-      if (round === 0 && hold.expiresAt <= nowOf(d)) continue
+      // an earlier call's hold, left for its retry when payments was out of reach, that payments refuses now: it
+      // lapsed before this retry came, by payments' clock (which may be ahead of this process's), or payments' rules
+      // changed meanwhile. It is gone now, so the order is judged as a first call, as documented
+      if (round === 0 && hold.createdAt < started) continue
       throw err
     }
   }
