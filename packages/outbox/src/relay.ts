@@ -12,14 +12,17 @@
  * while it finds some or a pass failed, backing off to `maxIntervalMs` while it finds none. One pass runs at a time.
  * Finding and marking filter on `relayed: false` or on `_id`, which FerretDB answers from an index.
  *
- * Redis may lose its data (a restart without persistence) with domain events still queued. Each relay keeps a key in
- * Redis; a scan that finds it missing (lost, or the first start) relays again the events relayed in the last
- * `replayWindowMs`: those already turned into deliveries are a no-op (the delivery id derives from the event id).
+ * Redis may lose its data (a restart without persistence), or go back in time (a failover to a replica that was
+ * behind), with domain events still queued. The domain's relays keep a marker in Redis, and each relay a count of its
+ * own publishes; a scan that finds the marker missing (lost, or the first start) or its count older than it wrote
+ * relays again the events relayed in the last `replayWindowMs`: those already turned into deliveries are a no-op (the
+ * delivery id derives from the event id).
  *
  * The outbox is a relay buffer, not the event log apps read (that is the events domain's deliveries): a scan also
  * deletes events relayed more than `retentionMs` ago (OUTBOX_RETENTION_MS, default 7 days, never less than the replay
  * window), at most once per `pruneIntervalMs`, so the collection does not grow forever. FerretDB has no TTL index.
  */
+import { randomUUID } from 'node:crypto'
 import { once } from 'node:events'
 import type { JobsOptions } from 'bullmq'
 import { CONNECTION_ERROR_LOG_INTERVAL_MS, logConnectionErrors } from '@svc/operations'
@@ -50,17 +53,37 @@ const PRUNE_MAX_PER_RUN = 20 * PRUNE_BATCH
 const SCAN_MAX = 10_000
 
 /**
- * The relay's key in Redis: a sequence every relay of the domain advances after each publish. While Redis keeps what
- * the relays published it is there and never goes down; missing (Redis lost its data) or lower than a relay has seen
- * (a failover to a replica that was behind: replication keeps the order of writes, so a replica with the sequence at
- * n has every job published before n) means jobs may be gone.
+ * The domain's relay marker in Redis: there while Redis keeps what the relays published; missing (Redis lost its
+ * data, or the first start, or a relay found that Redis went back in time and took it away) means jobs may be gone.
  */
 export function relayAliveKey(redisPrefix: string, source: EventSource): string {
   return `${redisPrefix}outbox-relay:${source}`
 }
 
-/** INCR of a key that exists; nil (and no key made) for one that does not. */
-const INCR_EXISTING = `if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('INCR', KEYS[1]) end return false`
+/**
+ * One relay process's own count of its publishes, written after each. Only that process writes it, so a value other
+ * than the one it wrote last means Redis went back in time (a failover to a replica that was behind: replication keeps
+ * the order of writes, so a replica without one of its jobs has an older count too). A count shared by the relays
+ * could not tell: another process's publishes after the failover raised it back past what this one had seen.
+ */
+export function relayCountKey(redisPrefix: string, source: EventSource, relayId: string): string {
+  return `${relayAliveKey(redisPrefix, source)}:relay:${relayId}`
+}
+
+/** a relay that published nothing for this long finds its count gone, and replays once (a no-op for the events) */
+const RELAY_COUNT_TTL_SECONDS = 30 * 24 * 3600
+
+/**
+ * After a publish: the relay's count moves from ARGV[1] to ARGV[2]. Found otherwise, Redis went back in time: the
+ * domain's marker goes, so the next scan of any relay of the domain replays (this one's, or one started since).
+ */
+const COUNT_PUBLISHED = `
+local count = redis.call('GET', KEYS[2])
+local wentBack = ARGV[1] ~= '0' and count ~= ARGV[1]
+if wentBack then redis.call('DEL', KEYS[1]) end
+redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
+if wentBack then return 1 end
+return 0`
 
 /**
  * The options of every `domain-events` job (its id is the event id). Completed jobs are kept for the board, 7 days
@@ -172,11 +195,11 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   const queue = producerQueue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, redis, queuePrefix(opts.redisPrefix))
   logConnectionErrors(queue, log, 'outbox relay: queue connection error')
 
-  /** the highest value of the domain's relay sequence this process has seen (its own advances, and its reads) */
-  let seenSeq = 0
-  const sawSeq = (value: number) => void (seenSeq = Math.max(seenSeq, value))
+  /** this relay's publishes, as its count in Redis (relayCountKey) should read */
+  const countKey = relayCountKey(opts.redisPrefix, opts.source, randomUUID())
+  let published = 0
 
-  /** Publishes events (their marks are the caller's), then advances the relay sequence past them. */
+  /** Publishes events (their marks are the caller's), then counts the publish in Redis. */
   const publish = async (batch: OutboxEvent[]): Promise<void> => {
     // BullMQ waits for a connection forever: wait a bounded time here instead, so a pass (and stop) always ends
     await redisReady()
@@ -194,10 +217,10 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     )
     publishing = settled
     await bounded(add, PUBLISH_TIMEOUT_MS, 'publishing to domain-events')
-    // advanced only where it exists: a sequence Redis lost is left missing for the next scan to see and replay (made
-    // again here, it would read as current to a process that had seen no more, and the replay be skipped)
-    const seq = (await redis.eval(INCR_EXISTING, 1, aliveKey)) as number | null
-    if (seq !== null) sawSeq(seq)
+    // the marker is never made here: one Redis lost stays missing for the next scan to see and replay
+    const wentBack = await redis.eval(COUNT_PUBLISHED, 2, aliveKey, countKey, String(published), String(published + 1), RELAY_COUNT_TTL_SECONDS)
+    published++
+    if (wentBack === 1) log.warn({ published }, 'outbox relay: Redis went back in time (this relay\'s count of its publishes is older); the next scan relays recent events again')
   }
 
   /**
@@ -286,29 +309,25 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   }
 
   /**
-   * The relay sequence missing (Redis lost its data, or the first start) or below what this process has seen (Redis
-   * went back in time: a failover to a replica that was behind): domain events published before may be gone with it,
-   * so those relayed within the replay window become unrelayed again, for this scan. The sequence advances only once
-   * they are: a pass that fails in between (the database away) replays at its retry. Two relays replaying at once
-   * publish each event once (its id is the job id).
+   * The domain's marker missing (Redis lost its data, the first start, or a relay's publish found Redis gone back in
+   * time), or this relay's count of its publishes older than it wrote (Redis went back in time: a failover to a
+   * replica that was behind): domain events published before may be gone with it, so those relayed within the replay
+   * window become unrelayed again, for this scan, whichever relay of the domain published them. The marker and the
+   * count are written only once they are: a pass that fails in between (the database away) replays at its retry.
+   * Two relays replaying at once publish each event once (its id is the job id).
    */
   const replayIfRedisLost = async (): Promise<void> => {
     await redisReady()
-    const raw = await redis.get(aliveKey)
-    const seq = raw !== null && /^\d+$/.test(raw) ? Number(raw) : null
-    if (raw !== null && seq === null) {
-      // the marker of a relay before the sequence (a date): Redis kept its data; the sequence starts from here
-      await redis.set(aliveKey, '1')
-      return sawSeq(1)
-    }
-    if (seq !== null && seq >= seenSeq) return sawSeq(seq)
-    const seen = seenSeq
+    const [marker, count] = await redis.mget(aliveKey, countKey)
+    const wentBack = published > 0 && count !== String(published)
+    if (marker !== null && !wentBack) return
     const since = new Date(Date.now() - replayWindowMs)
     const res = await opts.model.updateMany({ relayed: true, relayedAt: { $gte: since } }, { $set: { relayed: false } })
-    // a new baseline: what this process saw before Redis went back no longer counts
-    seenSeq = await redis.incr(aliveKey)
+    // a marker from before the count (a sequence, or a date) stays as it is: any value means Redis kept its data
+    await redis.set(aliveKey, '1', 'NX')
+    if (published > 0) await redis.set(countKey, String(published), 'EX', RELAY_COUNT_TTL_SECONDS)
     if (res.modifiedCount > 0) {
-      const why = seq === null ? 'Redis lost its data (or first start)' : `Redis went back in time (relay sequence ${seq}, seen ${seen})`
+      const why = wentBack ? `Redis went back in time (this relay's count of its publishes read ${count ?? 'missing'}, not ${published})` : 'Redis lost its data (or first start)'
       log.warn({ events: res.modifiedCount, since }, `outbox relay: ${why}; relaying recent events again`)
     }
   }

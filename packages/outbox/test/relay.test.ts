@@ -407,26 +407,80 @@ test('Redis loses its data and the database fails the replay: the replay happens
   expect((await queue.getJob(id))?.data.eventId).toBe(id)
 })
 
+/** The relay keys of a domain (its marker, each relay's count), as a replica of Redis would hold them now. */
+async function relayKeys(redisPrefix: string): Promise<Map<string, string>> {
+  const marker = relayAliveKey(redisPrefix, 'payments')
+  const keys = [marker, ...(await redis.keys(`${marker}:relay:*`))]
+  const values = await redis.mget(...keys)
+  return new Map(keys.flatMap((k, i) => (values[i] === null ? [] : [[k, values[i]!] as [string, string]])))
+}
+
+/** Redis fails over to a replica that held `replica` of the relay keys (and not the jobs published since). */
+async function failOverTo(redisPrefix: string, replica: Map<string, string>, lostJobs: string[], queue: Queue<DomainEventJob>) {
+  for (const id of lostJobs) await (await queue.getJob(id))!.remove()
+  const now = await relayKeys(redisPrefix)
+  for (const key of now.keys()) if (!replica.has(key)) await redis.del(key)
+  for (const [key, value] of replica) await redis.set(key, value)
+}
+
 test('Redis goes back in time (a failover to a replica that was behind): the jobs it lost are published again', async () => {
   const { queue, relay, redisPrefix } = fixture()
   const r = relay()
   const first = await writeOutboxEvent(model, event('behind:1'))
   await waitFor(allRelayed)
-  const key = relayAliveKey(redisPrefix, 'payments')
-  const replicaSeq = await redis.get(key)
-  expect(replicaSeq).toMatch(/^\d+$/)
+  const replica = await relayKeys(redisPrefix)
+  expect(replica.size).toBe(2) // the marker and this relay's count
   const second = await writeOutboxEvent(model, event('behind:2'))
   await waitFor(async () => (await allRelayed()) && (await queue.getJob(second)) !== undefined)
-  expect(Number(await redis.get(key))).toBeGreaterThan(Number(replicaSeq))
-  // the replica that takes over had the first event's job and its sequence, not the second's
-  await (await queue.getJob(second))!.remove()
-  await redis.set(key, replicaSeq!)
+  // the replica that takes over had the first event's job and the relay keys of then, not the second's
+  await failOverTo(redisPrefix, replica, [second], queue)
   await r.drain()
   expect((await queue.getJob(second))?.data.eventId).toBe(second)
   expect((await queue.getJob(first))?.data.eventId).toBe(first)
   expect(await unrelayed()).toBe(0)
-  // the sequence moved on from there: the next scan replays nothing
+  // the count moved on from there: the next scan replays nothing
   expect(await r.drain()).toBe(0)
+})
+
+test('Redis goes back in time, then another relay of the domain publishes before this one scans: the lost job is still published again', async () => {
+  const { queue, relay, redisPrefix } = fixture()
+  const a = relay()
+  const b = relay()
+  await a.drain()
+  await b.drain()
+  const replica = await relayKeys(redisPrefix)
+  // relay A publishes an event (inserted as another process would: no in-process wake-up), then Redis fails over to
+  // a replica without its job
+  const lost = outboxEventId('replicas:lost')
+  await model.collection.insertOne({ _id: lost, ...event('replicas:lost'), occurredAt: new Date(), relayed: false, relayedAt: null } as never)
+  expect(await a.drain()).toBe(1)
+  await failOverTo(redisPrefix, replica, [lost], queue)
+  // relay B publishes another event (a shared sequence was raised back past what A had seen by this)
+  const other = outboxEventId('replicas:other')
+  await model.collection.insertOne({ _id: other, ...event('replicas:other'), occurredAt: new Date(), relayed: false, relayedAt: null } as never)
+  expect(await b.drain()).toBe(1)
+  expect(await queue.getJob(lost)).toBeUndefined()
+  // A's scan finds its count older than it wrote: every event of the window is relayed again
+  await a.drain()
+  expect((await queue.getJob(lost))?.data.eventId).toBe(lost)
+  expect(await unrelayed()).toBe(0)
+})
+
+test("Redis goes back in time, then this relay publishes before it scans: the publish finds its count older, and the scan replays", async () => {
+  const { queue, relay, redisPrefix } = fixture()
+  const r = relay()
+  await r.drain()
+  const first = await writeOutboxEvent(model, event('own:1'))
+  await waitFor(async () => (await allRelayed()) && (await queue.getJob(first)) !== undefined)
+  const replica = await relayKeys(redisPrefix)
+  const lost = await writeOutboxEvent(model, event('own:lost'))
+  await waitFor(async () => (await allRelayed()) && (await queue.getJob(lost)) !== undefined)
+  await failOverTo(redisPrefix, replica, [lost], queue)
+  // a request's event is published by its wake-up before the next scan
+  const next = await writeOutboxEvent(model, event('own:next'))
+  await waitFor(async () => (await queue.getJob(next)) !== undefined)
+  await r.drain()
+  expect((await queue.getJob(lost))?.data.eventId).toBe(lost)
 })
 
 test('Redis losing its data, then a write published before the next scan: the scan still replays what was relayed (the publish does not make the lost sequence again)', async () => {
@@ -445,16 +499,17 @@ test('Redis losing its data, then a write published before the next scan: the sc
   expect(await queue.getJob(outboxEventId('lost:1'))).toBeDefined()
 })
 
-test('a relay marker from before the sequence (a date) is taken as Redis having kept its data: no replay', async () => {
+test('a relay marker of any value (a date, an earlier relay\'s sequence) is taken as Redis having kept its data: no replay', async () => {
   const { relay, redisPrefix, jobCount } = fixture()
   await writeOutboxEvent(model, event('legacy:1'))
   const key = relayAliveKey(redisPrefix, 'payments')
-  await redis.set(key, new Date().toISOString())
+  const marker = new Date().toISOString()
+  await redis.set(key, marker)
   await model.updateMany({}, { $set: { relayed: true, relayedAt: new Date() } })
   const r = relay()
   expect(await r.drain()).toBe(0)
   expect(await jobCount()).toBe(0)
-  expect(await redis.get(key)).toBe('1')
+  expect(await redis.get(key)).toBe(marker)
 })
 
 describe('retention', () => {
