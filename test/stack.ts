@@ -121,7 +121,7 @@ export const TEST_LIMITS: AdapterLimits = {
 }
 
 /** appCacheMs 0: tests change an app's channel and secrets directly and expect the next attempt to see it */
-export const TEST_DELIVERY: DeliverySettings = { timeoutMs: 2000, scheduleScale: 1 / 50_000, holdRecheckMs: 200, lockMs: 1000, concurrency: 10, appCacheMs: 0, reconcileMs: 60_000, disableAfterMs: 5 * 24 * 3_600_000, slowMs: 1000, slowAppConcurrency: 10 }
+export const TEST_DELIVERY: DeliverySettings = { timeoutMs: 2000, scheduleScale: 1 / 50_000, holdRecheckMs: 200, holdMaxMs: 3 * 24 * 3_600_000, lockMs: 1000, concurrency: 10, appCacheMs: 0, reconcileMs: 60_000, disableAfterMs: 5 * 24 * 3_600_000, slowMs: 1000, slowAppConcurrency: 10 }
 
 export async function startStack(label: string, opts: StackOptions = {}): Promise<TestStack> {
   const iso = isolate(label)
@@ -312,6 +312,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
         DELIVERY_TIMEOUT_MS: String(d.timeoutMs),
         DELIVERY_SCHEDULE_SCALE: String(d.scheduleScale),
         DELIVERY_HOLD_RECHECK_MS: String(d.holdRecheckMs),
+        DELIVERY_HOLD_MAX_MS: String(d.holdMaxMs),
         DELIVERY_LOCK_MS: String(d.lockMs),
         DELIVERY_CONCURRENCY: String(d.concurrency),
         DELIVERY_APP_CACHE_MS: String(d.appCacheMs),

@@ -175,6 +175,11 @@ const variables = z
     DELIVERY_SCHEDULE_SCALE: emptyAsUnset(z.coerce.number().positive().max(1).default(1)),
     /** how often a held delivery (paused webhook) checks whether it may go */
     DELIVERY_HOLD_RECHECK_MS: emptyAsUnset(z.coerce.number().int().min(10).max(3_600_000).default(60_000)),
+    /**
+     * how long a delivery stays held (its webhook paused or disabled) before it ends failed unsent (3 days, as long as
+     * the retry schedule): each keeps a job in Redis, and a paused app's events would otherwise be kept for ever
+     */
+    DELIVERY_HOLD_MAX_MS: emptyAsUnset(z.coerce.number().int().min(100).max(30 * 24 * 3_600_000).default(3 * 24 * 3_600_000)),
     /** a delivery job's lock; a worker that dies holding it gives the job back after about this long */
     DELIVERY_LOCK_MS: emptyAsUnset(z.coerce.number().int().min(500).max(600_000).default(30_000)),
     /**
@@ -417,6 +422,8 @@ export interface DeliverySettings {
   timeoutMs: number
   scheduleScale: number
   holdRecheckMs: number
+  /** DELIVERY_HOLD_MAX_MS */
+  holdMaxMs: number
   lockMs: number
   concurrency: number
   /** DELIVERY_APP_CACHE_MS */
@@ -570,6 +577,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutMs: e.DELIVERY_TIMEOUT_MS,
       scheduleScale: e.DELIVERY_SCHEDULE_SCALE,
       holdRecheckMs: e.DELIVERY_HOLD_RECHECK_MS,
+      holdMaxMs: e.DELIVERY_HOLD_MAX_MS,
       lockMs: e.DELIVERY_LOCK_MS,
       concurrency: e.DELIVERY_CONCURRENCY,
       appCacheMs: e.DELIVERY_APP_CACHE_MS,

@@ -22,7 +22,7 @@ export { MAX_ATTEMPTS, DELAYS_MS, JITTER, nextDelayMs, scheduleSpanMs, type Sche
 export { ALL_QUEUES, WEBHOOK_DELIVERIES_QUEUE, DOMAIN_EVENTS_QUEUE, EVENTS_MAINTENANCE_QUEUE, DELIVERY_BACKOFF, queuePrefix, type DeliveryJob } from './queues'
 export { startEventWorkers, type EventWorkersOptions, type RunningEventWorkers } from './workers'
 export { createDomainEventProcessor } from './workers/domain-events'
-export { HOLD_RECHECK_MAX_FACTOR, holdRecheckDelayMs, settleAbandonedJob } from './delivery/processor'
+export { HELD_TOO_LONG_ERROR, HOLD_RECHECK_MAX_FACTOR, holdRecheckDelayMs, settleAbandonedJob } from './delivery/processor'
 export { releaseUnpausedHolds, type ReleaseHeldResult } from './delivery/release-held'
 export { createEndpointClient, type EndpointClient } from './delivery/endpoint'
 export { createTestDelivery } from './domain/test-delivery'

@@ -57,6 +57,8 @@ export interface DeliveryJob {
    * holdRecheckDelayMs of it (delivery/processor.ts). Dropped with the next attempt; absent before the first hold.
    */
   holds?: number
+  /** when the first of those re-checks' hold began (ms since the epoch): held DELIVERY_HOLD_MAX_MS, the run ends */
+  heldSince?: number
   /**
    * Pick-ups in a row that waited because the app environment's receiver is slow and held its share of the worker's
    * slots (delivery/fair-share.ts): the next waits deferDelayMs of it. Dropped with the attempt; absent before.

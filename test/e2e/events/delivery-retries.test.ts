@@ -11,6 +11,7 @@ import {
   DELIVERY_JOB_OPTIONS,
   deliveryJob,
   ensureSigningSecret,
+  HELD_TOO_LONG_ERROR,
   newDeliveryId,
   queuePrefix,
   releaseUnpausedHolds,
@@ -482,6 +483,21 @@ describe('retries', () => {
     } finally {
       await rechecks.close()
     }
+  })
+
+  it('a delivery held longer than DELIVERY_HOLD_MAX_MS ends failed unsent (its job would otherwise stay in Redis for ever)', async () => {
+    await withWorkers(() => customWorkers({ delivery: { holdMaxMs: 1000 } }), async () => {
+      const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }), undefined, true)
+      const id = await queueTestDelivery(stack, queues, app.did)
+      const held = await waitForStatus(stack, id, 'held')
+      const failed = await waitForStatus(stack, id, 'failed')
+      expect(failed).toMatchObject({ attemptCount: 0, lastError: HELD_TOO_LONG_ERROR, nextAttemptAt: null })
+      // at the first re-check past the limit (they double from 200 ms: 1.4 s, 3 s after the hold)
+      expect(failed.failedAt!.getTime() - held.updatedAt!.getTime()).toBeGreaterThanOrEqual(1000)
+      expect(await waitFor(async () => (await queues.deliveries.getJob(id))?.returnvalue === 'held-too-long', 'the job to complete as held too long')).toBe(true)
+      expect(await attemptsOf(stack, id)).toHaveLength(0)
+      expect(receiver.requests).toHaveLength(0)
+    })
   })
 
   it('a held delivery whose re-check is far off is sent by the next reconcile run once its endpoint is unpaused; one still paused stays held', async () => {

@@ -42,6 +42,7 @@ import type { Environment } from '@svc/vocabulary'
 export const INTERRUPTED_ERROR = 'the worker stopped during this attempt'
 export const NOT_CONFIGURED_ERROR = 'no webhook or receiver configured'
 export const TOO_LATE_ERROR = 'not sent: first sent more than 30 days ago, receivers may no longer know its id (it would be processed twice)'
+export const HELD_TOO_LONG_ERROR = 'not sent: held longer than DELIVERY_HOLD_MAX_MS while the webhook was paused or disabled (redrive it once the webhook is back)'
 
 /** A held delivery's re-checks double up to this many times DELIVERY_HOLD_RECHECK_MS (64 × 60 s: about an hour). */
 export const HOLD_RECHECK_MAX_FACTOR = 64
@@ -106,7 +107,7 @@ export interface DeliveryProcessorDeps {
   health: EndpointHealth
 }
 
-export type ProcessOutcome = 'delivered' | 'already-delivered' | 'gone' | 'too-late'
+export type ProcessOutcome = 'delivered' | 'already-delivered' | 'gone' | 'too-late' | 'held-too-long'
 
 type Prepared = { request: OutgoingRequest } | { error: string }
 
@@ -269,7 +270,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
       // without the dead attempts when the delivery counted past them (the job was behind: see writeOutcome)
       if (!logged) await models.Delivery.updateOne(open, { $set: held, ...reached })
     }
-    await job.updateData({ ...jobData(a, a.number, null, []), holds: holds + 1 })
+    await job.updateData({ ...jobData(a, a.number, null, []), holds: holds + 1, heldSince: job.data.heldSince ?? Date.now() })
     log.debug({ deliveryId: a.id, holds: holds + 1, recheckAt }, 'delivery held: the webhook is paused')
     if (!token) throw new Error('a held delivery needs the job token')
     await job.moveToDelayed(recheckAt.getTime(), token)
@@ -295,16 +296,16 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
    * Too late to send (see sendBefore): the run ends `failed` without an attempt (the attempts its dead workers left in
    * flight logged `interrupted`), and a redrive refuses it too.
    */
-  async function endTooLate(a: Attempting): Promise<'too-late'> {
+  async function endUnsent<O extends ProcessOutcome>(a: Attempting, outcome: O, lastError: string, why: string): Promise<O> {
     const dead = a.interrupted.map((i) => interruptedEntry(i, a.run))
     const counted = dead.length > 0 ? { attemptCount: dead.at(-1)!.number } : {}
     const open = { _id: a.id, status: { $in: ['pending' as const, 'held' as const] } }
     const reached = reachedUpdate(firstReachedOf(a.interrupted))
-    const ended = { ...withAttempts({ status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: TOO_LATE_ERROR, ...counted }, dead), ...reached }
+    const ended = { ...withAttempts({ status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError, ...counted }, dead), ...reached }
     const logged = dead.length > 0 && (await models.Delivery.updateOne({ ...open, attemptCount: { $lt: dead[0]!.number } }, ended)).matchedCount > 0
-    if (!logged) await models.Delivery.updateOne(open, { $set: { status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError: TOO_LATE_ERROR }, ...reached })
-    log.warn({ deliveryId: a.id, appDid: a.appDid, environment: a.environment, run: a.run }, 'delivery run ended unsent: first sent more than 30 days ago')
-    return 'too-late'
+    if (!logged) await models.Delivery.updateOne(open, { $set: { status: 'failed', failedAt: new Date(), nextAttemptAt: null, lastError }, ...reached })
+    log.warn({ deliveryId: a.id, appDid: a.appDid, environment: a.environment, run: a.run }, `delivery run ended unsent: ${why}`)
+    return outcome
   }
 
   /**
@@ -440,10 +441,15 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     if (a === 'already-delivered') return a
     // the attempts of the run so far, the ones dead workers left included (BullMQ does not count those; the contract's 14 do)
     if (Math.max(a.attemptsBefore + job.attemptsMade, a.firstOfRun === null ? 0 : a.number - a.firstOfRun) >= MAX_ATTEMPTS) return endSpentRun(a)
-    if (a.sendBefore !== null && Date.now() >= a.sendBefore) return endTooLate(a)
+    if (a.sendBefore !== null && Date.now() >= a.sendBefore) return endUnsent(a, 'too-late', TOO_LATE_ERROR, 'first sent more than 30 days ago')
 
     const lookup = await deps.endpoints.lookup(a.appDid, a.environment, `${a.id}.${a.number}`)
-    if (lookup.kind === 'found' && lookup.endpoint.paused) return hold(job, token, a)
+    if (lookup.kind === 'found' && lookup.endpoint.paused) {
+      // held for good would keep its job in Redis for ever (a paused app's events, test events sent on purpose)
+      const heldSince = job.data.heldSince
+      if (heldSince !== undefined && Date.now() - heldSince >= settings.holdMaxMs) return endUnsent(a, 'held-too-long', HELD_TOO_LONG_ERROR, 'held longer than DELIVERY_HOLD_MAX_MS')
+      return hold(job, token, a)
+    }
 
     // Where this attempt goes, or why it cannot go anywhere (still a failed attempt, retried on the schedule).
     let channel: Channel | null = null
