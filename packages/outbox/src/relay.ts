@@ -120,8 +120,10 @@ export interface OutboxRelayOptions {
   replayWindowMs?: number
   /** relayed events are deleted this long after they were relayed (default 7 days; at least replayWindowMs) */
   retentionMs?: number
-  /** how often a scan deletes events past the retention (default 1 h) */
+  /** how often a scan deletes events past the retention (default 1 h; at the next scan while a backlog remains) */
   pruneIntervalMs?: number
+  /** the most events one prune deletes (default 20,000) */
+  pruneMaxPerRun?: number
   /**
    * Runs after a batch is on the queue and before it is marked relayed; a throw leaves the batch unmarked (as a
    * crash there would). For tests of the crash window.
@@ -174,6 +176,7 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   const replayWindowMs = opts.replayWindowMs ?? DEFAULT_RELAY_REPLAY_WINDOW_MS
   const retentionMs = opts.retentionMs ?? DEFAULT_OUTBOX_RETENTION_MS
   const pruneIntervalMs = opts.pruneIntervalMs ?? DEFAULT_OUTBOX_PRUNE_INTERVAL_MS
+  const pruneMaxPerRun = opts.pruneMaxPerRun ?? PRUNE_MAX_PER_RUN
   // an event the replay may relay again must still be there
   if (!(retentionMs >= replayWindowMs)) throw new Error('outbox relay: retentionMs must be at least replayWindowMs')
   const aliveKey = relayAliveKey(opts.redisPrefix, opts.source)
@@ -333,8 +336,10 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   }
 
   /**
-   * Deletes events relayed before the retention, by `_id` in batches, when the last prune is `pruneIntervalMs` old.
-   * Only relayed ones: an event that waits for Redis, however old, stays until it is on the queue.
+   * Deletes events relayed before the retention, by `_id` in batches, when the last prune is `pruneIntervalMs` old,
+   * or at the next scan when the last one stopped at its most: a domain relaying more than that an hour (5.6 events
+   * a second) would otherwise keep the rest for ever. Only relayed ones: an event that waits for Redis, however old,
+   * stays until it is on the queue.
    */
   let lastPrune = 0
   const pruneIfDue = async (): Promise<void> => {
@@ -342,17 +347,19 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     lastPrune = Date.now()
     const before = new Date(Date.now() - retentionMs)
     let deleted = 0
-    while (deleted < PRUNE_MAX_PER_RUN && !stopped) {
+    while (deleted < pruneMaxPerRun && !stopped) {
       // occurredAt ≤ relayedAt: its condition narrows the read to the outbox's index
       const old = await opts.model
         .find({ relayed: true, occurredAt: { $lt: before }, relayedAt: { $lt: before } }, { _id: 1 })
-        .limit(PRUNE_BATCH)
+        .limit(Math.min(PRUNE_BATCH, pruneMaxPerRun - deleted))
         .lean<Pick<OutboxEvent, '_id'>[]>()
       if (old.length === 0) break
       const res = await opts.model.deleteMany({ _id: { $in: old.map((e) => e._id) }, relayed: true })
       deleted += res.deletedCount
       if (old.length < PRUNE_BATCH) break
     }
+    // stopped at its most: a backlog remains, so the next scan goes on with it
+    if (deleted >= pruneMaxPerRun) lastPrune = 0
     if (deleted > 0) log.info({ deleted, relayedBefore: before }, 'outbox: deleted events relayed before the retention')
   }
 

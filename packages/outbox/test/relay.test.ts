@@ -539,6 +539,19 @@ describe('retention', () => {
     expect((await queue.getJobs()).map((j) => j.id).sort()).toEqual([outboxEventId('relayed-late'), outboxEventId('waiting')].sort())
   })
 
+  test('a prune that stops at its most leaves the rest to the next scan, not to the next interval (a busy domain\'s outbox grew for ever)', async () => {
+    const { relay } = fixture()
+    const eightDaysAgo = new Date(Date.now() - 8 * DAY)
+    await model.collection.insertMany(Array.from({ length: 2500 }, (_, i) => stored(`backlog:${i}`, eightDaysAgo, eightDaysAgo)))
+    const r = relay({ pruneMaxPerRun: 1000 })
+    const left = () => model.countDocuments({ _id: { $regex: '^evt_' } })
+    // the start's scan and this one: 1,000 each
+    await r.drain()
+    expect(await left()).toBe(500)
+    await r.drain()
+    expect(await left()).toBe(0)
+  })
+
   test('once per prune interval; the retention is never shorter than the replay window', async () => {
     const { relay } = fixture()
     const r = relay()
