@@ -236,3 +236,21 @@ describe('mongo claim store: requests that read before either wrote (no atomic f
     expect(await store.claim(id, 60_000)).toMatchObject({ state: 'claimed' })
   })
 })
+
+test('the memory store forgets lapsed done markers and claims within a minute (it kept one entry per delivery, for ever)', async () => {
+  let clock = 1_000_000
+  const store = createMemoryClaimStore({ doneTtlMs: 10_000, now: () => clock })
+  for (let i = 0; i < 500; i++) {
+    const claim = await store.claim(`whd_done${i}`, 60_000)
+    if (claim.state === 'claimed') await store.complete(`whd_done${i}`, claim.token)
+  }
+  // handlers that died: their claims lapse
+  for (let i = 0; i < 100; i++) await store.claim(`whd_died${i}`, 5_000)
+  expect(store.size).toBe(600)
+  clock += 30_000
+  expect(await store.claim('whd_done0', 60_000)).toMatchObject({ state: 'claimed' }) // lapsed, not swept yet
+  clock += 31_000
+  await store.claim('whd_new', 60_000)
+  // what is left: the two live claims
+  expect(store.size).toBe(2)
+})

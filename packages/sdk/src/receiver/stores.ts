@@ -34,16 +34,35 @@ function assertTtl(ttlMs: number): void {
   if (!Number.isInteger(ttlMs) || ttlMs <= 0) throw new TypeError('ttlMs must be a positive integer')
 }
 
-/** In-process store for tests and development (one process only). */
-export function createMemoryClaimStore(options: { doneTtlMs?: number; now?: () => number } = {}): DeliveryClaimStore {
+/** how often the memory store forgets what has lapsed (a sweep of both maps, on the next call after this long) */
+const MEMORY_SWEEP_MS = 60_000
+
+/**
+ * In-process store for tests and development (one process only). What has lapsed (done markers past doneTtlMs,
+ * claims of handlers that died) is forgotten at most a minute later: kept, a long-running receiver's memory grew by
+ * one entry per delivery, for ever.
+ */
+export function createMemoryClaimStore(options: { doneTtlMs?: number; now?: () => number } = {}): DeliveryClaimStore & { readonly size: number } {
   const now = options.now ?? Date.now
   const doneTtl = options.doneTtlMs ?? DEFAULT_DONE_TTL_MS
   const claims = new Map<string, { token: string; expiresAt: number }>()
   const done = new Map<string, number>()
+  let swept = now()
+  const sweep = (t: number) => {
+    if (t - swept < MEMORY_SWEEP_MS) return
+    swept = t
+    for (const [id, until] of done) if (until <= t) done.delete(id)
+    for (const [id, claim] of claims) if (claim.expiresAt <= t) claims.delete(id)
+  }
   return {
+    /** the deliveries it keeps (claims and done markers): for a receiver's own metrics */
+    get size() {
+      return claims.size + done.size
+    },
     async claim(id, ttlMs) {
       assertTtl(ttlMs)
       const t = now()
+      sweep(t)
       const doneUntil = done.get(id)
       if (doneUntil !== undefined && doneUntil > t) {
         done.set(id, t + doneTtl) // kept doneTtlMs after the last delivery of it, not the first
