@@ -44,3 +44,44 @@ export function logConnectionErrors(
     log?.warn({ err }, message)
   })
 }
+
+/** The codes of a connection that failed itself (refused, reset, timed out, unreachable), as ioredis passes them on. */
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH'])
+
+/** A connection to Redis failing or unavailable, rather than a fault of the code using it. */
+export function isConnectionError(err: unknown): boolean {
+  return CONNECTION_CODES.has(String((err as { code?: unknown }).code)) || isRedisUnavailable(err)
+}
+
+/**
+ * Logs a Redis outage as long-running consumers (BullMQ workers) meet it: the first connection error a warn line,
+ * then at most one per `intervalMs` saying how long it has lasted, and one info line with its length once `ready`
+ * (their connection) is ready again. Other errors stay error lines, each. A worker's every reconnect and blocked read
+ * is an error event: logged each, a 20 s outage was 158 error lines with stacks, and nothing said when it ended.
+ */
+export function logRedisOutage(
+  emitters: readonly { on(event: 'error', listener: (err: Error) => void): unknown }[],
+  ready: { on(event: 'ready', listener: () => void): unknown },
+  log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void; error(obj: object, msg: string): void },
+  what: string,
+  intervalMs = CONNECTION_ERROR_LOG_INTERVAL_MS,
+): void {
+  let since: number | null = null
+  let lastLine = -Infinity
+  for (const emitter of emitters) {
+    emitter.on('error', (err: Error) => {
+      if (!isConnectionError(err)) return log.error({ err }, `${what}: error`)
+      const now = Date.now()
+      since ??= now
+      if (now - lastLine < intervalMs) return
+      lastLine = now
+      log.warn({ err: { code: (err as { code?: unknown }).code, message: err.message }, failingForMs: now - since }, `${what}: Redis is away; waiting for it`)
+    })
+  }
+  ready.on('ready', () => {
+    if (since === null) return
+    log.info({ failedForMs: Date.now() - since }, `${what}: Redis is back`)
+    since = null
+    lastLine = -Infinity
+  })
+}

@@ -12,7 +12,8 @@ export interface ProcessMetrics {
   httpDuration: Histogram<'method' | 'route' | 'status'>
 }
 
-const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+/** up to the longest waits a request may have: a pay (the processor's 20 s and more), a subgraph's 30 s, the adapter's 60 s */
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 20, 30, 45, 60]
 
 export function createMetrics(processName: string): ProcessMetrics {
   const registry = new Registry()

@@ -11,7 +11,7 @@ import Redis from 'ioredis'
 import type { Logger } from 'pino'
 import type { DeliverySettings } from '@svc/config'
 import type { DomainEventJob } from '@svc/outbox'
-import { collectedGauge, counter, observeDatabaseCommands, type ProcessMetrics } from '@svc/operations'
+import { collectedGauge, counter, logRedisOutage, observeDatabaseCommands, type ProcessMetrics } from '@svc/operations'
 import { keypairFromPrivateKeyHex } from '@svc/service-auth'
 import { watchDatabase, whileDatabaseAway } from '@svc/subgraph-server'
 import { cachedEndpoints, cachedSigningSecrets } from '../delivery/app-environment-cache'
@@ -140,9 +140,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   const database = watchDatabase(conn, opts.mongoUrl, { clientOptions, onReopen: observeCommands, logger: log })
   const domainEventsQueue = new Queue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, { connection: redis, prefix })
   const reconciler = startReconciler({ models, deliveries, domainEvents: domainEventsQueue, processDomainEvent, endpoints, redis, prefix, periodMs: opts.delivery.reconcileMs, logger: log })
-  for (const worker of [domainEvents, sender]) {
-    worker.on('error', (err) => log.error({ err, queue: worker.name }, 'worker error'))
-  }
+  logRedisOutage([domainEvents, sender], redis, log, 'events workers')
   log.info({ concurrency: opts.delivery.concurrency, lockMs: opts.delivery.lockMs, scheduleScale: opts.delivery.scheduleScale, appCacheMs: opts.delivery.appCacheMs, reconcileMs: opts.delivery.reconcileMs, disableAfterMs: opts.delivery.disableAfterMs }, 'events workers started')
 
   let stopping: Promise<void> | undefined

@@ -10,6 +10,7 @@
 import { Queue, Worker, type Job } from 'bullmq'
 import type Redis from 'ioredis'
 import type { Logger } from 'pino'
+import { logRedisOutage } from '@svc/operations'
 import type { EndpointClient } from '../delivery/endpoint'
 import { releaseUnpausedHolds } from '../delivery/release-held'
 import { reconcileDeliveries, type ReconcileResult } from '../domain/reconcile'
@@ -51,7 +52,7 @@ export function startReconciler(opts: {
     },
     { connection: opts.redis, prefix: opts.prefix, concurrency: 1 },
   )
-  worker.on('error', (err) => log.error({ err }, 'reconciler worker error'))
+  logRedisOutage([worker, queue], opts.redis, log, 'reconciler')
   // a run that failed (the database away mid-run): the next period's run starts over
   worker.on('failed', (job, err) => log.error({ err, jobId: job?.id }, 'reconcile run failed; the next period runs again'))
 
