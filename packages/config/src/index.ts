@@ -310,10 +310,19 @@ const schemaFor = (held: ReadonlySet<Secret>) =>
     if (env.DELIVERY_SLOW_MS !== undefined && env.DELIVERY_SLOW_MS >= env.DELIVERY_TIMEOUT_MS) {
       ctx.addIssue({ code: 'custom', path: ['DELIVERY_SLOW_MS'], message: `must be below DELIVERY_TIMEOUT_MS (${env.DELIVERY_TIMEOUT_MS}): an attempt that times out counts as slow` })
     }
-    if (env.NODE_ENV !== 'production' && !LISTEN_LOOPBACK.has(env.HOST) && usesDevelopmentSecrets(env, held)) {
+    if (env.NODE_ENV !== 'production' && usesDevelopmentSecrets(env, held)) {
       // NODE_ENV defaults to development: a deployment that forgot it (or a staging one set to test) would serve the
       // world with secrets everyone has
-      ctx.addIssue({ code: 'custom', path: ['HOST'], message: `${env.HOST} is reachable beyond this machine, and the development defaults of the secrets are public: set NODE_ENV=production with real secrets, or HOST=127.0.0.1` })
+      if (!LISTEN_LOOPBACK.has(env.HOST)) {
+        ctx.addIssue({ code: 'custom', path: ['HOST'], message: `${env.HOST} is reachable beyond this machine, and the development defaults of the secrets are public: set NODE_ENV=production with real secrets, or HOST=127.0.0.1` })
+      }
+      // so is one listening on loopback behind a proxy on the same machine: its public address gives it away
+      for (const key of ['CHECKOUT_URL', 'DASHBOARD_URL'] as const) {
+        const value = env[key]
+        if (value !== undefined && !LOOPBACK_HOSTS.has(new URL(value).hostname)) {
+          ctx.addIssue({ code: 'custom', path: [key], message: 'is an address beyond this machine, and the development defaults of the secrets are public: set NODE_ENV=production with real secrets' })
+        }
+      }
     }
     if (env.NODE_ENV !== 'production') return
     for (const key of SECRETS.filter(holds)) {
@@ -336,6 +345,16 @@ const schemaFor = (held: ReadonlySet<Secret>) =>
     if (env.DEV_ALLOW_LOOPBACK_WEBHOOKS) {
       ctx.addIssue({ code: 'custom', path: ['DEV_ALLOW_LOOPBACK_WEBHOOKS'], message: 'is a development setting' })
     }
+    // every client would name its own address (X-Forwarded-For), and the per-address limits (card testing, issuer
+    // lookups, the utility routes) count nothing
+    const trusted = parseTrustProxy(env.TRUST_PROXY)
+    if (trusted === true || (Array.isArray(trusted) && trusted.some((p) => TRUST_EVERYONE.has(p)))) {
+      ctx.addIssue({ code: 'custom', path: ['TRUST_PROXY'], message: 'trusts every client to name its own address in production: list the proxies in front of the adapter (addresses or CIDRs)' })
+    }
+    // apps' did:plc documents hold the keys their JWTs are checked with: fetched in the clear, they could be swapped
+    if (new URL(env.PLC_URL).protocol !== 'https:') {
+      ctx.addIssue({ code: 'custom', path: ['PLC_URL'], message: 'must be https in production (apps\' signing keys are read from it)' })
+    }
     // did:web over http to localhost: in production the "app" whose DID document the service fetches would be itself
     if (env.ALLOW_INSECURE_DID_WEB) {
       ctx.addIssue({ code: 'custom', path: ['ALLOW_INSECURE_DID_WEB'], message: 'is a development setting' })
@@ -351,6 +370,8 @@ const schemaFor = (held: ReadonlySet<Secret>) =>
   })
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
+/** TRUST_PROXY entries that take in every address */
+const TRUST_EVERYONE = new Set(['0.0.0.0/0', '::/0', '::0/0'])
 /** HOST values that listen on this machine only */
 const LISTEN_LOOPBACK = new Set(['localhost', '127.0.0.1', '::1'])
 

@@ -91,17 +91,17 @@ describe('internal callers\' keys', () => {
   })
 
   it('the dashboard is on the checkout host unless DASHBOARD_URL says otherwise', () => {
-    expect(loadConfig({ CHECKOUT_URL: 'https://pay.example.com/' }).dashboardUrl).toBe('https://pay.example.com/dashboard')
+    expect(loadConfig(withRealSecrets({ CHECKOUT_URL: 'https://pay.example.com/' })).dashboardUrl).toBe('https://pay.example.com/dashboard')
     // the URLs answers are built from must hold URI characters only: a space would make each such answer a 500
     expect(() => loadConfig({ CHECKOUT_URL: 'https://pay.example.com/a b' })).toThrow(/CHECKOUT_URL/)
     expect(() => loadConfig({ DASHBOARD_URL: 'https://creators.example.com/dash board' })).toThrow(/DASHBOARD_URL/)
     expect(() => loadConfig({ BASE_URL: 'https://api.example.com/x<y>' })).toThrow(/BASE_URL/)
     expect(() => loadConfig({ CHECKOUT_URL: 'ftp://pay.example.com' })).toThrow(/CHECKOUT_URL/)
-    expect(loadConfig({ CHECKOUT_URL: 'https://pay.example.com:8443/svc' }).checkoutUrl).toBe('https://pay.example.com:8443/svc')
-    expect(loadConfig({ CHECKOUT_URL: 'HTTPS://pay.example.com' }).checkoutUrl).toBe('HTTPS://pay.example.com')
+    expect(loadConfig(withRealSecrets({ CHECKOUT_URL: 'https://pay.example.com:8443/svc' })).checkoutUrl).toBe('https://pay.example.com:8443/svc')
+    expect(loadConfig(withRealSecrets({ CHECKOUT_URL: 'HTTPS://pay.example.com' })).checkoutUrl).toBe('HTTPS://pay.example.com')
     expect(loadConfig({ CHECKOUT_URL: 'http://[::1]:4001' }).checkoutUrl).toBe('http://[::1]:4001')
     expect(loadConfig({}).dashboardUrl).toBe('http://127.0.0.1:4001/dashboard')
-    expect(loadConfig({ CHECKOUT_URL: 'https://pay.example.com', DASHBOARD_URL: 'https://creators.example.com/' }).dashboardUrl).toBe('https://creators.example.com')
+    expect(loadConfig(withRealSecrets({ CHECKOUT_URL: 'https://pay.example.com', DASHBOARD_URL: 'https://creators.example.com/' })).dashboardUrl).toBe('https://creators.example.com')
   })
 
   it('refuses pages served over http in production, except on a loopback host', () => {
@@ -122,8 +122,28 @@ describe('internal callers\' keys', () => {
     expect(loadConfig({ ...realSecrets, HOST: '0.0.0.0' }).host).toBe('0.0.0.0')
     // NODE_ENV=test (a staging deployment labelled so) is no way around it
     expect(() => loadConfig({ HOST: '0.0.0.0', NODE_ENV: 'test' })).toThrow(/HOST/)
+    // nor a proxy on this machine in front of a loopback HOST: the public address the pages announce gives it away
+    expect(() => loadConfig({ HOST: '127.0.0.1', CHECKOUT_URL: 'https://pay.example.com', TRUST_PROXY: '127.0.0.1' })).toThrow(/CHECKOUT_URL.*development defaults of the secrets are public/s)
+    expect(() => loadConfig({ DASHBOARD_URL: 'https://creators.example.com/dashboard' })).toThrow(/DASHBOARD_URL.*development defaults/s)
+    expect(loadConfig(withRealSecrets({ HOST: '127.0.0.1', CHECKOUT_URL: 'https://pay.example.com' })).checkoutUrl).toBe('https://pay.example.com')
+    expect(loadConfig({ CHECKOUT_URL: 'http://localhost:4001' }).checkoutUrl).toBe('http://localhost:4001')
   })
 
+  it('refuses in production a TRUST_PROXY that trusts every client, and a PLC directory over http', () => {
+    for (const all of ['true', '0.0.0.0/0', '10.0.0.1, ::/0']) {
+      expect(() => loadConfig({ ...everyKeySet, TRUST_PROXY: all })).toThrow(/TRUST_PROXY.*trusts every client/s)
+      expect(loadConfig({ ...everyKeySet, NODE_ENV: 'development', TRUST_PROXY: all }).trustProxy).toBeTruthy()
+    }
+    expect(loadConfig({ ...everyKeySet, TRUST_PROXY: '10.0.0.0/8' }).trustProxy).toEqual(['10.0.0.0/8'])
+    expect(() => loadConfig({ ...everyKeySet, PLC_URL: 'http://plc.example.com' })).toThrow(/PLC_URL.*must be https in production/s)
+    expect(loadConfig({ ...everyKeySet, PLC_URL: 'https://plc.example.com' }).plcUrl).toBe('https://plc.example.com')
+  })
+
+  /** the secrets a deployment sets, without NODE_ENV */
+  const withRealSecrets = (env: Record<string, string>) => {
+    const { NODE_ENV: _production, ...secrets } = everyKeySet
+    return { ...secrets, ...env }
+  }
   const CALLER_KEYS = ['GATEWAY_CONTEXT_KEY', 'ADAPTER_CONTEXT_KEY', 'EVENTS_CONTEXT_KEY', 'PAYMENTS_CONTEXT_KEY', 'APPS_CONTEXT_KEY', 'TICKETS_CONTEXT_KEY']
   const everyKeySet: Record<string, string> = { NODE_ENV: 'production', SERVICE_DID: 'did:web:api.svc.example', OPERATOR_TOKEN: token('o'), METRICS_TOKEN: token('m'), PAYMENT_TOKEN_SECRET: token('s'), WEBHOOK_SECRET_KEY: token('w'), SERVICE_SIGNING_KEY: 'ab'.repeat(32), ...Object.fromEntries(CALLER_KEYS.map((key, i) => [key, token(String(i))])) }
 

@@ -9,7 +9,7 @@ import { promisify } from 'node:util'
 import { TID } from '@atproto/common'
 import { initiateCheckout, payCheckout } from '../src'
 import { claimSettlement, recordOutcome } from '../src/domain/settlement'
-import { authorizationFor, browserTokenOf, CHECKOUT_URL, GOOD_CARD, newDid, openDomain, productOf, SERVICE_DID, type TestDomain, serving } from './helpers'
+import { authorizationFor, browserTokenOf, GOOD_CARD, newDid, openDomain, productOf, SERVICE_DID, type TestDomain, serving } from './helpers'
 
 const run = promisify(execFile)
 const ROOT = join(__dirname, '..', '..', '..')
@@ -25,7 +25,8 @@ async function operator(...args: string[]): Promise<{ stdout: string; stderr: st
     ...process.env,
     MONGO_URL: t.mongoUrl,
     SERVICE_DID,
-    CHECKOUT_URL,
+    // a loopback host: the command runs with the other secrets' development defaults, which a public address refuses
+    CHECKOUT_URL: 'http://127.0.0.1:4001',
     PAYMENT_TOKEN_SECRET: t.domain.tokenSecret,
     NODE_ENV: 'test',
     LOG_LEVEL: 'warn',
