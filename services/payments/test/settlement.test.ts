@@ -4,6 +4,8 @@
  * interrupted settlements, and expiry by the sweep and lazily on reads.
  */
 import { cidForCbor, TID } from '@atproto/common'
+import pino from 'pino'
+import { outboxEventId } from '@svc/outbox'
 import {
   cancelCheckout,
   chargeKeyOf,
@@ -323,6 +325,17 @@ describe('one settlement per checkout, under concurrency', () => {
     expect(await getCheckout(t.domain, c.browser)).toMatchObject({ status: 'failed', failureReason: 'canceled' })
     // applied: the next sweep has nothing left of it
     expect((await t.models.Settlement.findById(c.checkoutId).lean())?.awaiting).toBe(false)
+  })
+
+  test("the 'checkout completed' line names the payment.completed event, which leads an operator on to its delivery", async () => {
+    const c = await start()
+    const lines: Record<string, unknown>[] = []
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) })
+    await payCheckout({ ...t.domain, logger }, c.browser, GOOD_CARD)
+    const completed = lines.find((l) => l.msg === 'checkout completed')
+    const event = (await t.models.Outbox.findOne({ key: `payment.completed:${c.checkoutId}` }).lean())!
+    expect(completed).toMatchObject({ checkoutId: c.checkoutId, eventId: event._id })
+    expect(event._id).toBe(outboxEventId(`payment.completed:${c.checkoutId}`))
   })
 
   test('a recovery that finds its checkout already ended by another counts nothing (concurrent sweeps counted each)', async () => {

@@ -150,7 +150,7 @@ export async function finishSettlement(d: PaymentsDomain, checkoutId: string): P
     const { createdAt: completedAt, ...ref } = await storePaymentRecord(d, checkout, built)
     // a ticket checkout's tickets exist before its payment is announced as completed
     if (checkout.holdId) await holdsOf(d).settle(checkout.holdId, { checkoutId, paymentUri: ref.uri })
-    await writeOutboxEvent(d.models.Outbox, {
+    const eventId = await writeOutboxEvent(d.models.Outbox, {
       type: 'payment.completed',
       key: `payment.completed:${checkout._id}`,
       environment: checkout.environment as Environment,
@@ -178,7 +178,8 @@ export async function finishSettlement(d: PaymentsDomain, checkoutId: string): P
       { _id: checkoutId },
       { $set: { status: 'completed', ref, completedAt, failureReason: null, failureMessage: null } },
     )
-    d.logger?.info({ checkoutId, environment: checkout.environment, appDid: checkout.appDid, paymentUri: ref.uri }, 'checkout completed')
+    // the event's id leads an operator on to its delivery (the events workers' `domain event → delivery` line)
+    d.logger?.info({ checkoutId, environment: checkout.environment, appDid: checkout.appDid, paymentUri: ref.uri, eventId }, 'checkout completed')
   } else {
     const reason: FailureReason = outcome.reason ?? 'processor_error'
     // a ticket checkout that failed returns its hold's capacity
