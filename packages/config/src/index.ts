@@ -58,6 +58,15 @@ const publicUrl = z
   .string()
   .url()
   .refine((v) => /^https?:\/\/[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/i.test(v), 'must be an http(s) URL of URI characters only (no spaces; a Unicode host in punycode)')
+  // links are built by appending paths to it, and every link shown to buyers, creators and logs would carry the rest
+  .refine((v) => {
+    try {
+      const u = new URL(v)
+      return u.username === '' && u.password === '' && u.search === '' && u.hash === ''
+    } catch {
+      return false // refused above (the parser's error would quote the value)
+    }
+  }, 'must be an http(s) URL without credentials, query or fragment (every link is built on it)')
 
 /**
  * Whether `value` parses, and what it parses to passes `ok`. A value that does not parse is invalid, and no more: the
@@ -694,6 +703,34 @@ export function loggerOptions(config: Pick<Config, 'logLevel'>, name: string) {
 }
 
 /**
+ * What a process logs of its configuration as it starts: what decides how exposed it is (its mode, where it listens
+ * and what it announces, whom it trusts, its limits), never a secret: only whether any secret it holds is a public
+ * development default.
+ */
+export function configurationSummary(config: Config): Record<string, unknown> {
+  const secrets: string[] = []
+  const collect = (value: unknown): void => {
+    if (typeof value === 'string') secrets.push(value)
+    else if (value && typeof value === 'object') for (const v of Object.values(value)) collect(v)
+  }
+  collect(config.secrets)
+  return {
+    nodeEnv: config.nodeEnv,
+    host: config.host,
+    serviceDid: config.serviceDid,
+    checkoutUrl: config.checkoutUrl,
+    dashboardUrl: config.dashboardUrl,
+    plcUrl: config.plcUrl,
+    trustProxy: config.trustProxy,
+    graphiql: config.graphiql,
+    devAllowLoopbackWebhooks: config.devAllowLoopbackWebhooks,
+    allowInsecureDidWeb: config.allowInsecureDidWeb,
+    limits: config.limits,
+    publicDevelopmentSecrets: secrets.some((v) => v.startsWith(DEV_SECRET) || v === DEV_SIGNING_KEY),
+  }
+}
+
+/**
  * A process's entry point: the configuration read once, a pino logger named for the process, then `start`, which
  * returns its stop: that stops taking work, finishes what is in flight (requests, jobs) and closes its connections.
  * On SIGTERM or SIGINT the process stops and exits 0; one that has not stopped within SHUTDOWN_TIMEOUT_MS exits 1,
@@ -704,6 +741,7 @@ export function runProcess(name: Component, start: (config: Config, logger: Logg
   const run = async () => {
     const config = loadConfig(process.env, name)
     logger = pino(loggerOptions(config, name))
+    logger.info(configurationSummary(config), 'configuration')
     const stop = await start(config, logger)
     const log = logger
     let stopping = false

@@ -1,5 +1,5 @@
 import { inspect } from 'node:util'
-import { ConfigError, loadConfig, parseTrustProxy } from '../src'
+import { ConfigError, configurationSummary, loadConfig, parseTrustProxy } from '../src'
 
 const token = (c: string) => c.repeat(40)
 
@@ -97,6 +97,11 @@ describe('internal callers\' keys', () => {
     expect(() => loadConfig({ DASHBOARD_URL: 'https://creators.example.com/dash board' })).toThrow(/DASHBOARD_URL/)
     expect(() => loadConfig({ BASE_URL: 'https://api.example.com/x<y>' })).toThrow(/BASE_URL/)
     expect(() => loadConfig({ CHECKOUT_URL: 'ftp://pay.example.com' })).toThrow(/CHECKOUT_URL/)
+    // every link is built on it: credentials, a query or a fragment would ride along in each (and in the logs)
+    for (const url of ['https://user:pw@pay.example.com', 'https://pay.example.com/?x=1', 'https://pay.example.com/#frag']) {
+      expect(() => loadConfig(withRealSecrets({ CHECKOUT_URL: url }))).toThrow(/CHECKOUT_URL.*without credentials, query or fragment/s)
+      expect(() => loadConfig(withRealSecrets({ CHECKOUT_URL: url }))).not.toThrow(/user:pw|x=1|#frag/)
+    }
     expect(loadConfig(withRealSecrets({ CHECKOUT_URL: 'https://pay.example.com:8443/svc' })).checkoutUrl).toBe('https://pay.example.com:8443/svc')
     expect(loadConfig(withRealSecrets({ CHECKOUT_URL: 'HTTPS://pay.example.com' })).checkoutUrl).toBe('HTTPS://pay.example.com')
     expect(loadConfig({ CHECKOUT_URL: 'http://[::1]:4001' }).checkoutUrl).toBe('http://[::1]:4001')
@@ -127,6 +132,13 @@ describe('internal callers\' keys', () => {
     expect(() => loadConfig({ DASHBOARD_URL: 'https://creators.example.com/dashboard' })).toThrow(/DASHBOARD_URL.*development defaults/s)
     expect(loadConfig(withRealSecrets({ HOST: '127.0.0.1', CHECKOUT_URL: 'https://pay.example.com' })).checkoutUrl).toBe('https://pay.example.com')
     expect(loadConfig({ CHECKOUT_URL: 'http://localhost:4001' }).checkoutUrl).toBe('http://localhost:4001')
+  })
+
+  it('a process logs what decides how exposed it is, never a secret: only whether one is a public development default', () => {
+    const deployed = configurationSummary(loadConfig({ ...everyKeySet, CHECKOUT_URL: 'https://pay.example.com', TRUST_PROXY: '10.0.0.0/8' }))
+    expect(deployed).toMatchObject({ nodeEnv: 'production', checkoutUrl: 'https://pay.example.com', trustProxy: ['10.0.0.0/8'], publicDevelopmentSecrets: false })
+    for (const secret of Object.values(everyKeySet).filter((v) => v.length >= 32)) expect(JSON.stringify(deployed)).not.toContain(secret)
+    expect(configurationSummary(loadConfig({})).publicDevelopmentSecrets).toBe(true)
   })
 
   it('refuses in production a TRUST_PROXY that trusts every client, and a PLC directory over http', () => {
