@@ -300,7 +300,9 @@ const schemaFor = (held: ReadonlySet<Secret>) =>
     const holds = (key: Secret) => held.has(key)
     // each caller is known by its key alone, so no two may share one (a key before a rotation included)
     const keys = CONTEXT_KEYS.filter(holds)
-    const credentials = [...keys, ...keys.map((k) => `${k}_PREVIOUS` as const), ...(['OPERATOR_TOKEN', 'METRICS_TOKEN'] as const).filter(holds)]
+    // nor may a secret of one kind be another's (the workers' WEBHOOK_SECRET_KEY set to the gateway's key would let
+    // them sign as the gateway)
+    const credentials = [...keys, ...keys.map((k) => `${k}_PREVIOUS` as const), ...(['OPERATOR_TOKEN', 'METRICS_TOKEN', 'PAYMENT_TOKEN_SECRET', 'WEBHOOK_SECRET_KEY'] as const).filter(holds)]
     for (const [i, key] of credentials.entries()) {
       if (env[key] === undefined) continue
       const same = credentials.slice(0, i).find((other) => env[other] === env[key])

@@ -16,6 +16,8 @@ describe('internal callers\' keys', () => {
     expect(() => loadConfig({ OPERATOR_TOKEN: token('e'), PAYMENTS_CONTEXT_KEY: token('e') })).toThrow(/OPERATOR_TOKEN.*must differ from PAYMENTS_CONTEXT_KEY/s)
     // the metrics token opens /metrics only: it may not be the operator token
     expect(() => loadConfig({ OPERATOR_TOKEN: token('o'), METRICS_TOKEN: token('o') })).toThrow(/METRICS_TOKEN.*must differ from OPERATOR_TOKEN/s)
+    expect(() => loadConfig({ GATEWAY_CONTEXT_KEY: token('k'), WEBHOOK_SECRET_KEY: token('k') })).toThrow(/WEBHOOK_SECRET_KEY.*must differ from GATEWAY_CONTEXT_KEY/s)
+    expect(() => loadConfig({ PAYMENT_TOKEN_SECRET: token('s'), WEBHOOK_SECRET_KEY: token('s') })).toThrow(/WEBHOOK_SECRET_KEY.*must differ from PAYMENT_TOKEN_SECRET/s)
   })
 
   it('refuses the development credential in production', () => {
@@ -29,7 +31,7 @@ describe('internal callers\' keys', () => {
       TICKETS_CONTEXT_KEY: token('t'),
       OPERATOR_TOKEN: token('o'),
       METRICS_TOKEN: token('m'),
-      PAYMENT_TOKEN_SECRET: token('p'),
+      PAYMENT_TOKEN_SECRET: token('s'),
       WEBHOOK_SECRET_KEY: token('w'),
       SERVICE_SIGNING_KEY: 'ab'.repeat(32),
     }
