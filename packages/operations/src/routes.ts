@@ -92,7 +92,9 @@ async function check(fn: ReadinessCheck, timeoutMs: number): Promise<string> {
 
 export const operationsRoutes = fp(
   async (app: FastifyInstance, opts: OperationsOptions) => {
-    app.get('/livez', async () => ({ ok: true }))
+    // probes come every few seconds from every scraper and balancer: two info lines each, in every process, for ever
+    const quiet = { logLevel: 'warn' as const }
+    app.get('/livez', quiet, async () => ({ ok: true }))
 
     /** the request carries the metrics token (a scraper's or an operator's probe) */
     const withMetricsToken = (request: FastifyRequest): boolean => {
@@ -100,7 +102,7 @@ export const operationsRoutes = fp(
       return token !== undefined && sameSecret(token, opts.metricsToken)
     }
 
-    app.get('/readyz', async (request, reply) => {
+    app.get('/readyz', quiet, async (request, reply) => {
       const names = Object.keys(opts.readiness)
       const results = await Promise.all(names.map((name) => check(opts.readiness[name]!, opts.checkTimeoutMs ?? 2000)))
       // the public hosts serve this too: without the token a failed check says only that it failed
@@ -110,7 +112,7 @@ export const operationsRoutes = fp(
       return reply.code(ok ? 200 : 503).send({ ok, checks })
     })
 
-    app.get('/metrics', async (request, reply) => {
+    app.get('/metrics', quiet, async (request, reply) => {
       if (!withMetricsToken(request)) {
         return reply.code(401).send({ error: 'Unauthorized', message: 'metrics need the metrics token: Authorization: Bearer <METRICS_TOKEN>' })
       }

@@ -62,3 +62,15 @@ test('a request whose client hangs up before its answer is counted, as aborted, 
     await app.close()
   }
 })
+
+test('probes (/livez, /readyz, /metrics) write no request lines; other routes do', async () => {
+  const lines: { msg?: string; req?: { url?: string } }[] = []
+  const app = Fastify({ logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line) as { msg?: string }) } } })
+  await app.register(operationsRoutes, { metrics: createMetrics('test-probes'), metricsToken: 'm'.repeat(40), readiness: {} })
+  app.get('/work', async () => ({ ok: true }))
+  for (const url of ['/livez', '/readyz', '/metrics']) expect((await app.inject({ url, headers: { authorization: `Bearer ${'m'.repeat(40)}` } })).statusCode).toBe(200)
+  expect(lines.filter((l) => l.msg === 'incoming request' || l.msg === 'request completed')).toEqual([])
+  await app.inject({ url: '/work' })
+  expect(lines.filter((l) => l.msg === 'incoming request').map((l) => l.req?.url)).toEqual(['/work'])
+  await app.close()
+})
