@@ -16,8 +16,11 @@ export interface GatewayCall {
   principal: Principal
   requestId: string
   /** where an unexpected answer is logged (pino or Fastify's request logger) */
-  log?: { error(obj: object, msg: string): void }
+  log?: CallLogger
 }
+
+/** pino's, or Fastify's request logger */
+type CallLogger = { error(obj: object, msg: string): void; warn(obj: object, msg: string): void }
 
 /**
  * A document for the gateway: a `graphql(`…`)` from @svc/graph, whose result and variables are typed from the composed
@@ -39,7 +42,7 @@ export interface GatewayClientOptions {
   /** how long the gateway may take to answer; default undici's (300 s) */
   timeoutMs?: number
   /** where a failed call is logged, with its request id, when the call brings no logger of its own */
-  logger?: { error(obj: object, msg: string): void }
+  logger?: CallLogger
 }
 
 /** The gateway could not be reached or did not answer GraphQL; `reason` says how (a socket error code or `HTTP 502`). */
@@ -61,7 +64,10 @@ export function createGatewayClient(opts: GatewayClientOptions): GatewayClient {
 
   /** the call's logger, or the client's with the call's request id */
   const logOf = (as: GatewayCall): GatewayCall['log'] =>
-    as.log ?? (opts.logger ? { error: (obj, msg) => opts.logger!.error({ reqId: as.requestId, ...obj }, msg) } : undefined)
+    as.log ??
+    (opts.logger
+      ? { error: (obj, msg) => opts.logger!.error({ reqId: as.requestId, ...obj }, msg), warn: (obj, msg) => opts.logger!.warn({ reqId: as.requestId, ...obj }, msg) }
+      : undefined)
 
   async function post<T>(document: string, variables: unknown, as: GatewayCall): Promise<GraphQLAnswer<T>> {
     // a principal this process may not state is a programming error, thrown before anything is sent
@@ -84,7 +90,8 @@ export function createGatewayClient(opts: GatewayClientOptions): GatewayClient {
       text = await res.body.text()
     } catch (err) {
       const code = (err as { code?: unknown }).code
-      logOf(as)?.error({ err }, 'gateway unreachable')
+      // answered 503 (try again), not a defect: a gateway restarting is an outage to see, not an error per request
+      logOf(as)?.warn({ err }, 'gateway unreachable')
       throw new GatewayUnavailableError(typeof code === 'string' ? code : 'unreachable')
     }
     if (status === 401) {

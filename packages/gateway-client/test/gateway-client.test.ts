@@ -74,7 +74,7 @@ it('returns the first error that carries a contract code as that ContractError',
 
 it('turns an uncoded error, an InternalServerError or an answer without data into InternalServerError, and logs it', async () => {
   const logged: string[] = []
-  const log = { error: (_obj: object, msg: string) => void logged.push(msg) }
+  const log = { error: (_obj: object, msg: string) => void logged.push(msg), warn: () => undefined }
   for (const body of [
     { errors: [{ message: 'boom' }] },
     { errors: [{ message: 'masked', extensions: { code: 'InternalServerError' } }] },
@@ -89,7 +89,7 @@ it('turns an uncoded error, an InternalServerError or an answer without data int
 
 it("says in the log when the gateway refuses this process's context (a wrong key, clocks apart), rather than an unexplained 500", async () => {
   const logged: string[] = []
-  const log = { error: (_obj: object, msg: string) => void logged.push(msg) }
+  const log = { error: (_obj: object, msg: string) => void logged.push(msg), warn: () => undefined }
   answer = () => ({ status: 401, body: JSON.stringify({ error: 'Unauthorized', message: 'the gateway needs a signed internal context or the operator credential' }) })
   const err = await client().query('{ x }', {}, { ...as, log }).catch((e: unknown) => e)
   expect(err).toMatchObject({ code: 'InternalServerError' })
@@ -98,7 +98,7 @@ it("says in the log when the gateway refuses this process's context (a wrong key
 
 it("logs a failed call that brings no logger with the client's own, with the call's request id", async () => {
   const logged: { obj: object; msg: string }[] = []
-  const logger = { error: (obj: object, msg: string) => void logged.push({ obj, msg }) }
+  const logger = { error: (obj: object, msg: string) => void logged.push({ obj, msg }), warn: () => undefined }
   const c = createGatewayClient({ url, signer: { issuer: 'events', key: keys.events }, logger })
   clients.push(c)
   answer = () => ({ body: JSON.stringify({ errors: [{ message: 'boom' }] }) })
@@ -108,9 +108,13 @@ it("logs a failed call that brings no logger with the client's own, with the cal
 
 it('is GatewayUnavailableError (ServiceUnavailable) when the gateway cannot be reached, answers no GraphQL, or is too slow', async () => {
   const closedPort = await freePort()
-  const refused = await client({ url: `http://127.0.0.1:${closedPort}/graphql` }).query('{ x }', {}, as).catch((e: unknown) => e)
+  const levels: string[] = []
+  const log = { error: () => void levels.push('error'), warn: () => void levels.push('warn') }
+  const refused = await client({ url: `http://127.0.0.1:${closedPort}/graphql` }).query('{ x }', {}, { ...as, log }).catch((e: unknown) => e)
   expect(refused).toBeInstanceOf(GatewayUnavailableError)
   expect(refused).toMatchObject({ code: 'ServiceUnavailable', status: 503, reason: 'ECONNREFUSED' })
+  // an outage answered 503, not a defect: a warn line, not an error line per request
+  expect(levels).toEqual(['warn'])
 
   answer = () => ({ status: 502, body: '<html>bad gateway</html>' })
   const notGraphql = await client().query('{ x }', {}, as).catch((e: unknown) => e)
