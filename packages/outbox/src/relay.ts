@@ -57,7 +57,8 @@ const SCAN_MAX = 10_000
  * data, or the first start, or a relay found that Redis went back in time and took it away) means jobs may be gone.
  */
 export function relayAliveKey(redisPrefix: string, source: EventSource): string {
-  return `${redisPrefix}outbox-relay:${source}`
+  // hash-tagged: one script writes it with a relay's count (relayCountKey), which a Redis Cluster wants in one slot
+  return `${redisPrefix}outbox-relay:{${source}}`
 }
 
 /**
