@@ -25,7 +25,7 @@
 import { randomUUID } from 'node:crypto'
 import { once } from 'node:events'
 import type { JobsOptions } from 'bullmq'
-import { CONNECTION_ERROR_LOG_INTERVAL_MS, logConnectionErrors } from '@svc/operations'
+import { collectedGauge, CONNECTION_ERROR_LOG_INTERVAL_MS, logConnectionErrors, type ProcessMetrics } from '@svc/operations'
 import Redis from 'ioredis'
 import pTimeout from 'p-timeout'
 import type { Logger } from 'pino'
@@ -125,6 +125,8 @@ export interface OutboxRelayOptions {
   pruneIntervalMs?: number
   /** the most events one prune deletes (default 20,000) */
   pruneMaxPerRun?: number
+  /** the process's `/metrics`: the relay adds its backlog (svc_outbox_unrelayed, svc_outbox_oldest_unrelayed_seconds) */
+  metrics?: ProcessMetrics
   /**
    * Runs after a batch is on the queue and before it is marked relayed; a throw leaves the batch unmarked (as a
    * crash there would). For tests of the crash window.
@@ -198,6 +200,30 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   let publishing: Promise<unknown> | null = null
   const queue = producerQueue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, redis, queuePrefix(opts.redisPrefix))
   logConnectionErrors(queue, log, 'outbox relay: queue connection error')
+
+  // what waits to be relayed, read when scraped: after an outage of Redis or the database, whether all of it has left
+  if (opts.metrics) {
+    const labels = { source: opts.source }
+    // one read for both gauges of a scrape (prom-client collects them side by side)
+    let reading: Promise<{ count: number; oldestSeconds: number }> | null = null
+    const backlog = () =>
+      (reading ??= opts.model
+        .find({ relayed: false }, { occurredAt: 1 })
+        .lean<Pick<OutboxEvent, 'occurredAt'>[]>()
+        .then((due) => {
+          const now = Date.now()
+          return { count: due.length, oldestSeconds: Math.max(0, (now - due.reduce((min, e) => Math.min(min, e.occurredAt.getTime()), now)) / 1000) }
+        })
+        .finally(() => {
+          reading = null
+        }))
+    collectedGauge(opts.metrics, 'svc_outbox_unrelayed', 'domain events written and not yet on the domain-events queue', ['source'] as const, async (gauge) => {
+      gauge.set(labels, (await backlog()).count)
+    })
+    collectedGauge(opts.metrics, 'svc_outbox_oldest_unrelayed_seconds', 'how long the oldest domain event not yet relayed has waited (0: none)', ['source'] as const, async (gauge) => {
+      gauge.set(labels, (await backlog()).oldestSeconds)
+    })
+  }
 
   /** this relay's publishes, as its count in Redis (relayCountKey) should read */
   const countKey = relayCountKey(opts.redisPrefix, opts.source, randomUUID())

@@ -8,6 +8,7 @@ import Redis from 'ioredis'
 import mongoose, { type Connection } from 'mongoose'
 import pino from 'pino'
 import type { EventType } from '@svc/vocabulary'
+import { createMetrics } from '@svc/operations'
 import { isolate } from '@svc/testing/src/isolation'
 import {
   createOutboxModel,
@@ -579,4 +580,28 @@ test('events written many at once are relayed once each, by their ids; writing t
   await waitFor(async () => (await model.countDocuments({ relayed: true })) === 3)
   expect(await model.countDocuments({})).toBe(3)
   expect(await jobCount()).toBe(3)
+})
+
+test('the backlog is on /metrics: how many events wait to be relayed, and how long the oldest has waited', async () => {
+  const { relay } = fixture()
+  const metrics = createMetrics('test-relay-backlog')
+  const r = relay({ metrics })
+  await r.drain()
+  const read = async () => {
+    const text = await metrics.registry.metrics()
+    const value = (name: string) => Number(new RegExp(`^${name}\\{[^}]*source="payments"[^}]*\\} (\\S+)$`, 'm').exec(text)?.[1])
+    return { unrelayed: value('svc_outbox_unrelayed'), oldest: value('svc_outbox_oldest_unrelayed_seconds') }
+  }
+  expect(await read()).toEqual({ unrelayed: 0, oldest: 0 })
+  // written by another process (no wake-up here), one of them a minute ago
+  const aMinuteAgo = new Date(Date.now() - 60_000)
+  await model.collection.insertMany([
+    { _id: outboxEventId('backlog:1'), ...event('backlog:1'), occurredAt: aMinuteAgo, relayed: false, relayedAt: null },
+    { _id: outboxEventId('backlog:2'), ...event('backlog:2'), occurredAt: new Date(), relayed: false, relayedAt: null },
+  ] as never[])
+  const waiting = await read()
+  expect(waiting.unrelayed).toBe(2)
+  expect(waiting.oldest).toBeGreaterThanOrEqual(60)
+  await r.drain()
+  expect(await read()).toEqual({ unrelayed: 0, oldest: 0 })
 })

@@ -323,7 +323,7 @@ export interface DomainSubgraphOptions<M, TContext extends SubgraphContext> exte
  */
 export async function startDomainSubgraph<M, TContext extends SubgraphContext>(
   opts: DomainSubgraphOptions<M, TContext>,
-): Promise<RunningSubgraph & { models: M; stopServing(): Promise<void> }> {
+): Promise<RunningSubgraph & { models: M; metrics: ProcessMetrics; stopServing(): Promise<void> }> {
   const databaseCommandMetrics = opts.databaseCommandMetrics ?? false
   const { conn, models, clientOptions } = await connectDomain(opts.mongoUrl, opts.createModels, { monitorCommands: databaseCommandMetrics, logger: opts.logger })
   const metrics = createMetrics(`subgraph-${opts.name}`)
@@ -341,6 +341,8 @@ export async function startDomainSubgraph<M, TContext extends SubgraphContext>(
   return {
     url: running.url,
     models,
+    /** the process's `/metrics` registry: what runs beside the server (its outbox relay) adds its series */
+    metrics,
     stopServing,
     async stop() {
       await stopServing()

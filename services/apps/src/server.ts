@@ -55,7 +55,7 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
       return { ...base, domain, memo: new Map() }
     },
   })
-  const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'apps', logger: opts.logger }) : null
+  const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'apps', logger: opts.logger, metrics: running.metrics }) : null
   const prune = startPrune(
     'request log prune',
     () => pruneRequestLog({ models: running.models }),

@@ -79,7 +79,7 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
 
   const domain: PaymentsDomain = { ...settings, models: running.models, processors: processorsOf(running.models) }
   const sweeper = startCheckoutSweeper(domain, opts.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS, opts.logger)
-  const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'payments', logger: opts.logger }) : null
+  const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'payments', logger: opts.logger, metrics: running.metrics }) : null
 
   return {
     url: running.url,

@@ -60,7 +60,7 @@ export async function startTicketsService(opts: TicketsServiceOptions): Promise<
     },
   })
   const sweeper = startTicketsSweeper({ models: running.models, logger: opts.logger, seatMap }, opts.sweepIntervalMs ?? DEFAULT_TICKETS_SWEEP_MS, opts.logger)
-  const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'tickets', logger: opts.logger }) : null
+  const relay = opts.relay ? startOutboxRelay({ ...opts.relay, model: running.models.Outbox, source: 'tickets', logger: opts.logger, metrics: running.metrics }) : null
   if (opts.relay) expiryQueue = startHoldExpiry({ domain: { models: running.models, logger: opts.logger, seatMap }, redisUrl: opts.relay.redisUrl, redisPrefix: opts.relay.redisPrefix, logger: opts.logger })
   return {
     url: running.url,
