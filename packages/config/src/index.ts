@@ -388,8 +388,11 @@ const LISTEN_LOOPBACK = new Set(['localhost', '127.0.0.1', '::1'])
 
 /** Whether any secret held is still its development default (public: it is in this repository). */
 function usesDevelopmentSecrets(env: { [K in Secret]: string }, held: ReadonlySet<Secret>): boolean {
-  return SECRETS.some((key) => held.has(key) && (key === 'SERVICE_SIGNING_KEY' ? env[key] === DEV_SIGNING_KEY : env[key].startsWith(DEV_SECRET)))
+  return SECRETS.some((key) => held.has(key) && isDevelopmentSecret(env[key]))
 }
+
+/** A secret's value that is one of this repository's development defaults. */
+const isDevelopmentSecret = (value: string): boolean => value.startsWith(DEV_SECRET) || value === DEV_SIGNING_KEY
 
 export interface Config {
   nodeEnv: 'development' | 'test' | 'production'
@@ -728,7 +731,7 @@ export function configurationSummary(config: Config): Record<string, unknown> {
     devAllowLoopbackWebhooks: config.devAllowLoopbackWebhooks,
     allowInsecureDidWeb: config.allowInsecureDidWeb,
     limits: config.limits,
-    publicDevelopmentSecrets: secrets.some((v) => v.startsWith(DEV_SECRET) || v === DEV_SIGNING_KEY),
+    publicDevelopmentSecrets: secrets.some(isDevelopmentSecret),
   }
 }
 

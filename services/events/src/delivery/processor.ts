@@ -293,8 +293,8 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
   }
 
   /**
-   * Too late to send (see sendBefore): the run ends `failed` without an attempt (the attempts its dead workers left in
-   * flight logged `interrupted`), and a redrive refuses it too.
+   * Not to be sent any more (too late, see sendBefore; or held past DELIVERY_HOLD_MAX_MS): the run ends `failed`
+   * without an attempt, with `lastError` saying why (the attempts its dead workers left in flight logged `interrupted`).
    */
   async function endUnsent<O extends ProcessOutcome>(a: Attempting, outcome: O, lastError: string, why: string): Promise<O> {
     const dead = a.interrupted.map((i) => interruptedEntry(i, a.run))
