@@ -2,6 +2,7 @@
  * Configuration: read from the environment once, validated with zod, and passed down.
  * Nothing else in the project reads process.env.
  */
+import { isIP } from 'node:net'
 import { ConnectionString } from 'mongodb-connection-string-url'
 import pino, { type Logger } from 'pino'
 import { z } from 'zod'
@@ -24,6 +25,13 @@ const port = (fallback: number) => emptyAsUnset(z.coerce.number().int().min(0).m
 const DEV_SECRET = 'development-only-secret-do-not-use-in-production'
 /** sha256('development-only-service-signing-key'): public, so production refuses it */
 const DEV_SIGNING_KEY = 'c554a65626316040506b30d0daaaabc6ab78480c5ca0afb1366f4166ed32304e'
+
+/** secp256k1's order: a private key is a number from 1 to one below it */
+const SECP256K1_ORDER = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n
+const isSecp256k1PrivateKey = (hex: string): boolean => {
+  const k = BigInt(`0x${hex}`)
+  return k > 0n && k < SECP256K1_ORDER
+}
 
 /** the development service DID: production names its own (it is every JWT's `aud` and the XRPC channel's issuer) */
 const DEV_SERVICE_DID = 'did:web:svc.localhost'
@@ -177,6 +185,7 @@ const variables = z
     SERVICE_SIGNING_KEY: z
       .string()
       .regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex characters (a secp256k1 private key)')
+      .refine(isSecp256k1PrivateKey, 'is not a secp256k1 private key (it must be above 0 and below the curve\'s order)')
       .default(DEV_SIGNING_KEY),
     /** a delivery attempt that has not answered in this time fails */
     DELIVERY_TIMEOUT_MS: emptyAsUnset(z.coerce.number().int().min(100).max(60_000).default(10_000)),
@@ -251,6 +260,12 @@ const variables = z
     TRUST_PROXY: z
       .string()
       .regex(/^(?!\s*\d+\s*$)/, 'a number of hops is not supported: list the proxies (addresses or CIDRs) or say true')
+      .superRefine((value, ctx) => {
+        const listed = parseTrustProxy(value)
+        for (const entry of Array.isArray(listed) ? listed.filter((p) => !isProxyEntry(p)) : []) {
+          ctx.addIssue({ code: 'custom', message: `${JSON.stringify(entry)} is not an address or a CIDR (say true, false, or list the proxies)` })
+        }
+      })
       .optional(),
     OPERATOR_TOKEN: z.string().min(32).default(`${DEV_SECRET}-operator`),
     /** what every process's `/metrics` asks for (a scraper's credential: it grants nothing else) */
@@ -482,6 +497,16 @@ export interface RateLimit {
 /** What the adapter limits (docs/operations.md, "Rate limits"). */
 /** Fastify's `trustProxy`: none (false), all (true), or the proxies' addresses or CIDRs. */
 export type TrustProxy = boolean | string[]
+
+/** A TRUST_PROXY entry Fastify's proxy-addr takes: an address, a CIDR, or one of its names for a range. */
+function isProxyEntry(entry: string): boolean {
+  if (PROXY_RANGE_NAMES.has(entry)) return true
+  const [address = '', prefix, extra] = entry.split('/')
+  const family = isIP(address)
+  if (family === 0 || extra !== undefined) return false
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128))
+}
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
 
 /** TRUST_PROXY's value: unset, empty or `false` trusts none. */
 export function parseTrustProxy(value: string | undefined): TrustProxy {

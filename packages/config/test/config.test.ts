@@ -239,4 +239,19 @@ describe('TRUST_PROXY', () => {
   it('refuses a number of hops at start (Fastify 5 would trust no one for it)', () => {
     expect(() => loadConfig({ TRUST_PROXY: '2' })).toThrow(/TRUST_PROXY.*number of hops/s)
   })
+  it('refuses at start an entry that is not an address or a CIDR (Fastify would throw at listen, with a stack)', () => {
+    for (const bad of ['yes', '10.0.0.0/33', '::1/129', '10.0.0.1/8/2', 'proxy.internal', '10.0.0.0/', '10.0.0.0/x']) {
+      expect(() => loadConfig({ TRUST_PROXY: `127.0.0.1, ${bad}` })).toThrow(new RegExp(`TRUST_PROXY: ${JSON.stringify(bad).replace(/[./]/g, '\\$&')} is not an address or a CIDR`))
+    }
+    expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8, fd00::/8, ::1, 192.168.1.7' }).trustProxy).toEqual(['loopback', '10.0.0.0/8', 'fd00::/8', '::1', '192.168.1.7'])
+  })
+})
+
+describe('SERVICE_SIGNING_KEY', () => {
+  it('refuses 64 hex characters that are not a secp256k1 private key (0, or not below the curve order)', () => {
+    for (const bad of ['0'.repeat(64), 'f'.repeat(64), 'fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141']) {
+      expect(() => loadConfig({ SERVICE_SIGNING_KEY: bad })).toThrow(/SERVICE_SIGNING_KEY: is not a secp256k1 private key/)
+    }
+    expect(loadConfig({ SERVICE_SIGNING_KEY: 'fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364140' }).secrets.serviceSigningKey).toMatch(/^f{31}e/)
+  })
 })
