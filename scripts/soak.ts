@@ -1,10 +1,10 @@
 /**
- * `npm run soak`: SOAK_MINUTES (15) of mixed load at about half the bench's peak, every component in its own process
+ * `npm run soak`: SOAK_MINUTES (15) of mixed load at about a third of the bench's peak, every component in its own process
  * as deployed (the subgraphs, the gateway, the adapter, the events workers; FerretDB and Redis), sampling every
  * process's memory each SOAK_SAMPLE_SECONDS (30) from its own /metrics (process_resident_memory_bytes,
  * nodejs_heap_size_used_bytes). Flat is the goal.
  *
- * The load, SOAK_RATE requests per second in all (default 180, half of payment.status's full-path peak on this
+ * The load, SOAK_RATE requests per second in all (default 180, about a third of payment.status's full-path peak on this
  * machine): 75% network.svc.payment.status, 10% getConfig, 5% payment.initiate (a new checkout each), 10% test events
  * through the utility route (each a delivery to a webhook receiver on loopback). Every answer is checked; errors and
  * deliveries not received are counted. Prints one line per sample, then each process's first and last sample and
