@@ -90,6 +90,19 @@ it('money.svc.app.updateConfig: from the HTTP request to the configuration writt
   expect(files).toEqual(documented('money.svc.app.updateConfig:'))
 })
 
+it('the two XRPC paths: the files they share and each one\'s own, as the doc counts them', () => {
+  const status = documented('network.svc.payment.status:')
+  const updateConfig = documented('money.svc.app.updateConfig:')
+  const shared = status.filter((file) => updateConfig.includes(file))
+  const doc = readFileSync(DOC, 'utf8').replace(/\s+/g, ' ')
+  const counted = (pattern: RegExp) => Number(pattern.exec(doc)?.[1])
+  expect({ shared: shared.length, status: status.length - shared.length, updateConfig: updateConfig.length - shared.length }).toEqual({
+    shared: counted(/The two XRPC paths share (\d+) files/),
+    status: counted(/the status path's own are (\d+)/),
+    updateConfig: counted(/updateConfig's own are (\d+)/),
+  })
+})
+
 it('a payment.completed delivery: from the outbox event to the receiver and the recorded outcome', async () => {
   const warm = await writeEvent(stack, { appDid: app.did })
   await waitForStatus(stack, warm.deliveryId, 'delivered')
