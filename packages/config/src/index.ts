@@ -350,6 +350,13 @@ const schemaFor = (held: ReadonlySet<Secret>) =>
         }
       }
     }
+    // a staging deployment (NODE_ENV=test with real secrets) on a public address: apps' webhooks could reach this
+    // machine's own services, and a did:web document could be fetched over http
+    if (env.NODE_ENV !== 'production' && !LISTEN_LOOPBACK.has(env.HOST)) {
+      for (const key of ['DEV_ALLOW_LOOPBACK_WEBHOOKS', 'ALLOW_INSECURE_DID_WEB'] as const) {
+        if (env[key]) ctx.addIssue({ code: 'custom', path: [key], message: `is a development setting, accepted only with HOST on loopback (${env.HOST} is reachable beyond this machine)` })
+      }
+    }
     if (env.NODE_ENV !== 'production') return
     for (const key of SECRETS.filter(holds)) {
       if (key !== 'SERVICE_SIGNING_KEY' && env[key].startsWith(DEV_SECRET)) ctx.addIssue({ code: 'custom', path: [key], message: 'must be set in production' })

@@ -161,6 +161,15 @@ describe('internal callers\' keys', () => {
   const CALLER_KEYS = ['GATEWAY_CONTEXT_KEY', 'ADAPTER_CONTEXT_KEY', 'EVENTS_CONTEXT_KEY', 'PAYMENTS_CONTEXT_KEY', 'APPS_CONTEXT_KEY', 'TICKETS_CONTEXT_KEY']
   const everyKeySet: Record<string, string> = { NODE_ENV: 'production', SERVICE_DID: 'did:web:api.svc.example', OPERATOR_TOKEN: token('o'), METRICS_TOKEN: token('m'), PAYMENT_TOKEN_SECRET: token('s'), WEBHOOK_SECRET_KEY: token('w'), SERVICE_SIGNING_KEY: 'ab'.repeat(32), ...Object.fromEntries(CALLER_KEYS.map((key, i) => [key, token(String(i))])) }
 
+  it('refuses the development settings outside production too when HOST is reachable beyond this machine (a staging deployment with real secrets)', () => {
+    const staging = { ...everyKeySet, NODE_ENV: 'test', HOST: '0.0.0.0', CHECKOUT_URL: 'https://pay.staging.example.com' }
+    expect(loadConfig(staging).host).toBe('0.0.0.0')
+    for (const key of ['DEV_ALLOW_LOOPBACK_WEBHOOKS', 'ALLOW_INSECURE_DID_WEB']) {
+      expect(() => loadConfig({ ...staging, [key]: 'true' })).toThrow(new RegExp(`${key}: is a development setting, accepted only with HOST on loopback \\(0\\.0\\.0\\.0`))
+      expect(loadConfig({ ...staging, HOST: '127.0.0.1', [key]: 'true' }).host).toBe('127.0.0.1')
+    }
+  })
+
   it('names a key for every issuer of the internal context', () => {
     expect(Object.keys(loadConfig(everyKeySet).secrets.callerKeys).sort()).toEqual(['apps', 'events', 'gateway', 'payments', 'tickets', 'xrpc-adapter'])
   })
