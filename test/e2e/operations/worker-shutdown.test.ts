@@ -70,6 +70,9 @@ it('serves readiness and metrics, and on SIGTERM finishes the attempt in flight 
   const text = await metrics()
   expect(text).toMatch(delivered)
   expect(text).toMatch(/^svc_queue_jobs\{[^}]*queue="webhook-deliveries"[^}]*state="waiting"[^}]*\} \d+/m)
+  // the attempt's time, from the request to the receiver's answer
+  const attempts = text.split('\n').filter((line) => line.startsWith('svc_delivery_attempt_duration_seconds_count{'))
+  expect(attempts).toEqual([expect.stringMatching(/channel="webhook".*outcome="delivered".*\} 1$/)])
   expect((await httpRequest(`${base}/metrics`)).status).toBe(401)
 
   // SIGTERM while the second delivery's attempt waits for the receiver

@@ -101,6 +101,8 @@ export interface DeliveryProcessorDeps {
   endpoints: EndpointClient
   /** counts an attempt deferred because its receiver is slow (fair-share.ts), for /metrics */
   onDeferred?: () => void
+  /** an attempt that went out to the receiver: how long it took, for /metrics */
+  onAttemptSent?: (attempt: { channel: Channel; environment: Environment; delivered: boolean; durationMs: number }) => void
   /** one guarded agent per environment (transport.ts) */
   agents: Record<Environment, Agent>
   /** when to disable an endpoint (410, or failing for days) */
@@ -530,6 +532,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const number = entry.number
 
     const logged = { deliveryId: a.id, appDid: a.appDid, environment: a.environment, number, channel, statusCode: result.statusCode, durationMs: result.durationMs }
+    if (sent && channel !== null) deps.onAttemptSent?.({ channel, environment: a.environment, delivered, durationMs: result.durationMs })
     if (sent && channel !== null && configuredUrl !== null) await recordHealth(a, { channel, url: configuredUrl }, delivered, result.statusCode)
     if (delivered) {
       log.info({ ...logged, outcome: 'delivered' }, 'delivery attempt')

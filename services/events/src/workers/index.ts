@@ -11,13 +11,13 @@ import Redis from 'ioredis'
 import type { Logger } from 'pino'
 import type { DeliverySettings } from '@svc/config'
 import type { DomainEventJob } from '@svc/outbox'
-import { collectedGauge, counter, logRedisOutage, observeDatabaseCommands, type ProcessMetrics } from '@svc/operations'
+import { collectedGauge, counter, logRedisOutage, observeDatabaseCommands, secondsHistogram, type ProcessMetrics } from '@svc/operations'
 import { keypairFromPrivateKeyHex } from '@svc/service-auth'
 import { watchDatabase, whileDatabaseAway } from '@svc/subgraph-server'
 import { cachedEndpoints, cachedSigningSecrets } from '../delivery/app-environment-cache'
 import { createEndpointClient } from '../delivery/endpoint'
 import { createEndpointHealth } from '../delivery/endpoint-health'
-import { AttemptFailedError, createDeliveryProcessor, deliveryBackoff, failedPickUpOutcome, settleAbandonedJob } from '../delivery/processor'
+import { AttemptFailedError, createDeliveryProcessor, deliveryBackoff, failedPickUpOutcome, settleAbandonedJob, type DeliveryProcessorDeps } from '../delivery/processor'
 import { createDeliveryAgent } from '../delivery/transport'
 import { activeSigningSecrets } from '../domain/signing-secrets'
 import { longestWaitMs } from '../domain/schedule'
@@ -96,10 +96,16 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   const deliveryLog = log.child({ worker: WEBHOOK_DELIVERIES_QUEUE })
   const deferred = opts.metrics ? counter(opts.metrics, 'svc_delivery_deferred_total', "delivery pick-ups put back unsent: the receiver is slow and its attempts hold their share of the worker's slots", []) : null
   const deferredCount = deferred ? () => deferred.inc() : undefined
+  const attemptSeconds = opts.metrics
+    ? secondsHistogram(opts.metrics, 'svc_delivery_attempt_duration_seconds', 'delivery attempts sent, from the request to the receiver\'s answer (or the timeout)', ['channel', 'environment', 'outcome'] as const)
+    : null
+  const attemptSent: DeliveryProcessorDeps['onAttemptSent'] = attemptSeconds
+    ? (at) => attemptSeconds.observe({ channel: at.channel, environment: at.environment, outcome: at.delivered ? 'delivered' : 'failed' }, at.durationMs / 1000)
+    : undefined
   const health = createEndpointHealth(redis, opts.redisPrefix, opts.delivery.disableAfterMs, longestWaitMs(opts.delivery.scheduleScale))
   const sender = new Worker<DeliveryJob, string>(
     WEBHOOK_DELIVERIES_QUEUE,
-    createDeliveryProcessor({ models, logger: deliveryLog, delivery: opts.delivery, signingSecrets, service, endpoints, agents, health, onDeferred: deferredCount }),
+    createDeliveryProcessor({ models, logger: deliveryLog, delivery: opts.delivery, signingSecrets, service, endpoints, agents, health, onDeferred: deferredCount, onAttemptSent: attemptSent }),
     {
       connection: redis,
       prefix,
