@@ -101,12 +101,13 @@ describe.each(ROUTES)('$name', (route) => {
   })
 
   it.each([
-    ['garbage', 'Bearer garbage'],
-    ['a Basic credential', 'Basic dXNlcjpwYXNz'],
-    ['an unknown environment key', `Bearer svc_rk_prod_${'a'.repeat(32)}`],
-  ])('%s is 401 Unauthorized', async (_label, authorization) => {
+    ['garbage', 'Bearer garbage', /not a restricted API key/],
+    ['a Basic credential', 'Basic dXNlcjpwYXNz', /must be `Bearer <API key>`/],
+    ['an unknown environment key', `Bearer svc_rk_prod_${'a'.repeat(32)}`, /not a restricted API key/],
+    ['a key cut short', 'Bearer svc_rk_test_nope', /malformed API key: .*copy it whole/],
+  ])('%s is 401 Unauthorized', async (_label, authorization, message) => {
     const res = await route.call(q(), { authorization })
-    expectError(res, 401, 'Unauthorized')
+    expectError(res, 401, 'Unauthorized', message)
     await expectLogged(res, route, { environment: 'test', appDid: app.did }, { status: 401, errorCode: 'Unauthorized', keyPrefix: null })
   })
 

@@ -22,7 +22,11 @@ export function presentedApiKey(authorization: string | undefined): PresentedApi
     throw new ContractError('Unauthorized', 'webhook signing secrets only verify deliveries; use a restricted API key')
   }
   const environment = apiEnvironment(token)
-  if (!environment) throw new ContractError('Unauthorized', 'not a restricted API key (svc_rk_test_… or svc_rk_live_…)')
+  if (!environment) {
+    // a key cut short or mangled in a copy says so, rather than that it is not a key at all
+    if (/^svc_rk_(test|live)_/.test(token)) throw new ContractError('Unauthorized', 'malformed API key: svc_rk_test_… or svc_rk_live_… is followed by 32 characters (A-Z, a-z, 0-9, - and _); copy it whole')
+    throw new ContractError('Unauthorized', 'not a restricted API key (svc_rk_test_… or svc_rk_live_…)')
+  }
   return { keyHash: hashApiKey(token), keyPrefix: apiKeyDisplayPrefix(token), environment }
 }
 
