@@ -17,22 +17,11 @@ import { buffer } from 'node:stream/consumers'
 import type { AddressInfo } from 'node:net'
 import { connectApps, issueApiKey, registerApp } from '@svc/apps'
 import { loadConfig } from '@svc/config'
-import { createMemoryClaimStore, createSvcClient, createWebhookRequestHandler, generateDidKeyKeypair } from '@svc/sdk'
+import { createDeveloperClient, createMemoryClaimStore, createSvcClient, createWebhookRequestHandler, generateDidKeyKeypair, type DeliveryLogEntry } from '@svc/sdk'
 
 const MAX_BODY_BYTES = 1024 * 1024
 
 const config = loadConfig()
-
-async function developerRoute(method: 'GET' | 'POST', path: string, apiKey: string, body?: unknown): Promise<Record<string, unknown>> {
-  const res = await fetch(`${config.checkoutUrl}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${apiKey}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  })
-  const json = (await res.json()) as Record<string, unknown>
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
-  return json
-}
 
 async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 30_000): Promise<T> {
   const end = Date.now() + timeoutMs
@@ -94,25 +83,24 @@ async function main() {
     },
   })
 
-  // 4-5: a test event
-  const sent = await developerRoute('POST', `/api/app/developer/test-event?app=${encodeURIComponent(app.did)}&environment=test`, apiKey)
-  const deliveryId = String(sent.deliveryId)
+  // 4-5: a test event, through the developer routes with the API key
+  const developer = createDeveloperClient({ checkoutUrl: config.checkoutUrl, appDid: app.did, apiKey })
+  const { deliveryId } = await developer.sendTestEvent()
   console.log(`4. test event queued: ${deliveryId}`)
   await waitFor('the test event', () => received.find((r) => r.id === deliveryId))
   console.log(`5. receiver verified and acknowledged ${deliveryId} (app.webhook.test)`)
 
   // 6: the delivery log
-  let entry: Record<string, unknown> | undefined
+  let entry: DeliveryLogEntry | undefined
   for (let i = 0; i < 100 && entry?.status !== 'delivered'; i++) {
-    const list = await developerRoute('GET', `/api/webhooks/atm?app=${encodeURIComponent(app.did)}&environment=test&limit=5`, apiKey)
-    entry = (list.deliveries as Record<string, unknown>[]).find((d) => d.id === deliveryId)
+    entry = (await developer.listDeliveries({ limit: 5 })).find((d) => d.id === deliveryId)
     if (entry?.status !== 'delivered') await new Promise((r) => setTimeout(r, 100))
   }
   console.log(`6. delivery log: ${deliveryId} ${String(entry?.status)} after ${String(entry?.attemptCount)} attempt(s)`)
 
   // 7: redrive it: the same id arrives again and the receiver answers it as already processed
-  const redrive = await developerRoute('POST', `/api/webhooks/atm?app=${encodeURIComponent(app.did)}&environment=test`, apiKey, { deliveryId })
-  console.log(`7. redrive queued ${String(redrive.queued)}`)
+  const redrive = await developer.redriveDelivery(deliveryId)
+  console.log(`7. redrive queued ${redrive.queued}`)
   const again = await waitFor('the redriven delivery', () => received.filter((r) => r.id === deliveryId)[1])
   console.log(`   the receiver got ${deliveryId} again and answered it as ${again.duplicate ? 'already processed (2xx)' : 'new'}`)
 

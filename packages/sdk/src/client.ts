@@ -190,50 +190,7 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
       init.body = JSON.stringify(arg)
     }
 
-    const timeoutMs = callOptions.timeoutMs ?? defaultTimeoutMs
-    if (!(timeoutMs >= 1 && timeoutMs <= MAX_TIMER_MS)) throw new RangeError(`timeoutMs must be from 1 to ${MAX_TIMER_MS} ms`)
-    const timeout = AbortSignal.timeout(timeoutMs)
-    init.signal = callOptions.signal ? AbortSignal.any([callOptions.signal, timeout]) : timeout
-
-    let res: Response
-    let text: string
-    try {
-      res = await fetchImpl(url, init)
-      text = await res.text()
-    } catch (err) {
-      if (callOptions.signal?.aborted) throw callOptions.signal.reason
-      if (timeout.aborted) {
-        throw new SvcError({ status: 0, error: 'Timeout', message: `${nsid}: no response within ${timeoutMs} ms`, nsid, cause: err })
-      }
-      throw new SvcError({ status: 0, error: 'NetworkError', message: `${nsid}: ${(err as Error)?.message ?? 'request failed'}`, nsid, cause: err })
-    }
-
-    const requestId = res.headers.get(REQUEST_ID_HEADER)
-    let body: unknown = undefined
-    let parsed = true
-    if (text !== '') {
-      try {
-        body = JSON.parse(text)
-      } catch {
-        parsed = false
-      }
-    }
-    if (res.status >= 300 && res.status < 400) {
-      const location = res.headers.get('location')
-      throw new SvcError({ status: res.status, error: 'HttpError', message: `${nsid}: redirected (HTTP ${res.status}${location ? ` to ${location}` : ''}); the service does not redirect: check baseUrl`, requestId, nsid })
-    }
-    if (!res.ok) {
-      const b = (parsed && typeof body === 'object' && body !== null ? body : {}) as { error?: unknown; message?: unknown }
-      const code = typeof b.error === 'string' && b.error !== '' ? b.error : 'HttpError'
-      const message = typeof b.message === 'string' ? b.message : `${nsid}: HTTP ${res.status}`
-      throw new SvcError({ status: res.status, error: code, message, requestId, nsid, retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) })
-    }
-    // every method answers a JSON object: an empty body (a proxy's 200 or 204) is not an answer either. Status 0, as
-    // for no response: nothing readable arrived, so the call may be repeated (a poll keeps polling)
-    if (!parsed || typeof body !== 'object' || body === null || Array.isArray(body)) {
-      throw new SvcError({ status: 0, error: 'InvalidResponse', message: `${nsid}: the response (HTTP ${res.status}) is not a JSON object`, requestId, nsid })
-    }
-    return body as Methods[N]['output']
+    return (await exchange(fetchImpl, url, init, { label: nsid, timeoutMs: callOptions.timeoutMs ?? defaultTimeoutMs, signal: callOptions.signal, urlOption: 'baseUrl' })) as unknown as Methods[N]['output']
   }
 
   return {
@@ -257,4 +214,58 @@ export function createSvcClient(options: SvcClientOptions): SvcClient {
     claimFreeTicket: (input, o) => call('tickets.svc.claimFreeTicket', input, o),
     createTicketHold: (input, o) => call('tickets.svc.createTicketHold', input, o),
   }
+}
+
+/**
+ * One request and its JSON object answer, as every client of the SDK makes it: a timeout (SvcError `Timeout`), no
+ * answer (`NetworkError`), a redirect (never followed: it would resend the call's credential elsewhere), an error
+ * status (its contract error, `Retry-After` and request id), and an answer that is not a JSON object (`InvalidResponse`).
+ * `label` names the call in messages and as the error's `nsid` (the NSID, or the route's method and path); a redirect
+ * names `urlOption`, the client's option that gave the URL.
+ */
+export async function exchange(fetchImpl: typeof fetch, url: URL, init: RequestInit, call: { label: string; timeoutMs: number; signal?: AbortSignal; urlOption: string }): Promise<Record<string, unknown>> {
+  const { label: nsid, timeoutMs } = call
+  if (!(timeoutMs >= 1 && timeoutMs <= MAX_TIMER_MS)) throw new RangeError(`timeoutMs must be from 1 to ${MAX_TIMER_MS} ms`)
+  const timeout = AbortSignal.timeout(timeoutMs)
+  init.signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout
+
+  let res: Response
+  let text: string
+  try {
+    res = await fetchImpl(url, init)
+    text = await res.text()
+  } catch (err) {
+    if (call.signal?.aborted) throw call.signal.reason
+    if (timeout.aborted) {
+      throw new SvcError({ status: 0, error: 'Timeout', message: `${nsid}: no response within ${timeoutMs} ms`, nsid, cause: err })
+    }
+    throw new SvcError({ status: 0, error: 'NetworkError', message: `${nsid}: ${(err as Error)?.message ?? 'request failed'}`, nsid, cause: err })
+  }
+
+  const requestId = res.headers.get(REQUEST_ID_HEADER)
+  let body: unknown = undefined
+  let parsed = true
+  if (text !== '') {
+    try {
+      body = JSON.parse(text)
+    } catch {
+      parsed = false
+    }
+  }
+  if (res.status >= 300 && res.status < 400) {
+    const location = res.headers.get('location')
+    throw new SvcError({ status: res.status, error: 'HttpError', message: `${nsid}: redirected (HTTP ${res.status}${location ? ` to ${location}` : ''}); the service does not redirect: check ${call.urlOption}`, requestId, nsid })
+  }
+  if (!res.ok) {
+    const b = (parsed && typeof body === 'object' && body !== null ? body : {}) as { error?: unknown; message?: unknown }
+    const code = typeof b.error === 'string' && b.error !== '' ? b.error : 'HttpError'
+    const message = typeof b.message === 'string' ? b.message : `${nsid}: HTTP ${res.status}`
+    throw new SvcError({ status: res.status, error: code, message, requestId, nsid, retryAfterMs: parseRetryAfter(res.headers.get('retry-after')) })
+  }
+  // every method answers a JSON object: an empty body (a proxy's 200 or 204) is not an answer either. Status 0, as
+  // for no response: nothing readable arrived, so the call may be repeated (a poll keeps polling)
+  if (!parsed || typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new SvcError({ status: 0, error: 'InvalidResponse', message: `${nsid}: the response (HTTP ${res.status}) is not a JSON object`, requestId, nsid })
+  }
+  return body as Record<string, unknown>
 }

@@ -9,6 +9,7 @@
  *   const { status, ref } = await pollPaymentStatus(client, token, { timeoutMs: 15 * 60_000 })
  *   const onWebhook = createWebhookRequestHandler({ secret, store, handlers })   // receiving events (src/receiver)
  *   await client.claimFreeTicket({ eventUri, ticketTypeId, buyerDid, idempotencyKey, buyerAssertionJwt })   // tickets
+ *   const dev = createDeveloperClient({ checkoutUrl, appDid, apiKey })   // test events, the delivery log, redrives
  */
 
 export { API_VERSION, SDK_VERSION } from './version'
@@ -24,6 +25,16 @@ export {
   type SvcClientOptions,
 } from './client'
 export { isConnectionReady, type RecipientConnection } from './approvals'
+export {
+  createDeveloperClient,
+  type DeliveryLogEntry,
+  type DeliveryStatus,
+  type DeveloperClient,
+  type DeveloperClientOptions,
+  type DeveloperConfig,
+  type RedriveResult,
+  type TestEventResult,
+} from './developer'
 export { mintAssertion } from './tickets'
 export { PollTimeoutError, REQUEST_ID_HEADER, SvcError, isTransientError, isTransientStatus, parseRetryAfter } from './errors'
 export {
