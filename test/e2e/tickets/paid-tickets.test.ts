@@ -109,6 +109,15 @@ it('a declined card or a cancel ends the checkout and returns the capacity', asy
   // the app learns it from the status, and the order id still answers the released hold (a new try is a new order id)
   expect(expectOk(await paymentStatus(stack, app, declined.checkout.token))).toEqual({ status: 'failed' })
 
+  // the page links back to the app's cancelUrl; without one it sends the buyer nowhere it cannot pay (its own page)
+  expect((await httpRequest(declined.checkout.url)).text).toContain('href="https://app.example/cart?svc_checkout=failed"')
+  const unlinked = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: vip, quantity: 1 }] }))
+  const page = (await payByForm(unlinked.checkout.url, '4000 0000 0000 0002')).text
+  expect(page).toContain('declined')
+  expect(page).toContain('go back to where you started this purchase')
+  expect(page).not.toContain(`href="${unlinked.checkout.url}`)
+  expect(await available(eventUri)).toEqual([5, 2])
+
   const canceled = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: general, quantity: 4 }] }))
   expect(await available(eventUri)).toEqual([1, 2])
   const cancel = await httpRequest(`${canceled.checkout.url}/cancel`, { method: 'POST', redirect: 'manual' })

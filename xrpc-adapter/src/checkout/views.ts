@@ -147,6 +147,11 @@ function failedContent(view: CheckoutView): { title: string; heading: string; me
   }
 }
 
+/** Whether `url` is the page of the checkout with browser token `token` (a hold's checkout given no URL of the app's). */
+function isThisPage(url: string, token: string): boolean {
+  return URL.canParse(url) && new URL(url).pathname === `/checkout/${token}`
+}
+
 /** The page of a checkout that is not (or no longer) pending: completed, failed (with its reason), processing. */
 export function checkoutStatePage(view: CheckoutView, token: string, opts: { status?: number; tickets?: RawHtml } = {}): HtmlResponse {
   const status = opts.status ?? 200
@@ -164,12 +169,16 @@ ${opts.tickets ?? ''}
   }
   if (view.status === 'failed') {
     const f = failedContent(view)
-    const url = withCheckoutParam(view.cancelUrl, f.param)
+    // a hold's checkout without a cancelUrl comes back to this page, which cannot be paid again: the buyer starts over
+    // where the checkout was started
+    const back = isThisPage(view.cancelUrl, token)
+      ? html`<p id="return">To try again, go back to where you started this purchase.</p>`
+      : html`<a class="btn" id="return" href="${withCheckoutParam(view.cancelUrl, f.param)}">Return to ${hostOf(view.cancelUrl)}${f.param === 'failed' ? ' to try again' : ''}</a>`
     const body = html`<main class="card">
 <h1 id="status-heading">${f.heading}</h1>
 ${f.message}
 ${summary(view, { main: false })}
-<a class="btn" id="return" href="${url}">Return to ${hostOf(view.cancelUrl)}${f.param === 'failed' ? ' to try again' : ''}</a>
+${back}
 </main>`
     return page({ title: f.title, body, banner, status })
   }
