@@ -121,7 +121,8 @@ test('bad input is refused with the contract error and a non-zero exit, and chan
 
 test('dashboard-link prints a single-use sign-in link that opens a dashboard session on the page named by --next', async () => {
   const did = 'did:plc:clidashboard000000000000'
-  expect((await operator('dashboard-link', '--did', did, '--env', 'test')).code).toBe(1) // no such actor yet
+  const unknown = await operator('dashboard-link', '--did', did, '--env', 'test') // no such actor yet
+  expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringMatching(/^ActorNotFound: .*create it first with create-creator --did \S+ --env test/)])
   expect((await operator('create-creator', '--did', did, '--env', 'test')).code).toBe(0)
   expect((await operator('dashboard-link', '--did', did, '--env', 'test', '--next', 'https://evil.example/')).code).toBe(2)
   // Redis away: the command says which store did not answer, and to try again later (exit 75)

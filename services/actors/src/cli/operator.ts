@@ -65,7 +65,11 @@ function withActors<T>(fn: (d: ActorsDomain) => Promise<T>): Promise<T> {
 async function dashboardLink(did: string, env: string, next: string | undefined, json: boolean | undefined): Promise<string> {
   const config = loadConfig()
   const environment = parseEnvironment(env)
-  await withActors((d) => findActor(d, environment, did))
+  await withActors((d) => findActor(d, environment, did)).catch((err: unknown) => {
+    // a creator or an organizer signs in once it is an actor of that environment: say how to make one
+    if (err instanceof ContractError && err.code === 'ActorNotFound') throw new ContractError('ActorNotFound', `${err.message}: create it first with create-creator --did ${did} --env ${environment}`)
+    throw err
+  })
   if (next !== undefined && !isDashboardPath(next)) throw new UsageError('--next must be a dashboard path such as /dashboard/onboarding/apr_…')
   // a Redis that never answers ends the command after 5 s rather than keeping it waiting
   const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, connectTimeout: 5000, commandTimeout: 5000 })
