@@ -20,11 +20,36 @@ export function ferretDbBinary(env: Record<string, string | undefined> = process
   return env.FERRETDB_BIN ?? join(cache, FERRETDB_VERSION, 'ferretdb')
 }
 
+/**
+ * A port free now, for a server that listens on it later. Under jest, each worker takes its ports in turn from a slice
+ * of its own below Linux's ephemeral range (32768 up): jest runs two test files at once, and a port the OS gave one
+ * worker (listen on 0, closed) could be given to the other's listen on 0 before the first bound it. Elsewhere (the
+ * dev command, the bench) the OS picks one.
+ */
 export async function freePort(host = '127.0.0.1'): Promise<number> {
+  const worker = Number(process.env.JEST_WORKER_ID)
+  if (!(worker >= 1)) return listenOnce(host, 0)
+  const first = WORKER_PORTS_FROM + ((worker - 1) % WORKER_SLICES) * WORKER_SLICE
+  for (let tried = 0; tried < WORKER_SLICE; tried++) {
+    const port = first + (nextInSlice++ % WORKER_SLICE)
+    // taken (a server of this file still on it, or a service of the machine): the next one
+    const free = await listenOnce(host, port).then(() => true, () => false)
+    if (free) return port
+  }
+  throw new Error(`no free port in ${first}-${first + WORKER_SLICE - 1}`)
+}
+/** jest workers' port slices: 8 of 1,500 from 20000, below the ephemeral ports the OS gives a listen on 0 */
+const WORKER_PORTS_FROM = 20_000
+const WORKER_SLICE = 1_500
+const WORKER_SLICES = 8
+let nextInSlice = Math.floor(Math.random() * WORKER_SLICE)
+
+/** Listens on `port` (0: one the OS picks) and closes again, answering the port. */
+function listenOnce(host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer()
     srv.once('error', reject)
-    srv.listen(0, host, () => {
+    srv.listen(port, host, () => {
       const addr = srv.address()
       srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))))
     })
