@@ -5,14 +5,14 @@
  */
 import { apiEnvironment } from '@svc/api-keys'
 import type { GraphTypes } from '@svc/graph'
-import type { Environment } from '@svc/vocabulary'
+import type { DeliveryStatus, Environment } from '@svc/vocabulary'
 import { exchange, MAX_TIMER_MS } from './client'
 
 /** `GET /api/app/developer/config` (permission `app.config.read`). */
 export type DeveloperConfig = Omit<GraphTypes.DeveloperConfigQuery['developerConfig'], '__typename'>
 /** One entry of the delivery log (`GET /api/webhooks/atm`, permission `webhook.deliveries.read`), newest first. */
 export type DeliveryLogEntry = Omit<GraphTypes.DeliveriesQuery['deliveries'][number], '__typename'>
-export type DeliveryStatus = 'pending' | 'held' | 'delivered' | 'failed'
+export type { DeliveryStatus }
 
 export interface TestEventResult {
   ok: true
@@ -23,9 +23,9 @@ export interface TestEventResult {
 
 export interface RedriveResult {
   ok: true
-  /** the deliveries queued again (0 for a delivered one within its redrive window: the receiver is told nothing new) */
+  /** the deliveries this call queued again */
   queued: number
-  /** why fewer were queued than asked, when the service says */
+  /** why a redrive of one delivery queued nothing (already queued, another redrive won, its last job still active) */
   reason?: string
 }
 

@@ -10,6 +10,10 @@ export const API_VERSION = '2026-06'
 export const EVENT_TYPES = ['payment.completed', 'app.webhook.test', 'app.authorization.granted', 'app.authorization.revoked', 'ticket.issued', 'ticket.voided'] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 
+/** A delivery's states: on its way (`pending`), held for a paused or disabled endpoint, and the two ends. */
+export const DELIVERY_STATUSES = ['pending', 'held', 'delivered', 'failed'] as const
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number]
+
 /** The test-event utility's probe: never a real order. */
 export const TEST_EVENT_TYPE = 'app.webhook.test' satisfies EventType
 

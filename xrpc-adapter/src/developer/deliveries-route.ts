@@ -8,11 +8,11 @@ import type { FastifyInstance } from 'fastify'
 import { ContractError } from '@svc/errors'
 import type { GatewayClient } from '@svc/gateway-client'
 import { graphql } from '@svc/graph'
+import { DELIVERY_STATUSES } from '@svc/vocabulary'
 import { asAdapter, checkDeveloperAccess, type UtilityQuery } from './access'
 
 export const DELIVERIES_PATH = '/api/webhooks/atm'
 
-export const DELIVERY_STATUSES = ['pending', 'held', 'delivered', 'failed'] as const
 export const DEFAULT_LIMIT = 20
 export const MAX_LIMIT = 100
 

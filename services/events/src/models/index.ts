@@ -14,12 +14,11 @@
  */
 import { Schema, type Connection, type InferSchemaType, type Model } from 'mongoose'
 import { connectDomain, createTurnModel, type TurnModel } from '@svc/subgraph-server'
-import { ENVIRONMENTS } from '@svc/vocabulary'
+import { DELIVERY_STATUSES, ENVIRONMENTS, type DeliveryStatus } from '@svc/vocabulary'
 
 
 /** The delivery log's status values (docs/events.md, "Delivery states"). */
-export const DELIVERY_STATUSES = ['pending', 'held', 'delivered', 'failed'] as const
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number]
+export { DELIVERY_STATUSES, type DeliveryStatus }
 
 /** Where a delivery came from: a domain's outbox, or the test-event utility. */
 export const DELIVERY_SOURCES = ['apps', 'payments', 'tickets', 'test'] as const
