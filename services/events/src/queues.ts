@@ -64,6 +64,11 @@ export interface DeliveryJob {
    * slots (delivery/fair-share.ts): the next waits deferDelayMs of it. Dropped with the attempt; absent before.
    */
   deferrals?: number
+  /**
+   * When the next attempt is due (ms since the epoch), set with a failed attempt's outcome; absent for the job's first
+   * pick-up, due when it was queued (with its delay). For svc_delivery_attempt_lateness_seconds (docs/operations.md).
+   */
+  dueAt?: number
 }
 
 /** The backoff type of delivery jobs; the workers' backoffStrategy implements the schedule. */

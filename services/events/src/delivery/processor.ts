@@ -102,7 +102,7 @@ export interface DeliveryProcessorDeps {
   /** counts an attempt deferred because its receiver is slow (fair-share.ts), for /metrics */
   onDeferred?: () => void
   /** an attempt that went out to the receiver: how long it took, for /metrics */
-  onAttemptSent?: (attempt: { channel: Channel; environment: Environment; delivered: boolean; durationMs: number }) => void
+  onAttemptSent?: (attempt: { channel: Channel; environment: Environment; delivered: boolean; durationMs: number; lateMs: number | null }) => void
   /** one guarded agent per environment (transport.ts) */
   agents: Record<Environment, Agent>
   /** when to disable an endpoint (410, or failing for days) */
@@ -147,12 +147,26 @@ interface Attempting {
    * sendBefore); set by the first attempt that may have reached one
    */
   sendBefore: number | null
+  /** when this attempt was due (ms since the epoch), when the job says (dueAt in queues.ts) */
+  dueAt: number | null
 }
 
 /** The job's data for the attempt after `a` (or `a` itself again, when `next` is its number). */
 function jobData(a: Attempting, next: number, inFlight: UnrecordedAttempt | null, interrupted: UnrecordedAttempt[]): DeliveryJob {
-  const { id: deliveryId, appDid, environment, body, run, attemptsBefore, firstOfRun, sendBefore } = a
-  return { deliveryId, appDid, environment, body, run, next, inFlight, interrupted, ...(attemptsBefore > 0 ? { attemptsBefore } : {}), ...(firstOfRun !== null ? { firstOfRun } : {}), sendBefore }
+  const { id: deliveryId, appDid, environment, body, run, attemptsBefore, firstOfRun, sendBefore, dueAt } = a
+  return { deliveryId, appDid, environment, body, run, next, inFlight, interrupted, ...(attemptsBefore > 0 ? { attemptsBefore } : {}), ...(firstOfRun !== null ? { firstOfRun } : {}), sendBefore, ...(dueAt !== null ? { dueAt } : {}) }
+}
+
+/**
+ * How long after it was due an attempt starts: from the time its job names (a failed attempt's next) or, for a job's
+ * first pick-up, from when it was queued (with its delay). Null when it waited on the app, not on the workers (held
+ * while paused, deferred while its receiver was slow), or when the job does not say (made before jobs carried dueAt).
+ */
+export function attemptLateMs(job: Pick<Job<DeliveryJob>, 'data' | 'timestamp' | 'opts' | 'attemptsMade'>, startedAt: number): number | null {
+  const { dueAt, heldSince, deferrals } = job.data
+  if (heldSince !== undefined || (deferrals ?? 0) > 0) return null
+  const due = dueAt ?? (job.attemptsMade === 0 ? job.timestamp + (job.opts.delay ?? 0) : null)
+  return due === null ? null : Math.max(0, startedAt - due)
 }
 
 /**
@@ -241,7 +255,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const attemptsBefore = data.attemptsBefore ?? 0
     // (a redrive's run queued before jobs carried sendBefore reads the delivery for it)
     if (!data.inFlight && data.body !== undefined && data.appDid && data.environment && data.run && data.next && (data.sendBefore !== undefined || data.run === 1)) {
-      return { id: data.deliveryId, appDid: data.appDid, environment: data.environment, body: data.body, run: data.run, number: data.next, interrupted: data.interrupted ?? [], attemptsBefore, firstOfRun: data.firstOfRun ?? null, sendBefore: data.sendBefore ?? null }
+      return { id: data.deliveryId, appDid: data.appDid, environment: data.environment, body: data.body, run: data.run, number: data.next, interrupted: data.interrupted ?? [], attemptsBefore, firstOfRun: data.firstOfRun ?? null, sendBefore: data.sendBefore ?? null, dueAt: data.dueAt ?? null }
     }
     const d = (await models.Delivery.findById(data.deliveryId, { attempts: 0 }).lean()) as DeliveryDoc | null
     if (!d) return 'gone'
@@ -251,7 +265,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const last = interrupted.at(-1)?.number ?? d.attemptCount ?? 0
     // the attempts the dead workers may have sent count as reaching the receiver, from when they were made
     const until = sendBeforeAfter(sendBefore(d), firstReachedOf(interrupted))
-    return { id: d._id, appDid: d.appDid, environment: d.environment as Environment, body: d.body, run: d.run ?? 1, number: last + 1, interrupted, attemptsBefore, firstOfRun: data.firstOfRun ?? null, sendBefore: until }
+    return { id: d._id, appDid: d.appDid, environment: d.environment as Environment, body: d.body, run: d.run ?? 1, number: last + 1, interrupted, attemptsBefore, firstOfRun: data.firstOfRun ?? null, sendBefore: until, dueAt: data.dueAt ?? null }
   }
 
   /**
@@ -478,6 +492,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     let sent = false
     // The attempt is named in the job before anything is sent: a worker that dies from here on leaves it there.
     const attemptedAt = new Date()
+    const lateMs = attemptLateMs(job, attemptedAt.getTime())
     const url = target !== null && channel === 'xrpc' ? receiveEventUrl(target) : target
     try {
       const inFlight: UnrecordedAttempt = { number: a.number, attemptedAt: attemptedAt.toISOString(), channel, url: withoutQuery(url) }
@@ -532,7 +547,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const number = entry.number
 
     const logged = { deliveryId: a.id, appDid: a.appDid, environment: a.environment, number, channel, statusCode: result.statusCode, durationMs: result.durationMs }
-    if (sent && channel !== null) deps.onAttemptSent?.({ channel, environment: a.environment, delivered, durationMs: result.durationMs })
+    if (sent && channel !== null) deps.onAttemptSent?.({ channel, environment: a.environment, delivered, durationMs: result.durationMs, lateMs })
     if (sent && channel !== null && configuredUrl !== null) await recordHealth(a, { channel, url: configuredUrl }, delivered, result.statusCode)
     if (delivered) {
       log.info({ ...logged, outcome: 'delivered' }, 'delivery attempt')
@@ -542,6 +557,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     // the outcome is written: the job names the next attempt and none in flight, and, once the receiver may have
     // processed the delivery, when its attempts must stop (a run held past it while its endpoint is paused ends unsent)
     a.sendBefore = sendBeforeAfter(a.sendBefore, reachedAt)
+    a.dueAt = nextAttemptAt?.getTime() ?? null
     await job.updateData(jobData(a, number + 1, null, []))
     log.info({ ...logged, outcome: 'failed', error: result.error, nextAttemptAt, final: nextAttemptAt === null }, 'delivery attempt')
     const next = nextAttemptAt === null ? 'no attempts left in this run: failed, waiting for a redrive' : `next attempt at ${nextAttemptAt.toISOString()}`

@@ -11,7 +11,7 @@ import Redis from 'ioredis'
 import type { Logger } from 'pino'
 import type { DeliverySettings } from '@svc/config'
 import type { DomainEventJob } from '@svc/outbox'
-import { collectedGauge, counter, logRedisOutage, observeDatabaseCommands, secondsHistogram, type ProcessMetrics } from '@svc/operations'
+import { collectedGauge, counter, LONG_WAIT_SECONDS, logRedisOutage, observeDatabaseCommands, secondsHistogram, type ProcessMetrics } from '@svc/operations'
 import { keypairFromPrivateKeyHex } from '@svc/service-auth'
 import { watchDatabase, whileDatabaseAway } from '@svc/subgraph-server'
 import { cachedEndpoints, cachedSigningSecrets } from '../delivery/app-environment-cache'
@@ -99,9 +99,16 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   const attemptSeconds = opts.metrics
     ? secondsHistogram(opts.metrics, 'svc_delivery_attempt_duration_seconds', 'delivery attempts sent, from the request to the receiver\'s answer (or the timeout)', ['channel', 'environment', 'outcome'] as const)
     : null
-  const attemptSent: DeliveryProcessorDeps['onAttemptSent'] = attemptSeconds
-    ? (at) => attemptSeconds.observe({ channel: at.channel, environment: at.environment, outcome: at.delivered ? 'delivered' : 'failed' }, at.durationMs / 1000)
-    : undefined
+  const lateSeconds = opts.metrics
+    ? secondsHistogram(opts.metrics, 'svc_delivery_attempt_lateness_seconds', 'delivery attempts sent, from when they were due to when they went out (waits on the app left out)', ['environment'] as const, LONG_WAIT_SECONDS)
+    : null
+  const attemptSent: DeliveryProcessorDeps['onAttemptSent'] =
+    attemptSeconds && lateSeconds
+      ? (at) => {
+          attemptSeconds.observe({ channel: at.channel, environment: at.environment, outcome: at.delivered ? 'delivered' : 'failed' }, at.durationMs / 1000)
+          if (at.lateMs !== null) lateSeconds.observe({ environment: at.environment }, at.lateMs / 1000)
+        }
+      : undefined
   const health = createEndpointHealth(redis, opts.redisPrefix, opts.delivery.disableAfterMs, longestWaitMs(opts.delivery.scheduleScale))
   const sender = new Worker<DeliveryJob, string>(
     WEBHOOK_DELIVERIES_QUEUE,
