@@ -43,19 +43,27 @@ export const DOMAIN_EVENT_RETRY_BATCH = 1000
  * database was away) would never become a delivery: its outbox had marked it relayed. The reconciler turns each such
  * event into its delivery itself (the processor is idempotent) and only then removes the failed job: removing it
  * first and adding it again would lose the event to a process that stopped between the two. One that keeps failing
- * stays failed, is tried every run with a warning naming it, and stays visible on the board.
+ * stays failed, is tried again with a warning naming it, and stays visible on the board.
+ *
+ * A run takes `batch` of the failed jobs (newest first) from position `from`, and returns where the next run starts:
+ * past those still failing, or back at the start after the last page. So failed jobs that keep failing, however
+ * many, never keep the ones behind them from being tried: each is tried once per lap of the failed set.
  */
 export async function retryFailedDomainEvents(
   queue: Queue<DomainEventJob>,
   processDomainEvent: (job: Job<DomainEventJob>) => Promise<string>,
   log: Logger,
-): Promise<number> {
+  page: { from: number; batch: number } = { from: 0, batch: DOMAIN_EVENT_RETRY_BATCH },
+): Promise<{ retried: number; next: number }> {
   let retried = 0
-  for (const job of await queue.getFailed(0, DOMAIN_EVENT_RETRY_BATCH - 1)) {
+  let stillFailing = 0
+  const jobs = await queue.getFailed(page.from, page.from + page.batch - 1)
+  for (const job of jobs) {
     try {
       await processDomainEvent(job)
     } catch (err) {
-      log.warn({ err, eventId: job.data.eventId, failedReason: job.failedReason }, 'reconcile: a failed domain event is still not a delivery; the next run tries again')
+      stillFailing++
+      log.warn({ err, eventId: job.data.eventId, failedReason: job.failedReason }, 'reconcile: a failed domain event is still not a delivery; the next lap tries again')
       continue
     }
     // a job another reconciler removed meanwhile, or one locked by a worker: its delivery exists all the same
@@ -63,5 +71,5 @@ export async function retryFailedDomainEvents(
     retried++
     log.warn({ eventId: job.data.eventId, failedReason: job.failedReason }, 'reconcile: a failed domain event became its delivery')
   }
-  return retried
+  return { retried, next: jobs.length < page.batch ? 0 : page.from + stillFailing }
 }

@@ -17,7 +17,7 @@ import { reconcileDeliveries, type ReconcileResult } from '../domain/reconcile'
 import type { EventsModels } from '../models'
 import type { DomainEventJob } from '@svc/outbox'
 import { EVENTS_MAINTENANCE_QUEUE, type DeliveryJob } from '../queues'
-import { retryFailedDomainEvents } from './domain-events'
+import { DOMAIN_EVENT_RETRY_BATCH, retryFailedDomainEvents } from './domain-events'
 
 export const RECONCILE_JOB = 'reconcile-deliveries'
 
@@ -40,13 +40,16 @@ export function startReconciler(opts: {
 }): Reconciler {
   const log = opts.logger.child({ worker: EVENTS_MAINTENANCE_QUEUE })
   const queue = new Queue(EVENTS_MAINTENANCE_QUEUE, { connection: opts.redis, prefix: opts.prefix })
+  /** where this process's next run takes failed domain events from (retryFailedDomainEvents) */
+  let domainEventsFrom = 0
   const worker = new Worker<unknown, ReconcileResult & { heldReleased: number; domainEventsRetried: number }>(
     EVENTS_MAINTENANCE_QUEUE,
     async (job) => {
       // its progress on the board as it goes (a job's progress may fail to save: the run goes on)
       const result = await reconcileDeliveries(opts.models, opts.deliveries, log, new Date(), (progress) => job.updateProgress({ ...progress }).catch(() => undefined))
       const { released: heldReleased } = await releaseUnpausedHolds(opts.models, opts.deliveries, opts.endpoints, log)
-      const domainEventsRetried = await retryFailedDomainEvents(opts.domainEvents, opts.processDomainEvent, log)
+      const { retried: domainEventsRetried, next } = await retryFailedDomainEvents(opts.domainEvents, opts.processDomainEvent, log, { from: domainEventsFrom, batch: DOMAIN_EVENT_RETRY_BATCH })
+      domainEventsFrom = next
       await job.log(`checked ${result.checked} open deliveries, queued ${result.requeued} again; released ${heldReleased} held deliveries; ${domainEventsRetried} failed domain events became their deliveries`).catch(() => undefined)
       return { ...result, heldReleased, domainEventsRetried }
     },
