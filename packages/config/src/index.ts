@@ -166,8 +166,10 @@ const variables = z
     PAYMENT_TOKEN_SECRET_PREVIOUS: optionalSecret,
     /** an abandoned hosted checkout fails as expired after this many seconds (Stripe's default: 24 h) */
     CHECKOUT_EXPIRY_SECONDS: emptyAsUnset(z.coerce.number().int().min(60).max(7 * 24 * 3600).default(24 * 3600)),
-    /** the domains' outbox relays delete events relayed this long ago (at least the relay's 24 h replay window) */
+    /** the domains' outbox relays delete events relayed this long ago (at least the replay window) */
     OUTBOX_RETENTION_MS: emptyAsUnset(z.coerce.number().int().min(24 * 3_600_000).max(365 * 24 * 3_600_000).default(7 * 24 * 3_600_000)),
+    /** after Redis lost its data, the outbox relays publish again the events they relayed this long ago */
+    OUTBOX_REPLAY_WINDOW_MS: emptyAsUnset(z.coerce.number().int().min(3_600_000).max(365 * 24 * 3_600_000).default(24 * 3_600_000)),
     /** the live payment processor; none is built in, so live checkouts are refused until one is configured */
     LIVE_PROCESSOR: z.enum(['none']).default('none'),
     /**
@@ -352,6 +354,10 @@ const schemaFor = (held: ReadonlySet<Secret>) =>
     }
     // a staging deployment (NODE_ENV=test with real secrets) on a public address: apps' webhooks could reach this
     // machine's own services, and a did:web document could be fetched over http
+    // the outbox deletes what a replay would publish again
+    if (env.OUTBOX_REPLAY_WINDOW_MS > env.OUTBOX_RETENTION_MS) {
+      ctx.addIssue({ code: 'custom', path: ['OUTBOX_REPLAY_WINDOW_MS'], message: `must be at most OUTBOX_RETENTION_MS (${env.OUTBOX_RETENTION_MS}): the outboxes keep relayed events no longer` })
+    }
     if (env.NODE_ENV !== 'production' && !LISTEN_LOOPBACK.has(env.HOST)) {
       for (const key of ['DEV_ALLOW_LOOPBACK_WEBHOOKS', 'ALLOW_INSECURE_DID_WEB'] as const) {
         if (env[key]) ctx.addIssue({ code: 'custom', path: [key], message: `is a development setting, accepted only with HOST on loopback (${env.HOST} is reachable beyond this machine)` })
@@ -466,6 +472,8 @@ export interface Config {
   checkoutExpirySeconds: number
   /** OUTBOX_RETENTION_MS */
   outboxRetentionMs: number
+  /** OUTBOX_REPLAY_WINDOW_MS */
+  outboxReplayWindowMs: number
   liveProcessor: 'none'
   /** TEST_PROCESSOR_LATENCY_MS */
   testProcessorLatencyMs: number
@@ -664,6 +672,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy: parseTrustProxy(e.TRUST_PROXY),
     checkoutExpirySeconds: e.CHECKOUT_EXPIRY_SECONDS,
     outboxRetentionMs: e.OUTBOX_RETENTION_MS,
+    outboxReplayWindowMs: e.OUTBOX_REPLAY_WINDOW_MS,
     liveProcessor: e.LIVE_PROCESSOR,
     testProcessorLatencyMs: e.TEST_PROCESSOR_LATENCY_MS,
     graphiql: e.GRAPHIQL ?? e.NODE_ENV === 'development',

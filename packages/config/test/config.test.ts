@@ -211,6 +211,13 @@ describe('timeouts that must fit inside others', () => {
     expect(() => loadConfig({ TEST_PROCESSOR_LATENCY_MS: '21000' })).toThrow(/TEST_PROCESSOR_LATENCY_MS/)
     expect(loadConfig({ TEST_PROCESSOR_LATENCY_MS: '15000' }).testProcessorLatencyMs).toBe(15_000)
   })
+
+  it('an outbox replays after Redis lost its data only what it still keeps: OUTBOX_REPLAY_WINDOW_MS at most OUTBOX_RETENTION_MS', () => {
+    expect(loadConfig({}).outboxReplayWindowMs).toBe(24 * 3_600_000)
+    expect(() => loadConfig({ OUTBOX_REPLAY_WINDOW_MS: String(8 * 24 * 3_600_000) })).toThrow(/OUTBOX_REPLAY_WINDOW_MS.*at most OUTBOX_RETENTION_MS/)
+    expect(loadConfig({ OUTBOX_REPLAY_WINDOW_MS: String(7 * 24 * 3_600_000) }).outboxReplayWindowMs).toBe(7 * 24 * 3_600_000)
+    expect(() => loadConfig({ OUTBOX_REPLAY_WINDOW_MS: '60000' })).toThrow(/OUTBOX_REPLAY_WINDOW_MS/)
+  })
 })
 
 describe('payment token secret rotation', () => {

@@ -135,7 +135,7 @@ export interface OutboxRelayOptions {
 }
 
 /** What a domain's process configures of its relay (the rest is the domain's own: its outbox, source and logger). */
-export type OutboxRelaySettings = Pick<OutboxRelayOptions, 'redisUrl' | 'redisPrefix' | 'intervalMs' | 'retentionMs'>
+export type OutboxRelaySettings = Pick<OutboxRelayOptions, 'redisUrl' | 'redisPrefix' | 'intervalMs' | 'retentionMs' | 'replayWindowMs'>
 
 export interface OutboxRelay {
   /** waits for the running pass, then closes the queue and its Redis connection */

@@ -14,7 +14,7 @@ runProcess('apps', async (config, logger) => {
     databaseCommandMetrics: config.databaseCommandMetrics,
     allowLoopbackWebhooksInTest: config.devAllowLoopbackWebhooks,
     dashboardUrl: config.dashboardUrl,
-    relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, retentionMs: config.outboxRetentionMs },
+    relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, retentionMs: config.outboxRetentionMs, replayWindowMs: config.outboxReplayWindowMs },
   })
   return service.stop
 })

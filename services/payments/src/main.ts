@@ -19,7 +19,7 @@ runProcess('payments', async (config, logger) => {
     checkoutExpirySeconds: config.checkoutExpirySeconds,
     liveProcessor: config.liveProcessor,
     testProcessorLatencyMs: config.testProcessorLatencyMs,
-    relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, retentionMs: config.outboxRetentionMs },
+    relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, retentionMs: config.outboxRetentionMs, replayWindowMs: config.outboxReplayWindowMs },
   })
   return service.stop
 })

@@ -13,7 +13,7 @@ runProcess('tickets', async (config, logger) => {
     logger,
     metricsToken: config.secrets.metricsToken,
     databaseCommandMetrics: config.databaseCommandMetrics,
-    relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, retentionMs: config.outboxRetentionMs },
+    relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, retentionMs: config.outboxRetentionMs, replayWindowMs: config.outboxReplayWindowMs },
   })
   return service.stop
 })
