@@ -278,9 +278,9 @@ function extractJwt(authorization: string | undefined): string {
   if (credential.startsWith('whsec_')) {
     fail('WebhookSecretNotAccepted', 'webhook signing secrets are not credentials')
   }
-  if (!bearer || credential.length > MAX_TOKEN_LENGTH || !JWT_SHAPE.test(credential)) {
-    fail('BadJwt', 'expected Authorization: Bearer <service-auth JWT>')
-  }
+  if (!bearer) fail('BadJwt', 'expected Authorization: Bearer <service-auth JWT>')
+  if (credential.length > MAX_TOKEN_LENGTH) fail('BadJwt', `the JWT is longer than ${MAX_TOKEN_LENGTH} characters`)
+  if (!JWT_SHAPE.test(credential)) fail('BadJwt', 'not a JWT: three base64url parts separated by dots')
   return credential
 }
 
@@ -333,9 +333,9 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
     // refused before its signature is checked and its jti spent: the same token may still come with the right issuer
     if (opts.issuer !== undefined && iss !== opts.issuer) fail('BadJwt', `jwt iss must be ${opts.issuer}`)
     if (typeof aud !== 'string') fail('BadJwt', 'jwt aud required')
-    if (typeof jti !== 'string' || jti.length === 0 || jti.length > MAX_JTI_LENGTH || !JTI_SHAPE.test(jti)) {
-      fail('BadJwt', 'jwt jti required')
-    }
+    if (typeof jti !== 'string' || jti.length === 0) fail('BadJwt', 'jwt jti required')
+    if (jti.length > MAX_JTI_LENGTH) fail('BadJwt', `jwt jti is longer than ${MAX_JTI_LENGTH} characters`)
+    if (!JTI_SHAPE.test(jti)) fail('BadJwt', 'jwt jti must be printable ASCII without spaces')
     if (typeof iat !== 'number' || !Number.isFinite(iat)) fail('BadJwt', 'jwt iat required')
     if (typeof exp !== 'number' || !Number.isFinite(exp)) fail('BadJwt', 'jwt exp required')
     const now = Date.now() / 1000

@@ -178,6 +178,11 @@ describe('refused before the JWT is looked at', () => {
     for (const header of ['Bearer', 'Bearer abc.def', 'Bearer a.b.c.d', 'Basic dXNlcjpwYXNz', 'Bearer a.b.c extra', 'Bearer a.b.c']) {
       await expectCode(verifier.verify(header, NSID), 'BadJwt')
     }
+    // the message says what is wrong with it
+    const message = async (header: string) => ((await verifier.verify(header, NSID).catch((e: Error) => e)) as Error).message
+    expect(await message('Basic dXNlcjpwYXNz')).toBe('expected Authorization: Bearer <service-auth JWT>')
+    expect(await message(`Bearer ${'a'.repeat(9000)}.b.c`)).toBe('the JWT is longer than 8192 characters')
+    expect(await message('Bearer abc.def')).toBe('not a JWT: three base64url parts separated by dots')
   })
 })
 
@@ -192,6 +197,15 @@ describe('claims and header', () => {
     const { did } = await generateDidKeyKeypair('ES256K')
     const token = `${b64url({ typ: 'JWT', alg: 'none' })}.${b64url(claims(did))}.AA`
     await expectCode(verifier.verify(`Bearer ${token}`, NSID), 'BadJwt')
+  })
+
+  it('a jti too long or not printable ASCII → BadJwt saying which', async () => {
+    const { did, keypair } = await generateDidKeyKeypair('ES256K')
+    const header = { typ: 'JWT', alg: 'ES256K' }
+    const message = async (jti: string) => (await verifier.verify(`Bearer ${await craftJwt(keypair, header, claims(did, { jti }))}`, NSID).catch((e: Error) => e)) as Error
+    expect(await message('x'.repeat(5000))).toMatchObject({ code: 'BadJwt', message: 'jwt jti is longer than 256 characters' })
+    expect(await message('a b')).toMatchObject({ code: 'BadJwt', message: 'jwt jti must be printable ASCII without spaces' })
+    expect(await message('')).toMatchObject({ code: 'BadJwt', message: 'jwt jti required' })
   })
 
   it('missing jti or iat → BadJwt', async () => {

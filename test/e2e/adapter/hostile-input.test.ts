@@ -104,6 +104,8 @@ interface Variant {
   valid?: true
   /** a body the contract refuses whole: 400 InvalidRequest */
   refused?: true
+  /** what the refusal's message must say */
+  message?: RegExp
 }
 
 /** The variants of a procedure: its valid body (made fresh for each call) with one field changed, and bodies of another shape. */
@@ -118,6 +120,8 @@ function bodyVariants(stack: TestStack, app: TestApp, nsid: string, valid: () =>
     { name: 'an unknown field', send: () => post((b) => ({ ...b, unexpected: { $gt: '' } })), refused: true },
     // keys every object inherits: a lookup in the lexicon's shape must not find Object.prototype's
     ...(['toString', 'constructor', 'hasOwnProperty', 'valueOf'] as const).map((key) => ({ name: `a ${key} key`, send: () => post((b) => ({ ...b, [key]: 1 })), refused: true as const })),
+    // a recursive walk of it would overflow the stack (the answer quoted "Maximum call stack size exceeded")
+    { name: 'an unknown field nested 10,000 deep', send: () => post((b) => b, (b) => JSON.stringify(b).replace(/^\{/, `{"unexpected":${'['.repeat(10_000)}${']'.repeat(10_000)},`)), refused: true, message: /^Input nests deeper than 32 levels$/ },
     { name: 'a __proto__ key', send: () => post((b) => b, (b) => JSON.stringify(b).replace(/^\{/, '{"__proto__":{"isAdmin":true},')) },
     ...[[], 'body', 1, null].map((other) => ({ name: `the body ${JSON.stringify(other)}`, send: () => post(() => other as Json) })),
   ]
@@ -163,7 +167,7 @@ async function offenders(nsid: string, variants: Variant[]): Promise<string[]> {
       const res = await v.send()
       const contractError = typeof res.body?.error === 'string' && res.body.error !== '' && typeof res.body?.message === 'string'
       const ok = res.status >= 200 && res.status < 500 && (res.status < 400 || contractError) && /^req_[0-9a-f]{32}$/.test(res.requestId ?? '')
-      if (!ok || (v.valid && res.status !== 200) || (v.refused && (res.status !== 400 || res.body?.error !== 'InvalidRequest'))) found.push(`${nsid} with ${v.name}: ${res.status} ${res.text.slice(0, 200)}`)
+      if (!ok || (v.valid && res.status !== 200) || (v.refused && (res.status !== 400 || res.body?.error !== 'InvalidRequest')) || (v.message && !v.message.test(String(res.body?.message)))) found.push(`${nsid} with ${v.name}: ${res.status} ${res.text.slice(0, 200)}`)
     }
   }
   await Promise.all(Array.from({ length: 6 }, worker))

@@ -145,6 +145,15 @@ describe('status', () => {
     expectError(await paymentStatus(stack, app, `pst_test_${'A'.repeat(43)}`), 404, 'NotFound')
   })
 
+  it('AppUnauthorized, not NotFound, for a DID that is no app in the token\'s environment', async () => {
+    const stranger = await stack.newApp({ environments: [] })
+    expectError(await paymentStatus(stack, stranger, `pst_test_${'A'.repeat(43)}`), 403, 'AppUnauthorized')
+    // an app configured in live only polls no test payment
+    const liveOnly = await stack.newApp({ environments: ['live'] })
+    expectError(await paymentStatus(stack, liveOnly, `pst_test_${'A'.repeat(43)}`), 403, 'AppUnauthorized')
+    expectError(await paymentStatus(stack, liveOnly, `pst_live_${'A'.repeat(43)}`), 404, 'NotFound')
+  })
+
   it("AppUnauthorized for another app's token", async () => {
     const { token } = expectOk(await initiate(stack, app, product(app.did)))
     const other = await stack.newApp()

@@ -152,6 +152,20 @@ function assertNoNul(value: unknown, path: string): void {
   }
 }
 
+/** deeper than any lexicon's input (theirs are a few levels): a deeper body is refused before anything walks it */
+export const MAX_INPUT_DEPTH = 32
+
+/** Refuses a body nested deeper than MAX_INPUT_DEPTH, measured without recursion (a recursive walk overflows the stack). */
+function assertInputDepth(body: unknown): void {
+  const pending: [unknown, number][] = [[body, 1]]
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [value, depth] = next
+    if (value === null || typeof value !== 'object') continue
+    if (depth > MAX_INPUT_DEPTH) throw new Error(`Input nests deeper than ${MAX_INPUT_DEPTH} levels`)
+    for (const child of Object.values(value)) pending.push([child, depth + 1])
+  }
+}
+
 function validation<T>(fn: () => T): T {
   try {
     return fn()
@@ -182,6 +196,7 @@ export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) 
     if (def.type === 'procedure' && def.input) {
       if (request.body === undefined || request.body === null) throw new ContractError('InvalidRequest', 'a JSON request body is required')
       input = validation(() => {
+        assertInputDepth(request.body)
         const valid = lexicons.assertValidXrpcInput(nsid, request.body) as Record<string, unknown>
         assertInputShape(nsid, valid)
         assertNoNul(valid, 'Input')
