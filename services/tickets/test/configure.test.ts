@@ -1,6 +1,7 @@
 /**
  * configureTicketTiers in the tickets domain, on its own database of the test FerretDB: two configurations of one
- * event never decide on each other's half-done work (one runs at a time), and a refused capacity cut changes nothing.
+ * event never decide on each other's half-done work (one runs at a time), a refused capacity cut changes nothing, and
+ * a cut or a hold whose seat inserts were written but answered with a lost connection keeps none of them.
  * A configuration is held at a chosen point by a gate on its reads of the seat units, so each interleaving runs the
  * same every time.
  */
@@ -210,4 +211,40 @@ test('an update gives the whole tier: an optional field left out takes its defau
   expect(await models.Tier.findById(tierId).lean()).toMatchObject({ perBuyerLimit: 4, salesStartAt: new Date(window.salesStartAt), salesEndAt: new Date(window.salesEndAt) })
   await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 10, { name: 'Renamed' })] })
   expect(await models.Tier.findById(tierId).lean()).toMatchObject({ name: 'Renamed', perBuyerLimit: 10, salesStartAt: null, salesEndAt: null })
+})
+
+/** The domain whose inserts of many seat units are written but answered with a lost connection (the reply lost). */
+function repliesLost(): ServingTickets {
+  const collection = new Proxy(models.CapacityUnit.collection, {
+    get(target, prop, receiver) {
+      if (prop !== 'insertMany') return Reflect.get(target, prop, receiver)
+      return async (...args: Parameters<typeof target.insertMany>) => {
+        await target.insertMany(...args)
+        throw Object.assign(new Error('connection closed before the reply'), { name: 'MongoNetworkError' })
+      }
+    },
+  })
+  const units = new Proxy(models.CapacityUnit, { get: (target, prop, receiver) => (prop === 'collection' ? collection : Reflect.get(target, prop, receiver)) })
+  return { ...d, models: { ...models, CapacityUnit: units } }
+}
+
+test("a capacity cut whose seats were written but whose reply was lost leaves no seat in the organizer's block", async () => {
+  const { eventUri, tierId } = await pricedTier(10)
+  const cut = configureTicketTiers(repliesLost(), APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 4)] })
+  await expect(cut).rejects.toThrow('connection closed before the reply')
+  // the six seats the cut wrote are deleted again: the capacity is still 10, not silently 4 after an error
+  expect(await models.CapacityUnit.countDocuments({ tierId })).toBe(0)
+  expect(await tierCapacity(d, (await models.Tier.findById(tierId).lean())!)).toBe(10)
+  // the organizer's retry cuts it
+  await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(tierId, 4)] })
+  expect(await tierCapacity(d, (await models.Tier.findById(tierId).lean())!)).toBe(4)
+})
+
+test('a hold whose seats were written but whose reply was lost keeps none of them', async () => {
+  const { tierId } = await pricedTier(10)
+  const doc = (await models.Tier.findById(tierId).lean())!
+  const hold = reserve(repliesLost(), { id: `hold_lost_${randomBytes(4).toString('hex')}`, expiresAt: new Date(clock.now.getTime() + 600_000) }, [{ tierId, seatRange: doc.seatRange, quantity: 3 }])
+  await expect(hold).rejects.toThrow('connection closed before the reply')
+  expect(await models.CapacityUnit.countDocuments({ tierId })).toBe(0)
+  expect(await availableSeats(d, doc)).toBe(10)
 })

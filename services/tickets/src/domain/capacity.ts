@@ -64,15 +64,28 @@ function unitDoc(d: TicketsDomain, r: Reservation, req: UnitRequest, unit: strin
   }
 }
 
+/**
+ * The units one call of `reserve` may have inserted, by `_id`: each is added before its insert is sent and taken out
+ * only when refused as another reservation's. An insert that failed otherwise (its reply lost with the connection)
+ * may have been written, so an undo deletes its units too: deleting one that was never written does nothing.
+ */
+type Taking = Map<string, UnitToDelete>
+
+function sending(taking: Taking, r: Reservation, req: UnitRequest, units: string[], kind: 'seat' | 'buyer'): void {
+  for (const unit of units) taking.set(unitId(r.id, unit), { _id: unitId(r.id, unit), unit, kind, tierId: req.tierId })
+}
+
 /** Inserts one unit; false when another reservation holds it. */
-async function take(d: TicketsDomain, r: Reservation, req: UnitRequest, unit: string, kind: 'seat' | 'buyer'): Promise<boolean> {
+async function take(d: TicketsDomain, taking: Taking, r: Reservation, req: UnitRequest, unit: string, kind: 'seat' | 'buyer'): Promise<boolean> {
+  sending(taking, r, req, [unit], kind)
   try {
     await d.models.CapacityUnit.create(unitDoc(d, r, req, unit, kind))
     if (kind === 'seat') await onMap(d, 'took', (m) => m.took(req.tierId, [seatNumber(unit)]))
     return true
   } catch (err) {
-    if (isDuplicateKeyError(err)) return false
-    throw err
+    if (!isDuplicateKeyError(err)) throw err
+    taking.delete(unitId(r.id, unit))
+    return false
   }
 }
 
@@ -83,16 +96,18 @@ export const SEATS_PER_INSERT = 500
  * Inserts these seat units in one unordered command: each insert is decided alone by the unique unit, as `take`'s.
  * Returns the units inserted (those another reservation holds are left out).
  */
-async function takeSeatBatch(d: TicketsDomain, r: Reservation, req: UnitRequest, units: string[]): Promise<string[]> {
-  if (units.length === 1) return (await take(d, r, req, units[0]!, 'seat')) ? units : []
+async function takeSeatBatch(d: TicketsDomain, taking: Taking, r: Reservation, req: UnitRequest, units: string[]): Promise<string[]> {
+  if (units.length === 1) return (await take(d, taking, r, req, units[0]!, 'seat')) ? units : []
   let refused = new Set<number>()
+  sending(taking, r, req, units, 'seat')
   try {
     await d.models.CapacityUnit.collection.insertMany(units.map((unit) => unitDoc(d, r, req, unit, 'seat')) as never[], { ordered: false })
   } catch (err) {
     const writeErrors = (err as { writeErrors?: unknown }).writeErrors
     const errors = (Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : []) as { index: number; code?: number }[]
+    refused = new Set(errors.filter((e) => e.code === 11000).map((e) => e.index))
+    for (const i of refused) taking.delete(unitId(r.id, units[i]!))
     if (errors.length === 0 || errors.some((e) => e.code !== 11000)) throw err
-    refused = new Set(errors.map((e) => e.index))
   }
   const got = units.filter((_, i) => !refused.has(i))
   if (got.length > 0) await onMap(d, 'took', (m) => m.took(req.tierId, got.map(seatNumber)))
@@ -259,7 +274,7 @@ const SEAT_ROUNDS = 4
 const SEAT_TRIES_PER_ROUND = 6
 
 /** Takes `count` seats of the tier; returns the units taken (fewer when the tier has no more). */
-async function takeSeats(d: TicketsDomain, r: Reservation, req: UnitRequest, count: number, firstRead: FreeSeats): Promise<string[]> {
+async function takeSeats(d: TicketsDomain, taking: Taking, r: Reservation, req: UnitRequest, count: number, firstRead: FreeSeats): Promise<string[]> {
   const got: string[] = []
   // the map learns when the reservation lapses before its first seat exists, so it can see every seat held lapse
   if (r.expiresAt < KEPT_UNTIL) await onMap(d, 'holding', (m) => m.holding(req.tierId, r.id, r.expiresAt))
@@ -273,14 +288,14 @@ async function takeSeats(d: TicketsDomain, r: Reservation, req: UnitRequest, cou
     for (let next = 0; next < tries.length && got.length < count; ) {
       const batch = tries.slice(next, next + Math.min(count - got.length, SEATS_PER_INSERT))
       next += batch.length
-      got.push(...(await takeSeatBatch(d, r, req, batch)))
+      got.push(...(await takeSeatBatch(d, taking, r, req, batch)))
     }
   }
   return got
 }
 
 /** Takes the buyer's `count` shares of the tier; returns the units taken. */
-async function takeShares(d: TicketsDomain, r: Reservation, req: UnitRequest & { buyer: NonNullable<UnitRequest['buyer']> }, count: number): Promise<string[]> {
+async function takeShares(d: TicketsDomain, taking: Taking, r: Reservation, req: UnitRequest & { buyer: NonNullable<UnitRequest['buyer']> }, count: number): Promise<string[]> {
   const got: string[] = []
   const slots = await openShareSlots(d, req)
   const sharesHeld = () => d.models.CapacityUnit.find({ tierId: req.tierId, kind: 'buyer', buyerDid: req.buyer.did }, { unit: 1, reservationId: 1, expiresAt: 1 }).lean()
@@ -296,7 +311,7 @@ async function takeShares(d: TicketsDomain, r: Reservation, req: UnitRequest & {
     for (let k = 0; k < slots && got.length < count; k++) {
       const unit = buyerUnit(req.tierId, req.buyer.did, k)
       if (got.includes(unit) || held?.has(unit)) continue
-      if (await take(d, r, req, unit, 'buyer')) {
+      if (await take(d, taking, r, req, unit, 'buyer')) {
         got.push(unit)
         continue
       }
@@ -331,14 +346,14 @@ async function openShareSlots(d: TicketsDomain, req: UnitRequest & { buyer: NonN
 }
 
 /**
- * Takes every unit the requests ask for under one reservation, or none: on a shortage the units already taken are
- * deleted again (by `_id`: only this reservation's) and the result names what was lacking.
+ * Takes every unit the requests ask for under one reservation, or none: on a shortage, or an error, the units this
+ * call may have taken are deleted again (by `_id`: only this reservation's, see Taking) and the result names what was
+ * lacking.
  */
 export async function reserve(d: TicketsDomain, r: Reservation, requests: UnitRequest[]): Promise<ReserveResult> {
-  const taken: UnitToDelete[] = []
-  const took = (req: UnitRequest, kind: 'seat' | 'buyer', units: string[]) => taken.push(...units.map((unit) => ({ _id: unitId(r.id, unit), unit, kind, tierId: req.tierId })))
+  const taking: Taking = new Map()
   const undo = async () => {
-    await deleteUnits(d, taken)
+    await deleteUnits(d, [...taking.values()])
     // it holds nothing now: not due to lapse
     for (const tierId of new Set(requests.map((req) => req.tierId))) await onMap(d, 'ended', (m) => m.ended(tierId, [r.id]))
   }
@@ -352,15 +367,13 @@ export async function reserve(d: TicketsDomain, r: Reservation, requests: UnitRe
     }
     for (const req of requests) {
       if (req.buyer) {
-        const shares = await takeShares(d, r, { ...req, buyer: req.buyer }, req.quantity)
-        took(req, 'buyer', shares)
+        const shares = await takeShares(d, taking, r, { ...req, buyer: req.buyer }, req.quantity)
         if (shares.length < req.quantity) {
           await undo()
           return { ok: false, lacking: 'buyer', tierId: req.tierId }
         }
       }
-      const seats = await takeSeats(d, r, req, req.quantity, firstReads.get(req)!)
-      took(req, 'seat', seats)
+      const seats = await takeSeats(d, taking, r, req, req.quantity, firstReads.get(req)!)
       if (seats.length < req.quantity) {
         await undo()
         return { ok: false, lacking: 'seat', tierId: req.tierId }
