@@ -573,6 +573,8 @@ export interface NetworkSvcPaymentStatusOutput {
   status: 'pending' | 'processing' | 'completed' | 'failed' | (string & {})
   /** Reference to the payment record, present once a payment record exists. */
   ref?: NetworkSvcPaymentStatusPaymentRef
+  /** Why the payment failed, present only when status is `failed`: the card was declined, the checkout expired unpaid, the buyer canceled it, the processor failed, too many payment attempts closed it, or the app was no longer authorized by the recipient when the buyer paid. Nothing was charged in any of these. */
+  failureReason?: 'declined' | 'expired' | 'canceled' | 'processor_error' | 'too_many_attempts' | 'not_authorized' | (string & {})
 }
 /** Strong reference to a payment record: its AT-URI and content identifier. */
 export interface NetworkSvcPaymentStatusPaymentRef {

@@ -22,6 +22,8 @@ export const typeDefs = gql`
     status: String!
     "once a payment record exists"
     ref: PaymentRef
+    "why it failed, only when failed: declined | expired | canceled | processor_error | too_many_attempts | not_authorized"
+    failureReason: String
   }
 
   type CheckoutStarted {

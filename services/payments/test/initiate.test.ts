@@ -220,8 +220,8 @@ describe('payment status', () => {
   test('pending, with no ref; an operator (appDid null) may read it', async () => {
     const creator = newDid()
     const started = await initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator) }), { appDid: APP, product: productOf(creator) })
-    expect(await getPaymentStatus(t.domain, { token: started.token, appDid: APP })).toEqual({ status: 'pending', ref: null })
-    expect(await getPaymentStatus(t.domain, { token: started.token, appDid: null })).toEqual({ status: 'pending', ref: null })
+    expect(await getPaymentStatus(t.domain, { token: started.token, appDid: APP })).toEqual({ status: 'pending', ref: null, failureReason: null })
+    expect(await getPaymentStatus(t.domain, { token: started.token, appDid: null })).toEqual({ status: 'pending', ref: null, failureReason: null })
   })
 
   test('errors: MissingToken, InvalidToken, NotFound, AppUnauthorized', async () => {

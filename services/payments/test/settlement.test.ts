@@ -83,7 +83,7 @@ describe('paying', () => {
     expect(processor.charges.at(-1)).toMatchObject({ amount: 1055, currency: 'usd', idempotencyKey: `checkout:${c.checkoutId}` })
 
     // the status token now answers completed with the same ref
-    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'completed', ref: view.ref })
+    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'completed', ref: view.ref, failureReason: null })
 
     // the record: its CID is the CID of its DAG-CBOR encoding
     const stored = await t.models.PaymentRecord.findOne({ checkoutId: c.checkoutId }).lean()
@@ -178,7 +178,7 @@ describe('paying', () => {
     const c = await start()
     const view = await payCheckout(t.domain, c.browser, DECLINED_CARD)
     expect(view).toMatchObject({ status: 'failed', failureReason: 'declined', failureMessage: 'Your card was declined.', ref: null })
-    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null })
+    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null, failureReason: 'declined' })
     expect(await t.models.PaymentRecord.countDocuments({ checkoutId: c.checkoutId })).toBe(0)
     expect(await t.models.Outbox.countDocuments({ key: `payment.completed:${c.checkoutId}` })).toBe(0)
     await expectCode(payCheckout(t.domain, c.browser, GOOD_CARD), 'CheckoutClosed')
@@ -242,7 +242,7 @@ describe('the authorization read again at pay', () => {
     expect(view).toMatchObject({ status: 'failed', failureReason: 'not_authorized' })
     expect(processor.charges.length).toBe(before)
     expect(await t.models.Settlement.findById(c.checkoutId).lean()).toMatchObject({ by: 'refusal', outcome: { ok: false, reason: 'not_authorized', code } })
-    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null })
+    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null, failureReason: 'not_authorized' })
     await expectCode(payCheckout(t.domain, c.browser, GOOD_CARD), 'CheckoutClosed')
   })
 
@@ -274,7 +274,7 @@ describe('canceling', () => {
     const c = await start()
     const view = await cancelCheckout(t.domain, c.browser)
     expect(view).toMatchObject({ status: 'failed', failureReason: 'canceled', failureMessage: expect.stringMatching(/canceled/) })
-    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null })
+    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null, failureReason: 'canceled' })
     await expectCode(cancelCheckout(t.domain, c.browser), 'CheckoutClosed')
     await expectCode(payCheckout(t.domain, c.browser, GOOD_CARD), 'CheckoutClosed')
     expect(chargesOf(c.checkoutId)).toBe(0)
@@ -306,7 +306,7 @@ describe('one settlement per checkout, under concurrency', () => {
           expect(expiry.status === 'fulfilled' && expiry.value).toBe('expired')
           expect(pay.status).toBe('rejected')
           expect((pay as PromiseRejectedResult).reason.code).toBe('CheckoutClosed')
-          expect(status).toEqual({ status: 'failed', ref: null })
+          expect(status).toEqual({ status: 'failed', ref: null, failureReason: 'expired' })
           expect(chargesOf(c.checkoutId)).toBe(0)
         }
       }
@@ -321,7 +321,7 @@ describe('one settlement per checkout, under concurrency', () => {
     expect(await claimSettlement(t.domain, checkout, 'cancel', { outcome: { ok: false, reason: 'canceled', code: 'canceled', message: 'canceled' } })).toBe(true)
     expect((await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).status).toBe('pending')
     expect((await sweepCheckouts(t.domain)).recovered).toBeGreaterThanOrEqual(1)
-    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null })
+    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null, failureReason: 'canceled' })
     expect(await getCheckout(t.domain, c.browser)).toMatchObject({ status: 'failed', failureReason: 'canceled' })
     // applied: the next sweep has nothing left of it
     expect((await t.models.Settlement.findById(c.checkoutId).lean())?.awaiting).toBe(false)
@@ -373,7 +373,7 @@ describe('expiry', () => {
     t.clock.advance(23 * 60 * 60 * 1000 + 1000) // `due` is past 24 h, `fresh` is not
     const result = await sweepCheckouts(t.domain)
     expect(result.expired).toBeGreaterThanOrEqual(1)
-    expect(await getPaymentStatus(t.domain, { token: due.token, appDid: APP })).toEqual({ status: 'failed', ref: null })
+    expect(await getPaymentStatus(t.domain, { token: due.token, appDid: APP })).toEqual({ status: 'failed', ref: null, failureReason: 'expired' })
     expect(await getCheckout(t.domain, due.browser)).toMatchObject({ status: 'failed', failureReason: 'expired', failureMessage: expect.stringMatching(/expired/) })
     expect((await getPaymentStatus(t.domain, { token: fresh.token, appDid: APP })).status).toBe('pending')
     // a second sweep finds nothing more to do for `due`
@@ -385,7 +385,7 @@ describe('expiry', () => {
   test('without the sweep, a read expires it: the status poll ends', async () => {
     const c = await start()
     t.clock.advance(24 * 60 * 60 * 1000)
-    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null })
+    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'failed', ref: null, failureReason: 'expired' })
     expect((await t.models.Settlement.findById(c.checkoutId).lean())?.by).toBe('expiry')
   })
 
@@ -582,7 +582,7 @@ describe('recovery of interrupted settlements', () => {
     expect((await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).status).toBe('processing')
     await expectCode(payCheckout(t.domain, c.browser, GOOD_CARD), 'CheckoutClosed')
     t.clock.advance(UNANSWERED_PAYMENT_CLAIM_MS + 1000)
-    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'completed', ref: expect.objectContaining({ uri: expect.any(String) }) })
+    expect(await getPaymentStatus(t.domain, { token: c.token, appDid: APP })).toEqual({ status: 'completed', ref: expect.objectContaining({ uri: expect.any(String) }), failureReason: null })
     expect(await t.models.Outbox.countDocuments({ key: `payment.completed:${c.checkoutId}` })).toBe(1)
   })
 

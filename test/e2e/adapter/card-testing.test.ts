@@ -51,7 +51,7 @@ function pay(url: string, number: string, forwardedFor?: string): Promise<HttpRe
 }
 
 async function expectLocked(checkout: { statusToken: string; url: string }) {
-  expect(expectOk(await paymentStatus(stack, app, checkout.statusToken))).toEqual({ status: 'failed' })
+  expect(expectOk(await paymentStatus(stack, app, checkout.statusToken))).toEqual({ status: 'failed', failureReason: 'too_many_attempts' })
   const stored = await stack.payments.Checkout.findOne({ appDid: app.did, status: 'failed', failureReason: 'too_many_attempts' }).lean()
   expect(stored).not.toBeNull()
   const settlement = await stack.payments.Settlement.findById(stored!._id).lean()

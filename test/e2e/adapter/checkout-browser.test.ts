@@ -136,7 +136,7 @@ it('4000 0000 0000 0002 is declined: the page says so, the status is failed, and
 
   expect(new URL(page.url()).origin).toBe(stack.checkoutUrl)
   expect(await page.innerText('#status-message')).toBe('Payment declined: Your card was declined.')
-  expect(expectOk(await paymentStatus(stack, app, statusToken))).toEqual({ status: 'failed' })
+  expect(expectOk(await paymentStatus(stack, app, statusToken))).toEqual({ status: 'failed', failureReason: 'declined' })
 
   await Promise.all([page.waitForURL((u) => u.origin === appOrigin), page.click('#return')])
   const landed = new URL(page.url())
@@ -161,7 +161,7 @@ it('a refused card keeps the buyer on the form with the message; then the cancel
   const landed = new URL(page.url())
   expect(landed.pathname).toMatch(/\/cart$/)
   expect(landed.searchParams.get('svc_checkout')).toBe('canceled')
-  expect(expectOk(await paymentStatus(stack, app, statusToken))).toEqual({ status: 'failed' })
+  expect(expectOk(await paymentStatus(stack, app, statusToken))).toEqual({ status: 'failed', failureReason: 'canceled' })
   expect(problems).toEqual([])
   await page.context().close()
 })

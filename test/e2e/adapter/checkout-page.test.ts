@@ -184,7 +184,7 @@ describe('paying', () => {
     const text = expectPage(res, 200)
     expect(text).toContain('Payment declined: Your card was declined.')
     expect(res.text).toContain(`href="${CANCEL_URL}?svc_checkout=failed"`)
-    expect(await statusOf(statusToken)).toEqual({ status: 'failed' })
+    expect(await statusOf(statusToken)).toEqual({ status: 'failed', failureReason: 'declined' })
     expect(expectPage(await getPage(url), 200)).toContain('Payment declined: Your card was declined.')
     expect(expectPage(await postForm(`${url}/pay`, card('4242424242424242')), 409)).toContain('Payment declined')
   })
@@ -221,7 +221,7 @@ describe('paying', () => {
     const { url, statusToken } = await newCheckout()
     const res = await postForm(`${url}/pay`, card('4000 0000 0000 0119'))
     expect(expectPage(res, 200)).toContain('Payment failed:')
-    expect(await statusOf(statusToken)).toEqual({ status: 'failed' })
+    expect(await statusOf(statusToken)).toEqual({ status: 'failed', failureReason: 'processor_error' })
   })
 
   it('a form another site posts with the link (Sec-Fetch-Site cross-site or same-site) neither pays nor cancels: 403, nothing counted', async () => {
@@ -272,7 +272,7 @@ describe('canceling', () => {
   it('303 to the cancel URL with svc_checkout=canceled; status failed; the page says canceled; paying is refused', async () => {
     const { url, statusToken } = await newCheckout()
     expectRedirect(await postForm(`${url}/cancel`), `${CANCEL_URL}?svc_checkout=canceled`)
-    expect(await statusOf(statusToken)).toEqual({ status: 'failed' })
+    expect(await statusOf(statusToken)).toEqual({ status: 'failed', failureReason: 'canceled' })
     expect(expectPage(await getPage(url), 200)).toContain('Checkout canceled')
     expect(expectPage(await postForm(`${url}/pay`, card('4242424242424242')), 409)).toContain('Checkout canceled')
     expect(expectPage(await postForm(`${url}/cancel`), 409)).toContain('Checkout canceled')
@@ -290,6 +290,6 @@ describe('expiry', () => {
     expect(expectPage(page, 200)).toContain('This checkout has expired')
     expect(page.text).toContain(`href="${CANCEL_URL}?svc_checkout=failed"`)
     expect(expectPage(await postForm(`${url}/pay`, card('4242424242424242')), 409)).toContain('This checkout has expired')
-    expect(await statusOf(statusToken)).toEqual({ status: 'failed' })
+    expect(await statusOf(statusToken)).toEqual({ status: 'failed', failureReason: 'expired' })
   })
 })

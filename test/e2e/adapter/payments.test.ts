@@ -203,7 +203,7 @@ describe('status', () => {
     const refused = await payByForm(url, '4242 4242 4242 4242')
     expect(refused.status).toBe(200)
     expect(refused.text).toContain('no longer accepts this payment')
-    expect(expectOk(await paymentStatus(stack, app, token))).toEqual({ status: 'failed' })
+    expect(expectOk(await paymentStatus(stack, app, token))).toEqual({ status: 'failed', failureReason: 'not_authorized' })
     const checkout = await checkouts().findOne({ statusTokenHash: createHash('sha256').update(token).digest('hex') }).lean()
     expect(checkout).toMatchObject({ status: 'failed', failureReason: 'not_authorized' })
     expect(await stack.payments.TestCharge.countDocuments({ _id: chargeKeyOf(checkout!._id) })).toBe(0)
@@ -220,7 +220,7 @@ describe('status', () => {
     const refused = await payByForm(url, '4242 4242 4242 4242')
     expect(refused.status).toBe(200)
     expect(refused.text).toContain('no longer accepts this payment')
-    expect(expectOk(await paymentStatus(stack, app, token))).toEqual({ status: 'failed' })
+    expect(expectOk(await paymentStatus(stack, app, token))).toEqual({ status: 'failed', failureReason: 'not_authorized' })
     const checkout = await checkouts().findOne({ appDid: app.did, appOrderId: 'order-regranted-1' }).lean()
     expect(checkout).toMatchObject({ status: 'failed', failureReason: 'not_authorized' })
     expect(await stack.payments.TestCharge.countDocuments({ _id: chargeKeyOf(checkout!._id) })).toBe(0)
@@ -234,13 +234,14 @@ describe('status', () => {
     const declined = await payByForm(url, '4000 0000 0000 0002')
     expect(declined.status).toBe(200)
     expect(declined.text).toMatch(/declined/i)
-    expect(expectOk(await paymentStatus(stack, app, token))).toEqual({ status: 'failed' })
+    // the app can tell its buyer why: declined, not expired
+    expect(expectOk(await paymentStatus(stack, app, token))).toEqual({ status: 'failed', failureReason: 'declined' })
   })
 
   it('an abandoned checkout fails as expired, so polling ends', async () => {
     const { token, url } = expectOk(await initiate(stack, app, product(app.did)))
     await checkouts().updateOne({ statusTokenHash: createHash('sha256').update(token).digest('hex') }, { $set: { expiresAt: new Date(Date.now() - 1000) } })
-    expect(expectOk(await paymentStatus(stack, app, token))).toEqual({ status: 'failed' })
+    expect(expectOk(await paymentStatus(stack, app, token))).toEqual({ status: 'failed', failureReason: 'expired' })
     expect((await payByForm(url, '4242424242424242')).status).toBe(409)
   })
 

@@ -321,7 +321,7 @@ describe('payment journeys through the SDK', () => {
     const declined = await payByForm(url, '4000 0000 0000 0002')
     expect(declined.status).toBe(200)
     expect(declined.text).toMatch(/declined/i)
-    expect(await pollPaymentStatus(client, token, fastPoll)).toEqual({ status: 'failed' })
+    expect(await pollPaymentStatus(client, token, fastPoll)).toEqual({ status: 'failed', failureReason: 'declined' })
   })
 
   it('a delegated creator proof, a declined proof slot and a catalog app link, through the typed methods', async () => {

@@ -107,7 +107,7 @@ it('a declined card or a cancel ends the checkout and returns the capacity', asy
   expect(await available(eventUri)).toEqual([5, 2])
   expect((await stack.tickets.TicketHold.findById(declined.holdId).lean())!.status).toBe('released')
   // the app learns it from the status, and the order id still answers the released hold (a new try is a new order id)
-  expect(expectOk(await paymentStatus(stack, app, declined.checkout.token))).toEqual({ status: 'failed' })
+  expect(expectOk(await paymentStatus(stack, app, declined.checkout.token))).toEqual({ status: 'failed', failureReason: 'declined' })
 
   // the page links back to the app's cancelUrl; without one it sends the buyer nowhere it cannot pay (its own page)
   expect((await httpRequest(declined.checkout.url)).text).toContain('href="https://app.example/cart?svc_checkout=failed"')

@@ -3,7 +3,7 @@ import { graphql } from '@svc/graph'
 import { APP_ACCESS_ERRORS } from './app-access'
 import { renameErrors, type HandlerContext } from './types'
 
-const PAYMENT_STATUS = graphql(`query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }`)
+const PAYMENT_STATUS = graphql(`query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } failureReason } }`)
 
 /** a token that names no payment, polled by a DID that is no app in its environment */
 const appAccessErrors = renameErrors(APP_ACCESS_ERRORS)
@@ -12,5 +12,5 @@ const appAccessErrors = renameErrors(APP_ACCESS_ERRORS)
 export async function status({ params, graph }: HandlerContext<'network.svc.payment.status'>) {
   if (params.token === undefined) throw new ContractError('MissingToken', 'the token parameter (app status token) is required')
   const { paymentStatus: p } = await graph(PAYMENT_STATUS, { token: params.token }).catch(appAccessErrors)
-  return p.ref ? { status: p.status, ref: { uri: p.ref.uri, cid: p.ref.cid } } : { status: p.status }
+  return { status: p.status, ...(p.ref ? { ref: { uri: p.ref.uri, cid: p.ref.cid } } : {}), ...(p.failureReason ? { failureReason: p.failureReason } : {}) }
 }

@@ -68,7 +68,7 @@ type Documents = {
     "mutation DeclineRecord($input: DeclineRecordInput!) { declinePaymentRecord(input: $input) { paymentUri status declinedAt } }": typeof types.DeclineRecordDocument,
     "mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {\n  registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }\n}": typeof types.RegisterCreatorProofDocument,
     "mutation Initiate($product: String!) { initiateCheckout(product: $product) { token url } }": typeof types.InitiateDocument,
-    "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }": typeof types.PaymentStatusDocument,
+    "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } failureReason } }": typeof types.PaymentStatusDocument,
     "mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status url } }": typeof types.ClaimFreeTicketDocument,
     "mutation ConfigureTicketTiers($input: ConfigureTicketTiersInput!) {\n  configureTicketTiers(input: $input) {\n    eventUri holdDurationSeconds\n    tiers { ticketTypeId name priceAmount currency capacity perBuyerLimit salesStartAt salesEndAt }\n  }\n}": typeof types.ConfigureTicketTiersDocument,
     "mutation CreateTicketHold($input: CreateTicketHoldInput!) { createTicketHold(input: $input) { holdId expiresAt checkout { url token } } }": typeof types.CreateTicketHoldDocument,
@@ -127,7 +127,7 @@ const documents: Documents = {
     "mutation DeclineRecord($input: DeclineRecordInput!) { declinePaymentRecord(input: $input) { paymentUri status declinedAt } }": types.DeclineRecordDocument,
     "mutation RegisterCreatorProof($input: RegisterCreatorProofInput!) {\n  registerCreatorProof(input: $input) { paymentUri proofUri proofCid status registeredAt }\n}": types.RegisterCreatorProofDocument,
     "mutation Initiate($product: String!) { initiateCheckout(product: $product) { token url } }": types.InitiateDocument,
-    "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }": types.PaymentStatusDocument,
+    "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } failureReason } }": types.PaymentStatusDocument,
     "mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status url } }": types.ClaimFreeTicketDocument,
     "mutation ConfigureTicketTiers($input: ConfigureTicketTiersInput!) {\n  configureTicketTiers(input: $input) {\n    eventUri holdDurationSeconds\n    tiers { ticketTypeId name priceAmount currency capacity perBuyerLimit salesStartAt salesEndAt }\n  }\n}": types.ConfigureTicketTiersDocument,
     "mutation CreateTicketHold($input: CreateTicketHoldInput!) { createTicketHold(input: $input) { holdId expiresAt checkout { url token } } }": types.CreateTicketHoldDocument,
@@ -345,7 +345,7 @@ export function graphql(source: "mutation Initiate($product: String!) { initiate
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */
-export function graphql(source: "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } } }"): typeof import('./graphql').PaymentStatusDocument;
+export function graphql(source: "query PaymentStatus($token: String!) { paymentStatus(token: $token) { status ref { uri cid } failureReason } }"): typeof import('./graphql').PaymentStatusDocument;
 /**
  * The graphql function is used to parse GraphQL queries into a document that can be used by GraphQL clients.
  */

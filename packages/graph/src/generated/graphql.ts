@@ -668,6 +668,8 @@ export type PaymentRef = {
 
 export type PaymentStatus = {
   __typename?: 'PaymentStatus';
+  /** why it failed, only when failed: declined | expired | canceled | processor_error | too_many_attempts | not_authorized */
+  failureReason: Maybe<Scalars['String']['output']>;
   /** once a payment record exists */
   ref: Maybe<PaymentRef>;
   /** pending | processing | completed | failed */
@@ -1491,7 +1493,7 @@ export type PaymentStatusQueryVariables = Exact<{
 }>;
 
 
-export type PaymentStatusQuery = { __typename?: 'Query', paymentStatus: { __typename?: 'PaymentStatus', status: string, ref: { __typename?: 'PaymentRef', uri: string, cid: string } | null } };
+export type PaymentStatusQuery = { __typename?: 'Query', paymentStatus: { __typename?: 'PaymentStatus', status: string, failureReason: string | null, ref: { __typename?: 'PaymentRef', uri: string, cid: string } | null } };
 
 export type ClaimFreeTicketMutationVariables = Exact<{
   input: ClaimFreeTicketInput;
@@ -2508,6 +2510,7 @@ export const PaymentStatusDocument = new TypedDocumentString(`
       uri
       cid
     }
+    failureReason
   }
 }
     `) as unknown as TypedDocumentString<PaymentStatusQuery, PaymentStatusQueryVariables>;

@@ -9,7 +9,7 @@ import type { PaymentStatus as PaymentStatusView } from '../generated/graph-type
 
 export type { PaymentStatusView }
 
-const STATUS_FIELDS = { _id: 1, appDid: 1, environment: 1, status: 1, expiresAt: 1, ref: 1 } as const
+const STATUS_FIELDS = { _id: 1, appDid: 1, environment: 1, status: 1, expiresAt: 1, ref: 1, failureReason: 1 } as const
 
 /**
  * One indexed lookup by the token's hash. `appDid` is the calling app (null for an operator, who may read any).
@@ -23,7 +23,7 @@ export async function getPaymentStatus(d: ServingPayments, input: { token: strin
   const environment = tokenEnvironment('status', token)
   if (!environment) throw new ContractError('InvalidToken', 'the token is not an app status token')
   const hash = hashToken(token)
-  type StatusDoc = Pick<StoredCheckout, '_id' | 'appDid' | 'environment' | 'status' | 'expiresAt' | 'ref'>
+  type StatusDoc = Pick<StoredCheckout, '_id' | 'appDid' | 'environment' | 'status' | 'expiresAt' | 'ref' | 'failureReason'>
   const load = () => d.models.Checkout.findOne({ statusTokenHash: hash }, STATUS_FIELDS).lean() as Promise<StatusDoc | null>
   const found = await load()
   if (!found) {
@@ -32,5 +32,5 @@ export async function getPaymentStatus(d: ServingPayments, input: { token: strin
   }
   if (input.appDid !== null && found.appDid !== input.appDid) appUnauthorized('this payment belongs to another app')
   const doc = await settleOnRead(d, found, load)
-  return { status: doc.status, ref: refString(doc.ref) }
+  return { status: doc.status, ref: refString(doc.ref), failureReason: doc.status === 'failed' ? doc.failureReason ?? null : null }
 }

@@ -29,6 +29,8 @@ export type PaymentStatus = {
   status: Scalars['String']['output'];
   /** once a payment record exists */
   ref: Maybe<PaymentRef>;
+  /** why it failed, only when failed: declined | expired | canceled | processor_error | too_many_attempts | not_authorized */
+  failureReason: Maybe<Scalars['String']['output']>;
 };
 
 export type CheckoutStarted = {
