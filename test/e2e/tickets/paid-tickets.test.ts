@@ -12,7 +12,7 @@ import { Queue } from 'bullmq'
 import { queuePrefix, TICKET_HOLDS_QUEUE } from '@svc/outbox'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { bearer, expectError, expectOk, httpRequest, xrpcPost } from '../adapter/helpers'
-import { paymentStatus, payByForm } from '../adapter/payment-helpers'
+import { initiate, paymentStatus, payByForm, product } from '../adapter/payment-helpers'
 import { availability, enableTickets, HOLD, hold, lapseSeats, newSigner, setUpEvent, type Signer } from './helpers'
 
 let stack: TestStack
@@ -309,6 +309,13 @@ it('test and live never meet: a test event\'s tiers cannot be held in live, and 
   expect(await stack.payments.Checkout.findOne({ holdId: held.holdId }).lean()).toMatchObject({ environment: 'test' })
   expect(held.checkout.url).toMatch(/\/checkout\/cko_test_/)
   expect((await stack.tickets.TicketHold.findById(held.holdId).lean())!.environment).toBe('test')
+})
+
+it("a hold's id, the order id of its checkout, is refused as an app's own appOrderId, saying so", async () => {
+  const { eventUri, general } = await paidEvent()
+  const held = expectOk(await hold(stack, app, { eventUri, buyerDid: buyerDid(), items: [{ ticketTypeId: general, quantity: 1 }] }))
+  const reused = await initiate(stack, app, product(app.did, { appOrderId: held.holdId, environment: 'test' }))
+  expectError(reused, 400, 'InvalidProduct', /is a ticket hold's id, which its checkout uses as its order id; use another appOrderId/)
 })
 
 it('a live hold of paid tickets before a live processor is configured: 403 ProcessorNotConfigured, and no seat stays taken', async () => {

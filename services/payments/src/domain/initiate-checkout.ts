@@ -181,7 +181,7 @@ export async function createOrFindCheckout(
     }
     const existing = await d.models.Checkout.findOne(
       { appDid: key.appDid, environment, appOrderId: key.appOrderId },
-      { _id: 1, environment: 1, nonce: 1, productHash: 1, statusTokenHash: 1 },
+      { _id: 1, environment: 1, nonce: 1, productHash: 1, statusTokenHash: 1, holdId: 1 },
     ).lean()
     if (!existing) {
       // the duplicate was a token hash (never in practice): try again with a new id and nonce
@@ -189,6 +189,8 @@ export async function createOrFindCheckout(
       throw new Error('could not create a checkout')
     }
     if (existing.productHash !== key.productHash) {
+      // a hold's checkout is keyed by the hold id (start-ticket-checkout.ts): the app did not use it itself
+      if (existing.holdId) throw new ContractError('InvalidProduct', `appOrderId ${key.appOrderId} is a ticket hold's id, which its checkout uses as its order id; use another appOrderId`)
       throw new ContractError(
         'InvalidProduct',
         `appOrderId ${key.appOrderId} was already used for a different product; use a new appOrderId for each purchase attempt`,
