@@ -381,6 +381,11 @@ const schemaFor = (held: ReadonlySet<Secret>) =>
     if (env.DELIVERY_SCHEDULE_SCALE !== 1) {
       ctx.addIssue({ code: 'custom', path: ['DELIVERY_SCHEDULE_SCALE'], message: 'is a test setting (it shortens the 3-day retry schedule)' })
     }
+    // mercurius's GraphiQL page runs React and GraphiQL from unpkg.com (no integrity hashes), and the operator token
+    // is typed into that page
+    if (env.GRAPHIQL) {
+      ctx.addIssue({ code: 'custom', path: ['GRAPHIQL'], message: 'is a development setting: its page loads its scripts from unpkg.com, and the operator token is typed into it' })
+    }
     if (env.DEV_ALLOW_LOOPBACK_WEBHOOKS) {
       ctx.addIssue({ code: 'custom', path: ['DEV_ALLOW_LOOPBACK_WEBHOOKS'], message: 'is a development setting' })
     }

@@ -41,6 +41,9 @@ describe('internal callers\' keys', () => {
     const devGateway = loadConfig({}).secrets.callerKeys.gateway
     expect(() => loadConfig({ ...production, EVENTS_CONTEXT_KEY: token('e'), GATEWAY_CONTEXT_KEY_PREVIOUS: devGateway })).toThrow(/GATEWAY_CONTEXT_KEY_PREVIOUS: is a public development default/)
     expect(() => loadConfig({ ...production, EVENTS_CONTEXT_KEY: token('e'), ALLOW_INSECURE_DID_WEB: 'true' })).toThrow(/ALLOW_INSECURE_DID_WEB: is a development setting/)
+    // GraphiQL's page runs scripts from a CDN, and the operator token is typed into it
+    expect(() => loadConfig({ ...production, EVENTS_CONTEXT_KEY: token('e'), GRAPHIQL: 'true' })).toThrow(/GRAPHIQL: is a development setting: its page loads its scripts from unpkg\.com/)
+    expect(loadConfig({ ...production, EVENTS_CONTEXT_KEY: token('e'), GRAPHIQL: 'false' }).graphiql).toBe(false)
   })
 
   it('production names its own SERVICE_DID and runs the real retry schedule', () => {
