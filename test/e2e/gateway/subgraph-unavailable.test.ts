@@ -82,14 +82,25 @@ beforeAll(async () => {
   const proxied = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/graphql`
 
   const gatewayHost = await reservePort()
-  gateway = await buildGateway({
-    services: [{ name: 'lagging', url: proxied }],
-    secrets,
-    graphiql: false,
-    logger,
-    retryServicesCount: 1,
-    subgraphTimeoutMs: SUBGRAPH_TIMEOUT_MS,
-  })
+  // The gateway reads the subgraph's SDL at its build within the 300 ms this test sets for every subgraph call; on a
+  // loaded machine (a clean-clone CI run, the other jest worker busy) a cold first read missed it ("No valid service
+  // SDLs were provided"). The path is warmed first, and the build tried again when that read still missed.
+  await fetch(proxied, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ __typename }' }) }).catch(() => undefined)
+  for (let attempt = 1; ; attempt++) {
+    try {
+      gateway = await buildGateway({
+        services: [{ name: 'lagging', url: proxied }],
+        secrets,
+        graphiql: false,
+        logger,
+        retryServicesCount: 1,
+        subgraphTimeoutMs: SUBGRAPH_TIMEOUT_MS,
+      })
+      break
+    } catch (err) {
+      if (attempt >= 5 || !/No valid service SDLs/.test((err as Error).message)) throw err
+    }
+  }
   await gatewayHost.release()
   await gateway.listen({ host: '127.0.0.1', port: gatewayHost.port })
   client = createGatewayClient({ url: `http://127.0.0.1:${gatewayHost.port}/graphql`, signer: { issuer: 'xrpc-adapter', key: secrets.callerKeys['xrpc-adapter'] } })
