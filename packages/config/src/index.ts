@@ -249,9 +249,9 @@ const variables = z
      * whose body has not arrived in this time, is answered 408 and its connection closed (slow-request floods)
      */
     REQUEST_TIMEOUT_MS: emptyAsUnset(z.coerce.number().int().min(1000).max(600_000).default(30_000)),
-    /** card testing: pay-form submissions one checkout accepts before it is locked (failed, too_many_attempts) */
+    /** card testing: refused card forms one checkout takes; the next locks it (failed, too_many_attempts) */
     PAY_ATTEMPTS_PER_CHECKOUT: emptyAsUnset(z.coerce.number().int().min(1).max(100).default(5)),
-    /** card testing: pay-form submissions from one client address in each window before the checkouts it pays are locked */
+    /** card testing: pay-form submissions from one client address in each window; later ones are refused (429), the checkout left open */
     PAY_ATTEMPTS_PER_ADDRESS: emptyAsUnset(z.coerce.number().int().min(1).default(20)),
     PAY_ATTEMPTS_WINDOW_MS: emptyAsUnset(z.coerce.number().int().min(1000).max(7 * 24 * 3_600_000).default(3_600_000)),
     /**
@@ -548,9 +548,9 @@ export interface AdapterLimits {
   utility: RateLimit
   /** REQUEST_TIMEOUT_MS: the whole request (headers within min(10 s, this)) must arrive within it, or 408 */
   requestTimeoutMs: number
-  /** pay-form submissions per checkout before it is locked */
+  /** refused card forms per checkout before the next one locks it */
   payAttemptsPerCheckout: number
-  /** pay-form submissions per client address per window before the checkouts it pays are locked */
+  /** pay-form submissions per client address per window before later ones are refused */
   payAttemptsPerAddress: RateLimit
 }
 

@@ -1,6 +1,6 @@
 /**
  * Card testing on the hosted checkout, through the whole stack with Redis: pay-form submissions are counted per
- * checkout and per client address. Past the checkout's limit it is locked instead of charged (`failed`,
+ * client address, refused card forms also per checkout. The refused form past the checkout's limit locks it (`failed`,
  * too_many_attempts, a 429 page), the app's status poll sees it failed, and later submissions find it closed; past
  * the address's limit the submission is refused (429) and the checkout stays open for its buyer.
  */
@@ -58,20 +58,27 @@ async function expectLocked(checkout: { statusToken: string; url: string }) {
   expect(settlement).toMatchObject({ by: 'lock', processor: null, outcome: { ok: false, reason: 'too_many_attempts' } })
 }
 
-it('a checkout takes a few refused card forms, then is locked instead of charged; the app sees it failed', async () => {
+it('a checkout takes a few refused card forms, then the next one locks it instead of showing the form; the app sees it failed', async () => {
   const checkout = await newCheckout()
   for (let i = 0; i < PER_CHECKOUT; i++) {
     const refused = await pay(checkout.url, NOT_A_CARD)
     expect(refused.status).toBe(400)
     expect(refused.text).toContain('Your card number is invalid.')
   }
-  // the next submission is locked even with a card that would succeed
-  const locked = await pay(checkout.url, VALID)
+  const locked = await pay(checkout.url, NOT_A_CARD)
   expect(locked.status).toBe(429)
   expect(locked.text).toContain('Too many payment attempts were made. This checkout is closed and no payment was made.')
   await expectLocked(checkout)
-  // later submissions find it closed
+  // later submissions find it closed, a card that would succeed included
   expect((await pay(checkout.url, VALID)).status).toBe(409)
+  expect(await stack.payments.Settlement.countDocuments({ appDid: app.did })).toBe(1)
+})
+
+it('a buyer who mistyped up to the limit still pays: only refused card forms count for the checkout', async () => {
+  const checkout = await newCheckout()
+  for (let i = 0; i < PER_CHECKOUT; i++) expect((await pay(checkout.url, NOT_A_CARD, `203.0.113.${40 + i}`)).status).toBe(400)
+  expect((await pay(checkout.url, VALID, '203.0.113.50')).status).toBe(303)
+  expect(expectOk(await paymentStatus(stack, app, checkout.statusToken)).status).toBe('completed')
 })
 
 /** Refused for its client address: the form again (429, Retry-After), nothing charged, the checkout still open. */
@@ -128,16 +135,26 @@ it('IPv6 clients are counted by their /64: a new address of the same network for
   expect((await pay((await newCheckout()).url, VALID, '2001:db8:1:3::1')).status).toBe(303)
 })
 
-it('concurrent submissions on one checkout charge it at most once and never past the limit', async () => {
+it('a buyer sending the form many times at once is charged once and never locked out', async () => {
   const checkout = await newCheckout()
-  // each from its own address: only the checkout's count applies
-  const results = await Promise.all(Array.from({ length: PER_CHECKOUT + 3 }, (_, i) => pay(checkout.url, VALID, `203.0.113.${100 + i}`)))
+  // each from its own address: only the checkout's count could apply
+  const results = await Promise.all(Array.from({ length: 4 * PER_CHECKOUT }, (_, i) => pay(checkout.url, VALID, `203.0.113.${100 + i}`)))
+  // one payment (303); the others find it being paid or paid (409), none is locked (429: what a count of every
+  // submission did when the clicks past the limit beat the first one's claim)
+  expect(results.map((r) => r.status).sort()).toEqual([303, ...Array<number>(4 * PER_CHECKOUT - 1).fill(409)])
+  expect(expectOk(await paymentStatus(stack, app, checkout.statusToken)).status).toBe('completed')
+  expect(await stack.payments.Settlement.countDocuments({ appDid: app.did })).toBe(1)
+})
+
+it('refused card forms sent at once past the limit lock the checkout once', async () => {
+  const checkout = await newCheckout()
+  const results = await Promise.all(Array.from({ length: PER_CHECKOUT + 3 }, (_, i) => pay(checkout.url, NOT_A_CARD, `203.0.113.${150 + i}`)))
   const statuses = results.map((r) => r.status)
-  // whichever closes it first (a payment: 303, or the lock: 429), the others find it closed (409)
-  expect(statuses.every((s) => [303, 409, 429].includes(s))).toBe(true)
-  const closers = statuses.filter((s) => s !== 409)
-  expect(closers).toHaveLength(1)
-  if (closers[0] === 303) expect(expectOk(await paymentStatus(stack, app, checkout.statusToken)).status).toBe('completed')
-  else await expectLocked(checkout)
+  // the forms within the limit are refused (400, or 409 once the lock closed the checkout), one past it locks (429),
+  // the others past it find it closed (409)
+  expect(statuses.filter((s) => s === 429)).toHaveLength(1)
+  expect(statuses.filter((s) => s === 400).length).toBeLessThanOrEqual(PER_CHECKOUT)
+  expect(statuses.every((s) => [400, 409, 429].includes(s))).toBe(true)
+  await expectLocked(checkout)
   expect(await stack.payments.Settlement.countDocuments({ appDid: app.did })).toBe(1)
 })

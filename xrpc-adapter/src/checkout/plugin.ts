@@ -4,8 +4,8 @@
  *   GET  /checkout/:token          the payment page of a pending checkout, else the page of its state; for a ticket
  *                                  page token (`tkp_…`, a free claim's `ticket.url`), that ticket's page
  *   POST /checkout/:token/pay      card form → payCheckout; completed → 303 to the app's returnUrl (?svc_checkout=completed);
- *                                  past the client address's card-testing limit → the form again, 429; past the
- *                                  checkout's → lockCheckout (failed, too_many_attempts), 429
+ *                                  past the client address's card-testing limit → the form again, 429; a refused
+ *                                  card form past the checkout's → lockCheckout (failed, too_many_attempts), 429
  *   POST /checkout/:token/cancel   cancelCheckout → 303 to the app's cancelUrl (?svc_checkout=canceled)
  *
  * Every call goes through the gateway as the principal `{ kind: 'service', name: 'checkout' }` with the request id.
@@ -88,8 +88,8 @@ type TokenParams = { Params: { token: string } }
 /** What a refused card form shows again of what the buyer typed. */
 type Kept = { nameOnCard: string | null; expiry: string | null }
 
-/** A pay-form submission refused for card testing: for its client address (the checkout stays open), or its checkout (locked). */
-type PayAttemptsRefusal = { by: 'address'; view: CheckoutView; retryAfterSeconds: number } | { by: 'checkout' }
+/** A pay-form submission refused for its client address's card-testing count (the checkout stays open). */
+type AddressRefusal = { view: CheckoutView; retryAfterSeconds: number }
 
 const ADDRESS_REFUSED = 'Too many payment attempts came from your network. No payment was made; please try again later.'
 
@@ -139,9 +139,11 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
 
   /**
    * A refused card form: the form again (400) with the message and what the buyer typed that is kept (the name and
-   * the expiry; never the number or the CVC), or the checkout's state (409) if it closed meanwhile.
+   * the expiry; never the number or the CVC), or the checkout's state (409) if it closed meanwhile; the one that
+   * passes the checkout's card-testing limit locks it instead (429).
    */
   async function refusedForm(request: FastifyRequest, reply: FastifyReply, token: string, message: string, kept: Kept, errorField?: CardField) {
+    if (await pastCheckoutLimit(request, token)) return lock(request, reply, token)
     const view = await loadView(request, token)
     if (view.status !== 'pending') return sendPage(reply, checkoutStatePage(view, token, { status: 409 }))
     return sendPage(reply, checkoutFormPage(view, token, { error: message, errorField, ...kept, status: 400 }))
@@ -157,26 +159,44 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
   }
 
   /**
-   * Card testing: every pay-form submission counts, for the client address in the checkout's environment (test
-   * cards never spend a live buyer's count), then for its checkout. Past the address's limit the submission is
-   * refused and the checkout left open: others behind a shared address (a venue's wifi, a carrier's NAT) must not be
-   * able to end a buyer's checkout, who can pay later or from another network, and a refused submission does not
-   * count for the checkout. Past the checkout's own limit it is locked instead of charged. A token that names no
-   * checkout is the invalid-link page, with no count of its own: each guess would otherwise leave a key kept a week.
-   * The token is a capability, so its count is kept under its hash.
+   * Card testing: every pay-form submission counts for its client address in the checkout's environment (test cards
+   * never spend a live buyer's count). Past that limit it is refused and the checkout left open: others behind a
+   * shared address (a venue's wifi, a carrier's NAT) must not be able to end a buyer's checkout, who can pay later or
+   * from another network. A token that names no checkout is the invalid-link page, with no count of its own: each
+   * guess would otherwise leave a key kept a week.
    */
-  async function tooManyAttempts(request: FastifyRequest, token: string): Promise<PayAttemptsRefusal | null> {
+  async function refusedForAddress(request: FastifyRequest, token: string): Promise<AddressRefusal | null> {
     const environment = token.startsWith('cko_live_') ? 'live' : 'test'
     // counted for the address whether or not the checkout exists; NotFound from the read is the invalid-link page
     const [perAddress, view] = await Promise.all([opts.payAttempts.perAddress(request, `${environment}:${clientNetwork(request.ip)}`), loadView(request, token)])
-    if (perAddress?.exceeded) {
-      request.log.warn({ perAddress: true }, 'too many pay attempts: refused for the client address')
-      return { by: 'address', view, retryAfterSeconds: perAddress.retryAfterSeconds }
-    }
+    if (!perAddress?.exceeded) return null
+    request.log.warn({ perAddress: true }, 'too many pay attempts: refused for the client address')
+    return { view, retryAfterSeconds: perAddress.retryAfterSeconds }
+  }
+
+  /**
+   * Card testing, per checkout: only a refused card form counts, since any other submission ends the checkout (charged,
+   * declined, refused by the recipient) or finds it closed, so a card can be tried on it once. Counting those too let
+   * a buyer's repeated clicks lock the checkout while their first payment was under way. The token is a capability,
+   * so its count is kept under its hash.
+   */
+  async function pastCheckoutLimit(request: FastifyRequest, token: string): Promise<boolean> {
     const perCheckout = await opts.payAttempts.perCheckout(request, createHash('sha256').update(token).digest('base64url'))
-    if (!perCheckout?.exceeded) return null
+    if (!perCheckout?.exceeded) return false
     request.log.warn({ perCheckout: true }, 'too many pay attempts: the checkout is locked')
-    return { by: 'checkout' }
+    return true
+  }
+
+  /** Locks the checkout instead of showing the form again: failed as too_many_attempts, 429 (closed already: 409). */
+  async function lock(request: FastifyRequest, reply: FastifyReply, token: string) {
+    let locked: CheckoutView
+    try {
+      locked = (await gateway.query(LOCK_MUTATION, { browserToken: token }, as(request))).lockCheckout
+    } catch (err) {
+      if (isCode(err, 'CheckoutClosed')) return closed(request, reply, token)
+      throw err
+    }
+    return sendPage(reply, checkoutStatePage(locked, token, { status: 429 }))
   }
 
   const routeOptions = { logSerializers: checkoutLogSerializers }
@@ -211,22 +231,12 @@ export async function checkoutPagesPlugin(app: FastifyInstance, opts: CheckoutPa
   app.post<TokenParams>('/checkout/:token/pay', { ...routeOptions, ...fromThisSite, bodyLimit: 16 * 1024 }, async (request, reply) => {
     const { token } = request.params
     if (!BROWSER_TOKEN_RE.test(token)) return sendPage(reply, invalidLinkPage())
-    const refusal = await tooManyAttempts(request, token)
-    if (refusal?.by === 'address') {
+    const refusal = await refusedForAddress(request, token)
+    if (refusal) {
       const { view } = refusal
       if (view.status !== 'pending') return sendPage(reply, checkoutStatePage(view, token, { status: 409 }))
       reply.header('Retry-After', refusal.retryAfterSeconds)
       return sendPage(reply, checkoutFormPage(view, token, { error: ADDRESS_REFUSED, status: 429 }))
-    }
-    if (refusal) {
-      let locked: CheckoutView
-      try {
-        locked = (await gateway.query(LOCK_MUTATION, { browserToken: token }, as(request))).lockCheckout
-      } catch (err) {
-        if (isCode(err, 'CheckoutClosed')) return closed(request, reply, token)
-        throw err
-      }
-      return sendPage(reply, checkoutStatePage(locked, token, { status: 429 }))
     }
     const form = readCardForm(request.body)
     const kept: Kept = { nameOnCard: form.nameOnCard, expiry: keptExpiry(request.body) }
