@@ -213,19 +213,39 @@ test('an update gives the whole tier: an optional field left out takes its defau
   expect(await models.Tier.findById(tierId).lean()).toMatchObject({ name: 'Renamed', perBuyerLimit: 10, salesStartAt: null, salesEndAt: null })
 })
 
-/** The domain whose inserts of many seat units are written but answered with a lost connection (the reply lost). */
-function repliesLost(): ServingTickets {
+/**
+ * The domain whose inserts of many seat units (of `tierId` only, when given) are carried out but answered with a lost
+ * connection (the reply lost, whatever it said: refusals as another's included).
+ */
+function repliesLost(base: ServingTickets = d, tierId?: string): ServingTickets {
   const collection = new Proxy(models.CapacityUnit.collection, {
     get(target, prop, receiver) {
       if (prop !== 'insertMany') return Reflect.get(target, prop, receiver)
       return async (...args: Parameters<typeof target.insertMany>) => {
-        await target.insertMany(...args)
+        const docs = args[0] as unknown as { tierId: string }[]
+        if (tierId && docs[0]?.tierId !== tierId) return target.insertMany(...args)
+        await target.insertMany(...args).catch(() => undefined)
         throw Object.assign(new Error('connection closed before the reply'), { name: 'MongoNetworkError' })
       }
     },
   })
   const units = new Proxy(models.CapacityUnit, { get: (target, prop, receiver) => (prop === 'collection' ? collection : Reflect.get(target, prop, receiver)) })
-  return { ...d, models: { ...models, CapacityUnit: units } }
+  return { ...base, models: { ...models, CapacityUnit: units } }
+}
+
+/** A seat map that missed every write (it always shows every seat free), recording the seats it is told are freed. */
+function staleSeatMap(): { d: ServingTickets; freed: number[] } {
+  const freed: number[] = []
+  const seatMap: NonNullable<ServingTickets['seatMap']> = {
+    read: async () => ({ taken: Buffer.alloc(0), due: [] }),
+    holding: async () => undefined,
+    took: async () => undefined,
+    freed: async (_tierId, seats) => void freed.push(...seats),
+    ended: async () => undefined,
+    rebuild: async () => null,
+    stale: async () => [],
+  }
+  return { d: { ...d, seatMap }, freed }
 }
 
 test("a capacity cut whose seats were written but whose reply was lost leaves no seat in the organizer's block", async () => {
@@ -247,4 +267,48 @@ test('a hold whose seats were written but whose reply was lost keeps none of the
   await expect(hold).rejects.toThrow('connection closed before the reply')
   expect(await models.CapacityUnit.countDocuments({ tierId })).toBe(0)
   expect(await availableSeats(d, doc)).toBe(10)
+})
+
+test('a cut of two tiers whose second fails gives back the first one\'s: the configuration changed nothing', async () => {
+  const eventUri = newEventUri()
+  const priced = { priceAmount: 1500, currency: 'usd', capacity: 10 }
+  const configured = await configureTicketTiers(d, APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [{ name: 'Stalls', ...priced }, { name: 'Balcony', ...priced }] })
+  const [first, second] = configured.tiers.map((t) => t.ticketTypeId) as [string, string]
+  const cut = configureTicketTiers(repliesLost(d, second), APP, { environment: 'test', eventUri, organizerDid: ORGANIZER, tiers: [tier(first, 4, { name: 'Stalls' }), tier(second, 4, { name: 'Balcony' })] })
+  await expect(cut).rejects.toThrow('connection closed before the reply')
+  // before, the first tier stayed cut to 4 by a configuration that answered an error
+  for (const tierId of [first, second]) {
+    expect(await tierCapacity(d, (await models.Tier.findById(tierId).lean())!)).toBe(10)
+    expect(await models.CapacityUnit.countDocuments({ tierId })).toBe(0)
+  }
+})
+
+test('a reservation that fell short deletes the seats it wrote, also one it tried again when the seat map missed its write', async () => {
+  const { tierId } = await pricedTier(3)
+  const doc = (await models.Tier.findById(tierId).lean())!
+  const other = { id: `hold_other_${randomBytes(4).toString('hex')}`, expiresAt: new Date(clock.now.getTime() + 600_000) }
+  expect(await reserve(d, other, [{ tierId, seatRange: doc.seatRange, quantity: 2 }])).toEqual({ ok: true })
+  // the map shows the three seats free: the hold takes the one free seat, then tries it again in every later round
+  const stale = staleSeatMap()
+  const hold = { id: `hold_short_${randomBytes(4).toString('hex')}`, expiresAt: new Date(clock.now.getTime() + 600_000) }
+  expect(await reserve(stale.d, hold, [{ tierId, seatRange: doc.seatRange, quantity: 2 }])).toEqual({ ok: false, lacking: 'seat', tierId })
+  // before, the seat tried again was refused as a duplicate and left out of the undo: it stayed, held by a refused hold
+  expect(await models.CapacityUnit.countDocuments({ reservationId: hold.id })).toBe(0)
+  expect(await models.CapacityUnit.countDocuments({ reservationId: other.id })).toBe(2)
+})
+
+test("a reservation whose reply was lost frees on the seat map only the seats it wrote, never another's", async () => {
+  const { tierId } = await pricedTier(3)
+  const doc = (await models.Tier.findById(tierId).lean())!
+  const other = { id: `hold_other_${randomBytes(4).toString('hex')}`, expiresAt: new Date(clock.now.getTime() + 600_000) }
+  expect(await reserve(d, other, [{ tierId, seatRange: doc.seatRange, quantity: 1 }])).toEqual({ ok: true })
+  const otherSeat = (await models.CapacityUnit.findOne({ reservationId: other.id }).lean())!.unit
+  // the map shows three seats free: the hold sends all three in one insert, the other's refused, and the reply is lost
+  const stale = staleSeatMap()
+  const hold = { id: `hold_lost_${randomBytes(4).toString('hex')}`, expiresAt: new Date(clock.now.getTime() + 600_000) }
+  await expect(reserve(repliesLost(stale.d), hold, [{ tierId, seatRange: doc.seatRange, quantity: 3 }])).rejects.toThrow('connection closed before the reply')
+  expect(await models.CapacityUnit.countDocuments({ reservationId: hold.id })).toBe(0)
+  expect(await models.CapacityUnit.countDocuments({ reservationId: other.id })).toBe(1)
+  // before, the other's seat was told freed too, and availability counted it free until the next rebuild
+  expect(stale.freed.sort()).toEqual([0, 1, 2].filter((n) => `${tierId}#${n}` !== otherSeat))
 })

@@ -65,28 +65,32 @@ function unitDoc(d: TicketsDomain, r: Reservation, req: UnitRequest, unit: strin
 }
 
 /**
- * The units one call of `reserve` may have inserted, by `_id`: each is added before its insert is sent and taken out
- * only when refused as another reservation's. An insert that failed otherwise (its reply lost with the connection)
- * may have been written, so an undo deletes its units too: deleting one that was never written does nothing.
+ * The units one call of `reserve` inserted (`written`), and those whose insert it sent without learning what became
+ * of it (`unsure`: the reply lost with the connection), by `_id`. A refusal as another's changes neither: a unit this
+ * call wrote and later tried again (a seat map that missed the write) stays written.
  */
-type Taking = Map<string, UnitToDelete>
+interface Taking {
+  written: Map<string, UnitToDelete>
+  unsure: Map<string, UnitToDelete>
+}
 
-function sending(taking: Taking, r: Reservation, req: UnitRequest, units: string[], kind: 'seat' | 'buyer'): void {
-  for (const unit of units) taking.set(unitId(r.id, unit), { _id: unitId(r.id, unit), unit, kind, tierId: req.tierId })
+function unitToDelete(r: Reservation, req: UnitRequest, unit: string, kind: 'seat' | 'buyer'): UnitToDelete {
+  return { _id: unitId(r.id, unit), unit, kind, tierId: req.tierId }
 }
 
 /** Inserts one unit; false when another reservation holds it. */
 async function take(d: TicketsDomain, taking: Taking, r: Reservation, req: UnitRequest, unit: string, kind: 'seat' | 'buyer'): Promise<boolean> {
-  sending(taking, r, req, [unit], kind)
+  const taken = unitToDelete(r, req, unit, kind)
   try {
     await d.models.CapacityUnit.create(unitDoc(d, r, req, unit, kind))
-    if (kind === 'seat') await onMap(d, 'took', (m) => m.took(req.tierId, [seatNumber(unit)]))
-    return true
   } catch (err) {
-    if (!isDuplicateKeyError(err)) throw err
-    taking.delete(unitId(r.id, unit))
-    return false
+    if (isDuplicateKeyError(err)) return false
+    if (!taking.written.has(taken._id)) taking.unsure.set(taken._id, taken)
+    throw err
   }
+  taking.written.set(taken._id, taken)
+  if (kind === 'seat') await onMap(d, 'took', (m) => m.took(req.tierId, [seatNumber(unit)]))
+  return true
 }
 
 /** Seats inserted per command when a reservation takes many (a hold of 100, the organizer's block of a cut). */
@@ -99,17 +103,25 @@ export const SEATS_PER_INSERT = 500
 async function takeSeatBatch(d: TicketsDomain, taking: Taking, r: Reservation, req: UnitRequest, units: string[]): Promise<string[]> {
   if (units.length === 1) return (await take(d, taking, r, req, units[0]!, 'seat')) ? units : []
   let refused = new Set<number>()
-  sending(taking, r, req, units, 'seat')
   try {
     await d.models.CapacityUnit.collection.insertMany(units.map((unit) => unitDoc(d, r, req, unit, 'seat')) as never[], { ordered: false })
   } catch (err) {
     const writeErrors = (err as { writeErrors?: unknown }).writeErrors
     const errors = (Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : []) as { index: number; code?: number }[]
     refused = new Set(errors.filter((e) => e.code === 11000).map((e) => e.index))
-    for (const i of refused) taking.delete(unitId(r.id, units[i]!))
-    if (errors.length === 0 || errors.some((e) => e.code !== 11000)) throw err
+    if (errors.length === 0 || errors.some((e) => e.code !== 11000)) {
+      for (const [i, unit] of units.entries()) {
+        const sent = unitToDelete(r, req, unit, 'seat')
+        if (!refused.has(i) && !taking.written.has(sent._id)) taking.unsure.set(sent._id, sent)
+      }
+      throw err
+    }
   }
   const got = units.filter((_, i) => !refused.has(i))
+  for (const unit of got) {
+    const taken = unitToDelete(r, req, unit, 'seat')
+    taking.written.set(taken._id, taken)
+  }
   if (got.length > 0) await onMap(d, 'took', (m) => m.took(req.tierId, got.map(seatNumber)))
   return got
 }
@@ -347,13 +359,15 @@ async function openShareSlots(d: TicketsDomain, req: UnitRequest & { buyer: NonN
 
 /**
  * Takes every unit the requests ask for under one reservation, or none: on a shortage, or an error, the units this
- * call may have taken are deleted again (by `_id`: only this reservation's, see Taking) and the result names what was
- * lacking.
+ * call took are deleted again (by `_id`: only this reservation's) and the result names what was lacking. Of the units
+ * whose insert had no answer, those found written are deleted too; the others (refused as another's, or never
+ * written) are left alone, on the seat map as well.
  */
 export async function reserve(d: TicketsDomain, r: Reservation, requests: UnitRequest[]): Promise<ReserveResult> {
-  const taking: Taking = new Map()
+  const taking: Taking = { written: new Map(), unsure: new Map() }
   const undo = async () => {
-    await deleteUnits(d, [...taking.values()])
+    await deleteUnits(d, [...taking.written.values()])
+    await deleteUnitsById(d, taking.unsure.keys())
     // it holds nothing now: not due to lapse
     for (const tierId of new Set(requests.map((req) => req.tierId))) await onMap(d, 'ended', (m) => m.ended(tierId, [r.id]))
   }
@@ -381,7 +395,9 @@ export async function reserve(d: TicketsDomain, r: Reservation, requests: UnitRe
     }
     return { ok: true }
   } catch (err) {
-    await undo().catch(() => undefined)
+    await undo().catch((undoErr: unknown) => {
+      d.logger?.warn({ err: undoErr, reservationId: r.id }, 'reservation: its undo after an error failed too; the units it took stay (a hold\'s lapse with it)')
+    })
     throw err
   }
 }
@@ -426,8 +442,8 @@ export async function deleteUnitsOf(d: TicketsDomain, reservationId: string): Pr
   for (const tierId of new Set(units.map((u) => u.tierId))) await onMap(d, 'ended', (m) => m.ended(tierId, [reservationId]))
 }
 
-/** Deletes these units (by `_id`, see deleteUnitsOf), for a voided ticket. */
-export async function deleteUnitsById(d: TicketsDomain, ids: string[]): Promise<void> {
+/** Deletes those of these units that exist (by `_id`, see deleteUnitsOf), for a voided ticket or an undone reservation. */
+export async function deleteUnitsById(d: TicketsDomain, ids: Iterable<string>): Promise<void> {
   await deleteUnits(d, await findEach(ids, (id) => d.models.CapacityUnit.findById(id, { _id: 1, unit: 1, kind: 1, tierId: 1 }).lean()))
 }
 

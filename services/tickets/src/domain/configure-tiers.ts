@@ -79,23 +79,38 @@ export async function tierCapacity(d: TicketsDomain, tier: Pick<TierDoc, '_id' |
 
 /**
  * Lowers the capacities that go down, before anything else is written: free seats taken into each tier's block. When
- * one tier has too few free seats (holds took them since the check), the blocks this call took are given back and
- * the request is refused, having changed nothing.
+ * one tier has too few free seats (holds took them since the check), or its cut fails (the database away), the blocks
+ * this call took for the tiers before it are given back, while the turn holds, and the request is refused or fails
+ * having changed nothing.
  */
 async function cutCapacities(d: TicketsDomain, cuts: { tier: TierDoc; capacity: number }[], turn: Turn): Promise<void> {
   const taken: UnitToDelete[][] = []
+  const giveBack = async () => {
+    // after the turn, the blocks may be the next configuration's to count: left to it
+    turn.assertHeld()
+    for (const [i, units] of taken.entries()) await deleteUnitsOfReservation(d, blockReservation(cuts[i]!.tier._id), units)
+  }
   for (const { tier, capacity } of cuts) {
     // a cut of many seats takes time: each tier's is taken only while the turn holds
     turn.assertHeld()
-    const before = new Set((await blockedSeats(d, tier._id)).map((u) => u._id))
-    const current = tier.seatRange - before.size
-    const result = await reserve(d, { id: blockReservation(tier._id), expiresAt: KEPT_UNTIL }, [{ tierId: tier._id, seatRange: tier.seatRange, quantity: current - capacity }])
-    if (!result.ok) {
-      for (const [i, units] of taken.entries()) await deleteUnitsOfReservation(d, blockReservation(cuts[i]!.tier._id), units)
-      invalid(`tier ${tier._id}: capacity ${capacity} is below the tickets already sold or held`)
+    const cut = await cutCapacity(d, tier, capacity).catch(async (err: unknown) => {
+      await giveBack().catch((giveBackErr: unknown) => d.logger?.warn({ err: giveBackErr }, 'capacity cut failed, and giving back the tiers cut before it failed too; a retry of the configuration converges'))
+      throw err
+    })
+    if (!cut) {
+      await giveBack()
+      return invalid(`tier ${tier._id}: capacity ${capacity} is below the tickets already sold or held`)
     }
-    taken.push((await blockedSeats(d, tier._id)).filter((u) => !before.has(u._id)))
+    taken.push(cut)
   }
+}
+
+/** Takes the tier's seats above `capacity` into its block: the units taken, or null when too few are free. */
+async function cutCapacity(d: TicketsDomain, tier: TierDoc, capacity: number): Promise<UnitToDelete[] | null> {
+  const before = new Set((await blockedSeats(d, tier._id)).map((u) => u._id))
+  const result = await reserve(d, { id: blockReservation(tier._id), expiresAt: KEPT_UNTIL }, [{ tierId: tier._id, seatRange: tier.seatRange, quantity: tier.seatRange - before.size - capacity }])
+  if (!result.ok) return null
+  return (await blockedSeats(d, tier._id)).filter((u) => !before.has(u._id))
 }
 
 /** Raises a tier's capacity to `capacity`: frees blocked seats, then widens the range. */
