@@ -70,7 +70,7 @@ if [ -z "${MONGO_URL:-}" ] && [ ! -x "$FERRETDB_BIN" ]; then
   mkdir -p "$(dirname "$FERRETDB_BIN")"
   (cd "$work/ferretdb" && CGO_ENABLED=0 go build -trimpath -o "$FERRETDB_BIN.tmp" ./cmd/ferretdb)
   mv "$FERRETDB_BIN.tmp" "$FERRETDB_BIN"
-  "$FERRETDB_BIN" --version | head -1
+  "$FERRETDB_BIN" --version | sed -n 1p # not head: under pipefail its early exit could end the script on SIGPIPE
 fi
 
 if [ -z "${REDIS_URL:-}" ]; then
