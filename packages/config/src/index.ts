@@ -352,14 +352,15 @@ const schemaFor = (held: ReadonlySet<Secret>) =>
         }
       }
     }
-    // a staging deployment (NODE_ENV=test with real secrets) on a public address: apps' webhooks could reach this
-    // machine's own services, and a did:web document could be fetched over http
     // the outbox deletes what a replay would publish again
     if (env.OUTBOX_REPLAY_WINDOW_MS > env.OUTBOX_RETENTION_MS) {
       ctx.addIssue({ code: 'custom', path: ['OUTBOX_REPLAY_WINDOW_MS'], message: `must be at most OUTBOX_RETENTION_MS (${env.OUTBOX_RETENTION_MS}): the outboxes keep relayed events no longer` })
     }
+    // a staging deployment (NODE_ENV=test with real secrets) on a public address: apps' webhooks could reach this
+    // machine's own services, a did:web document could be fetched over http, and GraphiQL's page (scripts from
+    // unpkg.com) would be where the operator token is typed
     if (env.NODE_ENV !== 'production' && !LISTEN_LOOPBACK.has(env.HOST)) {
-      for (const key of ['DEV_ALLOW_LOOPBACK_WEBHOOKS', 'ALLOW_INSECURE_DID_WEB'] as const) {
+      for (const key of ['DEV_ALLOW_LOOPBACK_WEBHOOKS', 'ALLOW_INSECURE_DID_WEB', 'GRAPHIQL'] as const) {
         if (env[key]) ctx.addIssue({ code: 'custom', path: [key], message: `is a development setting, accepted only with HOST on loopback (${env.HOST} is reachable beyond this machine)` })
       }
     }
@@ -680,7 +681,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     outboxReplayWindowMs: e.OUTBOX_REPLAY_WINDOW_MS,
     liveProcessor: e.LIVE_PROCESSOR,
     testProcessorLatencyMs: e.TEST_PROCESSOR_LATENCY_MS,
-    graphiql: e.GRAPHIQL ?? e.NODE_ENV === 'development',
+    graphiql: e.GRAPHIQL ?? (e.NODE_ENV === 'development' && LISTEN_LOOPBACK.has(e.HOST)),
     devAllowLoopbackWebhooks: e.DEV_ALLOW_LOOPBACK_WEBHOOKS,
     allowInsecureDidWeb: e.ALLOW_INSECURE_DID_WEB,
   }

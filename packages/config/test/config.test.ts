@@ -167,10 +167,17 @@ describe('internal callers\' keys', () => {
   it('refuses the development settings outside production too when HOST is reachable beyond this machine (a staging deployment with real secrets)', () => {
     const staging = { ...everyKeySet, NODE_ENV: 'test', HOST: '0.0.0.0', CHECKOUT_URL: 'https://pay.staging.example.com' }
     expect(loadConfig(staging).host).toBe('0.0.0.0')
-    for (const key of ['DEV_ALLOW_LOOPBACK_WEBHOOKS', 'ALLOW_INSECURE_DID_WEB']) {
+    for (const key of ['DEV_ALLOW_LOOPBACK_WEBHOOKS', 'ALLOW_INSECURE_DID_WEB', 'GRAPHIQL']) {
       expect(() => loadConfig({ ...staging, [key]: 'true' })).toThrow(new RegExp(`${key}: is a development setting, accepted only with HOST on loopback \\(0\\.0\\.0\\.0`))
       expect(loadConfig({ ...staging, HOST: '127.0.0.1', [key]: 'true' }).host).toBe('127.0.0.1')
     }
+  })
+
+  it('serves GraphiQL by default in development on loopback only', () => {
+    const development = withRealSecrets({ NODE_ENV: 'development' })
+    expect(loadConfig({ ...development, HOST: '127.0.0.1' }).graphiql).toBe(true)
+    expect(loadConfig({ ...development, HOST: '0.0.0.0' }).graphiql).toBe(false)
+    expect(loadConfig({ ...everyKeySet, NODE_ENV: 'test', HOST: '127.0.0.1' }).graphiql).toBe(false)
   })
 
   it('names a key for every issuer of the internal context', () => {
