@@ -30,13 +30,16 @@ export function createMetrics(processName: string): ProcessMetrics {
 }
 
 /** up to the hours a backlog of work may wait */
-export const LONG_WAIT_SECONDS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 10800]
+export const LONG_WAIT_SECONDS: readonly number[] = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 10800]
 
-/** A histogram of seconds on the registry (one per name: a second call returns the first); buckets up to 60 s unless given. */
-export function secondsHistogram<L extends string>(metrics: ProcessMetrics, name: string, help: string, labelNames: readonly L[], buckets: number[] = SECONDS): Histogram<L> {
+/**
+ * A histogram of seconds on the registry (one per name: a second call returns the first, with the first's buckets);
+ * buckets up to 60 s unless given.
+ */
+export function secondsHistogram<L extends string>(metrics: ProcessMetrics, name: string, help: string, labelNames: readonly L[], buckets: readonly number[] = SECONDS): Histogram<L> {
   const existing = metrics.registry.getSingleMetric(name)
   if (existing) return existing as Histogram<L>
-  return new Histogram({ name, help, labelNames, buckets, registers: [metrics.registry] })
+  return new Histogram({ name, help, labelNames, buckets: [...buckets], registers: [metrics.registry] })
 }
 
 /** A counter on the registry (one per name). */

@@ -5,6 +5,7 @@
  */
 import { cidForCbor, TID } from '@atproto/common'
 import pino from 'pino'
+import { lexicons } from '@svc/lexicons'
 import { outboxEventId } from '@svc/outbox'
 import {
   cancelCheckout,
@@ -26,6 +27,7 @@ import {
   type SweepCursor,
 } from '../src'
 import { claimSettlement, expireCheckout, recordOutcome } from '../src/domain/settlement'
+import { FAILURE_REASONS } from '../src/models'
 import { authorizationFor, browserTokenOf, DECLINED_CARD, expectCode, GOOD_CARD, newDid, openDomain, productOf, SERVICE_DID, type TestDomain, serving } from './helpers'
 
 /** The test processor (its ledger in the test's database), counting its charges. */
@@ -702,4 +704,9 @@ describe('test processor', () => {
     expect(registry.forEnvironment('test').name).toBe('test')
     expect(() => registry.forEnvironment('live')).toThrow(expect.objectContaining({ code: 'ProcessorNotConfigured', message: expect.stringMatching(/none is configured/) }))
   })
+})
+
+test("the failure reasons a checkout keeps are the known values of payment.status's failureReason, and only those", () => {
+  const status = lexicons.getDefOrThrow('network.svc.payment.status') as unknown as { output: { schema: { properties: { failureReason: { knownValues: string[] } } } } }
+  expect([...FAILURE_REASONS].sort()).toEqual([...status.output.schema.properties.failureReason.knownValues].sort())
 })

@@ -53,8 +53,9 @@ export async function retryFailedDomainEvents(
   queue: Queue<DomainEventJob>,
   processDomainEvent: (job: Job<DomainEventJob>) => Promise<string>,
   log: Logger,
-  page: { from: number; batch: number } = { from: 0, batch: DOMAIN_EVENT_RETRY_BATCH },
+  { from = 0, batch = DOMAIN_EVENT_RETRY_BATCH }: { from?: number; batch?: number } = {},
 ): Promise<{ retried: number; next: number }> {
+  const page = { from, batch }
   let retried = 0
   let stillFailing = 0
   const jobs = await queue.getFailed(page.from, page.from + page.batch - 1)

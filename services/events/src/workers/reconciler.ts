@@ -17,7 +17,7 @@ import { reconcileDeliveries, type ReconcileResult } from '../domain/reconcile'
 import type { EventsModels } from '../models'
 import type { DomainEventJob } from '@svc/outbox'
 import { EVENTS_MAINTENANCE_QUEUE, type DeliveryJob } from '../queues'
-import { DOMAIN_EVENT_RETRY_BATCH, retryFailedDomainEvents } from './domain-events'
+import { retryFailedDomainEvents } from './domain-events'
 
 export const RECONCILE_JOB = 'reconcile-deliveries'
 
@@ -48,7 +48,7 @@ export function startReconciler(opts: {
       // its progress on the board as it goes (a job's progress may fail to save: the run goes on)
       const result = await reconcileDeliveries(opts.models, opts.deliveries, log, new Date(), (progress) => job.updateProgress({ ...progress }).catch(() => undefined))
       const { released: heldReleased } = await releaseUnpausedHolds(opts.models, opts.deliveries, opts.endpoints, log)
-      const { retried: domainEventsRetried, next } = await retryFailedDomainEvents(opts.domainEvents, opts.processDomainEvent, log, { from: domainEventsFrom, batch: DOMAIN_EVENT_RETRY_BATCH })
+      const { retried: domainEventsRetried, next } = await retryFailedDomainEvents(opts.domainEvents, opts.processDomainEvent, log, { from: domainEventsFrom })
       domainEventsFrom = next
       await job.log(`checked ${result.checked} open deliveries, queued ${result.requeued} again; released ${heldReleased} held deliveries; ${domainEventsRetried} failed domain events became their deliveries`).catch(() => undefined)
       return { ...result, heldReleased, domainEventsRetried }
