@@ -138,31 +138,31 @@ function assertInputShape(nsid: string, input: unknown): void {
   if (schema) assertShape(schema, input, 'Input')
 }
 
-/** No text in `value`, key or string, holds U+0000. */
-function assertNoNul(value: unknown, path: string): void {
-  if (typeof value === 'string') {
-    if (value.includes('\u0000')) throw new Error(`${path} must not contain the NUL character (U+0000)`)
-  } else if (Array.isArray(value)) {
-    value.forEach((item, i) => assertNoNul(item, `${path}/${i}`))
-  } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) {
-      assertNoNul(key, path)
-      assertNoNul(item, `${path}/${key}`)
-    }
-  }
-}
-
-/** deeper than any lexicon's input (theirs are a few levels): a deeper body is refused before anything walks it */
+/** deeper than any lexicon's input (theirs are a few levels): a deeper body is refused before anything else walks it */
 export const MAX_INPUT_DEPTH = 32
 
-/** Refuses a body nested deeper than MAX_INPUT_DEPTH, measured without recursion (a recursive walk overflows the stack). */
-function assertInputDepth(body: unknown): void {
-  const pending: [unknown, number][] = [[body, 1]]
-  for (let next = pending.pop(); next; next = pending.pop()) {
-    const [value, depth] = next
-    if (value === null || typeof value !== 'object') continue
-    if (depth > MAX_INPUT_DEPTH) throw new Error(`Input nests deeper than ${MAX_INPUT_DEPTH} levels`)
-    for (const child of Object.values(value)) pending.push([child, depth + 1])
+/**
+ * Refuses U+0000 in any text of `value` (a key or a string) and nesting deeper than MAX_INPUT_DEPTH, in one walk
+ * without recursion (a recursive walk of a body nested 10,000 deep overflows the stack). The path to a value is
+ * spelled out only for the error.
+ */
+export function assertPlainInput(value: unknown, root: string): void {
+  type Step = { value: unknown; depth: number; key: string | null; parent: Step | null }
+  const pathOf = (step: Step | null): string => (step === null ? root : step.key === null ? pathOf(step.parent) : `${pathOf(step.parent)}/${step.key}`)
+  const nul = (at: string) => new Error(`${at} must not contain the NUL character (U+0000)`)
+  const pending: Step[] = [{ value, depth: 1, key: null, parent: null }]
+  for (let step = pending.pop(); step; step = pending.pop()) {
+    const v = step.value
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) throw nul(pathOf(step))
+      continue
+    }
+    if (v === null || typeof v !== 'object') continue
+    if (step.depth > MAX_INPUT_DEPTH) throw new Error(`Input nests deeper than ${MAX_INPUT_DEPTH} levels`)
+    for (const [key, item] of Object.entries(v)) {
+      if (key.includes('\u0000')) throw nul(pathOf(step))
+      pending.push({ value: item, depth: step.depth + 1, key, parent: step })
+    }
   }
 }
 
@@ -189,17 +189,16 @@ export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) 
     const params = validation(() => {
       const decoded = decodeParams(def, request.query as Record<string, string | string[]>)
       lexicons.assertValidXrpcParams(nsid, decoded)
-      assertNoNul(decoded, 'Params')
+      assertPlainInput(decoded, 'Params')
       return decoded
     })
     let input: Record<string, unknown> = {}
     if (def.type === 'procedure' && def.input) {
       if (request.body === undefined || request.body === null) throw new ContractError('InvalidRequest', 'a JSON request body is required')
       input = validation(() => {
-        assertInputDepth(request.body)
+        assertPlainInput(request.body, 'Input')
         const valid = lexicons.assertValidXrpcInput(nsid, request.body) as Record<string, unknown>
         assertInputShape(nsid, valid)
-        assertNoNul(valid, 'Input')
         return valid
       })
     }
