@@ -2,11 +2,13 @@
  * A job of the events workers that fails says so in the log, with the ids an operator searches by: a domain event
  * that could not become its delivery, and a reconcile run that failed midway. Both were silent (only the board had
  * the failed job). Real workers, BullMQ and Redis of the stack; the reconcile run's database read is made to fail.
+ * And the reconciler's place in the failed domain events outlives its process.
  */
+import { once } from 'node:events'
 import Redis from 'ioredis'
 import pino from 'pino'
-import { Queue } from 'bullmq'
-import { DOMAIN_EVENTS_QUEUE, queuePrefix } from '@svc/outbox'
+import { Queue, Worker, type Job } from 'bullmq'
+import { DOMAIN_EVENT_JOB_OPTIONS, DOMAIN_EVENTS_QUEUE, queuePrefix, type DomainEventJob } from '@svc/outbox'
 import { WEBHOOK_DELIVERIES_QUEUE } from '@svc/events'
 import { startReconciler } from '@svc/events/src/workers/reconciler'
 import { startStack, type TestStack } from '../../stack'
@@ -50,6 +52,52 @@ it('a reconcile run that fails is logged with its job id', async () => {
   } finally {
     await reconciler.stop()
     await Promise.all([deliveries.close(), domainEvents.close()])
+    await redis.quit()
+  }
+})
+
+it("the reconciler's place in the failed domain events is kept in Redis: the next run goes on from it in another process", async () => {
+  const prefix = queuePrefix(`${stack.redisPrefix}reconcile-place:`)
+  const redis = new Redis(stack.redisUrl, { maxRetriesPerRequest: null })
+  const deliveries = new Queue(WEBHOOK_DELIVERIES_QUEUE, { connection: redis, prefix })
+  const domainEvents = new Queue<DomainEventJob>(DOMAIN_EVENTS_QUEUE, { connection: redis, prefix })
+  const maintenance = new Queue('events-maintenance', { connection: redis, prefix })
+  const failing = new Worker<DomainEventJob>(DOMAIN_EVENTS_QUEUE, async () => { throw new Error('database away') }, { connection: redis.duplicate(), prefix })
+  const tried: string[] = []
+  const processDomainEvent = async (job: Job<DomainEventJob>) => {
+    tried.push(job.data.eventId)
+    if (job.data.eventId.startsWith('evt_poison')) throw new Error('never a delivery')
+    return 'whd_recovered'
+  }
+  // a run that starts on its own when a reconciler starts, with runs of 2 failed events
+  const run = async () => {
+    const done = (await maintenance.getCompleted()).length
+    const reconciler = startReconciler({ models: stack.events, deliveries, domainEvents, processDomainEvent, endpoints: { lookup: async () => ({ kind: 'unavailable', error: 'not asked' }) }, redis, prefix, periodMs: 3_600_000, logger: pino({ level: 'silent' }), domainEventsBatch: 2 })
+    try {
+      await waitFor(async () => (await maintenance.getCompleted()).length > done, 'the reconcile run')
+    } finally {
+      await reconciler.stop()
+    }
+  }
+  try {
+    // the oldest can become its delivery now, the two newer never (a run takes the newest first)
+    for (const id of ['evt_recoverable', 'evt_poison_1', 'evt_poison_2']) {
+      const failed = once(failing, 'failed')
+      await domainEvents.add('payment.completed', { eventId: id } as DomainEventJob, { ...DOMAIN_EVENT_JOB_OPTIONS, attempts: 1, jobId: id })
+      await failed
+    }
+    await failing.close()
+    await run()
+    expect(tried).toEqual(['evt_poison_2', 'evt_poison_1'])
+    // another process (a restart): before, its place started again at the newest, and the oldest was never reached
+    await run()
+    expect(tried.slice(2)).toEqual(['evt_recoverable'])
+    expect(await domainEvents.getJob('evt_recoverable')).toBeUndefined()
+  } finally {
+    await failing.close()
+    await domainEvents.obliterate({ force: true })
+    await maintenance.obliterate({ force: true })
+    await Promise.all([deliveries.close(), domainEvents.close(), maintenance.close()])
     await redis.quit()
   }
 })

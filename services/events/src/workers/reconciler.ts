@@ -37,19 +37,23 @@ export function startReconciler(opts: {
   prefix: string
   periodMs: number
   logger: Logger
+  /** failed domain events a run takes (retryFailedDomainEvents' default unless given) */
+  domainEventsBatch?: number
 }): Reconciler {
   const log = opts.logger.child({ worker: EVENTS_MAINTENANCE_QUEUE })
   const queue = new Queue(EVENTS_MAINTENANCE_QUEUE, { connection: opts.redis, prefix: opts.prefix })
-  /** where this process's next run takes failed domain events from (retryFailedDomainEvents) */
-  let domainEventsFrom = 0
+  // where the next run takes failed domain events from: in Redis, as each run goes to whichever workers process takes
+  // its job (a place per process would slow a lap down by their number, and a restart would start it again)
+  const domainEventsPlace = `${opts.prefix}:${EVENTS_MAINTENANCE_QUEUE}:domain-events-from`
   const worker = new Worker<unknown, ReconcileResult & { heldReleased: number; domainEventsRetried: number }>(
     EVENTS_MAINTENANCE_QUEUE,
     async (job) => {
       // its progress on the board as it goes (a job's progress may fail to save: the run goes on)
       const result = await reconcileDeliveries(opts.models, opts.deliveries, log, new Date(), (progress) => job.updateProgress({ ...progress }).catch(() => undefined))
       const { released: heldReleased } = await releaseUnpausedHolds(opts.models, opts.deliveries, opts.endpoints, log)
-      const { retried: domainEventsRetried, next } = await retryFailedDomainEvents(opts.domainEvents, opts.processDomainEvent, log, { from: domainEventsFrom })
-      domainEventsFrom = next
+      const from = Number(await opts.redis.get(domainEventsPlace)) || 0
+      const { retried: domainEventsRetried, next } = await retryFailedDomainEvents(opts.domainEvents, opts.processDomainEvent, log, { from, batch: opts.domainEventsBatch })
+      await opts.redis.set(domainEventsPlace, String(next))
       await job.log(`checked ${result.checked} open deliveries, queued ${result.requeued} again; released ${heldReleased} held deliveries; ${domainEventsRetried} failed domain events became their deliveries`).catch(() => undefined)
       return { ...result, heldReleased, domainEventsRetried }
     },
