@@ -42,8 +42,8 @@ export interface ServiceAuthVerifier {
   verify(authorization: string | undefined, nsid: string, opts?: VerifyOptions): Promise<VerifiedServiceAuth>
   /**
    * The issuer whose DID document verifying this header would fetch over the network (a did:plc or did:web not
-   * cached), or null (no such issuer, a did:key, a cached one, not a JWT at all): what a caller may count before it
-   * verifies. Never throws.
+   * cached, nor found unresolvable within UNRESOLVABLE_ISSUER_TTL_MS), or null (no such issuer, a did:key, a cached
+   * one, not a JWT at all): what a caller may count before it verifies. Never throws.
    */
   issuerToLookUp(authorization: string | undefined): Promise<string | null>
 }
@@ -84,6 +84,11 @@ const MAX_DID_DOCUMENT_BYTES = 16 * 1024
 const DID_CACHE_MAX_BYTES = 32 * 1024 * 1024
 /** A forced key refetch (after a signature mismatch) happens at most this often per issuer. */
 const FORCED_REFRESH_MIN_INTERVAL_MS = 30 * 1000
+/**
+ * How long an issuer found unresolvable (no such DID, or no usable key in its document) is answered so without
+ * asking again: forged tokens naming one made-up DID, sent again and again, would otherwise each make a lookup.
+ */
+export const UNRESOLVABLE_ISSUER_TTL_MS = 60 * 1000
 const MAX_TOKEN_LENGTH = 8192
 const MAX_JTI_LENGTH = 256
 const MAX_ISS_LENGTH = 2048
@@ -290,6 +295,8 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
   const skew = options.clockSkewSeconds ?? DEFAULT_CLOCK_SKEW_SECONDS
   const resolver = buildResolver(options)
   const lastForcedRefresh = new Map<string, number>()
+  /** issuers found unresolvable lately (a directory or host failing for now is not remembered: the app retries) */
+  const unresolvable = new LRUCache<string, true>({ max: 10_000, ttl: UNRESOLVABLE_ISSUER_TTL_MS })
 
   /** Throttles forced refetches so bad signatures cannot make us hammer an issuer's DID host. */
   function mayForceRefresh(did: string): boolean {
@@ -305,12 +312,14 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
   }
 
   async function getSigningKey(iss: string, forceRefresh: boolean): Promise<string> {
+    if (unresolvable.has(iss)) fail('UnresolvableIssuer', 'could not resolve the signing key of the jwt issuer')
     let key: string
     try {
       key = await resolver.resolveAtprotoKey(iss, forceRefresh && mayForceRefresh(iss))
       nativeKey(key) // a usable key, parsed once per key (not on every request: point decompression is costly)
     } catch (err) {
       if (lookupUnavailable(err)) fail('ServiceUnavailable', "the jwt issuer's DID document could not be fetched just now (its host or the PLC directory did not answer); retry shortly")
+      unresolvable.set(iss, true)
       fail('UnresolvableIssuer', 'could not resolve the signing key of the jwt issuer')
     }
     return key
@@ -371,6 +380,7 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
       const payload = decodeJsonObject(extractJwt(authorization).split('.')[1]!)
       const iss = payload?.iss
       if (typeof iss !== 'string' || iss.length > MAX_ISS_LENGTH || !isDid(iss) || !/^did:(plc|web):/.test(iss)) return null
+      if (unresolvable.has(iss)) return null
       const cached = await resolver.cache?.checkCache(iss)
       return cached && !cached.expired ? null : iss
     } catch {

@@ -3,14 +3,17 @@
  * the PLC directory, until the address has named more issuers than the limit in the window, also when they come all
  * at once; its calls are then refused 429 before auth, asking nothing. One issuer is counted once, so an app whose
  * own issuer cannot be resolved (the directory away) is not refused for it. Tokens that need no lookup are not counted.
- * A directory failing for now answers 503 (worth a retry), one that does not know the DID 401.
+ * An issuer the directory does not know is not asked for again for a minute. A buyer's assertion naming a made-up
+ * issuer is counted as the app's token is. A directory failing for now answers 503 (worth a retry), one that does
+ * not know the DID 401.
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { randomInt } from 'node:crypto'
 import { generateDidKeyKeypair, mintServiceJwt } from '@svc/service-auth'
 import { startStack, type TestApp, type TestStack } from '../../stack'
-import { bearer, expectError, expectOk, GET_CONFIG, getConfig, xrpcGet } from './helpers'
+import { bearer, expectError, expectOk, GET_CONFIG, getConfig, xrpcGet, xrpcPost } from './helpers'
+import { CLAIM } from '../tickets/helpers'
 
 const MAX = 3
 
@@ -52,10 +55,11 @@ it('does not count tokens that need no lookup, nor one issuer more than once', a
     expectOk(await getConfig(stack, app, 'test')) // a did:key issuer: nothing to look up
   }
   expect(asked).toEqual([])
-  // an issuer the directory cannot resolve (an app's, while the directory is away), called again and again
+  // an issuer the directory does not know, named again and again: asked for once (before, every call asked), and
+  // counted once
   const unresolvable = madeUpPlcDid()
   for (let i = 0; i < MAX + 2; i++) expectError(await call(await forged(unresolvable)), 401, 'UnresolvableIssuer')
-  expect(asked).toEqual(Array(MAX + 2).fill(unresolvable))
+  expect(asked).toEqual([unresolvable])
   expectOk(await getConfig(stack, app, 'test'))
 })
 
@@ -111,6 +115,32 @@ describe('in a short window', () => {
     const again = await Promise.all(refused.map(callShort))
     expect(asked).toHaveLength(MAX)
     expect(again.filter((r) => r.status === 429)).toHaveLength(refused.length - MAX)
+  })
+})
+
+describe("buyers' assertions", () => {
+  let tickets: TestStack
+  let ticketsApp: TestApp
+  beforeAll(async () => {
+    tickets = await startStack('issuer-lookups-assertions', { plcUrl: plcUrlOf(plc), limits: { issuerLookupsPerAddress: { max: MAX, windowMs: 60_000 } } })
+    ticketsApp = await tickets.newApp()
+  })
+  afterAll(async () => {
+    await tickets?.stop()
+  })
+
+  it("each naming a made-up issuer are counted for the address like the app's tokens: past the limit, 429 before the lookup", async () => {
+    asked.length = 0
+    const claimNaming = async (buyerDid: string) => {
+      const { keypair } = await generateDidKeyKeypair('ES256K')
+      const buyerAssertionJwt = await mintServiceJwt({ keypair, iss: buyerDid, aud: tickets.serviceDid, lxm: CLAIM })
+      const body = { environment: 'test', eventUri: `at://${buyerDid}/community.lexicon.calendar.event/3kabc`, ticketTypeId: `tier_${'0'.repeat(24)}`, buyerDid, buyerAssertionJwt }
+      return xrpcPost(tickets, CLAIM, body, bearer(await ticketsApp.jwt(CLAIM)))
+    }
+    for (let i = 0; i < MAX; i++) expectError(await claimNaming(madeUpPlcDid()), 400, 'BuyerAssertionInvalid', /UnresolvableIssuer/)
+    // before, every assertion was looked up, however many issuers the address named
+    expectError(await claimNaming(madeUpPlcDid()), 429, 'RateLimitExceeded', /too many unknown service-auth issuers from this address/)
+    expect(asked).toHaveLength(MAX)
   })
 })
 

@@ -76,9 +76,10 @@ export interface IssuerLookupGuard {
   /**
    * Counts the call's issuer when verifying its JWT would look its DID document up and the address has not named it
    * in this window; throws RateLimitExceeded once the address named more than the limit (then, for the rest of the
-   * window, for every call of the address).
+   * window, for every call of the address). The JWT is the call's Authorization header, or the one given (a buyer's
+   * or an organizer's assertion, whose issuer is looked up as well).
    */
-  check(request: FastifyRequest, reply: FastifyReply): Promise<void>
+  check(request: FastifyRequest, reply: FastifyReply, jwt?: string): Promise<void>
 }
 
 export interface IssuerLookupGuardOptions {
@@ -134,13 +135,13 @@ export function createIssuerLookupGuard(opts: IssuerLookupGuardOptions): IssuerL
     )
   }
   return {
-    async check(request, reply) {
+    async check(request, reply, jwt) {
       if (limit.max === 0) return
       if (refusedUntil.size > 0) {
         const until = refusedUntil.get(clientNetwork(request.ip))
         if (until !== undefined && until > Date.now()) refuse(request, reply, until)
       }
-      const iss = await opts.issuerToLookUp(request.headers.authorization)
+      const iss = await opts.issuerToLookUp(jwt === undefined ? request.headers.authorization : `Bearer ${jwt}`)
       if (iss === null) return
       const address = clientNetwork(request.ip)
       let windowLeftMs: number

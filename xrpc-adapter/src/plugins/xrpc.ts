@@ -220,7 +220,11 @@ export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) 
       input,
       caller,
       graph: <TResult, TVariables>(document: GatewayDocument<TResult, TVariables>, variables: TVariables) => opts.gateway.query(document, variables, as),
-      assertion: (jwt: string | undefined, check: { iss: string; code: ErrorCode; replayScope?: string }) => opts.assertions(jwt, { ...check, nsid }),
+      // an assertion's issuer is looked up as the app's is: counted for the address first
+      assertion: async (jwt: string | undefined, check: { iss: string; code: ErrorCode; replayScope?: string }) => {
+        if (jwt) await opts.issuerLookups.check(request, reply, jwt)
+        return opts.assertions(jwt, { ...check, nsid })
+      },
     } as unknown as HandlerContext<typeof route.nsid>
     const output: unknown = await route.handler(ctx).catch((err: unknown) => {
       if (err instanceof ContractError && !answersError(nsid, err.code)) request.log.error({ code: err.code }, 'error not declared in the lexicon')
