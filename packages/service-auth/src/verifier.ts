@@ -158,11 +158,18 @@ class GuardedDidWebResolver extends DidWebResolver {
  */
 class BoundedDidPlcResolver extends DidPlcResolver {
   override async resolveNoCheck(did: string): Promise<unknown> {
-    const res = await fetch(new URL(`/${encodeURIComponent(did)}`, this.plcUrl), {
-      signal: AbortSignal.timeout(this.timeout),
-      redirect: 'error',
-      headers: { accept: 'application/did+ld+json,application/json' },
-    })
+    let res: Response
+    try {
+      res = await fetch(new URL(`/${encodeURIComponent(did)}`, this.plcUrl), {
+        signal: AbortSignal.timeout(this.timeout),
+        redirect: 'error',
+        headers: { accept: 'application/did+ld+json,application/json' },
+      })
+    } catch (err) {
+      // no answer from the directory the service is configured with, its name not resolving included (a DNS outage
+      // is the service's, not a sign that the DID does not exist, as a did:web host's unknown name is)
+      throw Object.assign(new Error(`the PLC directory could not be reached: ${(err as Error).message}`), { cause: err, unreachable: true })
+    }
     if (!res.ok) {
       await res.body?.cancel().catch(() => undefined)
       // positively unknown, against a directory that failed
@@ -178,12 +185,14 @@ const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'E
 
 /**
  * Whether a key lookup failed on the way rather than on its answer: no answer in time, a connection refused or cut,
- * the directory's 5xx or 429. The caller may retry such a call (503); a DID that is not there, a document that is
- * not one, a name that does not resolve or an address refused stay UnresolvableIssuer (401).
+ * the directory's 5xx or 429, the PLC directory not reached at all. The caller may retry such a call (503); a DID that
+ * is not there, a document that is not one, a did:web name that does not resolve or an address refused stay
+ * UnresolvableIssuer (401).
  */
 function lookupUnavailable(err: unknown): boolean {
-  const e = err as { name?: unknown; status?: unknown; code?: unknown; cause?: { code?: unknown; name?: unknown } } | null
+  const e = err as { name?: unknown; status?: unknown; code?: unknown; unreachable?: unknown; cause?: { code?: unknown; name?: unknown } } | null
   if (!e) return false
+  if (e.unreachable === true) return true
   if (e.name === 'TimeoutError' || e.cause?.name === 'TimeoutError') return true
   if (typeof e.status === 'number' && (e.status >= 500 || e.status === 429)) return true
   const code = e.code ?? e.cause?.code

@@ -373,6 +373,9 @@ describe('issuer resolution', () => {
     await close(gone)
     const away = createServiceAuthVerifier({ serviceDid: SERVICE_DID, plcUrl: `http://127.0.0.1:${gonePort}`, redis, replayKeyPrefix: prefix })
     await expect(away.verify(`Bearer ${await token()}`, NSID)).rejects.toMatchObject({ code: 'ServiceUnavailable', status: 503 })
+    // a directory whose name does not resolve (a DNS outage): before, 401 UnresolvableIssuer, and remembered a minute
+    const unnamed = createServiceAuthVerifier({ serviceDid: SERVICE_DID, plcUrl: 'http://plc.invalid', redis, replayKeyPrefix: prefix })
+    for (let i = 0; i < 2; i++) await expect(unnamed.verify(`Bearer ${await token()}`, NSID)).rejects.toMatchObject({ code: 'ServiceUnavailable', status: 503 })
     await expect(verifier.verify(`Bearer ${await token()}`, NSID)).resolves.toMatchObject({ iss: did })
   })
 
