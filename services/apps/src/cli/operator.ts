@@ -9,6 +9,7 @@
  *   generate-did-key    a did:key keypair for local use
  *   mint-jwt            a service-auth JWT for a did:key app (for curl)
  */
+import { ContractError } from '@svc/errors'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '@svc/config'
 import { DEFAULT_MAX_LIFETIME_SECONDS, generateDidKeyKeypair, keypairFromPrivateKeyHex, mintServiceJwt, type ServiceJwtAlg } from '@svc/service-auth'
@@ -162,9 +163,11 @@ async function main(argv: string[]) {
       return
     }
     case 'revoke-key': {
-      const revoked = await withApps((d) => revokeApiKey(d, requiredOption(values, 'key-id')))
-      print(values, revoked ? 'revoked' : 'no active key with that id', { revoked })
-      if (!revoked) process.exitCode = 1
+      const keyId = requiredOption(values, 'key-id')
+      const revoked = await withApps((d) => revokeApiKey(d, keyId))
+      // a refusal, printed as every command's is (`<Code>: <message>`, exit 1)
+      if (!revoked) throw new ContractError('NotFound', `no active key with the id ${keyId}`)
+      print(values, 'revoked', { revoked })
       return
     }
     case 'quickstart': {
