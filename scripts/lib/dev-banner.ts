@@ -14,7 +14,7 @@ export function devBanner(config: Config): string {
   events subgraph   ${config.subgraphs.events}  (internal, likewise: deliveries, signing secrets)
   tickets subgraph  ${config.subgraphs.tickets}  (internal, likewise: tiers, capacity, tickets)
   events workers    relay → domain-events → webhook-deliveries → your webhook or XRPC receiver (docs/events.md);
-                    http://${config.host}:${config.ports.workers}/readyz and /metrics (every process's /metrics: Bearer <METRICS_TOKEN>)
+                    http://${config.host}:${config.ports.workers}/readyz and /metrics (/metrics of every process but the board: Bearer <METRICS_TOKEN>)
   operators' board  http://${config.host}:${config.ports.board}/board   (user: any, password: OPERATOR_TOKEN; dev default in packages/config)
 Next: npm run operator -- quickstart
       npm run operator:actors -- create-creator --did <did> --env test --payout-status ready

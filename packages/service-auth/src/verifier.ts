@@ -180,7 +180,7 @@ class BoundedDidPlcResolver extends DidPlcResolver {
   }
 }
 
-/** Connection failures worth a retry: the host or the directory is away for now (not a name that does not exist). */
+/** Connection failures worth a retry: the host or the directory is away for now (not a did:web name that does not exist; the PLC directory not reached at all, its name included, is flagged `unreachable`). */
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED'])
 
 /**

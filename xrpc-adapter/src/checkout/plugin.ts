@@ -28,7 +28,7 @@ import { clientNetwork } from '../plugins/client-network'
 
 export interface CheckoutPagesOptions {
   gateway: GatewayClient
-  /** card testing (docs/operations.md): pay-form submissions counted per checkout and per client address */
+  /** card testing (docs/operations.md): every pay-form submission counted per client address, refused card forms also per checkout */
   payAttempts: { perCheckout: Counter; perAddress: Counter }
 }
 

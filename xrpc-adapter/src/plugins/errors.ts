@@ -22,9 +22,10 @@ export function toContractError(err: unknown, request: FastifyRequest): Contract
   if (err instanceof ContractError) return err
   const e = err as FastifyError
   if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ContractError('PayloadTooLarge', 'request body too large')
-  // Fastify's parser says "not valid JSON" for a `__proto__` or `constructor` key too (refused: prototype poisoning)
+  // Fastify's parser says "not valid JSON" for a `__proto__` key too, and a `constructor` holding `prototype`
+  // (refused: prototype poisoning)
   if (e.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
-    return new ContractError('InvalidRequest', 'the body is not valid JSON, or holds a `__proto__` or `constructor` key, which is refused')
+    return new ContractError('InvalidRequest', 'the body is not valid JSON, or holds a `__proto__` key or a `constructor` key holding `prototype`, which is refused')
   }
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return new ContractError('InvalidRequest', e.message)

@@ -23,7 +23,7 @@ export interface XrpcPluginOptions {
   gateway: GatewayClient
   /** the per app and environment rate limit, checked once the app is verified */
   limit: Limiter
-  /** per client address, the distinct issuers whose DID documents its calls had looked up: checked before auth */
+  /** per client address, the distinct issuers whose DID documents its calls had looked up: checked before auth, and before a buyer's or organizer's assertion is verified */
   issuerLookups: IssuerLookupGuard
   /** buyer and organizer assertions, for the handlers that take one */
   assertions: AssertionVerifier
@@ -99,12 +99,10 @@ function decodeParams(def: MethodDef, query: Record<string, string | string[] | 
 
 /*
  * What @atproto/lexicon's validation lets through and this service refuses, because the layers behind the edge cannot
- * take it (test/e2e/adapter/hostile-input.test.ts found each as a 500):
- * - an array where the lexicon says object: atproto checks an object with `typeof value === 'object'`, which an array
- *   passes when the object has no required property; GraphQL then refuses the variable;
- * - text holding the NUL character (U+0000), in a value or a key: FerretDB keeps documents in PostgreSQL, which cannot
- *   hold it, so a filter or a document with it fails in the database.
- * Both throw an Error naming the field, as atproto's validation errors do ("Input/modules …").
+ * take it (test/e2e/adapter/hostile-input.test.ts found it as a 500): an array where the lexicon says object (atproto
+ * checks an object with `typeof value === 'object'`, which an array passes when the object has no required property;
+ * GraphQL then refuses the variable). It throws an Error naming the field, as atproto's validation errors do
+ * ("Input/modules …"). NUL characters and nesting are refused on the raw body before validation (assertPlainInput).
  */
 type Def = LexUserType | { type: string; ref?: string; refs?: string[]; items?: Def; properties?: Record<string, Def> }
 

@@ -25,8 +25,8 @@ export function cancelCheckout(d: PaymentsDomain, browserToken: string): Promise
 }
 
 /**
- * Too many pay attempts on the checkout or from the buyer's address (the page counts them, docs/operations.md
- * "Card testing"): it fails as `too_many_attempts` without a charge (a closed one: CheckoutClosed).
+ * A refused card form past the checkout's card-testing limit (the page counts them, docs/operations.md "Card
+ * testing"): it fails as `too_many_attempts` without a charge (a closed one: CheckoutClosed).
  */
 export function lockCheckout(d: PaymentsDomain, browserToken: string): Promise<CheckoutView> {
   return closePending(d, browserToken, 'lock', 'too_many_attempts')
