@@ -782,6 +782,11 @@ export function configurationSummary(config: Config): Record<string, unknown> {
   }
 }
 
+/** What a domain process gives its outbox relay (@svc/outbox's OutboxRelaySettings), the same for every domain. */
+export function outboxRelaySettings(config: Config): { redisUrl: string; redisPrefix: string; retentionMs: number; replayWindowMs: number } {
+  return { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, retentionMs: config.outboxRetentionMs, replayWindowMs: config.outboxReplayWindowMs }
+}
+
 /**
  * A process's entry point: the configuration read once, a pino logger named for the process, then `start`, which
  * returns its stop: that stops taking work, finishes what is in flight (requests, jobs) and closes its connections.

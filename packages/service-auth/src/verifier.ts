@@ -303,25 +303,21 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
   const maxLifetime = options.maxLifetimeSeconds ?? DEFAULT_MAX_LIFETIME_SECONDS
   const skew = options.clockSkewSeconds ?? DEFAULT_CLOCK_SKEW_SECONDS
   const resolver = buildResolver(options)
-  const lastForcedRefresh = new Map<string, number>()
+  /** issuers whose key was refetched lately (after a signature mismatch) */
+  const forcedRefreshes = new LRUCache<string, true>({ max: 10_000, ttl: FORCED_REFRESH_MIN_INTERVAL_MS })
   /** issuers found unresolvable lately (a directory or host failing for now is not remembered: the app retries) */
   const unresolvable = new LRUCache<string, true>({ max: 10_000, ttl: UNRESOLVABLE_ISSUER_TTL_MS })
+  const unresolvableIssuer: () => never = () => fail('UnresolvableIssuer', 'could not resolve the signing key of the jwt issuer')
 
   /** Throttles forced refetches so bad signatures cannot make us hammer an issuer's DID host. */
   function mayForceRefresh(did: string): boolean {
-    const now = Date.now()
-    const last = lastForcedRefresh.get(did)
-    if (last !== undefined && now - last < FORCED_REFRESH_MIN_INTERVAL_MS) return false
-    if (lastForcedRefresh.size >= 10_000) {
-      for (const [key, at] of lastForcedRefresh) if (now - at >= FORCED_REFRESH_MIN_INTERVAL_MS) lastForcedRefresh.delete(key)
-      if (lastForcedRefresh.size >= 10_000) lastForcedRefresh.clear()
-    }
-    lastForcedRefresh.set(did, now)
+    if (forcedRefreshes.has(did)) return false
+    forcedRefreshes.set(did, true)
     return true
   }
 
   async function getSigningKey(iss: string, forceRefresh: boolean): Promise<string> {
-    if (unresolvable.has(iss)) fail('UnresolvableIssuer', 'could not resolve the signing key of the jwt issuer')
+    if (unresolvable.has(iss)) unresolvableIssuer()
     let key: string
     try {
       key = await resolver.resolveAtprotoKey(iss, forceRefresh && mayForceRefresh(iss))
@@ -329,7 +325,7 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
     } catch (err) {
       if (lookupUnavailable(err)) fail('ServiceUnavailable', "the jwt issuer's DID document could not be fetched just now (its host or the PLC directory did not answer); retry shortly")
       unresolvable.set(iss, true)
-      fail('UnresolvableIssuer', 'could not resolve the signing key of the jwt issuer')
+      unresolvableIssuer()
     }
     return key
   }

@@ -1,5 +1,5 @@
 /** The apps subgraph's process: the subgraph and its outbox relay. */
-import { runProcess } from '@svc/config'
+import { outboxRelaySettings, runProcess } from '@svc/config'
 import { startAppsService } from './server'
 
 runProcess('apps', async (config, logger) => {
@@ -14,7 +14,7 @@ runProcess('apps', async (config, logger) => {
     databaseCommandMetrics: config.databaseCommandMetrics,
     allowLoopbackWebhooksInTest: config.devAllowLoopbackWebhooks,
     dashboardUrl: config.dashboardUrl,
-    relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, retentionMs: config.outboxRetentionMs, replayWindowMs: config.outboxReplayWindowMs },
+    relay: outboxRelaySettings(config),
   })
   return service.stop
 })

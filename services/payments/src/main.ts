@@ -1,5 +1,5 @@
 /** The payments subgraph's process: the subgraph, its checkout sweep and its outbox relay. */
-import { runProcess } from '@svc/config'
+import { outboxRelaySettings, runProcess } from '@svc/config'
 import { startPaymentsService } from './server'
 
 runProcess('payments', async (config, logger) => {
@@ -19,7 +19,7 @@ runProcess('payments', async (config, logger) => {
     checkoutExpirySeconds: config.checkoutExpirySeconds,
     liveProcessor: config.liveProcessor,
     testProcessorLatencyMs: config.testProcessorLatencyMs,
-    relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, retentionMs: config.outboxRetentionMs, replayWindowMs: config.outboxReplayWindowMs },
+    relay: outboxRelaySettings(config),
   })
   return service.stop
 })

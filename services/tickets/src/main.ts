@@ -1,5 +1,5 @@
 /** The tickets subgraph's process. */
-import { runProcess } from '@svc/config'
+import { outboxRelaySettings, runProcess } from '@svc/config'
 import { startTicketsService } from './server'
 
 runProcess('tickets', async (config, logger) => {
@@ -13,7 +13,7 @@ runProcess('tickets', async (config, logger) => {
     logger,
     metricsToken: config.secrets.metricsToken,
     databaseCommandMetrics: config.databaseCommandMetrics,
-    relay: { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, retentionMs: config.outboxRetentionMs, replayWindowMs: config.outboxReplayWindowMs },
+    relay: outboxRelaySettings(config),
   })
   return service.stop
 })
