@@ -107,8 +107,12 @@ describe('configureTicketTiers', () => {
     // refused for its input, then corrected: the organizer's assertion is good for this app's setup of this event
     expectError(await configure(stack, app, { ...base, tiers: [{ ...FREE, currency: 'USD' }], organizerAssertionJwt: once }), 400, 'InvalidRequest', /currency/)
     expectOk(await configure(stack, app, { ...base, organizerAssertionJwt: once }))
-    // and for nothing else: another event of the organizer, or another app
+    // and for nothing else: another event of the organizer, the same event in the other environment (or with the
+    // environment left to the app's default), or another app
     expectError(await configure(stack, app, { ...base, eventUri: eventUriOf(organizer), organizerAssertionJwt: once }), 400, 'OrganizerAssertionInvalid', /JwtReplayed/)
+    expectError(await configure(stack, app, { ...base, environment: 'live', organizerAssertionJwt: once }), 400, 'OrganizerAssertionInvalid', /JwtReplayed/)
+    const { environment: _, ...byDefault } = base
+    expectError(await configure(stack, app, { ...byDefault, organizerAssertionJwt: once }), 400, 'OrganizerAssertionInvalid', /JwtReplayed/)
     const other = await stack.newApp()
     await enableTickets(stack, other)
     expectError(await configure(stack, other, { ...base, organizerAssertionJwt: once }), 400, 'OrganizerAssertionInvalid', /JwtReplayed/)

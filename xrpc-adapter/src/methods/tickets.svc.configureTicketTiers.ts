@@ -14,13 +14,14 @@ const CONFIGURE = graphql(`mutation ConfigureTicketTiers($input: ConfigureTicket
 /**
  * The organizer's assertion proves the organizer authorized this app for the event; the tickets domain checks that
  * the organizer is the event's authority, the app's tickets module and that the event is this app's. The assertion
- * may be sent again for the same app, event and organizer (a setup refused for its input and corrected, or retried
- * after a 503), and for nothing else: the organizer signs once per setup, not once per attempt.
+ * may be sent again for the same app, environment, event and organizer (a setup refused for its input and corrected,
+ * or retried after a 503), and for nothing else: the organizer signs once per setup, not once per attempt, and a
+ * setup the organizer signed for test does not set the event up in live.
  */
 export async function configureTicketTiers({ input, graph, assertion, caller }: HandlerContext<'tickets.svc.configureTicketTiers'>) {
   assertOnlyKeys(input, INPUT_KEYS['tickets.svc.configureTicketTiers'], (field) => `${field} is not a field of a tier setup`)
   const { organizerAssertionJwt, ...setup } = input
-  const replayScope = JSON.stringify(['configure', caller.appDid, input.eventUri, input.organizerDid])
+  const replayScope = JSON.stringify(['configure', caller.appDid, input.environment ?? null, input.eventUri, input.organizerDid])
   await assertion(organizerAssertionJwt, { iss: input.organizerDid, code: 'OrganizerAssertionInvalid', replayScope })
   const { configureTicketTiers: e } = await graph(CONFIGURE, { input: setup }).catch(renameErrors(APP_ACCESS_ERRORS))
   return {
