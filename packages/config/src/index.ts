@@ -543,7 +543,7 @@ export function parseTrustProxy(value: string | undefined): TrustProxy {
 export interface AdapterLimits {
   /** per app and environment on /xrpc */
   xrpc: RateLimit
-  /** per client address on /xrpc: the distinct issuers whose DID documents its calls had looked up */
+  /** per client address on /xrpc: the distinct issuers whose DID documents its calls had looked up, or no app is registered for */
   issuerLookupsPerAddress: RateLimit
   /** per API key on the developer utility routes */
   utility: RateLimit

@@ -2,7 +2,8 @@
  * The per-address limit on issuers looked up: forged tokens naming made-up did:plc issuers each make the service ask
  * the PLC directory, until the address has named more issuers than the limit in the window, also when they come all
  * at once; its calls are then refused 429 before auth, asking nothing. One issuer is counted once, so an app whose
- * own issuer cannot be resolved (the directory away) is not refused for it. Tokens that need no lookup are not counted.
+ * own issuer cannot be resolved (the directory away) is not refused for it. Tokens that need no lookup are not counted,
+ * except a did:key issuer no app is registered for, counted once the gateway said so.
  * An issuer the directory does not know is not asked for again for a minute. A buyer's assertion naming a made-up
  * issuer is counted as the app's token is. A directory failing for now answers 503 (worth a retry), one that does
  * not know the DID 401.
@@ -13,7 +14,7 @@ import { randomInt } from 'node:crypto'
 import { generateDidKeyKeypair, mintServiceJwt } from '@svc/service-auth'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { bearer, expectError, expectOk, GET_CONFIG, getConfig, xrpcGet, xrpcPost } from './helpers'
-import { CLAIM } from '../tickets/helpers'
+import { AVAILABILITY, CLAIM } from '../tickets/helpers'
 
 const MAX = 3
 
@@ -141,6 +142,41 @@ describe("buyers' assertions", () => {
     // before, every assertion was looked up, however many issuers the address named
     expectError(await claimNaming(madeUpPlcDid()), 429, 'RateLimitExceeded', /too many unknown service-auth issuers from this address/)
     expect(asked).toHaveLength(MAX)
+  })
+})
+
+describe('did:key issuers no app is registered for', () => {
+  let keys: TestStack
+  let keysApp: TestApp
+  beforeAll(async () => {
+    keys = await startStack('issuer-lookups-unregistered', { plcUrl: plcUrlOf(plc), limits: { issuerLookupsPerAddress: { max: MAX, windowMs: 60_000 } } })
+    keysApp = await keys.newApp()
+  })
+  afterAll(async () => {
+    await keys?.stop()
+  })
+  const unregistered = async () => {
+    const { did, keypair } = await generateDidKeyKeypair('ES256K')
+    return { did, jwt: (lxm: string) => mintServiceJwt({ keypair, iss: did, aud: keys.serviceDid, lxm }) }
+  }
+
+  it('are counted for the address once the gateway says so, each once: past the limit, 429 before auth', async () => {
+    // one unknown app calling again and again (misconfigured, not forged) is one issuer
+    const same = await unregistered()
+    for (let i = 0; i < MAX + 2; i++) expectError(await xrpcGet(keys, GET_CONFIG, { environment: 'test' }, bearer(await same.jwt(GET_CONFIG))), 404, 'AppNotRegistered')
+    expectOk(await getConfig(keys, keysApp, 'test'))
+    // counted before a method renames it (availability answers AppUnauthorized)
+    const renamed = await unregistered()
+    const eventUri = `at://${renamed.did}/community.lexicon.calendar.event/3kabc`
+    expectError(await xrpcGet(keys, AVAILABILITY, { environment: 'test', eventUri }, bearer(await renamed.jwt(AVAILABILITY))), 403, 'AppUnauthorized')
+    // the third fills the address's window; the fourth, past the limit, keeps its answer (nothing tells an unknown
+    // did:key app before the gateway), and the next call of the address, a registered app's included, is refused
+    // before auth (before, made-up did:key apps each cost a signature check and a gateway trip, without end)
+    const third = await unregistered()
+    expectError(await xrpcGet(keys, GET_CONFIG, { environment: 'test' }, bearer(await third.jwt(GET_CONFIG))), 404, 'AppNotRegistered')
+    const fourth = await unregistered()
+    expectError(await xrpcGet(keys, GET_CONFIG, { environment: 'test' }, bearer(await fourth.jwt(GET_CONFIG))), 404, 'AppNotRegistered')
+    expectError(await getConfig(keys, keysApp, 'test'), 429, 'RateLimitExceeded', /too many unknown service-auth issuers from this address/)
   })
 })
 

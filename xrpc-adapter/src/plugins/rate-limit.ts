@@ -80,6 +80,12 @@ export interface IssuerLookupGuard {
    * or an organizer's assertion, whose issuer is looked up as well).
    */
   check(request: FastifyRequest, reply: FastifyReply, jwt?: string): Promise<void>
+  /**
+   * Counts a verified call's issuer that the service does not know (the gateway answered AppNotRegistered): a did:key
+   * issuer costs no lookup, but each made-up one costs a signature check and a gateway round trip. Never throws: the
+   * call keeps its answer, and once the address named more unknown issuers than the limit its next calls are refused.
+   */
+  countUnregistered(request: FastifyRequest, iss: string): Promise<void>
 }
 
 export interface IssuerLookupGuardOptions {
@@ -109,7 +115,8 @@ return 0`
 
 /**
  * The issuer-lookup guard: per client address, the distinct issuers whose DID documents the address's /xrpc calls
- * had the service look up (docs/operations.md, "Rate limits"), counted before the lookup. A token's signature can only
+ * had the service look up (docs/operations.md, "Rate limits"), counted before the lookup, and the issuers of its
+ * verified calls that the service does not know (no app registered), counted after the gateway said so. A token's signature can only
  * be checked with its issuer's key, which for a did:plc or did:web issuer is fetched over the network (the PLC
  * directory, the issuer's host): forged tokens each naming a made-up issuer would have the service make lookups
  * without end, until the directory limits the service's own address and every app's auth fails. An app names one
@@ -134,6 +141,22 @@ export function createIssuerLookupGuard(opts: IssuerLookupGuardOptions): IssuerL
       `too many unknown service-auth issuers from this address: at most ${limit.max} per ${limit.windowMs / 1000} s; retry after ${retryAfter} s`,
     )
   }
+  /** Names `iss` in the address's window: the end of the window when the address is past the limit, else null. */
+  const name = async (request: FastifyRequest, iss: string): Promise<number | null> => {
+    const address = clientNetwork(request.ip)
+    let windowLeftMs: number
+    try {
+      const key = `${opts.redisPrefix}issuer-lookups:${address}`
+      windowLeftMs = Number(await opts.redis.eval(NAME_ISSUER, 1, key, iss, String(limit.max), String(limit.windowMs)))
+    } catch (err) {
+      request.log.warn({ limit: 'xrpc-issuer-lookups', err: (err as Error).message }, 'rate limit not checked: Redis did not answer')
+      return null
+    }
+    if (windowLeftMs === 0) return null
+    const until = Date.now() + windowLeftMs
+    refusedUntil.set(address, until)
+    return until
+  }
   return {
     async check(request, reply, jwt) {
       if (limit.max === 0) return
@@ -143,19 +166,12 @@ export function createIssuerLookupGuard(opts: IssuerLookupGuardOptions): IssuerL
       }
       const iss = await opts.issuerToLookUp(jwt === undefined ? request.headers.authorization : `Bearer ${jwt}`)
       if (iss === null) return
-      const address = clientNetwork(request.ip)
-      let windowLeftMs: number
-      try {
-        const key = `${opts.redisPrefix}issuer-lookups:${address}`
-        windowLeftMs = Number(await opts.redis.eval(NAME_ISSUER, 1, key, iss, String(limit.max), String(limit.windowMs)))
-      } catch (err) {
-        request.log.warn({ limit: 'xrpc-issuer-lookups', err: (err as Error).message }, 'rate limit not checked: Redis did not answer')
-        return
-      }
-      if (windowLeftMs === 0) return
-      const until = Date.now() + windowLeftMs
-      refusedUntil.set(address, until)
-      refuse(request, reply, until)
+      const until = await name(request, iss)
+      if (until !== null) refuse(request, reply, until)
+    },
+    async countUnregistered(request, iss) {
+      if (limit.max === 0) return
+      await name(request, iss)
     },
   }
 }

@@ -217,7 +217,12 @@ export async function xrpcPlugin(app: FastifyInstance, opts: XrpcPluginOptions) 
       params,
       input,
       caller,
-      graph: <TResult, TVariables>(document: GatewayDocument<TResult, TVariables>, variables: TVariables) => opts.gateway.query(document, variables, as),
+      // an app the service does not know is counted for the address, as an issuer looked up is
+      graph: <TResult, TVariables>(document: GatewayDocument<TResult, TVariables>, variables: TVariables) =>
+        opts.gateway.query(document, variables, as).catch(async (err: unknown) => {
+          if (err instanceof ContractError && err.code === 'AppNotRegistered') await opts.issuerLookups.countUnregistered(request, caller.appDid)
+          throw err
+        }),
       // an assertion's issuer is looked up as the app's is: counted for the address first
       assertion: async (jwt: string | undefined, check: { iss: string; code: ErrorCode; replayScope?: string }) => {
         if (jwt) await opts.issuerLookups.check(request, reply, jwt)
