@@ -182,6 +182,35 @@ test('a void cut off after its seat returned, its ticket written back as issued 
   expect(await models.Outbox.countDocuments({ type: 'ticket.voided', 'data.ticketId': claimed.id })).toBe(1)
 })
 
+test("an announcement's write that read the ticket before a void and landed after the whole void: the announcement writes it voided again", async () => {
+  const { eventUri, tier } = await freeTier(2)
+  const claimed = await claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid: buyer(), idempotencyKey: 'outlasted' })
+  await models.Ticket.updateOne({ _id: claimed.id }, { $set: { announced: false } })
+  const ticket = (await models.Ticket.findById(claimed.id).lean())!
+  const updateOne = models.Ticket.updateOne.bind(models.Ticket)
+  let outlasted = false
+  const spy = jest.spyOn(models.Ticket, 'updateOne').mockImplementation((async (...args: Parameters<typeof updateOne>) => {
+    const [, update] = args as unknown as [unknown, { $set?: { announced?: boolean; status?: string } }]
+    if (outlasted || update.$set?.announced !== true || update.$set.status !== undefined) return updateOne(...args)
+    // the announcement's flag write: FerretDB read the ticket, then the whole void ran, then the write lands whole
+    outlasted = true
+    const read = (await models.Ticket.findById(claimed.id).lean())!
+    await voidTicket(d, ORGANIZER, 'test', claimed.id)
+    expect((await models.ReservationOutcome.findById(`void_${claimed.id}`).lean())!.pending).toBeUndefined()
+    return models.Ticket.replaceOne({ _id: claimed.id }, { ...read, announced: true })
+  }) as never)
+  try {
+    await announceIssued(d, ticket)
+  } finally {
+    spy.mockRestore()
+  }
+  expect(outlasted).toBe(true)
+  // before, the ticket read issued for good, its seat on sale again and no sweep to find it
+  expect(await models.Ticket.findById(claimed.id).lean()).toMatchObject({ status: 'voided', announced: true })
+  expect(await models.CapacityUnit.countDocuments({ ticketId: claimed.id })).toBe(0)
+  expect(await models.Outbox.countDocuments({ type: 'ticket.voided', 'data.ticketId': claimed.id })).toBe(1)
+})
+
 test('voids cut off right after their decision are finished by the sweep, each on its own: one that fails holds up no other', async () => {
   const { eventUri, tier } = await freeTier(4)
   const claim = (key: string) => claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid: buyer(), idempotencyKey: key })

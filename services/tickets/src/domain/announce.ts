@@ -7,7 +7,7 @@
 import { writeOutboxEvent, writeOutboxEvents, type NewOutboxEvent } from '@svc/outbox'
 import { finishEach } from '@svc/subgraph-server'
 import type { Environment } from '@svc/vocabulary'
-import type { TicketDoc } from '../models'
+import { voidDecisionId, type TicketDoc } from '../models'
 import { nowOf, type TicketsDomain } from './context'
 
 /** A claim announces its ticket within milliseconds; the sweep leaves younger tickets to it. */
@@ -40,7 +40,26 @@ function ticketEvent(ticket: TicketDoc, change: 'issued' | 'voided', at: Date): 
 
 export async function announceIssued(d: TicketsDomain, ticket: TicketDoc): Promise<void> {
   await writeTicketEvent(d, ticket, 'issued', ticket.createdAt)
-  if (!ticket.announced) await d.models.Ticket.updateOne({ _id: ticket._id }, { $set: { announced: true } })
+  if (ticket.announced) return
+  await d.models.Ticket.updateOne({ _id: ticket._id }, { $set: { announced: true } })
+  await keepVoidsVoided(d, [ticket._id])
+}
+
+/**
+ * After an announcement's flag writes: a ticket voided meanwhile is written `voided` again. FerretDB writes a
+ * filtered update's document back whole, so a flag write that read the ticket before a void and landed after the
+ * whole void (its last write included) puts `issued` back, its seat already on sale again. A void decided after this
+ * read of the decisions comes after the flag write, so the void's own writes land last.
+ */
+async function keepVoidsVoided(d: TicketsDomain, ticketIds: string[]): Promise<void> {
+  const decisions = await d.models.ReservationOutcome.find({ _id: { $in: ticketIds.map(voidDecisionId) } }, { at: 1 }).lean()
+  if (decisions.length === 0) return
+  const voidedAt = new Map(decisions.map((v) => [v._id, v.at]))
+  const written = await d.models.Ticket.find({ _id: { $in: ticketIds.filter((id) => voidedAt.has(voidDecisionId(id))) } }, { status: 1 }).lean()
+  for (const t of written.filter((t) => t.status !== 'voided')) {
+    d.logger?.warn({ ticketId: t._id }, 'an announcement wrote a voided ticket back as issued: voided again')
+    await d.models.Ticket.updateOne({ _id: t._id }, { $set: { status: 'voided', voidedAt: voidedAt.get(voidDecisionId(t._id)) } })
+  }
 }
 
 /** How many tickets' flags a hold's announcement sets at a time. */
@@ -51,7 +70,7 @@ const FLAGS_AT_ONCE = 32
  * was two round trips each), then their flags, one update per ticket, FLAGS_AT_ONCE at a time. Not one update of them
  * all: FerretDB reads every matching ticket first and writes each back whole, so a void landing in between, seconds
  * on a large hold, would be written over (`issued` again, its seat on sale); one by one the window is a ticket's
- * milliseconds, which the void's last write covers (void-ticket.ts). Nor one bulk command of updates: FerretDB 1.24
+ * milliseconds, which the void's last write covers (void-ticket.ts), and keepVoidsVoided after the flags. Nor one bulk command of updates: FerretDB 1.24
  * did not answer one of 50 (measured 2026-11-26).
  */
 export async function announceHoldTickets(d: TicketsDomain, tickets: TicketDoc[]): Promise<void> {
@@ -61,6 +80,7 @@ export async function announceHoldTickets(d: TicketsDomain, tickets: TicketDoc[]
   for (let i = 0; i < due.length; i += FLAGS_AT_ONCE) {
     await Promise.all(due.slice(i, i + FLAGS_AT_ONCE).map((t) => d.models.Ticket.updateOne({ _id: t._id, announced: false }, { $set: { announced: true } })))
   }
+  await keepVoidsVoided(d, due.map((t) => t._id))
 }
 
 /** Announces the tickets whose claim died before it did; returns how many. */

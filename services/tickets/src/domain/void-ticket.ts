@@ -5,14 +5,15 @@
  * its seat returns, so a void cut off in between leaves a seat out of sale, never a seat on sale whose old ticket is
  * still valid. The decision stays `pending` until the ticket reads `voided` with its seat back (the ticket's own
  * `voidPending` can be written over by an announcement's write on FerretDB), and the next void of it or the tickets
- * sweep finishes it (completeVoid): a void cut off anywhere after its decision ends voided. A ticket never announced
- * (its claim stopped before its `ticket.issued`) is announced first, so the app is told of its issue too (deliveries
- * are not ordered: `ticket.voided` carries the issue's fields).
+ * sweep finishes it (completeVoid): a void cut off anywhere after its decision ends voided. An announcement's write
+ * that lands after the whole void is undone by the announcement itself (announce.ts). A ticket never announced (its
+ * claim or its hold's settlement stopped before its `ticket.issued`) is announced first, so the app is told of its
+ * issue too (deliveries are not ordered: `ticket.voided` carries the issue's fields).
  */
 import { ContractError } from '@svc/errors'
 import { finishEach } from '@svc/subgraph-server'
 import type { Environment } from '@svc/vocabulary'
-import { isDuplicateKeyError, type TicketDoc } from '../models'
+import { isDuplicateKeyError, VOID_DECISION_PREFIX, voidDecisionId as voidId, type TicketDoc } from '../models'
 import { writeTicketEvent } from './announce'
 import { deleteUnitsById, deleteUnitsOf } from './capacity'
 import { nowOf, type TicketsDomain } from './context'
@@ -36,9 +37,6 @@ export async function voidTicket(d: TicketsDomain, organizerDid: string, environ
   d.logger?.info({ ticketId: ticket._id, environment, appDid: ticket.appDid }, 'ticket voided by its organizer')
   return { id: ticket._id, status: 'voided' }
 }
-
-const VOID_PREFIX = 'void_'
-const voidId = (ticketId: string) => `${VOID_PREFIX}${ticketId}`
 
 /** A void once decided: the ticket `voided` (again, if something wrote it back), then the rest (finishVoid). */
 async function completeVoid(d: TicketsDomain, ticket: TicketDoc, voidedAt: Date): Promise<void> {
@@ -73,7 +71,7 @@ export async function sweepPendingVoids(d: TicketsDomain, limit = 100): Promise<
   const marked = await d.models.Ticket.find({ voidPending: true }).limit(limit).lean()
   const voids = new Map<string, { ticket: TicketDoc | null; voidedAt: Date }>(marked.map((t) => [t._id, { ticket: t, voidedAt: t.voidedAt ?? nowOf(d) }]))
   for (const decision of decided) {
-    const ticketId = decision._id.slice(VOID_PREFIX.length)
+    const ticketId = decision._id.slice(VOID_DECISION_PREFIX.length)
     if (!voids.has(ticketId)) voids.set(ticketId, { ticket: await d.models.Ticket.findById(ticketId).lean(), voidedAt: decision.at })
   }
   return finishEach('pending voids', voids, async ([ticketId, { ticket, voidedAt }]) => {

@@ -119,6 +119,10 @@ const reservationOutcomeSchema = new Schema(
 )
 reservationOutcomeSchema.index({ pending: 1 })
 
+/** A ticket's void decision is the reservation outcome of this id (void-ticket.ts). */
+export const VOID_DECISION_PREFIX = 'void_'
+export const voidDecisionId = (ticketId: string) => `${VOID_DECISION_PREFIX}${ticketId}`
+
 /** How far a sweep has read, by name: the stopped-claims sweep's last minute whose attempts it has all finished. */
 const sweepCursorSchema = new Schema(
   {
