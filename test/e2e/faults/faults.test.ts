@@ -60,7 +60,9 @@ describe('faults injected while deliveries flow', () => {
   })
 
   it('injected every fault', () => {
-    expect(report.faults).toMatchObject({ workerKills: 12, redisRestarts: 1, databaseRestarts: 1, subgraphRestarts: 1 })
+    expect(report.faults).toMatchObject({ workerKills: 12, redisRestarts: 1, databaseRestarts: 1 })
+    // one more for each kill that landed after its charge was answered (another payment is then tried)
+    expect(report.faults.subgraphRestarts).toBeGreaterThanOrEqual(1)
     // kills landed during attempts: the next pick-up logged them interrupted
     expect(report.deliveries.interruptedAttempts).toBeGreaterThan(0)
   })
