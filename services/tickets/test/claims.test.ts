@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { ContractError } from '@svc/errors'
-import { announceIssued, claimFreeTicket, claimTicketId, configureTicketTiers, keepReservation, reserve, sweepPendingVoids, voidTicket, type ServingTickets, type TicketsModels } from '../src'
+import { announceIssued, claimFreeTicket, claimTicketId, configureTicketTiers, keepReservation, releaseReservation, reserve, sweepPendingVoids, voidTicket, type ServingTickets, type TicketsModels } from '../src'
 import { claimedTicket, issue, CLAIM_ATTEMPT_SECONDS } from '../src/domain/claim-free-ticket'
 import { APP, ORGANIZER, openTicketsDomain } from './helpers'
 
@@ -135,6 +135,30 @@ test('a claim whose seat was taken too slowly (past its attempt\'s expiry) lets 
   expect(ticket.reservationId).not.toBe(slowAttempt)
   expect(await models.CapacityUnit.countDocuments({ reservationId: ticket.reservationId, kind: 'seat' })).toBe(1)
 })
+
+test("a claim whose every attempt is released as lapsed before it is kept (another process's clock far ahead) answers 503 after the duplicate wait, not never", async () => {
+  const { eventUri, tier } = await freeTier(5)
+  const create = models.ReservationOutcome.create.bind(models.ReservationOutcome)
+  let released = 0
+  const spy = jest.spyOn(models.ReservationOutcome, 'create').mockImplementation((async (doc: { _id: string; outcome: string }) => {
+    if (doc.outcome === 'kept' && doc._id.startsWith('claim_')) {
+      released++
+      await releaseReservation(d, doc._id)
+    }
+    return create(doc as never)
+  }) as never)
+  try {
+    const claiming = claimFreeTicket(d, APP, { environment: 'test', eventUri, ticketTypeId: tier._id, buyerDid: buyer(), idempotencyKey: 'always-lapsed' })
+    const outcome = await Promise.race([claiming.then(() => 'claimed', (err: Error) => err.message), new Promise((resolve) => setTimeout(resolve, 20_000, 'still trying'))])
+    // before, the claim took and freed units without end
+    expect(outcome).toBe('the claim took too long; retry')
+  } finally {
+    spy.mockRestore()
+  }
+  expect(released).toBeGreaterThan(1)
+  expect(await models.CapacityUnit.countDocuments({ tierId: tier._id })).toBe(0)
+  expect(await models.Ticket.countDocuments({ tierId: tier._id })).toBe(0)
+}, 30_000)
 
 test('a void racing the announcement of a ticket whose claim stopped before announcing it: the ticket ends voided, its seat back', async () => {
   const { eventUri, tier } = await freeTier(40)

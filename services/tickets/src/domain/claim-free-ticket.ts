@@ -156,7 +156,12 @@ export async function claimFreeTicket(d: ServingTickets, appDid: string, input: 
       if (Date.now() > deadline) throw new ContractError('ServiceUnavailable', 'the claim took too long; retry')
       continue
     }
-    if (!(await keepReservation(d, attempt.id))) continue // released as lapsed meanwhile: try again
+    if (!(await keepReservation(d, attempt.id))) {
+      // released as lapsed meanwhile (a process whose clock is more than the attempt's 60 s ahead): try again, for
+      // as long as a duplicate is waited for
+      if (Date.now() > deadline) throw new ContractError('ServiceUnavailable', 'the claim took too long; retry')
+      continue
+    }
     const { ticket, inserted } = await issue(d, record(attempt.id))
     if (!inserted && ticket.reservationId !== attempt.id) await deleteUnitsOf(d, attempt.id)
     return ticketView(d, ticket)
