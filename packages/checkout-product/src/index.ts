@@ -188,13 +188,22 @@ function validate(value: unknown): ParseProductResult {
 }
 
 /**
+ * The canonical product string of the fields, whatever its length: what tells two purchases apart (the service
+ * hashes it with the environment resolved, which can make it longer than the product the app sent). Throws
+ * `InvalidProductError` when a rule is broken.
+ */
+export function canonicalProduct(fields: CheckoutProduct): string {
+  const result = validate(fields)
+  if (!result.ok) throw new InvalidProductError(result.code, result.reason)
+  return PRODUCT_PREFIX + Buffer.from(JSON.stringify(result.product), 'utf8').toString('base64url')
+}
+
+/**
  * Validates the fields and returns the product string. Throws `InvalidProductError` when a rule is broken or the
  * result would exceed MAX_PRODUCT_LENGTH.
  */
 export function encodeProduct(fields: CheckoutProduct): string {
-  const result = validate(fields)
-  if (!result.ok) throw new InvalidProductError(result.code, result.reason)
-  const product = PRODUCT_PREFIX + Buffer.from(JSON.stringify(result.product), 'utf8').toString('base64url')
+  const product = canonicalProduct(fields)
   if (product.length > MAX_PRODUCT_LENGTH) {
     throw new InvalidProductError('TooLong', `the product is ${product.length} characters, more than ${MAX_PRODUCT_LENGTH}`)
   }

@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto'
 import { cidForCbor } from '@atproto/common'
 import { chargeKeyOf } from '@svc/payments'
+import { MAX_PRODUCT_LENGTH } from '@svc/checkout-product'
 import { startStack, type TestApp, type TestStack } from '../../stack'
 import { expectError, expectOk, httpRequest } from './helpers'
 import { approvedCreator, decide, initiate, payByForm, paymentStatus, product, requestApproval } from './payment-helpers'
@@ -119,6 +120,25 @@ describe('initiate', () => {
     expect(new Set(bodies.map((b) => b.token)).size).toBe(1)
     expect(new Set(bodies.map((b) => b.url)).size).toBe(1)
     expect(await checkouts().countDocuments({ appDid: app.did, appOrderId: 'order-parallel-1' })).toBe(1)
+  })
+
+  it('a product at the length limit that leaves the environment to the app is started, and its repeat finds its checkout', async () => {
+    const app = await stack.newApp()
+    const { did } = await approvedCreator(stack, app)
+    // the longest URLs the product string takes: naming the environment would make it 28 characters too long
+    let longest = ''
+    for (let n = 1000; ; n++) {
+      try {
+        const q = 'a'.repeat(n)
+        longest = product(did, { appOrderId: 'order-longest', returnUrl: `https://app.example.com/thanks?q=${q}`, cancelUrl: `https://app.example.com/cancel?q=${q}` })
+      } catch {
+        break
+      }
+    }
+    expect(longest.length).toBeGreaterThan(MAX_PRODUCT_LENGTH - 28)
+    // before, 500 InternalServerError on every try: the purchase's key was the product string with its environment
+    const first = expectOk(await initiate(stack, app, longest))
+    expect(expectOk(await initiate(stack, app, longest)).token).toBe(first.token)
   })
 
   it('a different product under a used order id is refused; the same order id of another app is its own', async () => {

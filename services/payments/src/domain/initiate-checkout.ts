@@ -10,7 +10,7 @@
  * converge on one checkout and get its tokens.
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { encodeProduct, parseProduct } from '@svc/checkout-product'
+import { canonicalProduct, parseProduct } from '@svc/checkout-product'
 import { ContractError } from '@svc/errors'
 import { parseEnvironment, type Environment } from '@svc/vocabulary'
 import { isDuplicateKeyError } from '../models'
@@ -94,7 +94,8 @@ export async function initiateCheckout(d: ServingPayments, input: { appDid: stri
     ;({ feeShareBps, approvalId, approvalRevision, recipientName } = authorization)
   }
   // the canonical product string with its environment resolved: naming the environment or not is the same purchase
-  const productHash = createHash('sha256').update(encodeProduct({ ...product, environment })).digest('hex')
+  // (and, not sent anywhere, it may be longer than a product string may be: the environment adds 28 characters)
+  const productHash = createHash('sha256').update(canonicalProduct({ ...product, environment })).digest('hex')
   let charges: ReturnType<typeof computeCharges>
   try {
     charges = computeCharges({ amount: product.amount, currency: product.currency, serviceFee: auth.serviceFee, feeShareBps, selfSale })
