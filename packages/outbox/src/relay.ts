@@ -13,9 +13,11 @@
  * Finding and marking filter on `relayed: false` or on `_id`, which FerretDB answers from an index.
  *
  * Redis may lose its data (a restart without persistence), or go back in time (a failover to a replica that was
- * behind), with domain events still queued. The domain's relays keep a marker in Redis, and each relay a count of its
- * own publishes; a scan that finds the marker missing (lost, or the first start) or its count older than it wrote
- * relays again the events relayed in the last `replayWindowMs`: those already turned into deliveries are a no-op (the
+ * behind, a restart that lost its last second of writes), with domain events still queued. The domain's relays keep a
+ * marker in Redis, and each relay a count of its own publishes; a scan that finds the marker missing (lost, or the
+ * first start) or its count older than it wrote, or a relay's first scan that finds the job of one of the domain's
+ * newest relayed events gone (Redis went back while every relay restarted: none has a count to tell by), relays
+ * again the events relayed in the last `replayWindowMs`: those already turned into deliveries are a no-op (the
  * delivery id derives from the event id).
  *
  * The outbox is a relay buffer, not the event log apps read (that is the events domain's deliveries): a scan also
@@ -72,6 +74,11 @@ export function relayCountKey(redisPrefix: string, source: EventSource, relayId:
 }
 
 /** a relay that published nothing for this long finds its count gone, and replays once (a no-op for the events) */
+/** how many of the domain's newest relayed events a relay's first scan looks for on the queue */
+const NEWEST_CHECKED = 20
+/** where the first scan looks for them first (a busy domain relayed some within it; else the replay window) */
+const NEWEST_RECENT_MS = 10 * 60_000
+
 const RELAY_COUNT_TTL_SECONDS = 30 * 24 * 3600
 
 /**
@@ -341,23 +348,48 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
   /**
    * The domain's marker missing (Redis lost its data, the first start, or a relay's publish found Redis gone back in
    * time), or this relay's count of its publishes older than it wrote (Redis went back in time: a failover to a
-   * replica that was behind): domain events published before may be gone with it, so those relayed within the replay
+   * replica that was behind), or at this relay's first scan a newest relayed event's job gone: domain events published before may be gone with it, so those relayed within the replay
    * window become unrelayed again, for this scan, whichever relay of the domain published them. The marker and the
    * count are written only once they are: a pass that fails in between (the database away) replays at its retry.
    * Two relays replaying at once publish each event once (its id is the job id).
    */
+  let newestChecked = false
+  /**
+   * Whether the job of one of the domain's newest relayed events is gone from the queue: jobs are kept 7 days once
+   * done, so Redis went back past its publish (a relay living through that tells by its count; one started since
+   * cannot). Once per relay, at its first scan. A job the events domain removed (a failed one whose delivery exists)
+   * also counts: the replay is then a no-op.
+   */
+  const newestJobsGone = async (): Promise<boolean> => {
+    const since = (ms: number) => opts.model.find({ relayed: true, relayedAt: { $gte: new Date(Date.now() - ms) } }, { _id: 1, relayedAt: 1 }).lean<Pick<OutboxEvent, '_id' | 'relayedAt'>[]>()
+    let relayed = await since(NEWEST_RECENT_MS)
+    if (relayed.length === 0) relayed = await since(replayWindowMs)
+    relayed.sort((a, b) => (b.relayedAt?.getTime() ?? 0) - (a.relayedAt?.getTime() ?? 0))
+    const states = await Promise.all(relayed.slice(0, NEWEST_CHECKED).map((event) => queue.getJobState(event._id)))
+    return states.includes('unknown')
+  }
+
   const replayIfRedisLost = async (): Promise<void> => {
     await redisReady()
     const [marker, count] = await redis.mget(aliveKey, countKey)
     const wentBack = published > 0 && count !== String(published)
-    if (marker !== null && !wentBack) return
+    const jobsGone = marker !== null && !wentBack && !newestChecked && (await newestJobsGone())
+    if (marker !== null && !wentBack && !jobsGone) {
+      newestChecked = true
+      return
+    }
     const since = new Date(Date.now() - replayWindowMs)
     const res = await opts.model.updateMany({ relayed: true, relayedAt: { $gte: since } }, { $set: { relayed: false } })
     // a marker from before the count (a sequence, or a date) stays as it is: any value means Redis kept its data
     await redis.set(aliveKey, '1', 'NX')
     if (published > 0) await redis.set(countKey, String(published), 'EX', RELAY_COUNT_TTL_SECONDS)
+    newestChecked = true
     if (res.modifiedCount > 0) {
-      const why = wentBack ? `Redis went back in time (this relay's count of its publishes read ${count ?? 'missing'}, not ${published})` : 'Redis lost its data (or first start)'
+      const why = wentBack
+        ? `Redis went back in time (this relay's count of its publishes read ${count ?? 'missing'}, not ${published})`
+        : jobsGone
+          ? 'Redis went back in time (the job of one of the newest relayed events is gone)'
+          : 'Redis lost its data (or first start)'
       log.warn({ events: res.modifiedCount, since }, `outbox relay: ${why}; relaying recent events again`)
     }
   }
