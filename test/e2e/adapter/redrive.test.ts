@@ -190,6 +190,18 @@ describe('one delivery', () => {
     await expectRequeued(id, 2)
   })
 
+  it("a failed delivery whose old run's job is not finished (a retry BullMQ delayed after the run's last outcome) gets a new job, not that one", async () => {
+    const dev = await newApp()
+    const id = await finished(dev)
+    const old = (await queue.getJob(id))!
+    await old.remove()
+    await queue.add(old.name, old.data, { jobId: id, delay: 3600_000 })
+    expect(await jobState(queue, id)).toBe('delayed')
+    expect(queuedOf(await redrive(stack, { app: dev.app.did }, { deliveryId: id }, bearer(dev.key)))).toBe(1)
+    // before, the old job was kept with the new run's data: still delayed an hour, its attempts counted on
+    await expectRequeued(id, 2)
+  })
+
   it('a live key redrives its live delivery; a test key cannot reach it', async () => {
     const dev = await newApp()
     const id = await insertDelivery(stack, { appDid: dev.app.did, environment: 'live', status: 'failed' })

@@ -19,7 +19,7 @@ import { ContractError } from '@svc/errors'
 import type { DeliveryDoc } from '../models'
 import type { DeliveryJob } from '../queues'
 import type { EventsDomain } from './context'
-import { deliveryJob, enqueueDelivery, firstReached, RECEIVERS_KEEP_IDS_MS, requeueLostDelivery } from './deliveries'
+import { enqueueDelivery, firstReached, RECEIVERS_KEEP_IDS_MS, requeueLostDelivery } from './deliveries'
 import { DELIVERY_ID_RE } from './envelope'
 import { TEST_DELIVERY_RETENTION_MS } from './retention'
 import { scheduleSpanMs } from './schedule'
@@ -124,10 +124,12 @@ async function claimRun(domain: Domain, doc: DeliveryDoc): Promise<boolean> {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /**
- * Puts the delivery's job back for its new run (`d`, as just written): the finished job is removed and a new one added
- * with the new run's data, or one added when it is gone. Not a retry of the finished job: BullMQ keeps a job's count
- * of stalls through a retry (and one added again for the attempts its run had left, when Redis lost the first, keeps
- * its attempts), so a job that failed for stalling 5 times failed its new run at the first stall.
+ * Puts the delivery's job back for its new run (`d`, as just written): the old run's job is removed and a new one
+ * added with the new run's data, or one added when it is gone. Not a retry of the finished job: BullMQ keeps a job's
+ * count of stalls through a retry (and one added again for the attempts its run had left, when Redis lost the first,
+ * keeps its attempts), so a job that failed for stalling 5 times failed its new run at the first stall. So is an old
+ * run's job not finished yet (waiting after a stall, or delayed: a retry BullMQ scheduled after the run's last outcome
+ * was written): kept, the new run would have counted from its attempts and waited out its backoff.
  */
 async function requeueJob(domain: Domain, d: DeliveryDoc): Promise<void> {
   const deliveryId = d._id
@@ -139,7 +141,7 @@ async function requeueJob(domain: Domain, d: DeliveryDoc): Promise<void> {
       return
     }
     const state = await job.getState()
-    if (state === 'failed' || state === 'completed') {
+    if (state !== 'active' && state !== 'unknown') {
       try {
         await job.remove()
         continue
@@ -154,11 +156,6 @@ async function requeueJob(domain: Domain, d: DeliveryDoc): Promise<void> {
       if (Date.now() > deadline) throw new Error(`redrive: the job of ${deliveryId} is in no known state`)
       await sleep(10)
       continue
-    }
-    if (state !== 'active') {
-      // waiting, delayed, prioritized: it will run, now as the new run
-      await job.updateData(deliveryJob(d))
-      return
     }
     // The worker wrote the outcome and is moving the job out of active: wait for it to land.
     if (Date.now() > deadline) {
@@ -218,7 +215,7 @@ async function requeueIfLost(domain: Domain, doc: DeliveryDoc, now: Date): Promi
 /**
  * Whether the delivery's job is out of `active` (or gone) within `waitMs`. A failed or delivered delivery's job
  * leaves `active` for `failed` or `completed`, or, held by a worker that stopped, for waiting once its lock expires
- * (DELIVERY_LOCK_MS, 30 s, then the next stall check): requeueJob takes each of those as the new run's job.
+ * (DELIVERY_LOCK_MS, 30 s, then the next stall check): requeueJob replaces each of those with the new run's job.
  */
 async function jobLeftActive(domain: Domain, deliveryId: string, waitMs: number): Promise<boolean> {
   const deadline = Date.now() + waitMs
