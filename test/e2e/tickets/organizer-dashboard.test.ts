@@ -131,11 +131,12 @@ it('the attendee CSV escapes cells that would run as formulas', async () => {
   expect(csv.status).toBe(200)
   expect(csv.headers.get('content-type')).toBe('text/csv; charset=utf-8')
   const lines = csv.text.trim().split('\n')
-  expect(lines[0]).toBe('ticket,tier,buyer,status,source,app order,issued at')
+  // every cell quoted: a spreadsheet splitting on ";" cannot cut one into a formula
+  expect(lines[0]).toBe('"ticket","tier","buyer","status","source","app order","issued at"')
   expect(lines).toHaveLength(4)
   expect(csv.text).toContain(`"'=HYPERLINK(""http://evil.example"")"`)
   expect(csv.text).toContain(`'+cmd|calc`)
-  expect(csv.text).not.toMatch(/(^|,)[=+\-@]/m)
+  expect(csv.text).not.toMatch(/(^|[,;])"?[=+\-@]/m)
 })
 
 it('a ticket inserted late with an earlier time (a settle that read first) is on a later page, not passed by: a page stops before its tickets of the last minute', async () => {
@@ -196,7 +197,7 @@ it('an event\'s tickets come 200 to a page, oldest first, each once (tickets of 
   expect(csv.status).toBe(200)
   const lines = csv.text.trim().split('\n')
   expect(lines).toHaveLength(451)
-  expect(lines.slice(1).map((l) => l.split(',')[0])).toEqual(expected)
+  expect(lines.slice(1).map((l) => l.split(',')[0]!.replaceAll('"', ''))).toEqual(expected)
 
   const forged = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
   for (const after of ['nope', forged([1, 'ticket_x']), forged([Number.MAX_SAFE_INTEGER, `ticket_${'0'.repeat(24)}`])]) {
@@ -216,7 +217,7 @@ it('the attendee CSV of more tickets than one read takes (5,000) comes whole, in
   for (let i = 0; i < seeded.length; i += 1000) await stack.tickets.Ticket.insertMany(seeded.slice(i, i + 1000))
   const csv = await httpRequest(`${stack.checkoutUrl}/dashboard/events/attendees.csv?uri=${encodeURIComponent(eventUri)}`, { headers: { cookie: await stack.dashboardCookie(organizer.did, 'test') } })
   expect(csv.status).toBe(200)
-  const ids = csv.text.trim().split('\n').slice(1).map((l) => l.split(',')[0])
+  const ids = csv.text.trim().split('\n').slice(1).map((l) => l.split(',')[0]!.replaceAll('"', ''))
   expect(ids).toEqual(seeded.map((t) => t._id))
 }, 120_000)
 
