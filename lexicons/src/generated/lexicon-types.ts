@@ -292,7 +292,7 @@ export interface MoneySvcAppUpdateConfigWebhook {
   channel?: 'webhook' | 'xrpc' | (string & {})
   /** This implementation's own field: the origin of the app's XRPC service (the `xrpc` channel), when one is configured. */
   receiverUrl?: string
-  /** This implementation's own field: the signing secret of the environment's deliveries on either channel (`whsec_` + base64 of 32 random bytes). Present in the response of the update that first left a channel configured (and of each concurrent first update: the same secret), and of every later update that names the channel's URL (`webhookUrl` or `receiverUrl`), so a retry of that update whose answer was lost gets it again; when the first answer was lost before the secret was recorded as given, any next update of the environment returns it. Other updates answer without it. The current secret: after an operator's rotation, the new one. */
+  /** This implementation's own field: the signing secret of the environment's deliveries on either channel (`whsec_` + base64 of 32 random bytes). Present in the response of the update that first left a channel configured (and of each concurrent first update: the same secret), and of every later update that names the channel (`eventChannel`) or its URL (`webhookUrl` or `receiverUrl`), so a retry of that update whose answer was lost gets it again; when the first answer was lost before the secret was recorded as given, any next update of the environment returns it. Other updates answer without it. The current secret: after an operator's rotation, the new one. */
   signingSecret?: string
 }
 

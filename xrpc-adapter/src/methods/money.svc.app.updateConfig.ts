@@ -1,8 +1,8 @@
 /**
  * money.svc.app.updateConfig: the apps subgraph's partial update, which also has the events domain create the
  * environment's signing secret when the result leaves a channel configured (docs/events.md, "Signing secrets"). The
- * update that first configures a channel, and every update naming the channel's URL, return it as
- * `webhook.signingSecret`; other responses have none.
+ * update that first configures a channel, and every update naming the channel (`eventChannel`) or its URL, return
+ * it as `webhook.signingSecret`; other responses have none.
  */
 import { graphql } from '@svc/graph'
 import { INPUT_KEYS } from '@svc/lexicons/types'
