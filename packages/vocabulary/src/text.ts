@@ -1,4 +1,5 @@
 /** Bounded text from callers: lexicon strings limit both graphemes (what a person counts) and bytes. */
+import { ContractError } from '@svc/errors'
 
 /**
  * C0 and C1 controls, and the bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069): text
@@ -24,4 +25,17 @@ export function isWithinBounds(value: string, bounds: { maxGraphemes: number; ma
 
 export function hasControlCharacters(value: string): boolean {
   return CONTROL_CHARACTERS.test(value)
+}
+
+/**
+ * A name shown to people (an actor's display name, an app's name on the creator's dashboard): trimmed, empty as none,
+ * at most 64 characters, no control characters (above). Undefined stays undefined (not given).
+ */
+export function parseDisplayName<T extends string | null | undefined>(value: T, field: string): string | null | Exclude<T, string> {
+  if (value === undefined || value === null) return value as Exclude<T, string>
+  const trimmed = value.trim()
+  if (trimmed === '') return null
+  if (!isWithinBounds(trimmed, { maxGraphemes: 64, maxBytes: 640 })) throw new ContractError('InvalidRequest', `${field} must be at most 64 characters`)
+  if (hasControlCharacters(trimmed)) throw new ContractError('InvalidRequest', `${field} must not contain control characters`)
+  return trimmed
 }

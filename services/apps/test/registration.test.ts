@@ -133,6 +133,19 @@ describe('registration', () => {
     expect((await models.App.findOne({ did }).lean())?.name).toBe('New name')
   })
 
+  test("the app's name, shown to creators as who asks, is trimmed and held to a display name's rules: refused, nothing stored", async () => {
+    const did = newDid()
+    await registerApp({ models }, base(did, { name: '  Shop  ' }))
+    expect((await models.App.findOne({ did }).lean())?.name).toBe('Shop')
+    for (const [name, why] of [['Pay \u202eevil', /control characters/], ['a\nb', /control characters/], ['n'.repeat(65), /at most 64/]] as const) {
+      await expect(registerApp({ models }, base(did, { name }))).rejects.toMatchObject({ code: 'InvalidRequest', message: expect.stringMatching(why) })
+    }
+    expect((await models.App.findOne({ did }).lean())?.name).toBe('Shop')
+    // an empty name is none (the dashboard then names the app by its DID), not an empty heading
+    await registerApp({ models }, base(did, { name: '   ' }))
+    expect((await models.App.findOne({ did }).lean())?.name).toBeNull()
+  })
+
   test('registering another environment leaves the first untouched', async () => {
     const did = newDid()
     await registerApp({ models }, base(did, { feeShareBps: 100 }))

@@ -1,6 +1,6 @@
 /** The operator creates or updates an actor (npm run operator:actors -- create-creator). */
 import { ContractError } from '@svc/errors'
-import { hasControlCharacters, isDid, isWithinBounds, parseEnvironment } from '@svc/vocabulary'
+import { isDid, parseDisplayName, parseEnvironment } from '@svc/vocabulary'
 import { ACTOR_KINDS, PAYMENT_TYPES, isDuplicateKeyError } from '../models'
 import { inActorTurn } from './actor-turns'
 import type { ActorsDomain } from './context'
@@ -13,16 +13,6 @@ export interface UpsertActorInput {
   displayName?: string | null
   paymentTypes?: string[]
   payoutStatus?: string
-}
-
-function validDisplayName(value: string | null | undefined): string | null | undefined {
-  if (value === undefined || value === null) return value
-  const trimmed = value.trim()
-  if (trimmed === '') return null
-  if (!isWithinBounds(trimmed, { maxGraphemes: 64, maxBytes: 640 })) throw new ContractError('InvalidRequest', 'displayName must be at most 64 characters')
-  // shown to buyers on the checkout page
-  if (hasControlCharacters(trimmed)) throw new ContractError('InvalidRequest', 'displayName must not contain control characters')
-  return trimmed
 }
 
 /**
@@ -39,7 +29,8 @@ export async function upsertActor(d: ActorsDomain, input: UpsertActorInput): Pro
     if (!(ACTOR_KINDS as readonly string[]).includes(input.kind)) throw new ContractError('InvalidRequest', `kind must be one of ${ACTOR_KINDS.join(', ')}`)
     set.kind = input.kind
   }
-  const displayName = validDisplayName(input.displayName)
+  // shown to buyers on the checkout page
+  const displayName = parseDisplayName(input.displayName, 'displayName')
   if (displayName !== undefined) set.displayName = displayName
   if (input.paymentTypes !== undefined) {
     const types = [...new Set(input.paymentTypes)]

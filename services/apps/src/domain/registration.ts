@@ -9,7 +9,7 @@ import { isDuplicateKeyError } from '../models'
 import type { AppsDomain } from './context'
 import { toAppConfigView, type AppConfigView } from './app-config-view'
 import { inAppEnvironmentTurn } from './app-environment'
-import { isCurrencyCode, isDid, parseEnvironment } from '@svc/vocabulary'
+import { isCurrencyCode, isDid, parseDisplayName, parseEnvironment } from '@svc/vocabulary'
 
 export interface RegisterAppInput {
   did: string
@@ -62,13 +62,15 @@ export async function registerApp(d: Pick<AppsDomain, 'models' | 'logger'>, inpu
     throw new ContractError('InvalidRequest', 'give ticketFee.flatAmount with ticketFee.flatCurrency: the amount is in that currency\'s minor units')
   }
   const appUrl = normalizeAppUrl(input.appUrl)
+  // shown to creators as who asks to take payments for them (the dashboard)
+  const name = parseDisplayName(input.name, 'name')
 
   // Upserts race on the unique indexes; the loser of a race simply retries as an update.
   for (let attempt = 0; ; attempt++) {
     try {
       await d.models.App.updateOne(
         { did: input.did },
-        input.name === undefined ? { $setOnInsert: { did: input.did, name: null } } : { $set: { name: input.name }, $setOnInsert: { did: input.did } },
+        name === undefined ? { $setOnInsert: { did: input.did, name: null } } : { $set: { name }, $setOnInsert: { did: input.did } },
         { upsert: true },
       )
       const doc = await inAppEnvironmentTurn(d, input.did, environment, () =>
