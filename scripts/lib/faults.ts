@@ -11,7 +11,8 @@
  *     test charge takes CHARGE_LATENCY_MS), and starts it again 1 s later (a kill that landed after the processor
  *     answered is started again and another payment is tried, up to three);
  *   - restarts Redis without persistence (every job, lock and counter is lost) at 40% of the outage;
- *   - kills FerretDB and starts it again on the same data at 70% of the outage.
+ *   - kills FerretDB and starts it again on the same data at 70% of the outage;
+ *   each fault once the one before it is over, when that is later.
  * Time is scaled: DELIVERY_SCHEDULE_SCALE makes the schedule's 72 hours last `outageSeconds`, and the endpoint-health
  * window (5 days) is scaled the same way, so the endpoint stays enabled.
  *
@@ -645,7 +646,15 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     const outageMs = opts.outageSeconds * 1000
     const productionEnd = t0 + outageMs * 1.2
     const timeline: Promise<void>[] = []
-    const at = (ms: number, what: () => Promise<void>) => timeline.push(sleep(Math.max(0, t0 + ms - Date.now())).then(what))
+    // each fault at its time, or once the one before it is over when that takes longer (a loaded machine): a payments
+    // kill still waiting for a charge to catch met the Redis restart and the database kill, whose refusals ended its
+    // payments before they were charging
+    let previous: Promise<unknown> = Promise.resolve()
+    const at = (ms: number, what: () => Promise<void>) => {
+      const step = Promise.all([sleep(Math.max(0, t0 + ms - Date.now())), previous.catch(() => undefined)]).then(what)
+      previous = step
+      timeline.push(step)
+    }
     at(outageMs * 0.2, async () => {
       // one payment is in its charge when the subgraph dies: marked processing, its processor's answer not yet back.
       // On a loaded machine the run's look may miss the 2 s charge (the pay ends first): another order is tried
