@@ -74,12 +74,12 @@ export function relayCountKey(redisPrefix: string, source: EventSource, relayId:
 }
 
 /** a relay that published nothing for this long finds its count gone, and replays once (a no-op for the events) */
+const RELAY_COUNT_TTL_SECONDS = 30 * 24 * 3600
+
 /** how many of the domain's newest relayed events a relay's first scan looks for on the queue */
 const NEWEST_CHECKED = 20
 /** where the first scan looks for them first (a busy domain relayed some within it; else the replay window) */
 const NEWEST_RECENT_MS = 10 * 60_000
-
-const RELAY_COUNT_TTL_SECONDS = 30 * 24 * 3600
 
 /**
  * After a publish: the relay's count moves from ARGV[1] to ARGV[2]. Found otherwise, Redis went back in time: the
@@ -345,14 +345,6 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     upgraded = true
   }
 
-  /**
-   * The domain's marker missing (Redis lost its data, the first start, or a relay's publish found Redis gone back in
-   * time), or this relay's count of its publishes older than it wrote (Redis went back in time: a failover to a
-   * replica that was behind), or at this relay's first scan a newest relayed event's job gone: domain events published before may be gone with it, so those relayed within the replay
-   * window become unrelayed again, for this scan, whichever relay of the domain published them. The marker and the
-   * count are written only once they are: a pass that fails in between (the database away) replays at its retry.
-   * Two relays replaying at once publish each event once (its id is the job id).
-   */
   let newestChecked = false
   /**
    * Whether the job of one of the domain's newest relayed events is gone from the queue: jobs are kept 7 days once
@@ -369,6 +361,15 @@ export function startOutboxRelay(opts: OutboxRelayOptions): OutboxRelay {
     return states.includes('unknown')
   }
 
+  /**
+   * The domain's marker missing (Redis lost its data, the first start, or a relay's publish found Redis gone back in
+   * time), or this relay's count of its publishes older than it wrote (Redis went back in time: a failover to a
+   * replica that was behind), or at this relay's first scan a newest relayed event's job gone: domain events
+   * published before may be gone with it, so those relayed within the replay window become unrelayed again, for this
+   * scan, whichever relay of the domain published them. The marker and the count are written only once they are: a
+   * pass that fails in between (the database away) replays at its retry. Two relays replaying at once publish each
+   * event once (its id is the job id).
+   */
   const replayIfRedisLost = async (): Promise<void> => {
     await redisReady()
     const [marker, count] = await redis.mget(aliveKey, countKey)

@@ -116,10 +116,10 @@ return 0`
 /**
  * The issuer-lookup guard: per client address, the distinct issuers whose DID documents the address's /xrpc calls
  * had the service look up (docs/operations.md, "Rate limits"), counted before the lookup, and the issuers of its
- * verified calls that the service does not know (no app registered), counted after the gateway said so. A token's signature can only
- * be checked with its issuer's key, which for a did:plc or did:web issuer is fetched over the network (the PLC
- * directory, the issuer's host): forged tokens each naming a made-up issuer would have the service make lookups
- * without end, until the directory limits the service's own address and every app's auth fails. An app names one
+ * verified calls that the service does not know (no app registered), counted after the gateway said so. A token's
+ * signature can only be checked with its issuer's key, which for a did:plc or did:web issuer is fetched over the
+ * network (the PLC directory, the issuer's host): forged tokens each naming a made-up issuer would have the service
+ * make lookups without end, until the directory limits the service's own address and every app's auth fails. An app names one
  * issuer, cached once looked up, so it is counted once a window at most, also while the directory is away and its
  * calls are refused. Past the limit, an address's calls are refused 429 before auth for the rest of the window.
  *

@@ -70,8 +70,8 @@ const FLAGS_AT_ONCE = 32
  * was two round trips each), then their flags, one update per ticket, FLAGS_AT_ONCE at a time. Not one update of them
  * all: FerretDB reads every matching ticket first and writes each back whole, so a void landing in between, seconds
  * on a large hold, would be written over (`issued` again, its seat on sale); one by one the window is a ticket's
- * milliseconds, which the void's last write covers (void-ticket.ts), and keepVoidsVoided after the flags. Nor one bulk command of updates: FerretDB 1.24
- * did not answer one of 50 (measured 2026-11-26).
+ * milliseconds, which the void's last write covers (void-ticket.ts), and keepVoidsVoided after the flags. Nor one
+ * bulk command of updates: FerretDB 1.24 did not answer one of 50 (measured 2026-11-26).
  */
 export async function announceHoldTickets(d: TicketsDomain, tickets: TicketDoc[]): Promise<void> {
   const due = tickets.filter((t) => !t.announced)
