@@ -9,7 +9,7 @@
  *     starts a new one at once;
  *   - SIGKILLs the payments subgraph at 20% of the outage, during the charge of a payment it starts for that (each
  *     test charge takes CHARGE_LATENCY_MS), and starts it again 1 s later (a kill that landed after the processor
- *     answered is started again and another payment is tried, up to three);
+ *     answered is started again and another payment is tried, up to MID_CHARGE_TRIES);
  *   - restarts Redis without persistence (every job, lock and counter is lost) at 40% of the outage;
  *   - kills FerretDB and starts it again on the same data at 70% of the outage;
  *   each fault once the one before it is over, when that is later.
@@ -52,7 +52,9 @@ const LONGEST_WAIT_SCALED_MS = 22 * 3600_000
  * the test processor's wait before each charge: long enough for the run to see a charge under way and kill the
  * payments subgraph inside it, even on a loaded machine whose database reads take hundreds of milliseconds
  */
-const CHARGE_LATENCY_MS = 2000
+const CHARGE_LATENCY_MS = 5000
+/** how many payments the run starts to catch one in its charge (on a loaded machine a pay can end unseen) */
+const MID_CHARGE_TRIES = 5
 /** how long the run waits for that payment to be in its charge (a loaded CI machine is several times slower) */
 const CHARGING_WAIT_MS = 30_000
 /** how many refused orders and claims are retried at once after the faults */
@@ -680,7 +682,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
           why = 'its charge was answered before the kill landed'
           await startPayments()
         }
-        if (tries === 3 || !(ended || seen)) throw new Error(`order ${order}: ${why} (see ${logDir})`)
+        if (tries === MID_CHARGE_TRIES || !(ended || seen)) throw new Error(`order ${order}: ${why} (see ${logDir})`)
         log(`faults: order ${order}: ${why}; another order is tried\n`)
       }
       log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: the payments subgraph killed during the charge of ${killedMidCharge}, started again after 1 s\n`)
