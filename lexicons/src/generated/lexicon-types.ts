@@ -43,7 +43,7 @@ export interface MoneySvcActorGetProfileOutput {
   displayName?: string
   /** True when the actor can receive payments now (same fact as getPayoutStatus). */
   payable: boolean
-  /** Payment types the actor accepts. */
+  /** Payment types the actor accepts: a checkout of another type is refused (RecipientNotPayable). */
   paymentTypes: Array<'tip' | 'shop' | (string & {})>
   /** When the profile was first indexed. */
   createdAt: string

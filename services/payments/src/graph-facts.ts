@@ -20,7 +20,7 @@ const CHECKOUT = graphql(`query PaymentsCheckoutFacts($appDid: ID!, $environment
     environment
     config { feeShareBps ticketFee { bps flatAmount flatCurrency passToBuyer } }
     recipientApproval(recipientDid: $recipient) {
-      id revision status paymentTypes feeShareBps recipient { did displayName payable payoutStatus }
+      id revision status paymentTypes feeShareBps recipient { did displayName payable payoutStatus paymentTypes }
     }
   }
 }`)

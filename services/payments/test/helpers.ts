@@ -85,7 +85,7 @@ export function authorizationFor(recipientDid: string, over: Partial<CheckoutFac
     serviceFee: { bps: 250, flatAmount: 30, flatCurrency: 'usd', passToBuyer: false },
     feeShareCapBps: 500,
     approval: { id: 'apr_test', revision: 1, status: 'approved', paymentTypes: ['tip', 'shop'], feeShareBps: 500 },
-    recipient: { did: recipientDid, displayName: 'Ada Creator', payable: true, payoutStatus: 'ready' },
+    recipient: { did: recipientDid, displayName: 'Ada Creator', payable: true, payoutStatus: 'ready', paymentTypes: ['tip', 'shop'] },
     ...over,
   }
 }

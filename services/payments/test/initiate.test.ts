@@ -72,10 +72,17 @@ describe('the rules, in order', () => {
     const product = productOf(creator)
     await expectCode(initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator, { recipient: null }) }), { appDid: APP, product }), 'RecipientNotPayable', /unknown in test/)
     await expectCode(
-      initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator, { recipient: { did: creator, displayName: null, payable: false, payoutStatus: 'onboarding-required' } }) }), { appDid: APP, product }),
+      initiateCheckout(serving(t.domain, { checkout: authorizationFor(creator, { recipient: { did: creator, displayName: null, payable: false, payoutStatus: 'onboarding-required', paymentTypes: ['tip', 'shop'] } }) }), { appDid: APP, product }),
       'RecipientNotPayable',
       /onboarding-required/,
     )
+  })
+
+  test('a recipient whose profile does not accept the payment type → RecipientNotPayable, even with the app approved for it', async () => {
+    const creator = newDid()
+    const shopOnly = authorizationFor(creator, { recipient: { did: creator, displayName: null, payable: true, payoutStatus: 'ready', paymentTypes: ['shop'] } })
+    await expectCode(initiateCheckout(serving(t.domain, { checkout: shopOnly }), { appDid: APP, product: productOf(creator, { paymentType: 'tip' }) }), 'RecipientNotPayable', /accepts shop payments, not tip/)
+    expect(await t.models.Checkout.countDocuments({ recipientDid: creator })).toBe(0)
   })
 
   test('fees above the amount → InvalidProduct', async () => {

@@ -235,7 +235,8 @@ describe('the authorization read again at pay', () => {
     ['tips no longer approved', { approval: { id: 'apr_test', revision: 1, status: 'approved', paymentTypes: ['shop'], feeShareBps: 500 } }, 'payment_type_not_approved'],
     ['a lower fee share accepted', { approval: { id: 'apr_test', revision: 1, status: 'approved', paymentTypes: ['tip', 'shop'], feeShareBps: 300 } }, 'fee_share_lowered'],
     ['a lower cap set by an operator', { feeShareCapBps: 100 }, 'fee_share_lowered'],
-    ['the recipient restricted', { recipient: { did: 'x', displayName: null, payable: false, payoutStatus: 'restricted' } }, 'recipient_not_payable'],
+    ['the recipient restricted', { recipient: { did: 'x', displayName: null, payable: false, payoutStatus: 'restricted', paymentTypes: ['tip', 'shop'] } }, 'recipient_not_payable'],
+    ['tips no longer accepted by the recipient', { recipient: { did: 'x', displayName: null, payable: true, payoutStatus: 'ready', paymentTypes: ['shop'] } }, 'payment_type_not_accepted'],
   ] as const)('%s: the checkout fails as not_authorized, nothing is charged', async (_case, change, code) => {
     const c = await start()
     const before = processor.charges.length

@@ -56,7 +56,7 @@ function seedCheckout(creator: string) {
     tokenSecret: TOKEN_SECRET,
     checkoutExpirySeconds: 3600,
   }
-  const facts = authorizationFor(creator, { recipient: { did: creator, displayName: 'Ada', payable: true, payoutStatus: 'ready' } })
+  const facts = authorizationFor(creator, { recipient: { did: creator, displayName: 'Ada', payable: true, payoutStatus: 'ready', paymentTypes: ['tip', 'shop'] } })
   return initiateCheckout(serving(domain, { checkout: facts }), { appDid: APP, product: productOf(creator) })
 }
 

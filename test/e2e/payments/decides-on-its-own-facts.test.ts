@@ -105,6 +105,12 @@ test('an approved recipient who cannot be paid → RecipientNotPayable, no check
   await expectNoCheckout(await creator({ environments: ['test'], payoutStatus: 'restricted', approvedIn: 'test' }), 'RecipientNotPayable')
 })
 
+test('a recipient whose profile no longer accepts the payment type (an operator narrowed it) → RecipientNotPayable, no checkout', async () => {
+  const did = await creator({ environments: ['test'], payoutStatus: 'ready', approvedIn: 'test' })
+  await stack.newActor({ did, environment: 'test', paymentTypes: ['shop'] })
+  await expectNoCheckout(did, 'RecipientNotPayable')
+})
+
 test('the caller cannot assert the facts: the mutation has no argument for them', async () => {
   const did = await creator({ environments: ['test'], payoutStatus: 'onboarding-required' })
   const forged = {

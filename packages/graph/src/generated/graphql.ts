@@ -1177,7 +1177,7 @@ export type PaymentsCheckoutFactsQueryVariables = Exact<{
 }>;
 
 
-export type PaymentsCheckoutFactsQuery = { __typename?: 'Query', appAccessFor: { __typename?: 'AppAccess', environment: string, config: { __typename?: 'AppEnvironmentConfig', feeShareBps: number, ticketFee: { __typename?: 'TicketFee', bps: number, flatAmount: number, flatCurrency: string, passToBuyer: boolean } }, recipientApproval: { __typename?: 'RecipientApproval', id: string, revision: number, status: string, paymentTypes: Array<string>, feeShareBps: number, recipient: { __typename?: 'ActorProfile', did: string, displayName: string | null, payable: boolean, payoutStatus: string } | null } | null } };
+export type PaymentsCheckoutFactsQuery = { __typename?: 'Query', appAccessFor: { __typename?: 'AppAccess', environment: string, config: { __typename?: 'AppEnvironmentConfig', feeShareBps: number, ticketFee: { __typename?: 'TicketFee', bps: number, flatAmount: number, flatCurrency: string, passToBuyer: boolean } }, recipientApproval: { __typename?: 'RecipientApproval', id: string, revision: number, status: string, paymentTypes: Array<string>, feeShareBps: number, recipient: { __typename?: 'ActorProfile', did: string, displayName: string | null, payable: boolean, payoutStatus: string, paymentTypes: Array<string> } | null } | null } };
 
 export type PaymentsAppLinkFactsQueryVariables = Exact<{
   appDid: Scalars['ID']['input'];
@@ -1725,6 +1725,7 @@ export const PaymentsCheckoutFactsDocument = new TypedDocumentString(`
         displayName
         payable
         payoutStatus
+        paymentTypes
       }
     }
   }

@@ -23,6 +23,8 @@ export interface RecipientFacts {
   displayName?: string | null
   payable: boolean
   payoutStatus: string
+  /** the payment types the recipient accepts (its profile's; an operator may narrow them) */
+  paymentTypes: string[]
 }
 
 /** What a checkout is decided on. */

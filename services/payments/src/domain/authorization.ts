@@ -8,7 +8,7 @@ import type { CheckoutFacts } from './app-facts'
 
 export type Authorization =
   | { ok: true; approvalId: string; approvalRevision: number; recipientName: string | null; feeShareBps: number }
-  | { ok: false; code: 'approval_ended' | 'payment_type_not_approved' | 'recipient_not_payable'; error: ContractError }
+  | { ok: false; code: 'approval_ended' | 'payment_type_not_approved' | 'recipient_not_payable' | 'payment_type_not_accepted'; error: ContractError }
 
 export function authorizationOf(facts: CheckoutFacts, recipientDid: string, paymentType: string): Authorization {
   const refused = (code: Extract<Authorization, { ok: false }>['code'], error: ContractError): Authorization => ({ ok: false, code, error })
@@ -25,6 +25,11 @@ export function authorizationOf(facts: CheckoutFacts, recipientDid: string, paym
   if (!recipient) return refused('recipient_not_payable', new ContractError('RecipientNotPayable', `recipient ${recipientDid} is unknown in ${facts.environment}`))
   if (!recipient.payable) {
     return refused('recipient_not_payable', new ContractError('RecipientNotPayable', `recipient ${recipientDid} cannot receive payments now (payout status ${recipient.payoutStatus})`))
+  }
+  // the profile's payment types (getProfile): an approval cannot take a type the recipient does not accept
+  if (!recipient.paymentTypes.includes(paymentType)) {
+    const accepted = recipient.paymentTypes.join(', ') || 'no'
+    return refused('payment_type_not_accepted', new ContractError('RecipientNotPayable', `recipient ${recipientDid} accepts ${accepted} payments, not ${paymentType}`))
   }
   // the share the creator accepted, but never more than the app may take now (an operator may have lowered it)
   return { ok: true, approvalId: approval.id, approvalRevision: approval.revision, recipientName: recipient.displayName ?? null, feeShareBps: Math.min(approval.feeShareBps, facts.feeShareCapBps) }
