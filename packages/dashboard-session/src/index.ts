@@ -9,6 +9,10 @@
  * cookie holding a random session secret (`dss_…`, 12 hours). Redis keeps only SHA-256 hashes of both,
  * with their TTLs, so a leaked Redis dump opens nothing. Each session carries a CSRF secret that every
  * dashboard form posts back. On an https checkout host the cookies are `__Host-` prefixed (dashboardCookie).
+ *
+ * An operator ends every session and unused sign-in link of an actor at once (endSessions, after a lost device or
+ * a leaked link): each actor has a sign-out generation, a Redis counter; sessions and links carry the one they were
+ * made in, and one made before the counter's last increment opens nothing (no clocks compared).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type Redis from 'ioredis'
@@ -57,6 +61,8 @@ export interface DashboardSession {
   /** posted back by every dashboard form */
   csrfToken: string
   createdAt: string
+  /** the actor's sign-out generation when the session began (absent on sessions from before generations: 0) */
+  generation?: number
 }
 
 export interface DashboardSessions {
@@ -68,6 +74,8 @@ export interface DashboardSessions {
   createSession(who: { actorDid: string; environment: Environment }): Promise<{ cookie: string; session: DashboardSession }>
   getSession(cookie: string | undefined): Promise<DashboardSession | null>
   destroySession(cookie: string | undefined): Promise<void>
+  /** ends every session and unused sign-in link of the actor in that environment (sign-ins after it work) */
+  endSessions(who: { actorDid: string; environment: Environment }): Promise<void>
 }
 
 /**
@@ -97,11 +105,21 @@ export function csrfMatches(session: DashboardSession, posted: unknown): boolean
   return timingSafeEqual(a, b)
 }
 
-function parseWho(raw: string | null): { actorDid: string; environment: Environment } | null {
+interface Who {
+  actorDid: string
+  environment: Environment
+  /** the actor's sign-out generation when the link or session was made */
+  generation: number
+}
+
+function parseWho(raw: string | null): Who | null {
   if (!raw) return null
   try {
-    const v = JSON.parse(raw) as { actorDid?: unknown; environment?: unknown }
-    if (typeof v.actorDid === 'string' && (v.environment === 'test' || v.environment === 'live')) return { actorDid: v.actorDid, environment: v.environment }
+    const v = JSON.parse(raw) as { actorDid?: unknown; environment?: unknown; generation?: unknown }
+    const generation = v.generation === undefined ? 0 : v.generation
+    if (typeof v.actorDid === 'string' && (v.environment === 'test' || v.environment === 'live') && Number.isSafeInteger(generation)) {
+      return { actorDid: v.actorDid, environment: v.environment, generation: generation as number }
+    }
   } catch {
     // a malformed entry opens nothing
   }
@@ -114,8 +132,14 @@ export function createDashboardSessions(opts: { redis: Redis; prefix: string; se
   const loginTtl = opts.loginTtlSeconds ?? LOGIN_LINK_TTL_SECONDS
   const loginKey = (token: string) => `${prefix}login:${sha256(token)}`
   const sessionKey = (cookie: string) => `${prefix}session:${sha256(cookie)}`
+  // never expires: a counter that went back to 0 would let a later end miss sessions made after an earlier one
+  const generationKey = (who: { actorDid: string; environment: Environment }) => `${prefix}generation:${who.environment}:${who.actorDid}`
+  const generationOf = async (who: { actorDid: string; environment: Environment }) => Number((await redis.get(generationKey(who))) ?? 0)
+  /** whether the actor's sessions were ended after this link or session was made */
+  const ended = async (who: Who) => who.generation < (await generationOf(who))
 
-  async function createSession(who: { actorDid: string; environment: Environment }) {
+  /** a session in the actor's generation now, or in its sign-in link's: an end after the link was made ends it too */
+  async function createSession(who: { actorDid: string; environment: Environment; generation?: number }) {
     const cookie = secret('dss_')
     const session: DashboardSession = {
       actorDid: who.actorDid,
@@ -123,6 +147,8 @@ export function createDashboardSessions(opts: { redis: Redis; prefix: string; se
       sessionId: `ses_${sha256(cookie).slice(0, 16)}`,
       csrfToken: randomBytes(24).toString('base64url'),
       createdAt: new Date().toISOString(),
+      // read before the session is written: an end between the two ends this session too
+      generation: who.generation ?? (await generationOf(who)),
     }
     await redis.set(sessionKey(cookie), JSON.stringify(session), 'EX', sessionTtl)
     return { cookie, session }
@@ -132,17 +158,19 @@ export function createDashboardSessions(opts: { redis: Redis; prefix: string; se
     async issueLoginLink(who) {
       if (!who.actorDid.startsWith('did:')) throw new Error('actorDid must be a DID')
       const token = secret('dsl_')
-      await redis.set(loginKey(token), JSON.stringify({ actorDid: who.actorDid, environment: who.environment }), 'EX', loginTtl)
+      const link: Who = { actorDid: who.actorDid, environment: who.environment, generation: await generationOf(who) }
+      await redis.set(loginKey(token), JSON.stringify(link), 'EX', loginTtl)
       return { token, expiresAt: new Date(Date.now() + loginTtl * 1000) }
     },
     async peekLoginLink(token) {
       if (!LOGIN_RE.test(token)) return null
-      return parseWho(await redis.get(loginKey(token)))
+      const who = parseWho(await redis.get(loginKey(token)))
+      return who && !(await ended(who)) ? { actorDid: who.actorDid, environment: who.environment } : null
     },
     async redeemLoginLink(token) {
       if (!LOGIN_RE.test(token)) return null
       const who = parseWho(await redis.get(loginKey(token)))
-      if (!who) return null
+      if (!who || (await ended(who))) return null
       // the session first, then the link is spent: a failure in between (Redis away) leaves the link for a retry.
       // Single use all the same: of concurrent redeemers only the one whose delete removed the link keeps its session
       const started = await createSession(who)
@@ -155,15 +183,21 @@ export function createDashboardSessions(opts: { redis: Redis; prefix: string; se
       if (!cookie || !SESSION_RE.test(cookie)) return null
       const raw = await redis.get(sessionKey(cookie))
       if (!raw) return null
+      let s: DashboardSession
       try {
-        const s = JSON.parse(raw) as DashboardSession
-        return parseWho(raw) && typeof s.sessionId === 'string' && typeof s.csrfToken === 'string' ? s : null
+        s = JSON.parse(raw) as DashboardSession
       } catch {
         return null
       }
+      const who = parseWho(raw)
+      if (!who || typeof s.sessionId !== 'string' || typeof s.csrfToken !== 'string') return null
+      return (await ended(who)) ? null : s
     },
     async destroySession(cookie) {
       if (cookie && SESSION_RE.test(cookie)) await redis.del(sessionKey(cookie))
+    },
+    async endSessions(who) {
+      await redis.incr(generationKey(who))
     },
   }
 }

@@ -182,3 +182,26 @@ test('signing in again in the same browser ends the session it had: a session co
   expect(await home(second)).toBe(200)
   expect(await home(first)).toBe(401)
 })
+
+test('end-dashboard-sessions signs an actor out everywhere: its sessions and unused links open nothing, a new link signs in', async () => {
+  const did = 'did:plc:clisignout00000000000000'
+  const unknown = await operator('end-dashboard-sessions', '--did', did, '--env', 'test')
+  expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringMatching(/^ActorNotFound: .*create it first with create-creator/)])
+  expect((await operator('create-creator', '--did', did, '--env', 'test')).code).toBe(0)
+  const [session, otherActor] = await Promise.all([stack.dashboardCookie(did, 'test'), stack.newActor({ environment: 'test' }).then((a) => stack.dashboardCookie(a.did, 'test'))])
+  const unusedLink = await stack.dashboardLoginUrl(did, 'test')
+  const home = async (cookie: string) => (await fetch(`${stack.checkoutUrl}/dashboard`, { headers: { cookie } })).status
+  expect(await home(session)).toBe(200)
+
+  const away = await operatorWith({ REDIS_URL: 'redis://127.0.0.1:1' }, 'end-dashboard-sessions', '--did', did, '--env', 'test')
+  expect({ code: away.code, stderr: away.stderr }).toEqual({ code: 75, stderr: expect.stringMatching(/^ServiceUnavailable: Redis \(REDIS_URL\) did not answer, so no session was ended: /) })
+  expect(await home(session)).toBe(200)
+
+  const ended = await operator('end-dashboard-sessions', '--json', '--did', did, '--env', 'test')
+  expect(ended.code).toBe(0)
+  expect(JSON.parse(ended.stdout)).toEqual({ did, environment: 'test', ended: true })
+  expect(await home(session)).toBe(401)
+  expect((await fetch(unusedLink, { redirect: 'manual' })).status).toBe(401)
+  expect(await home(otherActor)).toBe(200)
+  expect(await home(await stack.dashboardCookie(did, 'test'))).toBe(200)
+})
