@@ -5,8 +5,8 @@
  * own issuer cannot be resolved (the directory away) is not refused for it. Tokens that need no lookup are not counted,
  * except a did:key issuer no app is registered for, counted once the gateway said so.
  * An issuer the directory does not know is not asked for again for a minute. A buyer's assertion naming a made-up
- * issuer is counted as the app's token is. A directory failing for now answers 503 (worth a retry), one that does
- * not know the DID 401.
+ * issuer is counted as the app's token is. A directory failing for now answers 503 (worth a retry), for an app's token
+ * and a buyer's assertion alike; one that does not know the DID 401 (400 BuyerAssertionInvalid for an assertion).
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -199,5 +199,21 @@ describe('the directory away', () => {
     expect(Number(away.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
     directoryDown = false
     expectError(await callOther(), 401, 'UnresolvableIssuer')
+  })
+
+  it("a buyer's assertion whose issuer cannot be looked up for now is 503 too, not BuyerAssertionInvalid (the app may retry)", async () => {
+    const otherApp = await other.newApp()
+    const buyerDid = madeUpPlcDid()
+    const { keypair } = await generateDidKeyKeypair('ES256K')
+    const buyerAssertionJwt = await mintServiceJwt({ keypair, iss: buyerDid, aud: other.serviceDid, lxm: CLAIM })
+    const body = { environment: 'test', eventUri: `at://${buyerDid}/community.lexicon.calendar.event/3kabc`, ticketTypeId: `tier_${'0'.repeat(24)}`, buyerDid, buyerAssertionJwt }
+    const claim = async () => xrpcPost(other, CLAIM, body, bearer(await otherApp.jwt(CLAIM)))
+    directoryDown = true
+    const away = await claim()
+    expectError(away, 503, 'ServiceUnavailable', /could not be fetched just now/)
+    expect(Number(away.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+    directoryDown = false
+    // the directory back: the issuer it does not know is the assertion's fault
+    expectError(await claim(), 400, 'BuyerAssertionInvalid', /UnresolvableIssuer/)
   })
 })

@@ -1,7 +1,8 @@
 /**
  * Buyer and organizer assertions: a JWT of the service-auth format carried in the body (`iss` = the person's DID,
  * `aud` = this service, `lxm` = the method), verified like the app's own token. Every refusal, whatever its cause
- * (absent, malformed, expired, wrong signer, replayed), is the method's own error code.
+ * (absent, malformed, expired, wrong signer, replayed), is the method's own error code; a lookup that failed for now
+ * is 503, as for the app's token.
  */
 import { ContractError, type ErrorCode } from '@svc/errors'
 import type { ServiceAuthVerifier } from '@svc/service-auth'
@@ -24,8 +25,10 @@ export function assertionVerifier(verifier: ServiceAuthVerifier): AssertionVerif
     if (jwt === undefined || jwt === '') throw new ContractError(code, 'the assertion is required')
     // the issuer is checked first, so a request naming the wrong person does not spend the person's assertion
     await verifier.verify(`Bearer ${jwt}`, nsid, { replayScope, issuer: iss }).catch((err: unknown) => {
-      // Redis away (the replay check counts there) is the service's failure, which a retry passes: not the assertion's
+      // Redis away (the replay check counts there), or the issuer's DID document not fetched for now (its directory or
+      // host failing: ServiceUnavailable, 503), is the service's failure, which a retry passes: not the assertion's
       if (isRedisUnavailable(err)) throw err
+      if (err instanceof ContractError && err.code === 'ServiceUnavailable') throw err
       throw new ContractError(code, `the assertion is invalid (${err instanceof ContractError ? `${err.code}: ${err.message}` : 'unverifiable'})`)
     })
   }
