@@ -25,6 +25,8 @@ export interface VerifiedServiceAuth {
   jti: string
   exp: number
   iat: number
+  /** whether this verification spent the `jti` (false: a retry of its scope, accepted again) */
+  firstUse: boolean
 }
 
 export interface VerifyOptions {
@@ -46,6 +48,11 @@ export interface ServiceAuthVerifier {
    * one, not a JWT at all): what a caller may count before it verifies. Never throws.
    */
   issuerToLookUp(authorization: string | undefined): Promise<string | null>
+  /**
+   * Gives a scoped token's `jti` back, while it is still spent for that scope: its request was refused for its input
+   * and did nothing, so the corrected request may carry it (in another scope). Call only after `firstUse`.
+   */
+  releaseReplay(verified: VerifiedServiceAuth, replayScope: string): Promise<void>
 }
 
 export interface ServiceAuthVerifierOptions {
@@ -377,7 +384,12 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
     const set = await redis.set(replayKey, scope, 'EXAT', Math.ceil(exp) + skew, 'NX')
     if (set !== 'OK' && (opts.replayScope === undefined || (await redis.get(replayKey)) !== scope)) fail('JwtReplayed', 'jwt jti has already been used')
 
-    return { iss, aud, lxm: nsid, jti, exp, iat }
+    return { iss, aud, lxm: nsid, jti, exp, iat, firstUse: set === 'OK' }
+  }
+
+  async function releaseReplay(verified: VerifiedServiceAuth, replayScope: string): Promise<void> {
+    // compare and delete in one step: a key another scope took meanwhile (impossible while this one holds it) stays
+    await redis.eval(RELEASE_IF_SCOPE, 1, `${replayKeyPrefix}${verified.iss}:${verified.jti}`, `scope:${replayScope}`)
   }
 
   async function issuerToLookUp(authorization: string | undefined): Promise<string | null> {
@@ -393,5 +405,7 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
     }
   }
 
-  return { verify, issuerToLookUp }
+  return { verify, issuerToLookUp, releaseReplay }
 }
+
+const RELEASE_IF_SCOPE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`

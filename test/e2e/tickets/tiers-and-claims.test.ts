@@ -320,6 +320,21 @@ describe('claimFreeTicket', () => {
     expectOk(await claimAs(stack, app, other, free, { assertion: othersAssertion, idempotencyKey: 'k' }))
   })
 
+  it('a claim refused for its input spends no assertion: corrected, it goes through with the same one; a claim taken keeps it spent', async () => {
+    const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [FREE, PAID])
+    const buyer = await newSigner(stack)
+    const assertion = await buyer.assertion(CLAIM)
+    // a mistyped tier, a paid tier: nothing claimed (before, the assertion was spent for that claim, and the buyer had to sign again)
+    expectError(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: `tier_${'0'.repeat(24)}` }, { idempotencyKey: 'fix', assertion }), 400, 'InvalidRequest', /not a tier of this event/)
+    expectError(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[1]!.ticketTypeId }, { idempotencyKey: 'fix', assertion }), 400, 'InvalidRequest', /not free/)
+    const taken = expectOk(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }, { idempotencyKey: 'fix', assertion }))
+    expect(taken.ticket.status).toBe('issued')
+    // taken: spent for that claim, whose retry still carries it; any other claim is refused it
+    expect(expectOk(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }, { idempotencyKey: 'fix', assertion }))).toEqual(taken)
+    expectError(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[1]!.ticketTypeId }, { idempotencyKey: 'fix', assertion }), 400, 'BuyerAssertionInvalid', /JwtReplayed/)
+    expectError(await claimAs(stack, app, buyer, { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }, { idempotencyKey: 'other', assertion }), 400, 'BuyerAssertionInvalid', /JwtReplayed/)
+  })
+
   it('a thousand concurrent claims on a 100-seat tier: exactly 100 tickets, the rest TicketHoldUnavailable', async () => {
     const { eventUri, tiers } = await setUpEvent(stack, app, organizer, [{ ...FREE, capacity: 100 }])
     const tier = { eventUri, ticketTypeId: tiers[0]!.ticketTypeId }

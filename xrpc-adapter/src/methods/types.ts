@@ -1,7 +1,7 @@
 import { ContractError, type ErrorCode } from '@svc/errors'
 import type { GatewayDocument } from '@svc/gateway-client'
 import type { MethodNsid, Methods } from '@svc/lexicons/types'
-import type { AssertionCheck } from '../auth/assertion'
+import type { AssertionCheck, VerifiedAssertion } from '../auth/assertion'
 import type { AppCaller, AuthVerifier } from '../auth/service-auth'
 
 /**
@@ -17,7 +17,7 @@ export interface HandlerContext<N extends MethodNsid> {
   caller: AppCaller
   graph<TResult, TVariables>(document: GatewayDocument<TResult, TVariables>, variables: TVariables): Promise<TResult>
   /** verifies a buyer's or organizer's assertion carried in the body, for this method (auth/assertion.ts) */
-  assertion(jwt: string | undefined, check: Omit<AssertionCheck, 'nsid'>): Promise<void>
+  assertion(jwt: string | undefined, check: Omit<AssertionCheck, 'nsid'>): Promise<VerifiedAssertion>
 }
 
 /** One handler per NSID, a plain function: read the call, ask the graph, answer the lexicon's output. */
