@@ -543,12 +543,39 @@ describe('the creator decides (dashboard)', () => {
     expect(doc?.revokedAt?.toISOString()).toBe((revoked[0]!.data as { revokedAt: string }).revokedAt)
   })
 
-  test('unblock: blocked → declined; only from blocked', async () => {
+  test('unblock: blocked → declined; not from pending or approved; a second unblock (a form sent twice) changes nothing', async () => {
     const { who, view } = await pending()
     expect((await contractError(unblockApproval({ models }, who, view.id))).code).toBe('NotAllowed')
     await blockApproval({ models }, who, view.id)
-    expect(await unblockApproval({ models }, who, view.id)).toMatchObject({ status: 'declined' })
+    expect(await unblockApproval({ models }, who, view.id)).toMatchObject({ status: 'declined', revision: 1 })
+    expect(await unblockApproval({ models }, who, view.id)).toMatchObject({ status: 'declined', revision: 1 })
+    // declined → approved by the creator, as before
+    expect(await acceptApproval({ models }, who, view.id, view.termsHash)).toMatchObject({ status: 'approved' })
     expect((await contractError(unblockApproval({ models }, who, view.id))).code).toBe('NotAllowed')
+  })
+
+  test('unblock of a block that ended an approval, or came after a revoke, leaves it revoked: accepted again only once the app asks again', async () => {
+    for (const ending of ['block', 'revoke then block'] as const) {
+      const { app, creator, who, view } = await pending()
+      await acceptApproval({ models }, who, view.id, view.termsHash)
+      if (ending === 'revoke then block') await revokeApproval({ models }, who, view.id)
+      await blockApproval({ models }, who, view.id)
+      expect(await unblockApproval({ models }, who, view.id)).toMatchObject({ status: 'revoked', revision: 2 })
+      expect(await unblockApproval({ models }, who, view.id)).toMatchObject({ status: 'revoked', revision: 2 })
+      // before, the unblock left it declined and the creator could accept the old terms: a grant the app never asked for again
+      expect((await contractError(acceptApproval({ models }, who, view.id, view.termsHash))).code).toBe('NotAllowed')
+      expect((await events(view.id)).map((e) => e.type)).toEqual(['app.authorization.granted', 'app.authorization.revoked'])
+      const again = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { paymentTypes: ['tip', 'shop'], feeShareBps: 250, publicRecords: { enabled: true } }))
+      expect(again).toMatchObject({ status: 'pending', revision: 3 })
+      expect(await acceptApproval({ models }, who, view.id, again.termsHash)).toMatchObject({ status: 'approved', revision: 3 })
+    }
+    // a request the app asked for again after a revoke, then blocked while pending: unblocked, declined
+    const { app, creator, who, view } = await pending()
+    await acceptApproval({ models }, who, view.id, view.termsHash)
+    await revokeApproval({ models }, who, view.id)
+    await requestRecipientApproval({ models, facts: knownActors }, app, input(creator, { paymentTypes: ['tip', 'shop'], feeShareBps: 250, publicRecords: { enabled: true } }))
+    await blockApproval({ models }, who, view.id)
+    expect(await unblockApproval({ models }, who, view.id)).toMatchObject({ status: 'declined', revision: 3 })
   })
 
   test('the dashboard list: requests addressed to the creator in its environment, newest first', async () => {

@@ -155,7 +155,9 @@ describe('the creator decides, and only the creator', () => {
     expect((await gql(dashboard(creator), MOVE('revoke'), { id: a.id })).data.revokeRecipientApproval).toEqual({ id: a.id, status: 'revoked' })
     expect((await gql(dashboard(creator), MOVE('block'), { id: a.id })).data.blockRecipientApproval).toEqual({ id: a.id, status: 'blocked' })
     expect(codeOf(await request(creator))).toBe('RecipientAppApprovalBlocked')
-    expect((await gql(dashboard(creator), MOVE('unblock'), { id: a.id })).data.unblockRecipientApproval).toEqual({ id: a.id, status: 'declined' })
+    // a block after a revoke: unblocked, still revoked (accepted again only once the app asks again)
+    expect((await gql(dashboard(creator), MOVE('unblock'), { id: a.id })).data.unblockRecipientApproval).toEqual({ id: a.id, status: 'revoked' })
+    expect(codeOf(await gql(dashboard(creator), ACCEPT, { id: a.id, termsHash: a.termsHash }))).toBe('NotAllowed')
     expect((await request(creator)).data.requestRecipientApproval.status).toBe('pending')
     expect((await gql(dashboard(creator), MOVE('decline'), { id: a.id })).data.declineRecipientApproval).toEqual({ id: a.id, status: 'declined' })
 

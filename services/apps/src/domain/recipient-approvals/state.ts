@@ -2,7 +2,8 @@
  * The state machine of an approval request.
  *
  * States: pending → approved (accept) | declined (decline); approved → revoked (revoke); any → blocked (block);
- * blocked → declined (unblock); declined → approved (accept). The app's repeat request with other terms puts the
+ * blocked → declined, or revoked when the block came from an approval or a revoke (unblock); declined → approved
+ * (accept). A revoked request is accepted again only once the app asks again: an unblock never brings it back. The app's repeat request with other terms puts the
  * request back to pending (an approval never covers other terms); after a decline or revoke it asks again
  * (pending). A blocked request refuses the app (RecipientAppApprovalBlocked).
  *
@@ -105,10 +106,16 @@ export function blockTransition(cur: StoredApproval, status: ApprovalStatus): Tr
   return { set: { status: 'blocked' } }
 }
 
-/** blocked → declined: the app may ask again (its next request makes the request pending). */
-export function unblockTransition(status: ApprovalStatus): Transition {
+/**
+ * blocked → declined, or → revoked when the block ended an approval or came after a revoke (so the creator cannot
+ * accept the app's old terms again without the app asking: accept refuses a revoked request). Either way the app may
+ * ask again (its next request makes the request pending). Already declined or revoked → unchanged (a form sent twice).
+ */
+export function unblockTransition(cur: StoredApproval, status: ApprovalStatus): Transition {
+  if (status === 'declined' || status === 'revoked') return { unchanged: true }
   if (status !== 'blocked') notAllowed(`only a blocked request can be unblocked; this one is ${status}`)
-  return { set: { status: 'declined' } }
+  // the request's last new revision ended an approval (the block itself, or a revoke before it): no new request since
+  return { set: { status: endedAnApproval(cur) ? 'revoked' : 'declined' } }
 }
 
 /** The request's last move ended an approval (revoke, or block of an approved request): the revoked event is due. */

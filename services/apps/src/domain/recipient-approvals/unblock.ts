@@ -5,7 +5,7 @@ import type { DashboardActor } from './queries'
 import { unblockTransition } from './state'
 import type { RecipientApprovalView } from './views'
 
-/** blocked → declined: the app may ask again (its next request makes the request pending). */
+/** blocked → declined, or revoked after an approval or a revoke (state.ts): the app may ask again. */
 export function unblockApproval(d: Pick<AppsDomain, 'models'>, who: DashboardActor, id: string): Promise<RecipientApprovalView> {
-  return decide(d, who, id, (_cur, status) => unblockTransition(status))
+  return decide(d, who, id, unblockTransition)
 }
