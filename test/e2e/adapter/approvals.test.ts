@@ -298,6 +298,26 @@ describe('the creator decides on the dashboard, and only there', () => {
     expect(expectOk(await getApproval(stack, app, { recipientDid: creator.did }))).toMatchObject({ status: 'approved', paymentSetup: 'ready' })
   })
 
+  it('an approval accepted earlier: the onboarding page (the app sending the creator to finish payout setup) links back to the app', async () => {
+    const app = await stack.newApp()
+    const creator = await stack.newActor({ environment: 'test' })
+    const { id } = expectOk(await requestApproval(stack, app, { recipientDid: creator.did, environment: 'test', paymentTypes: ['tip'], setupReturnUrl: 'https://app.example.com/creators/done' }))
+    const cookie = await stack.dashboardCookie(creator.did, 'test')
+    const review = await dashboardGet(stack, cookie, `/dashboard/approvals/${id}`)
+    await dashboardPost(stack, cookie, `/dashboard/approvals/${id}/accept`, { csrf: hiddenField(review.text, 'csrf'), termsHash: hiddenField(review.text, 'termsHash'), from: 'review' })
+    expect(expectOk(await getApproval(stack, app, { recipientDid: creator.did }))).toMatchObject({ status: 'approved', paymentSetup: 'incomplete' })
+
+    const page = await dashboardGet(stack, cookie, `/dashboard/onboarding/${id}`)
+    const onboard = await dashboardPost(stack, cookie, '/dashboard/payouts/onboard', { csrf: hiddenField(page.text, 'csrf'), next: `/dashboard/onboarding/${id}` })
+    expect(onboard.headers.get('location')).toBe(`/dashboard/onboarding/${id}`)
+    const after = await dashboardGet(stack, cookie, `/dashboard/onboarding/${id}`)
+    // before, it said "After you accept you return to …" with nothing to accept and no way back
+    expect(after.text).not.toContain('After you accept')
+    const link = /<a id="return-to-app" href="([^"]+)"/.exec(after.text)
+    expect(link?.[1]?.replaceAll('&amp;', '&')).toBe(`https://app.example.com/creators/done?svc_approval=approved&approval_id=${id}`)
+    expect(expectOk(await getApproval(stack, app, { recipientDid: creator.did }))).toMatchObject({ status: 'approved', paymentSetup: 'ready' })
+  })
+
   it('without a setupReturnUrl, or with one the app has since moved away from, onboarding returns to the registered origin', async () => {
     const acceptFromOnboarding = async (app: TestApp, body: Record<string, unknown>, beforeAccept: () => Promise<void> = async () => undefined) => {
       const creator = await stack.newActor({ environment: 'test', payoutStatus: 'ready' })

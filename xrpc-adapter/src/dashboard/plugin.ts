@@ -191,13 +191,8 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardPlugi
       request.log.info({ approvalId: id, action, status: approval.status }, 'approval decision')
       // After accepting from the onboarding flow the creator goes back to the app: its setupReturnUrl, or its
       // registered origin when it gave none (or the origin has changed since)
-      const target = action === 'accept' && form.from === 'onboarding' ? views.returnTarget(approval) : null
-      if (target) {
-        const back = new URL(target)
-        back.searchParams.set('svc_approval', approval.status)
-        back.searchParams.set('approval_id', id)
-        return reply.redirect(back.toString(), 303)
-      }
+      const back = action === 'accept' && form.from === 'onboarding' ? views.returnWithStatus({ ...approval, id }) : null
+      if (back) return reply.redirect(back, 303)
       return reply.redirect(`/dashboard/${form.from === 'onboarding' ? 'onboarding' : 'approvals'}/${id}`, 303)
     } catch (err) {
       return failure(request, reply, err)

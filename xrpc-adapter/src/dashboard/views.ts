@@ -45,6 +45,16 @@ export function returnTarget(a: { setupReturnUrl?: string | null; appOrigin: str
   return appOrigin === null ? null : `${appOrigin}/`
 }
 
+/** Where the onboarding flow sends the creator back to, saying what became of the request (null: nowhere known). */
+export function returnWithStatus(a: { id: string; status: string; setupReturnUrl?: string | null; appOrigin: string }): string | null {
+  const target = returnTarget(a)
+  if (!target) return null
+  const back = new URL(target)
+  back.searchParams.set('svc_approval', a.status)
+  back.searchParams.set('approval_id', a.id)
+  return back.toString()
+}
+
 export function csrfField(s: DashboardSession): Html {
   return html`<input type="hidden" name="csrf" value="${s.csrfToken}">`
 }
@@ -104,6 +114,18 @@ function action(s: DashboardSession, a: ApprovalDetail, name: string, label: str
     <input type="hidden" name="from" value="${from}">${extra}<button type="submit" id="${name}" class="${name === 'accept' ? 'primary' : 'secondary'}">${label}</button></form>`
 }
 
+/**
+ * The onboarding flow's way back to the app: after an accept the creator is sent there; a request that needs no
+ * accept (approved earlier, the app sending the creator to finish payout setup) links there.
+ */
+function returnSection(a: ApprovalDetail, acceptable: boolean): Html {
+  const back = returnWithStatus(a)!
+  const origin = new URL(back).origin
+  return acceptable
+    ? html`<p class="hint">After you accept you return to ${origin}.</p>`
+    : html`<p><a id="return-to-app" href="${back}">Return to ${a.app.name ?? origin}</a></p>`
+}
+
 export function approvalPage(s: DashboardSession, data: ApprovalData, mode: 'review' | 'onboarding'): View {
   const a = data.dashboardApproval
   const back = returnTarget(a)
@@ -128,7 +150,7 @@ export function approvalPage(s: DashboardSession, data: ApprovalData, mode: 'rev
         ${acceptable ? html`<p>Accepting lets this app start checkouts that pay you, on exactly these terms. If the app changes them, it must ask again.</p>` : ''}
         <div class="actions">${actions}</div>
       </section>
-      ${mode === 'onboarding' && back ? html`<p class="hint">After you accept you return to ${new URL(back).origin}.</p>` : ''}
+      ${mode === 'onboarding' && back ? returnSection(a, acceptable) : ''}
     </main>`,
   }
 }
