@@ -639,6 +639,31 @@ describe('a move whose event write was lost', () => {
     expect(await models.Outbox.countDocuments({ 'data.approvalId': first.id })).toBe(2)
   })
 
+  it('a repeated accept, revoke or block writes an event still due, and none once it was written (a stale form posted after the event left the outbox)', async () => {
+    const app = await newApp()
+    const creator = newCreator()
+    const first = await requestRecipientApproval({ models, facts: knownActors }, app, input(creator))
+    const who = creatorOf(creator)
+    const types = async () => (await events(first.id)).map((e) => e.type)
+    // lost, then repeated: the repeat writes it
+    await expect(acceptApproval({ models: outboxAway() }, who, first.id, first.termsHash)).rejects.toThrow('database away')
+    await acceptApproval({ models }, who, first.id, first.termsHash)
+    expect(await types()).toEqual(['app.authorization.granted'])
+    // the outbox keeps relayed events 7 days: gone, a stale Accept posted again writes nothing (before: the event again)
+    await models.Outbox.deleteMany({ 'data.approvalId': first.id })
+    expect(await acceptApproval({ models }, who, first.id, first.termsHash)).toMatchObject({ status: 'approved' })
+    expect(await types()).toEqual([])
+
+    await expect(revokeApproval({ models: outboxAway() }, who, first.id)).rejects.toThrow('database away')
+    await revokeApproval({ models }, who, first.id)
+    expect(await types()).toEqual(['app.authorization.revoked'])
+    await models.Outbox.deleteMany({ 'data.approvalId': first.id })
+    await revokeApproval({ models }, who, first.id)
+    await blockApproval({ models }, who, first.id)
+    await blockApproval({ models }, who, first.id)
+    expect(await types()).toEqual([])
+  })
+
   it('a revoke whose event is written only after the app asked again still says the approval was revoked', async () => {
     const app = await newApp()
     const creator = newCreator()

@@ -10,8 +10,8 @@ import type { RecipientApprovalView } from './views'
 export function blockApproval(d: Pick<AppsDomain, 'models'>, who: DashboardActor, id: string): Promise<RecipientApprovalView> {
   return decide(d, who, id, blockTransition, async (doc, from) => {
     if (doc.status !== 'blocked') return doc
-    // a fresh block writes the event only if it ended an approval; a repeated block repeats a lost write
-    const due = from === null ? endedAnApproval(doc) : from === 'approved'
+    // a fresh block writes the event only if it ended an approval; a repeated block writes one still due (lost)
+    const due = from === null ? endedAnApproval(doc) && doc.revokedDue === doc.revokedRevision : from === 'approved'
     return due ? writeRevokedEvent(d, doc) : doc
   })
 }
