@@ -127,7 +127,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
   const iso = isolate(label)
   const logs = opts.logs
   // with the processes' own options (their redaction included), as runProcess makes their loggers
-  const logger = logs ? pino(loggerOptions({ logLevel: 'debug' }, 'stack'), { write: (line: string) => void logs.push(line) }) : pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
+  const logger = logs ? pino(loggerOptions({ logLevel: 'debug' }, 'stack'), { write: (line: string) => void logs.push(line) }) : pino(loggerOptions({ logLevel: (process.env.TEST_LOG_LEVEL ?? 'silent') as 'silent' }, 'stack'))
   const secrets = {
     callerKeys: testCallerKeys(),
     operatorToken: randomBytes(32).toString('hex'),

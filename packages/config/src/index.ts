@@ -1,6 +1,6 @@
 /**
  * Configuration: read from the environment once, validated with zod, and passed down.
- * Nothing else in the project reads process.env.
+ * No service process reads process.env elsewhere (the operator commands' DEBUG, tests and scripts do).
  */
 import { isIP } from 'node:net'
 import { ConnectionString } from 'mongodb-connection-string-url'
@@ -127,7 +127,19 @@ const variables = z
       .string()
       .refine((v) => isDid(v) && SERVICE_DID_FORM.test(v), 'must be a did:plc, or a did:web of a host alone (receivers resolve no did:web path)')
       .default(DEV_SERVICE_DID),
-    PLC_URL: z.string().url().default('https://plc.directory'),
+    // logged at start: no credentials (fetch refuses a URL that carries them anyway), no query or fragment
+    PLC_URL: z
+      .string()
+      .url()
+      .refine((v) => {
+        try {
+          const u = new URL(v)
+          return (u.protocol === 'https:' || u.protocol === 'http:') && u.username === '' && u.password === '' && u.search === '' && u.hash === ''
+        } catch {
+          return false
+        }
+      }, 'must be an http(s) URL without credentials, query or fragment')
+      .default('https://plc.directory'),
     BASE_URL: publicUrl.default('http://127.0.0.1:4000'),
     CHECKOUT_URL: publicUrl.default('http://127.0.0.1:4001'),
     // default: {CHECKOUT_URL}/dashboard (the checkout host serves the dashboard)

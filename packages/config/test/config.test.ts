@@ -154,6 +154,17 @@ describe('internal callers\' keys', () => {
     expect(loadConfig({ ...everyKeySet, TRUST_PROXY: '10.0.0.0/8' }).trustProxy).toEqual(['10.0.0.0/8'])
     expect(() => loadConfig({ ...everyKeySet, PLC_URL: 'http://plc.example.com' })).toThrow(/PLC_URL.*must be https in production/s)
     expect(loadConfig({ ...everyKeySet, PLC_URL: 'https://plc.example.com' }).plcUrl).toBe('https://plc.example.com')
+    // logged at start: a URL with credentials (which fetch would refuse anyway) is refused, and not quoted
+    for (const url of ['https://user:hunter2@plc.example.com', 'https://plc.example.com/?token=hunter2', 'ftp://plc.example.com']) {
+      let refusal = ''
+      try {
+        loadConfig({ PLC_URL: url })
+      } catch (err) {
+        refusal = (err as Error).message
+      }
+      expect(refusal).toMatch(/PLC_URL.*without credentials, query or fragment/s)
+      expect(refusal).not.toContain('hunter2')
+    }
   })
 
   /** the secrets a deployment sets, without NODE_ENV */
