@@ -7,7 +7,7 @@
 import { writeOutboxEvent, writeOutboxEvents, type NewOutboxEvent } from '@svc/outbox'
 import { finishEach } from '@svc/subgraph-server'
 import type { Environment } from '@svc/vocabulary'
-import { voidDecisionId, type TicketDoc } from '../models'
+import { findEach, voidDecisionId, type TicketDoc } from '../models'
 import { nowOf, type TicketsDomain } from './context'
 
 /** A claim announces its ticket within milliseconds; the sweep leaves younger tickets to it. */
@@ -52,10 +52,14 @@ export async function announceIssued(d: TicketsDomain, ticket: TicketDoc): Promi
  * read of the decisions comes after the flag write, so the void's own writes land last.
  */
 async function keepVoidsVoided(d: TicketsDomain, ticketIds: string[]): Promise<void> {
-  const decisions = await d.models.ReservationOutcome.find({ _id: { $in: ticketIds.map(voidDecisionId) } }, { at: 1 }).lean()
+  // one equality per id: FerretDB reads a whole collection for `$in` (findEach), on every claim and settle
+  const decisions = await findEach(ticketIds.map(voidDecisionId), (id) => d.models.ReservationOutcome.findById(id, { at: 1 }).lean())
   if (decisions.length === 0) return
   const voidedAt = new Map(decisions.map((v) => [v._id, v.at]))
-  const written = await d.models.Ticket.find({ _id: { $in: ticketIds.filter((id) => voidedAt.has(voidDecisionId(id))) } }, { status: 1 }).lean()
+  const written = await findEach(
+    ticketIds.filter((id) => voidedAt.has(voidDecisionId(id))),
+    (id) => d.models.Ticket.findById(id, { status: 1 }).lean(),
+  )
   for (const t of written.filter((t) => t.status !== 'voided')) {
     d.logger?.warn({ ticketId: t._id }, 'an announcement wrote a voided ticket back as issued: voided again')
     await d.models.Ticket.updateOne({ _id: t._id }, { $set: { status: 'voided', voidedAt: voidedAt.get(voidDecisionId(t._id)) } })
