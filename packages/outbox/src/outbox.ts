@@ -35,6 +35,8 @@ export interface OutboxEvent {
   relayed: boolean
   /** set by the relay with `relayed` */
   relayedAt: Date | null
+  /** the request that caused the state change (its logs' `reqId`), carried to the delivery; null from a sweep */
+  requestId?: string | null
 }
 
 const outboxSchema = new Schema<OutboxEvent>(
@@ -48,6 +50,7 @@ const outboxSchema = new Schema<OutboxEvent>(
     occurredAt: { type: Date, required: true },
     relayed: { type: Boolean, required: true, default: false },
     relayedAt: { type: Date, default: null },
+    requestId: { type: String, default: null },
   },
   { versionKey: false, minimize: false },
 )
@@ -78,6 +81,8 @@ export interface NewOutboxEvent {
   data: Record<string, unknown>
   key: string
   occurredAt?: Date
+  /** the request being served (its `reqId`), if any: the events workers log the delivery's steps with it */
+  requestId?: string | null
 }
 
 /**

@@ -26,6 +26,8 @@ export interface DomainEventJob {
   data: Record<string, unknown>
   /** ISO time of the state change */
   occurredAt: string
+  /** the request that caused it (absent: a sweep, a worker, or an event written before request ids were kept) */
+  requestId?: string
 }
 
 /** BullMQ's key prefix for a Redis key prefix (REDIS_PREFIX): every queue of one deployment lives under it. */

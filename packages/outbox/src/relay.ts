@@ -152,7 +152,7 @@ export interface OutboxRelay {
 }
 
 /** The `domain-events` job of an outbox event. */
-export function domainEventJob(source: EventSource, event: Pick<OutboxEvent, '_id' | 'type' | 'environment' | 'appDid' | 'data' | 'occurredAt'>): DomainEventJob {
+export function domainEventJob(source: EventSource, event: Pick<OutboxEvent, '_id' | 'type' | 'environment' | 'appDid' | 'data' | 'occurredAt' | 'requestId'>): DomainEventJob {
   return {
     eventId: event._id,
     source,
@@ -161,6 +161,7 @@ export function domainEventJob(source: EventSource, event: Pick<OutboxEvent, '_i
     appDid: event.appDid,
     data: event.data,
     occurredAt: event.occurredAt.toISOString(),
+    ...(event.requestId ? { requestId: event.requestId } : {}),
   }
 }
 

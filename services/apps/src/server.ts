@@ -49,6 +49,7 @@ export async function startAppsService(opts: AppsServiceOptions): Promise<{ url:
         ...settings,
         models,
         logger: base.log,
+        requestId: base.requestId,
         get facts() { return (facts ??= createGraphFacts(gateway, base.requestId)) },
         get signingSecrets() { return (signingSecrets ??= createGraphSigningSecrets(gateway, base.requestId)) },
       }

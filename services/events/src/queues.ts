@@ -27,6 +27,8 @@ export interface UnrecordedAttempt {
  */
 export interface DeliveryJob {
   deliveryId: string
+  /** the request that caused the delivery's event (its `reqId`), logged with each attempt */
+  requestId?: string
   appDid?: string
   environment?: 'test' | 'live'
   /** the serialized envelope */

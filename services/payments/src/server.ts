@@ -66,6 +66,7 @@ export async function startPaymentsService(opts: PaymentsServiceOptions): Promis
         models,
         processors: processorsOf(models),
         logger: base.log,
+        requestId: base.requestId,
         get facts() {
           return (facts ??= createGraphFacts(gateway, base.requestId))
         },

@@ -48,6 +48,7 @@ export async function startTicketsService(opts: TicketsServiceOptions): Promise<
       const domain = {
         models,
         logger: base.log,
+        requestId: base.requestId,
         seatMap,
         checkoutUrl: opts.checkoutUrl.replace(/\/+$/, ''),
         holdExpiry,

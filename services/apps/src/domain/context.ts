@@ -16,6 +16,8 @@ export interface AppsDomain {
   /** base of the creator dashboard's pages, e.g. http://127.0.0.1:4001/dashboard */
   dashboardUrl: string
   logger?: Logger
+  /** the request being served (its logs' `reqId`), written on the outbox events it causes; absent in sweeps */
+  requestId?: string
 }
 
 /** The domain as it serves a request: with its reads of the actors domain and the events domain's signing secrets. */

@@ -149,12 +149,14 @@ interface Attempting {
   sendBefore: number | null
   /** when this attempt was due (ms since the epoch), when the job says (dueAt in queues.ts) */
   dueAt: number | null
+  /** the request that caused the delivery's event, when known: the `reqId` of the attempt's log lines */
+  requestId: string | null
 }
 
 /** The job's data for the attempt after `a` (or `a` itself again, when `next` is its number). */
 function jobData(a: Attempting, next: number, inFlight: UnrecordedAttempt | null, interrupted: UnrecordedAttempt[]): DeliveryJob {
-  const { id: deliveryId, appDid, environment, body, run, attemptsBefore, firstOfRun, sendBefore, dueAt } = a
-  return { deliveryId, appDid, environment, body, run, next, inFlight, interrupted, ...(attemptsBefore > 0 ? { attemptsBefore } : {}), ...(firstOfRun !== null ? { firstOfRun } : {}), sendBefore, ...(dueAt !== null ? { dueAt } : {}) }
+  const { id: deliveryId, appDid, environment, body, run, attemptsBefore, firstOfRun, sendBefore, dueAt, requestId } = a
+  return { deliveryId, appDid, environment, body, run, next, inFlight, interrupted, ...(attemptsBefore > 0 ? { attemptsBefore } : {}), ...(firstOfRun !== null ? { firstOfRun } : {}), sendBefore, ...(dueAt !== null ? { dueAt } : {}), ...(requestId !== null ? { requestId } : {}) }
 }
 
 /**
@@ -255,7 +257,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const attemptsBefore = data.attemptsBefore ?? 0
     // (a redrive's run queued before jobs carried sendBefore reads the delivery for it)
     if (!data.inFlight && data.body !== undefined && data.appDid && data.environment && data.run && data.next && (data.sendBefore !== undefined || data.run === 1)) {
-      return { id: data.deliveryId, appDid: data.appDid, environment: data.environment, body: data.body, run: data.run, number: data.next, interrupted: data.interrupted ?? [], attemptsBefore, firstOfRun: data.firstOfRun ?? null, sendBefore: data.sendBefore ?? null, dueAt: data.dueAt ?? null }
+      return { id: data.deliveryId, appDid: data.appDid, environment: data.environment, body: data.body, run: data.run, number: data.next, interrupted: data.interrupted ?? [], attemptsBefore, firstOfRun: data.firstOfRun ?? null, sendBefore: data.sendBefore ?? null, dueAt: data.dueAt ?? null, requestId: data.requestId ?? null }
     }
     const d = (await models.Delivery.findById(data.deliveryId, { attempts: 0 }).lean()) as DeliveryDoc | null
     if (!d) return 'gone'
@@ -265,7 +267,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     const last = interrupted.at(-1)?.number ?? d.attemptCount ?? 0
     // the attempts the dead workers may have sent count as reaching the receiver, from when they were made
     const until = sendBeforeAfter(sendBefore(d), firstReachedOf(interrupted))
-    return { id: d._id, appDid: d.appDid, environment: d.environment as Environment, body: d.body, run: d.run ?? 1, number: last + 1, interrupted, attemptsBefore, firstOfRun: data.firstOfRun ?? null, sendBefore: until, dueAt: data.dueAt ?? null }
+    return { id: d._id, appDid: d.appDid, environment: d.environment as Environment, body: d.body, run: d.run ?? 1, number: last + 1, interrupted, attemptsBefore, firstOfRun: data.firstOfRun ?? null, sendBefore: until, dueAt: data.dueAt ?? null, requestId: d.requestId ?? data.requestId ?? null }
   }
 
   /**
@@ -546,7 +548,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps) {
     }
     const number = entry.number
 
-    const logged = { deliveryId: a.id, appDid: a.appDid, environment: a.environment, number, channel, statusCode: result.statusCode, durationMs: result.durationMs }
+    const logged = { ...(a.requestId !== null ? { reqId: a.requestId } : {}), deliveryId: a.id, appDid: a.appDid, environment: a.environment, number, channel, statusCode: result.statusCode, durationMs: result.durationMs }
     if (sent && channel !== null) deps.onAttemptSent?.({ channel, environment: a.environment, delivered, durationMs: result.durationMs, lateMs })
     if (sent && channel !== null && configuredUrl !== null) await recordHealth(a, { channel, url: configuredUrl }, delivered, result.statusCode)
     if (delivered) {

@@ -36,6 +36,8 @@ export interface NewDelivery {
   /** the envelope's createdAt: when the fact happened */
   createdAt: Date
   data: Record<string, unknown>
+  /** the request that caused the event, when the event says */
+  requestId?: string | null
 }
 
 /** Writes the delivery unless it exists; returns the stored document either way (the new one without reading it back). */
@@ -59,6 +61,7 @@ export async function createDelivery(store: DeliveryLogStore, input: NewDelivery
     eventType: input.eventType,
     source: input.source,
     body,
+    requestId: input.requestId ?? null,
     status: 'pending',
     attemptCount: 0,
     run: 1,
@@ -175,7 +178,7 @@ export function sendBefore(d: Pick<DeliveryDoc, 'firstReachedAt' | 'firstDeliver
   return first ? first.getTime() + RECEIVERS_KEEP_IDS_MS : null
 }
 
-export function deliveryJob(d: Pick<DeliveryDoc, '_id' | 'appDid' | 'environment' | 'body' | 'run' | 'attemptCount' | 'firstReachedAt' | 'firstDeliveredAt' | 'deliveredAt'>, attemptsBefore = 0): DeliveryJob {
+export function deliveryJob(d: Pick<DeliveryDoc, '_id' | 'appDid' | 'environment' | 'body' | 'run' | 'attemptCount' | 'firstReachedAt' | 'firstDeliveredAt' | 'deliveredAt' | 'requestId'>, attemptsBefore = 0): DeliveryJob {
   const until = sendBefore(d)
   const next = (d.attemptCount ?? 0) + 1
   return {
@@ -190,6 +193,7 @@ export function deliveryJob(d: Pick<DeliveryDoc, '_id' | 'appDid' | 'environment
     ...(attemptsBefore > 0 ? { attemptsBefore } : {}),
     firstOfRun: next - attemptsBefore,
     sendBefore: until,
+    ...(d.requestId ? { requestId: d.requestId } : {}),
   }
 }
 

@@ -68,6 +68,8 @@ const deliverySchema = new Schema(
     source: { type: String, required: true, enum: DELIVERY_SOURCES },
     /** the envelope, serialized once: every attempt sends exactly these bytes */
     body: { type: String, required: true },
+    /** the request that caused its event (the `reqId` of its logs in every process), logged with each attempt */
+    requestId: { type: String, default: null },
     status: { type: String, required: true, enum: DELIVERY_STATUSES },
     /** attempts made so far, across runs (the log's attemptCount) */
     attemptCount: { type: Number, required: true, default: 0 },

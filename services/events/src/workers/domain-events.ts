@@ -26,11 +26,12 @@ export function createDomainEventProcessor(deps: DeliveryLogStore & { deliveries
       source: event.source,
       createdAt: occurredAt,
       data: event.data,
+      requestId: event.requestId ?? null,
     })
     // A delivery already settled needs no job; one still open is (re)queued for the rest of its run (the event
     // replayed after Redis lost its data: the attempts it has left, at its next attempt), a no-op while its job exists
     if (delivery.status === 'pending' || delivery.status === 'held') await queueRestOfRun(deps.deliveries, delivery, new Date())
-    deps.logger.info({ eventId: event.eventId, eventType: event.type, deliveryId: id, appDid: event.appDid, environment: event.environment }, 'domain event → delivery')
+    deps.logger.info({ ...(event.requestId ? { reqId: event.requestId } : {}), eventId: event.eventId, eventType: event.type, deliveryId: id, appDid: event.appDid, environment: event.environment }, 'domain event → delivery')
     return id
   }
 }

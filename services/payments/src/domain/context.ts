@@ -21,6 +21,8 @@ export interface PaymentsDomain {
   /** an abandoned checkout fails as `expired` this long after initiation */
   checkoutExpirySeconds: number
   logger?: Logger
+  /** the request being served (its logs' `reqId`), written on the outbox events it causes; absent in sweeps */
+  requestId?: string
   /** the clock (tests move it) */
   now?: () => Date
   /** how long a processor call may take before the payment fails with processor_error (default 20 s) */

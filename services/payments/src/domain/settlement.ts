@@ -156,6 +156,7 @@ export async function finishSettlement(d: PaymentsDomain, checkoutId: string): P
       environment: checkout.environment as Environment,
       appDid: checkout.appDid,
       occurredAt: completedAt,
+      requestId: d.requestId,
       data: {
         paymentUri: ref.uri,
         cid: ref.cid,

@@ -15,16 +15,17 @@ export const ANNOUNCE_GRACE_MS = 30_000
 
 /** Writes a ticket's `ticket.issued` or `ticket.voided` (docs/events.md): one per ticket and type, by its key. */
 export async function writeTicketEvent(d: TicketsDomain, ticket: TicketDoc, change: 'issued' | 'voided', at: Date): Promise<void> {
-  await writeOutboxEvent(d.models.Outbox, ticketEvent(ticket, change, at))
+  await writeOutboxEvent(d.models.Outbox, ticketEvent(ticket, change, at, d.requestId))
 }
 
-function ticketEvent(ticket: TicketDoc, change: 'issued' | 'voided', at: Date): NewOutboxEvent {
+function ticketEvent(ticket: TicketDoc, change: 'issued' | 'voided', at: Date, requestId: string | undefined): NewOutboxEvent {
   return {
     type: `ticket.${change}`,
     key: `ticket.${change}:${ticket._id}`,
     environment: ticket.environment as Environment,
     appDid: ticket.appDid,
     occurredAt: at,
+    requestId,
     data: {
       ticketId: ticket._id,
       status: change,
@@ -80,7 +81,7 @@ const FLAGS_AT_ONCE = 32
 export async function announceHoldTickets(d: TicketsDomain, tickets: TicketDoc[]): Promise<void> {
   const due = tickets.filter((t) => !t.announced)
   if (due.length === 0) return
-  await writeOutboxEvents(d.models.Outbox, due.map((t) => ticketEvent(t, 'issued', t.createdAt)))
+  await writeOutboxEvents(d.models.Outbox, due.map((t) => ticketEvent(t, 'issued', t.createdAt, d.requestId)))
   for (let i = 0; i < due.length; i += FLAGS_AT_ONCE) {
     await Promise.all(due.slice(i, i + FLAGS_AT_ONCE).map((t) => d.models.Ticket.updateOne({ _id: t._id, announced: false }, { $set: { announced: true } })))
   }

@@ -7,6 +7,8 @@ import type { SeatMap } from './seat-map'
 export interface TicketsDomain {
   models: TicketsModels
   logger?: Logger
+  /** the request being served (its logs' `reqId`), written on the outbox events it causes; absent in sweeps */
+  requestId?: string
   /** the clock (tests move it) */
   now?: () => Date
   /** which seats are taken, kept beside the units (seat-map.ts); absent: the units are read */

@@ -28,7 +28,7 @@ async function settleTimestamp(d: Pick<AppsDomain, 'models'>, doc: StoredApprova
 }
 
 /** app.authorization.granted for the approval of one revision (written once, also by concurrent accepts). */
-export async function writeGrantedEvent(d: Pick<AppsDomain, 'models'>, doc: StoredApproval): Promise<StoredApproval> {
+export async function writeGrantedEvent(d: Pick<AppsDomain, 'models' | 'requestId'>, doc: StoredApproval): Promise<StoredApproval> {
   const approvedAt = doc.approvedAt ?? new Date()
   const eventId = await writeOutboxEvent(d.models.Outbox, {
     type: 'app.authorization.granted',
@@ -36,6 +36,7 @@ export async function writeGrantedEvent(d: Pick<AppsDomain, 'models'>, doc: Stor
     appDid: doc.appDid,
     environment: doc.environment as Environment,
     occurredAt: approvedAt,
+    requestId: d.requestId,
     data: {
       approvalId: doc.id,
       recipientDid: doc.recipientDid,
@@ -55,7 +56,7 @@ function revokedStatusOf(doc: StoredApproval): 'revoked' | 'blocked' {
 }
 
 /** app.authorization.revoked for the approval of revision `revokedRevision`, ended by the creator's revoke or block. */
-export async function writeRevokedEvent(d: Pick<AppsDomain, 'models'>, doc: StoredApproval): Promise<StoredApproval> {
+export async function writeRevokedEvent(d: Pick<AppsDomain, 'models' | 'requestId'>, doc: StoredApproval): Promise<StoredApproval> {
   if (doc.revokedRevision === null || doc.revokedRevision === undefined) return doc
   const revokedAt = doc.revokedAt ?? new Date()
   const eventId = await writeOutboxEvent(d.models.Outbox, {
@@ -64,6 +65,7 @@ export async function writeRevokedEvent(d: Pick<AppsDomain, 'models'>, doc: Stor
     appDid: doc.appDid,
     environment: doc.environment as Environment,
     occurredAt: revokedAt,
+    requestId: d.requestId,
     data: {
       approvalId: doc.id,
       recipientDid: doc.recipientDid,
