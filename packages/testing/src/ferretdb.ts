@@ -117,6 +117,19 @@ function withDatabase(url: string, database: string): string {
   return u.toString()
 }
 
+/**
+ * At most this many PostgreSQL connections per FerretDB (its own default is 50): the test run's two workers and the
+ * fault run each start one, and PostgreSQL's default max_connections is 100 (a clean-clone run reached 99, and one
+ * with other tests running beside it failed on "too many clients already"). Two cores need no more.
+ */
+const FERRETDB_PG_POOL = 25
+
+function withPool(url: string): string {
+  const u = new URL(url)
+  u.searchParams.set('pool_max_conns', String(FERRETDB_PG_POOL))
+  return u.toString()
+}
+
 /** One statement on its own connection (these run a few times per start, never per request). */
 async function adminQuery<R extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = [], timeoutMs = 5000): Promise<R[]> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs })
@@ -272,7 +285,7 @@ export async function startFerretDb(opts: FerretDbOptions = {}): Promise<Running
     )
   }
   const backendArgs =
-    adminUrl && pgDatabase ? ['--handler=postgresql', `--postgresql-url=${withDatabase(adminUrl, pgDatabase)}`] : ['--handler=sqlite', `--sqlite-url=file:${dataDir}/`]
+    adminUrl && pgDatabase ? ['--handler=postgresql', `--postgresql-url=${withPool(withDatabase(adminUrl, pgDatabase))}`] : ['--handler=sqlite', `--sqlite-url=file:${dataDir}/`]
   const metricsPort = opts.metrics ? await freePort() : null
   const child = spawn(
     bin,

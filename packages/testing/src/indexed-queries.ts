@@ -5,6 +5,12 @@
  * otherwise. So each test file records the filters that code outside the tests sends through a model (mongoose's
  * debug hook), and fails when one names no first key of the model's indexes (nor `_id`): in each `$or` branch, or in
  * one `$and` branch; a filter that names none is served when its sort's first key is one. Queries a test makes itself (its assertions, its set-up) are not the service's and are left out.
+ *
+ * And every such query is one FerretDB hands to PostgreSQL: FerretDB 1.24 pushes down only a top-level equality on a
+ * string, boolean, date or number (docs.ferretdb.io/pushdown); a filter without one (`{ _id: { $in } }`, an `$or`, a
+ * range alone) reads and decodes the whole collection in FerretDB, seconds at tens of thousands of documents, however
+ * well MongoDB would serve it. The few such reads that are meant (a sweep over a collection kept small) are listed in
+ * SCANS_MEANT, each with why.
  */
 import mongoose from 'mongoose'
 import { relative, resolve } from 'node:path'
@@ -20,6 +26,31 @@ interface Unindexed {
   from: string
 }
 const unindexed = new Map<string, Unindexed>()
+const scans = new Map<string, Unindexed>()
+
+/** Reads FerretDB answers by reading the whole collection, on purpose: `<collection>.<method> <shape>` → why. */
+export const SCANS_MEANT: Record<string, string> = {
+  'request_log.deleteMany {"createdAt":"$lt"}': 'the request log\'s retention prune, once an hour in the apps process',
+  'request_log.find {}': 'an operator\'s read of the whole log, newest first (requestLog naming no environment or app)',
+  'signing_secrets.findOne {}': 'the first secret of an app environment checks the key against any stored one, once',
+  ...Object.fromEntries(
+    ['apps', 'payments', 'tickets'].flatMap((domain) =>
+      ['{"relayed":"$exists","relayedAt":"="}', '{"relayed":"$exists"}'].map((shape) => [`${domain}_outbox.updateMany ${shape}`, 'once per relay start: events written before the relayed flag existed']),
+    ),
+  ),
+}
+
+const isScalar = (v: unknown): boolean =>
+  typeof v === 'string' || typeof v === 'boolean' || typeof v === 'number' || v instanceof Date || (v !== null && typeof v === 'object' && (v as { _bsontype?: unknown })._bsontype === 'ObjectId')
+
+/** Whether FerretDB 1.24 hands PostgreSQL part of this filter: a top-level field equal to a scalar (or `$eq` one). */
+function pushedDown(filter: Record<string, unknown>): boolean {
+  return Object.entries(filter).some(([k, v]) => {
+    if (k.startsWith('$')) return false
+    if (isScalar(v)) return true
+    return v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 1 && '$eq' in v && isScalar((v as { $eq: unknown }).$eq)
+  })
+}
 
 /** The innermost frame of this repository outside node_modules and this file: where the query was sent from. */
 function sender(): string | null {
@@ -77,6 +108,11 @@ export function recordQuery(this: { conn?: mongoose.Connection; modelName?: stri
   const model = Object.values(this.conn?.models ?? {}).find((m) => m.collection.collectionName === collection)
   if (!model) return // a collection no model declares (its indexes are not the service's)
   const firstKeys = firstKeysOf(model)
+  if (!pushedDown(filter as Record<string, unknown>)) {
+    const from = sender()
+    const key = `${collection}.${method} ${JSON.stringify(shape(filter))}`
+    if (from !== null && !isTestCode(from) && !(key in SCANS_MEANT) && !scans.has(key)) scans.set(key, { collection, method, filter: JSON.stringify(shape(filter)), from })
+  }
   if (served(filter as Record<string, unknown>, firstKeys)) return
   // no field of the filter is a first key, but the sort's is: the index is walked in order (newest first, say)
   const sort = (args.slice(1).find((a) => a !== null && typeof a === 'object' && 'sort' in a) as { sort?: unknown } | undefined)?.sort
@@ -93,7 +129,13 @@ afterAll(() => {
   mongoose.set('debug', false)
   const found = [...unindexed.values()]
   unindexed.clear()
-  if (found.length > 0) {
-    throw new Error(`queries that no index serves on MongoDB (add an index whose first key the filter names):\n${found.map((q) => `  ${q.collection}.${q.method} ${q.filter} from ${q.from}`).join('\n')}`)
-  }
+  const scanned = [...scans.values()]
+  scans.clear()
+  const problems = [
+    ...(found.length > 0 ? [`queries that no index serves on MongoDB (add an index whose first key the filter names):\n${found.map((q) => `  ${q.collection}.${q.method} ${q.filter} from ${q.from}`).join('\n')}`] : []),
+    ...(scanned.length > 0
+      ? [`queries FerretDB answers by reading the whole collection (name a field equal to a value, or read by each key: findEach in @svc/subgraph-server):\n${scanned.map((q) => `  ${q.collection}.${q.method} ${q.filter} from ${q.from}`).join('\n')}`]
+      : []),
+  ]
+  if (problems.length > 0) throw new Error(problems.join('\n'))
 })

@@ -46,9 +46,9 @@ it("a claim's request id is on its ticket.issued event, its delivery, and the wo
   }, 'the delivery of ticket.issued')
   expect(delivery.requestId).toBe(requestId)
 
-  const lines = logs.map((l) => JSON.parse(l) as Record<string, unknown>)
-  const converted = lines.find((l) => l.msg === 'domain event → delivery' && l.eventId === event!._id)
-  expect(converted?.reqId).toBe(requestId)
-  const attempt = lines.find((l) => l.msg === 'delivery attempt' && l.deliveryId === delivery._id)
-  expect(attempt).toMatchObject({ reqId: requestId, outcome: 'delivered' })
+  const line = (msg: string, match: (l: Record<string, unknown>) => boolean) =>
+    waitFor(async () => logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === msg && match(l)) ?? null, `the line "${msg}"`)
+  expect((await line('domain event → delivery', (l) => l.eventId === event!._id)).reqId).toBe(requestId)
+  // written once the attempt's outcome is stored: after the delivery reads delivered
+  expect(await line('delivery attempt', (l) => l.deliveryId === delivery._id)).toMatchObject({ reqId: requestId, outcome: 'delivered' })
 })
