@@ -646,7 +646,11 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     // ---- the faults, on a timeline from t0 ----
     const t0 = Date.now()
     const outageMs = opts.outageSeconds * 1000
-    const productionEnd = t0 + outageMs * 1.2
+    // production goes on past the faults: on a loaded machine one that waited for the one before it (a slow restart)
+    // ends later, and a window fixed to the clock would then have been all outage (a clean-clone run produced 48 test
+    // events where others produced 90)
+    let productionEnd = t0 + outageMs * 1.2
+    let faultsOver = false
     const timeline: Promise<void>[] = []
     // each fault at its time, or once the one before it is over when that takes longer (a loaded machine): a payments
     // kill still waiting for a charge to catch met the Redis restart and the database kill, whose refusals ended its
@@ -708,10 +712,15 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       await receiver.up()
     })
 
+    const faultsDone = () => {
+      faultsOver = true
+      productionEnd = Math.max(productionEnd, Date.now() + outageMs * 0.3)
+    }
+    void Promise.all(timeline).then(faultsDone, faultsDone)
     const producer = (async () => {
       let sent = 0
       const inFlight = new Set<Promise<void>>()
-      while (Date.now() < productionEnd) {
+      while (!faultsOver || Date.now() < productionEnd) {
         const due = Math.floor(((Date.now() - t0) / 1000) * opts.rate)
         while (sent < due && inFlight.size < 50) {
           const p = produceOne(sent++).finally(() => inFlight.delete(p))
