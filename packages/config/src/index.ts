@@ -62,19 +62,22 @@ const perIssuer = <T>(value: (variable: ContextKey) => T): Record<Issuer, T> =>
  * and only the characters a URI may hold, as the lexicons' `uri` format checks its answers (a space would make every
  * answer that carries it a 500).
  */
+/** A URL without credentials, query or fragment (one that does not parse is false: its own refusal says so). */
+function isBareUrl(v: string): boolean {
+  try {
+    const u = new URL(v)
+    return u.username === '' && u.password === '' && u.search === '' && u.hash === ''
+  } catch {
+    return false
+  }
+}
+
 const publicUrl = z
   .string()
   .url()
   .refine((v) => /^https?:\/\/[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/i.test(v), 'must be an http(s) URL of URI characters only (no spaces; a Unicode host in punycode)')
   // links are built by appending paths to it, and every link shown to buyers, creators and logs would carry the rest
-  .refine((v) => {
-    try {
-      const u = new URL(v)
-      return u.username === '' && u.password === '' && u.search === '' && u.hash === ''
-    } catch {
-      return false // refused above (the parser's error would quote the value)
-    }
-  }, 'must be an http(s) URL without credentials, query or fragment (every link is built on it)')
+  .refine(isBareUrl, 'must be an http(s) URL without credentials, query or fragment (every link is built on it)')
 
 /**
  * Whether `value` parses, and what it parses to passes `ok`. A value that does not parse is invalid, and no more: the
@@ -131,14 +134,7 @@ const variables = z
     PLC_URL: z
       .string()
       .url()
-      .refine((v) => {
-        try {
-          const u = new URL(v)
-          return (u.protocol === 'https:' || u.protocol === 'http:') && u.username === '' && u.password === '' && u.search === '' && u.hash === ''
-        } catch {
-          return false
-        }
-      }, 'must be an http(s) URL without credentials, query or fragment')
+      .refine((v) => /^https?:\/\//i.test(v) && isBareUrl(v), 'must be an http(s) URL without credentials, query or fragment')
       .default('https://plc.directory'),
     BASE_URL: publicUrl.default('http://127.0.0.1:4000'),
     CHECKOUT_URL: publicUrl.default('http://127.0.0.1:4001'),
