@@ -1,6 +1,6 @@
 /**
  * The fault-injection run (docs/operations.md, "Fault injection"): the service as deployed, each component its own
- * process (the four subgraphs, the gateway, the XRPC adapter, two events worker processes), on a FerretDB and a Redis
+ * process (the five subgraphs, the gateway, the XRPC adapter, two events worker processes), on a FerretDB and a Redis
  * of the run's own. While an app produces events through the real HTTP stack (test events through the utility route,
  * payments initiated over XRPC and paid on the hosted checkout, ticket holds paid on theirs, free tickets claimed),
  * the run

@@ -3,7 +3,7 @@ import { runProcess } from '@svc/config'
 import { createDashboardSessions } from '@svc/dashboard-session'
 import { createServiceAuthVerifier } from '@svc/service-auth'
 import { createGatewayClient } from '@svc/gateway-client'
-import { createMetrics, logConnectionErrors, REQUEST_REDIS_OPTIONS } from '@svc/operations'
+import { createMetrics, logConnectionErrors, REQUEST_REDIS_OPTIONS, upstreamReady } from '@svc/operations'
 import { buildApiServer, buildCheckoutServer, LISTEN_BACKLOG } from './server'
 
 runProcess('xrpc-adapter', async (config, logger) => {
@@ -35,13 +35,7 @@ runProcess('xrpc-adapter', async (config, logger) => {
     trustProxy: config.trustProxy,
     metrics: createMetrics('xrpc-adapter'),
     metricsToken: config.secrets.metricsToken,
-    readiness: {
-      gateway: async () => {
-        // the check gives up after 2 s; the request is dropped then too, so slow checks do not pile up
-        const res = await fetch(new URL('/livez', config.gatewayUrl), { signal: AbortSignal.timeout(2000) })
-        if (!res.ok) throw new Error(`gateway answered ${res.status}`)
-      },
-    },
+    readiness: { gateway: upstreamReady(config.gatewayUrl, config.secrets.metricsToken) },
     serviceIdentity: { did: config.serviceDid, signingKeyHex: config.secrets.serviceSigningKey },
   }
   const api = await buildApiServer(deps)

@@ -2,7 +2,8 @@
  * A subgraph that is not answering when the gateway starts (it starts more slowly than the gateway): the gateway is
  * not ready, and its fields are unknown, until the subgraph answers; then the gateway composes it in and is ready.
  * Before, the gateway gave up after ten seconds of retries and answered ready for good without it, every request for
- * its fields failing. Real subgraphs and the real gateway on loopback.
+ * its fields failing. The adapter's readiness check on the gateway follows the gateway's. Real subgraphs and the real
+ * gateway on loopback.
  */
 import gql from 'graphql-tag'
 import type { FastifyInstance } from 'fastify'
@@ -10,6 +11,7 @@ import { createGatewayClient, type GatewayClient } from '@svc/gateway-client'
 import { startSubgraph, type RunningSubgraph, type SubgraphContext } from '@svc/subgraph-server'
 import { freePort } from '@svc/testing'
 import { buildGateway } from '@svc/gateway'
+import { upstreamReady } from '@svc/operations'
 import { newSecrets, testLogger } from './helpers'
 
 const secrets = newSecrets()
@@ -66,6 +68,9 @@ it('is not ready without a subgraph, and composes it in once it answers', async 
   const waiting = await readiness()
   expect(waiting.status).toBe(503)
   expect(waiting.body.checks.schema).toMatch(/waiting for late/)
+  // the adapter's check on the gateway (xrpc-adapter/src/main.ts): not ready while the gateway waits, saying for what
+  const gatewayReady = upstreamReady(`${baseUrl}/graphql`, secrets.metricsToken)
+  await expect(gatewayReady()).rejects.toThrow('answered 503: schema: the schema is not composed yet: waiting for late')
   await expect(client.query('{ fromEarly }', {}, as)).resolves.toEqual({ fromEarly: 'fromEarly' })
   await expect(client.query('{ fromLate }', {}, as)).rejects.toBeDefined()
 
@@ -80,5 +85,6 @@ it('is not ready without a subgraph, and composes it in once it answers', async 
     ready = await readiness()
   }
   expect(ready).toEqual({ status: 200, body: { ok: true, checks: { schema: 'ok' } } })
+  await expect(gatewayReady()).resolves.toBeUndefined()
   await expect(client.query('{ fromLate }', {}, as)).resolves.toEqual({ fromLate: 'fromLate' })
 }, 30_000)
