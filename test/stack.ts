@@ -134,6 +134,7 @@ export async function startStack(label: string, opts: StackOptions = {}): Promis
     metricsToken: randomBytes(32).toString('hex'),
     paymentTokens: randomBytes(32).toString('hex'),
     previousPaymentTokens: null,
+    previousWebhookSecretKey: null,
     webhookSecretKey: randomBytes(32).toString('hex'),
     serviceSigningKey: randomBytes(32).toString('hex'),
   }

@@ -188,6 +188,8 @@ const variables = z
     TEST_PROCESSOR_LATENCY_MS: emptyAsUnset(z.coerce.number().int().min(0).max(15_000).default(0)),
     /** encrypts the webhook signing secrets at rest (AES-256-GCM; the key is its SHA-256) */
     WEBHOOK_SECRET_KEY: z.string().min(32).default(`${DEV_SECRET}-webhook-secrets`),
+    /** the webhook secret key before its rotation, while signing secrets stored under it are re-encrypted */
+    WEBHOOK_SECRET_KEY_PREVIOUS: optionalSecret,
     /**
      * the service's own signing key (hex secp256k1 private key): service-auth JWTs to app-hosted XRPC receivers,
      * published as `#atproto` in the service's did:web document. The development default is a fixed, public key.
@@ -315,7 +317,7 @@ export type Component = keyof typeof COMPONENT_SECRETS
 export function componentSecretVariables(component: Component): string[] {
   const held: readonly Secret[] = COMPONENT_SECRETS[component]
   const verifies = CONTEXT_KEYS.every((key) => held.includes(key))
-  const rotated = (secret: Secret) => secret === 'PAYMENT_TOKEN_SECRET' || (verifies && (CONTEXT_KEYS as readonly string[]).includes(secret))
+  const rotated = (secret: Secret) => secret === 'PAYMENT_TOKEN_SECRET' || secret === 'WEBHOOK_SECRET_KEY' || (verifies && (CONTEXT_KEYS as readonly string[]).includes(secret))
   return held.flatMap((secret) => (rotated(secret) ? [secret, `${secret}_PREVIOUS`] : [secret]))
 }
 
@@ -335,6 +337,9 @@ const schemaFor = (held: ReadonlySet<Secret>) =>
     }
     if (holds('PAYMENT_TOKEN_SECRET') && env.PAYMENT_TOKEN_SECRET_PREVIOUS === env.PAYMENT_TOKEN_SECRET) {
       ctx.addIssue({ code: 'custom', path: ['PAYMENT_TOKEN_SECRET_PREVIOUS'], message: 'must differ from PAYMENT_TOKEN_SECRET (it is the one before the rotation)' })
+    }
+    if (holds('WEBHOOK_SECRET_KEY') && env.WEBHOOK_SECRET_KEY_PREVIOUS === env.WEBHOOK_SECRET_KEY) {
+      ctx.addIssue({ code: 'custom', path: ['WEBHOOK_SECRET_KEY_PREVIOUS'], message: 'must differ from WEBHOOK_SECRET_KEY (it is the one before the rotation)' })
     }
     // a delivery attempt under way when the workers are told to stop finishes within the stop's time, with 5 s for
     // its endpoint's lookup and its outcome's write: past it the process exits holding the job, and the attempt is
@@ -477,6 +482,8 @@ export interface Config {
     /** PAYMENT_TOKEN_SECRET_PREVIOUS, or null */
     previousPaymentTokens: string | null
     webhookSecretKey: string
+    /** WEBHOOK_SECRET_KEY_PREVIOUS, or null */
+    previousWebhookSecretKey: string | null
     serviceSigningKey: string
   }
   delivery: DeliverySettings
@@ -640,6 +647,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           paymentTokens: e.PAYMENT_TOKEN_SECRET,
           previousPaymentTokens: e.PAYMENT_TOKEN_SECRET_PREVIOUS ?? null,
           webhookSecretKey: e.WEBHOOK_SECRET_KEY,
+          previousWebhookSecretKey: e.WEBHOOK_SECRET_KEY_PREVIOUS ?? null,
           serviceSigningKey: e.SERVICE_SIGNING_KEY,
         },
         {
@@ -648,6 +656,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
           paymentTokens: 'PAYMENT_TOKEN_SECRET',
           previousPaymentTokens: 'PAYMENT_TOKEN_SECRET',
           webhookSecretKey: 'WEBHOOK_SECRET_KEY',
+          previousWebhookSecretKey: 'WEBHOOK_SECRET_KEY',
           serviceSigningKey: 'SERVICE_SIGNING_KEY',
         },
         held,

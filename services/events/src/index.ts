@@ -10,10 +10,14 @@ export {
   activeSigningSecrets,
   encryptSecret,
   decryptSecret,
+  readSigningSecret,
+  reencryptSigningSecrets,
   generateSigningSecret,
   DEFAULT_OVERLAP_SECONDS,
   MAX_OVERLAP_SECONDS,
   type SigningSecretIssued,
+  type ReencryptionReport,
+  type WebhookSecretKeys,
 } from './domain/signing-secrets'
 export { LOG_PAGE_SIZE, logCounterKey, logPageKey, logPageNumber, newestByPages, type DeliveryLogStore } from './domain/delivery-log-pages'
 export { API_VERSION, DELIVERY_ID_RE, TEST_EVENT_TYPE, deliveryIdForEvent, newDeliveryId, serializeEnvelope, type Envelope } from './domain/envelope'

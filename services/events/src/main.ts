@@ -14,6 +14,7 @@ runProcess('events', async (config, logger) => {
     redisUrl: config.redisUrl,
     redisPrefix: config.redisPrefix,
     secretKey: config.secrets.webhookSecretKey,
+    previousSecretKey: config.secrets.previousWebhookSecretKey,
   })
   return service.stop
 })

@@ -82,19 +82,19 @@ export const resolvers: GraphQLResolverMap<EventsContext> = {
       if (p.kind !== 'operator' && !(p.kind === 'service' && p.name === SERVICE_PRINCIPALS.apps)) {
         throw new ContractError('NotAllowed', 'ensureSigningSecret is for the apps domain (updateConfig) and operators')
       }
-      const { models, secretKey } = ctx.domain
+      const { models, secretKeys } = ctx.domain
       // the apps domain asks until it has recorded the secret as handed to the app: it gets the secret each time
       const reveal = p.kind === 'service'
-      const issued = await ensureSigningSecret(models, secretKey, appDidArg(args.appDid), parseEnvironment(args.environment), { reveal })
+      const issued = await ensureSigningSecret(models, secretKeys, appDidArg(args.appDid), parseEnvironment(args.environment), { reveal })
       if (issued.created) ctx.log.info({ appDid: args.appDid, environment: args.environment, generation: issued.generation }, 'signing secret created')
       return issuedView(issued)
     },
     rotateSigningSecret: async (_: unknown, args: MutationRotateSigningSecretArgs, ctx: EventsContext) => {
       const operator = operatorOnly(ctx)
-      const { models, secretKey } = ctx.domain
+      const { models, secretKeys } = ctx.domain
       const issued = await rotateSigningSecret(
         models,
-        secretKey,
+        secretKeys,
         appDidArg(args.appDid),
         parseEnvironment(args.environment),
         args.overlapSeconds ?? DEFAULT_OVERLAP_SECONDS,

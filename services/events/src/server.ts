@@ -15,6 +15,8 @@ export interface EventsServiceOptions extends DomainProcessOptions {
   redisPrefix: string
   /** WEBHOOK_SECRET_KEY */
   secretKey: string
+  /** WEBHOOK_SECRET_KEY_PREVIOUS, during that key's rotation: signing secrets still stored under it are read */
+  previousSecretKey?: string | null
 }
 
 /** How often the events process deletes test deliveries past their retention. */
@@ -27,7 +29,7 @@ export async function startEventsService(opts: EventsServiceOptions): Promise<{ 
   const redis = new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, disconnectTimeout: 200, ...REQUEST_REDIS_OPTIONS })
   const deliveries = producerQueue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, redis, queuePrefix(opts.redisPrefix))
   logConnectionErrors(deliveries, opts.logger, 'delivery queue: connection error')
-  const settings: Omit<EventsDomain, 'models' | 'logger'> = { deliveries, redis, redisPrefix: opts.redisPrefix, secretKey: opts.secretKey }
+  const settings: Omit<EventsDomain, 'models' | 'logger'> = { deliveries, redis, redisPrefix: opts.redisPrefix, secretKeys: { current: opts.secretKey, previous: opts.previousSecretKey ?? null } }
   const running = await startDomainSubgraph({
     ...processOptionsOf(opts),
     name: 'events',

@@ -162,3 +162,33 @@ describe('list-deliveries', () => {
     expect(big.stderr).toMatch(/InvalidRequest: limit/)
   })
 })
+
+// last: it moves every secret of this file's database to another key
+describe('reencrypt-secrets', () => {
+  it('moves the secrets stored under WEBHOOK_SECRET_KEY_PREVIOUS to WEBHOOK_SECRET_KEY, names those neither reads; needs _PREVIOUS', async () => {
+    const app = 'did:web:cli-reencrypt.example.com'
+    const first = await ensureSigningSecret(stack.events, stack.secrets.webhookSecretKey, app, 'test')
+    const ROTATED_KEY = 'the-rotated-key-0123456789abcdef0123456789'
+    const env = { ...process.env, MONGO_URL: stack.mongoUrl, WEBHOOK_SECRET_KEY: ROTATED_KEY, NODE_ENV: 'test' }
+    const reencrypt = (extra: Record<string, string>, ...args: string[]) =>
+      run(TSX, [CLI, 'reencrypt-secrets', ...args], { env: { ...env, ...extra } }).then(
+        ({ stdout, stderr }) => ({ stdout, stderr, code: 0 }),
+        (e: { code: number; stdout: string; stderr: string }) => e,
+      )
+
+    const without = await reencrypt({})
+    expect(without.code).toBe(2)
+    expect(without.stderr).toMatch(/needs WEBHOOK_SECRET_KEY_PREVIOUS/)
+    expect(await activeSigningSecrets(stack.events, stack.secrets.webhookSecretKey, app, 'test')).toEqual([first.secret])
+
+    const res = await reencrypt({ WEBHOOK_SECRET_KEY_PREVIOUS: stack.secrets.webhookSecretKey })
+    expect(res.code).toBe(0)
+    // the secret stored under NEW_KEY by --replace-unreadable above is one that neither key reads
+    expect(res.stdout).toMatch(/^\d+ signing secrets re-encrypted under WEBHOOK_SECRET_KEY; 0 were already under it\n[1-9]\d* cannot be read with either key/)
+    expect(await activeSigningSecrets(stack.events, ROTATED_KEY, app, 'test')).toEqual([first.secret])
+    // run again: nothing left to move
+    const again = JSON.parse((await reencrypt({ WEBHOOK_SECRET_KEY_PREVIOUS: stack.secrets.webhookSecretKey }, '--json')).stdout)
+    expect(again).toMatchObject({ reencrypted: 0, current: expect.any(Number), unreadable: expect.any(Number) })
+    expect(again.current).toBeGreaterThanOrEqual(1)
+  })
+})

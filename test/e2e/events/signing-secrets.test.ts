@@ -5,7 +5,7 @@
  */
 import { signedContext } from '@svc/testing'
 import { startStack, type TestStack } from '../../stack'
-import { activeSigningSecrets, decryptSecret, rotateSigningSecret } from '@svc/events'
+import { activeSigningSecrets, decryptSecret, encryptSecret, ensureSigningSecret, generateSigningSecret, reencryptSigningSecrets, rotateSigningSecret } from '@svc/events'
 
 let stack: TestStack
 
@@ -135,4 +135,46 @@ it('a rotation ending the earlier secrets at once, beside one with a long overla
     expect(earlier.length).toBeGreaterThan(0)
     for (const s of earlier) expect({ round, generation: s.generation, ended: s.expiresAt != null && s.expiresAt.getTime() <= Date.parse(now.previousExpiresAt!) }).toEqual({ round, generation: s.generation, ended: true })
   }
+})
+
+describe('rotating WEBHOOK_SECRET_KEY', () => {
+  const NEW_KEY = 'the-new-webhook-secret-key-0123456789abcdef'
+
+  it('with the old key as _PREVIOUS the stored secrets are read and rotated; re-encrypted, the new key alone reads them', async () => {
+    const app = 'did:web:key-rotation.example.com'
+    const old = stack.secrets.webhookSecretKey
+    const first = await ensureSigningSecret(stack.events, old, app, 'test')
+    const during = { current: NEW_KEY, previous: old }
+    // the apps domain's reveal and the workers' signing read the secret stored under the old key
+    expect((await ensureSigningSecret(stack.events, during, app, 'test', { reveal: true })).secret).toBe(first.secret)
+    expect(await activeSigningSecrets(stack.events, during, app, 'test')).toEqual([first.secret])
+    // a rotation meanwhile stores its secret under the new key; the earlier one keeps signing for the overlap
+    const rotated = await rotateSigningSecret(stack.events, during, app, 'test', 3600)
+    const stored = await stack.events.SigningSecret.findOne({ appDid: app, generation: rotated.generation }).lean()
+    expect(decryptSecret(NEW_KEY, stored!)).toBe(rotated.secret)
+    expect(await activeSigningSecrets(stack.events, NEW_KEY, app, 'test').catch((err: Error) => err.message)).toMatch(/cannot be read/)
+
+    const report = await reencryptSigningSecrets(stack.events, during)
+    expect(report.reencrypted).toBeGreaterThanOrEqual(1)
+    expect(report.unreadable).toBe(0)
+    expect(await activeSigningSecrets(stack.events, NEW_KEY, app, 'test')).toEqual([rotated.secret, first.secret])
+    // run again: nothing left to move
+    expect((await reencryptSigningSecrets(stack.events, during)).reencrypted).toBe(0)
+    await reencryptSigningSecrets(stack.events, { current: old, previous: NEW_KEY }) // back, for the other tests of this file
+  })
+
+  it('a secret neither key reads: the apps domain\'s ensure answers ServiceUnavailable, not a 500', async () => {
+    const app = 'did:web:key-lost.example.com'
+    const secret = generateSigningSecret()
+    await stack.events.SigningSecret.create({ appDid: app, environment: 'test', generation: 1, hint: secret.slice(-4), expiresAt: null, ...encryptSecret(NEW_KEY, secret) })
+    const res = await fetch(stack.gatewayUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'svc-context': signedContext(stack.secrets.callerKeys, { kind: 'service', name: 'apps' }) },
+      body: JSON.stringify({ query: 'mutation($a: ID!) { ensureSigningSecret(appDid: $a, environment: "test") { secret } }', variables: { a: app } }),
+    })
+    const body = (await res.json()) as { errors?: { message: string; extensions?: { code?: string } }[] }
+    expect(body.errors?.[0]?.extensions?.code).toBe('ServiceUnavailable')
+    expect(body.errors?.[0]?.message).toMatch(/cannot be read with WEBHOOK_SECRET_KEY/)
+    await stack.events.SigningSecret.deleteMany({ appDid: app })
+  })
 })

@@ -5,13 +5,15 @@
  *   rotate-secret     a new webhook signing secret for an app environment, printed once; the previous ones keep
  *                     signing for the overlap (default 24 h, at most 7 days; 0 = they stop at once)
  *   list-deliveries   an app environment's delivery log, newest first (read with the full query: this command has no Redis)
+ *   reencrypt-secrets every stored signing secret moved from WEBHOOK_SECRET_KEY_PREVIOUS to WEBHOOK_SECRET_KEY (the
+ *                     last step of that key's rotation)
  */
 import { loadConfig } from '@svc/config'
 import { parseOperatorArgs, requiredOption, runOperatorCommand, UsageError, withDomain } from '@svc/subgraph-server'
 import { createEventsModels, DELIVERY_STATUSES, type EventsModels } from '../models'
 import { isDid, parseEnvironment } from '@svc/vocabulary'
 import { listDeliveries, MAX_LIST_LIMIT, type DeliveryView } from '../domain/deliveries-log'
-import { MAX_OVERLAP_SECONDS, rotateSigningSecret } from '../domain/signing-secrets'
+import { MAX_OVERLAP_SECONDS, reencryptSigningSecrets, rotateSigningSecret } from '../domain/signing-secrets'
 
 const USAGE = `usage: npm run operator:events -- <command> [options]
 
@@ -22,6 +24,8 @@ const USAGE = `usage: npm run operator:events -- <command> [options]
                      --overlap-hours 0: that key itself was replaced, and the secrets stored under the old one go)
   list-deliveries   --app <did> --env <test|live> [--status ${DELIVERY_STATUSES.join('|')}] [--limit 20]
                     (newest first, at most ${MAX_LIST_LIMIT})
+  reencrypt-secrets (with WEBHOOK_SECRET_KEY_PREVIOUS set: every signing secret stored under it is stored under
+                     WEBHOOK_SECRET_KEY instead; the secrets themselves do not change; safe to run again)
 
 Add --json for machine-readable output.`
 
@@ -40,6 +44,7 @@ const options = {
 const TAKES = {
   'rotate-secret': ['app', 'env', 'overlap-hours', 'replace-unreadable'],
   'list-deliveries': ['app', 'env', 'status', 'limit'],
+  'reencrypt-secrets': [],
 } as const
 
 function withEvents<T>(fn: (models: EventsModels) => Promise<T>): Promise<T> {
@@ -61,10 +66,10 @@ async function rotateSecret(values: { app?: string; env?: string; 'overlap-hours
   if (!isDid(appDid)) throw new UsageError('--app must be an app DID')
   const environment = parseEnvironment(requiredOption(values, 'env'))
   const overlap = overlapSeconds(values['overlap-hours'])
-  const secretKey = loadConfig().secrets.webhookSecretKey
+  const { webhookSecretKey, previousWebhookSecretKey } = loadConfig().secrets
   const replaceUnreadable = values['replace-unreadable'] === true
   if (replaceUnreadable && overlap !== 0) throw new UsageError('--replace-unreadable needs --overlap-hours 0 (secrets nothing can read cannot sign during an overlap)')
-  const issued = await withEvents((models) => rotateSigningSecret(models, secretKey, appDid, environment, overlap, new Date(), { replaceUnreadable }))
+  const issued = await withEvents((models) => rotateSigningSecret(models, { current: webhookSecretKey, previous: previousWebhookSecretKey }, appDid, environment, overlap, new Date(), { replaceUnreadable }))
   const previousUntil = issued.previousExpiresAt?.toISOString() ?? null
   if (values.json) {
     return JSON.stringify({ appDid, environment, secret: issued.secret, generation: issued.generation, hint: issued.hint, previousExpiresAt: previousUntil }, null, 2)
@@ -111,6 +116,17 @@ async function listCommand(values: { app?: string; env?: string; status?: string
   return rows.map(describe).join('\n')
 }
 
+async function reencryptSecrets(values: { json?: boolean }): Promise<string> {
+  const { webhookSecretKey: current, previousWebhookSecretKey: previous } = loadConfig().secrets
+  if (previous === null) throw new UsageError('reencrypt-secrets needs WEBHOOK_SECRET_KEY_PREVIOUS: the key the secrets are stored under now')
+  const report = await withEvents((models) => reencryptSigningSecrets(models, { current, previous }))
+  if (values.json) return JSON.stringify(report, null, 2)
+  const lines = [`${report.reencrypted} signing secrets re-encrypted under WEBHOOK_SECRET_KEY; ${report.current} were already under it`]
+  if (report.unreadable > 0) lines.push(`${report.unreadable} cannot be read with either key: their app environments need rotate-secret --replace-unreadable --overlap-hours 0`)
+  else lines.push('every signing secret is now under WEBHOOK_SECRET_KEY: WEBHOOK_SECRET_KEY_PREVIOUS can be removed')
+  return lines.join('\n')
+}
+
 async function main(argv: string[]) {
   const { values, command } = parseOperatorArgs(argv, options, TAKES)
   if (!command || values.help) {
@@ -123,6 +139,9 @@ async function main(argv: string[]) {
       return
     case 'list-deliveries':
       process.stdout.write(`${await listCommand(values)}\n`)
+      return
+    case 'reencrypt-secrets':
+      process.stdout.write(`${await reencryptSecrets(values)}\n`)
       return
     default:
       throw new UsageError(`unknown command ${command}`)

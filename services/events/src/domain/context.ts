@@ -13,7 +13,7 @@ export interface EventsDomain {
   redis: Redis
   /** REDIS_PREFIX: every key of this deployment starts with it */
   redisPrefix: string
-  /** WEBHOOK_SECRET_KEY: encrypts the signing secrets */
-  secretKey: string
+  /** WEBHOOK_SECRET_KEY, which encrypts the signing secrets, and WEBHOOK_SECRET_KEY_PREVIOUS during its rotation */
+  secretKeys: { current: string; previous: string | null }
   logger: Logger
 }

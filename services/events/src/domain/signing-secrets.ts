@@ -1,6 +1,7 @@
 /**
  * Webhook signing secrets (docs/events.md, "Signing secrets"): `whsec_` + base64 of 32 random bytes, one set per app
- * and environment, stored encrypted (AES-256-GCM, key = SHA-256 of WEBHOOK_SECRET_KEY), shown to the app until its
+ * and environment, stored encrypted (AES-256-GCM, key = SHA-256 of WEBHOOK_SECRET_KEY; while that key is rotated, a
+ * secret stored under WEBHOOK_SECRET_KEY_PREVIOUS is read with it until reencryptSigningSecrets has moved it), shown to the app until its
  * configuration records it as handed over (apps domain). Generation 1 is created with the configuration; a rotation
  * adds the next generation and lets the earlier ones keep signing until the overlap ends. Which generation exists is
  * decided by a unique index, so concurrent creations make one.
@@ -24,6 +25,42 @@ export interface SigningSecretIssued {
   previousExpiresAt: Date | null
 }
 
+/**
+ * WEBHOOK_SECRET_KEY, and during a rotation of that key the one before (WEBHOOK_SECRET_KEY_PREVIOUS): new secrets are
+ * encrypted under the current key; a stored secret is read under either.
+ */
+export type WebhookSecretKeys = string | { current: string; previous?: string | null }
+
+const currentKey = (keys: WebhookSecretKeys): string => (typeof keys === 'string' ? keys : keys.current)
+const readingKeys = (keys: WebhookSecretKeys): string[] => (typeof keys === 'string' ? [keys] : [keys.current, ...(keys.previous ? [keys.previous] : [])])
+
+type StoredSecret = { iv: string; ciphertext: string; tag: string }
+
+/** Which of the keys the stored secret was encrypted under (`current` or `previous`), and the secret; null: neither. */
+function readStored(keys: WebhookSecretKeys, stored: StoredSecret): { secret: string; under: 'current' | 'previous' } | null {
+  for (const [i, key] of readingKeys(keys).entries()) {
+    try {
+      return { secret: decryptSecret(key, stored), under: i === 0 ? 'current' : 'previous' }
+    } catch {
+      // AES-GCM's tag does not match: another key
+    }
+  }
+  return null
+}
+
+/**
+ * The stored secret, read under the current key or the one before. Neither reads it (WEBHOOK_SECRET_KEY replaced
+ * without its _PREVIOUS): ServiceUnavailable, for an operator to mend (docs/events.md, "Signing secrets"), never a 500.
+ */
+export function readSigningSecret(keys: WebhookSecretKeys, stored: StoredSecret): string {
+  const read = readStored(keys, stored)
+  if (read) return read.secret
+  throw new ContractError(
+    'ServiceUnavailable',
+    'the signing secrets cannot be read with WEBHOOK_SECRET_KEY (nor WEBHOOK_SECRET_KEY_PREVIOUS): the operators must restore the key or replace the secrets',
+  )
+}
+
 function cipherKey(secretKey: string): Buffer {
   return createHash('sha256').update(secretKey).digest()
 }
@@ -45,11 +82,9 @@ export function decryptSecret(secretKey: string, stored: { iv: string; ciphertex
   return Buffer.concat([decipher.update(Buffer.from(stored.ciphertext, 'base64')), decipher.final()]).toString('utf8')
 }
 
-/** Throws when `secretKey` is not the key the stored secret was encrypted with. */
-function assertDecrypts(secretKey: string, stored: { iv: string; ciphertext: string; tag: string }): void {
-  try {
-    decryptSecret(secretKey, stored)
-  } catch {
+/** Throws when neither key is the one the stored secret was encrypted with. */
+function assertDecrypts(keys: WebhookSecretKeys, stored: StoredSecret): void {
+  if (readStored(keys, stored) === null) {
     throw new ContractError(
       'InvalidRequest',
       'WEBHOOK_SECRET_KEY does not decrypt the stored signing secrets: run with the workers\' key (or, if that key itself was replaced, --replace-unreadable --overlap-hours 0); nothing was changed',
@@ -59,14 +94,14 @@ function assertDecrypts(secretKey: string, stored: { iv: string; ciphertext: str
 
 async function insertGeneration(
   models: EventsModels,
-  secretKey: string,
+  keys: WebhookSecretKeys,
   appDid: string,
   environment: Environment,
   generation: number,
 ): Promise<string | null> {
   const secret = generateSigningSecret()
   try {
-    await models.SigningSecret.create({ appDid, environment, generation, hint: secret.slice(-4), expiresAt: null, ...encryptSecret(secretKey, secret) })
+    await models.SigningSecret.create({ appDid, environment, generation, hint: secret.slice(-4), expiresAt: null, ...encryptSecret(currentKey(keys), secret) })
     return secret
   } catch (err) {
     if (isDuplicateKeyError(err)) return null
@@ -81,21 +116,21 @@ async function insertGeneration(
  */
 export async function ensureSigningSecret(
   models: EventsModels,
-  secretKey: string,
+  keys: WebhookSecretKeys,
   appDid: string,
   environment: Environment,
   opts: { reveal?: boolean } = {},
 ): Promise<SigningSecretIssued> {
   const existing = await models.SigningSecret.findOne({ appDid, environment }).sort({ generation: -1 }).lean()
-  if (existing) return existingSecret(secretKey, existing, opts)
-  const secret = await insertGeneration(models, secretKey, appDid, environment, 1)
+  if (existing) return existingSecret(keys, existing, opts)
+  const secret = await insertGeneration(models, keys, appDid, environment, 1)
   if (secret) return { secret, created: true, generation: 1, hint: secret.slice(-4), previousExpiresAt: null }
   const winner = await models.SigningSecret.findOne({ appDid, environment, generation: 1 }).lean()
-  return winner ? existingSecret(secretKey, winner, opts) : { secret: null, created: false, generation: 1, hint: '', previousExpiresAt: null }
+  return winner ? existingSecret(keys, winner, opts) : { secret: null, created: false, generation: 1, hint: '', previousExpiresAt: null }
 }
 
-function existingSecret(secretKey: string, doc: SigningSecretDoc, opts: { reveal?: boolean }): SigningSecretIssued {
-  const secret = opts.reveal ? decryptSecret(secretKey, doc) : null
+function existingSecret(keys: WebhookSecretKeys, doc: SigningSecretDoc, opts: { reveal?: boolean }): SigningSecretIssued {
+  const secret = opts.reveal ? readSigningSecret(keys, doc) : null
   return { secret, created: false, generation: doc.generation, hint: doc.hint, previousExpiresAt: null }
 }
 
@@ -108,7 +143,7 @@ function existingSecret(secretKey: string, doc: SigningSecretDoc, opts: { reveal
  */
 export async function rotateSigningSecret(
   models: EventsModels,
-  secretKey: string,
+  keys: WebhookSecretKeys,
   appDid: string,
   environment: Environment,
   overlapSeconds: number = DEFAULT_OVERLAP_SECONDS,
@@ -120,7 +155,7 @@ export async function rotateSigningSecret(
   }
   // unreadable secrets cannot sign during an overlap: replacing them stops them at once
   if (opts.replaceUnreadable && overlapSeconds !== 0) throw new ContractError('InvalidRequest', 'replacing unreadable secrets needs an overlap of 0')
-  return inTurn(models.SigningSecretTurn, `${environment} ${appDid}`, () => rotateInTurn(models, secretKey, appDid, environment, overlapSeconds, now, opts), {
+  return inTurn(models.SigningSecretTurn, `${environment} ${appDid}`, () => rotateInTurn(models, keys, appDid, environment, overlapSeconds, now, opts), {
     busyMessage: 'another rotation of this app environment\'s signing secret is in progress; retry',
   })
 }
@@ -135,7 +170,7 @@ export interface RotateOptions {
 
 async function rotateInTurn(
   models: EventsModels,
-  secretKey: string,
+  keys: WebhookSecretKeys,
   appDid: string,
   environment: Environment,
   overlapSeconds: number,
@@ -148,9 +183,9 @@ async function rotateInTurn(
     // secret the workers cannot read either, and every delivery of the app environment would stop; with no secret
     // here yet, any app's tells
     const probe = opts.replaceUnreadable ? null : (latest ?? (await models.SigningSecret.findOne().sort({ createdAt: -1 }).lean()))
-    if (probe) assertDecrypts(secretKey, probe)
+    if (probe) assertDecrypts(keys, probe)
     const generation = (latest?.generation ?? 0) + 1
-    const secret = await insertGeneration(models, secretKey, appDid, environment, generation)
+    const secret = await insertGeneration(models, keys, appDid, environment, generation)
     if (!secret) continue
     const previousExpiresAt = new Date(now.getTime() + overlapSeconds * 1000)
     // Earlier generations sign until the overlap ends; one that already ends sooner keeps its earlier end.
@@ -173,7 +208,7 @@ async function rotateInTurn(
 /** The secrets that sign a delivery now, newest first (the current one and those still in their overlap). */
 export async function activeSigningSecrets(
   models: EventsModels,
-  secretKey: string,
+  keys: WebhookSecretKeys,
   appDid: string,
   environment: Environment,
   now: Date = new Date(),
@@ -185,5 +220,34 @@ export async function activeSigningSecrets(
   })
     .sort({ generation: -1 })
     .lean()
-  return docs.map((doc) => decryptSecret(secretKey, doc))
+  return docs.map((doc) => readSigningSecret(keys, doc))
+}
+
+export interface ReencryptionReport {
+  /** secrets moved from the previous key to the current one */
+  reencrypted: number
+  /** secrets already under the current key */
+  current: number
+  /** secrets neither key reads (left as they are: `rotate-secret --replace-unreadable` replaces them) */
+  unreadable: number
+}
+
+/**
+ * Moves every stored secret encrypted under WEBHOOK_SECRET_KEY_PREVIOUS to WEBHOOK_SECRET_KEY: the last step of that
+ * key's rotation, after which the previous key can go. The secrets themselves do not change (apps notice nothing).
+ * Safe to run again and beside the running service: a secret written twice is the same secret under the current key.
+ */
+export async function reencryptSigningSecrets(models: EventsModels, keys: { current: string; previous: string | null }): Promise<ReencryptionReport> {
+  const report: ReencryptionReport = { reencrypted: 0, current: 0, unreadable: 0 }
+  // every app environment's secrets: an operator's run over the whole collection (a few documents per app)
+  for await (const doc of models.SigningSecret.find({}, { iv: 1, ciphertext: 1, tag: 1 }).lean().cursor()) {
+    const read = readStored(keys, doc)
+    if (read === null) report.unreadable++
+    else if (read.under === 'current') report.current++
+    else {
+      await models.SigningSecret.updateOne({ _id: doc._id }, { $set: encryptSecret(keys.current, read.secret) })
+      report.reencrypted++
+    }
+  }
+  return report
 }

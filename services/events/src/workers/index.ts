@@ -41,6 +41,8 @@ export interface EventWorkersOptions {
   serviceSigningKey: string
   /** WEBHOOK_SECRET_KEY */
   secretKey: string
+  /** WEBHOOK_SECRET_KEY_PREVIOUS, during that key's rotation: signing secrets still stored under it are read */
+  previousSecretKey?: string | null
   delivery: DeliverySettings
   /** DEV_ALLOW_LOOPBACK_WEBHOOKS: loopback receivers in test */
   allowLoopbackWebhooks: boolean
@@ -71,7 +73,7 @@ export async function startEventWorkers(opts: EventWorkersOptions): Promise<Runn
   const prefix = queuePrefix(opts.redisPrefix)
   const deliveries = new Queue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, { connection: redis, prefix })
   const endpoints = cachedEndpoints(createEndpointClient({ url: opts.gateway.url, key: opts.gateway.key, logger: log }), opts.delivery.appCacheMs)
-  const signingSecrets = cachedSigningSecrets(activeSigningSecrets.bind(null, models, opts.secretKey), opts.delivery.appCacheMs)
+  const signingSecrets = cachedSigningSecrets(activeSigningSecrets.bind(null, models, { current: opts.secretKey, previous: opts.previousSecretKey ?? null }), opts.delivery.appCacheMs)
   const agents = {
     test: createDeliveryAgent({ environment: 'test', allowLoopbackInTest: opts.allowLoopbackWebhooks }, opts.delivery.timeoutMs),
     live: createDeliveryAgent({ environment: 'live', allowLoopbackInTest: false }, opts.delivery.timeoutMs),

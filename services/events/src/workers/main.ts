@@ -28,6 +28,7 @@ runProcess('events-workers', async (config, logger) => {
       serviceDid: config.serviceDid,
       serviceSigningKey: config.secrets.serviceSigningKey,
       secretKey: config.secrets.webhookSecretKey,
+      previousSecretKey: config.secrets.previousWebhookSecretKey,
       delivery: config.delivery,
       allowLoopbackWebhooks: config.devAllowLoopbackWebhooks,
       metrics,
