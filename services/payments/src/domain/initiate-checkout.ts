@@ -51,8 +51,14 @@ function startedAgain(d: PaymentsDomain, checkout: TokenSource & { statusTokenHa
     const again = started(d, checkout, secret)
     if (hashToken(again.token) === checkout.statusTokenHash) return again
   }
-  // neither secret made them: handing out tokens that do not work would be worse than failing
-  throw new Error(`checkout ${checkout._id}: the payment token secret changed since it started (and the earlier one is not PAYMENT_TOKEN_SECRET_PREVIOUS)`)
+  // neither secret made them (PAYMENT_TOKEN_SECRET_PREVIOUS removed once the checkouts started under it had settled or
+  // expired): handing out tokens that do not work would be worse than refusing. The app order id stays used; the
+  // token the app kept still answers status
+  d.logger?.warn({ checkoutId: checkout._id }, 'repeat initiate of a checkout started under a payment token secret no longer held: refused')
+  throw new ContractError(
+    'InvalidProduct',
+    'this appOrderId was initiated before the service last changed its token secret, so its token cannot be given again: read its status with the token you kept, or use a new appOrderId',
+  )
 }
 
 /**
