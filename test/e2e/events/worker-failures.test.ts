@@ -56,6 +56,32 @@ it('a reconcile run that fails is logged with its job id', async () => {
   }
 })
 
+it('runs slower than the period do not pile up: no run is added while one waits to start', async () => {
+  const prefix = queuePrefix(`${stack.redisPrefix}reconcile-pileup:`)
+  const redis = new Redis(stack.redisUrl, { maxRetriesPerRequest: null })
+  const deliveries = new Queue(WEBHOOK_DELIVERIES_QUEUE, { connection: redis, prefix })
+  const domainEvents = new Queue(DOMAIN_EVENTS_QUEUE, { connection: redis, prefix })
+  const maintenance = new Queue('events-maintenance', { connection: redis, prefix })
+  // each run reads the open deliveries for 300 ms (hundreds of thousands held), its period is 50 ms
+  const slowFind = () => ({ lean: () => new Promise((resolve) => setTimeout(() => resolve([]), 300)) })
+  const slow = new Proxy(stack.events.Delivery, { get: (model, key) => (key === 'find' ? slowFind : Reflect.get(model, key)) })
+  const reconciler = startReconciler({ models: { ...stack.events, Delivery: slow } as never, deliveries, domainEvents, processDomainEvent: () => Promise.reject(new Error('no failed domain event here')), endpoints: { lookup: async () => ({ kind: 'unavailable', error: 'not asked' }) }, redis, prefix, periodMs: 50, logger: pino({ level: 'silent' }) })
+  try {
+    let mostWaiting = 0
+    for (let i = 0; i < 40; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      mostWaiting = Math.max(mostWaiting, await maintenance.getWaitingCount())
+    }
+    // before: a run added every 50 ms and one done every 300 ms, about 35 waiting after 2 s
+    expect(mostWaiting).toBeLessThanOrEqual(2)
+    expect(await maintenance.getCompletedCount()).toBeGreaterThanOrEqual(3)
+  } finally {
+    await reconciler.stop()
+    await Promise.all([deliveries.close(), domainEvents.close(), maintenance.close()])
+    await redis.quit()
+  }
+})
+
 it("the reconciler's place in the failed domain events is kept in Redis: the next run goes on from it in another process", async () => {
   const prefix = queuePrefix(`${stack.redisPrefix}reconcile-place:`)
   const redis = new Redis(stack.redisUrl, { maxRetriesPerRequest: null })

@@ -4,8 +4,10 @@
  * `events-maintenance` queue, where operators see every run
  * and its counts on the board: once when the workers start, once whenever their Redis connection comes back (a
  * restart may have lost every job), and every `periodMs`. Each worker process adds the periodic job with the period
- * as its job id, so however many workers run, each period reconciles once; the adds come from a timer in the process,
- * not from a schedule kept in Redis, so losing Redis's data does not stop them.
+ * as its job id, so however many workers run, each period reconciles once, and none adds it while a run is still
+ * waiting (a run slower than the period, hundreds of thousands of held deliveries, would otherwise pile runs up
+ * behind it, each redoing the whole check); the adds come from a timer in the process, not from a schedule kept in
+ * Redis, so losing Redis's data does not stop them.
  */
 import { Queue, Worker, type Job } from 'bullmq'
 import type Redis from 'ioredis'
@@ -67,11 +69,15 @@ export function startReconciler(opts: {
     queue
       .add(RECONCILE_JOB, {}, { jobId, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } })
       .catch((err: unknown) => log.warn({ err, jobId }, 'could not add the reconcile job; the next period will'))
-  const periodic = () => void add(`${RECONCILE_JOB}-${Math.floor(Date.now() / opts.periodMs)}`)
+  const periodic = async () => {
+    // a run waiting to start covers this period as well
+    const waiting = await queue.getJobCountByTypes('waiting', 'prioritized', 'delayed').catch(() => 0)
+    if (waiting === 0) await add(`${RECONCILE_JOB}-${Math.floor(Date.now() / opts.periodMs)}`)
+  }
   const once = (why: string) => void add(`${RECONCILE_JOB}-${why}-${Date.now()}-${process.pid}`)
 
   once('start')
-  const timer = setInterval(periodic, opts.periodMs)
+  const timer = setInterval(() => void periodic(), opts.periodMs)
   timer.unref()
   // 'ready' after the first connection: Redis came back, maybe without its data
   let connected = opts.redis.status === 'ready'
