@@ -233,6 +233,35 @@ it('a delivery left open by a job that failed for good (its outcome could not be
   workers = undefined
 })
 
+it('a last attempt sent whose outcome could not be written is logged interrupted when its ended job is replaced, not sent again', async () => {
+  const { app, receiver } = await appWithReceiver(() => ({ status: 200, body: 'ok' }))
+  const open = await newDelivery(app.did)
+  // 13 attempts logged; the 14th was sent, and its worker could write neither its outcome nor the job's failure
+  const failedAttempts = Array.from({ length: 13 }, (_, i) => ({ number: i + 1, run: 1, attemptedAt: new Date(), outcome: 'failed', statusCode: 500, error: 'HTTP 500' }))
+  await stack.events.Delivery.updateOne({ _id: open._id }, { $set: { attemptCount: 13, attempts: failedAttempts, nextAttemptAt: new Date() } })
+  const inFlight = { number: 14, attemptedAt: new Date().toISOString(), channel: 'webhook' as const, url: receiver.url }
+  await queues.deliveries.add('deliver', { ...deliveryJob(open, 13), next: 14, inFlight }, { ...DELIVERY_JOB_OPTIONS, attempts: 1, jobId: open._id })
+  const connection = new Redis(stack.redisUrl, { maxRetriesPerRequest: null })
+  const failing = new Worker(WEBHOOK_DELIVERIES_QUEUE, async () => { throw new Error('the database cannot be reached') }, { connection, prefix: queuePrefix(stack.redisPrefix) })
+  try {
+    await waitFor(async () => (await queues.deliveries.getJob(open._id))?.finishedOn != null, 'the job to fail for good', 30_000)
+  } finally {
+    await failing.close()
+    connection.disconnect()
+  }
+
+  const log = pino({ level: 'silent' })
+  expect(await reconcileDeliveries(stack.events, queues.deliveries, log, new Date(Date.now() + ENDED_JOB_GRACE_MS + 1000))).toMatchObject({ requeued: 1 })
+  workers = await stack.startWorkers()
+  const failed = await waitForStatus(stack, open._id, 'failed')
+  // before: the new job sent the 14th attempt again (and logged only that one)
+  expect(requestsFor(receiver, open._id)).toHaveLength(0)
+  expect(failed.attemptCount).toBe(14)
+  expect((await attemptsOf(stack, open._id)).at(-1)).toMatchObject({ number: 14, outcome: 'interrupted' })
+  await workers.stop()
+  workers = undefined
+})
+
 it('an event replayed after Redis lost its data queues an open delivery for the rest of its run, not a new schedule', async () => {
   // a queue of this test's own, which no worker takes from: the jobs the replay adds stay to be read
   const own = new Queue<DeliveryJob>(WEBHOOK_DELIVERIES_QUEUE, { connection: stack.redis, prefix: queuePrefix(`${stack.redisPrefix}replay:`) })

@@ -203,14 +203,22 @@ export async function enqueueDelivery(queue: Queue<DeliveryJob>, d: DeliveryDoc)
 }
 
 /**
- * Adds the job of an open delivery whose job is gone (Redis lost it) for the rest of its run: the attempts left of
- * the schedule, the first at the delivery's nextAttemptAt. Reads the delivery (its log tells the attempts the run
- * made); false when it is gone or settled. A no-op on the queue when the job exists.
+ * The attempts an ended job names that its delivery may not have logged: one in flight when its worker could not
+ * write the outcome, and those of workers that died before it.
  */
-export async function requeueLostDelivery(models: EventsModels, queue: Queue<DeliveryJob>, deliveryId: string, now: Date): Promise<boolean> {
+export type UnloggedAttempts = Pick<DeliveryJob, 'inFlight' | 'interrupted'>
+
+/**
+ * Adds the job of an open delivery whose job is gone (Redis lost it, or it ended without its outcome written) for the
+ * rest of its run: the attempts left of the schedule, the first at the delivery's nextAttemptAt. Reads the delivery
+ * (its log tells the attempts the run made); false when it is gone or settled. A no-op on the queue when the job
+ * exists. `unlogged`, from the ended job, goes into the new one: its worker logs them `interrupted` and numbers its
+ * attempt after them (a run whose last attempt was one of them ends without sending it again).
+ */
+export async function requeueLostDelivery(models: EventsModels, queue: Queue<DeliveryJob>, deliveryId: string, now: Date, unlogged?: UnloggedAttempts): Promise<boolean> {
   const d = (await models.Delivery.findById(deliveryId).lean()) as DeliveryDoc | null
   if (!d || (d.status !== 'pending' && d.status !== 'held')) return false
-  await queueRestOfRun(queue, d, now)
+  await queueRestOfRun(queue, d, now, unlogged)
   return true
 }
 
@@ -218,10 +226,13 @@ export async function requeueLostDelivery(models: EventsModels, queue: Queue<Del
  * Adds an open delivery's job for the rest of its run (a new delivery: the whole schedule, at once); a no-op on the
  * queue when the job exists.
  */
-export async function queueRestOfRun(queue: Queue<DeliveryJob>, d: DeliveryDoc, now: Date): Promise<void> {
+export async function queueRestOfRun(queue: Queue<DeliveryJob>, d: DeliveryDoc, now: Date, unlogged?: UnloggedAttempts): Promise<void> {
   const run = d.run ?? 1
   // all of them when the run's last was interrupted (held, then logged): its pick-up ends the run without sending
   const made = Math.min((d.attempts ?? []).filter((a) => a.run === run).length, MAX_ATTEMPTS)
   const delay = Math.max(0, (d.nextAttemptAt?.getTime() ?? now.getTime()) - now.getTime())
-  await queue.add('deliver', deliveryJob(d, made), { ...DELIVERY_JOB_OPTIONS, attempts: Math.max(1, MAX_ATTEMPTS - made), delay, jobId: d._id })
+  // named as in flight, the pick-up reads the delivery and logs those it has not (the worker's resume)
+  const named = [...(unlogged?.interrupted ?? []), ...(unlogged?.inFlight ? [unlogged.inFlight] : [])].sort((x, y) => x.number - y.number)
+  const data = { ...deliveryJob(d, made), ...(named.length > 0 ? { inFlight: named.at(-1)!, interrupted: named.slice(0, -1) } : {}) }
+  await queue.add('deliver', data, { ...DELIVERY_JOB_OPTIONS, attempts: Math.max(1, MAX_ATTEMPTS - made), delay, jobId: d._id })
 }

@@ -10,7 +10,7 @@ import type { Queue } from 'bullmq'
 import type { Logger } from 'pino'
 import type { DeliveryDoc, EventsModels } from '../models'
 import type { DeliveryJob } from '../queues'
-import { requeueLostDelivery } from './deliveries'
+import { requeueLostDelivery, type UnloggedAttempts } from './deliveries'
 
 export interface ReconcileResult {
   /** open deliveries looked at */
@@ -58,6 +58,8 @@ export async function reconcileDeliveries(
       checked++
       if (checked % RECONCILE_PROGRESS_EVERY === 0) await onProgress({ found, checked, requeued })
       const job = await queue.getJob(d._id)
+      // the attempts the ended job names that its worker could not log (its last, sent when the outcome's write failed)
+      let unlogged: UnloggedAttempts | undefined
       if (job) {
         const state = await job.getState()
         if ((state !== 'failed' && state !== 'completed') || (job.finishedOn ?? now.getTime()) > now.getTime() - ENDED_JOB_GRACE_MS) continue
@@ -65,8 +67,9 @@ export async function reconcileDeliveries(
         // (a reconciler of another process may have replaced it meanwhile: a locked job is not removed, and the add
         // below is then a no-op)
         await job.remove().catch(() => undefined)
+        unlogged = { inFlight: job.data.inFlight ?? null, interrupted: job.data.interrupted ?? [] }
       }
-      if (!(await requeueLostDelivery(models, queue, d._id, now))) continue // settled meanwhile
+      if (!(await requeueLostDelivery(models, queue, d._id, now, unlogged))) continue // settled meanwhile
       requeued++
       log.warn({ deliveryId: d._id, status: d.status, attemptCount: d.attemptCount, nextAttemptAt: d.nextAttemptAt }, 'reconcile: the delivery had no job; queued again')
     }
