@@ -64,13 +64,17 @@ function declaredLimit(field: GraphQLField<unknown, unknown>): number | null {
   return typeof value === 'number' && Number.isInteger(value) ? Math.max(1, value) : null
 }
 
-/** The variables' literal integer defaults (`$l: Int = 5000`), overridden by the request's values when it has them. */
+/**
+ * The variables' literal integer defaults (`$l: Int = 5000`), overridden by the request's values when it has them: an
+ * explicit null too, which GraphQL passes on as null (the default applies only to a variable not given), so the
+ * field's own default is what the subgraph answers with.
+ */
 function withDefaults(operation: OperationDefinitionNode, values: VariableValues | null | undefined): VariableValues {
   const out: VariableValues = {}
   for (const def of operation.variableDefinitions ?? []) {
     if (def.defaultValue?.kind === Kind.INT && /^-?\d+$/.test(def.defaultValue.value)) out[def.variable.name.value] = Number(def.defaultValue.value)
   }
-  for (const [name, value] of Object.entries(values ?? {})) if (value !== undefined && value !== null) out[name] = value
+  for (const [name, value] of Object.entries(values ?? {})) if (value !== undefined) out[name] = value
   return out
 }
 

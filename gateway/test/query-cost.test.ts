@@ -68,6 +68,10 @@ test("a limit given by a variable costs the request's value, else the variable's
   expect(costWithVariables(schema, parse(query('$l: Int')), {})).toBeNull()
   expect(costWithVariables(schema, parse(query('$l: Int = 5000')), { l: 10 })).toBeNull()
   expect(costWithVariables(schema, parse(query('$l: Int = 5000')), {})?.message).toMatch(/asks too much at once/)
+  // an explicit null is passed on as null, not the variable's default: the field answers its own default (200)
+  const many = `query Q($l: Int = 1) { organizerEvent(eventUri: "at://e") { ${Array.from({ length: 130 }, (_, i) => `p${i}: ticketPage(limit: $l) { tickets ${TICKET} }`).join(' ')} } }`
+  expect(costWithVariables(schema, parse(many), {})).toBeNull()
+  expect(costWithVariables(schema, parse(many), { l: null })?.message).toMatch(/asks too much at once/)
   // a list's own limit as well, through a fragment
   const log = `query L($n: Int) { ${Array.from({ length: 20 }, (_, i) => `a${i}: requestLog(limit: $n) { ...R }`).join(' ')} } fragment R on RequestLogEntry { requestId path status durationMs method }`
   expect(costWithVariables(schema, parse(log), { n: 5000 })?.message).toMatch(/asks too much at once/)
