@@ -799,6 +799,14 @@ export function configurationSummary(config: Config): Record<string, unknown> {
   }
 }
 
+/**
+ * The `_PREVIOUS` secrets `component` is given (a rotation under way). Each keeps the old secret working until it is
+ * removed, so every start names them: a rotation left half done keeps a replaced (perhaps leaked) secret valid.
+ */
+export function rotationsInProgress(env: NodeJS.ProcessEnv, component: Component): string[] {
+  return componentSecretVariables(component).filter((variable) => variable.endsWith('_PREVIOUS') && (env[variable] ?? '') !== '')
+}
+
 /** What a domain process gives its outbox relay (@svc/outbox's OutboxRelaySettings), the same for every domain. */
 export function outboxRelaySettings(config: Config): { redisUrl: string; redisPrefix: string; retentionMs: number; replayWindowMs: number } {
   return { redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, retentionMs: config.outboxRetentionMs, replayWindowMs: config.outboxReplayWindowMs }
@@ -816,6 +824,8 @@ export function runProcess(name: Component, start: (config: Config, logger: Logg
     const config = loadConfig(process.env, name)
     logger = pino(loggerOptions(config, name))
     logger.info(configurationSummary(config), 'configuration')
+    const rotating = rotationsInProgress(process.env, name)
+    if (rotating.length > 0) logger.warn({ variables: rotating }, 'secrets before a rotation are still accepted: remove them once the rotation is done (docs/operations.md)')
     const stop = await start(config, logger)
     const log = logger
     let stopping = false

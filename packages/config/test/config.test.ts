@@ -1,5 +1,5 @@
 import { inspect } from 'node:util'
-import { ConfigError, configurationSummary, loadConfig, parseTrustProxy } from '../src'
+import { ConfigError, configurationSummary, loadConfig, parseTrustProxy, rotationsInProgress } from '../src'
 
 const token = (c: string) => c.repeat(40)
 
@@ -249,6 +249,27 @@ describe('payment token secret rotation', () => {
     expect(() => loadConfig({ PAYMENT_TOKEN_SECRET_PREVIOUS: 'short' })).toThrow(/PAYMENT_TOKEN_SECRET_PREVIOUS/)
     // docker-compose passes it empty when no rotation is under way
     expect(loadConfig({ PAYMENT_TOKEN_SECRET_PREVIOUS: '' }).secrets.previousPaymentTokens).toBeNull()
+  })
+})
+
+describe('webhook secret key rotation', () => {
+  it('takes the key before the rotation as WEBHOOK_SECRET_KEY_PREVIOUS, which must differ from the current one', () => {
+    expect(loadConfig({}).secrets.previousWebhookSecretKey).toBeNull()
+    expect(loadConfig({ WEBHOOK_SECRET_KEY: token('n'), WEBHOOK_SECRET_KEY_PREVIOUS: token('o') }).secrets).toMatchObject({ webhookSecretKey: token('n'), previousWebhookSecretKey: token('o') })
+    expect(() => loadConfig({ WEBHOOK_SECRET_KEY: token('n'), WEBHOOK_SECRET_KEY_PREVIOUS: token('n') })).toThrow(/WEBHOOK_SECRET_KEY_PREVIOUS.*must differ/s)
+    expect(loadConfig({ WEBHOOK_SECRET_KEY_PREVIOUS: '' }).secrets.previousWebhookSecretKey).toBeNull()
+  })
+})
+
+describe('rotations in progress', () => {
+  it("names the _PREVIOUS secrets a process is given (each start warns of them), not another process's nor an empty one", () => {
+    const env = { WEBHOOK_SECRET_KEY_PREVIOUS: token('w'), ADAPTER_CONTEXT_KEY_PREVIOUS: token('a'), PAYMENT_TOKEN_SECRET_PREVIOUS: '' }
+    expect(rotationsInProgress(env, 'events').sort()).toEqual(['ADAPTER_CONTEXT_KEY_PREVIOUS', 'WEBHOOK_SECRET_KEY_PREVIOUS'])
+    expect(rotationsInProgress(env, 'events-workers')).toEqual(['WEBHOOK_SECRET_KEY_PREVIOUS'])
+    expect(rotationsInProgress(env, 'payments')).toEqual(['ADAPTER_CONTEXT_KEY_PREVIOUS'])
+    // the adapter only signs with its key: it is given no _PREVIOUS
+    expect(rotationsInProgress(env, 'xrpc-adapter')).toEqual([])
+    expect(rotationsInProgress({}, 'gateway')).toEqual([])
   })
 })
 
