@@ -508,6 +508,29 @@ describe('a hold and its checkout (the payments domain answered here)', () => {
     }
   })
 
+  test('a hold that lapses before its own checkout starts (the database stalled past the hold): ServiceUnavailable, not the app\'s error; the retry holds anew', async () => {
+    const { eventUri, tierIds } = await event([{ capacity: 5 }], 60)
+    let stall = true
+    const { serving } = withCheckouts(async (input) => {
+      if (stall) clock.now = new Date(clock.now.getTime() + 61_000)
+      if (new Date(input.expiresAt) <= clock.now) throw new ContractError('InvalidRequest', 'the hold has lapsed')
+      return { url: `http://checkout.invalid/checkout/${input.holdId}`, token: `pst_test_${input.holdId}` }
+    })
+    const body: HoldRequest = { environment: 'test', eventUri, buyerDid: buyer(), appOrderId: randomBytes(6).toString('hex'), items: [{ ticketTypeId: tierIds[0]!, quantity: 2 }] }
+    try {
+      // before: 400 InvalidRequest, final for the app
+      expect(await refusal(createTicketHold(serving, APP, body))).toBe('ServiceUnavailable')
+      expect(await models.TicketHold.countDocuments({ appOrderId: body.appOrderId })).toBe(0)
+      expect(await available(tierIds[0]!)).toBe(5)
+      stall = false
+      const retried = await createTicketHold(serving, APP, body)
+      expect(retried.checkout.url).toBe(`http://checkout.invalid/checkout/${retried.holdId}`)
+      expect(await available(tierIds[0]!)).toBe(3)
+    } finally {
+      clock.now = new Date()
+    }
+  })
+
   test('a hold kept for its retry while payments was away, lapsed when the retry comes: the retry is judged as a first call', async () => {
     const { eventUri, tierIds } = await event([{ capacity: 5 }], 60)
     let calls = 0

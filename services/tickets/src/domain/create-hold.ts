@@ -91,6 +91,9 @@ export async function createTicketHold(d: ServingTickets, appDid: string, input:
       // lapsed before this retry came, by payments' clock (which may be ahead of this process's), or payments' rules
       // changed meanwhile. It is gone now, so the order is judged as a first call, as documented
       if (round === 0 && hold.createdAt < started) continue
+      // this call's own hold lapsed before its checkout could start (the database stalled for longer than the event's
+      // hold, 60 s at least): nothing the app sent is wrong, and its retry holds anew (the hold is gone)
+      if (hold.expiresAt <= nowOf(d)) throw new ContractError('ServiceUnavailable', 'the service was too slow to start the checkout before the hold lapsed; retry')
       throw err
     }
   }
