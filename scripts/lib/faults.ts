@@ -39,7 +39,7 @@ import { chargeKeyOf, UNANSWERED_PAYMENT_CLAIM_MS } from '@svc/payments'
 import { CLAIM_ATTEMPT_SECONDS, HOLD_ATTEMPT_SECONDS } from '@svc/tickets'
 import { buildProduct, mintAssertion } from '@svc/sdk'
 import { generateDidKeyKeypair, mintServiceJwt } from '@svc/service-auth'
-import { dropDatabase, freePort, postgresForFerret, reservePort, startFerretDb, waitForPort, type RunningFerretDb } from '@svc/testing'
+import { dropDatabase, FERRETDB_RESTART_PG_POOL, freePort, postgresForFerret, reservePort, startFerretDb, waitForPort, type RunningFerretDb } from '@svc/testing'
 import { ROOT, TSX, bullWorkersConsume, componentEnv, freeComponentPorts, nodeProcesses, serviceComponents, startComponents, waitUntilAnswers } from './components'
 
 /** The retry schedule's span that the outage stands for: three days. */
@@ -304,7 +304,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     const adminUrl = await postgresForFerret()
     const pgDatabase = adminUrl ? `svc_faults_${process.pid}_${runId}` : undefined
     const ferretPort = await freePort()
-    const startDatabase = () => startFerretDb({ port: ferretPort, dataDir, pgDatabase, temporary: false })
+    const startDatabase = () => startFerretDb({ port: ferretPort, dataDir, pgDatabase, temporary: false, pgPool: FERRETDB_RESTART_PG_POOL })
     let ferret: RunningFerretDb = await startDatabase()
     teardown.push(async () => {
       await ferret.stop()

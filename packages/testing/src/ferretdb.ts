@@ -118,15 +118,23 @@ function withDatabase(url: string, database: string): string {
 }
 
 /**
- * At most this many PostgreSQL connections per FerretDB (its own default is 50): the test run's two workers and the
- * fault run each start one, and PostgreSQL's default max_connections is 100 (a clean-clone run reached 99, and one
- * with other tests running beside it failed on "too many clients already"). Two cores need no more.
+ * At most this many PostgreSQL connections per FerretDB (its own default is 50): the test run's and the fault run's
+ * each start one, and PostgreSQL's default max_connections is 100 (a clean-clone run reached 99, and one with other
+ * tests running beside it failed on "too many clients already"). Two cores need no more, except after a restart
+ * under load (FERRETDB_RESTART_PG_POOL).
  */
 const FERRETDB_PG_POOL = 25
+/**
+ * A FerretDB restarted under load (the fault run's) keeps its own default of 50: FerretDB 1.24 reloads its metadata
+ * on the first requests after a start, each request holding a connection while it waits for that reload, which needs
+ * one more. A burst of as many requests as the pool then hangs it for good, every connection idle: the fault run
+ * hung so twice out of three with 25.
+ */
+export const FERRETDB_RESTART_PG_POOL = 50
 
-function withPool(url: string): string {
+function withPool(url: string, pool: number): string {
   const u = new URL(url)
-  u.searchParams.set('pool_max_conns', String(FERRETDB_PG_POOL))
+  u.searchParams.set('pool_max_conns', String(pool))
   return u.toString()
 }
 
@@ -262,6 +270,8 @@ export interface FerretDbOptions {
   announce?: boolean
   /** serve FerretDB's metrics on a free loopback port (`metricsUrl`) */
   metrics?: boolean
+  /** its PostgreSQL connections at most (default 25; FERRETDB_RESTART_PG_POOL for one restarted under load) */
+  pgPool?: number
 }
 
 export async function startFerretDb(opts: FerretDbOptions = {}): Promise<RunningFerretDb> {
@@ -285,7 +295,7 @@ export async function startFerretDb(opts: FerretDbOptions = {}): Promise<Running
     )
   }
   const backendArgs =
-    adminUrl && pgDatabase ? ['--handler=postgresql', `--postgresql-url=${withPool(withDatabase(adminUrl, pgDatabase))}`] : ['--handler=sqlite', `--sqlite-url=file:${dataDir}/`]
+    adminUrl && pgDatabase ? ['--handler=postgresql', `--postgresql-url=${withPool(withDatabase(adminUrl, pgDatabase), opts.pgPool ?? FERRETDB_PG_POOL)}`] : ['--handler=sqlite', `--sqlite-url=file:${dataDir}/`]
   const metricsPort = opts.metrics ? await freePort() : null
   const child = spawn(
     bin,
