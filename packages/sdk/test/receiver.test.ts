@@ -415,6 +415,19 @@ describe('createReceiveEventHandler (money.svc.event.receiveEvent)', () => {
     expect(() => createReceiveEventHandler({ serviceDid: 'did:web:svc.example', verifyServiceAuth: async () => ({ iss: 'did:web:svc.example' }), ...unset, store: createMemoryClaimStore(), handlers: {} })).toThrow(TypeError)
   })
 
+  it("a service DID document that cannot be fetched just now is 503 ServiceUnavailable (retried), not InvalidSignature", async () => {
+    const key = await generateDidKeyKeypair('ES256K')
+    const serviceDid = 'did:plc:ewvi7nxzyoun6zhxrhs64oiz'
+    const appDid = 'did:web:app.example'
+    // a PLC directory that refuses the connection
+    const verifier = createServiceAuthVerifier({ serviceDid: appDid, plcUrl: 'http://127.0.0.1:9', redis, replayKeyPrefix: `${iso.redisPrefix}jti:` })
+    const handle = createReceiveEventHandler({ serviceDid, verifier, store: createMemoryClaimStore(), handlers: { 'payment.completed': async () => undefined } })
+    const env = envelope()
+    const token = await mintServiceJwt({ keypair: key.keypair, iss: serviceDid, aud: appDid, lxm: 'money.svc.event.receiveEvent' })
+    const headers = { authorization: `Bearer ${token}`, 'svc-delivery-id': env.id, 'svc-api-version': API_VERSION }
+    expect(await handle({ headers, body: env })).toMatchObject({ status: 503, body: { error: 'ServiceUnavailable' } })
+  })
+
   it('accepts an injected verifyServiceAuth and checks the issuer', async () => {
     const opts = { store: createMemoryClaimStore(), handlers: { 'payment.completed': async () => undefined }, serviceDid: 'did:web:svc.example' }
     const ok = createReceiveEventHandler({ ...opts, verifyServiceAuth: async () => ({ iss: 'did:web:svc.example' }) })

@@ -125,10 +125,10 @@ function withDatabase(url: string, database: string): string {
  */
 const FERRETDB_PG_POOL = 25
 /**
- * A FerretDB restarted under load (the fault run's) keeps its own default of 50: FerretDB 1.24 reloads its metadata
- * on the first requests after a start, each request holding a connection while it waits for that reload, which needs
- * one more. A burst of as many requests as the pool then hangs it for good, every connection idle: the fault run
- * hung so twice out of three with 25.
+ * A FerretDB restarted under load (the fault run's) keeps its own default of 50: with 25, the fault run's FerretDB
+ * hung for good after its restart twice out of three runs (every PostgreSQL connection idle, a ping unanswered), as
+ * pools do when each request holds a connection while waiting for another (here, it seems, FerretDB's metadata
+ * reload after a start, under the burst of every process reconnecting).
  */
 export const FERRETDB_RESTART_PG_POOL = 50
 

@@ -25,8 +25,10 @@ export type EventEnvelope<D = unknown> = Omit<MoneySvcEventReceiveEventInput, 't
  * - `InvalidEnvelope` (400): a body that is not an envelope (only reachable after a valid signature or service-auth).
  * - `UnsupportedEvent` (400): no handler for the event type.
  * - `DeliveryInProgress` (409, retryable): another worker holds the claim on this delivery id; the service retries.
+ * - `ServiceUnavailable` (503, retryable; receiveEvent): the service's DID document could not be fetched for now to
+ *   check its service-auth JWT (its host or the PLC directory did not answer); the service retries.
  */
-export type ReceiverErrorCode = 'InvalidSignature' | 'ApiVersionMismatch' | 'InvalidEnvelope' | 'UnsupportedEvent' | 'DeliveryInProgress'
+export type ReceiverErrorCode = 'InvalidSignature' | 'ApiVersionMismatch' | 'InvalidEnvelope' | 'UnsupportedEvent' | 'DeliveryInProgress' | 'ServiceUnavailable'
 
 const STATUS: Record<ReceiverErrorCode, number> = {
   InvalidSignature: 400,
@@ -34,6 +36,7 @@ const STATUS: Record<ReceiverErrorCode, number> = {
   InvalidEnvelope: 400,
   UnsupportedEvent: 400,
   DeliveryInProgress: 409,
+  ServiceUnavailable: 503,
 }
 
 export class ReceiverError extends Error {
@@ -41,14 +44,14 @@ export class ReceiverError extends Error {
   readonly code: ReceiverErrorCode
   /** The status the webhook request handler answers with. */
   readonly status: number
-  /** True when the same delivery may succeed later unchanged (DeliveryInProgress). */
+  /** True when the same delivery may succeed later unchanged (DeliveryInProgress, ServiceUnavailable). */
   readonly retryable: boolean
 
   constructor(code: ReceiverErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options)
     this.code = code
     this.status = STATUS[code]
-    this.retryable = code === 'DeliveryInProgress'
+    this.retryable = code === 'DeliveryInProgress' || code === 'ServiceUnavailable'
   }
 }
 

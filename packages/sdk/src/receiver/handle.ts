@@ -229,6 +229,8 @@ export function createReceiveEventHandler(
         // The verifier refuses with a ContractError (401); anything else from it (e.g. Redis down) is a 500.
         if (options.verifier && !(err instanceof Error && err.name === 'ContractError')) throw err
         const code = (err as { code?: unknown }).code
+        // not a forgery: the service's DID document could not be fetched just now (the delivery is retried)
+        if (code === 'ServiceUnavailable') throw new ReceiverError('ServiceUnavailable', "the service's DID document could not be fetched just now to check its service-auth; the service retries", { cause: err })
         throw new ReceiverError('InvalidSignature', `service-auth refused${typeof code === 'string' ? ` (${code})` : ''}`, { cause: err })
       }
       if (iss !== options.serviceDid) throw new ReceiverError('InvalidSignature', 'service-auth issuer is not the service')
