@@ -1,6 +1,7 @@
 export {
   createServiceAuthVerifier,
   DEFAULT_MAX_LIFETIME_SECONDS,
+  FORCED_REFRESHES_PER_MINUTE,
   type ServiceAuthVerifier,
   type ServiceAuthVerifierOptions,
   type VerifiedServiceAuth,

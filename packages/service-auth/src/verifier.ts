@@ -92,6 +92,12 @@ const DID_CACHE_MAX_BYTES = 32 * 1024 * 1024
 /** A forced key refetch (after a signature mismatch) happens at most this often per issuer. */
 const FORCED_REFRESH_MIN_INTERVAL_MS = 30 * 1000
 /**
+ * And at most this many a minute in all, whichever issuers: forged tokens naming issuers already cached (no lookup for
+ * the address's limit to count) would otherwise make one refetch per issuer every 30 s, thousands a second across a
+ * full cache. A key rotated while the budget is spent is read when its cached document expires (10 minutes).
+ */
+export const FORCED_REFRESHES_PER_MINUTE = 60
+/**
  * How long an issuer found unresolvable (no such DID, or no usable key in its document) is answered so without
  * asking again: forged tokens naming one made-up DID, sent again and again, would otherwise each make a lookup.
  */
@@ -316,9 +322,16 @@ export function createServiceAuthVerifier(options: ServiceAuthVerifierOptions): 
   const unresolvable = new LRUCache<string, true>({ max: 10_000, ttl: UNRESOLVABLE_ISSUER_TTL_MS })
   const unresolvableIssuer: () => never = () => fail('UnresolvableIssuer', 'could not resolve the signing key of the jwt issuer')
 
-  /** Throttles forced refetches so bad signatures cannot make us hammer an issuer's DID host. */
+  /** when the forced refetches of the last minute were made (oldest first) */
+  const lastMinuteRefreshes: number[] = []
+
+  /** Throttles forced refetches so bad signatures cannot make us hammer an issuer's DID host, nor the directory. */
   function mayForceRefresh(did: string): boolean {
     if (forcedRefreshes.has(did)) return false
+    const now = Date.now()
+    while (lastMinuteRefreshes.length > 0 && lastMinuteRefreshes[0]! <= now - 60_000) lastMinuteRefreshes.shift()
+    if (lastMinuteRefreshes.length >= FORCED_REFRESHES_PER_MINUTE) return false
+    lastMinuteRefreshes.push(now)
     forcedRefreshes.set(did, true)
     return true
   }

@@ -7,6 +7,7 @@ import Redis from 'ioredis'
 
 import {
   createServiceAuthVerifier,
+  FORCED_REFRESHES_PER_MINUTE,
   generateDidKeyKeypair,
   keypairFromPrivateKeyHex,
   mintServiceJwt,
@@ -354,6 +355,28 @@ describe('issuer resolution', () => {
       await expectCode(verifier.verify(`Bearer ${await mintServiceJwt({ keypair: forger.keypair, iss: did, aud: SERVICE_DID, lxm: NSID })}`, NSID), 'BadJwtSignature')
     }
     expect(asked()).toBe(2)
+  })
+
+  it(`forged tokens naming issuers already cached refetch at most ${FORCED_REFRESHES_PER_MINUTE} documents a minute in all`, async () => {
+    const fresh = createServiceAuthVerifier({ serviceDid: SERVICE_DID, plcUrl, redis, replayKeyPrefix: prefix })
+    const forger = await generateDidKeyKeypair('ES256K')
+    const issuers = await Promise.all(
+      Array.from({ length: FORCED_REFRESHES_PER_MINUTE + 5 }, async () => {
+        const { keypair } = await generateDidKeyKeypair('ES256K')
+        const did = randomPlcDid()
+        plcDocs.set(did, didDocument(did, keypair))
+        return { did, keypair }
+      }),
+    )
+    // each cached by a real token: no lookup is left for the address's limit to count
+    for (const { did, keypair } of issuers) await fresh.verify(`Bearer ${await mintServiceJwt({ keypair, iss: did, aud: SERVICE_DID, lxm: NSID })}`, NSID)
+    const asked = () => plcAsked.filter((d) => issuers.some((i) => i.did === d)).length
+    expect(asked()).toBe(issuers.length)
+    for (const { did } of issuers) {
+      await expectCode(fresh.verify(`Bearer ${await mintServiceJwt({ keypair: forger.keypair, iss: did, aud: SERVICE_DID, lxm: NSID })}`, NSID), 'BadJwtSignature')
+    }
+    // before: one refetch per issuer
+    expect(asked()).toBe(issuers.length + FORCED_REFRESHES_PER_MINUTE)
   })
 
   it('a PLC directory that fails for now (503, or refusing connections) → 503 ServiceUnavailable, worth a retry; once it answers, verified', async () => {
