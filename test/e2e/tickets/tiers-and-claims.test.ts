@@ -105,7 +105,9 @@ describe('configureTicketTiers', () => {
     expectError(await configure(stack, app, { ...base, organizerAssertionJwt: await organizer.assertion(CLAIM) }), 400, 'OrganizerAssertionInvalid')
     const once = await organizer.assertion(CONFIGURE)
     // refused for its input, then corrected: the organizer's assertion is good for this app's setup of this event
-    expectError(await configure(stack, app, { ...base, tiers: [{ ...FREE, currency: 'USD' }], organizerAssertionJwt: once }), 400, 'InvalidRequest', /currency/)
+    const { environment: _default, ...leftToDefault } = base
+    expectError(await configure(stack, app, { ...leftToDefault, tiers: [{ ...FREE, currency: 'USD' }], organizerAssertionJwt: once }), 400, 'InvalidRequest', /currency/)
+    // (the corrected one naming the environment the first left to the default: before, JwtReplayed)
     expectOk(await configure(stack, app, { ...base, organizerAssertionJwt: once }))
     // and for nothing else: another event of the organizer, the same event in the other environment (or with the
     // environment left to the app's default), or another app
