@@ -102,9 +102,17 @@ export const operationsRoutes = fp(
       return token !== undefined && sameSecret(token, opts.metricsToken)
     }
 
+    const names = Object.keys(opts.readiness)
+    // probes arriving while the checks run share them: the public hosts serve /readyz to anyone, and a flood of probes
+    // would otherwise make as many Redis pings and gateway requests
+    let running: Promise<string[]> | null = null
+    const checkAll = () =>
+      (running ??= Promise.all(names.map((name) => check(opts.readiness[name]!, opts.checkTimeoutMs ?? 2000))).finally(() => {
+        running = null
+      }))
+
     app.get('/readyz', quiet, async (request, reply) => {
-      const names = Object.keys(opts.readiness)
-      const results = await Promise.all(names.map((name) => check(opts.readiness[name]!, opts.checkTimeoutMs ?? 2000)))
+      const results = await checkAll()
       // the public hosts serve this too: without the token a failed check says only that it failed
       const detailed = results.some((r) => r !== 'ok') && withMetricsToken(request)
       const checks = Object.fromEntries(names.map((name, i) => [name, results[i] === 'ok' || detailed ? results[i] : 'unavailable']))

@@ -74,3 +74,20 @@ test('probes (/livez, /readyz, /metrics) write no request lines; other routes do
   expect(lines.filter((l) => l.msg === 'incoming request').map((l) => l.req?.url)).toEqual(['/work'])
   await app.close()
 })
+
+test('probes of /readyz arriving while its checks run share them (the public hosts serve it to anyone); a later probe checks again', async () => {
+  const app = Fastify()
+  let checks = 0
+  await app.register(operationsRoutes, {
+    metrics: createMetrics('test-readiness'),
+    metricsToken: 'm'.repeat(40),
+    readiness: { redis: async () => { checks++; await sleep(50) } },
+  })
+  const answers = await Promise.all(Array.from({ length: 20 }, () => app.inject({ url: '/readyz' })))
+  expect(answers.map((a) => a.statusCode)).toEqual(Array(20).fill(200))
+  // before: 20 checks, one per probe
+  expect(checks).toBe(1)
+  await app.inject({ url: '/readyz' })
+  expect(checks).toBe(2)
+  await app.close()
+})
