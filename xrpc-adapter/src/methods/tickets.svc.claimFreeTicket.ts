@@ -1,9 +1,8 @@
-import { ContractError, statusOf } from '@svc/errors'
 import { graphql } from '@svc/graph'
 import { INPUT_KEYS } from '@svc/lexicons/types'
 import { APP_ACCESS_ERRORS } from './app-access'
 import { assertOnlyKeys } from './strict-body'
-import { renameErrors, type HandlerContext } from './types'
+import { releaseOnRefusal, renameErrors, type HandlerContext } from './types'
 
 const CLAIM = graphql(`mutation ClaimFreeTicket($input: ClaimFreeTicketInput!) { claimFreeTicket(input: $input) { id status url } }`)
 
@@ -20,12 +19,6 @@ export async function claimFreeTicket({ input, graph, assertion, caller }: Handl
   // not the environment as sent: a retry may name the one the first call left to the default
   const replayScope = JSON.stringify(['claim', caller.appDid, input.eventUri, input.ticketTypeId, input.buyerDid, input.idempotencyKey ?? null])
   const buyer = await assertion(buyerAssertionJwt, { iss: input.buyerDid, code: 'BuyerAssertionInvalid', replayScope })
-  const { claimFreeTicket: t } = await graph(CLAIM, { input: claim })
-    .catch(async (err: unknown) => {
-      // not after a 5xx: the claim may have been taken, and its retry carries the assertion in this scope
-      if (err instanceof ContractError && statusOf(err.code) < 500) await buyer.release()
-      throw err
-    })
-    .catch(renameErrors(APP_ACCESS_ERRORS))
+  const { claimFreeTicket: t } = await graph(CLAIM, { input: claim }).catch(releaseOnRefusal(buyer)).catch(renameErrors(APP_ACCESS_ERRORS))
   return { ticket: { id: t.id, status: t.status, ...(t.url ? { url: t.url } : {}) } }
 }

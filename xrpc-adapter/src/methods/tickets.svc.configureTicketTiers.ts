@@ -1,9 +1,8 @@
-import { ContractError, statusOf } from '@svc/errors'
 import { graphql } from '@svc/graph'
 import { INPUT_KEYS } from '@svc/lexicons/types'
 import { APP_ACCESS_ERRORS } from './app-access'
 import { assertOnlyKeys } from './strict-body'
-import { renameErrors, type HandlerContext } from './types'
+import { releaseOnRefusal, renameErrors, type HandlerContext } from './types'
 
 const CONFIGURE = graphql(`mutation ConfigureTicketTiers($input: ConfigureTicketTiersInput!) {
   configureTicketTiers(input: $input) {
@@ -25,13 +24,7 @@ export async function configureTicketTiers({ input, graph, assertion, caller }: 
   const { organizerAssertionJwt, ...setup } = input
   const replayScope = JSON.stringify(['configure', caller.appDid, input.environment ?? null, input.eventUri, input.organizerDid])
   const organizer = await assertion(organizerAssertionJwt, { iss: input.organizerDid, code: 'OrganizerAssertionInvalid', replayScope })
-  const { configureTicketTiers: e } = await graph(CONFIGURE, { input: setup })
-    .catch(async (err: unknown) => {
-      // not after a 5xx: the setup may have been made, and its retry carries the assertion in this scope
-      if (err instanceof ContractError && statusOf(err.code) < 500) await organizer.release()
-      throw err
-    })
-    .catch(renameErrors(APP_ACCESS_ERRORS))
+  const { configureTicketTiers: e } = await graph(CONFIGURE, { input: setup }).catch(releaseOnRefusal(organizer)).catch(renameErrors(APP_ACCESS_ERRORS))
   return {
     eventUri: e.eventUri,
     holdDurationSeconds: e.holdDurationSeconds,

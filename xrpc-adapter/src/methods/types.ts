@@ -1,4 +1,4 @@
-import { ContractError, type ErrorCode } from '@svc/errors'
+import { ContractError, statusOf, type ErrorCode } from '@svc/errors'
 import type { GatewayDocument } from '@svc/gateway-client'
 import type { MethodNsid, Methods } from '@svc/lexicons/types'
 import type { AssertionCheck, VerifiedAssertion } from '../auth/assertion'
@@ -57,5 +57,17 @@ export function renameErrors(names: Partial<Record<ErrorCode, ErrorCode>>): (err
   return (err) => {
     const renamed = err instanceof ContractError ? names[err.code] : undefined
     throw renamed ? new ContractError(renamed, err instanceof Error ? err.message : renamed) : err
+  }
+}
+
+/**
+ * For `.catch(...)` on a graph call that an assertion authorized: a refusal for its input (any 4xx) did nothing, so
+ * the assertion's `jti` is given back and the corrected request may carry it. Not after a 5xx: the call may have
+ * done its work, and its retry carries the assertion in the same scope.
+ */
+export function releaseOnRefusal(spent: Pick<VerifiedAssertion, 'release'>): (err: unknown) => Promise<never> {
+  return async (err) => {
+    if (err instanceof ContractError && statusOf(err.code) < 500) await spent.release()
+    throw err
   }
 }
