@@ -554,6 +554,18 @@ describe('the creator decides (dashboard)', () => {
     expect((await contractError(unblockApproval({ models }, who, view.id))).code).toBe('NotAllowed')
   })
 
+  test('ten concurrent unblocks (a form sent ten times) decide once: declined, its revision unchanged, no event', async () => {
+    const { who, view } = await pending()
+    await blockApproval({ models }, who, view.id)
+    const blocked = (await raw(view.id))!
+    const eventsBefore = await events(view.id)
+    const unblocks = await Promise.allSettled(Array.from({ length: 10 }, () => unblockApproval({ models }, who, view.id)))
+    expect(unblocks.map((r) => r.status)).toEqual(Array(10).fill('fulfilled'))
+    expect(unblocks.map((r) => (r as PromiseFulfilledResult<{ status: string; revision: number }>).value)).toEqual(Array(10).fill(expect.objectContaining({ status: 'declined', revision: blocked.revision })))
+    expect(await raw(view.id)).toMatchObject({ status: 'declined', revision: blocked.revision })
+    expect(await events(view.id)).toEqual(eventsBefore)
+  })
+
   test('unblock of a block that ended an approval, or came after a revoke, leaves it revoked: accepted again only once the app asks again', async () => {
     for (const ending of ['block', 'revoke then block'] as const) {
       const { app, creator, who, view } = await pending()
