@@ -32,7 +32,10 @@ async function startBoard(redisUrl: string, logLines: string[] = []): Promise<{ 
   return { board, url: `http://127.0.0.1:${(board.server.address() as AddressInfo).port}` }
 }
 
-/** The answer, and how long it took; a request held open is cut off after 10 s. */
+/**
+ * The answer, and how long it took; a request held open is cut off after 10 s. The bounds below only tell an answer
+ * from such a hang (the answers come in about 2 s; a loaded machine stretches that, so no tighter bound is asserted).
+ */
 async function timed(url: string): Promise<{ status: number; body: unknown; ms: number }> {
   const started = Date.now()
   const res = await fetch(url, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(10_000) })
@@ -56,7 +59,7 @@ describe('Redis refuses every connection', () => {
     const { status, body, ms } = await timed(`${url}${path}`)
     expect(status).toBe(503)
     expect(body).toEqual({ error: 'ServiceUnavailable', message: expect.stringMatching(/Redis/) })
-    expect(ms).toBeLessThan(5_000)
+    expect(ms).toBeLessThan(9_000)
   })
 
   test('the page is served all the same, and the refusals are logged as warnings with request ids', async () => {
@@ -70,7 +73,7 @@ describe('Redis refuses every connection', () => {
     const started = Date.now()
     await board.close()
     closed = true
-    expect(Date.now() - started).toBeLessThan(5_000)
+    expect(Date.now() - started).toBeLessThan(9_000)
   })
 })
 
@@ -91,6 +94,6 @@ describe('Redis stops answering with its connection open', () => {
     const { status, body, ms } = await timed(`${url}${API_PATHS[0]}`)
     expect(status).toBe(503)
     expect(body).toEqual({ error: 'ServiceUnavailable', message: expect.stringMatching(/Redis/) })
-    expect(ms).toBeLessThan(6_000)
+    expect(ms).toBeLessThan(9_000)
   })
 })

@@ -65,7 +65,9 @@ test('a receiver that never answers is a timeout at the deadline, not undici\'s 
     const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/hook`
     const results = await Promise.all(Array.from({ length: 5 }, () => sendAttempt(agent, { url, headers: {}, body: '{}' }, 1500)))
     expect(results.map((r) => [r.statusCode, r.error])).toEqual(Array(5).fill([null, 'timeout: no answer within 1500 ms']))
-    for (const r of results) expect(r.durationMs).toBeLessThan(1500 + 900)
+    // (the error names the attempt's own deadline: undici's backup timeout, 1 s later, names its headers timeout; no
+    // bound on the duration here, which a loaded machine stretches)
+    for (const r of results) expect(r.durationMs).toBeGreaterThanOrEqual(1400)
   } finally {
     await agent.close()
     silent.closeAllConnections()
