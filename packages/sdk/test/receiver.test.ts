@@ -204,6 +204,10 @@ describe('handleDelivery (memory store)', () => {
     const err = await handleDelivery({ store, envelope: env, handlers: { 'payment.completed': async () => undefined } }).catch((e) => e)
     expect(err).toBeInstanceOf(ReceiverError)
     expect([err.code, err.status, err.retryable]).toEqual(['DeliveryInProgress', 409, true])
+    // also where this process has no handler for its type (a rolling deploy: the worker holding it has one)
+    const unknown = envelope({ type: 'app.authorization.revoked' })
+    await store.claim(unknown.id, 60_000)
+    expect(await handleDelivery({ store, envelope: unknown, handlers: {} }).catch((e) => e.code)).toBe('DeliveryInProgress')
   })
 
   it('test events never reach handlers; onTestEvent sees them', async () => {

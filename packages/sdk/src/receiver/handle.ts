@@ -58,7 +58,8 @@ export interface HandleDeliveryResult {
 /**
  * Claims the delivery id, runs the handler for the type, then completes the claim; on a handler error releases the
  * claim and rethrows (the service retries). Already done → `{ duplicate: true }` (also for a type without handler
- * now); claimed elsewhere → ReceiverError('DeliveryInProgress') (409, retryable); a type without handler →
+ * now); claimed elsewhere → ReceiverError('DeliveryInProgress') (409, retryable; also for a type without handler here: the
+ * worker holding it decides); a type without handler →
  * ReceiverError('UnsupportedEvent').
  * Test events (`app.webhook.test`) never reach `handlers`: they go to `onTestEvent`, else are acknowledged.
  */
@@ -80,11 +81,12 @@ export async function handleDelivery(options: HandleDeliveryOptions & { envelope
   const claim = await store.claim(envelope.id, options.claimTtlMs ?? DEFAULT_CLAIM_TTL_MS)
   // an id already processed is answered 2xx (the contract), even once its type has lost its handler (a deploy since)
   if (claim.state === 'done') return { ok: true, duplicate: true, test }
+  // another worker has it (one that has the type's handler, during a rolling deploy): it decides, this one need not
+  if (claim.state === 'processing') throw new ReceiverError('DeliveryInProgress', `delivery ${envelope.id} is being processed`)
   if (typeof handler !== 'function') {
-    if (claim.state === 'claimed') await store.release(envelope.id, claim.token).catch(() => undefined)
+    await store.release(envelope.id, claim.token).catch(() => undefined)
     throw new ReceiverError('UnsupportedEvent', `event type ${envelope.type} is not supported`)
   }
-  if (claim.state === 'processing') throw new ReceiverError('DeliveryInProgress', `delivery ${envelope.id} is being processed`)
   try {
     await handler(envelope)
   } catch (err) {
