@@ -491,7 +491,8 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
      */
     const payOrFindPaid = async (checkoutUrl: string, appOrderId: string, retry: boolean): Promise<boolean> => {
       try {
-        const ended = await pay(checkoutUrl)
+        // a pay is one per checkout: repeated after no answer, it is answered 409 once the first took (below)
+        const ended = await untilAvailable(retry, UNAVAILABLE_RETRY_MS, () => pay(checkoutUrl))
         if (ended !== 'processing') return ended === 'completed'
         // the charge's answer was lost (the database or the processor failed during it): the checkout ends as the
         // processor says, a minute after its claim at most; during the faults that is a refusal, retried afterwards
@@ -530,8 +531,9 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     const retried = { orders: 0, acknowledged: 0, alreadyPaid: 0, unpaid: 0, unanswered: [] as string[], unavailable: 0, refused: [] as string[] }
     /**
      * A call of a retried order: a 503 ServiceUnavailable is the contract's "retry with backoff" (a database just back,
-     * the order's own attempt in flight until it lapses), and an app retries it, until `waitMs` has passed. During the
-     * faults a 503 is a refusal like any other.
+     * the order's own attempt in flight until it lapses), and an app retries it, until `waitMs` has passed; so is a
+     * call with no answer, or a 408 (TRANSIENT_REFUSALS): the same key makes the repeat safe. During the faults each is
+     * a refusal like any other.
      */
     const untilAvailable = async <T>(retry: boolean, waitMs: number, call: () => Promise<T>): Promise<T> => {
       const deadline = Date.now() + waitMs
@@ -539,7 +541,8 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
         try {
           return await call()
         } catch (err) {
-          if (!retry || !(err instanceof HttpStatus && err.status === 503) || Date.now() > deadline) throw err
+          const transient = err instanceof HttpStatus ? err.status === 503 || err.status === 408 : !(err instanceof Unsettled)
+          if (!retry || !transient || Date.now() > deadline) throw err
           retried.unavailable++
           await sleep(pause)
         }
@@ -785,7 +788,7 @@ export async function runFaults(opts: FaultOptions): Promise<FaultReport> {
     const toRetry = retries.splice(0)
     // independent orders, a few at a time: one that waits (a claim a minute old, a 2-s charge) holds up no other
     await pMap(toRetry, (retry) => retry(), { concurrency: RETRY_CONCURRENCY })
-    if (toRetry.length > 0) log(`faults: ${toRetry.length} refused orders and claims retried with their keys: ${retried.acknowledged} paid or claimed (${retried.alreadyPaid} by the refused attempt), ${retried.unpaid} not paid (${retried.unanswered.length} settled by asking the processor), ${retried.unavailable} answers 503 retried with backoff, ${retried.refused.length} refused\n`)
+    if (toRetry.length > 0) log(`faults: ${toRetry.length} refused orders and claims retried with their keys: ${retried.acknowledged} paid or claimed (${retried.alreadyPaid} by the refused attempt), ${retried.unpaid} not paid (${retried.unanswered.length} settled by asking the processor), ${retried.unavailable} answers 503, 408 or none retried with backoff, ${retried.refused.length} refused\n`)
     log(`faults: ${((Date.now() - t0) / 1000).toFixed(0)} s: produced ${produced.testEvents.size} test events, ${produced.payments.size} payments, ${produced.ticketOrders.size} ticket orders and ${produced.claims.size} claims (${refused.testEvents + refused.payments + refused.ticketOrders + refused.claims} refused during faults); waiting for their arrival\n`)
     // Every pending delivery has its next attempt within the schedule's longest wait after the outage. The wait ends
     // early once all arrived, or once no delivery is open any more (what has not arrived failed: it is redriven below).
